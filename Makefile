@@ -1,0 +1,33 @@
+# The two set-up commands (README): `make run` and `make test`.
+# Both install what is missing (scripts/install-deps.sh) and build with CMake presets.
+
+JOBS ?= $(shell nproc)
+DATA_DIR ?= data
+LISTEN ?= 127.0.0.1:9800
+
+.PHONY: run test deps build build-asan test-release test-asan clean
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+
+build-asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+
+test-release: build
+	@ctest --preset release -j $(JOBS)
+
+test-asan: build-asan
+	@ctest --preset asan -j $(JOBS)
+
+test: test-release test-asan
+
+run: build
+	./build/release/src/app/trainwatch serve --data-dir $(DATA_DIR) --listen $(LISTEN)
+
+clean:
+	rm -rf build

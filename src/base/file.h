@@ -1,0 +1,46 @@
+#pragma once
+// Small POSIX file helpers shared by the WAL and the block store. All return
+// Status with the path in the message.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace trainwatch::file {
+
+// Read-only memory map of a whole file. Thread-safe for concurrent reads.
+class MmapFile {
+ public:
+  static Result<std::unique_ptr<MmapFile>> Open(const std::string& path);
+  ~MmapFile();
+  MmapFile(const MmapFile&) = delete;
+  MmapFile& operator=(const MmapFile&) = delete;
+
+  std::string_view data() const { return {data_, size_}; }
+  size_t size() const { return size_; }
+
+ private:
+  MmapFile(const char* data, size_t size) : data_(data), size_(size) {}
+  const char* data_;
+  size_t size_;
+};
+
+Status ReadFile(const std::string& path, std::string* out);
+// Writes path.tmp, fsyncs it, renames it over path and fsyncs the directory.
+Status WriteFileAtomic(const std::string& path, std::string_view data);
+Status SyncDir(const std::string& dir);
+Status MkdirAll(const std::string& dir);
+// Removes a file or a directory tree; a missing path is not an error.
+Status RemoveAll(const std::string& path);
+// Names (not paths) of the entries of dir, sorted.
+Result<std::vector<std::string>> ListDir(const std::string& dir);
+bool Exists(const std::string& path);
+// Total bytes of the regular files under path.
+uint64_t DiskUsage(const std::string& path);
+
+}  // namespace trainwatch::file

@@ -1,0 +1,78 @@
+#pragma once
+// A series' identity: label pairs sorted by name, names unique, including
+// __name__. Values are owned strings; the head interns them separately.
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace trainwatch::model {
+
+inline constexpr std::string_view kMetricName = "__name__";
+
+struct Label {
+  std::string name;
+  std::string value;
+  bool operator==(const Label&) const = default;
+  auto operator<=>(const Label&) const = default;
+};
+
+class Labels {
+ public:
+  Labels() = default;
+  // Sorts by name; REQUIRES: names are unique.
+  Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> pairs);
+  explicit Labels(std::vector<Label> labels);  // sorts
+
+  // Validates and sorts: empty names, duplicate names and empty values are
+  // rejected (empty values are dropped, as Prometheus treats them as absent).
+  static Result<Labels> FromUnsorted(std::vector<Label> labels);
+
+  const std::vector<Label>& pairs() const { return labels_; }
+  size_t size() const { return labels_.size(); }
+  bool empty() const { return labels_.empty(); }
+  auto begin() const { return labels_.begin(); }
+  auto end() const { return labels_.end(); }
+
+  // Value of `name`, or empty when absent.
+  std::string_view Get(std::string_view name) const;
+  bool Has(std::string_view name) const;
+  std::string_view MetricName() const { return Get(kMetricName); }
+
+  uint64_t Hash() const;
+  // `name{a="b", c="d"}` with Prometheus escaping.
+  std::string ToString() const;
+
+  bool operator==(const Labels&) const = default;
+  // Lexicographic over (name, value) pairs, as Prometheus sorts series.
+  auto operator<=>(const Labels& o) const { return labels_ <=> o.labels_; }
+
+ private:
+  std::vector<Label> labels_;
+};
+
+// Builder for adding, replacing and removing labels before producing a sorted set.
+class LabelsBuilder {
+ public:
+  explicit LabelsBuilder(const Labels& base) : labels_(base.pairs()) {}
+  LabelsBuilder() = default;
+  void Set(std::string_view name, std::string_view value);  // empty value deletes
+  void Del(std::string_view name);
+  Labels Build() const;
+
+ private:
+  std::vector<Label> labels_;
+};
+
+// Hash of a label set given as sorted (name, value) views; equal to Labels::Hash.
+uint64_t HashLabelPairs(const std::pair<std::string_view, std::string_view>* pairs, size_t n);
+
+bool IsValidMetricName(std::string_view s);
+bool IsValidLabelName(std::string_view s);
+
+}  // namespace trainwatch::model

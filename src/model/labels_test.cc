@@ -1,0 +1,39 @@
+#include "model/labels.h"
+
+#include <gtest/gtest.h>
+
+namespace trainwatch::model {
+namespace {
+
+TEST(LabelsTest, SortsAndPrintsLikePrometheus) {
+  Labels l{{"job", "node"}, {"__name__", "up"}, {"instance", "a\"b"}};
+  EXPECT_EQ(l.pairs()[0].name, "__name__");
+  EXPECT_EQ(l.ToString(), "up{instance=\"a\\\"b\", job=\"node\"}");
+  EXPECT_EQ(l.MetricName(), "up");
+}
+
+TEST(LabelsTest, FromUnsortedRejectsDuplicatesAndDropsEmptyValues) {
+  auto r = Labels::FromUnsorted({{"a", "1"}, {"b", ""}, {"a", "2"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("duplicate label name \"a\""), std::string::npos);
+  auto ok = Labels::FromUnsorted({{"b", "2"}, {"c", ""}, {"a", "1"}});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->size(), 2u);
+}
+
+TEST(LabelsTest, HashDistinguishesNameValueBoundaries) {
+  Labels a{{"ab", "c"}}, b{{"a", "bc"}};
+  EXPECT_NE(a.Hash(), b.Hash());
+  std::pair<std::string_view, std::string_view> p[] = {{"ab", "c"}};
+  EXPECT_EQ(HashLabelPairs(p, 1), a.Hash());
+}
+
+TEST(LabelsTest, ValidNames) {
+  EXPECT_TRUE(IsValidMetricName("a:b_c1"));
+  EXPECT_FALSE(IsValidMetricName("1abc"));
+  EXPECT_FALSE(IsValidLabelName("a:b"));
+  EXPECT_TRUE(IsValidLabelName("_x9"));
+}
+
+}  // namespace
+}  // namespace trainwatch::model

@@ -1,0 +1,194 @@
+#include "storage/merge.h"
+
+#include <algorithm>
+
+namespace trainwatch::storage {
+namespace {
+
+class ErrSet : public SeriesSet {
+ public:
+  explicit ErrSet(Status s) : s_(std::move(s)) {}
+  bool Next() override { return false; }
+  const Series& At() const override { CHECK(false, "BUG: At on empty set"); __builtin_unreachable(); }
+  Status Err() const override { return s_; }
+
+ private:
+  Status s_;
+};
+
+class VecIter : public SeriesIterator {
+ public:
+  explicit VecIter(const std::vector<model::Sample>* s) : s_(s) {}
+  bool Next() override { return ++i_ < s_->size(); }
+  bool Seek(int64_t t) override {
+    if (i_ == SIZE_MAX) i_ = 0;
+    if (i_ >= s_->size()) return false;
+    if ((*s_)[i_].t >= t) return true;
+    auto it = std::lower_bound(s_->begin() + i_, s_->end(), t,
+                               [](const model::Sample& a, int64_t x) { return a.t < x; });
+    i_ = it - s_->begin();
+    return i_ < s_->size();
+  }
+  model::Sample At() const override { return (*s_)[i_]; }
+  Status Err() const override { return Status::OK(); }
+
+ private:
+  const std::vector<model::Sample>* s_;
+  size_t i_ = SIZE_MAX;  // before the first sample
+};
+
+// K-way merge of iterators; ties on timestamp go to the lowest index.
+class MergeIter : public SeriesIterator {
+ public:
+  explicit MergeIter(std::vector<std::unique_ptr<SeriesIterator>> its) : its_(std::move(its)), valid_(its_.size()) {}
+
+  bool Next() override {
+    if (!started_) {
+      started_ = true;
+      for (size_t i = 0; i < its_.size(); i++) valid_[i] = its_[i]->Next();
+    } else {
+      for (size_t i = 0; i < its_.size(); i++) {
+        if (valid_[i] && its_[i]->At().t == cur_.t) valid_[i] = its_[i]->Next();
+      }
+    }
+    return Pick();
+  }
+
+  bool Seek(int64_t t) override {
+    if (started_ && has_cur_ && cur_.t >= t) return true;
+    started_ = true;
+    for (size_t i = 0; i < its_.size(); i++) valid_[i] = its_[i]->Seek(t);
+    return Pick();
+  }
+
+  model::Sample At() const override { return cur_; }
+  Status Err() const override {
+    for (auto& it : its_) {
+      Status s = it->Err();
+      if (!s.ok()) return s;
+    }
+    return Status::OK();
+  }
+
+ private:
+  bool Pick() {
+    has_cur_ = false;
+    for (size_t i = 0; i < its_.size(); i++) {
+      if (!valid_[i]) continue;
+      model::Sample s = its_[i]->At();
+      if (!has_cur_ || s.t < cur_.t) {
+        cur_ = s;
+        has_cur_ = true;
+      }
+    }
+    return has_cur_;
+  }
+
+  std::vector<std::unique_ptr<SeriesIterator>> its_;
+  std::vector<bool> valid_;
+  model::Sample cur_;
+  bool has_cur_ = false;
+  bool started_ = false;
+};
+
+// A series made of the same-labelled series of several sets.
+class MergedSeries : public Series {
+ public:
+  MergedSeries(model::Labels l, std::vector<const Series*> parts) : labels_(std::move(l)), parts_(std::move(parts)) {}
+  const model::Labels& labels() const override { return labels_; }
+  std::unique_ptr<SeriesIterator> Iterator() const override {
+    if (parts_.size() == 1) return parts_[0]->Iterator();
+    std::vector<std::unique_ptr<SeriesIterator>> its;
+    for (auto* p : parts_) its.push_back(p->Iterator());
+    return std::make_unique<MergeIter>(std::move(its));
+  }
+
+ private:
+  model::Labels labels_;
+  std::vector<const Series*> parts_;
+};
+
+class MergeSet : public SeriesSet {
+ public:
+  explicit MergeSet(std::vector<std::unique_ptr<SeriesSet>> sets) : sets_(std::move(sets)), valid_(sets_.size()) {}
+
+  bool Next() override {
+    if (!started_) {
+      started_ = true;
+      for (size_t i = 0; i < sets_.size(); i++) valid_[i] = sets_[i]->Next();
+    } else {
+      for (size_t i : last_) valid_[i] = sets_[i]->Next();
+    }
+    last_.clear();
+    const model::Labels* min = nullptr;
+    for (size_t i = 0; i < sets_.size(); i++) {
+      if (!valid_[i]) continue;
+      const model::Labels& l = sets_[i]->At().labels();
+      if (min == nullptr || l < *min) {
+        min = &l;
+        last_.assign(1, i);
+      } else if (l == *min) {
+        last_.push_back(i);
+      }
+    }
+    if (min == nullptr) return false;
+    std::vector<const Series*> parts;
+    for (size_t i : last_) parts.push_back(&sets_[i]->At());
+    cur_ = std::make_unique<MergedSeries>(*min, std::move(parts));
+    return true;
+  }
+
+  const Series& At() const override { return *cur_; }
+  Status Err() const override {
+    for (auto& s : sets_) {
+      Status st = s->Err();
+      if (!st.ok()) return st;
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::vector<std::unique_ptr<SeriesSet>> sets_;
+  std::vector<bool> valid_;
+  std::vector<size_t> last_;  // sets positioned on the current series
+  std::unique_ptr<MergedSeries> cur_;
+  bool started_ = false;
+};
+
+class ListSet : public SeriesSet {
+ public:
+  explicit ListSet(std::vector<std::shared_ptr<Series>> s) : s_(std::move(s)) {}
+  bool Next() override { return ++i_ < s_.size(); }
+  const Series& At() const override { return *s_[i_]; }
+  Status Err() const override { return Status::OK(); }
+
+ private:
+  std::vector<std::shared_ptr<Series>> s_;
+  size_t i_ = SIZE_MAX;
+};
+
+}  // namespace
+
+std::unique_ptr<SeriesSet> ErrorSeriesSet(Status s) { return std::make_unique<ErrSet>(std::move(s)); }
+
+std::unique_ptr<SeriesSet> MergeSeriesSets(std::vector<std::unique_ptr<SeriesSet>> sets) {
+  if (sets.size() == 1) return std::move(sets[0]);
+  return std::make_unique<MergeSet>(std::move(sets));
+}
+
+std::unique_ptr<SeriesIterator> MergeIterators(std::vector<std::unique_ptr<SeriesIterator>> its) {
+  if (its.size() == 1) return std::move(its[0]);
+  return std::make_unique<MergeIter>(std::move(its));
+}
+
+std::unique_ptr<SeriesIterator> ListSeries::Iterator() const { return VectorIterator(&samples_); }
+
+std::unique_ptr<SeriesSet> ListSeriesSet(std::vector<std::shared_ptr<Series>> series) {
+  return std::make_unique<ListSet>(std::move(series));
+}
+
+std::unique_ptr<SeriesIterator> VectorIterator(const std::vector<model::Sample>* samples) {
+  return std::make_unique<VecIter>(samples);
+}
+
+}  // namespace trainwatch::storage

@@ -1,0 +1,40 @@
+#pragma once
+// Merging of data from several sources (persisted blocks, the head): series
+// with equal labels are joined and samples with equal timestamps deduplicated,
+// the earlier source winning. Used by tsdb's DB querier and by compaction.
+
+#include <memory>
+#include <vector>
+
+#include "storage/storage.h"
+
+namespace trainwatch::storage {
+
+// Merges sorted SeriesSets. Sets earlier in `sets` win timestamp ties.
+// REQUIRES: each input set is sorted by labels.
+std::unique_ptr<SeriesSet> MergeSeriesSets(std::vector<std::unique_ptr<SeriesSet>> sets);
+
+// Merges iterators of one series; earlier iterators win timestamp ties.
+std::unique_ptr<SeriesIterator> MergeIterators(std::vector<std::unique_ptr<SeriesIterator>> its);
+
+// An in-memory series, for tests and small results.
+class ListSeries : public Series {
+ public:
+  ListSeries(model::Labels labels, std::vector<model::Sample> samples)
+      : labels_(std::move(labels)), samples_(std::move(samples)) {}
+  const model::Labels& labels() const override { return labels_; }
+  std::unique_ptr<SeriesIterator> Iterator() const override;
+  const std::vector<model::Sample>& samples() const { return samples_; }
+
+ private:
+  model::Labels labels_;
+  std::vector<model::Sample> samples_;
+};
+
+// A SeriesSet over owned series, in the given order.
+std::unique_ptr<SeriesSet> ListSeriesSet(std::vector<std::shared_ptr<Series>> series);
+
+// Iterator over a borrowed vector of samples. REQUIRES: the vector outlives it.
+std::unique_ptr<SeriesIterator> VectorIterator(const std::vector<model::Sample>* samples);
+
+}  // namespace trainwatch::storage

@@ -1,0 +1,100 @@
+#pragma once
+// The storage seam: what ingest, promql, scrape and rules see of the TSDB.
+// Interfaces only (plus the generic merge in merge.h); tsdb/ implements them.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/labels.h"
+#include "model/matcher.h"
+#include "model/sample.h"
+
+namespace trainwatch::storage {
+
+// Dense, process-local series id. 0 means "not known yet".
+using SeriesRef = uint64_t;
+
+// Buffers samples until Commit. Not thread-safe: one appender per goroutine-like
+// unit of work (an HTTP request, a scrape).
+class Appender {
+ public:
+  virtual ~Appender() = default;
+  // Adds one sample. `ref` is a ref returned earlier for the same labels, or 0;
+  // returns the series' ref. Fails on invalid labels. Samples of any age within
+  // retention are accepted; one with the timestamp of a stored sample of the
+  // same series is ignored (the stored one wins).
+  virtual Result<SeriesRef> Append(SeriesRef ref, const model::Labels& labels, int64_t t, double v) = 0;
+  // Writes every sample since the last Commit to the WAL and makes it
+  // queryable. Returns once the data is durable per the WAL sync policy.
+  virtual Status Commit() = 0;
+  // Drops every sample since the last Commit.
+  virtual void Rollback() = 0;
+};
+
+class Appendable {
+ public:
+  virtual ~Appendable() = default;
+  virtual std::unique_ptr<Appender> NewAppender() = 0;
+};
+
+// Iterates one series' samples in increasing time order. Sticky error in Err().
+class SeriesIterator {
+ public:
+  virtual ~SeriesIterator() = default;
+  // Advances; false at the end or on error.
+  virtual bool Next() = 0;
+  // Advances to the first sample with timestamp >= t (may stay put); false when none.
+  virtual bool Seek(int64_t t) = 0;
+  virtual model::Sample At() const = 0;
+  virtual Status Err() const = 0;
+};
+
+class Series {
+ public:
+  virtual ~Series() = default;
+  virtual const model::Labels& labels() const = 0;
+  virtual std::unique_ptr<SeriesIterator> Iterator() const = 0;
+};
+
+// Iterates series; At() is valid until the next call to Next().
+class SeriesSet {
+ public:
+  virtual ~SeriesSet() = default;
+  virtual bool Next() = 0;
+  virtual const Series& At() const = 0;
+  virtual Status Err() const = 0;
+};
+
+// What the caller will do with the data; implementations may use it to prune.
+struct SelectHints {
+  int64_t start = model::kMinTime;  // ms, inclusive
+  int64_t end = model::kMaxTime;    // ms, inclusive
+};
+
+// A view over [mint, maxt] of the data. Thread-compatible; close by destroying.
+class Querier {
+ public:
+  virtual ~Querier() = default;
+  // Series matching all matchers, with samples in [mint, maxt] of the querier
+  // (narrowed by hints). Sorted by labels when `sorted`.
+  virtual std::unique_ptr<SeriesSet> Select(bool sorted, const SelectHints& hints, const model::Matchers& matchers) = 0;
+  // Sorted distinct values of label `name` among series matching `matchers` (all series when empty).
+  virtual Result<std::vector<std::string>> LabelValues(std::string_view name, const model::Matchers& matchers) = 0;
+  // Sorted distinct label names among series matching `matchers`.
+  virtual Result<std::vector<std::string>> LabelNames(const model::Matchers& matchers) = 0;
+};
+
+class Queryable {
+ public:
+  virtual ~Queryable() = default;
+  virtual Result<std::unique_ptr<Querier>> NewQuerier(int64_t mint, int64_t maxt) = 0;
+};
+
+// A SeriesSet that yields nothing but an error (or nothing at all).
+std::unique_ptr<SeriesSet> ErrorSeriesSet(Status s);
+
+}  // namespace trainwatch::storage
