@@ -1,0 +1,91 @@
+#pragma once
+// Chunk encodings. Head chunks use Gorilla's XOR scheme (delta-of-delta
+// timestamps, XOR'd floats), appendable one sample at a time. Persisted blocks
+// may use a denser, whole-chunk codec (see docs/format/chunks.md).
+// Every encoding round-trips any float64 bit-exactly (NaN payloads incl. the
+// stale marker, ±Inf, -0.0).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace trainwatch::chunkenc {
+
+enum class Encoding : uint8_t {
+  kXor = 1,    // Gorilla, appendable
+  kDense = 2,  // whole-chunk codec for persisted blocks
+};
+
+// An appendable Gorilla XOR chunk held in memory. Not thread-safe; the head
+// guards each series with its own lock.
+// Layout: see docs/format/chunks.md. Bytes() is a complete, decodable chunk at
+// any point between appends.
+class XorChunk {
+ public:
+  XorChunk();
+  // REQUIRES: t is greater than the last appended timestamp.
+  void Append(int64_t t, double v);
+  uint32_t NumSamples() const;
+  std::string_view Bytes() const;
+  size_t MemoryBytes() const;  // heap bytes held
+  int64_t MinTime() const;     // REQUIRES: NumSamples() > 0
+  int64_t MaxTime() const;     // last appended timestamp
+  // Releases spare capacity after the chunk is closed.
+  void Shrink();
+
+ private:
+  std::string b_;  // header (sample count) + bitstream
+  // Appender state.
+  int64_t t_ = 0, t_delta_ = 0, t_first_ = 0;
+  uint64_t v_bits_ = 0;
+  uint8_t leading_ = 0xff, trailing_ = 0;
+  uint8_t bit_pos_ = 0;  // bits used in the last byte of b_ (0 = byte full / none)
+};
+
+// Decodes any chunk (XOR or dense), forward only, with a sticky error.
+class Iterator {
+ public:
+  Iterator() = default;
+  // `data` must outlive the iterator.
+  Iterator(Encoding enc, std::string_view data);
+  void Reset(Encoding enc, std::string_view data);
+  // Advances; false at end or on corrupt data (then Err() is not OK).
+  bool Next();
+  // Advances to the first sample with timestamp >= t; false if none.
+  bool Seek(int64_t t);
+  int64_t t() const { return t_; }
+  double v() const { return v_; }
+  const Status& Err() const { return err_; }
+
+ private:
+  bool NextXor();
+  bool Fail(const char* what);  // sets a corruption error, returns false
+
+  // implementation-defined state
+  Encoding enc_ = Encoding::kXor;
+  std::string_view data_;
+  uint64_t pos_ = 0;  // bit position for XOR; index for dense
+  uint32_t n_ = 0, i_ = 0;
+  int64_t t_ = 0, t_delta_ = 0;
+  double v_ = 0;
+  uint64_t v_bits_ = 0;
+  uint8_t leading_ = 0, trailing_ = 0;
+  bool valid_ = false;  // the current sample (t_, v_) is valid
+  std::vector<int64_t> dense_t_;
+  std::vector<double> dense_v_;
+  Status err_;
+};
+
+// Encodes samples (REQUIRES: strictly increasing timestamps, n >= 1) with the
+// dense codec for persisted blocks. Appends to *out.
+void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out);
+// Encodes with Gorilla XOR in one go (same bytes as XorChunk).
+void EncodeXor(const int64_t* ts, const double* vs, size_t n, std::string* out);
+
+// Decodes a whole chunk into the vectors (appending). Corruption -> error.
+Status DecodeAll(Encoding enc, std::string_view data, std::vector<int64_t>* ts, std::vector<double>* vs);
+
+}  // namespace trainwatch::chunkenc

@@ -1,0 +1,429 @@
+#include "tsdb/index/index_reader.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <array>
+
+#include "base/coding.h"
+#include "base/crc32c.h"
+#include "base/file.h"
+
+namespace trainwatch::index {
+
+namespace {
+
+constexpr size_t kNumSections = 4;
+constexpr size_t kTocSize = kNumSections * 16 + 8 + 4;
+constexpr uint64_t kMaxZstdRatio = 1024;  // must match the writer
+constexpr size_t kCacheSlots = 64;
+
+// Bounds-checked cursor over [p, limit); `base` is the file offset of `start`.
+struct Cursor {
+  const char* start;
+  const char* p;
+  const char* limit;
+  uint64_t base;
+  uint64_t Offset() const { return base + static_cast<uint64_t>(p - start); }
+  bool Varint64(uint64_t* v) {
+    const char* q = GetVarint64Ptr(p, limit, v);
+    if (q == nullptr) return false;
+    p = q;
+    return true;
+  }
+  bool Varint32(uint32_t* v) {
+    uint64_t x;
+    if (!Varint64(&x) || x > UINT32_MAX) return false;
+    *v = static_cast<uint32_t>(x);
+    return true;
+  }
+  bool Byte(uint8_t* v) {
+    if (p >= limit) return false;
+    *v = static_cast<uint8_t>(*p++);
+    return true;
+  }
+  bool Bytes(uint64_t n, std::string_view* out) {
+    if (static_cast<uint64_t>(limit - p) < n) return false;
+    *out = std::string_view(p, n);
+    p += n;
+    return true;
+  }
+  size_t Left() const { return static_cast<size_t>(limit - p); }
+};
+
+inline int64_t Undelta(int64_t base, uint64_t zz) {
+  return static_cast<int64_t>(static_cast<uint64_t>(base) + static_cast<uint64_t>(ZigZagDecode(zz)));
+}
+
+}  // namespace
+
+struct IndexReader::DecodedBlock {
+  std::vector<uint32_t> syms;          // name, value, name, value, ...
+  std::vector<uint32_t> pair_start;    // per series + 1, index into syms / 2
+  std::vector<ChunkMeta> chunks;
+  std::vector<uint32_t> chunk_start;   // per series + 1
+};
+
+struct IndexReader::BlockCache {
+  std::mutex mu;
+  std::array<uint64_t, kCacheSlots> key{};
+  std::array<std::shared_ptr<const DecodedBlock>, kCacheSlots> val;
+};
+
+IndexReader::~IndexReader() = default;
+
+uint64_t IndexReader::FileSize() const { return data_.size(); }
+
+Status IndexReader::Corrupt(std::string_view what, uint64_t offset) const {
+  return Status::Corruption("index " + path_ + ": " + std::string(what) + " at offset " + std::to_string(offset));
+}
+
+Result<std::unique_ptr<IndexReader>> IndexReader::Open(const std::string& path, Options opts) {
+  std::unique_ptr<IndexReader> r(new IndexReader());
+  r->path_ = path;
+  ASSIGN_OR_RETURN(r->file_, file::MmapFile::Open(path));
+  r->data_ = r->file_->data();
+  r->cache_ = std::make_unique<BlockCache>();
+  RETURN_IF_ERROR(r->Load(opts));
+  return r;
+}
+
+Result<std::string_view> IndexReader::ReadBlob(uint64_t off, uint64_t end, std::string* scratch) const {
+  Cursor c{data_.data() + off, data_.data() + off, data_.data() + end, off};
+  uint8_t comp;
+  uint64_t raw_len;
+  if (!c.Byte(&comp) || !c.Varint64(&raw_len)) return Corrupt("truncated blob header", off);
+  std::string_view payload(c.p, c.Left());
+  if (comp == 0) {
+    if (raw_len != payload.size()) return Corrupt("blob length mismatch", off);
+    return payload;
+  }
+  if (comp != 1) return Corrupt("unknown blob compression " + std::to_string(comp), off);
+  if (raw_len > payload.size() * kMaxZstdRatio) return Corrupt("implausible blob length", off);
+  scratch->resize(raw_len);
+  size_t n = ZSTD_decompress(scratch->data(), scratch->size(), payload.data(), payload.size());
+  if (ZSTD_isError(n) || n != raw_len) return Corrupt("bad zstd blob", off);
+  return std::string_view(*scratch);
+}
+
+Status IndexReader::Load(const Options& opts) {
+  const uint64_t size = data_.size();
+  if (size < kIndexHeaderSize + kTocSize) return Corrupt("file too short (" + std::to_string(size) + " bytes)", 0);
+  if (DecodeFixed32(data_.data()) != kIndexMagic) return Corrupt("bad magic", 0);
+  if (data_[5] != 0 || data_[6] != 0 || data_[7] != 0) return Corrupt("nonzero header padding", 5);
+  if (static_cast<uint8_t>(data_[4]) != kIndexFormatV1) {
+    return Corrupt("unsupported version " + std::to_string(static_cast<uint8_t>(data_[4])), 4);
+  }
+  const uint64_t toc_off = size - kTocSize;
+  const char* toc = data_.data() + toc_off;
+  if (crc32c::Value(toc, kTocSize - 4) != DecodeFixed32(toc + kTocSize - 4)) return Corrupt("toc checksum mismatch", toc_off);
+  std::array<uint64_t, kNumSections> off{}, len{};
+  uint64_t prev_end = kIndexHeaderSize;
+  for (size_t i = 0; i < kNumSections; ++i) {
+    off[i] = DecodeFixed64(toc + 16 * i);
+    len[i] = DecodeFixed64(toc + 16 * i + 8);
+    if (off[i] != prev_end || len[i] > toc_off || off[i] + len[i] + 4 > toc_off) {
+      return Corrupt("bad section " + std::to_string(i) + " bounds in toc", toc_off + 16 * i);
+    }
+    prev_end = off[i] + len[i] + 4;
+    if (opts.verify_checksums &&
+        crc32c::Value(data_.data() + off[i], len[i]) != DecodeFixed32(data_.data() + off[i] + len[i])) {
+      return Corrupt("section " + std::to_string(i) + " checksum mismatch", off[i]);
+    }
+  }
+  if (prev_end != toc_off) return Corrupt("gap before toc", prev_end);
+  num_series_ = DecodeFixed64(toc + 16 * kNumSections);
+
+  // Symbols.
+  {
+    std::string scratch;
+    ASSIGN_OR_RETURN(std::string_view raw, ReadBlob(off[0], off[0] + len[0], &scratch));
+    Cursor c{raw.data(), raw.data(), raw.data() + raw.size(), off[0]};
+    uint64_t n;
+    if (!c.Varint64(&n) || n > raw.size()) return Corrupt("bad symbol count", off[0]);
+    symbols_.reserve(n);
+    std::string prev;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t shared;
+      std::string_view suffix;
+      uint64_t slen;
+      if (!c.Varint64(&shared) || shared > prev.size() || !c.Varint64(&slen) || !c.Bytes(slen, &suffix)) {
+        return Corrupt("bad symbol " + std::to_string(i), off[0]);
+      }
+      std::string s = prev.substr(0, shared);
+      s.append(suffix);
+      if (i > 0 && !(prev < s)) return Corrupt("symbols not sorted at symbol " + std::to_string(i), off[0]);
+      symbols_.push_back(s);
+      prev = std::move(s);
+    }
+    if (c.Left() != 0) return Corrupt("trailing bytes in symbol table", off[0]);
+  }
+
+  // Series block table.
+  {
+    series_off_ = off[1];
+    series_len_ = len[1];
+    if (len[1] < 16) return Corrupt("series section too short", off[1]);
+    const char* end = data_.data() + off[1] + len[1];
+    const uint64_t nblocks = DecodeFixed64(end - 8);
+    const uint64_t want = num_series_ / kSeriesPerBlock + (num_series_ % kSeriesPerBlock != 0 ? 1 : 0);
+    if (nblocks != want || nblocks > (len[1] - 8) / 8 - 1) {
+      return Corrupt("bad series block count", off[1] + len[1] - 8);
+    }
+    const uint64_t table_rel = len[1] - 8 - 8 * (nblocks + 1);
+    const char* table = data_.data() + off[1] + table_rel;
+    block_offsets_.resize(nblocks + 1);
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i <= nblocks; ++i) {
+      uint64_t o = DecodeFixed64(table + 8 * i);
+      if (o < prev || o > table_rel || (i == 0 && o != 0) || (i == nblocks && o != table_rel)) {
+        return Corrupt("bad series block offset", off[1] + table_rel + 8 * i);
+      }
+      block_offsets_[i] = off[1] + o;
+      prev = o;
+    }
+  }
+
+  postings_off_ = off[2];
+  postings_len_ = len[2];
+
+  // Postings table.
+  {
+    Cursor c{data_.data() + off[3], data_.data() + off[3], data_.data() + off[3] + len[3], off[3]};
+    uint64_t nnames;
+    if (!c.Varint64(&nnames) || nnames > len[3]) return Corrupt("bad label name count", off[3]);
+    names_.reserve(nnames);
+    uint64_t prev_off = 0;
+    for (uint64_t i = 0; i < nnames; ++i) {
+      uint32_t name_sym;
+      uint64_t nvals;
+      const uint64_t at = c.Offset();
+      if (!c.Varint32(&name_sym) || name_sym >= symbols_.size() || !c.Varint64(&nvals) || nvals > c.Left() ||
+          (i > 0 && name_sym <= names_.back().first)) {
+        return Corrupt("bad postings table name entry", at);
+      }
+      std::vector<ValueEntry> vals;
+      vals.reserve(nvals);
+      uint32_t prev_v = 0;
+      for (uint64_t k = 0; k < nvals; ++k) {
+        uint32_t dv;
+        uint64_t doff;
+        const uint64_t vat = c.Offset();
+        if (!c.Varint32(&dv) || !c.Varint64(&doff)) return Corrupt("truncated postings table", vat);
+        const uint64_t v = static_cast<uint64_t>(prev_v) + dv;
+        const uint64_t o = prev_off + doff;
+        if (v >= symbols_.size() || (k > 0 && dv == 0) || o < prev_off || o >= len[2]) {
+          return Corrupt("bad postings table value entry", vat);
+        }
+        vals.push_back({static_cast<uint32_t>(v), off[2] + o});
+        prev_v = static_cast<uint32_t>(v);
+        prev_off = o;
+      }
+      names_.emplace_back(name_sym, std::move(vals));
+    }
+    if (c.Left() != 0) return Corrupt("trailing bytes in postings table", c.Offset());
+  }
+  return Status::OK();
+}
+
+bool IndexReader::FindSymbol(std::string_view s, uint32_t* id) const {
+  auto it = std::lower_bound(symbols_.begin(), symbols_.end(), s,
+                             [](const std::string& a, std::string_view b) { return a < b; });
+  if (it == symbols_.end() || *it != s) return false;
+  *id = static_cast<uint32_t>(it - symbols_.begin());
+  return true;
+}
+
+const std::vector<IndexReader::ValueEntry>* IndexReader::ValuesOf(std::string_view name) const {
+  uint32_t sym;
+  if (!FindSymbol(name, &sym)) return nullptr;
+  auto it = std::lower_bound(names_.begin(), names_.end(), sym,
+                             [](const auto& e, uint32_t s) { return e.first < s; });
+  if (it == names_.end() || it->first != sym) return nullptr;
+  return &it->second;
+}
+
+std::vector<std::string> IndexReader::LabelNames() const {
+  std::vector<std::string> out;
+  out.reserve(names_.size());
+  for (const auto& [sym, _] : names_) out.push_back(symbols_[sym]);
+  return out;
+}
+
+Result<std::vector<std::string>> IndexReader::LabelValues(std::string_view name) const {
+  std::vector<std::string> out;
+  const auto* vals = ValuesOf(name);
+  if (vals == nullptr) return out;
+  out.reserve(vals->size());
+  for (const ValueEntry& e : *vals) out.push_back(symbols_[e.value_sym]);
+  return out;
+}
+
+Result<index::Postings> IndexReader::DecodePostings(uint64_t offset) const {
+  const uint64_t end = postings_off_ + postings_len_;
+  Cursor c{data_.data() + offset, data_.data() + offset, data_.data() + end, offset};
+  uint8_t kind;
+  uint64_t n, first;
+  if (!c.Byte(&kind) || !c.Varint64(&n) || !c.Varint64(&first) || n == 0) {
+    return Corrupt("bad postings list header", offset);
+  }
+  index::Postings out;
+  if (kind == 0) {
+    if (n - 1 > c.Left()) return Corrupt("postings list count exceeds data", offset);
+    out.reserve(n);
+    uint64_t v = first;
+    if (v >= num_series_) return Corrupt("postings series id out of range", offset);
+    out.push_back(v);
+    for (uint64_t i = 1; i < n; ++i) {
+      uint64_t d;
+      if (!c.Varint64(&d) || d == 0) return Corrupt("bad postings delta", c.Offset());
+      v += d;
+      if (v >= num_series_ || v < d) return Corrupt("postings series id out of range", c.Offset());
+      out.push_back(v);
+    }
+    return out;
+  }
+  if (kind != 1) return Corrupt("unknown postings encoding " + std::to_string(kind), offset);
+  uint64_t nbytes;
+  std::string_view bm;
+  if (!c.Varint64(&nbytes) || !c.Bytes(nbytes, &bm) || n > nbytes * 8 || first >= num_series_ ||
+      nbytes > (num_series_ - first + 7) / 8 + 1) {
+    return Corrupt("bad postings bitmap", offset);
+  }
+  out.reserve(n);
+  for (uint64_t i = 0; i < nbytes; ++i) {
+    uint32_t byte = static_cast<uint8_t>(bm[i]);
+    while (byte != 0) {
+      const uint64_t v = first + i * 8 + static_cast<uint64_t>(__builtin_ctz(byte));
+      byte &= byte - 1;
+      if (v >= num_series_) return Corrupt("postings series id out of range", offset);
+      out.push_back(v);
+    }
+  }
+  if (out.size() != n) return Corrupt("postings bitmap count mismatch", offset);
+  return out;
+}
+
+Result<index::Postings> IndexReader::Postings(std::string_view name, std::string_view value) const {
+  const auto* vals = ValuesOf(name);
+  uint32_t vsym;
+  if (vals == nullptr || !FindSymbol(value, &vsym)) return index::Postings();
+  auto it = std::lower_bound(vals->begin(), vals->end(), vsym,
+                             [](const ValueEntry& e, uint32_t s) { return e.value_sym < s; });
+  if (it == vals->end() || it->value_sym != vsym) return index::Postings();
+  return DecodePostings(it->offset);
+}
+
+Result<index::Postings> IndexReader::AllPostings() const {
+  index::Postings out(num_series_);
+  for (uint64_t i = 0; i < num_series_; ++i) out[i] = i;
+  return out;
+}
+
+Result<index::Postings> IndexReader::PostingsForLabelMatching(
+    std::string_view name, const std::function<bool(std::string_view)>& match) const {
+  const auto* vals = ValuesOf(name);
+  if (vals == nullptr) return index::Postings();
+  std::vector<index::Postings> lists;
+  for (const ValueEntry& e : *vals) {
+    if (!match(symbols_[e.value_sym])) continue;
+    ASSIGN_OR_RETURN(index::Postings p, DecodePostings(e.offset));
+    lists.push_back(std::move(p));
+  }
+  return Union(lists);
+}
+
+Result<index::Postings> IndexReader::PostingsForMatchers(const model::Matchers& ms) const {
+  return index::PostingsForMatchers(*this, ms);
+}
+
+Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::DecodeBlock(uint64_t b) const {
+  const uint64_t boff = block_offsets_[b];
+  std::string scratch;
+  ASSIGN_OR_RETURN(std::string_view raw, ReadBlob(boff, block_offsets_[b + 1], &scratch));
+  auto blk = std::make_shared<DecodedBlock>();
+  const uint64_t lo = b * kSeriesPerBlock;
+  const uint64_t n = std::min<uint64_t>(kSeriesPerBlock, num_series_ - lo);
+  Cursor c{raw.data(), raw.data(), raw.data() + raw.size(), boff};
+  blk->pair_start.push_back(0);
+  blk->chunk_start.push_back(0);
+  int64_t prev_mint = 0;
+  uint64_t prev_ref = 0;
+  uint32_t prev_n = 0;
+  auto bad = [&](std::string_view what, uint64_t s) {
+    return Corrupt("series " + std::to_string(lo + s) + ": " + std::string(what) + " in series block", boff);
+  };
+  for (uint64_t s = 0; s < n; ++s) {
+    uint32_t shared, rest;
+    if (!c.Varint32(&shared) || !c.Varint32(&rest) || shared > prev_n || rest > c.Left() / 2) {
+      return bad("bad label count", s);
+    }
+    const size_t prev_start = s > 0 ? 2 * blk->pair_start[s - 1] : 0;
+    for (uint32_t i = 0; i < 2 * shared; ++i) blk->syms.push_back(blk->syms[prev_start + i]);
+    for (uint32_t i = 0; i < rest; ++i) {
+      uint32_t ns, vs;
+      if (!c.Varint32(&ns) || !c.Varint32(&vs) || ns >= symbols_.size() || vs >= symbols_.size()) {
+        return bad("bad label symbol", s);
+      }
+      blk->syms.push_back(ns);
+      blk->syms.push_back(vs);
+    }
+    const uint32_t total = shared + rest;
+    if (total == 0) return bad("no labels", s);
+    const size_t start = 2 * blk->pair_start[s];
+    for (uint32_t i = 1; i < total; ++i) {
+      if (blk->syms[start + 2 * i] <= blk->syms[start + 2 * (i - 1)]) return bad("unsorted label names", s);
+    }
+    blk->pair_start.push_back(blk->pair_start[s] + total);
+    prev_n = total;
+    uint32_t nchunks;
+    if (!c.Varint32(&nchunks) || nchunks > c.Left() / 3) return bad("bad chunk count", s);
+    for (uint32_t i = 0; i < nchunks; ++i) {
+      uint64_t dmint, dmaxt, dref;
+      if (!c.Varint64(&dmint) || !c.Varint64(&dmaxt) || !c.Varint64(&dref)) return bad("truncated chunk meta", s);
+      ChunkMeta m;
+      m.mint = i == 0 ? Undelta(prev_mint, dmint) : Undelta(blk->chunks.back().maxt, dmint);
+      if (i == 0) prev_mint = m.mint;
+      m.maxt = Undelta(m.mint, dmaxt);
+      m.ref = prev_ref + static_cast<uint64_t>(ZigZagDecode(dref));
+      prev_ref = m.ref;
+      blk->chunks.push_back(m);
+    }
+    blk->chunk_start.push_back(static_cast<uint32_t>(blk->chunks.size()));
+  }
+  if (c.Left() != 0) return Corrupt("trailing bytes in series block", boff);
+  return std::shared_ptr<const DecodedBlock>(std::move(blk));
+}
+
+Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::GetBlock(uint64_t b) const {
+  const size_t slot = b % kCacheSlots;
+  {
+    std::lock_guard<std::mutex> l(cache_->mu);
+    if (cache_->val[slot] && cache_->key[slot] == b) return cache_->val[slot];
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const DecodedBlock> blk, DecodeBlock(b));
+  std::lock_guard<std::mutex> l(cache_->mu);
+  cache_->key[slot] = b;
+  cache_->val[slot] = blk;
+  return blk;
+}
+
+Status IndexReader::Series(SeriesRef id, model::Labels* labels, std::vector<ChunkMeta>* chunks) const {
+  if (id >= num_series_) return Status::NotFound("index " + path_ + ": series " + std::to_string(id) + " not found");
+  ASSIGN_OR_RETURN(std::shared_ptr<const DecodedBlock> blk, GetBlock(id / kSeriesPerBlock));
+  const size_t s = id % kSeriesPerBlock;
+  if (labels != nullptr) {
+    std::vector<model::Label> ls;
+    ls.reserve(blk->pair_start[s + 1] - blk->pair_start[s]);
+    for (uint32_t i = blk->pair_start[s]; i < blk->pair_start[s + 1]; ++i) {
+      ls.push_back({symbols_[blk->syms[2 * i]], symbols_[blk->syms[2 * i + 1]]});
+    }
+    *labels = model::Labels(std::move(ls));
+  }
+  if (chunks != nullptr) {
+    chunks->assign(blk->chunks.begin() + blk->chunk_start[s], blk->chunks.begin() + blk->chunk_start[s + 1]);
+  }
+  return Status::OK();
+}
+
+}  // namespace trainwatch::index

@@ -1,0 +1,94 @@
+#pragma once
+// Reads a block index file through a read-only mmap. Every decode is bounds
+// checked: a damaged file yields Corruption("index <path>: ... at offset N"),
+// never a crash. Layout: docs/format/index.md.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "model/labels.h"
+#include "model/matcher.h"
+#include "tsdb/index/index_format.h"
+#include "tsdb/index/postings.h"
+
+namespace trainwatch::file {
+class MmapFile;
+}
+
+namespace trainwatch::index {
+
+// Thread-safe: all methods are const and may be called concurrently.
+// Series ids are dense 0..NumSeries()-1 in label order, so every postings
+// list is also sorted by series labels.
+class IndexReader final : public PostingsProvider {
+ public:
+  struct Options {
+    // Verify every section's CRC32C at Open() (one pass over the file).
+    // Series blocks are always checked for structure; with this off a
+    // damaged file may still return wrong data, but never crash.
+    bool verify_checksums = true;
+  };
+  static Result<std::unique_ptr<IndexReader>> Open(const std::string& path, Options opts);
+  static Result<std::unique_ptr<IndexReader>> Open(const std::string& path) {
+    return Open(path, Options());
+  }
+  ~IndexReader() override;
+
+  uint64_t NumSeries() const { return num_series_; }
+  uint64_t FileSize() const;
+  const std::string& path() const { return path_; }
+
+  // Sorted label names present in the index.
+  std::vector<std::string> LabelNames() const;
+
+  // Labels and chunk metas of series `id` (either output may be null).
+  // NotFound if id >= NumSeries(); Corruption on damaged data.
+  Status Series(SeriesRef id, model::Labels* labels, std::vector<ChunkMeta>* chunks) const;
+
+  // PostingsProvider.
+  Result<std::vector<std::string>> LabelValues(std::string_view name) const override;
+  Result<index::Postings> Postings(std::string_view name, std::string_view value) const override;
+  Result<index::Postings> AllPostings() const override;  // 0..NumSeries()-1
+  Result<index::Postings> PostingsForLabelMatching(
+      std::string_view name, const std::function<bool(std::string_view)>& match) const override;
+
+  // index::PostingsForMatchers(*this, ms).
+  Result<index::Postings> PostingsForMatchers(const model::Matchers& ms) const;
+
+ private:
+  struct ValueEntry {
+    uint32_t value_sym;
+    uint64_t offset;  // of the postings list, absolute in the file
+  };
+  struct DecodedBlock;
+  struct BlockCache;
+  IndexReader() = default;
+  Status Load(const Options& opts);
+  Status Corrupt(std::string_view what, uint64_t offset) const;
+  const std::vector<ValueEntry>* ValuesOf(std::string_view name) const;
+  bool FindSymbol(std::string_view s, uint32_t* id) const;
+  Result<index::Postings> DecodePostings(uint64_t offset) const;
+  // Reads a blob (u8 compression, varint raw_len, payload) spanning [off, end).
+  Result<std::string_view> ReadBlob(uint64_t off, uint64_t end, std::string* scratch) const;
+  Result<std::shared_ptr<const DecodedBlock>> GetBlock(uint64_t block) const;
+  Result<std::shared_ptr<const DecodedBlock>> DecodeBlock(uint64_t block) const;
+
+  std::string path_;
+  std::unique_ptr<file::MmapFile> file_;
+  std::string_view data_;
+  uint64_t num_series_ = 0;
+  std::vector<std::string> symbols_;                 // sorted
+  std::vector<std::pair<uint32_t, std::vector<ValueEntry>>> names_;  // by name sym, sorted
+  uint64_t series_off_ = 0, series_len_ = 0;         // series section
+  uint64_t postings_off_ = 0, postings_len_ = 0;     // postings section
+  std::vector<uint64_t> block_offsets_;              // series block starts (absolute), + end
+  std::unique_ptr<BlockCache> cache_;
+};
+
+}  // namespace trainwatch::index

@@ -1,0 +1,305 @@
+#include "tsdb/index/postings.h"
+
+#include <algorithm>
+
+namespace trainwatch::index {
+
+namespace {
+
+// First index i in [lo, a.size()) with a[i] >= v, by exponential then binary search.
+size_t Gallop(PostingsSpan a, size_t lo, SeriesRef v) {
+  size_t step = 1, hi = lo;
+  while (hi < a.size() && a[hi] < v) {
+    lo = hi + 1;
+    hi += step;
+    step <<= 1;
+  }
+  if (hi > a.size()) hi = a.size();
+  return static_cast<size_t>(std::lower_bound(a.begin() + lo, a.begin() + hi, v) - a.begin());
+}
+
+}  // namespace
+
+Postings Intersect(PostingsSpan a, PostingsSpan b) {
+  if (a.size() > b.size()) std::swap(a, b);
+  Postings out;
+  if (a.empty() || b.empty()) return out;
+  if (a.back() < b.front() || b.back() < a.front()) return out;
+  out.reserve(a.size());
+  if (b.size() / 16 > a.size()) {
+    size_t j = 0;
+    for (SeriesRef v : a) {
+      j = Gallop(b, j, v);
+      if (j == b.size()) break;
+      if (b[j] == v) out.push_back(v);
+    }
+    return out;
+  }
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    SeriesRef x = a[i], y = b[j];
+    if (x == y) {
+      out.push_back(x);
+      ++i;
+      ++j;
+    } else {
+      i += x < y;
+      j += y < x;
+    }
+  }
+  return out;
+}
+
+Postings Intersect(std::span<const PostingsSpan> lists) {
+  if (lists.empty()) return {};
+  std::vector<PostingsSpan> order(lists.begin(), lists.end());
+  std::sort(order.begin(), order.end(),
+            [](PostingsSpan x, PostingsSpan y) { return x.size() < y.size(); });
+  if (order.size() == 1) return Postings(order[0].begin(), order[0].end());
+  Postings acc = Intersect(order[0], order[1]);
+  for (size_t k = 2; k < order.size() && !acc.empty(); ++k) acc = Intersect(acc, order[k]);
+  return acc;
+}
+
+Postings Intersect(const std::vector<Postings>& lists) {
+  std::vector<PostingsSpan> spans(lists.begin(), lists.end());
+  return Intersect(std::span<const PostingsSpan>(spans));
+}
+
+Postings Union(PostingsSpan a, PostingsSpan b) {
+  Postings out;
+  out.reserve(a.size() + b.size());
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    SeriesRef x = a[i], y = b[j];
+    if (x < y) {
+      out.push_back(x);
+      ++i;
+    } else if (y < x) {
+      out.push_back(y);
+      ++j;
+    } else {
+      out.push_back(x);
+      ++i;
+      ++j;
+    }
+  }
+  out.insert(out.end(), a.begin() + static_cast<ptrdiff_t>(i), a.end());
+  out.insert(out.end(), b.begin() + static_cast<ptrdiff_t>(j), b.end());
+  return out;
+}
+
+Postings Union(std::span<const PostingsSpan> lists) {
+  std::vector<Postings> level;
+  level.reserve(lists.size() / 2 + 1);
+  size_t k = 0;
+  for (; k + 1 < lists.size(); k += 2) level.push_back(Union(lists[k], lists[k + 1]));
+  if (k < lists.size()) level.emplace_back(lists[k].begin(), lists[k].end());
+  while (level.size() > 1) {
+    std::vector<Postings> next;
+    next.reserve(level.size() / 2 + 1);
+    size_t i = 0;
+    for (; i + 1 < level.size(); i += 2) next.push_back(Union(level[i], level[i + 1]));
+    if (i < level.size()) next.push_back(std::move(level[i]));
+    level = std::move(next);
+  }
+  if (level.empty()) return {};
+  return std::move(level[0]);
+}
+
+Postings Union(const std::vector<Postings>& lists) {
+  std::vector<PostingsSpan> spans(lists.begin(), lists.end());
+  return Union(std::span<const PostingsSpan>(spans));
+}
+
+Postings Without(PostingsSpan a, PostingsSpan b) {
+  Postings out;
+  if (b.empty() || a.empty() || a.back() < b.front() || b.back() < a.front()) {
+    return Postings(a.begin(), a.end());
+  }
+  out.reserve(a.size());
+  size_t j = 0;
+  const bool gallop = b.size() / 16 > a.size();
+  for (SeriesRef v : a) {
+    if (gallop) {
+      j = Gallop(b, j, v);
+    } else {
+      while (j < b.size() && b[j] < v) ++j;
+    }
+    if (j == b.size() || b[j] != v) out.push_back(v);
+  }
+  return out;
+}
+
+void AddToPostings(Postings* list, SeriesRef ref) {
+  if (list->empty() || list->back() < ref) {
+    list->push_back(ref);
+    return;
+  }
+  auto it = std::lower_bound(list->begin(), list->end(), ref);
+  if (it != list->end() && *it == ref) return;
+  list->insert(it, ref);
+}
+
+// ---- PostingsProvider defaults.
+
+Result<index::Postings> PostingsProvider::PostingsForValues(std::string_view name,
+                                                     std::span<const std::string> values) const {
+  std::vector<index::Postings> lists;
+  lists.reserve(values.size());
+  for (const std::string& v : values) {
+    ASSIGN_OR_RETURN(index::Postings p, this->Postings(name, v));
+    if (!p.empty()) lists.push_back(std::move(p));
+  }
+  return Union(lists);
+}
+
+Result<index::Postings> PostingsProvider::PostingsForLabelMatching(
+    std::string_view name, const std::function<bool(std::string_view)>& match) const {
+  ASSIGN_OR_RETURN(std::vector<std::string> values, LabelValues(name));
+  std::vector<std::string> sel;
+  for (std::string& v : values) {
+    if (match(v)) sel.push_back(std::move(v));
+  }
+  return PostingsForValues(name, sel);
+}
+
+// ---- PostingsForMatchers.
+
+namespace {
+
+// Union of postings over the values v of m.name() for which m.Matches(v) == want.
+Result<Postings> PostingsWhere(const PostingsProvider& ix, const model::Matcher& m, bool want) {
+  // Fast paths: values that are literal sets.
+  const bool positive_set = (m.type() == model::MatchType::kEqual && want) ||
+                            (m.type() == model::MatchType::kNotEqual && !want);
+  if (positive_set) return ix.Postings(m.name(), m.value());
+  const bool regex_set = (m.type() == model::MatchType::kRegex && want) ||
+                         (m.type() == model::MatchType::kNotRegex && !want);
+  if (regex_set && !m.SetMatches().empty()) return ix.PostingsForValues(m.name(), m.SetMatches());
+  return ix.PostingsForLabelMatching(
+      m.name(), [&m, want](std::string_view v) { return m.Matches(v) == want; });
+}
+
+}  // namespace
+
+Result<Postings> PostingsForMatchers(const PostingsProvider& ix, const model::Matchers& ms) {
+  if (ms.empty()) return Postings();
+  std::vector<Postings> its, not_its;
+  bool has_intersecting = false;
+  for (const model::Matcher& m : ms) {
+    if (!m.MatchesEmpty()) has_intersecting = true;
+  }
+  if (!has_intersecting) {
+    ASSIGN_OR_RETURN(Postings all, ix.AllPostings());
+    its.push_back(std::move(all));
+  }
+  for (const model::Matcher& m : ms) {
+    if (m.type() == model::MatchType::kRegex && m.value() == ".*") continue;  // matches all
+    if (m.MatchesEmpty()) {
+      // Selects series lacking the label too: subtract the series whose value
+      // does not match. {a!="x"} subtracts a="x"; {a=""} subtracts all of a.
+      ASSIGN_OR_RETURN(Postings p, PostingsWhere(ix, m, /*want=*/false));
+      if (!p.empty()) not_its.push_back(std::move(p));
+    } else {
+      ASSIGN_OR_RETURN(Postings p, PostingsWhere(ix, m, /*want=*/true));
+      if (p.empty()) return Postings();
+      its.push_back(std::move(p));
+    }
+  }
+  Postings res = Intersect(its);
+  if (res.empty() || not_its.empty()) return res;
+  Postings sub = not_its.size() == 1 ? std::move(not_its[0]) : Union(not_its);
+  return Without(res, sub);
+}
+
+// ---- MemPostings.
+
+void MemPostings::Add(SeriesRef ref, const model::Labels& labels) {
+  for (const model::Label& l : labels) {
+    auto nit = m_.find(std::string_view(l.name));
+    if (nit == m_.end()) nit = m_.emplace(l.name, ValueMap()).first;
+    auto vit = nit->second.find(std::string_view(l.value));
+    if (vit == nit->second.end()) vit = nit->second.emplace(l.value, index::Postings()).first;
+    AddToPostings(&vit->second, ref);
+  }
+  AddToPostings(&all_, ref);
+}
+
+void MemPostings::Delete(const std::unordered_set<SeriesRef>& deleted,
+                         std::span<const model::Labels> affected) {
+  if (deleted.empty()) return;
+  auto drop = [&deleted](index::Postings* p) {
+    p->erase(std::remove_if(p->begin(), p->end(),
+                            [&deleted](SeriesRef r) { return deleted.count(r) != 0; }),
+             p->end());
+  };
+  for (const model::Labels& ls : affected) {
+    for (const model::Label& l : ls) {
+      auto nit = m_.find(std::string_view(l.name));
+      if (nit == m_.end()) continue;
+      auto vit = nit->second.find(std::string_view(l.value));
+      if (vit == nit->second.end()) continue;
+      drop(&vit->second);
+      if (vit->second.empty()) nit->second.erase(vit);
+      if (nit->second.empty()) m_.erase(nit);
+    }
+  }
+  drop(&all_);
+}
+
+PostingsSpan MemPostings::Get(std::string_view name, std::string_view value) const {
+  auto nit = m_.find(name);
+  if (nit == m_.end()) return {};
+  auto vit = nit->second.find(value);
+  if (vit == nit->second.end()) return {};
+  return vit->second;
+}
+
+std::vector<std::string> MemPostings::LabelNames() const {
+  std::vector<std::string> out;
+  out.reserve(m_.size());
+  for (const auto& [n, _] : m_) out.push_back(n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> MemPostings::SortedLabelValues(std::string_view name) const {
+  std::vector<std::string> out;
+  auto nit = m_.find(name);
+  if (nit == m_.end()) return out;
+  out.reserve(nit->second.size());
+  for (const auto& [v, _] : nit->second) out.push_back(v);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t MemPostings::NumPairs() const {
+  size_t n = 0;
+  for (const auto& [_, vm] : m_) n += vm.size();
+  return n;
+}
+
+Result<std::vector<std::string>> MemPostings::LabelValues(std::string_view name) const {
+  return SortedLabelValues(name);
+}
+
+Result<index::Postings> MemPostings::Postings(std::string_view name, std::string_view value) const {
+  PostingsSpan s = Get(name, value);
+  return index::Postings(s.begin(), s.end());
+}
+
+Result<index::Postings> MemPostings::AllPostings() const { return all_; }
+
+Result<index::Postings> MemPostings::PostingsForLabelMatching(
+    std::string_view name, const std::function<bool(std::string_view)>& match) const {
+  auto nit = m_.find(name);
+  if (nit == m_.end()) return index::Postings();
+  std::vector<PostingsSpan> sel;
+  for (const auto& [v, p] : nit->second) {
+    if (match(v)) sel.push_back(p);
+  }
+  return Union(std::span<const PostingsSpan>(sel));
+}
+
+}  // namespace trainwatch::index

@@ -1,0 +1,88 @@
+#pragma once
+// Reading the WAL back (replay) and repairing it after a crash.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace trainwatch::file {
+class MmapFile;
+}  // namespace trainwatch::file
+
+namespace trainwatch::wal {
+
+// Where reading stopped on a bad frame; pass it to Repair.
+struct CorruptionInfo {
+  int segment = -1;
+  uint64_t offset = 0;  // byte offset of the bad frame within the segment
+  // The bad bytes run to the end of their segment and every later segment is
+  // empty: what a crash mid-write leaves (partial frame, zero-filled tail).
+  // False means damage inside the log; Repair then drops valid later records.
+  bool torn_tail = false;
+};
+
+// Iterates the records of the segments of a WAL directory, in order. Not
+// thread-safe. Meant for replay while no Writer appends: a segment is mapped
+// with the size it has when the reader reaches it.
+//
+//   ASSIGN_OR_RETURN(auto r, Reader::Open(dir));
+//   std::string_view rec;
+//   while (r->Next(&rec)) { ... }
+//   if (!r->status().ok()) { ... r->corruption() ... }
+class Reader {
+ public:
+  // Reads segments with index >= first_segment. A missing dir is NotFound.
+  static Result<std::unique_ptr<Reader>> Open(const std::string& dir, int first_segment = 0);
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  // Sets *record to the next record and returns true; the view stays valid
+  // until the next call. False at the end or on error: check status().
+  bool Next(std::string_view* record);
+
+  // OK, or sticky: a Corruption whose message is
+  // "wal segment 00000003 offset 81920: checksum mismatch", or an IOError.
+  const Status& status() const { return status_; }
+  // Set iff status() is a Corruption.
+  const std::optional<CorruptionInfo>& corruption() const { return corruption_; }
+
+  // Segment index and frame offset of the record last returned by Next.
+  int segment() const { return rec_segment_; }
+  uint64_t offset() const { return rec_offset_; }
+
+ private:
+  struct Seg {
+    int index;
+    std::string path;
+  };
+  Reader(std::string dir, std::vector<Seg> segments) : dir_(std::move(dir)), segments_(std::move(segments)) {}
+  bool OpenNextSegment();
+  void SetCorruption(int segment, uint64_t offset, std::string_view what, bool torn_candidate);
+  bool LaterSegmentsEmpty() const;
+
+  const std::string dir_;
+  const std::vector<Seg> segments_;
+  size_t next_seg_ = 0;                    // index into segments_ of the next one to open
+  std::unique_ptr<file::MmapFile> map_;    // current segment; null between segments
+  int cur_index_ = -1;                     // segment index of map_
+  std::string_view data_;                  // map_'s bytes
+  uint64_t pos_ = 0;                       // offset of the next frame in data_
+  int rec_segment_ = -1;
+  uint64_t rec_offset_ = 0;
+  Status status_;
+  std::optional<CorruptionInfo> corruption_;
+};
+
+// Truncates segment `segment` to `offset` bytes (when it exists) and deletes
+// every later segment: after it the log reads cleanly up to the cut.
+// REQUIRES: no Writer is open on dir.
+Status Repair(const std::string& dir, int segment, uint64_t offset);
+inline Status Repair(const std::string& dir, const CorruptionInfo& c) { return Repair(dir, c.segment, c.offset); }
+
+}  // namespace trainwatch::wal

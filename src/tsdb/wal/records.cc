@@ -1,0 +1,179 @@
+#include "tsdb/wal/records.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/coding.h"
+
+namespace trainwatch::wal {
+
+namespace {
+
+// Smallest encoded sample: 1-byte ref delta, 1-byte time delta, 8-byte value.
+constexpr size_t kMinSampleBytes = 10;
+
+// Varint decode with an inline one-byte fast path: in a samples record most
+// deltas are small.
+inline const char* GetVarint(const char* p, const char* limit, uint64_t* v) {
+  if (p < limit && static_cast<unsigned char>(*p) < 0x80) {
+    *v = static_cast<unsigned char>(*p);
+    return p + 1;
+  }
+  return GetVarint64Ptr(p, limit, v);
+}
+
+inline char* PutVarint(char* p, uint64_t v) {
+  if (v < 0x80) {
+    *p = static_cast<char>(v);
+    return p + 1;
+  }
+  return EncodeVarint64(p, v);
+}
+
+Status Malformed(std::string_view kind, std::string_view what) {
+  std::string m("wal ");
+  m += kind;
+  m += " record: ";
+  m += what;
+  return Status::Corruption(std::move(m));
+}
+
+}  // namespace
+
+RecordType Type(std::string_view rec) {
+  if (rec.empty()) return RecordType::kUnknown;
+  switch (static_cast<uint8_t>(rec[0])) {
+    case static_cast<uint8_t>(RecordType::kSeries): return RecordType::kSeries;
+    case static_cast<uint8_t>(RecordType::kSamples): return RecordType::kSamples;
+    default: return RecordType::kUnknown;
+  }
+}
+
+void EncodeSeries(const std::vector<RefSeries>& series, std::string* out) {
+  out->clear();
+  out->push_back(static_cast<char>(RecordType::kSeries));
+  PutVarint64(out, series.size());
+  for (const auto& s : series) {
+    PutVarint64(out, s.ref);
+    PutVarint64(out, s.labels.size());
+    for (const auto& l : s.labels) {
+      PutLengthPrefixed(out, l.name);
+      PutLengthPrefixed(out, l.value);
+    }
+  }
+}
+
+Status DecodeSeries(std::string_view rec, std::vector<RefSeries>* out) {
+  out->clear();
+  if (Type(rec) != RecordType::kSeries) return Malformed("series", "wrong type byte");
+  rec.remove_prefix(1);
+  uint64_t n;
+  if (!GetVarint64(&rec, &n)) return Malformed("series", "bad count");
+  // Each series takes at least 2 bytes; don't trust n for the reservation.
+  if (n > rec.size() / 2) return Malformed("series", "count exceeds record size");
+  out->reserve(n);
+  for (uint64_t i = 0; i < n; i++) {
+    RefSeries s;
+    uint64_t nlabels;
+    if (!GetVarint64(&rec, &s.ref) || !GetVarint64(&rec, &nlabels)) return Malformed("series", "truncated");
+    if (nlabels > rec.size() / 2) return Malformed("series", "label count exceeds record size");
+    std::vector<model::Label> labels(nlabels);
+    for (auto& l : labels) {
+      std::string_view name, value;
+      if (!GetLengthPrefixed(&rec, &name) || !GetLengthPrefixed(&rec, &value)) {
+        return Malformed("series", "truncated label");
+      }
+      if (name.empty()) return Malformed("series", "empty label name");
+      l.name.assign(name);
+      l.value.assign(value);
+    }
+    for (size_t j = 1; j < labels.size(); j++) {
+      if (!(labels[j - 1].name < labels[j].name)) return Malformed("series", "label names not sorted and unique");
+    }
+    s.labels = model::Labels(std::move(labels));
+    out->push_back(std::move(s));
+  }
+  if (!rec.empty()) return Malformed("series", "trailing bytes");
+  return Status::OK();
+}
+
+void EncodeSamples(const std::vector<RefSample>& samples, std::string* out) {
+  // Grow the buffer a block at a time: resizing to the worst case up front
+  // (28 bytes a sample) would zero-fill ~3x the typical output.
+  constexpr size_t kBlock = 256;
+  constexpr size_t kMaxSampleBytes = 10 + 10 + 8;
+  out->resize(1 + 10);
+  char* p = out->data();
+  *p++ = static_cast<char>(RecordType::kSamples);
+  p = EncodeVarint64(p, samples.size());
+  size_t used = static_cast<size_t>(p - out->data());
+  // Deltas from the previous sample, computed in uint64 so any pair of
+  // int64 values round-trips (wrapping) without signed overflow.
+  uint64_t prev_ref = 0;
+  uint64_t prev_t = 0;
+  for (size_t i = 0; i < samples.size(); i += kBlock) {
+    const size_t end = std::min(samples.size(), i + kBlock);
+    out->resize(used + (end - i) * kMaxSampleBytes);
+    p = out->data() + used;
+    for (size_t j = i; j < end; j++) {
+      const RefSample& s = samples[j];
+      p = PutVarint(p, ZigZagEncode(static_cast<int64_t>(s.ref - prev_ref)));
+      auto t = static_cast<uint64_t>(s.t);
+      p = PutVarint(p, ZigZagEncode(static_cast<int64_t>(t - prev_t)));
+      std::memcpy(p, &s.v, 8);
+      p += 8;
+      prev_ref = s.ref;
+      prev_t = t;
+    }
+    used = static_cast<size_t>(p - out->data());
+  }
+  out->resize(used);
+}
+
+Status DecodeSamples(std::string_view rec, std::vector<RefSample>* out) {
+  if (Type(rec) != RecordType::kSamples) {
+    out->clear();
+    return Malformed("samples", "wrong type byte");
+  }
+  const char* p = rec.data() + 1;
+  const char* limit = rec.data() + rec.size();
+  uint64_t n;
+  p = GetVarint(p, limit, &n);
+  if (p == nullptr || n > static_cast<uint64_t>(limit - p) / kMinSampleBytes) {
+    out->clear();
+    return Malformed("samples", p == nullptr ? "bad count" : "count exceeds record size");
+  }
+  // Every element is overwritten below; resizing a reused vector of the same
+  // length (the replay loop) then costs nothing.
+  out->resize(n);
+  RefSample* dst = out->data();
+  uint64_t ref = 0;
+  uint64_t t = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t dref, dt;
+    p = GetVarint(p, limit, &dref);
+    if (p == nullptr) break;
+    p = GetVarint(p, limit, &dt);
+    if (p == nullptr || limit - p < 8) {
+      p = nullptr;
+      break;
+    }
+    ref += static_cast<uint64_t>(ZigZagDecode(dref));
+    t += static_cast<uint64_t>(ZigZagDecode(dt));
+    dst[i].ref = ref;
+    dst[i].t = static_cast<int64_t>(t);
+    std::memcpy(&dst[i].v, p, 8);
+    p += 8;
+  }
+  if (p == nullptr) {
+    out->clear();
+    return Malformed("samples", "truncated");
+  }
+  if (p != limit) {
+    out->clear();
+    return Malformed("samples", "trailing bytes");
+  }
+  return Status::OK();
+}
+
+}  // namespace trainwatch::wal

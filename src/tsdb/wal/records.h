@@ -1,0 +1,49 @@
+#pragma once
+// The TSDB head's WAL record encodings: series (ref -> labels) and samples
+// (ref, t, v). The first byte of a record is its RecordType. Byte layout:
+// docs/format/wal.md. Decoders reject malformed input with a Corruption
+// status and never read out of bounds.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/labels.h"
+
+namespace trainwatch::wal {
+
+enum class RecordType : uint8_t {
+  kUnknown = 0,  // never written: empty or unrecognised record
+  kSeries = 1,
+  kSamples = 2,
+};
+
+struct RefSeries {
+  uint64_t ref = 0;
+  model::Labels labels;
+  bool operator==(const RefSeries&) const = default;
+};
+
+struct RefSample {
+  uint64_t ref = 0;
+  int64_t t = 0;  // unix milliseconds
+  double v = 0;   // kept bit-exact, NaN payloads included
+};
+
+// Type of an encoded record; kUnknown for an empty record or a type byte
+// this version does not know (the caller skips it or reports it).
+RecordType Type(std::string_view rec);
+
+// Replace *out with the encoded record (its capacity is reused).
+void EncodeSeries(const std::vector<RefSeries>& series, std::string* out);
+void EncodeSamples(const std::vector<RefSample>& samples, std::string* out);
+
+// Replace *out with the decoded entries. Corruption on a wrong type byte,
+// truncated or trailing bytes, or invalid labels (empty or unsorted or
+// duplicate names).
+Status DecodeSeries(std::string_view rec, std::vector<RefSeries>* out);
+Status DecodeSamples(std::string_view rec, std::vector<RefSample>* out);
+
+}  // namespace trainwatch::wal

@@ -1,0 +1,199 @@
+#include "tsdb/wal/records.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "model/sample.h"
+
+namespace trainwatch::wal {
+namespace {
+
+uint64_t Bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+double FromBits(uint64_t b) {
+  double d;
+  std::memcpy(&d, &b, 8);
+  return d;
+}
+
+void ExpectSamplesEqual(const std::vector<RefSample>& got, const std::vector<RefSample>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); i++) {
+    EXPECT_EQ(got[i].ref, want[i].ref) << i;
+    EXPECT_EQ(got[i].t, want[i].t) << i;
+    EXPECT_EQ(Bits(got[i].v), Bits(want[i].v)) << i;
+  }
+}
+
+std::vector<RefSample> SpecialSamples() {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr uint64_t kMaxRef = std::numeric_limits<uint64_t>::max();
+  return {
+      {1, 1700000000000, 1.5},
+      {1, 1700000000000, model::StaleNaN()},
+      {2, 1700000015000, std::nan("")},
+      {kMaxRef, -1, -0.0},
+      {0, kMin, kInf},
+      {kMaxRef - 1, kMax, -kInf},
+      {42, -1700000000000, FromBits(0x7ff8dead0000beefull)},
+      {1ull << 40, 0, std::numeric_limits<double>::denorm_min()},
+      {3, kMin, std::numeric_limits<double>::max()},
+      {3, kMax, 0.0},
+  };
+}
+
+TEST(WalRecordsTest, SamplesRoundTripBitExact) {
+  auto want = SpecialSamples();
+  std::string rec;
+  EncodeSamples(want, &rec);
+  EXPECT_EQ(Type(rec), RecordType::kSamples);
+  std::vector<RefSample> got;
+  ASSERT_TRUE(DecodeSamples(rec, &got).ok());
+  ExpectSamplesEqual(got, want);
+  EXPECT_EQ(Bits(got[1].v), model::kStaleNaNBits);
+}
+
+TEST(WalRecordsTest, SamplesRoundTripRandom) {
+  std::mt19937_64 rng(3);
+  std::vector<RefSample> want(5000);
+  for (auto& s : want) s = {rng() >> (rng() % 64), static_cast<int64_t>(rng()), FromBits(rng())};
+  std::string rec;
+  EncodeSamples(want, &rec);
+  std::vector<RefSample> got;
+  ASSERT_TRUE(DecodeSamples(rec, &got).ok());
+  ExpectSamplesEqual(got, want);
+}
+
+TEST(WalRecordsTest, TypicalSamplesAreCompact) {
+  std::vector<RefSample> batch;
+  for (uint64_t i = 0; i < 5000; i++) batch.push_back({1000 + i, 1700000000000, static_cast<double>(i)});
+  std::string rec;
+  EncodeSamples(batch, &rec);
+  // ~1 byte ref delta + ~1 byte time delta + 8 value bytes.
+  EXPECT_LE(rec.size(), 5000u * 10 + 16);
+}
+
+TEST(WalRecordsTest, EmptyRecordsRoundTrip) {
+  std::string rec = "stale";
+  EncodeSamples({}, &rec);
+  std::vector<RefSample> samples{{1, 2, 3}};
+  ASSERT_TRUE(DecodeSamples(rec, &samples).ok());
+  EXPECT_TRUE(samples.empty());
+  EncodeSeries({}, &rec);
+  std::vector<RefSeries> series{{1, {}}};
+  ASSERT_TRUE(DecodeSeries(rec, &series).ok());
+  EXPECT_TRUE(series.empty());
+}
+
+TEST(WalRecordsTest, SeriesRoundTrip) {
+  std::vector<RefSeries> want = {
+      {1, model::Labels{{"__name__", "gpu_util"}, {"gpu", "0"}, {"host", "a"}}},
+      {std::numeric_limits<uint64_t>::max(), model::Labels{{"__name__", "up"}}},
+      {7, model::Labels{}},
+      {8, model::Labels{{"k", std::string("v\0\xff\n", 4)}, {"long", std::string(1000, 'z')}}},
+  };
+  std::string rec;
+  EncodeSeries(want, &rec);
+  EXPECT_EQ(Type(rec), RecordType::kSeries);
+  std::vector<RefSeries> got;
+  ASSERT_TRUE(DecodeSeries(rec, &got).ok());
+  EXPECT_EQ(got, want);
+}
+
+TEST(WalRecordsTest, TypeOfUnknownRecords) {
+  EXPECT_EQ(Type(""), RecordType::kUnknown);
+  EXPECT_EQ(Type(std::string_view("\0", 1)), RecordType::kUnknown);
+  EXPECT_EQ(Type("\x09rest"), RecordType::kUnknown);
+  std::vector<RefSample> s;
+  std::vector<RefSeries> r;
+  EXPECT_TRUE(DecodeSamples("\x09rest", &s).IsCorruption());
+  EXPECT_TRUE(DecodeSeries("", &r).IsCorruption());
+}
+
+TEST(WalRecordsTest, WrongDecoderRejected) {
+  std::string samples, series;
+  EncodeSamples(SpecialSamples(), &samples);
+  EncodeSeries({{1, model::Labels{{"a", "b"}}}}, &series);
+  std::vector<RefSample> s;
+  std::vector<RefSeries> r;
+  EXPECT_TRUE(DecodeSamples(series, &s).IsCorruption());
+  EXPECT_TRUE(DecodeSeries(samples, &r).IsCorruption());
+}
+
+TEST(WalRecordsTest, TruncatedOrExtendedSamplesRejected) {
+  std::string rec;
+  EncodeSamples(SpecialSamples(), &rec);
+  std::vector<RefSample> got;
+  for (size_t n = 0; n < rec.size(); n++) {
+    Status s = DecodeSamples(std::string_view(rec).substr(0, n), &got);
+    EXPECT_TRUE(s.IsCorruption()) << "prefix " << n;
+    EXPECT_TRUE(got.empty());
+  }
+  EXPECT_TRUE(DecodeSamples(rec + '\0', &got).IsCorruption());
+}
+
+TEST(WalRecordsTest, TruncatedOrExtendedSeriesRejected) {
+  std::string rec;
+  EncodeSeries({{5, model::Labels{{"__name__", "x"}, {"job", "node"}}}, {6, model::Labels{{"a", "b"}}}}, &rec);
+  std::vector<RefSeries> got;
+  for (size_t n = 0; n < rec.size(); n++) {
+    EXPECT_TRUE(DecodeSeries(std::string_view(rec).substr(0, n), &got).IsCorruption()) << "prefix " << n;
+  }
+  EXPECT_TRUE(DecodeSeries(rec + 'x', &got).IsCorruption());
+}
+
+TEST(WalRecordsTest, HugeCountsRejectedWithoutAllocating) {
+  std::string rec(1, static_cast<char>(RecordType::kSamples));
+  rec += std::string("\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 9);
+  std::vector<RefSample> s;
+  EXPECT_TRUE(DecodeSamples(rec, &s).IsCorruption());
+  rec[0] = static_cast<char>(RecordType::kSeries);
+  std::vector<RefSeries> r;
+  EXPECT_TRUE(DecodeSeries(rec, &r).IsCorruption());
+}
+
+TEST(WalRecordsTest, InvalidLabelsRejected) {
+  auto encode = [](std::vector<std::pair<std::string, std::string>> pairs) {
+    std::string rec(1, static_cast<char>(RecordType::kSeries));
+    rec += '\x01';  // one series
+    rec += '\x05';  // ref
+    rec += static_cast<char>(pairs.size());
+    for (auto& [n, v] : pairs) {
+      rec += static_cast<char>(n.size()) + n;
+      rec += static_cast<char>(v.size()) + v;
+    }
+    return rec;
+  };
+  std::vector<RefSeries> got;
+  ASSERT_TRUE(DecodeSeries(encode({{"a", "1"}, {"b", "2"}}), &got).ok());
+  EXPECT_TRUE(DecodeSeries(encode({{"b", "1"}, {"a", "2"}}), &got).IsCorruption());
+  EXPECT_TRUE(DecodeSeries(encode({{"a", "1"}, {"a", "2"}}), &got).IsCorruption());
+  EXPECT_TRUE(DecodeSeries(encode({{"", "1"}}), &got).IsCorruption());
+}
+
+// Random garbage after a valid type byte never crashes (run under ASan).
+TEST(WalRecordsTest, RandomBytesNeverCrash) {
+  std::mt19937_64 rng(11);
+  std::vector<RefSample> s;
+  std::vector<RefSeries> r;
+  for (int i = 0; i < 20000; i++) {
+    std::string rec(rng() % 64, '\0');
+    for (auto& c : rec) c = static_cast<char>(rng() % 4 == 0 ? rng() : rng() % 8);
+    if (!rec.empty()) rec[0] = static_cast<char>(1 + rng() % 2);
+    (void)DecodeSamples(rec, &s);
+    (void)DecodeSeries(rec, &r);
+  }
+}
+
+}  // namespace
+}  // namespace trainwatch::wal
