@@ -1,0 +1,176 @@
+#include "tsdb/block.h"
+
+#include <random>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "storage/merge.h"
+#include "tsdb/chunk_series.h"
+#include "tsdb/chunkenc/chunk.h"
+#include "tsdb/index/chunks_file.h"
+#include "tsdb/index/index_reader.h"
+#include "tsdb/index/index_writer.h"
+
+namespace trainwatch::tsdb {
+
+std::string NewUlid() {
+  static const char kAlphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+  thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(MonoNanos()));
+  uint64_t ms = static_cast<uint64_t>(NowMillis());
+  std::string out(26, '0');
+  for (int i = 9; i >= 0; i--) {
+    out[i] = kAlphabet[ms & 31];
+    ms >>= 5;
+  }
+  uint64_t r1 = rng(), r2 = rng();
+  for (int i = 10; i < 26; i++) {
+    uint64_t& r = i < 18 ? r1 : r2;
+    out[i] = kAlphabet[r & 31];
+    r >>= 5;
+  }
+  return out;
+}
+
+Result<std::shared_ptr<Block>> Block::Open(const std::string& dir) {
+  std::shared_ptr<Block> b(new Block());
+  b->dir_ = dir;
+  ASSIGN_OR_RETURN(b->meta_, index::ReadBlockMeta(dir));
+  index::IndexReader::Options iopts;
+  iopts.verify_checksums = true;
+  ASSIGN_OR_RETURN(b->index_, index::IndexReader::Open(dir + "/" + std::string(index::kBlockIndexFile), iopts));
+  index::ChunkReader::Options copts;
+  copts.verify_checksums = false;  // the decoder detects damage; the index was verified
+  ASSIGN_OR_RETURN(b->chunks_, index::ChunkReader::Open(dir + "/" + std::string(index::kBlockChunksDir), copts));
+  b->size_bytes_ = file::DiskUsage(dir);
+  return b;
+}
+
+Block::~Block() {
+  if (deleted_.load()) {
+    index_.reset();
+    chunks_.reset();
+    Status s = file::RemoveAll(dir_);
+    if (!s.ok()) TW_LOG(Warn, "delete block {}: {}", dir_, s.message());
+  }
+}
+
+class BlockQuerier : public storage::Querier {
+ public:
+  BlockQuerier(std::shared_ptr<Block> b, int64_t mint, int64_t maxt) : b_(std::move(b)), mint_(mint), maxt_(maxt) {}
+
+  std::unique_ptr<storage::SeriesSet> Select(bool, const storage::SelectHints& hints,
+                                             const model::Matchers& matchers) override {
+    int64_t mint = std::max(mint_, hints.start), maxt = std::min(maxt_, hints.end);
+    auto ids = b_->index_->PostingsForMatchers(matchers);
+    if (!ids.ok()) return storage::ErrorSeriesSet(ids.status().Annotate("block " + b_->meta_.id));
+    std::vector<std::shared_ptr<storage::Series>> out;
+    std::vector<index::ChunkMeta> metas;
+    for (uint64_t id : *ids) {
+      model::Labels labels;
+      Status s = b_->index_->Series(id, &labels, &metas);
+      if (!s.ok()) return storage::ErrorSeriesSet(s.Annotate("block " + b_->meta_.id));
+      std::vector<ChunkRefData> chunks;
+      for (const auto& m : metas) {
+        if (m.maxt < mint || m.mint > maxt) continue;
+        auto cv = b_->chunks_->Get(m.ref);
+        if (!cv.ok()) return storage::ErrorSeriesSet(cv.status().Annotate("block " + b_->meta_.id));
+        chunks.push_back({m.mint, m.maxt, static_cast<chunkenc::Encoding>(cv->encoding), cv->data});
+      }
+      if (chunks.empty()) continue;
+      out.push_back(std::make_shared<ChunkSeries>(std::move(labels), std::move(chunks), nullptr, mint, maxt, b_));
+    }
+    // Block series ids are in label order: the set is sorted already.
+    return storage::ListSeriesSet(std::move(out));
+  }
+
+  Result<std::vector<std::string>> LabelValues(std::string_view name, const model::Matchers& matchers) override {
+    if (matchers.empty()) return b_->index_->LabelValues(name);
+    ASSIGN_OR_RETURN(index::Postings ids, b_->index_->PostingsForMatchers(matchers));
+    std::vector<std::string> out;
+    for (uint64_t id : ids) {
+      model::Labels labels;
+      RETURN_IF_ERROR(b_->index_->Series(id, &labels, nullptr));
+      std::string_view v = labels.Get(name);
+      if (!v.empty()) out.emplace_back(v);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  Result<std::vector<std::string>> LabelNames(const model::Matchers& matchers) override {
+    if (matchers.empty()) return b_->index_->LabelNames();
+    ASSIGN_OR_RETURN(index::Postings ids, b_->index_->PostingsForMatchers(matchers));
+    std::vector<std::string> out;
+    for (uint64_t id : ids) {
+      model::Labels labels;
+      RETURN_IF_ERROR(b_->index_->Series(id, &labels, nullptr));
+      for (const auto& l : labels) out.push_back(l.name);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Block> b_;
+  int64_t mint_, maxt_;
+};
+
+std::unique_ptr<storage::Querier> Block::NewQuerier(int64_t mint, int64_t maxt) {
+  return std::make_unique<BlockQuerier>(shared_from_this(), mint, maxt);
+}
+
+Result<std::unique_ptr<BlockWriter>> BlockWriter::Create(const std::string& parent, index::BlockMeta meta) {
+  std::unique_ptr<BlockWriter> w(new BlockWriter());
+  w->parent_ = parent;
+  w->meta_ = std::move(meta);
+  w->meta_.num_series = w->meta_.num_samples = w->meta_.num_chunks = 0;
+  w->tmp_dir_ = parent + "/" + w->meta_.id + ".tmp";
+  RETURN_IF_ERROR(file::RemoveAll(w->tmp_dir_));
+  RETURN_IF_ERROR(file::MkdirAll(w->tmp_dir_));
+  ASSIGN_OR_RETURN(w->chunks_, index::ChunkWriter::Create(w->tmp_dir_ + "/" + std::string(index::kBlockChunksDir)));
+  ASSIGN_OR_RETURN(w->index_, index::IndexWriter::Create(w->tmp_dir_ + "/" + std::string(index::kBlockIndexFile)));
+  return w;
+}
+
+BlockWriter::~BlockWriter() {
+  if (!finished_) {
+    chunks_.reset();
+    index_.reset();
+    (void)file::RemoveAll(tmp_dir_);
+  }
+}
+
+Status BlockWriter::AddSeries(const model::Labels& labels, const std::vector<int64_t>& ts,
+                              const std::vector<double>& vs) {
+  if (ts.empty()) return Status::OK();
+  std::vector<index::ChunkMeta> metas;
+  for (size_t i = 0; i < ts.size(); i += kBlockChunkSamples) {
+    size_t n = std::min(kBlockChunkSamples, ts.size() - i);
+    buf_.clear();
+    chunkenc::EncodeDense(&ts[i], &vs[i], n, &buf_);
+    ASSIGN_OR_RETURN(index::ChunkRef ref, chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kDense), buf_));
+    metas.push_back({ts[i], ts[i + n - 1], ref});
+  }
+  RETURN_IF_ERROR(index_->AddSeries(next_id_++, labels, metas));
+  meta_.num_series++;
+  meta_.num_samples += ts.size();
+  meta_.num_chunks += metas.size();
+  return Status::OK();
+}
+
+Result<index::BlockMeta> BlockWriter::Finish() {
+  RETURN_IF_ERROR(chunks_->Finish());
+  RETURN_IF_ERROR(index_->Finish());
+  RETURN_IF_ERROR(index::WriteBlockMeta(tmp_dir_, meta_));
+  RETURN_IF_ERROR(file::SyncDir(tmp_dir_));
+  std::string final_dir = parent_ + "/" + meta_.id;
+  if (::rename(tmp_dir_.c_str(), final_dir.c_str()) != 0) return Status::FromErrno("rename " + tmp_dir_, errno);
+  RETURN_IF_ERROR(file::SyncDir(parent_));
+  finished_ = true;
+  return meta_;
+}
+
+}  // namespace trainwatch::tsdb

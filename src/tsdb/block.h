@@ -1,0 +1,83 @@
+#pragma once
+// Persisted blocks: an immutable directory <id>/ with meta.json, index and
+// chunks/ covering [meta.mint, meta.maxt). Read through mmap.
+// docs/format/block.md describes the layout.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/storage.h"
+#include "tsdb/index/block_meta.h"
+
+namespace trainwatch::index {
+class IndexReader;
+class ChunkReader;
+class ChunkWriter;
+class IndexWriter;
+}  // namespace trainwatch::index
+
+namespace trainwatch::tsdb {
+
+// Thread-safe. Keep a shared_ptr while reading; queriers hold one.
+class Block : public std::enable_shared_from_this<Block> {
+ public:
+  static Result<std::shared_ptr<Block>> Open(const std::string& dir);
+  ~Block();
+
+  const index::BlockMeta& meta() const { return meta_; }
+  const std::string& dir() const { return dir_; }
+  uint64_t SizeBytes() const { return size_bytes_; }
+  bool Overlaps(int64_t mint, int64_t maxt) const { return meta_.mint <= maxt && mint < meta_.maxt; }
+
+  std::unique_ptr<storage::Querier> NewQuerier(int64_t mint, int64_t maxt);
+
+  // The directory is deleted once the last reference is dropped.
+  void MarkDeleted() { deleted_.store(true); }
+
+ private:
+  friend class BlockQuerier;
+  Block() = default;
+  std::string dir_;
+  index::BlockMeta meta_;
+  uint64_t size_bytes_ = 0;
+  std::unique_ptr<index::IndexReader> index_;
+  std::unique_ptr<index::ChunkReader> chunks_;
+  std::atomic<bool> deleted_{false};
+};
+
+// Writes one block. Series must be added in strictly increasing label order.
+// Not thread-safe.
+class BlockWriter {
+ public:
+  // Writes into <parent>/<meta.id>.tmp and renames it to <parent>/<meta.id>
+  // on Finish. meta's id, mint, maxt, level, sources and seq must be set.
+  static Result<std::unique_ptr<BlockWriter>> Create(const std::string& parent, index::BlockMeta meta);
+  ~BlockWriter();
+
+  // Samples sorted by time with unique timestamps; empty series are skipped.
+  Status AddSeries(const model::Labels& labels, const std::vector<int64_t>& ts, const std::vector<double>& vs);
+  // Finishes and fsyncs everything, renames the directory into place.
+  Result<index::BlockMeta> Finish();
+  uint64_t NumSamples() const { return meta_.num_samples; }
+
+ private:
+  BlockWriter() = default;
+  std::string parent_, tmp_dir_;
+  index::BlockMeta meta_;
+  std::unique_ptr<index::ChunkWriter> chunks_;
+  std::unique_ptr<index::IndexWriter> index_;
+  uint64_t next_id_ = 0;
+  bool finished_ = false;
+  std::string buf_;
+};
+
+// A new 26-character ULID (time-ordered, random suffix).
+std::string NewUlid();
+
+// Samples per persisted chunk (whole-chunk dense encoding).
+inline constexpr size_t kBlockChunkSamples = 960;
+
+}  // namespace trainwatch::tsdb

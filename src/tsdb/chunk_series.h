@@ -1,0 +1,60 @@
+#pragma once
+// Series and iterators over lists of encoded chunks, shared by the head and
+// persisted blocks. Samples are clipped to [mint, maxt].
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "model/labels.h"
+#include "model/sample.h"
+#include "storage/storage.h"
+#include "tsdb/chunkenc/chunk.h"
+
+namespace trainwatch::tsdb {
+
+struct ChunkRefData {
+  int64_t mint = 0, maxt = 0;
+  chunkenc::Encoding enc = chunkenc::Encoding::kXor;
+  std::string_view data;
+};
+
+// Iterates non-overlapping, time-ordered chunks. `keepalive` owns the bytes.
+class ChunkListIterator : public storage::SeriesIterator {
+ public:
+  ChunkListIterator(std::vector<ChunkRefData> chunks, int64_t mint, int64_t maxt, std::shared_ptr<const void> keepalive);
+  bool Next() override;
+  bool Seek(int64_t t) override;
+  model::Sample At() const override { return {it_.t(), it_.v()}; }
+  Status Err() const override { return err_; }
+
+ private:
+  bool Advance();  // moves to the next sample >= mint_, possibly into the next chunk
+  std::vector<ChunkRefData> chunks_;
+  int64_t mint_, maxt_;
+  std::shared_ptr<const void> keepalive_;
+  size_t ci_ = 0;
+  bool started_ = false, done_ = false;
+  chunkenc::Iterator it_;
+  Status err_;
+};
+
+// A series over chunks plus optional out-of-order samples (chunks win ties).
+class ChunkSeries : public storage::Series {
+ public:
+  ChunkSeries(model::Labels labels, std::vector<ChunkRefData> chunks, std::shared_ptr<const std::vector<model::Sample>> ooo, int64_t mint,
+              int64_t maxt, std::shared_ptr<const void> keepalive)
+      : labels_(std::move(labels)), chunks_(std::move(chunks)), ooo_(std::move(ooo)), mint_(mint), maxt_(maxt),
+        keepalive_(std::move(keepalive)) {}
+  const model::Labels& labels() const override { return labels_; }
+  std::unique_ptr<storage::SeriesIterator> Iterator() const override;
+
+ private:
+  model::Labels labels_;
+  std::vector<ChunkRefData> chunks_;
+  std::shared_ptr<const std::vector<model::Sample>> ooo_;  // may be null
+  int64_t mint_, maxt_;
+  std::shared_ptr<const void> keepalive_;
+};
+
+}  // namespace trainwatch::tsdb

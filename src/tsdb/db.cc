@@ -1,0 +1,316 @@
+// DB: opening (blocks, WAL replay), querying across blocks and the head,
+// stats and the background maintenance loop.
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "storage/merge.h"
+#include "tsdb/db_impl.h"
+#include "tsdb/wal/reader.h"
+#include "tsdb/wal/records.h"
+
+namespace trainwatch::tsdb {
+
+Result<std::unique_ptr<DB>> DB::Open(const Options& opts) {
+  auto db = std::make_unique<DBImpl>(opts);
+  RETURN_IF_ERROR(db->Init());
+  return std::unique_ptr<DB>(std::move(db));
+}
+
+DBImpl::DBImpl(const Options& opts) : opts_(opts) {
+  HeadOptions ho;
+  ho.block_duration_ms = opts.block_duration_ms;
+  head_ = std::make_unique<Head>(ho);
+}
+
+DBImpl::~DBImpl() {
+  Status s = Close();
+  if (!s.ok()) TW_LOG(Warn, "close tsdb: {}", s.message());
+}
+
+Status DBImpl::Init() {
+  if (opts_.dir.empty()) return Status::InvalidArgument("tsdb: empty data directory");
+  RETURN_IF_ERROR(file::MkdirAll(opts_.dir));
+  std::string lock_path = opts_.dir + "/lock";
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) return Status::FromErrno("open " + lock_path, errno);
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return Status::Unavailable("data directory " + opts_.dir + " is in use by another process");
+  }
+  int64_t start = MonoNanos();
+  RETURN_IF_ERROR(LoadBlocks());
+  RETURN_IF_ERROR(ReplayWal());
+  wal::Options wo;
+  wo.dir = WalDir();
+  wo.segment_bytes = opts_.wal_segment_bytes;
+  ASSIGN_OR_RETURN(wal_, wal::Writer::Open(wo));
+  head_->SetWal(wal_.get(), opts_.wal_sync == WalSync::kPerRequest);
+  TW_LOG(Info, "tsdb opened dir={} blocks={} head_series={} head_samples={} in {} ms", opts_.dir, blocks_.size(),
+         head_->NumSeries(), head_->NumSamples(), (MonoNanos() - start) / 1000000);
+  if (opts_.background || opts_.wal_sync == WalSync::kInterval) bg_ = std::thread([this] { BackgroundLoop(); });
+  return Status::OK();
+}
+
+Status DBImpl::LoadBlocks() {
+  ASSIGN_OR_RETURN(auto names, file::ListDir(opts_.dir));
+  std::vector<std::shared_ptr<Block>> blocks;
+  for (const auto& name : names) {
+    std::string path = opts_.dir + "/" + name;
+    if (name.size() > 4 && name.ends_with(".tmp")) {
+      // A block or checkpoint whose writing did not finish.
+      RETURN_IF_ERROR(file::RemoveAll(path));
+      continue;
+    }
+    if (name.size() != 26 || !file::Exists(path + "/meta.json")) continue;
+    auto b = Block::Open(path);
+    if (!b.ok()) {
+      TW_LOG(Error, "skip unreadable block {}: {}", path, b.status().message());
+      continue;
+    }
+    next_seq_ = std::max<uint64_t>(next_seq_, (*b)->meta().seq + 1);
+    blocks.push_back(std::move(*b));
+  }
+  // A compaction that crashed after writing its output but before deleting
+  // its inputs leaves blocks whose sources are covered by a newer block.
+  std::vector<std::shared_ptr<Block>> kept;
+  for (auto& b : blocks) {
+    bool covered = false;
+    for (auto& o : blocks) {
+      if (o == b || o->meta().compaction_level <= b->meta().compaction_level) continue;
+      const auto& src = o->meta().sources;
+      covered = std::all_of(b->meta().sources.begin(), b->meta().sources.end(), [&](const std::string& s) {
+        return std::find(src.begin(), src.end(), s) != src.end();
+      });
+      if (covered) break;
+    }
+    if (covered) {
+      b->MarkDeleted();
+    } else {
+      kept.push_back(b);
+    }
+  }
+  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+    return a->meta().mint != b->meta().mint ? a->meta().mint < b->meta().mint : a->meta().seq < b->meta().seq;
+  });
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  blocks_ = std::move(kept);
+  return Status::OK();
+}
+
+std::string DBImpl::CheckpointDir(int segment) const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "checkpoint.%08d", segment);
+  return opts_.dir + "/" + buf;
+}
+
+Status DBImpl::ReplayDir(const std::string& dir, int first_segment, bool repair) {
+  ASSIGN_OR_RETURN(auto reader, wal::Reader::Open(dir, first_segment));
+  std::string_view rec;
+  std::vector<wal::RefSeries> series;
+  std::vector<wal::RefSample> samples;
+  uint64_t records = 0;
+  while (reader->Next(&rec)) {
+    records++;
+    switch (wal::Type(rec)) {
+      case wal::RecordType::kSeries: {
+        Status s = wal::DecodeSeries(rec, &series);
+        if (!s.ok()) {
+          TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
+          continue;
+        }
+        head_->ReplaySeries(series);
+        break;
+      }
+      case wal::RecordType::kSamples: {
+        Status s = wal::DecodeSamples(rec, &samples);
+        if (!s.ok()) {
+          TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
+          continue;
+        }
+        head_->ReplaySamples(samples);
+        break;
+      }
+      default:
+        TW_LOG(Warn, "wal {} segment {} offset {}: unknown record type, skipped", dir, reader->segment(),
+               reader->offset());
+    }
+  }
+  if (!reader->status().ok()) {
+    wal_corruptions_++;
+    TW_LOG(Warn, "wal replay stopped: {}; truncating the log there", reader->status().message());
+    if (repair && reader->corruption().has_value()) {
+      wal::CorruptionInfo info = *reader->corruption();
+      reader.reset();
+      RETURN_IF_ERROR(wal::Repair(dir, info));
+    }
+  }
+  TW_LOG(Debug, "replayed {} records from {}", records, dir);
+  return Status::OK();
+}
+
+
+Status DBImpl::ReplayWal() {
+  // The newest complete checkpoint holds the head as of its segment; older
+  // segments are covered by it.
+  ASSIGN_OR_RETURN(auto names, file::ListDir(opts_.dir));
+  int checkpoint = -1;
+  for (const auto& name : names) {
+    if (name.rfind("checkpoint.", 0) == 0 && name.size() == 19) checkpoint = std::max(checkpoint, std::atoi(name.c_str() + 11));
+  }
+  if (checkpoint >= 0) RETURN_IF_ERROR(ReplayDir(CheckpointDir(checkpoint), 0, /*repair=*/false));
+  if (!file::Exists(WalDir())) return Status::OK();
+  return ReplayDir(WalDir(), std::max(checkpoint, 0), /*repair=*/true);
+}
+
+std::vector<std::shared_ptr<Block>> DBImpl::BlocksSnapshot() {
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  return blocks_;
+}
+
+namespace {
+
+// Queries blocks and the head together; earlier sources win timestamp ties.
+class DBQuerier : public storage::Querier {
+ public:
+  explicit DBQuerier(std::vector<std::unique_ptr<storage::Querier>> qs) : qs_(std::move(qs)) {}
+
+  std::unique_ptr<storage::SeriesSet> Select(bool sorted, const storage::SelectHints& hints,
+                                             const model::Matchers& matchers) override {
+    if (qs_.size() == 1) return qs_[0]->Select(sorted, hints, matchers);
+    std::vector<std::unique_ptr<storage::SeriesSet>> sets;
+    for (auto& q : qs_) sets.push_back(q->Select(true, hints, matchers));
+    return storage::MergeSeriesSets(std::move(sets));
+  }
+
+  Result<std::vector<std::string>> LabelValues(std::string_view name, const model::Matchers& matchers) override {
+    std::vector<std::string> out;
+    for (auto& q : qs_) {
+      ASSIGN_OR_RETURN(auto vs, q->LabelValues(name, matchers));
+      out.insert(out.end(), vs.begin(), vs.end());
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  Result<std::vector<std::string>> LabelNames(const model::Matchers& matchers) override {
+    std::vector<std::string> out;
+    for (auto& q : qs_) {
+      ASSIGN_OR_RETURN(auto vs, q->LabelNames(matchers));
+      out.insert(out.end(), vs.begin(), vs.end());
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<storage::Querier>> qs_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<storage::Querier>> DBImpl::NewQuerier(int64_t mint, int64_t maxt) {
+  std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();
+  // Earlier-written blocks win ties, then the head.
+  std::sort(blocks.begin(), blocks.end(), [](const auto& a, const auto& b) { return a->meta().seq < b->meta().seq; });
+  std::vector<std::unique_ptr<storage::Querier>> qs;
+  for (auto& b : blocks) {
+    if (b->Overlaps(mint, maxt)) qs.push_back(b->NewQuerier(mint, maxt));
+  }
+  ASSIGN_OR_RETURN(auto hq, head_->NewQuerier(mint, maxt));
+  qs.push_back(std::move(hq));
+  return std::unique_ptr<storage::Querier>(std::make_unique<DBQuerier>(std::move(qs)));
+}
+
+Status DBImpl::Flush() {
+  std::lock_guard<std::mutex> lock(maint_mu_);
+  if (closed_) return Status::Unavailable("tsdb is closed");
+  RETURN_IF_ERROR(CutHead(INT64_MAX, /*close_all=*/true));
+  RETURN_IF_ERROR(Compact(/*force=*/true));
+  return ApplyRetention();
+}
+
+Status DBImpl::Maintain() {
+  std::lock_guard<std::mutex> lock(maint_mu_);
+  if (closed_) return Status::OK();
+  int64_t mint = head_->MinTime(), maxt = head_->MaxTime();
+  int64_t block = opts_.block_duration_ms;
+  if (maxt != INT64_MIN && mint != INT64_MAX && maxt - mint > block + block / 2) {
+    // Keep the newest half block in memory; persist whole blocks before it.
+    int64_t keep_from = maxt - block / 2;
+    int64_t boundary = keep_from >= 0 ? keep_from / block * block : -(((-keep_from) + block - 1) / block) * block;
+    RETURN_IF_ERROR(CutHead(boundary, /*close_all=*/false));
+  }
+  RETURN_IF_ERROR(Compact(/*force=*/false));
+  return ApplyRetention();
+}
+
+void DBImpl::BackgroundLoop() {
+  int64_t next_maint = MonoNanos() + 60'000'000'000LL;
+  std::unique_lock<std::mutex> lock(bg_mu_);
+  while (!stopping_) {
+    int64_t wait_ms = opts_.wal_sync == WalSync::kInterval ? opts_.wal_sync_interval_ms : 1000;
+    bg_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+    if (stopping_) break;
+    lock.unlock();
+    if (opts_.wal_sync == WalSync::kInterval) {
+      Status s = wal_->Sync();
+      if (!s.ok()) TW_LOG(Error, "wal sync: {}", s.message());
+    }
+    if (opts_.background && MonoNanos() >= next_maint) {
+      Status s = Maintain();
+      if (!s.ok()) TW_LOG(Error, "tsdb maintenance: {}", s.message());
+      next_maint = MonoNanos() + 60'000'000'000LL;
+    }
+    lock.lock();
+  }
+}
+
+Status DBImpl::Close() {
+  {
+    std::lock_guard<std::mutex> lock(bg_mu_);
+    if (stopping_) return Status::OK();
+    stopping_ = true;
+  }
+  bg_cv_.notify_all();
+  if (bg_.joinable()) bg_.join();
+  std::lock_guard<std::mutex> lock(maint_mu_);
+  closed_ = true;
+  Status s;
+  if (wal_ != nullptr) s = wal_->Close();
+  if (lock_fd_ >= 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+  return s;
+}
+
+Stats DBImpl::GetStats() {
+  Stats st;
+  st.head_series = head_->NumSeries();
+  st.head_samples = head_->NumSamples();
+  st.head_chunks = head_->NumChunks();
+  st.head_min_time = head_->MinTime();
+  st.head_max_time = head_->MaxTime();
+  for (auto& b : BlocksSnapshot()) {
+    st.blocks++;
+    st.block_bytes += b->SizeBytes();
+  }
+  st.wal_bytes = wal_ != nullptr ? wal_->SizeBytes() : 0;
+  st.appended_samples_total = head_->AppendedTotal();
+  st.out_of_order_samples_total = head_->OutOfOrderTotal();
+  st.duplicate_samples_total = head_->DuplicateTotal();
+  st.wal_corruptions_total = wal_corruptions_.load();
+  st.compactions_total = compactions_.load();
+  st.series_count_by_metric_name = head_->TopMetricNames(10);
+  return st;
+}
+
+}  // namespace trainwatch::tsdb

@@ -1,0 +1,64 @@
+#pragma once
+// The embedded time-series database: a head (recent data in memory, backed by
+// the WAL) plus immutable on-disk blocks, compaction and retention. Implements
+// storage::Appendable and storage::Queryable. Thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/storage.h"
+
+namespace trainwatch::tsdb {
+
+enum class WalSync {
+  kPerRequest,  // Commit returns after fsync (group commit: concurrent commits share one fsync)
+  kInterval,    // fsync every `wal_sync_interval_ms`; Commit returns after write(2)
+};
+
+struct Options {
+  std::string dir;
+  int64_t block_duration_ms = 2 * 3600 * 1000;         // head cut into blocks of this span
+  int64_t retention_ms = 15LL * 24 * 3600 * 1000;      // --retention.time; 0 = unlimited
+  uint64_t retention_bytes = 0;                        // --retention.size; 0 = unlimited
+  WalSync wal_sync = WalSync::kPerRequest;
+  int64_t wal_sync_interval_ms = 100;
+  uint64_t wal_segment_bytes = 128ull << 20;
+  bool background = true;  // run cut/compaction/retention in a background thread
+};
+
+struct Stats {
+  uint64_t head_series = 0;
+  uint64_t head_samples = 0;       // samples currently in the head
+  uint64_t head_chunks = 0;
+  int64_t head_min_time = 0, head_max_time = 0;
+  uint64_t blocks = 0;
+  uint64_t block_bytes = 0;
+  uint64_t wal_bytes = 0;
+  uint64_t appended_samples_total = 0;
+  uint64_t out_of_order_samples_total = 0;
+  uint64_t duplicate_samples_total = 0;  // ignored: same series and timestamp as a stored one
+  uint64_t wal_corruptions_total = 0;
+  uint64_t compactions_total = 0;
+  // Top label-name/value cardinalities as /api/v1/status/tsdb reports them.
+  std::vector<std::pair<std::string, uint64_t>> series_count_by_metric_name;
+};
+
+class DB : public storage::Appendable, public storage::Queryable {
+ public:
+  // Opens (creating if needed) the DB in opts.dir, loads blocks and replays
+  // the WAL. A torn or corrupt WAL tail is truncated and logged, never fatal.
+  static Result<std::unique_ptr<DB>> Open(const Options& opts);
+  ~DB() override = default;
+
+  // Persists everything acknowledged so far into compacted on-disk blocks and
+  // returns when that is durable (POST /api/v1/admin/tsdb/flush).
+  virtual Status Flush() = 0;
+  // Stops background work and syncs the WAL. Idempotent; the destructor calls it.
+  virtual Status Close() = 0;
+  virtual Stats GetStats() = 0;
+};
+
+}  // namespace trainwatch::tsdb

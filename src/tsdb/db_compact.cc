@@ -1,0 +1,165 @@
+// Compaction and retention. Overlapping blocks (late data, repeated flushes)
+// are merged first; then blocks inside one window of the next level range
+// (block duration × 3^k, as Prometheus) are merged once the window is
+// complete, or at once when forced (Flush). Merging keeps the sample of the
+// earlier-written block when two share a timestamp.
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "storage/merge.h"
+#include "tsdb/db_impl.h"
+
+namespace trainwatch::tsdb {
+namespace {
+
+int64_t AlignDown(int64_t t, int64_t r) { return t >= 0 ? t / r * r : -(((-t) + r - 1) / r) * r; }
+
+}  // namespace
+
+Status DBImpl::Compact(bool force) {
+  for (int round = 0; round < 64; round++) {
+    std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();
+    if (blocks.size() < 2) return Status::OK();
+    // 1. Overlapping blocks (sorted by mint).
+    std::vector<std::shared_ptr<Block>> group;
+    int64_t group_maxt = INT64_MIN;
+    for (auto& b : blocks) {
+      if (!group.empty() && b->meta().mint < group_maxt) {
+        group.push_back(b);
+        group_maxt = std::max(group_maxt, b->meta().maxt);
+        continue;
+      }
+      if (group.size() > 1) break;
+      group.assign(1, b);
+      group_maxt = b->meta().maxt;
+    }
+    if (group.size() > 1) {
+      RETURN_IF_ERROR(CompactBlocks(group));
+      continue;
+    }
+    // 2. Level windows.
+    int64_t db_maxt = std::max(head_->MaxTime(), blocks.back()->meta().maxt);
+    // Blocks grow up to a tenth of the retention (31 days at most), as Prometheus.
+    int64_t max_range = 31LL * 24 * 3600 * 1000;
+    if (opts_.retention_ms > 0) max_range = std::min(max_range, opts_.retention_ms / 10);
+    max_range = std::max(max_range, opts_.block_duration_ms);
+    bool did = false;
+    for (int64_t range = opts_.block_duration_ms * 3; range <= max_range && !did; range *= 3) {
+      for (size_t i = 0; i < blocks.size() && !did;) {
+        int64_t w = AlignDown(blocks[i]->meta().mint, range);
+        size_t j = i;
+        while (j < blocks.size() && blocks[j]->meta().mint >= w && blocks[j]->meta().maxt <= w + range) j++;
+        bool complete = force || w + range <= db_maxt - opts_.block_duration_ms / 2;
+        if (j - i > 1 && complete) {
+          std::vector<std::shared_ptr<Block>> g(blocks.begin() + static_cast<std::ptrdiff_t>(i),
+                                                blocks.begin() + static_cast<std::ptrdiff_t>(j));
+          RETURN_IF_ERROR(CompactBlocks(g));
+          did = true;
+        }
+        i = std::max(j, i + 1);
+      }
+    }
+    if (!did) return Status::OK();
+  }
+  return Status::OK();
+}
+
+Status DBImpl::CompactBlocks(const std::vector<std::shared_ptr<Block>>& group) {
+  int64_t start = MonoNanos();
+  index::BlockMeta meta;
+  meta.id = NewUlid();
+  meta.mint = INT64_MAX;
+  meta.maxt = INT64_MIN;
+  meta.seq = UINT64_MAX;
+  uint32_t level = 0;
+  for (const auto& b : group) {
+    meta.mint = std::min(meta.mint, b->meta().mint);
+    meta.maxt = std::max(meta.maxt, b->meta().maxt);
+    meta.seq = std::min(meta.seq, b->meta().seq);  // keeps its place in tie-breaking
+    level = std::max(level, b->meta().compaction_level);
+    for (const auto& s : b->meta().sources) meta.sources.push_back(s);
+  }
+  meta.compaction_level = level + 1;
+  std::sort(meta.sources.begin(), meta.sources.end());
+
+  std::vector<std::shared_ptr<Block>> by_seq = group;
+  std::sort(by_seq.begin(), by_seq.end(), [](const auto& a, const auto& b) { return a->meta().seq < b->meta().seq; });
+  std::vector<std::unique_ptr<storage::SeriesSet>> sets;
+  std::vector<std::unique_ptr<storage::Querier>> queriers;
+  ASSIGN_OR_RETURN(auto all, model::Matcher::Make(model::MatchType::kRegex, std::string(model::kMetricName), ".*"));
+  for (auto& b : by_seq) {
+    queriers.push_back(b->NewQuerier(meta.mint, meta.maxt - 1));
+    sets.push_back(queriers.back()->Select(true, storage::SelectHints{}, {all}));
+  }
+  auto merged = storage::MergeSeriesSets(std::move(sets));
+  ASSIGN_OR_RETURN(auto w, BlockWriter::Create(opts_.dir, meta));
+  std::vector<int64_t> ts;
+  std::vector<double> vs;
+  while (merged->Next()) {
+    const auto& s = merged->At();
+    auto it = s.Iterator();
+    ts.clear();
+    vs.clear();
+    while (it->Next()) {
+      auto smp = it->At();
+      ts.push_back(smp.t);
+      vs.push_back(smp.v);
+    }
+    RETURN_IF_ERROR(it->Err());
+    RETURN_IF_ERROR(w->AddSeries(s.labels(), ts, vs));
+  }
+  RETURN_IF_ERROR(merged->Err());
+  ASSIGN_OR_RETURN(index::BlockMeta out, w->Finish());
+  ASSIGN_OR_RETURN(auto nb, Block::Open(opts_.dir + "/" + out.id));
+  {
+    std::lock_guard<std::mutex> lock(blocks_mu_);
+    std::erase_if(blocks_, [&](const auto& b) { return std::find(group.begin(), group.end(), b) != group.end(); });
+    blocks_.push_back(nb);
+    std::sort(blocks_.begin(), blocks_.end(), [](const auto& a, const auto& b) {
+      return a->meta().mint != b->meta().mint ? a->meta().mint < b->meta().mint : a->meta().seq < b->meta().seq;
+    });
+  }
+  for (const auto& b : group) b->MarkDeleted();
+  compactions_++;
+  TW_LOG(Info, "compacted {} blocks into {} [{}, {}) level {}: {} series, {} samples in {} ms", group.size(), out.id,
+         out.mint, out.maxt, out.compaction_level, out.num_series, out.num_samples, (MonoNanos() - start) / 1000000);
+  return Status::OK();
+}
+
+Status DBImpl::ApplyRetention() {
+  std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();
+  if (blocks.empty()) return Status::OK();
+  std::vector<std::shared_ptr<Block>> drop;
+  if (opts_.retention_ms > 0) {
+    int64_t newest = head_->MaxTime();
+    for (auto& b : blocks) newest = std::max(newest, b->meta().maxt - 1);
+    for (auto& b : blocks) {
+      if (b->meta().maxt <= newest - opts_.retention_ms) drop.push_back(b);
+    }
+  }
+  if (opts_.retention_bytes > 0) {
+    uint64_t total = wal_ != nullptr ? wal_->SizeBytes() : 0;
+    for (auto& b : blocks) total += b->SizeBytes();
+    // Oldest first (blocks are sorted by mint).
+    for (auto& b : blocks) {
+      if (total <= opts_.retention_bytes) break;
+      if (std::find(drop.begin(), drop.end(), b) == drop.end()) drop.push_back(b);
+      total -= std::min(total, b->SizeBytes());
+    }
+  }
+  if (drop.empty()) return Status::OK();
+  {
+    std::lock_guard<std::mutex> lock(blocks_mu_);
+    std::erase_if(blocks_, [&](const auto& b) { return std::find(drop.begin(), drop.end(), b) != drop.end(); });
+  }
+  for (auto& b : drop) {
+    TW_LOG(Info, "retention: deleting block {} [{}, {})", b->meta().id, b->meta().mint, b->meta().maxt);
+    b->MarkDeleted();
+  }
+  return Status::OK();
+}
+
+}  // namespace trainwatch::tsdb

@@ -1,0 +1,167 @@
+// Persisting the head: rotate the WAL, write head data into blocks (one per
+// aligned block range), drop it from the head, checkpoint what remains and
+// delete the WAL segments the checkpoint covers.
+
+#include <algorithm>
+#include <map>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "tsdb/chunkenc/chunk.h"
+#include "tsdb/db_impl.h"
+#include "tsdb/wal/records.h"
+
+namespace trainwatch::tsdb {
+namespace {
+
+int64_t AlignDown(int64_t t, int64_t block) {
+  return t >= 0 ? t / block * block : -(((-t) + block - 1) / block) * block;
+}
+
+// Decodes a snapshot's in-order chunks and merges its out-of-order samples;
+// in-order samples win timestamp ties (they were written first).
+Status Materialize(const SeriesSnapshot& snap, std::vector<int64_t>* ts, std::vector<double>* vs) {
+  ts->clear();
+  vs->clear();
+  for (const auto& c : snap.chunks) RETURN_IF_ERROR(chunkenc::DecodeAll(c.enc, *c.data, ts, vs));
+  if (snap.ooo.empty()) return Status::OK();
+  std::vector<int64_t> mt;
+  std::vector<double> mv;
+  mt.reserve(ts->size() + snap.ooo.size());
+  mv.reserve(ts->size() + snap.ooo.size());
+  size_t i = 0, j = 0;
+  while (i < ts->size() || j < snap.ooo.size()) {
+    if (j == snap.ooo.size() || (i < ts->size() && (*ts)[i] <= snap.ooo[j].t)) {
+      if (j < snap.ooo.size() && (*ts)[i] == snap.ooo[j].t) j++;
+      mt.push_back((*ts)[i]);
+      mv.push_back((*vs)[i]);
+      i++;
+    } else {
+      mt.push_back(snap.ooo[j].t);
+      mv.push_back(snap.ooo[j].v);
+      j++;
+    }
+  }
+  *ts = std::move(mt);
+  *vs = std::move(mv);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status DBImpl::CutHead(int64_t boundary, bool close_all) {
+  int64_t start = MonoNanos();
+  int segment;
+  {
+    // Every sample logged before the new segment is applied to the head.
+    Head::ExclusiveAppendLock lock(head_.get());
+    ASSIGN_OR_RETURN(segment, wal_->NextSegment());
+  }
+  Head::PersistSet set = head_->SnapshotForPersist(boundary, close_all);
+  if (!set.series.empty()) {
+    RETURN_IF_ERROR(WriteBlocks(set));
+    head_->Truncate(set);
+  }
+  RETURN_IF_ERROR(WriteCheckpoint(segment));
+  RETURN_IF_ERROR(wal_->TruncateBefore(segment));
+  ASSIGN_OR_RETURN(auto names, file::ListDir(opts_.dir));
+  std::string keep = CheckpointDir(segment);
+  for (const auto& name : names) {
+    std::string path = opts_.dir + "/" + name;
+    if (name.rfind("checkpoint.", 0) == 0 && path != keep) RETURN_IF_ERROR(file::RemoveAll(path));
+  }
+  TW_LOG(Info, "persisted head up to {}: {} series in {} ms", boundary == INT64_MAX ? "now" : std::to_string(boundary),
+         set.series.size(), (MonoNanos() - start) / 1000000);
+  return Status::OK();
+}
+
+Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
+  const int64_t block = opts_.block_duration_ms;
+  std::map<int64_t, std::unique_ptr<BlockWriter>> writers;  // by block start
+  std::vector<int64_t> ts, part_t;
+  std::vector<double> vs, part_v;
+  for (const auto& [series, snap] : set.series) {
+    RETURN_IF_ERROR(Materialize(snap, &ts, &vs));
+    size_t i = 0;
+    while (i < ts.size()) {
+      int64_t start = AlignDown(ts[i], block);
+      size_t j = i;
+      while (j < ts.size() && ts[j] < start + block) j++;
+      auto& w = writers[start];
+      if (w == nullptr) {
+        index::BlockMeta meta;
+        meta.id = NewUlid();
+        meta.mint = start;
+        meta.maxt = start + block;
+        meta.compaction_level = 1;
+        meta.sources = {meta.id};
+        meta.seq = next_seq_++;
+        ASSIGN_OR_RETURN(w, BlockWriter::Create(opts_.dir, meta));
+      }
+      part_t.assign(ts.begin() + static_cast<std::ptrdiff_t>(i), ts.begin() + static_cast<std::ptrdiff_t>(j));
+      part_v.assign(vs.begin() + static_cast<std::ptrdiff_t>(i), vs.begin() + static_cast<std::ptrdiff_t>(j));
+      RETURN_IF_ERROR(w->AddSeries(snap.labels, part_t, part_v));
+      i = j;
+    }
+  }
+  std::vector<std::shared_ptr<Block>> opened;
+  for (auto& [start, w] : writers) {
+    ASSIGN_OR_RETURN(index::BlockMeta meta, w->Finish());
+    ASSIGN_OR_RETURN(auto b, Block::Open(opts_.dir + "/" + meta.id));
+    opened.push_back(std::move(b));
+  }
+  std::lock_guard<std::mutex> lock(blocks_mu_);
+  for (auto& b : opened) blocks_.push_back(std::move(b));
+  std::sort(blocks_.begin(), blocks_.end(), [](const auto& a, const auto& b) {
+    return a->meta().mint != b->meta().mint ? a->meta().mint < b->meta().mint : a->meta().seq < b->meta().seq;
+  });
+  return Status::OK();
+}
+
+Status DBImpl::WriteCheckpoint(int segment) {
+  std::string dir = CheckpointDir(segment);
+  std::string tmp = dir + ".tmp";
+  RETURN_IF_ERROR(file::RemoveAll(tmp));
+  {
+    wal::Options wo;
+    wo.dir = tmp;
+    wo.segment_bytes = opts_.wal_segment_bytes;
+    ASSIGN_OR_RETURN(auto w, wal::Writer::Open(wo));
+    std::vector<wal::RefSeries> series;
+    std::vector<wal::RefSample> samples;
+    std::vector<int64_t> ts;
+    std::vector<double> vs;
+    std::string rec;
+    Status st;
+    // Series records precede the samples that refer to them.
+    auto flush = [&]() {
+      if (!st.ok()) return;
+      if (!series.empty()) {
+        wal::EncodeSeries(series, &rec);
+        st = w->Log(rec);
+        series.clear();
+      }
+      if (st.ok() && !samples.empty()) {
+        wal::EncodeSamples(samples, &rec);
+        st = w->Log(rec);
+        samples.clear();
+      }
+    };
+    head_->ForEachSeries([&](uint64_t ref, const model::Labels& labels, const SeriesSnapshot& snap) {
+      if (!st.ok()) return;
+      series.push_back(wal::RefSeries{ref, labels});
+      st = Materialize(snap, &ts, &vs);
+      for (size_t i = 0; st.ok() && i < ts.size(); i++) samples.push_back({ref, ts[i], vs[i]});
+      if (series.size() >= 1024 || samples.size() >= 8192) flush();
+    });
+    flush();
+    RETURN_IF_ERROR(st);
+    RETURN_IF_ERROR(w->Sync());
+    RETURN_IF_ERROR(w->Close());
+  }
+  if (::rename(tmp.c_str(), dir.c_str()) != 0) return Status::FromErrno("rename " + tmp, errno);
+  return file::SyncDir(opts_.dir);
+}
+
+}  // namespace trainwatch::tsdb

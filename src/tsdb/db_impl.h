@@ -1,0 +1,75 @@
+#pragma once
+// Private: the DB implementation, split by concern over db.cc (open, replay,
+// querying, stats), db_cut.cc (persisting the head, checkpoints) and
+// db_compact.cc (compaction and retention).
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tsdb/block.h"
+#include "tsdb/db.h"
+#include "tsdb/head.h"
+#include "tsdb/wal/wal.h"
+
+namespace trainwatch::tsdb {
+
+class DBImpl : public DB {
+ public:
+  explicit DBImpl(const Options& opts);
+  ~DBImpl() override;
+
+  Status Init();
+  std::unique_ptr<storage::Appender> NewAppender() override { return head_->NewAppender(); }
+  Result<std::unique_ptr<storage::Querier>> NewQuerier(int64_t mint, int64_t maxt) override;
+  Status Flush() override;
+  Status Close() override;
+  Stats GetStats() override;
+
+  // One maintenance pass: cut the head if it spans enough, compact, apply
+  // retention. Exposed for tests.
+  Status Maintain();
+
+ private:
+  // db.cc
+  Status LoadBlocks();
+  Status ReplayWal();
+  Status ReplayDir(const std::string& dir, int first_segment, bool repair);
+  void BackgroundLoop();
+  std::vector<std::shared_ptr<Block>> BlocksSnapshot();
+
+  // db_cut.cc: persists head data before `boundary` (all of it when close_all).
+  Status CutHead(int64_t boundary, bool close_all);
+  Status WriteBlocks(const Head::PersistSet& set);
+  Status WriteCheckpoint(int segment);
+
+  // db_compact.cc
+  Status Compact(bool force);
+  Status CompactBlocks(const std::vector<std::shared_ptr<Block>>& group);
+  Status ApplyRetention();
+
+  std::string CheckpointDir(int segment) const;
+  std::string WalDir() const { return opts_.dir + "/wal"; }
+
+  const Options opts_;
+  std::unique_ptr<Head> head_;
+  std::unique_ptr<wal::Writer> wal_;
+  int lock_fd_ = -1;
+
+  std::mutex maint_mu_;  // one cut / compaction / retention pass at a time
+  std::mutex blocks_mu_;
+  std::vector<std::shared_ptr<Block>> blocks_;  // GUARDED_BY(blocks_mu_), sorted by (mint, seq)
+  std::atomic<uint64_t> next_seq_{1};
+  std::atomic<uint64_t> wal_corruptions_{0}, compactions_{0};
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  bool stopping_ = false;  // GUARDED_BY(bg_mu_)
+  std::thread bg_;
+  bool closed_ = false;
+};
+
+}  // namespace trainwatch::tsdb

@@ -1,0 +1,478 @@
+#include "tsdb/head.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "tsdb/wal/wal.h"
+
+namespace trainwatch::tsdb {
+
+struct Head::Stripe {
+  mutable std::shared_mutex mu;
+  std::unordered_map<uint64_t, MemSeries*> by_hash;  // head of a collision chain
+};
+
+Head::Head(HeadOptions opts)
+    : opts_(opts), stripes_(new Stripe[kStripes]), pages_(new std::atomic<std::atomic<MemSeries*>*>[kMaxPages]) {
+  for (uint32_t i = 0; i < kMaxPages; i++) pages_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+Head::~Head() {
+  for (uint32_t p = 0; p < kMaxPages; p++) {
+    std::atomic<MemSeries*>* page = pages_[p].load(std::memory_order_relaxed);
+    if (page == nullptr) continue;
+    for (uint32_t i = 0; i < kPageSize; i++) delete page[i].load(std::memory_order_relaxed);
+    delete[] page;
+  }
+}
+
+void Head::SetWal(wal::Writer* wal, bool sync_each_commit) {
+  wal_ = wal;
+  sync_each_commit_ = sync_each_commit;
+}
+
+MemSeries* Head::GetByRef(uint64_t ref) const {
+  if (ref == 0 || (ref >> kPageBits) >= kMaxPages) return nullptr;
+  std::atomic<MemSeries*>* page = pages_[ref >> kPageBits].load(std::memory_order_acquire);
+  if (page == nullptr) return nullptr;
+  return page[ref & (kPageSize - 1)].load(std::memory_order_acquire);
+}
+
+void Head::SetRef(uint64_t ref, MemSeries* s) {
+  CHECK((ref >> kPageBits) < kMaxPages, "BUG: series ref space exhausted");
+  std::atomic<MemSeries*>* page = pages_[ref >> kPageBits].load(std::memory_order_acquire);
+  if (page == nullptr) {
+    page = new std::atomic<MemSeries*>[kPageSize];
+    for (uint32_t i = 0; i < kPageSize; i++) page[i].store(nullptr, std::memory_order_relaxed);
+    pages_[ref >> kPageBits].store(page, std::memory_order_release);
+  }
+  page[ref & (kPageSize - 1)].store(s, std::memory_order_release);
+}
+
+bool Head::LabelsEqual(const MemSeries* s, const model::Labels& labels) const {
+  if (s->num_labels != labels.size()) return false;
+  size_t i = 0;
+  for (const auto& l : labels) {
+    if (symbols_.Get(s->syms[2 * i]) != l.name || symbols_.Get(s->syms[2 * i + 1]) != l.value) return false;
+    i++;
+  }
+  return true;
+}
+
+MemSeries* Head::Lookup(const model::Labels& labels, uint64_t hash) const {
+  const Stripe& st = stripes_[hash & (kStripes - 1)];
+  std::shared_lock lock(st.mu);
+  auto it = st.by_hash.find(hash);
+  if (it == st.by_hash.end()) return nullptr;
+  for (MemSeries* s = it->second; s != nullptr; s = s->next_same_hash) {
+    if (LabelsEqual(s, labels)) return s;
+  }
+  return nullptr;
+}
+
+model::Labels Head::LabelsOf(const MemSeries* s) const {
+  std::vector<model::Label> ls;
+  ls.reserve(s->num_labels);
+  for (uint32_t i = 0; i < s->num_labels; i++) {
+    ls.push_back({std::string(symbols_.Get(s->syms[2 * i])), std::string(symbols_.Get(s->syms[2 * i + 1]))});
+  }
+  return model::Labels(std::move(ls));
+}
+
+MemSeries* Head::CreateLocked(uint64_t ref, const model::Labels& labels, uint64_t hash) {
+  auto* s = new MemSeries(ref, hash);
+  s->num_labels = static_cast<uint32_t>(labels.size());
+  s->syms.reset(new uint32_t[2 * labels.size()]);
+  size_t i = 0;
+  for (const auto& l : labels) {
+    s->syms[2 * i] = symbols_.Intern(l.name);
+    s->syms[2 * i + 1] = symbols_.Intern(l.value);
+    i++;
+  }
+  SetRef(ref, s);
+  {
+    std::unique_lock lock(postings_mu_);
+    postings_.Add(ref, labels);
+  }
+  Stripe& st = stripes_[hash & (kStripes - 1)];
+  {
+    std::unique_lock lock(st.mu);
+    auto [it, inserted] = st.by_hash.try_emplace(hash, s);
+    if (!inserted) {
+      s->next_same_hash = it->second;
+      it->second = s;
+    }
+  }
+  num_series_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t next = next_ref_.load(std::memory_order_relaxed);
+  while (next <= ref && !next_ref_.compare_exchange_weak(next, ref + 1)) {
+  }
+  return s;
+}
+
+Status Head::GetOrCreate(const std::vector<const model::Labels*>& labels, std::vector<MemSeries*>* out) {
+  out->assign(labels.size(), nullptr);
+  std::lock_guard<std::mutex> lock(creation_mu_);
+  std::vector<wal::RefSeries> records;
+  std::vector<size_t> created;
+  for (size_t i = 0; i < labels.size(); i++) {
+    uint64_t h = labels[i]->Hash();
+    MemSeries* s = Lookup(*labels[i], h);
+    if (s == nullptr) {
+      // The same labels may appear twice in one batch.
+      for (size_t j : created) {
+        if ((*out)[j]->hash == h && *labels[j] == *labels[i]) s = (*out)[j];
+      }
+    }
+    if (s == nullptr) {
+      uint64_t ref = next_ref_.load(std::memory_order_relaxed);
+      s = CreateLocked(ref, *labels[i], h);
+      records.push_back({ref, *labels[i]});
+      created.push_back(i);
+    }
+    (*out)[i] = s;
+  }
+  // The series record reaches the WAL before any sample that refers to it:
+  // other appenders can find these series only after this returns, and
+  // their samples are logged after their lookup.
+  if (!records.empty() && wal_ != nullptr) {
+    std::string rec;
+    wal::EncodeSeries(records, &rec);
+    RETURN_IF_ERROR(wal_->Log(rec));
+  }
+  return Status::OK();
+}
+
+void Head::UpdateTimes(int64_t t) {
+  int64_t cur = min_time_.load(std::memory_order_relaxed);
+  while (t < cur && !min_time_.compare_exchange_weak(cur, t)) {
+  }
+  cur = max_time_.load(std::memory_order_relaxed);
+  while (t > cur && !max_time_.compare_exchange_weak(cur, t)) {
+  }
+}
+
+static int64_t BlockEnd(int64_t t, int64_t block) {
+  int64_t start = t >= 0 ? (t / block) * block : -(((-t) + block - 1) / block) * block;
+  return start + block;
+}
+
+void Head::CloseOpenLocked(MemSeries* s) {
+  if (!s->open) return;
+  s->open->Shrink();
+  HeadChunk c;
+  c.mint = s->open->MinTime();
+  c.maxt = s->open->MaxTime();
+  c.num_samples = s->open->NumSamples();
+  c.data = std::make_shared<const std::string>(s->open->Bytes());
+  s->closed.push_back(std::move(c));
+  s->open.reset();
+}
+
+bool Head::InOrderHasLocked(const MemSeries* s, int64_t t) const {
+  chunkenc::Iterator it;
+  if (s->open && s->open->NumSamples() > 0 && t >= s->open->MinTime()) {
+    it.Reset(chunkenc::Encoding::kXor, s->open->Bytes());
+  } else {
+    auto c = std::lower_bound(s->closed.begin(), s->closed.end(), t,
+                              [](const HeadChunk& c, int64_t x) { return c.maxt < x; });
+    if (c == s->closed.end() || c->mint > t) return false;
+    it.Reset(c->enc, *c->data);
+  }
+  return it.Seek(t) && it.t() == t;
+}
+
+bool Head::ApplySample(MemSeries* s, int64_t t, double v) {
+  std::lock_guard<SpinLock> lock(s->mu);
+  s->last_append_ms = NowMillis();
+  int64_t maxt = s->open ? s->open->MaxTime() : (s->closed.empty() ? INT64_MIN : s->closed.back().maxt);
+  if (t > maxt) {
+    if (s->open && (s->open->NumSamples() >= opts_.samples_per_chunk || t >= s->open_block_end)) {
+      CloseOpenLocked(s);
+    }
+    if (!s->open) {
+      s->open = std::make_unique<chunkenc::XorChunk>();
+      s->open_block_end = BlockEnd(t, opts_.block_duration_ms);
+      num_chunks_.fetch_add(1, std::memory_order_relaxed);
+    }
+    s->open->Append(t, v);
+    UpdateTimes(t);
+  } else if (t == maxt) {
+    dup_total_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  } else {
+    if (InOrderHasLocked(s, t)) {
+      dup_total_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (!s->ooo) s->ooo = std::make_unique<std::vector<model::Sample>>();
+    auto& o = *s->ooo;
+    auto it = std::lower_bound(o.begin(), o.end(), t, [](const model::Sample& a, int64_t x) { return a.t < x; });
+    if (it != o.end() && it->t == t) {
+      dup_total_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    o.insert(it, model::Sample{t, v});
+    ooo_total_.fetch_add(1, std::memory_order_relaxed);
+  }
+  num_samples_.fetch_add(1, std::memory_order_relaxed);
+  appended_total_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) const {
+  SeriesSnapshot snap;
+  std::lock_guard<SpinLock> lock(s->mu);
+  for (const auto& c : s->closed) {
+    if (c.maxt >= mint && c.mint <= maxt) snap.chunks.push_back(c);
+  }
+  if (s->open && s->open->NumSamples() > 0 && s->open->MaxTime() >= mint && s->open->MinTime() <= maxt) {
+    HeadChunk c;
+    c.mint = s->open->MinTime();
+    c.maxt = s->open->MaxTime();
+    c.num_samples = s->open->NumSamples();
+    c.data = std::make_shared<const std::string>(s->open->Bytes());
+    snap.chunks.push_back(std::move(c));
+  }
+  if (s->ooo) {
+    for (const auto& smp : *s->ooo) {
+      if (smp.t >= mint && smp.t <= maxt) snap.ooo.push_back(smp);
+    }
+  }
+  return snap;
+}
+
+Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
+  PersistSet set;
+  std::vector<MemSeries*> all;
+  {
+    std::shared_lock lock(postings_mu_);
+    for (uint64_t ref : postings_.All()) all.push_back(GetByRef(ref));
+  }
+  for (MemSeries* s : all) {
+    if (s == nullptr) continue;
+    SeriesSnapshot snap;
+    {
+      std::lock_guard<SpinLock> lock(s->mu);
+      if (s->open && (close_all || s->open->MaxTime() < boundary)) CloseOpenLocked(s);
+      for (const auto& c : s->closed) {
+        if (c.maxt < boundary) snap.chunks.push_back(c);
+      }
+      if (s->ooo) {
+        for (const auto& smp : *s->ooo) {
+          if (smp.t < boundary) snap.ooo.push_back(smp);
+        }
+      }
+    }
+    if (snap.chunks.empty() && snap.ooo.empty()) continue;
+    for (const auto& c : snap.chunks) {
+      set.mint = std::min(set.mint, c.mint);
+      set.maxt = std::max(set.maxt, c.maxt);
+    }
+    if (!snap.ooo.empty()) {
+      set.mint = std::min(set.mint, snap.ooo.front().t);
+      set.maxt = std::max(set.maxt, snap.ooo.back().t);
+    }
+    snap.labels = LabelsOf(s);
+    set.series.emplace_back(s, std::move(snap));
+  }
+  std::sort(set.series.begin(), set.series.end(),
+            [](const auto& a, const auto& b) { return a.second.labels < b.second.labels; });
+  return set;
+}
+
+void Head::Truncate(const PersistSet& set) {
+  uint64_t removed_samples = 0, removed_chunks = 0;
+  for (const auto& [s, snap] : set.series) {
+    std::lock_guard<SpinLock> lock(s->mu);
+    // Persisted chunks are a prefix of `closed` (chunks are only appended).
+    size_t n = 0;
+    while (n < s->closed.size() && n < snap.chunks.size() && s->closed[n].data == snap.chunks[n].data) {
+      removed_samples += s->closed[n].num_samples;
+      n++;
+    }
+    removed_chunks += n;
+    s->closed.erase(s->closed.begin(), s->closed.begin() + static_cast<std::ptrdiff_t>(n));
+    if (s->ooo && !snap.ooo.empty()) {
+      std::vector<model::Sample> keep;
+      size_t j = 0;
+      for (const auto& smp : *s->ooo) {
+        while (j < snap.ooo.size() && snap.ooo[j].t < smp.t) j++;
+        if (j < snap.ooo.size() && snap.ooo[j].t == smp.t) {
+          removed_samples++;
+          continue;
+        }
+        keep.push_back(smp);
+      }
+      if (keep.empty()) {
+        s->ooo.reset();
+      } else {
+        *s->ooo = std::move(keep);
+      }
+    }
+  }
+  num_samples_.fetch_sub(std::min(removed_samples, num_samples_.load()), std::memory_order_relaxed);
+  num_chunks_.fetch_sub(std::min(removed_chunks, num_chunks_.load()), std::memory_order_relaxed);
+
+  // Recompute the in-order time range and drop series left without data.
+  // Dropping needs appenders out of the way: one may hold a pointer it looked
+  // up before we unlink the series.
+  ExclusiveAppendLock append_lock(this);
+  std::unique_lock create_lock(creation_mu_);
+  int64_t mint = INT64_MAX, maxt = INT64_MIN;
+  std::vector<MemSeries*> all, dead;
+  {
+    std::shared_lock lock(postings_mu_);
+    for (uint64_t ref : postings_.All()) all.push_back(GetByRef(ref));
+  }
+  for (MemSeries* s : all) {
+    std::lock_guard<SpinLock> lock(s->mu);
+    bool empty = s->closed.empty() && !s->open && !s->ooo;
+    if (empty) {
+      dead.push_back(s);
+      continue;
+    }
+    if (!s->closed.empty()) mint = std::min(mint, s->closed.front().mint);
+    else if (s->open) mint = std::min(mint, s->open->MinTime());
+    int64_t m = s->open ? s->open->MaxTime() : (s->closed.empty() ? INT64_MIN : s->closed.back().maxt);
+    maxt = std::max(maxt, m);
+  }
+  min_time_.store(mint);
+  max_time_.store(maxt);
+  if (dead.empty()) return;
+  std::unordered_set<uint64_t> dead_refs;
+  std::vector<model::Labels> affected;
+  for (MemSeries* s : dead) {
+    dead_refs.insert(s->ref);
+    affected.push_back(LabelsOf(s));
+    Stripe& st = stripes_[s->hash & (kStripes - 1)];
+    std::unique_lock lock(st.mu);
+    auto it = st.by_hash.find(s->hash);
+    if (it != st.by_hash.end()) {
+      MemSeries** p = &it->second;
+      while (*p != nullptr && *p != s) p = &(*p)->next_same_hash;
+      if (*p == s) *p = s->next_same_hash;
+      if (it->second == nullptr) st.by_hash.erase(it);
+    }
+  }
+  {
+    // Readers resolve a ref and copy its data under postings_mu_ held
+    // shared, so once the refs are unpublished under the exclusive lock no
+    // reader can still reach these series.
+    std::unique_lock lock(postings_mu_);
+    postings_.Delete(dead_refs, affected);
+    for (MemSeries* s : dead) SetRef(s->ref, nullptr);
+  }
+  for (MemSeries* s : dead) delete s;
+  num_series_.fetch_sub(dead.size(), std::memory_order_relaxed);
+}
+
+void Head::ForEachSeries(const std::function<void(uint64_t, const model::Labels&, const SeriesSnapshot&)>& fn) {
+  std::vector<uint64_t> refs;
+  {
+    std::shared_lock lock(postings_mu_);
+    refs.assign(postings_.All().begin(), postings_.All().end());
+  }
+  for (uint64_t ref : refs) {
+    std::shared_lock lock(postings_mu_);
+    MemSeries* s = GetByRef(ref);
+    if (s == nullptr) continue;
+    SeriesSnapshot snap = Snapshot(s, INT64_MIN, INT64_MAX);
+    fn(ref, LabelsOf(s), snap);
+  }
+}
+
+Status Head::LogSamples(const std::vector<wal::RefSample>& samples) {
+  if (wal_ == nullptr || samples.empty()) return Status::OK();
+  thread_local std::string rec;
+  wal::EncodeSamples(samples, &rec);
+  RETURN_IF_ERROR(wal_->Log(rec));
+  if (sync_each_commit_) RETURN_IF_ERROR(wal_->Sync());
+  return Status::OK();
+}
+
+void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
+  std::lock_guard<std::mutex> lock(creation_mu_);
+  for (const auto& rs : series) {
+    if (GetByRef(rs.ref) != nullptr) continue;
+    uint64_t h = rs.labels.Hash();
+    if (Lookup(rs.labels, h) != nullptr) continue;
+    CreateLocked(rs.ref, rs.labels, h);
+  }
+}
+
+void Head::ReplaySamples(const std::vector<wal::RefSample>& samples) {
+  for (const auto& s : samples) {
+    MemSeries* ms = GetByRef(s.ref);
+    if (ms == nullptr) {
+      replay_unknown_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    ApplySample(ms, s.t, s.v);
+  }
+}
+
+std::vector<std::pair<std::string, uint64_t>> Head::TopMetricNames(size_t n) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  {
+    std::shared_lock lock(postings_mu_);
+    for (const auto& v : postings_.SortedLabelValues(model::kMetricName)) {
+      out.emplace_back(v, postings_.Get(model::kMetricName, v).size());
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+Result<index::Postings> Head::PostingsFor(const model::Matchers& ms) const {
+  std::shared_lock lock(postings_mu_);
+  return index::PostingsForMatchers(postings_, ms);
+}
+
+Result<std::vector<std::string>> Head::LabelValuesFor(std::string_view name, const model::Matchers& ms) const {
+  if (ms.empty()) {
+    std::shared_lock lock(postings_mu_);
+    return postings_.SortedLabelValues(name);
+  }
+  ASSIGN_OR_RETURN(index::Postings refs, PostingsFor(ms));
+  std::vector<std::string> out;
+  std::unordered_set<std::string> seen;
+  for (uint64_t ref : refs) {
+    std::shared_lock lock(postings_mu_);
+    MemSeries* s = GetByRef(ref);
+    if (s == nullptr) continue;
+    for (uint32_t i = 0; i < s->num_labels; i++) {
+      if (symbols_.Get(s->syms[2 * i]) == name) {
+        std::string v(symbols_.Get(s->syms[2 * i + 1]));
+        if (seen.insert(v).second) out.push_back(std::move(v));
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<std::vector<std::string>> Head::LabelNamesFor(const model::Matchers& ms) const {
+  if (ms.empty()) {
+    std::shared_lock lock(postings_mu_);
+    return postings_.LabelNames();
+  }
+  ASSIGN_OR_RETURN(index::Postings refs, PostingsFor(ms));
+  std::unordered_set<std::string> seen;
+  for (uint64_t ref : refs) {
+    std::shared_lock lock(postings_mu_);
+    MemSeries* s = GetByRef(ref);
+    if (s == nullptr) continue;
+    for (uint32_t i = 0; i < s->num_labels; i++) seen.emplace(symbols_.Get(s->syms[2 * i]));
+  }
+  std::vector<std::string> out(seen.begin(), seen.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace trainwatch::tsdb

@@ -1,0 +1,201 @@
+#pragma once
+// The head: recent data in memory. Series are created on first append and
+// keep Gorilla chunks (closed ones immutable and shared with readers, one open
+// chunk being appended to) plus a sorted buffer for out-of-order samples.
+// Chunks never cross a block boundary (multiples of the block duration), so a
+// range of the head can be persisted as whole chunks.
+//
+// Thread-safety: all public methods are thread-safe. Appends to one series
+// serialize on the series' spinlock; series creation on creation_mu_.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/labels.h"
+#include "model/sample.h"
+#include "storage/storage.h"
+#include "tsdb/chunkenc/chunk.h"
+#include "tsdb/index/postings.h"
+#include "tsdb/symbols.h"
+#include "tsdb/wal/records.h"
+
+namespace trainwatch::wal {
+class Writer;
+}
+
+namespace trainwatch::tsdb {
+
+// A closed, immutable chunk. Shared with queriers and the block writer.
+struct HeadChunk {
+  int64_t mint = 0, maxt = 0;  // inclusive
+  uint32_t num_samples = 0;
+  chunkenc::Encoding enc = chunkenc::Encoding::kXor;
+  std::shared_ptr<const std::string> data;
+};
+
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+      while (flag_.test(std::memory_order_relaxed)) __builtin_ia32_pause();
+    }
+  }
+  void unlock() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
+struct MemSeries {
+  MemSeries(uint64_t r, uint64_t h) : ref(r), hash(h) {}
+  const uint64_t ref;
+  const uint64_t hash;
+  MemSeries* next_same_hash = nullptr;      // collision chain, guarded by the stripe lock
+  std::unique_ptr<uint32_t[]> syms;         // name, value symbol ids, sorted by name
+  uint32_t num_labels = 0;
+
+  mutable SpinLock mu;
+  // Everything below is guarded by mu.
+  std::vector<HeadChunk> closed;             // sorted by time, non-overlapping
+  std::unique_ptr<chunkenc::XorChunk> open;  // null when none
+  int64_t open_block_end = 0;                // the open chunk must end before this
+  std::unique_ptr<std::vector<model::Sample>> ooo;  // out-of-order samples, sorted, unique t
+  int64_t last_append_ms = 0;                // wall clock of the last sample, for GC
+};
+
+// A consistent copy of one series' data at some instant, for reading.
+struct SeriesSnapshot {
+  model::Labels labels;
+  std::vector<HeadChunk> chunks;              // in-order data (closed + a copy of the open one)
+  std::vector<model::Sample> ooo;             // out-of-order samples
+};
+
+struct HeadOptions {
+  int64_t block_duration_ms = 2 * 3600 * 1000;
+  uint32_t samples_per_chunk = 120;
+};
+
+class Head : public storage::Queryable {
+ public:
+  explicit Head(HeadOptions opts);
+  ~Head() override;
+  Head(const Head&) = delete;
+  Head& operator=(const Head&) = delete;
+
+  // The WAL that commits write to; null while replaying or in tests without WAL.
+  void SetWal(wal::Writer* wal, bool sync_each_commit);
+
+  std::unique_ptr<storage::Appender> NewAppender();
+  Result<std::unique_ptr<storage::Querier>> NewQuerier(int64_t mint, int64_t maxt) override;
+
+  // Replay: applies decoded WAL records (series create with the given ref).
+  void ReplaySeries(const std::vector<wal::RefSeries>& series);
+  // Samples of unknown refs are counted and dropped.
+  void ReplaySamples(const std::vector<wal::RefSample>& samples);
+
+  // Snapshot of the data with timestamps < boundary that can be persisted:
+  // closed chunks ending before boundary (the open chunk is closed first when
+  // it ends before boundary, or always when close_all) and out-of-order
+  // samples before boundary. Series with nothing to persist are skipped.
+  // Result is sorted by labels.
+  struct PersistSet {
+    std::vector<std::pair<MemSeries*, SeriesSnapshot>> series;
+    int64_t mint = INT64_MAX, maxt = INT64_MIN;
+  };
+  PersistSet SnapshotForPersist(int64_t boundary, bool close_all);
+  // Removes exactly the data of `set` from the head (data appended since the
+  // snapshot stays), then garbage-collects series left without any data.
+  // REQUIRES: no ExclusiveAppendLock held by the caller.
+  void Truncate(const PersistSet& set);
+
+  // Calls fn for every series' current data (for checkpoints).
+  void ForEachSeries(const std::function<void(uint64_t ref, const model::Labels&, const SeriesSnapshot&)>& fn);
+
+  // Excludes appenders while held (writer-preferring: new appenders wait
+  // behind a waiting exclusive locker). Used around WAL rotation, so every
+  // sample logged before it is applied, and by series garbage collection.
+  class ExclusiveAppendLock {
+   public:
+    explicit ExclusiveAppendLock(Head* h) : gate_(h->append_gate_), lock_(h->append_mu_) {}
+
+   private:
+    std::lock_guard<std::mutex> gate_;
+    std::unique_lock<std::shared_mutex> lock_;
+  };
+  // What an appender holds from its first Append until Commit or Rollback.
+  std::shared_lock<std::shared_mutex> SharedAppendLock() {
+    std::lock_guard<std::mutex> gate(append_gate_);
+    return std::shared_lock<std::shared_mutex>(append_mu_);
+  }
+
+  int64_t MinTime() const { return min_time_.load(std::memory_order_relaxed); }  // of in-order data
+  int64_t MaxTime() const { return max_time_.load(std::memory_order_relaxed); }
+  uint64_t NumSeries() const { return num_series_.load(std::memory_order_relaxed); }
+  uint64_t NumSamples() const { return num_samples_.load(std::memory_order_relaxed); }
+  uint64_t NumChunks() const { return num_chunks_.load(std::memory_order_relaxed); }
+  uint64_t AppendedTotal() const { return appended_total_.load(std::memory_order_relaxed); }
+  uint64_t OutOfOrderTotal() const { return ooo_total_.load(std::memory_order_relaxed); }
+  uint64_t DuplicateTotal() const { return dup_total_.load(std::memory_order_relaxed); }
+  uint64_t ReplayUnknownRefs() const { return replay_unknown_.load(std::memory_order_relaxed); }
+  std::vector<std::pair<std::string, uint64_t>> TopMetricNames(size_t n);
+  size_t SymbolMemoryBytes() const { return symbols_.MemoryBytes(); }
+
+  // Used by the appender and querier (head_append.cc, head_read.cc).
+  MemSeries* GetByRef(uint64_t ref) const;
+  MemSeries* Lookup(const model::Labels& labels, uint64_t hash) const;
+  // Creates the missing series (logging a series record first) and fills
+  // out[i]; existing ones are returned as found.
+  Status GetOrCreate(const std::vector<const model::Labels*>& labels, std::vector<MemSeries*>* out);
+  // Applies one sample. Returns false for a duplicate timestamp.
+  bool ApplySample(MemSeries* s, int64_t t, double v);
+  model::Labels LabelsOf(const MemSeries* s) const;
+  SeriesSnapshot Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) const;
+  // Snapshot with labels of the series `ref`; false when it no longer exists.
+  bool SnapshotByRef(uint64_t ref, int64_t mint, int64_t maxt, SeriesSnapshot* out) const;
+  Status LogSamples(const std::vector<wal::RefSample>& samples);
+  // Postings for matchers (sorted refs).
+  Result<index::Postings> PostingsFor(const model::Matchers& ms) const;
+  Result<std::vector<std::string>> LabelValuesFor(std::string_view name, const model::Matchers& ms) const;
+  Result<std::vector<std::string>> LabelNamesFor(const model::Matchers& ms) const;
+
+ private:
+  struct Stripe;
+  static constexpr size_t kStripes = 1 << 12;
+  static constexpr uint32_t kPageBits = 16;
+  static constexpr uint32_t kPageSize = 1u << kPageBits;
+  static constexpr uint32_t kMaxPages = 1u << 16;
+
+  MemSeries* CreateLocked(uint64_t ref, const model::Labels& labels, uint64_t hash);
+  bool LabelsEqual(const MemSeries* s, const model::Labels& labels) const;
+  void SetRef(uint64_t ref, MemSeries* s);
+  void UpdateTimes(int64_t t);
+  void CloseOpenLocked(MemSeries* s);  // REQUIRES: s->mu held
+  // Whether the in-order chunks hold a sample at t. REQUIRES: s->mu held.
+  bool InOrderHasLocked(const MemSeries* s, int64_t t) const;
+
+  const HeadOptions opts_;
+  SymbolTable symbols_;
+  std::unique_ptr<Stripe[]> stripes_;
+  std::unique_ptr<std::atomic<std::atomic<MemSeries*>*>[]> pages_;
+  std::mutex creation_mu_;               // serializes series creation and its WAL record
+  std::atomic<uint64_t> next_ref_{1};
+  mutable std::shared_mutex postings_mu_;
+  index::MemPostings postings_;          // GUARDED_BY(postings_mu_)
+  std::mutex append_gate_;               // taken briefly by every locker of append_mu_
+  std::shared_mutex append_mu_;          // shared by appenders, exclusive for rotation and GC
+  wal::Writer* wal_ = nullptr;
+  bool sync_each_commit_ = true;
+
+  std::atomic<int64_t> min_time_{INT64_MAX}, max_time_{INT64_MIN};
+  std::atomic<uint64_t> num_series_{0}, num_samples_{0}, num_chunks_{0};
+  std::atomic<uint64_t> appended_total_{0}, ooo_total_{0}, dup_total_{0}, replay_unknown_{0};
+};
+
+}  // namespace trainwatch::tsdb
