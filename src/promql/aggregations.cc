@@ -1,0 +1,321 @@
+// Aggregation operators. Group keys are computed once per input series; the
+// per-step work only touches dense accumulators.
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "promql/eval.h"
+
+namespace trainwatch::promql {
+
+using parser::AggOp;
+using parser::Expr;
+
+namespace {
+
+struct Acc {
+  double value = 0;
+  double c = 0;     // Kahan compensation
+  double mean = 0;  // avg (incremental), stddev/stdvar
+  double count = 0;
+  bool incremental = false;
+};
+
+void AccAdd(AggOp op, Acc& a, double f) {
+  if (a.count == 0) {
+    a.count = 1;
+    a.value = f;
+    a.mean = f;
+    a.c = 0;
+    if (op == AggOp::kStddev || op == AggOp::kStdvar) a.value = 0;
+    if (op == AggOp::kGroup) a.value = 1;
+    return;
+  }
+  switch (op) {
+    case AggOp::kSum:
+      a.value = KahanSumInc(f, a.value, &a.c);
+      break;
+    case AggOp::kAvg: {
+      a.count++;
+      if (!a.incremental) {
+        double nc = a.c;
+        double nv = KahanSumInc(f, a.value, &nc);
+        if (!std::isinf(nv)) {
+          a.value = nv;
+          a.c = nc;
+          break;
+        }
+        a.incremental = true;
+        a.mean = a.value / (a.count - 1);
+        a.c /= a.count - 1;
+      }
+      if (std::isinf(a.mean)) {
+        if (std::isinf(f) && (a.mean > 0) == (f > 0)) break;
+        if (!std::isinf(f) && !std::isnan(f)) break;
+      }
+      double cur = a.mean + a.c;
+      a.mean = KahanSumInc(f / a.count - cur / a.count, a.mean, &a.c);
+      break;
+    }
+    case AggOp::kCount:
+      a.count++;
+      break;
+    case AggOp::kGroup:
+      break;
+    case AggOp::kMin:
+      if (a.value > f || std::isnan(a.value)) a.value = f;
+      break;
+    case AggOp::kMax:
+      if (a.value < f || std::isnan(a.value)) a.value = f;
+      break;
+    case AggOp::kStddev:
+    case AggOp::kStdvar: {
+      a.count++;
+      double delta = f - a.mean;
+      a.mean += delta / a.count;
+      a.value += delta * (f - a.mean);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+double AccResult(AggOp op, const Acc& a) {
+  switch (op) {
+    case AggOp::kSum: return std::isinf(a.value) ? a.value : a.value + a.c;
+    case AggOp::kAvg:
+      if (a.incremental) return a.mean + a.c;
+      return (a.value + a.c) / a.count;
+    case AggOp::kCount: return a.count;
+    case AggOp::kStdvar: return a.value / a.count;
+    case AggOp::kStddev: return std::sqrt(a.value / a.count);
+    default: return a.value;
+  }
+}
+
+model::Labels GroupLabels(const model::Labels& l, const std::vector<std::string>& grouping, bool without,
+                          bool drop_name) {
+  std::vector<model::Label> out;
+  for (const auto& p : l) {
+    if (drop_name && p.name == model::kMetricName) continue;  // delayed removal: already gone
+    bool listed = std::find(grouping.begin(), grouping.end(), p.name) != grouping.end();
+    if (without) {
+      if (listed || p.name == model::kMetricName) continue;
+    } else if (!listed) {
+      continue;
+    }
+    out.push_back(p);
+  }
+  return model::Labels(std::move(out));
+}
+
+int64_t KParam(double k) {
+  if (std::isnan(k)) ThrowEval("Parameter value is NaN");
+  if (k >= 9.2e18 || k <= -9.2e18) ThrowEval("Scalar value " + FormatFloat(k) + " overflows int64");
+  return static_cast<int64_t>(k);
+}
+
+bool LimitRatioSelected(double ratio, const model::Labels& l) {
+  double offset = static_cast<double>(l.Hash()) / 18446744073709551615.0;
+  return (ratio >= 0 && offset < ratio) || (ratio < 0 && offset >= 1.0 + ratio);
+}
+
+}  // namespace
+
+Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
+  AggOp op = e.agg;
+  size_t steps = r.Steps();
+  std::vector<double> param;
+  std::string label_param;
+  if (e.args.size() > 1) {
+    if (op == AggOp::kCountValues) {
+      const Expr& p = Unparen(*e.args[1]);
+      if (p.kind != parser::NodeKind::kString) ThrowEval("expected string parameter");
+      label_param = p.str;
+      if (!model::IsValidLabelName(label_param)) ThrowEval("invalid label name \"" + label_param + "\"");
+    } else {
+      param = ScalarArg(*this, *e.args[1], r);
+    }
+  }
+  Value in = Eval(*e.args[0], r);
+  // Group assignment, once per series.
+  std::vector<std::string> grouping = e.grouping;
+  std::vector<model::Labels> group_labels;
+  std::vector<size_t> group_of(in.series.size());
+  {
+    std::unordered_map<uint64_t, std::vector<size_t>> index;
+    for (size_t i = 0; i < in.series.size(); ++i) {
+      CheckDeadline();
+      model::Labels gl = GroupLabels(in.series[i].labels, grouping, e.without, in.series[i].drop_name);
+      uint64_t h = gl.Hash();
+      auto& cands = index[h];
+      size_t gi = SIZE_MAX;
+      for (size_t c : cands) {
+        if (group_labels[c] == gl) {
+          gi = c;
+          break;
+        }
+      }
+      if (gi == SIZE_MAX) {
+        gi = group_labels.size();
+        group_labels.push_back(std::move(gl));
+        cands.push_back(gi);
+      }
+      group_of[i] = gi;
+    }
+  }
+  size_t ngroups = group_labels.size();
+  Value out;
+  out.type = parser::Type::kVector;
+
+  switch (op) {
+    case AggOp::kSum: case AggOp::kAvg: case AggOp::kCount: case AggOp::kGroup: case AggOp::kMin:
+    case AggOp::kMax: case AggOp::kStddev: case AggOp::kStdvar: {
+      std::vector<Acc> acc(ngroups * steps);
+      for (size_t i = 0; i < in.series.size(); ++i) {
+        Acc* row = &acc[group_of[i] * steps];
+        for (const auto& p : in.series[i].points) AccAdd(op, row[r.Index(p.t)], p.v);
+      }
+      out.series.reserve(ngroups);
+      for (size_t g = 0; g < ngroups; ++g) {
+        EvalSeries es;
+        const Acc* row = &acc[g * steps];
+        for (size_t s = 0; s < steps; ++s) {
+          if (row[s].count > 0) es.points.push_back({r.At(s), AccResult(op, row[s])});
+        }
+        if (es.points.empty()) continue;
+        es.labels = std::move(group_labels[g]);
+        out.series.push_back(std::move(es));
+      }
+      return out;
+    }
+    case AggOp::kQuantile: {
+      std::vector<std::vector<double>> vals(ngroups * steps);
+      for (size_t i = 0; i < in.series.size(); ++i) {
+        auto* row = &vals[group_of[i] * steps];
+        for (const auto& p : in.series[i].points) row[r.Index(p.t)].push_back(p.v);
+      }
+      for (size_t g = 0; g < ngroups; ++g) {
+        EvalSeries es;
+        for (size_t s = 0; s < steps; ++s) {
+          auto& v = vals[g * steps + s];
+          if (v.empty()) continue;
+          es.points.push_back({r.At(s), Quantile(param[s], &v)});
+        }
+        if (es.points.empty()) continue;
+        es.labels = std::move(group_labels[g]);
+        out.series.push_back(std::move(es));
+      }
+      return out;
+    }
+    case AggOp::kCountValues: {
+      std::unordered_map<std::string, size_t> idx;  // group + value -> output
+      std::vector<std::vector<double>> counts;
+      std::vector<model::Labels> labels;
+      for (size_t i = 0; i < in.series.size(); ++i) {
+        for (const auto& p : in.series[i].points) {
+          std::string vs = FormatFloat(p.v);
+          std::string key = std::to_string(group_of[i]) + '\xff' + vs;
+          auto it = idx.find(key);
+          if (it == idx.end()) {
+            model::LabelsBuilder b(group_labels[group_of[i]]);
+            b.Set(label_param, vs);
+            labels.push_back(b.Build());
+            counts.emplace_back(steps, 0.0);
+            it = idx.emplace(key, counts.size() - 1).first;
+          }
+          counts[it->second][r.Index(p.t)] += 1;
+        }
+      }
+      for (size_t o = 0; o < counts.size(); ++o) {
+        EvalSeries es;
+        es.labels = std::move(labels[o]);
+        for (size_t s = 0; s < steps; ++s) {
+          if (counts[o][s] > 0) es.points.push_back({r.At(s), counts[o][s]});
+        }
+        out.series.push_back(std::move(es));
+      }
+      MergeSameLabels(&out.series);
+      return out;
+    }
+    case AggOp::kTopk: case AggOp::kBottomk: case AggOp::kLimitk: case AggOp::kLimitRatio: {
+      // Step-major selection; output keeps the input series' labels.
+      std::vector<std::vector<size_t>> members(ngroups);
+      for (size_t i = 0; i < in.series.size(); ++i) members[group_of[i]].push_back(i);
+      std::vector<size_t> cursor(in.series.size(), 0);
+      std::vector<EvalSeries> outs(in.series.size());
+      std::vector<std::pair<double, size_t>> cand;
+      bool instant = steps == 1;
+      std::vector<size_t> order;  // instant: output order
+      if (op == AggOp::kLimitRatio) {
+        for (double& p : param) {
+          if (std::isnan(p)) ThrowEval("Ratio value is NaN");
+          if (p < -1 || p > 1) {
+            warnings_.push_back("ratio value should be between -1 and 1, got " + FormatFloat(p) + ", capping to " +
+                                (p < 0 ? "-1" : "1"));
+            p = p < 0 ? -1 : 1;
+          }
+        }
+      }
+      for (size_t s = 0; s < steps; ++s) {
+        int64_t t = r.At(s);
+        int64_t k = 0;
+        if (op != AggOp::kLimitRatio) k = KParam(param[s]);
+        for (size_t g = 0; g < ngroups; ++g) {
+          cand.clear();
+          for (size_t i : members[g]) {
+            const auto& pts = in.series[i].points;
+            size_t& c = cursor[i];
+            while (c < pts.size() && pts[c].t < t) ++c;
+            if (c < pts.size() && pts[c].t == t) cand.push_back({pts[c].v, i});
+          }
+          if (cand.empty()) continue;
+          if (op == AggOp::kLimitRatio) {
+            for (auto& [v, i] : cand) {
+              if (LimitRatioSelected(param[s], in.series[i].labels)) {
+                outs[i].points.push_back({t, v});
+                if (instant) order.push_back(i);
+              }
+            }
+            continue;
+          }
+          if (k < 1) continue;
+          size_t kk = std::min<size_t>(static_cast<size_t>(k), cand.size());
+          if (op == AggOp::kTopk || op == AggOp::kBottomk) {
+            bool top = op == AggOp::kTopk;
+            auto better = [top](const std::pair<double, size_t>& a, const std::pair<double, size_t>& b) {
+              if (std::isnan(a.first)) return false;
+              if (std::isnan(b.first)) return true;
+              return top ? a.first > b.first : a.first < b.first;
+            };
+            std::stable_sort(cand.begin(), cand.end(), better);
+          }
+          for (size_t j = 0; j < kk; ++j) {
+            outs[cand[j].second].points.push_back({t, cand[j].first});
+            if (instant) order.push_back(cand[j].second);
+          }
+        }
+      }
+      if (instant) {
+        for (size_t i : order) {
+          outs[i].labels = in.series[i].labels;
+          outs[i].drop_name = in.series[i].drop_name;
+          out.series.push_back(std::move(outs[i]));
+        }
+      } else {
+        for (size_t i = 0; i < outs.size(); ++i) {
+          if (outs[i].points.empty()) continue;
+          outs[i].labels = in.series[i].labels;
+          outs[i].drop_name = in.series[i].drop_name;
+          out.series.push_back(std::move(outs[i]));
+        }
+      }
+      return out;
+    }
+  }
+  ThrowEval("unknown aggregation");
+}
+
+}  // namespace trainwatch::promql

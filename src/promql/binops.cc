@@ -1,0 +1,253 @@
+// Binary operators. Match signatures are computed once per series and the
+// "one" side is laid out densely per step, so matching is O(points).
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "promql/eval.h"
+
+namespace trainwatch::promql {
+
+using parser::BinOp;
+using parser::Cardinality;
+using parser::Expr;
+using parser::Type;
+
+namespace {
+
+double ElemBinop(BinOp op, double l, double r, bool* keep) {
+  *keep = true;
+  switch (op) {
+    case BinOp::kAdd: return l + r;
+    case BinOp::kSub: return l - r;
+    case BinOp::kMul: return l * r;
+    case BinOp::kDiv: return l / r;
+    case BinOp::kPow: return std::pow(l, r);
+    case BinOp::kMod: return std::fmod(l, r);
+    case BinOp::kAtan2: return std::atan2(l, r);
+    case BinOp::kEql: *keep = l == r; return l;
+    case BinOp::kNeq: *keep = l != r; return l;
+    case BinOp::kGtr: *keep = l > r; return l;
+    case BinOp::kLss: *keep = l < r; return l;
+    case BinOp::kGte: *keep = l >= r; return l;
+    case BinOp::kLte: *keep = l <= r; return l;
+    default: ThrowEval("operator not allowed for scalar operations");
+  }
+}
+
+model::Labels Signature(const model::Labels& l, const parser::VectorMatching& m) {
+  std::vector<model::Label> out;
+  for (const auto& p : l) {
+    bool listed = std::find(m.matching_labels.begin(), m.matching_labels.end(), p.name) != m.matching_labels.end();
+    if (m.on ? listed : (!listed && p.name != model::kMetricName)) out.push_back(p);
+  }
+  return model::Labels(std::move(out));
+}
+
+// Assigns dense ids to signatures.
+class SigTable {
+ public:
+  size_t Id(model::Labels sig) {
+    uint64_t h = sig.Hash();
+    auto& c = index_[h];
+    for (size_t id : c) {
+      if (sigs_[id] == sig) return id;
+    }
+    sigs_.push_back(std::move(sig));
+    c.push_back(sigs_.size() - 1);
+    return sigs_.size() - 1;
+  }
+  size_t size() const { return sigs_.size(); }
+  const model::Labels& sig(size_t id) const { return sigs_[id]; }
+
+ private:
+  std::unordered_map<uint64_t, std::vector<size_t>> index_;
+  std::vector<model::Labels> sigs_;
+};
+
+}  // namespace
+
+Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
+  Value lhs = Eval(*e.args[0], r);
+  Value rhs = Eval(*e.args[1], r);
+  const BinOp op = e.op;
+  const bool cmp = parser::IsComparison(op);
+  size_t steps = r.Steps();
+
+  if (lhs.type == Type::kScalar && rhs.type == Type::kScalar) {
+    Value out;
+    out.type = Type::kScalar;
+    out.scalar.resize(steps);
+    for (size_t i = 0; i < steps; ++i) {
+      bool keep;
+      double v = ElemBinop(op, lhs.scalar[i], rhs.scalar[i], &keep);
+      out.scalar[i] = cmp ? (keep ? 1.0 : 0.0) : v;
+    }
+    return out;
+  }
+  if (lhs.type == Type::kScalar || rhs.type == Type::kScalar) {
+    bool scalar_left = lhs.type == Type::kScalar;
+    Value& vec = scalar_left ? rhs : lhs;
+    const std::vector<double>& sc = scalar_left ? lhs.scalar : rhs.scalar;
+    for (auto& s : vec.series) {
+      size_t o = 0;
+      for (size_t j = 0; j < s.points.size(); ++j) {
+        Point p = s.points[j];
+        double sv = sc[r.Index(p.t)];
+        bool keep;
+        double v = scalar_left ? ElemBinop(op, sv, p.v, &keep) : ElemBinop(op, p.v, sv, &keep);
+        if (cmp) {
+          if (e.return_bool) {
+            v = keep ? 1 : 0;
+          } else {
+            if (!keep) continue;
+            v = p.v;
+          }
+        }
+        s.points[o++] = {p.t, v};
+      }
+      s.points.resize(o);
+      if (!cmp || e.return_bool) s.drop_name = true;
+    }
+    std::erase_if(vec.series, [](const EvalSeries& s) { return s.points.empty(); });
+    return std::move(vec);
+  }
+
+  // Vector-vector.
+  const parser::VectorMatching& m = e.matching;
+  SigTable sigs;
+  std::vector<size_t> lsig(lhs.series.size()), rsig(rhs.series.size());
+  for (size_t i = 0; i < lhs.series.size(); ++i) lsig[i] = sigs.Id(Signature(lhs.series[i].labels, m));
+  for (size_t i = 0; i < rhs.series.size(); ++i) rsig[i] = sigs.Id(Signature(rhs.series[i].labels, m));
+  size_t nsig = sigs.size();
+  Value out;
+  out.type = Type::kVector;
+
+  if (parser::IsSetOp(op)) {
+    auto presence = [&](const Value& v, const std::vector<size_t>& sig) {
+      std::vector<uint8_t> p(nsig * steps, 0);
+      for (size_t i = 0; i < v.series.size(); ++i) {
+        for (const auto& pt : v.series[i].points) p[sig[i] * steps + r.Index(pt.t)] = 1;
+      }
+      return p;
+    };
+    if (op == BinOp::kAnd || op == BinOp::kUnless) {
+      std::vector<uint8_t> rp = presence(rhs, rsig);
+      bool want = op == BinOp::kAnd;
+      for (size_t i = 0; i < lhs.series.size(); ++i) {
+        auto& s = lhs.series[i];
+        std::erase_if(s.points, [&](const Point& p) { return (rp[lsig[i] * steps + r.Index(p.t)] != 0) != want; });
+        if (!s.points.empty()) out.series.push_back(std::move(s));
+      }
+      return out;
+    }
+    std::vector<uint8_t> lp = presence(lhs, lsig);
+    for (auto& s : lhs.series) out.series.push_back(std::move(s));
+    for (size_t i = 0; i < rhs.series.size(); ++i) {
+      auto& s = rhs.series[i];
+      std::erase_if(s.points, [&](const Point& p) { return lp[rsig[i] * steps + r.Index(p.t)] != 0; });
+      if (!s.points.empty()) out.series.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  bool swapped = m.card == Cardinality::kOneToMany;
+  Value& many = swapped ? rhs : lhs;
+  Value& one = swapped ? lhs : rhs;
+  std::vector<size_t>& many_sig = swapped ? rsig : lsig;
+  std::vector<size_t>& one_sig = swapped ? lsig : rsig;
+  // Dense "one" side: index of the series per (sig, step), -1 when absent.
+  std::vector<int32_t> one_at(nsig * steps, -1);
+  std::vector<uint8_t> has_sig(nsig, 0);
+  for (size_t i = 0; i < one.series.size(); ++i) {
+    has_sig[one_sig[i]] = 1;
+    for (const auto& p : one.series[i].points) {
+      int32_t& slot = one_at[one_sig[i] * steps + r.Index(p.t)];
+      if (slot >= 0) {
+        const auto& a = one.series[static_cast<size_t>(slot)].labels;
+        const auto& b = one.series[i].labels;
+        ThrowEval("found duplicate series for the match group " + sigs.sig(one_sig[i]).ToString() + " on the " +
+                  (swapped ? "left" : "right") + " hand-side of the operation: [" + a.ToString() + ", " +
+                  b.ToString() + "];many-to-many matching not allowed: matching labels must be unique on one side");
+      }
+      slot = static_cast<int32_t>(i);
+    }
+  }
+  std::vector<uint8_t> matched;
+  if (m.card == Cardinality::kOneToOne) matched.assign(nsig * steps, 0);
+  // Output series per (many series, one series) pair.
+  std::unordered_map<uint64_t, size_t> pair_out;
+  const bool drop = !cmp || e.return_bool;
+  for (size_t i = 0; i < many.series.size(); ++i) {
+    CheckDeadline();
+    size_t sg = many_sig[i];
+    if (!has_sig[sg]) continue;
+    const auto& ms = many.series[i];
+    for (const auto& p : ms.points) {
+      size_t si = r.Index(p.t);
+      int32_t oi = one_at[sg * steps + si];
+      if (oi < 0) continue;
+      const auto& os = one.series[static_cast<size_t>(oi)];
+      // Find the one-side point at t (dense lookup through the cursor-free search).
+      auto it = std::lower_bound(os.points.begin(), os.points.end(), p.t,
+                                 [](const Point& a, int64_t t) { return a.t < t; });
+      double fl = p.v, fr = it->v;
+      if (swapped) std::swap(fl, fr);
+      bool keep;
+      double v = ElemBinop(op, fl, fr, &keep);
+      if (e.return_bool) {
+        v = keep ? 1 : 0;
+      } else if (!keep) {
+        continue;
+      }
+      if (m.card == Cardinality::kOneToOne) {
+        uint8_t& seen = matched[sg * steps + si];
+        if (seen) ThrowEval("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+        seen = 1;
+      }
+      uint64_t key = (static_cast<uint64_t>(i) << 32) | static_cast<uint32_t>(oi);
+      auto po = pair_out.find(key);
+      if (po == pair_out.end()) {
+        model::LabelsBuilder b(ms.labels);
+        if (m.card == Cardinality::kOneToOne) {
+          if (m.on) {
+            for (const auto& l : ms.labels) {
+              if (std::find(m.matching_labels.begin(), m.matching_labels.end(), l.name) == m.matching_labels.end()) {
+                b.Del(l.name);
+              }
+            }
+          } else {
+            for (const auto& l : m.matching_labels) b.Del(l);
+          }
+        }
+        for (const auto& l : m.include) {
+          std::string_view v2 = os.labels.Get(l);
+          if (!v2.empty()) {
+            b.Set(l, v2);
+          } else {
+            b.Del(l);
+          }
+        }
+        EvalSeries es;
+        es.labels = b.Build();
+        es.drop_name = drop || ms.drop_name;
+        out.series.push_back(std::move(es));
+        po = pair_out.emplace(key, out.series.size() - 1).first;
+      }
+      out.series[po->second].points.push_back({p.t, v});
+    }
+  }
+  if (m.card != Cardinality::kOneToOne) {
+    // Grouping labels must make results unique per step.
+    SeriesList copy = out.series;
+    try {
+      MergeSameLabels(&copy);
+    } catch (const EvalError&) {
+      ThrowEval("multiple matches for labels: grouping labels must ensure unique matches");
+    }
+  }
+  return out;
+}
+
+}  // namespace trainwatch::promql

@@ -1,0 +1,343 @@
+// Evaluator core: dispatch, selectors, range windows, subqueries, helpers.
+
+#include "promql/eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace trainwatch::promql {
+
+using parser::Expr;
+using parser::NodeKind;
+using parser::Type;
+
+void ThrowEval(Status s) { throw EvalError{std::move(s)}; }
+void ThrowEval(std::string msg) { throw EvalError{Status::InvalidArgument(std::move(msg))}; }
+
+double KahanSumInc(double inc, double sum, double* c) {
+  double t = sum + inc;
+  if (std::isinf(t)) {
+    *c = 0;
+  } else if (std::fabs(sum) >= std::fabs(inc)) {
+    *c += (sum - t) + inc;
+  } else {
+    *c += (inc - t) + sum;
+  }
+  return t;
+}
+
+double Quantile(double q, std::vector<double>* values) {
+  if (values->empty() || std::isnan(q)) return NAN;
+  if (q < 0) return -INFINITY;
+  if (q > 1) return INFINITY;
+  std::sort(values->begin(), values->end(), [](double a, double b) {
+    if (std::isnan(a)) return !std::isnan(b);  // NaN first, like Go's sort.Float64s
+    return a < b;
+  });
+  double n = static_cast<double>(values->size());
+  double rank = q * (n - 1);
+  double lower = std::max(0.0, std::floor(rank));
+  double upper = std::min(n - 1, lower + 1);
+  double weight = rank - std::floor(rank);
+  return (*values)[static_cast<size_t>(lower)] * (1 - weight) + (*values)[static_cast<size_t>(upper)] * weight;
+}
+
+std::string FormatFloat(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  // Go's 'f' format never uses exponents.
+  std::string s = buf;
+  if (s.find('e') == std::string::npos) return s;
+  double av = std::fabs(v);
+  int digits = 0;
+  if (av < 1) {
+    // enough decimals for round trip
+    for (digits = 1; digits < 400; ++digits) {
+      std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+      if (std::strtod(buf, nullptr) == v) break;
+    }
+    return buf;
+  }
+  std::snprintf(buf, sizeof(buf), "%.0f", v);
+  return buf;
+}
+
+model::Labels DropMetricName(const model::Labels& l) {
+  if (!l.Has(model::kMetricName) && !l.Has("__type__") && !l.Has("__unit__")) return l;
+  std::vector<model::Label> out;
+  out.reserve(l.size());
+  for (const auto& p : l) {
+    if (p.name == model::kMetricName || p.name == "__type__" || p.name == "__unit__") continue;
+    out.push_back(p);
+  }
+  return model::Labels(std::move(out));
+}
+
+void MergeSameLabels(SeriesList* s) {
+  std::stable_sort(s->begin(), s->end(), [](const EvalSeries& a, const EvalSeries& b) { return a.labels < b.labels; });
+  size_t out = 0;
+  for (size_t i = 0; i < s->size(); ++i) {
+    if (out > 0 && (*s)[out - 1].labels == (*s)[i].labels) {
+      auto& dst = (*s)[out - 1].points;
+      auto& src = (*s)[i].points;
+      std::vector<Point> merged;
+      merged.reserve(dst.size() + src.size());
+      size_t a = 0, b = 0;
+      while (a < dst.size() || b < src.size()) {
+        if (b >= src.size() || (a < dst.size() && dst[a].t < src[b].t)) {
+          merged.push_back(dst[a++]);
+        } else if (a >= dst.size() || src[b].t < dst[a].t) {
+          merged.push_back(src[b++]);
+        } else {
+          ThrowEval("vector cannot contain metrics with the same labelset");
+        }
+      }
+      dst = std::move(merged);
+      continue;
+    }
+    if (out != i) (*s)[out] = std::move((*s)[i]);
+    ++out;
+  }
+  s->resize(out);
+}
+
+void FinalizeNames(SeriesList* s) {
+  bool any = false;
+  for (auto& x : *s) {
+    if (x.drop_name) {
+      x.labels = DropMetricName(x.labels);
+      x.drop_name = false;
+      any = true;
+    }
+  }
+  if (any) MergeSameLabels(s);
+}
+
+const Expr& Unparen(const Expr& e) {
+  const Expr* p = &e;
+  while (p->kind == NodeKind::kParen) p = p->args[0].get();
+  return *p;
+}
+
+std::vector<double> ScalarArg(Evaluator& ev, const Expr& e, const StepRange& r) {
+  Value v = ev.Eval(e, r);
+  if (v.type != Type::kScalar) ThrowEval("expected scalar argument");
+  return std::move(v.scalar);
+}
+
+void Evaluator::CheckDeadline() {
+  if ((++checks_ & 127) != 0) return;
+  if (std::chrono::steady_clock::now() > deadline_) {
+    ThrowEval(Status::Cancelled("query timed out in expression evaluation"));
+  }
+}
+
+void Evaluator::AddSamples(int64_t n) {
+  cur_samples_ += n;
+  if (cur_samples_ > opts_.max_samples) {
+    ThrowEval(Status::ResourceExhausted("query processing would load too many samples into memory in query execution"));
+  }
+}
+
+namespace {
+int64_t CountPoints(const Value& v) {
+  if (v.type == Type::kScalar) return static_cast<int64_t>(v.scalar.size());
+  int64_t n = 0;
+  for (const auto& s : v.series) n += static_cast<int64_t>(s.points.size());
+  return n;
+}
+}  // namespace
+
+Value Evaluator::Eval(const Expr& e, const StepRange& r) {
+  int64_t before = cur_samples_;
+  Value v = EvalNode(e, r);
+  cur_samples_ = before;
+  AddSamples(CountPoints(v));
+  return v;
+}
+
+Value Evaluator::EvalNode(const Expr& e, const StepRange& r) {
+  CheckDeadline();
+  Value out;
+  switch (e.kind) {
+    case NodeKind::kNumber:
+      out.type = Type::kScalar;
+      out.scalar.assign(r.Steps(), e.number);
+      return out;
+    case NodeKind::kString:
+      out.type = Type::kString;
+      out.str = e.str;
+      return out;
+    case NodeKind::kParen:
+    case NodeKind::kStepInvariant:
+      return Eval(*e.args[0], r);
+    case NodeKind::kUnary: {
+      out = Eval(*e.args[0], r);
+      if (!e.negative) return out;
+      if (out.type == Type::kScalar) {
+        for (double& d : out.scalar) d = -d;
+      } else {
+        for (auto& s : out.series) {
+          for (auto& p : s.points) p.v = -p.v;
+          s.drop_name = true;
+        }
+      }
+      return out;
+    }
+    case NodeKind::kVectorSelector:
+      out.type = Type::kVector;
+      out.series = EvalVectorSelector(e, r, false);
+      return out;
+    case NodeKind::kMatrixSelector:
+    case NodeKind::kSubquery:
+      ThrowEval("range vector cannot be evaluated as an instant vector");
+    case NodeKind::kCall:
+      return EvalCall(e, r);
+    case NodeKind::kAggregate:
+      return EvalAggregate(e, r);
+    case NodeKind::kBinary:
+      return EvalBinary(e, r);
+  }
+  ThrowEval("unknown expression");
+}
+
+void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb) {
+  storage::SelectHints hints;
+  hints.start = mint;
+  hints.end = maxt;
+  auto set = querier_->Select(false, hints, vs.matchers);
+  std::vector<model::Sample> buf;
+  while (set->Next()) {
+    CheckDeadline();
+    const storage::Series& s = set->At();
+    buf.clear();
+    auto it = s.Iterator();
+    if (it->Seek(mint)) {
+      do {
+        model::Sample smp = it->At();
+        if (smp.t > maxt) break;
+        if (smp.t < mint) continue;
+        if (!keep_stale && model::IsStaleNaN(smp.v)) continue;
+        buf.push_back(smp);
+      } while (it->Next());
+    }
+    if (Status st = it->Err(); !st.ok()) ThrowEval(st);
+    int64_t n = static_cast<int64_t>(buf.size());
+    AddSamples(n);
+    cb(s.labels(), false, buf);
+    ReleaseSamples(n);
+  }
+  if (Status st = set->Err(); !st.ok()) ThrowEval(st);
+}
+
+SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, bool timestamps) {
+  const int64_t lookback = opts_.lookback_delta_ms;
+  bool has_at = e.at != parser::AtKind::kNone;
+  int64_t first_ref = (has_at ? e.at_ms : r.start) - e.offset_ms;
+  int64_t last_ref = (has_at ? e.at_ms : r.end) - e.offset_ms;
+  size_t steps = r.Steps();
+  SeriesList out;
+  SelectRaw(e, first_ref - lookback + 1, last_ref, true, [&](const model::Labels& l, bool, std::vector<model::Sample>& smp) {
+    if (smp.empty()) return;
+    EvalSeries es;
+    size_t j = 0;
+    for (size_t i = 0; i < steps; ++i) {
+      int64_t t = r.At(i);
+      int64_t ref = (has_at ? e.at_ms : t) - e.offset_ms;
+      while (j < smp.size() && smp[j].t <= ref) ++j;
+      if (j == 0) continue;
+      const model::Sample& s = smp[j - 1];
+      if (s.t <= ref - lookback || model::IsStaleNaN(s.v)) continue;
+      if (es.points.empty()) es.points.reserve(steps - i);
+      es.points.push_back({t, timestamps ? static_cast<double>(s.t) / 1000.0 : s.v});
+    }
+    if (!es.points.empty()) {
+      es.labels = l;
+      out.push_back(std::move(es));
+    }
+  });
+  return out;
+}
+
+Evaluator::WindowSpec Evaluator::ForEachRangeSeries(const Expr& arg0, const StepRange& r, const RawCallback& cb) {
+  const Expr& arg = Unparen(arg0);
+  WindowSpec spec;
+  if (arg.kind == NodeKind::kMatrixSelector) {
+    const Expr& vs = *arg.args[0];
+    spec.range_ms = arg.range_ms;
+    spec.offset_ms = vs.offset_ms;
+    spec.has_at = vs.at != parser::AtKind::kNone;
+    spec.at_ms = vs.at_ms;
+    int64_t min_ref = spec.Ref(r.start), max_ref = spec.Ref(r.end);
+    SelectRaw(vs, min_ref - spec.range_ms + 1, max_ref, false, cb);
+    return spec;
+  }
+  if (arg.kind != NodeKind::kSubquery) ThrowEval("expected range vector argument");
+  spec.range_ms = arg.range_ms;
+  spec.offset_ms = arg.offset_ms;
+  spec.has_at = arg.at != parser::AtKind::kNone;
+  spec.at_ms = arg.at_ms;
+  int64_t min_ref = spec.Ref(r.start), max_ref = spec.Ref(r.end);
+  std::vector<RawSeries> raw = EvalSubqueryRaw(arg, min_ref, max_ref);
+  for (auto& s : raw) {
+    CheckDeadline();
+    cb(s.labels, s.drop_name, s.samples);
+  }
+  return spec;
+}
+
+std::vector<RawSeries> Evaluator::EvalSubqueryRaw(const Expr& sq, int64_t min_ref, int64_t max_ref) {
+  int64_t step = sq.step_ms > 0 ? sq.step_ms : default_step();
+  int64_t lo = min_ref - sq.range_ms;
+  int64_t start = step * (lo / step);
+  if (start <= lo) start += step;
+  std::vector<RawSeries> out;
+  if (start > max_ref) return out;
+  StepRange inner{start, max_ref, step};
+  inner.end = start + static_cast<int64_t>((max_ref - start) / step) * step;
+  Value v = Eval(*sq.args[0], inner);
+  out.reserve(v.series.size());
+  for (auto& s : v.series) {
+    RawSeries rs;
+    rs.labels = std::move(s.labels);
+    rs.drop_name = s.drop_name;
+    rs.samples.reserve(s.points.size());
+    for (const auto& p : s.points) rs.samples.push_back({p.t, p.v});
+    out.push_back(std::move(rs));
+  }
+  return out;
+}
+
+std::vector<RawSeries> Evaluator::EvalMatrixAt(const Expr& e, int64_t t) {
+  StepRange r{t, t, 1};
+  std::vector<RawSeries> out;
+  WindowSpec spec;
+  spec = ForEachRangeSeries(e, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp) {
+    // Window filtering happens below once the spec is known; keep all.
+    RawSeries rs;
+    rs.labels = l;
+    rs.drop_name = drop;
+    rs.samples = smp;
+    out.push_back(std::move(rs));
+  });
+  int64_t ref = spec.Ref(t);
+  std::vector<RawSeries> kept;
+  for (auto& s : out) {
+    std::vector<model::Sample> w;
+    for (const auto& smp : s.samples) {
+      if (smp.t > ref - spec.range_ms && smp.t <= ref) w.push_back(smp);
+    }
+    if (w.empty()) continue;
+    s.samples = std::move(w);
+    kept.push_back(std::move(s));
+  }
+  return kept;
+}
+
+}  // namespace trainwatch::promql

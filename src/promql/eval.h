@@ -1,0 +1,133 @@
+#pragma once
+// Internal evaluator: series-major evaluation of a PromQL AST over a range of
+// steps. Every instant-vector value is a list of series whose points sit on
+// step timestamps, so labels, grouping keys and match signatures are computed
+// once per series, never per step. Errors unwind as EvalError and are turned
+// into a Status by Engine.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/labels.h"
+#include "model/sample.h"
+#include "promql/engine.h"
+#include "promql/parser/ast.h"
+#include "storage/storage.h"
+
+namespace trainwatch::promql {
+
+// Thrown inside the evaluator only.
+struct EvalError {
+  Status status;
+};
+[[noreturn]] void ThrowEval(Status s);
+[[noreturn]] void ThrowEval(std::string msg);  // InvalidArgument-style execution error
+
+struct EvalSeries {
+  model::Labels labels;
+  std::vector<Point> points;  // increasing t, each a step timestamp
+  bool drop_name = false;     // delayed __name__ removal
+};
+using SeriesList = std::vector<EvalSeries>;
+
+// A range vector as raw samples (matrix selector) or subquery points.
+struct RawSeries {
+  model::Labels labels;
+  std::vector<model::Sample> samples;
+  bool drop_name = false;
+};
+
+struct StepRange {
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t step = 1;
+  size_t Steps() const { return static_cast<size_t>((end - start) / step) + 1; }
+  size_t Index(int64_t t) const { return static_cast<size_t>((t - start) / step); }
+  int64_t At(size_t i) const { return start + static_cast<int64_t>(i) * step; }
+};
+
+struct Value {
+  parser::Type type = parser::Type::kVector;
+  SeriesList series;          // kVector
+  std::vector<double> scalar;  // kScalar: one per step
+  std::string str;             // kString
+};
+
+class Evaluator {
+ public:
+  Evaluator(storage::Querier* q, const EngineOptions& opts, int64_t query_start, int64_t query_end,
+            std::chrono::steady_clock::time_point deadline, int64_t timeout_ms)
+      : querier_(q), opts_(opts), query_start_(query_start), query_end_(query_end), deadline_(deadline),
+        timeout_ms_(timeout_ms) {}
+
+  Value Eval(const parser::Expr& e, const StepRange& r);
+  // Range-vector expression evaluated at a single time (top-level instant
+  // query of `foo[5m]` or a subquery).
+  std::vector<RawSeries> EvalMatrixAt(const parser::Expr& e, int64_t t);
+
+  // How a matrix-typed argument's window moves with the step time.
+  struct WindowSpec {
+    int64_t range_ms = 0;
+    int64_t offset_ms = 0;
+    bool has_at = false;
+    int64_t at_ms = 0;
+    // Window for step t is (Ref(t) - range_ms, Ref(t)].
+    int64_t Ref(int64_t t) const { return (has_at ? at_ms : t) - offset_ms; }
+  };
+  using RawCallback = std::function<void(const model::Labels&, bool drop_name, std::vector<model::Sample>& samples)>;
+  // Streams every series of a matrix selector or subquery with all samples
+  // any step of `r` needs (stale markers removed), one series at a time.
+  WindowSpec ForEachRangeSeries(const parser::Expr& matrix_arg, const StepRange& r, const RawCallback& cb);
+  // Default subquery step.
+  int64_t default_step() const { return 60'000; }
+
+  void CheckDeadline();
+  void AddSamples(int64_t n);
+  void ReleaseSamples(int64_t n) { cur_samples_ -= n; }
+  const StepRange& query_range() const { return query_range_; }
+  void set_query_range(const StepRange& r) { query_range_ = r; }
+  std::vector<std::string>& warnings() { return warnings_; }
+
+  // Pieces implemented in separate files.
+  Value EvalCall(const parser::Expr& e, const StepRange& r);
+  Value EvalAggregate(const parser::Expr& e, const StepRange& r);
+  Value EvalBinary(const parser::Expr& e, const StepRange& r);
+
+  SeriesList EvalVectorSelector(const parser::Expr& e, const StepRange& r, bool timestamps);
+  void SelectRaw(const parser::Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb);
+  Value EvalNode(const parser::Expr& e, const StepRange& r);
+  std::vector<RawSeries> EvalSubqueryRaw(const parser::Expr& sq, int64_t min_ref, int64_t max_ref);
+
+ private:
+
+  storage::Querier* querier_;
+  const EngineOptions& opts_;
+  int64_t query_start_, query_end_;
+  std::chrono::steady_clock::time_point deadline_;
+  int64_t timeout_ms_;
+  int64_t cur_samples_ = 0;
+  int checks_ = 0;
+  StepRange query_range_;
+  std::vector<std::string> warnings_;
+};
+
+// Helpers shared by the evaluator files.
+double KahanSumInc(double inc, double sum, double* c);
+double Quantile(double q, std::vector<double>* values);  // sorts values
+std::string FormatFloat(double v);                        // Go's strconv 'f', -1
+model::Labels DropMetricName(const model::Labels& l);
+// Sorts by labels and merges series with equal labels; fails with "vector
+// cannot contain metrics with the same labelset" when two share a step.
+void MergeSameLabels(SeriesList* s);
+// Applies delayed __name__ removal to every flagged series, then merges.
+void FinalizeNames(SeriesList* s);
+const parser::Expr& Unparen(const parser::Expr& e);
+// Scalar value as a dense vector over steps.
+std::vector<double> ScalarArg(Evaluator& ev, const parser::Expr& e, const StepRange& r);
+
+}  // namespace trainwatch::promql

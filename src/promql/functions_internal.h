@@ -1,0 +1,37 @@
+#pragma once
+// Internal function tables shared between functions*.cc.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "promql/eval.h"
+
+namespace trainwatch::promql {
+
+struct RangeCtx {
+  int64_t t = 0;            // step timestamp
+  int64_t range_start = 0;  // exclusive
+  int64_t range_end = 0;    // inclusive
+  double range_sec = 0;
+  double p0 = 0, p1 = 0;    // scalar parameters at this step
+};
+
+struct RangeFnDef {
+  std::string_view name;
+  // Returns false when the window yields no value.
+  bool (*fn)(std::span<const model::Sample> w, const RangeCtx& c, double* out);
+  bool keeps_name;
+  size_t matrix_arg;  // index of the range-vector argument
+};
+
+const RangeFnDef* LookupRangeFn(std::string_view name);
+Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r);
+
+// functions_label.cc
+Value EvalLabelReplace(Evaluator& ev, const parser::Expr& e, const StepRange& r);
+Value EvalLabelJoin(Evaluator& ev, const parser::Expr& e, const StepRange& r);
+Value EvalHistogramQuantile(Evaluator& ev, const parser::Expr& e, const StepRange& r);
+Value EvalSortByLabel(Evaluator& ev, const parser::Expr& e, const StepRange& r, bool desc);
+
+}  // namespace trainwatch::promql

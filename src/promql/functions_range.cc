@@ -1,0 +1,419 @@
+// Range-vector functions (rate, *_over_time, ...): per series, windows slide
+// over the in-memory samples with two cursors, never re-reading storage.
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+
+#include "promql/eval.h"
+#include "promql/functions_internal.h"
+
+namespace trainwatch::promql {
+
+namespace {
+
+using W = std::span<const model::Sample>;
+
+bool ExtrapolatedRate(W w, const RangeCtx& c, bool is_counter, bool is_rate, double* out) {
+  if (w.size() < 2) return false;
+  double result = w.back().v - w.front().v;
+  if (is_counter) {
+    double prev = w[0].v;
+    for (size_t i = 1; i < w.size(); ++i) {
+      if (w[i].v < prev) result += prev;
+      prev = w[i].v;
+    }
+  }
+  double first_t = static_cast<double>(w.front().t), last_t = static_cast<double>(w.back().t);
+  double duration_to_start = (first_t - static_cast<double>(c.range_start)) / 1000.0;
+  double duration_to_end = (static_cast<double>(c.range_end) - last_t) / 1000.0;
+  double sampled = (last_t - first_t) / 1000.0;
+  double avg = sampled / static_cast<double>(w.size() - 1);
+  double threshold = avg * 1.1;
+  if (duration_to_start >= threshold) duration_to_start = avg / 2;
+  if (is_counter && result > 0 && w.front().v >= 0) {
+    double to_zero = sampled * (w.front().v / result);
+    if (to_zero < duration_to_start) duration_to_start = to_zero;
+  }
+  if (duration_to_end >= threshold) duration_to_end = avg / 2;
+  double factor = (sampled + duration_to_start + duration_to_end) / sampled;
+  if (is_rate) factor /= c.range_sec;
+  *out = result * factor;
+  return true;
+}
+
+bool Rate(W w, const RangeCtx& c, double* out) { return ExtrapolatedRate(w, c, true, true, out); }
+bool Increase(W w, const RangeCtx& c, double* out) { return ExtrapolatedRate(w, c, true, false, out); }
+bool Delta(W w, const RangeCtx& c, double* out) { return ExtrapolatedRate(w, c, false, false, out); }
+
+bool InstantValue(W w, bool is_rate, double* out) {
+  if (w.size() < 2) return false;
+  const auto& last = w[w.size() - 1];
+  const auto& prev = w[w.size() - 2];
+  double r = (is_rate && last.v < prev.v) ? last.v : last.v - prev.v;
+  if (is_rate) {
+    int64_t dt = last.t - prev.t;
+    if (dt == 0) return false;
+    r /= static_cast<double>(dt) / 1000.0;
+  }
+  *out = r;
+  return true;
+}
+bool Irate(W w, const RangeCtx&, double* out) { return InstantValue(w, true, out); }
+bool Idelta(W w, const RangeCtx&, double* out) { return InstantValue(w, false, out); }
+
+void LinearRegression(W w, int64_t intercept_time, double* slope, double* intercept) {
+  double n = 0, sx = 0, cx = 0, sy = 0, cy = 0, sxy = 0, cxy = 0, sx2 = 0, cx2 = 0;
+  double init_y = w[0].v;
+  bool const_y = true;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (const_y && i > 0 && w[i].v != init_y) const_y = false;
+    n += 1;
+    double x = static_cast<double>(w[i].t - intercept_time) / 1e3;
+    sx = KahanSumInc(x, sx, &cx);
+    sy = KahanSumInc(w[i].v, sy, &cy);
+    sxy = KahanSumInc(x * w[i].v, sxy, &cxy);
+    sx2 = KahanSumInc(x * x, sx2, &cx2);
+  }
+  if (const_y) {
+    if (std::isinf(init_y)) {
+      *slope = NAN;
+      *intercept = NAN;
+      return;
+    }
+    *slope = 0;
+    *intercept = init_y;
+    return;
+  }
+  sx += cx;
+  sy += cy;
+  sxy += cxy;
+  sx2 += cx2;
+  double cov = sxy - sx * sy / n;
+  double var = sx2 - sx * sx / n;
+  *slope = cov / var;
+  *intercept = sy / n - *slope * sx / n;
+}
+
+bool Deriv(W w, const RangeCtx&, double* out) {
+  if (w.size() < 2) return false;
+  double slope, intercept;
+  LinearRegression(w, w[0].t, &slope, &intercept);
+  *out = slope;
+  return true;
+}
+
+bool PredictLinear(W w, const RangeCtx& c, double* out) {
+  if (w.size() < 2) return false;
+  double slope, intercept;
+  LinearRegression(w, c.t, &slope, &intercept);
+  *out = slope * c.p0 + intercept;
+  return true;
+}
+
+bool Resets(W w, const RangeCtx&, double* out) {
+  double n = 0;
+  for (size_t i = 1; i < w.size(); ++i) {
+    if (w[i].v < w[i - 1].v) ++n;
+  }
+  *out = n;
+  return !w.empty();
+}
+
+bool Changes(W w, const RangeCtx&, double* out) {
+  double n = 0;
+  for (size_t i = 1; i < w.size(); ++i) {
+    double a = w[i - 1].v, b = w[i].v;
+    if (a != b && !(std::isnan(a) && std::isnan(b))) ++n;
+  }
+  *out = n;
+  return !w.empty();
+}
+
+bool CountOverTime(W w, const RangeCtx&, double* out) {
+  *out = static_cast<double>(w.size());
+  return !w.empty();
+}
+
+bool SumOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  double sum = 0, c = 0;
+  for (const auto& s : w) sum = KahanSumInc(s.v, sum, &c);
+  *out = std::isinf(sum) ? sum : sum + c;
+  return true;
+}
+
+bool AvgOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  double sum = 0, c = 0, count = 0;
+  bool overflow = false;
+  for (const auto& s : w) {
+    count++;
+    double nc = c;
+    double ns = KahanSumInc(s.v, sum, &nc);
+    if (std::isinf(ns) && !std::isinf(s.v)) {
+      overflow = true;
+      break;
+    }
+    sum = ns;
+    c = nc;
+  }
+  if (!overflow) {
+    *out = std::isinf(sum) ? sum : (sum + c) / count;
+    return true;
+  }
+  // Incremental mean to avoid overflow.
+  double mean = 0;
+  count = 0;
+  for (const auto& s : w) {
+    count++;
+    if (std::isinf(mean)) {
+      if (std::isinf(s.v) && (mean > 0) == (s.v > 0)) continue;
+      if (!std::isinf(s.v) && !std::isnan(s.v)) continue;
+    }
+    mean += s.v / count - mean / count;
+  }
+  *out = mean;
+  return true;
+}
+
+bool MinOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  double m = w[0].v;
+  for (const auto& s : w) {
+    if (s.v < m || std::isnan(m)) m = s.v;
+  }
+  *out = m;
+  return true;
+}
+
+bool MaxOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  double m = w[0].v;
+  for (const auto& s : w) {
+    if (s.v > m || std::isnan(m)) m = s.v;
+  }
+  *out = m;
+  return true;
+}
+
+bool TsOfMinOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  double m = w[0].v;
+  int64_t t = w[0].t;
+  for (const auto& s : w) {
+    if (s.v <= m || std::isnan(m)) {
+      m = s.v;
+      t = s.t;
+    }
+  }
+  *out = static_cast<double>(t) / 1000.0;
+  return true;
+}
+
+bool TsOfMaxOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  double m = w[0].v;
+  int64_t t = w[0].t;
+  for (const auto& s : w) {
+    if (s.v >= m || std::isnan(m)) {
+      m = s.v;
+      t = s.t;
+    }
+  }
+  *out = static_cast<double>(t) / 1000.0;
+  return true;
+}
+
+void Variance(W w, double* mean_out, double* var_out) {
+  double count = 0, mean = 0, cmean = 0, aux = 0, caux = 0;
+  for (const auto& s : w) {
+    count++;
+    double delta = s.v - (mean + cmean);
+    mean = KahanSumInc(delta / count, mean, &cmean);
+    aux = KahanSumInc(delta * (s.v - (mean + cmean)), aux, &caux);
+  }
+  *mean_out = mean + cmean;
+  *var_out = (aux + caux) / count;
+}
+
+bool StdvarOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  double m, v;
+  Variance(w, &m, &v);
+  *out = v;
+  return true;
+}
+bool StddevOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  double m, v;
+  Variance(w, &m, &v);
+  *out = std::sqrt(v);
+  return true;
+}
+
+bool LastOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  *out = w.back().v;
+  return true;
+}
+bool FirstOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  *out = w.front().v;
+  return true;
+}
+bool TsOfLastOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  *out = static_cast<double>(w.back().t) / 1000.0;
+  return true;
+}
+bool TsOfFirstOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  *out = static_cast<double>(w.front().t) / 1000.0;
+  return true;
+}
+bool PresentOverTime(W w, const RangeCtx&, double* out) {
+  *out = 1;
+  return !w.empty();
+}
+
+bool QuantileOverTime(W w, const RangeCtx& c, double* out) {
+  if (w.empty()) return false;
+  thread_local std::vector<double> vals;
+  vals.clear();
+  for (const auto& s : w) vals.push_back(s.v);
+  *out = Quantile(c.p0, &vals);
+  return true;
+}
+
+bool MadOverTime(W w, const RangeCtx&, double* out) {
+  if (w.empty()) return false;
+  thread_local std::vector<double> vals;
+  vals.clear();
+  for (const auto& s : w) vals.push_back(s.v);
+  double med = Quantile(0.5, &vals);
+  for (auto& v : vals) v = std::fabs(v - med);
+  *out = Quantile(0.5, &vals);
+  return true;
+}
+
+bool DoubleExpSmoothing(W w, const RangeCtx& c, double* out) {
+  double sf = c.p0, tf = c.p1;
+  if (sf <= 0 || sf >= 1) {
+    ThrowEval("invalid smoothing factor. Expected: 0 < sf < 1, got: " + FormatFloat(sf));
+  }
+  if (tf <= 0 || tf >= 1) {
+    ThrowEval("invalid trend factor. Expected: 0 < tf < 1, got: " + FormatFloat(tf));
+  }
+  if (w.size() < 2) return false;
+  double s0 = 0, s1 = w[0].v, b = w[1].v - w[0].v;
+  for (size_t i = 1; i < w.size(); ++i) {
+    double x = sf * w[i].v;
+    if (i > 1) b = tf * (s1 - s0) + (1 - tf) * b;
+    double y = (1 - sf) * (s1 + b);
+    s0 = s1;
+    s1 = x + y;
+  }
+  *out = s1;
+  return true;
+}
+
+const RangeFnDef kRangeFns[] = {
+    {"rate", Rate, false, 0},
+    {"increase", Increase, false, 0},
+    {"delta", Delta, false, 0},
+    {"irate", Irate, false, 0},
+    {"idelta", Idelta, false, 0},
+    {"deriv", Deriv, false, 0},
+    {"predict_linear", PredictLinear, false, 0},
+    {"resets", Resets, false, 0},
+    {"changes", Changes, false, 0},
+    {"count_over_time", CountOverTime, false, 0},
+    {"sum_over_time", SumOverTime, false, 0},
+    {"avg_over_time", AvgOverTime, false, 0},
+    {"min_over_time", MinOverTime, false, 0},
+    {"max_over_time", MaxOverTime, false, 0},
+    {"ts_of_min_over_time", TsOfMinOverTime, false, 0},
+    {"ts_of_max_over_time", TsOfMaxOverTime, false, 0},
+    {"stddev_over_time", StddevOverTime, false, 0},
+    {"stdvar_over_time", StdvarOverTime, false, 0},
+    {"last_over_time", LastOverTime, true, 0},
+    {"first_over_time", FirstOverTime, true, 0},
+    {"ts_of_last_over_time", TsOfLastOverTime, false, 0},
+    {"ts_of_first_over_time", TsOfFirstOverTime, false, 0},
+    {"present_over_time", PresentOverTime, false, 0},
+    {"quantile_over_time", QuantileOverTime, false, 1},
+    {"mad_over_time", MadOverTime, false, 0},
+    {"double_exponential_smoothing", DoubleExpSmoothing, false, 0},
+};
+
+}  // namespace
+
+const RangeFnDef* LookupRangeFn(std::string_view name) {
+  for (const auto& d : kRangeFns) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r) {
+  size_t matrix_idx = def.matrix_arg;
+  std::vector<std::vector<double>> params;
+  for (size_t i = 0; i < e.args.size(); ++i) {
+    if (i == matrix_idx) continue;
+    params.push_back(ScalarArg(ev, *e.args[i], r));
+  }
+  size_t steps = r.Steps();
+  Value out;
+  out.type = parser::Type::kVector;
+  Evaluator::WindowSpec spec;
+  // The spec is known before the first callback for selectors; compute it the
+  // same way here so the callback can use it.
+  const parser::Expr& arg = Unparen(*e.args[matrix_idx]);
+  if (arg.kind == parser::NodeKind::kMatrixSelector) {
+    const parser::Expr& vs = *arg.args[0];
+    spec.range_ms = arg.range_ms;
+    spec.offset_ms = vs.offset_ms;
+    spec.has_at = vs.at != parser::AtKind::kNone;
+    spec.at_ms = vs.at_ms;
+  } else {
+    spec.range_ms = arg.range_ms;
+    spec.offset_ms = arg.offset_ms;
+    spec.has_at = arg.at != parser::AtKind::kNone;
+    spec.at_ms = arg.at_ms;
+  }
+  RangeCtx ctx;
+  ctx.range_sec = static_cast<double>(spec.range_ms) / 1000.0;
+  ev.ForEachRangeSeries(arg, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp) {
+    if (smp.empty()) return;
+    EvalSeries es;
+    size_t lo = 0, hi = 0;
+    for (size_t i = 0; i < steps; ++i) {
+      int64_t t = r.At(i);
+      int64_t ref = spec.Ref(t);
+      int64_t from = ref - spec.range_ms;
+      while (lo < smp.size() && smp[lo].t <= from) ++lo;
+      if (hi < lo) hi = lo;
+      while (hi < smp.size() && smp[hi].t <= ref) ++hi;
+      if (hi == lo && def.fn != nullptr) continue;
+      ctx.t = t;
+      ctx.range_start = from;
+      ctx.range_end = ref;
+      ctx.p0 = params.size() > 0 ? params[0][i] : 0;
+      ctx.p1 = params.size() > 1 ? params[1][i] : 0;
+      double v;
+      if (def.fn(W(smp.data() + lo, hi - lo), ctx, &v)) {
+        if (es.points.empty()) es.points.reserve(steps - i);
+        es.points.push_back({t, v});
+      }
+    }
+    if (!es.points.empty()) {
+      es.labels = l;
+      es.drop_name = def.keeps_name ? drop : true;
+      out.series.push_back(std::move(es));
+    }
+  });
+  return out;
+}
+
+}  // namespace trainwatch::promql

@@ -1,0 +1,881 @@
+#include "promql/parser/parse.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "promql/parser/functions.h"
+#include "model/labels.h"
+#include "promql/parser/lex.h"
+
+namespace trainwatch::promql::parser {
+
+namespace {
+
+// Unwinds the recursive descent on the first error (internal only).
+struct ParseAbort {};
+
+int Precedence(Tok t) {
+  switch (t) {
+    case Tok::kLor: return 1;
+    case Tok::kLand: case Tok::kLunless: return 2;
+    case Tok::kEql: case Tok::kNeq: case Tok::kLte: case Tok::kLss: case Tok::kGte: case Tok::kGtr: return 3;
+    case Tok::kAdd: case Tok::kSub: return 4;
+    case Tok::kMul: case Tok::kDiv: case Tok::kMod: case Tok::kAtan2: return 5;
+    case Tok::kPow: return 6;
+    default: return -1;
+  }
+}
+
+BinOp ToBinOp(Tok t) {
+  switch (t) {
+    case Tok::kLor: return BinOp::kOr;
+    case Tok::kLand: return BinOp::kAnd;
+    case Tok::kLunless: return BinOp::kUnless;
+    case Tok::kEql: return BinOp::kEql;
+    case Tok::kNeq: return BinOp::kNeq;
+    case Tok::kLte: return BinOp::kLte;
+    case Tok::kLss: return BinOp::kLss;
+    case Tok::kGte: return BinOp::kGte;
+    case Tok::kGtr: return BinOp::kGtr;
+    case Tok::kAdd: return BinOp::kAdd;
+    case Tok::kSub: return BinOp::kSub;
+    case Tok::kMul: return BinOp::kMul;
+    case Tok::kDiv: return BinOp::kDiv;
+    case Tok::kMod: return BinOp::kMod;
+    case Tok::kAtan2: return BinOp::kAtan2;
+    default: return BinOp::kPow;
+  }
+}
+
+bool IsIdentLike(const Token& t) {
+  if (t.text.empty()) return false;
+  char c = t.text[0];
+  if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_')) return false;
+  switch (t.kind) {
+    case Tok::kIdentifier: case Tok::kMetricIdentifier: case Tok::kLand: case Tok::kLor: case Tok::kLunless:
+    case Tok::kAtan2: case Tok::kBy: case Tok::kWithout: case Tok::kOn: case Tok::kIgnoring: case Tok::kGroupLeft:
+    case Tok::kGroupRight: case Tok::kBool: case Tok::kOffset: case Tok::kStart: case Tok::kEnd: case Tok::kAggregator:
+    case Tok::kNumber:  // inf / nan
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string TokString(const Token& t) {
+  switch (t.kind) {
+    case Tok::kEOF: return "end of input";
+    case Tok::kIdentifier: return "identifier \"" + std::string(t.text) + "\"";
+    case Tok::kMetricIdentifier: return "metric identifier \"" + std::string(t.text) + "\"";
+    case Tok::kNumber: return "number \"" + std::string(t.text) + "\"";
+    case Tok::kDuration: return "duration \"" + std::string(t.text) + "\"";
+    case Tok::kString: return "string " + std::string(t.text);
+    case Tok::kRightParen: return "right parenthesis \")\"";
+    case Tok::kLeftParen: return "left parenthesis \"(\"";
+    case Tok::kRightBrace: return "\"}\"";
+    case Tok::kLeftBrace: return "\"{\"";
+    case Tok::kRightBracket: return "right bracket \"]\"";
+    case Tok::kLeftBracket: return "left bracket \"[\"";
+    case Tok::kComma: return "\",\"";
+    case Tok::kAggregator: return "<aggr-op:" + std::string(t.text) + ">";
+    default: {
+      int p = Precedence(t.kind);
+      if (p >= 0) return "<op:" + std::string(t.text) + ">";
+      return "\"" + std::string(t.text) + "\"";
+    }
+  }
+}
+
+AggOp ToAggOp(std::string_view s, bool* ok) {
+  static const std::pair<const char*, AggOp> kOps[] = {
+      {"sum", AggOp::kSum},       {"avg", AggOp::kAvg},         {"count", AggOp::kCount},
+      {"min", AggOp::kMin},       {"max", AggOp::kMax},         {"group", AggOp::kGroup},
+      {"stddev", AggOp::kStddev}, {"stdvar", AggOp::kStdvar},   {"topk", AggOp::kTopk},
+      {"bottomk", AggOp::kBottomk}, {"count_values", AggOp::kCountValues}, {"quantile", AggOp::kQuantile},
+      {"limitk", AggOp::kLimitk}, {"limit_ratio", AggOp::kLimitRatio},
+  };
+  std::string l(s);
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& [n, op] : kOps) {
+    if (l == n) {
+      *ok = true;
+      return op;
+    }
+  }
+  *ok = false;
+  return AggOp::kSum;
+}
+
+bool AggHasParam(AggOp op) {
+  return op == AggOp::kTopk || op == AggOp::kBottomk || op == AggOp::kCountValues || op == AggOp::kQuantile ||
+         op == AggOp::kLimitk || op == AggOp::kLimitRatio;
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view in) : in_(in) {}
+
+  ExprPtr Run(std::vector<ParseError>* errors) {
+    std::string lex_err;
+    toks_ = Lex(in_, &lex_err);
+    if (!toks_.empty() && toks_.back().kind == Tok::kError) {
+      errors->push_back({toks_.back().pos, lex_err});
+      return nullptr;
+    }
+    try {
+      if (Peek().kind == Tok::kEOF) Fail(0, "no expression found in input");
+      ExprPtr e = ParseBinary(0);
+      if (Peek().kind != Tok::kEOF) {
+        const Token& t = Peek();
+        if (t.kind == Tok::kRightParen) Fail(t.pos, "unexpected right parenthesis ')'");
+        Fail(t.pos, "unexpected " + TokString(t));
+      }
+      return e;
+    } catch (const ParseAbort&) {
+      errors->push_back(err_);
+      return nullptr;
+    }
+  }
+
+  [[noreturn]] void Fail(int pos, std::string msg) {
+    err_ = {pos, std::move(msg)};
+    throw ParseAbort{};
+  }
+
+ private:
+  const Token& Peek(size_t k = 0) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
+  const Token& Next() {
+    const Token& t = toks_[pos_];
+    if (pos_ + 1 < toks_.size()) ++pos_;
+    return t;
+  }
+  const Token& Expect(Tok k, const char* context) {
+    const Token& t = Peek();
+    if (t.kind != k) {
+      if (t.kind == Tok::kEOF && k == Tok::kRightParen) Fail(t.pos, "unclosed left parenthesis");
+      if (t.kind == Tok::kEOF && k == Tok::kRightBracket) Fail(t.pos, "unclosed left bracket");
+      Fail(t.pos, std::string("unexpected ") + TokString(t) + " in " + context + ", expected " + TokDesc(k));
+    }
+    return Next();
+  }
+
+  ExprPtr ParseBinary(int min_prec) {
+    ExprPtr lhs = ParseUnary();
+    for (;;) {
+      const Token& t = Peek();
+      int prec = Precedence(t.kind);
+      if (prec < 0 || prec < min_prec) break;
+      Next();
+      auto bin = std::make_unique<Expr>(NodeKind::kBinary);
+      bin->op = ToBinOp(t.kind);
+      ParseBinModifiers(bin.get());
+      // ^ is right-associative.
+      ExprPtr rhs = ParseBinary(t.kind == Tok::kPow ? prec : prec + 1);
+      bin->pos_start = lhs->pos_start;
+      bin->pos_end = rhs->pos_end;
+      bin->args.push_back(std::move(lhs));
+      bin->args.push_back(std::move(rhs));
+      CheckBinary(bin.get(), t.pos);
+      lhs = std::move(bin);
+    }
+    return lhs;
+  }
+
+  std::vector<std::string> ParseLabelList(const char* context) {
+    std::vector<std::string> out;
+    Expect(Tok::kLeftParen, context);
+    while (Peek().kind != Tok::kRightParen) {
+      const Token& t = Peek();
+      if (t.kind == Tok::kString) {
+        Next();
+        out.push_back(UnquoteOrFail(t));
+      } else if (IsIdentLike(t) && t.kind != Tok::kMetricIdentifier) {
+        Next();
+        out.emplace_back(t.text);
+      } else {
+        if (t.kind == Tok::kEOF) Fail(t.pos, "unclosed left parenthesis");
+        Fail(t.pos, "unexpected " + TokString(t) + " in grouping opts, expected label");
+      }
+      if (Peek().kind == Tok::kComma) {
+        Next();
+      } else if (Peek().kind != Tok::kRightParen) {
+        if (Peek().kind == Tok::kEOF) Fail(Peek().pos, "unclosed left parenthesis");
+        Fail(Peek().pos, "unexpected " + TokString(Peek()) + " in grouping opts, expected \")\" or \",\"");
+      }
+    }
+    Next();
+    return out;
+  }
+
+  void ParseBinModifiers(Expr* bin) {
+    if (Peek().kind == Tok::kBool) {
+      Next();
+      bin->return_bool = true;
+    }
+    if (Peek().kind == Tok::kOn || Peek().kind == Tok::kIgnoring) {
+      bin->matching.on = Next().kind == Tok::kOn;
+      bin->matching.explicit_matching = true;
+      bin->matching.matching_labels = ParseLabelList("grouping opts");
+      if (Peek().kind == Tok::kGroupLeft || Peek().kind == Tok::kGroupRight) {
+        bin->matching.card = Next().kind == Tok::kGroupLeft ? Cardinality::kManyToOne : Cardinality::kOneToMany;
+        if (Peek().kind == Tok::kLeftParen) bin->matching.include = ParseLabelList("grouping opts");
+      }
+    } else if (Peek().kind == Tok::kGroupLeft || Peek().kind == Tok::kGroupRight) {
+      Fail(Peek().pos, "unexpected " + TokString(Peek()));
+    }
+  }
+
+  void CheckBinary(Expr* bin, int op_pos) {
+    Type lt = bin->args[0]->type(), rt = bin->args[1]->type();
+    auto ok_type = [](Type t) { return t == Type::kScalar || t == Type::kVector; };
+    if (!ok_type(lt) || !ok_type(rt)) {
+      Fail(bin->pos_start, "binary expression must contain only scalar and instant vector types");
+    }
+    if (bin->return_bool && !IsComparison(bin->op)) {
+      Fail(op_pos, "bool modifier can only be used on comparison operators");
+    }
+    if (IsComparison(bin->op) && !bin->return_bool && lt == Type::kScalar && rt == Type::kScalar) {
+      Fail(bin->pos_start, "comparisons between scalars must use BOOL modifier");
+    }
+    if (IsSetOp(bin->op)) {
+      if (lt == Type::kScalar || rt == Type::kScalar) {
+        Fail(bin->pos_start, std::string("set operator \"") + BinOpString(bin->op) +
+                                 "\" not allowed in binary scalar expression");
+      }
+      if (bin->matching.card == Cardinality::kOneToMany || bin->matching.card == Cardinality::kManyToOne) {
+        Fail(op_pos, std::string("no grouping allowed for \"") + BinOpString(bin->op) + "\" operation");
+      }
+      bin->matching.card = Cardinality::kManyToMany;
+    }
+    if ((lt != Type::kVector || rt != Type::kVector) && bin->matching.explicit_matching) {
+      if (!bin->matching.matching_labels.empty() || bin->matching.on || true) {
+        Fail(bin->pos_start, "vector matching only allowed between instant vectors");
+      }
+    }
+    if (bin->matching.on) {
+      for (const auto& l : bin->matching.include) {
+        for (const auto& m : bin->matching.matching_labels) {
+          if (l == m) Fail(bin->pos_start, "label \"" + l + "\" must not occur in ON and GROUP clause at once");
+        }
+      }
+    }
+  }
+
+  ExprPtr ParseUnary() {
+    const Token& t = Peek();
+    if (t.kind == Tok::kSub || t.kind == Tok::kAdd) {
+      Next();
+      ExprPtr operand = ParseBinary(Precedence(Tok::kPow));
+      Type ot = operand->type();
+      if (ot != Type::kScalar && ot != Type::kVector) {
+        Fail(t.pos, std::string("unary expression only allowed on expressions of type scalar or instant vector, got \"") +
+                        TypeName(ot) + "\"");
+      }
+      if (operand->kind == NodeKind::kNumber) {
+        if (t.kind == Tok::kSub) operand->number = -operand->number;
+        operand->pos_start = t.pos;
+        return operand;
+      }
+      if (t.kind == Tok::kAdd) {
+        operand->pos_start = t.pos;
+        return operand;
+      }
+      auto u = std::make_unique<Expr>(NodeKind::kUnary);
+      u->negative = true;
+      u->pos_start = t.pos;
+      u->pos_end = operand->pos_end;
+      u->args.push_back(std::move(operand));
+      return u;
+    }
+    return ParsePostfix(ParsePrimary());
+  }
+
+  int64_t ParseDurationTok(const Token& t, bool allow_number) {
+    if (t.kind == Tok::kDuration) {
+      auto d = ParseDuration(t.text);
+      if (!d.ok()) Fail(t.pos, d.error().message());
+      return *d;
+    }
+    if (allow_number && t.kind == Tok::kNumber) {
+      double v = ParseNumber(t);
+      if (!std::isfinite(v)) Fail(t.pos, "invalid duration");
+      return static_cast<int64_t>(std::llround(v * 1000));
+    }
+    Fail(t.pos, "unexpected " + TokString(t) + ", expected duration");
+  }
+
+  ExprPtr ParsePostfix(ExprPtr e) {
+    for (;;) {
+      const Token& t = Peek();
+      if (t.kind == Tok::kLeftBracket) {
+        Next();
+        const Token& d = Next();
+        if (d.kind == Tok::kEOF) Fail(d.pos, "unclosed left bracket");
+        int64_t range = ParseDurationTok(d, true);
+        if (Peek().kind == Tok::kColon) {
+          Next();
+          int64_t step = 0;
+          if (Peek().kind != Tok::kRightBracket) step = ParseDurationTok(Next(), true);
+          const Token& close = Expect(Tok::kRightBracket, "subquery selector");
+          if (e->type() != Type::kVector) {
+            Fail(e->pos_start, std::string("subquery is only allowed on instant vector, got ") + TypeName(e->type()) +
+                                   " instead");
+          }
+          if (range <= 0) Fail(d.pos, "duration must be greater than 0");
+          auto sq = std::make_unique<Expr>(NodeKind::kSubquery);
+          sq->range_ms = range;
+          sq->step_ms = step;
+          sq->pos_start = e->pos_start;
+          sq->pos_end = close.pos + 1;
+          sq->args.push_back(std::move(e));
+          e = std::move(sq);
+        } else {
+          const Token& close = Expect(Tok::kRightBracket, "matrix selector");
+          if (e->kind != NodeKind::kVectorSelector) {
+            Fail(e->pos_start, "ranges only allowed for vector selectors");
+          }
+          if (e->offset_ms != 0 || e->at != AtKind::kNone) {
+            Fail(t.pos, "no offset or @ modifiers allowed before range");
+          }
+          if (range <= 0) Fail(d.pos, "duration must be greater than 0");
+          auto ms = std::make_unique<Expr>(NodeKind::kMatrixSelector);
+          ms->range_ms = range;
+          ms->pos_start = e->pos_start;
+          ms->pos_end = close.pos + 1;
+          ms->args.push_back(std::move(e));
+          e = std::move(ms);
+        }
+        continue;
+      }
+      if (t.kind == Tok::kOffset) {
+        Next();
+        bool neg = false;
+        if (Peek().kind == Tok::kSub || Peek().kind == Tok::kAdd) neg = Next().kind == Tok::kSub;
+        const Token& d = Next();
+        int64_t off = ParseDurationTok(d, true);
+        if (neg) off = -off;
+        Expr* target = ModTarget(e.get(), t.pos, "offset");
+        if (target->offset_ms != 0 || target_offset_set_(target)) Fail(t.pos, "offset may not be set multiple times");
+        target->offset_ms = off;
+        offset_set_.push_back(target);
+        e->pos_end = d.pos + static_cast<int>(d.text.size());
+        continue;
+      }
+      if (t.kind == Tok::kAt) {
+        Next();
+        Expr* target = ModTarget(e.get(), t.pos, "@");
+        if (target->at != AtKind::kNone) Fail(t.pos, "@ modifier may not be set multiple times");
+        const Token& a = Peek();
+        if (a.kind == Tok::kStart || a.kind == Tok::kEnd) {
+          Next();
+          Expect(Tok::kLeftParen, "@ modifier");
+          const Token& close = Expect(Tok::kRightParen, "@ modifier");
+          target->at = a.kind == Tok::kStart ? AtKind::kStart : AtKind::kEnd;
+          e->pos_end = close.pos + 1;
+        } else {
+          bool neg = false;
+          if (Peek().kind == Tok::kSub || Peek().kind == Tok::kAdd) neg = Next().kind == Tok::kSub;
+          const Token& n = Next();
+          if (n.kind != Tok::kNumber && n.kind != Tok::kDuration) {
+            Fail(n.pos, "unexpected " + TokString(n) + " in @, expected timestamp");
+          }
+          double v = n.kind == Tok::kNumber ? ParseNumber(n) : static_cast<double>(ParseDurationTok(n, false)) / 1000;
+          if (neg) v = -v;
+          if (!std::isfinite(v) || std::fabs(v) > 9.2e15) Fail(n.pos, "timestamp out of bounds for @ modifier: " + std::string(n.text));
+          target->at = AtKind::kValue;
+          target->at_ms = static_cast<int64_t>(std::llround(v * 1000));
+          e->pos_end = n.pos + static_cast<int>(n.text.size());
+        }
+        continue;
+      }
+      return e;
+    }
+  }
+
+  bool target_offset_set_(Expr* t) const {
+    for (Expr* x : offset_set_) {
+      if (x == t) return true;
+    }
+    return false;
+  }
+
+  Expr* ModTarget(Expr* e, int pos, const char* what) {
+    switch (e->kind) {
+      case NodeKind::kVectorSelector:
+      case NodeKind::kSubquery:
+        return e;
+      case NodeKind::kMatrixSelector:
+        return e->args[0].get();
+      default:
+        Fail(pos, std::string(what) +
+                      " modifier must be preceded by an instant vector selector or range vector selector or a subquery");
+    }
+  }
+
+  double ParseNumber(const Token& t) {
+    std::string s(t.text);
+    std::string l = s;
+    for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (l == "inf") return INFINITY;
+    if (l == "nan") return NAN;
+    if (l.size() > 2 && l[0] == '0' && l[1] == 'x') return static_cast<double>(std::strtoull(s.c_str() + 2, nullptr, 16));
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size()) Fail(t.pos, "bad number or duration syntax: \"" + s + "\"");
+    return v;
+  }
+
+  std::string UnquoteOrFail(const Token& t) {
+    auto r = Unquote(t.text);
+    if (!r.ok()) Fail(t.pos, r.error().message());
+    return *r;
+  }
+
+  ExprPtr ParsePrimary() {
+    const Token& t = Peek();
+    switch (t.kind) {
+      case Tok::kNumber: {
+        Next();
+        auto e = std::make_unique<Expr>(NodeKind::kNumber);
+        e->number = ParseNumber(t);
+        e->pos_start = t.pos;
+        e->pos_end = t.pos + static_cast<int>(t.text.size());
+        return e;
+      }
+      case Tok::kDuration: {
+        Next();
+        auto e = std::make_unique<Expr>(NodeKind::kNumber);
+        e->number = static_cast<double>(ParseDurationTok(t, false)) / 1000.0;
+        e->pos_start = t.pos;
+        e->pos_end = t.pos + static_cast<int>(t.text.size());
+        return e;
+      }
+      case Tok::kString: {
+        Next();
+        auto e = std::make_unique<Expr>(NodeKind::kString);
+        e->str = UnquoteOrFail(t);
+        e->pos_start = t.pos;
+        e->pos_end = t.pos + static_cast<int>(t.text.size());
+        return e;
+      }
+      case Tok::kLeftParen: {
+        Next();
+        if (Peek().kind == Tok::kRightParen) Fail(Peek().pos, "unexpected right parenthesis ')'");
+        ExprPtr inner = ParseBinary(0);
+        const Token& close = Expect(Tok::kRightParen, "paren expression");
+        auto e = std::make_unique<Expr>(NodeKind::kParen);
+        e->pos_start = t.pos;
+        e->pos_end = close.pos + 1;
+        e->args.push_back(std::move(inner));
+        return e;
+      }
+      case Tok::kLeftBrace:
+        return ParseSelector("", t.pos);
+      case Tok::kAggregator: {
+        const Token& n = Peek(1);
+        if (n.kind == Tok::kLeftParen || n.kind == Tok::kBy || n.kind == Tok::kWithout) return ParseAggregate();
+        break;
+      }
+      case Tok::kEOF:
+        Fail(t.pos, "unexpected end of input");
+      case Tok::kRightParen:
+        Fail(t.pos, "unexpected right parenthesis ')'");
+      default:
+        break;
+    }
+    if (IsIdentLike(t)) {
+      Next();
+      if ((t.kind == Tok::kIdentifier || t.kind == Tok::kStart || t.kind == Tok::kEnd) &&
+          Peek().kind == Tok::kLeftParen) {
+        return ParseCall(t);
+      }
+      return ParseSelector(std::string(t.text), t.pos);
+    }
+    Fail(t.pos, "unexpected " + TokString(t));
+  }
+
+  ExprPtr ParseCall(const Token& name) {
+    const FunctionDef* def = LookupFunction(name.text);
+    if (def == nullptr) Fail(name.pos, "unknown function with name \"" + std::string(name.text) + "\"");
+    Expect(Tok::kLeftParen, "function call");
+    auto e = std::make_unique<Expr>(NodeKind::kCall);
+    e->func = def;
+    e->pos_start = name.pos;
+    while (Peek().kind != Tok::kRightParen) {
+      e->args.push_back(ParseBinary(0));
+      if (Peek().kind == Tok::kComma) {
+        Next();
+        if (Peek().kind == Tok::kRightParen) Fail(Peek().pos, "unexpected right parenthesis ')' in function call args");
+      } else if (Peek().kind != Tok::kRightParen) {
+        if (Peek().kind == Tok::kEOF) Fail(Peek().pos, "unclosed left parenthesis");
+        Fail(Peek().pos, "unexpected " + TokString(Peek()) + " in function call args, expected \")\" or \",\"");
+      }
+    }
+    e->pos_end = Next().pos + 1;
+    // Arity.
+    int n = static_cast<int>(e->args.size());
+    int want = static_cast<int>(def->arg_types.size());
+    std::string fname(def->name);
+    if (def->variadic == 0) {
+      if (n != want) {
+        Fail(e->pos_start, "expected " + std::to_string(want) + " argument(s) in call to \"" + fname + "\", got " +
+                               std::to_string(n));
+      }
+    } else if (def->variadic > 0) {
+      int min = want - def->variadic;
+      if (n < min || n > want) {
+        if (n > want) {
+          Fail(e->pos_start, "expected at most " + std::to_string(want) + " argument(s) in call to \"" + fname +
+                                 "\", got " + std::to_string(n));
+        }
+        Fail(e->pos_start, "expected at least " + std::to_string(min) + " argument(s) in call to \"" + fname +
+                               "\", got " + std::to_string(n));
+      }
+    } else if (n < want - 1) {
+      Fail(e->pos_start, "expected at least " + std::to_string(want - 1) + " argument(s) in call to \"" + fname +
+                             "\", got " + std::to_string(n));
+    }
+    for (int i = 0; i < n; ++i) {
+      Type wt = i < want ? def->arg_types[i] : def->arg_types.back();
+      Type got = e->args[i]->type();
+      if (got != wt) {
+        Fail(e->args[i]->pos_start, std::string("expected type ") + TypeName(wt) + " in call to function \"" + fname +
+                                        "\", got " + TypeName(got));
+      }
+    }
+    return e;
+  }
+
+  ExprPtr ParseAggregate() {
+    const Token& op_tok = Next();
+    bool ok;
+    auto e = std::make_unique<Expr>(NodeKind::kAggregate);
+    e->agg = ToAggOp(op_tok.text, &ok);
+    e->pos_start = op_tok.pos;
+    auto parse_grouping = [&] {
+      e->without = Next().kind == Tok::kWithout;
+      e->has_grouping = true;
+      e->grouping = ParseLabelList("grouping opts");
+    };
+    if (Peek().kind == Tok::kBy || Peek().kind == Tok::kWithout) parse_grouping();
+    Expect(Tok::kLeftParen, "aggregation");
+    std::vector<ExprPtr> args;
+    while (Peek().kind != Tok::kRightParen) {
+      args.push_back(ParseBinary(0));
+      if (Peek().kind == Tok::kComma) {
+        Next();
+      } else if (Peek().kind != Tok::kRightParen) {
+        if (Peek().kind == Tok::kEOF) Fail(Peek().pos, "unclosed left parenthesis");
+        Fail(Peek().pos, "unexpected " + TokString(Peek()) + " in aggregation, expected \")\" or \",\"");
+      }
+    }
+    e->pos_end = Next().pos + 1;
+    if (Peek().kind == Tok::kBy || Peek().kind == Tok::kWithout) {
+      if (e->has_grouping) Fail(Peek().pos, "unexpected " + TokString(Peek()));
+      parse_grouping();
+      e->pos_end = toks_[pos_ - 1].pos + 1;
+    }
+    size_t want = AggHasParam(e->agg) ? 2 : 1;
+    if (args.size() != want) {
+      Fail(e->pos_start, "wrong number of arguments for aggregate expression provided, expected " +
+                             std::to_string(want) + ", got " + std::to_string(args.size()));
+    }
+    ExprPtr body = std::move(args.back());
+    if (body->type() != Type::kVector) {
+      Fail(body->pos_start, std::string("expected type instant vector in aggregation expression, got ") +
+                                TypeName(body->type()));
+    }
+    e->args.push_back(std::move(body));
+    if (want == 2) {
+      Type pt = args[0]->type();
+      Type need = e->agg == AggOp::kCountValues ? Type::kString : Type::kScalar;
+      if (pt != need) {
+        Fail(args[0]->pos_start, std::string("expected type ") + TypeName(need) +
+                                     " in aggregation parameter, got " + TypeName(pt));
+      }
+      e->args.push_back(std::move(args[0]));
+    }
+    return e;
+  }
+
+  ExprPtr ParseSelector(std::string name, int start) {
+    auto e = std::make_unique<Expr>(NodeKind::kVectorSelector);
+    e->pos_start = start;
+    e->pos_end = start + static_cast<int>(name.size());
+    e->name = name;
+    model::Matchers ms;
+    bool name_in_braces = false;
+    if (Peek().kind == Tok::kLeftBrace) {
+      Next();
+      while (Peek().kind != Tok::kRightBrace) {
+        const Token& lt = Next();
+        std::string lname;
+        if (lt.kind == Tok::kString) {
+          lname = UnquoteOrFail(lt);
+          if (Peek().kind == Tok::kComma || Peek().kind == Tok::kRightBrace) {
+            // {"metric.name"}
+            if (!name.empty() || name_in_braces) Fail(lt.pos, "metric name must not be set twice: \"" + name + "\" or \"" + lname + "\"");
+            auto m = model::Matcher::Make(model::MatchType::kEqual, std::string(model::kMetricName), lname);
+            ms.push_back(std::move(*m));
+            name_in_braces = true;
+            if (Peek().kind == Tok::kComma) Next();
+            continue;
+          }
+        } else if (IsIdentLike(lt) && lt.kind != Tok::kMetricIdentifier) {
+          lname = std::string(lt.text);
+        } else {
+          if (lt.kind == Tok::kEOF) Fail(lt.pos, "unexpected end of input inside braces");
+          Fail(lt.pos, "unexpected " + TokString(lt) + " in label matching, expected label");
+        }
+        const Token& op = Next();
+        model::MatchType mt;
+        switch (op.kind) {
+          case Tok::kAssign: mt = model::MatchType::kEqual; break;
+          case Tok::kNeq: mt = model::MatchType::kNotEqual; break;
+          case Tok::kEqlRegex: mt = model::MatchType::kRegex; break;
+          case Tok::kNeqRegex: mt = model::MatchType::kNotRegex; break;
+          default:
+            if (op.kind == Tok::kEOF) Fail(op.pos, "unexpected end of input inside braces");
+            Fail(op.pos, "unexpected " + TokString(op) + " in label matching, expected label matching operator");
+        }
+        const Token& vt = Next();
+        if (vt.kind != Tok::kString) {
+          if (vt.kind == Tok::kEOF) Fail(vt.pos, "unexpected end of input inside braces");
+          Fail(vt.pos, "unexpected " + TokString(vt) + " in label matching, expected string");
+        }
+        std::string val = UnquoteOrFail(vt);
+        auto m = model::Matcher::Make(mt, lname, val);
+        if (!m.ok()) Fail(vt.pos, m.error().message());
+        if (lname == model::kMetricName) name_in_braces = true;
+        ms.push_back(std::move(*m));
+        if (Peek().kind == Tok::kComma) {
+          Next();
+        } else if (Peek().kind != Tok::kRightBrace) {
+          if (Peek().kind == Tok::kEOF) Fail(Peek().pos, "unexpected end of input inside braces");
+          Fail(Peek().pos, "unexpected " + TokString(Peek()) + " in label matching, expected \",\" or \"}\"");
+        }
+      }
+      e->pos_end = Next().pos + 1;
+    }
+    if (!name.empty()) {
+      for (const auto& m : ms) {
+        if (m.name() == model::kMetricName && m.type() == model::MatchType::kEqual) {
+          Fail(start, "metric name must not be set twice: \"" + name + "\" or \"" + m.value() + "\"");
+        }
+      }
+      auto m = model::Matcher::Make(model::MatchType::kEqual, std::string(model::kMetricName), name);
+      ms.insert(ms.begin(), std::move(*m));
+    } else {
+      for (const auto& m : ms) {
+        if (m.name() == model::kMetricName && m.type() == model::MatchType::kEqual) e->name = m.value();
+      }
+    }
+    bool non_empty = false;
+    for (const auto& m : ms) {
+      if (!m.MatchesEmpty()) non_empty = true;
+    }
+    if (!non_empty) Fail(start, "vector selector must contain at least one non-empty matcher");
+    e->matchers = std::move(ms);
+    return e;
+  }
+
+  std::string_view in_;
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+  ParseError err_;
+  std::vector<Expr*> offset_set_;
+};
+
+}  // namespace
+
+std::string FormatParseError(std::string_view input, const ParseError& err) {
+  int line = 1;
+  int last_nl = -1;
+  for (int i = 0; i < err.pos && i < static_cast<int>(input.size()); ++i) {
+    if (input[i] == '\n') {
+      ++line;
+      last_nl = i;
+    }
+  }
+  int col = err.pos - last_nl;
+  return std::to_string(line) + ":" + std::to_string(col) + ": parse error: " + err.msg;
+}
+
+ExprPtr ParseExprWithErrors(std::string_view input, std::vector<ParseError>* errors) {
+  Parser p(input);
+  return p.Run(errors);
+}
+
+Result<ExprPtr> ParseExpr(std::string_view input) {
+  std::vector<ParseError> errs;
+  ExprPtr e = ParseExprWithErrors(input, &errs);
+  if (!errs.empty()) return Status::InvalidArgument(FormatParseError(input, errs[0]));
+  return e;
+}
+
+Result<model::Matchers> ParseMetricSelector(std::string_view input) {
+  ASSIGN_OR_RETURN(ExprPtr e, ParseExpr(input));
+  if (e->kind != NodeKind::kVectorSelector || e->offset_ms != 0 || e->at != AtKind::kNone) {
+    return Status::InvalidArgument("1:1: parse error: expected series selector");
+  }
+  return std::move(e->matchers);
+}
+
+Result<std::string> Unquote(std::string_view q) {
+  if (q.size() < 2 || q.front() != q.back()) return Status::InvalidArgument("invalid syntax");
+  char quote = q.front();
+  std::string_view body = q.substr(1, q.size() - 2);
+  if (quote == '`') return std::string(body);
+  std::string out;
+  out.reserve(body.size());
+  auto append_utf8 = [&out](uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  };
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c == quote) return Status::InvalidArgument("invalid syntax");
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (++i >= body.size()) return Status::InvalidArgument("invalid syntax");
+    char e = body[i];
+    auto hex = [&](size_t n) -> Result<uint32_t> {
+      if (i + n >= body.size() + 0 && i + n > body.size() - 1 + 1) return Status::InvalidArgument("invalid syntax");
+      uint32_t v = 0;
+      for (size_t k = 1; k <= n; ++k) {
+        if (i + k >= body.size()) return Status::InvalidArgument("invalid syntax");
+        char h = body[i + k];
+        int d = std::isdigit(static_cast<unsigned char>(h)) ? h - '0'
+                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+        if (d < 0) return Status::InvalidArgument("invalid syntax");
+        v = v * 16 + static_cast<uint32_t>(d);
+      }
+      i += n;
+      return v;
+    };
+    switch (e) {
+      case 'a': out += '\a'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'v': out += '\v'; break;
+      case '\\': out += '\\'; break;
+      case '\'': case '"':
+        if (e != quote) return Status::InvalidArgument("invalid syntax");
+        out += e;
+        break;
+      case 'x': {
+        ASSIGN_OR_RETURN(uint32_t v, hex(2));
+        out += static_cast<char>(v);
+        break;
+      }
+      case 'u': {
+        ASSIGN_OR_RETURN(uint32_t v, hex(4));
+        append_utf8(v);
+        break;
+      }
+      case 'U': {
+        ASSIGN_OR_RETURN(uint32_t v, hex(8));
+        if (v > 0x10FFFF) return Status::InvalidArgument("invalid syntax");
+        append_utf8(v);
+        break;
+      }
+      default:
+        if (e >= '0' && e <= '7') {
+          if (i + 2 >= body.size()) return Status::InvalidArgument("invalid syntax");
+          int v = 0;
+          for (int k = 0; k < 3; ++k) {
+            char o = body[i + k];
+            if (o < '0' || o > '7') return Status::InvalidArgument("invalid syntax");
+            v = v * 8 + (o - '0');
+          }
+          if (v > 255) return Status::InvalidArgument("invalid syntax");
+          out += static_cast<char>(v);
+          i += 2;
+          break;
+        }
+        return Status::InvalidArgument("invalid syntax");
+    }
+  }
+  return out;
+}
+
+Result<int64_t> ParseDuration(std::string_view s) {
+  if (s == "0") return int64_t{0};
+  int64_t total = 0;
+  size_t i = 0;
+  int last_rank = 100;
+  if (s.empty()) return Status::InvalidArgument("empty duration string");
+  while (i < s.size()) {
+    size_t j = i;
+    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+    if (j == i) return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
+    int64_t n = std::strtoll(std::string(s.substr(i, j - i)).c_str(), nullptr, 10);
+    int64_t unit;
+    int rank;
+    size_t ulen = 1;
+    if (s.compare(j, 2, "ms") == 0) {
+      unit = 1, rank = 0, ulen = 2;
+    } else if (j < s.size()) {
+      switch (s[j]) {
+        case 's': unit = 1000, rank = 1; break;
+        case 'm': unit = 60'000, rank = 2; break;
+        case 'h': unit = 3'600'000, rank = 3; break;
+        case 'd': unit = 86'400'000, rank = 4; break;
+        case 'w': unit = 7 * 86'400'000LL, rank = 5; break;
+        case 'y': unit = 365 * 86'400'000LL, rank = 6; break;
+        default: return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
+      }
+    } else {
+      return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
+    }
+    if (rank >= last_rank) return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
+    last_rank = rank;
+    total += n * unit;
+    i = j + ulen;
+  }
+  return total;
+}
+
+std::string FormatDuration(int64_t ms) {
+  if (ms == 0) return "0s";
+  std::string out;
+  if (ms < 0) {
+    out = "-";
+    ms = -ms;
+  }
+  struct U {
+    int64_t n;
+    const char* s;
+  };
+  static const U units[] = {{365 * 86'400'000LL, "y"}, {7 * 86'400'000LL, "w"}, {86'400'000, "d"}, {3'600'000, "h"},
+                            {60'000, "m"},            {1000, "s"},              {1, "ms"}};
+  for (const auto& u : units) {
+    if (ms >= u.n) {
+      out += std::to_string(ms / u.n) + u.s;
+      ms %= u.n;
+    }
+  }
+  return out;
+}
+
+}  // namespace trainwatch::promql::parser

@@ -1,0 +1,249 @@
+// AST helpers and the canonical printer (Prometheus's Expr.String()).
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "promql/parser/ast.h"
+#include "promql/parser/functions.h"
+#include "promql/parser/parse.h"
+
+namespace trainwatch::promql::parser {
+
+const char* TypeName(Type t) {
+  switch (t) {
+    case Type::kNone: return "none";
+    case Type::kScalar: return "scalar";
+    case Type::kVector: return "instant vector";
+    case Type::kMatrix: return "range vector";
+    case Type::kString: return "string";
+  }
+  return "?";
+}
+
+const char* BinOpString(BinOp op) {
+  switch (op) {
+    case BinOp::kAdd: return "+";
+    case BinOp::kSub: return "-";
+    case BinOp::kMul: return "*";
+    case BinOp::kDiv: return "/";
+    case BinOp::kMod: return "%";
+    case BinOp::kPow: return "^";
+    case BinOp::kAtan2: return "atan2";
+    case BinOp::kEql: return "==";
+    case BinOp::kNeq: return "!=";
+    case BinOp::kGtr: return ">";
+    case BinOp::kLss: return "<";
+    case BinOp::kGte: return ">=";
+    case BinOp::kLte: return "<=";
+    case BinOp::kAnd: return "and";
+    case BinOp::kOr: return "or";
+    case BinOp::kUnless: return "unless";
+  }
+  return "?";
+}
+
+bool IsComparison(BinOp op) {
+  return op == BinOp::kEql || op == BinOp::kNeq || op == BinOp::kGtr || op == BinOp::kLss || op == BinOp::kGte ||
+         op == BinOp::kLte;
+}
+bool IsSetOp(BinOp op) { return op == BinOp::kAnd || op == BinOp::kOr || op == BinOp::kUnless; }
+
+const char* AggOpString(AggOp op) {
+  switch (op) {
+    case AggOp::kSum: return "sum";
+    case AggOp::kAvg: return "avg";
+    case AggOp::kCount: return "count";
+    case AggOp::kMin: return "min";
+    case AggOp::kMax: return "max";
+    case AggOp::kGroup: return "group";
+    case AggOp::kStddev: return "stddev";
+    case AggOp::kStdvar: return "stdvar";
+    case AggOp::kTopk: return "topk";
+    case AggOp::kBottomk: return "bottomk";
+    case AggOp::kCountValues: return "count_values";
+    case AggOp::kQuantile: return "quantile";
+    case AggOp::kLimitk: return "limitk";
+    case AggOp::kLimitRatio: return "limit_ratio";
+  }
+  return "?";
+}
+
+Type Expr::type() const {
+  switch (kind) {
+    case NodeKind::kNumber: return Type::kScalar;
+    case NodeKind::kString: return Type::kString;
+    case NodeKind::kVectorSelector: return Type::kVector;
+    case NodeKind::kMatrixSelector: return Type::kMatrix;
+    case NodeKind::kSubquery: return Type::kMatrix;
+    case NodeKind::kCall: return func->return_type;
+    case NodeKind::kAggregate: return Type::kVector;
+    case NodeKind::kBinary: {
+      Type l = args[0]->type(), r = args[1]->type();
+      return (l == Type::kScalar && r == Type::kScalar) ? Type::kScalar : Type::kVector;
+    }
+    case NodeKind::kUnary:
+    case NodeKind::kParen:
+    case NodeKind::kStepInvariant:
+      return args[0]->type();
+  }
+  return Type::kNone;
+}
+
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string FormatNumber(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Inf" : "-Inf";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  // Shortest round-trip representation.
+  for (int prec = 1; prec <= 17; ++prec) {
+    char b2[64];
+    std::snprintf(b2, sizeof(b2), "%.*g", prec, v);
+    if (std::strtod(b2, nullptr) == v) return b2;
+  }
+  return buf;
+}
+
+std::string JoinLabels(const std::vector<std::string>& ls) {
+  std::string out;
+  for (size_t i = 0; i < ls.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += ls[i];
+  }
+  return out;
+}
+
+std::string AtOffset(const Expr& e) {
+  std::string out;
+  switch (e.at) {
+    case AtKind::kNone: break;
+    case AtKind::kStart: out += " @ start()"; break;
+    case AtKind::kEnd: out += " @ end()"; break;
+    case AtKind::kValue: {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), " @ %.3f", static_cast<double>(e.at_ms) / 1000.0);
+      out += buf;
+      break;
+    }
+  }
+  if (e.offset_ms > 0) out += " offset " + FormatDuration(e.offset_ms);
+  if (e.offset_ms < 0) out += " offset -" + FormatDuration(-e.offset_ms);
+  return out;
+}
+
+std::string SelectorString(const Expr& e) {
+  std::string out = e.name;
+  std::string ms;
+  bool skipped_name = false;
+  for (const auto& m : e.matchers) {
+    if (!skipped_name && !e.name.empty() && m.name() == "__name__" && m.type() == model::MatchType::kEqual &&
+        m.value() == e.name) {
+      skipped_name = true;
+      continue;
+    }
+    if (!ms.empty()) ms += ", ";
+    const char* op = m.type() == model::MatchType::kEqual      ? "="
+                     : m.type() == model::MatchType::kNotEqual ? "!="
+                     : m.type() == model::MatchType::kRegex    ? "=~"
+                                                               : "!~";
+    ms += m.name() + op + Quote(m.value());
+  }
+  if (!ms.empty() || out.empty()) out += "{" + ms + "}";
+  return out;
+}
+
+}  // namespace
+
+std::string Expr::String() const {
+  switch (kind) {
+    case NodeKind::kNumber: return FormatNumber(number);
+    case NodeKind::kString: return Quote(str);
+    case NodeKind::kVectorSelector: return SelectorString(*this) + AtOffset(*this);
+    case NodeKind::kMatrixSelector:
+      return SelectorString(*args[0]) + "[" + FormatDuration(range_ms) + "]" + AtOffset(*args[0]);
+    case NodeKind::kSubquery:
+      return args[0]->String() + "[" + FormatDuration(range_ms) + ":" + (step_ms ? FormatDuration(step_ms) : "") +
+             "]" + AtOffset(*this);
+    case NodeKind::kCall: {
+      std::string out = std::string(func->name) + "(";
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (i > 0) out += ", ";
+        out += args[i]->String();
+      }
+      return out + ")";
+    }
+    case NodeKind::kAggregate: {
+      std::string out = AggOpString(agg);
+      if (has_grouping) out += std::string(without ? " without (" : " by (") + JoinLabels(grouping) + ") ";
+      out += "(";
+      if (args.size() > 1) out += args[1]->String() + ", ";
+      return out + args[0]->String() + ")";
+    }
+    case NodeKind::kBinary: {
+      std::string out = args[0]->String() + " " + BinOpString(op);
+      if (return_bool) out += " bool";
+      if (matching.explicit_matching) {
+        out += std::string(matching.on ? " on (" : " ignoring (") + JoinLabels(matching.matching_labels) + ")";
+      }
+      if (matching.card == Cardinality::kManyToOne) out += " group_left (" + JoinLabels(matching.include) + ")";
+      if (matching.card == Cardinality::kOneToMany) out += " group_right (" + JoinLabels(matching.include) + ")";
+      return out + " " + args[1]->String();
+    }
+    case NodeKind::kUnary: return "-" + args[0]->String();
+    case NodeKind::kParen: return "(" + args[0]->String() + ")";
+    case NodeKind::kStepInvariant: return args[0]->String();
+  }
+  return "";
+}
+
+std::unique_ptr<Expr> Expr::Clone() const {
+  auto e = std::make_unique<Expr>(kind);
+  e->pos_start = pos_start;
+  e->pos_end = pos_end;
+  e->number = number;
+  e->str = str;
+  e->name = name;
+  e->matchers = matchers;
+  e->offset_ms = offset_ms;
+  e->at = at;
+  e->at_ms = at_ms;
+  e->range_ms = range_ms;
+  e->step_ms = step_ms;
+  e->func = func;
+  e->agg = agg;
+  e->grouping = grouping;
+  e->without = without;
+  e->has_grouping = has_grouping;
+  e->op = op;
+  e->return_bool = return_bool;
+  e->matching = matching;
+  e->negative = negative;
+  for (const auto& a : args) e->args.push_back(a->Clone());
+  return e;
+}
+
+}  // namespace trainwatch::promql::parser

@@ -1,0 +1,537 @@
+#include "promql/promqltest/test_runner.h"
+
+#include <re2/re2.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "model/sample.h"
+#include "promql/parser/parse.h"
+#include "promql/promqltest/test_storage.h"
+
+namespace trainwatch::promql::promqltest {
+
+namespace {
+
+std::string Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+std::vector<std::string> Fields(std::string_view s) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(s)};
+  std::string f;
+  while (in >> f) out.push_back(f);
+  return out;
+}
+
+bool ParseNum(const std::string& s0, double* out) {
+  std::string s = s0;
+  if (s.empty()) return false;
+  std::string l;
+  for (char c : s) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string body = l;
+  double sign = 1;
+  if (body[0] == '+' || body[0] == '-') {
+    if (body[0] == '-') sign = -1;
+    body = body.substr(1);
+  }
+  if (body == "inf") {
+    *out = sign * INFINITY;
+    return true;
+  }
+  if (body == "nan") {
+    *out = NAN;
+    return true;
+  }
+  if (body.size() > 2 && body[0] == '0' && body[1] == 'x') {
+    char* e = nullptr;
+    unsigned long long v = std::strtoull(body.c_str() + 2, &e, 16);
+    if (*e != 0) return false;
+    *out = sign * static_cast<double>(v);
+    return true;
+  }
+  char* e = nullptr;
+  double v = std::strtod(body.c_str(), &e);
+  if (e == body.c_str() || *e != 0) return false;
+  if (!(std::isdigit(static_cast<unsigned char>(body[0])) || body[0] == '.')) return false;
+  *out = sign * v;
+  return true;
+}
+
+struct Item {
+  bool present;
+  double v;
+};
+
+// Expands one value item; returns false on syntax it cannot handle.
+bool ExpandItem(const std::string& it, std::vector<Item>* out, bool* histogram) {
+  if (it.find("{{") != std::string::npos) {
+    *histogram = true;
+    return true;
+  }
+  if (it == "_") {
+    out->push_back({false, 0});
+    return true;
+  }
+  if (it == "stale") {
+    out->push_back({true, model::StaleNaN()});
+    return true;
+  }
+  size_t x = it.rfind('x');
+  if (x != std::string::npos && x > 0 && x + 1 < it.size()) {
+    std::string head = it.substr(0, x);
+    long n = std::strtol(it.c_str() + x + 1, nullptr, 10);
+    if (head == "_") {
+      for (long i = 0; i < n; ++i) out->push_back({false, 0});
+      return true;
+    }
+    // a+b or a-b (sign of a optional)
+    size_t op = std::string::npos;
+    for (size_t i = 1; i < head.size(); ++i) {
+      if ((head[i] == '+' || head[i] == '-') && head[i - 1] != 'e' && head[i - 1] != 'E') {
+        op = i;
+        break;
+      }
+    }
+    double a, b = 0;
+    if (op == std::string::npos) {
+      if (!ParseNum(head, &a)) return false;
+    } else {
+      if (!ParseNum(head.substr(0, op), &a) || !ParseNum(head.substr(op + 1), &b)) return false;
+      if (head[op] == '-') b = -b;
+    }
+    for (long i = 0; i <= n; ++i) out->push_back({true, a + b * static_cast<double>(i)});
+    return true;
+  }
+  double v;
+  if (!ParseNum(it, &v)) return false;
+  out->push_back({true, v});
+  return true;
+}
+
+// Parses `name{a="b"}` (or `{__name__="x"}`), returning the rest of the line.
+bool ParseSeriesDesc(const std::string& line, model::Labels* labels, std::string* rest) {
+  size_t i = 0;
+  std::vector<model::Label> ls;
+  while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' || line[i] == ':')) ++i;
+  if (i > 0) ls.push_back({"__name__", line.substr(0, i)});
+  if (i < line.size() && line[i] == '{') {
+    ++i;
+    for (;;) {
+      while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
+      if (i >= line.size()) return false;
+      if (line[i] == '}') {
+        ++i;
+        break;
+      }
+      std::string name;
+      if (line[i] == '"') {
+        size_t j = i + 1;
+        while (j < line.size() && line[j] != '"') j += line[j] == '\\' ? 2 : 1;
+        auto u = parser::Unquote(line.substr(i, j + 1 - i));
+        if (!u.ok()) return false;
+        name = *u;
+        i = j + 1;
+      } else {
+        size_t j = i;
+        while (j < line.size() && (std::isalnum(static_cast<unsigned char>(line[j])) || line[j] == '_')) ++j;
+        name = line.substr(i, j - i);
+        i = j;
+      }
+      while (i < line.size() && line[i] == ' ') ++i;
+      if (i >= line.size() || line[i] != '=') return false;
+      ++i;
+      while (i < line.size() && line[i] == ' ') ++i;
+      if (i >= line.size() || line[i] != '"') return false;
+      size_t j = i + 1;
+      while (j < line.size() && line[j] != '"') j += line[j] == '\\' ? 2 : 1;
+      auto u = parser::Unquote(line.substr(i, j + 1 - i));
+      if (!u.ok()) return false;
+      ls.push_back({name, *u});
+      i = j + 1;
+    }
+  } else if (i == 0) {
+    return false;
+  }
+  std::vector<model::Label> clean;
+  for (auto& l : ls) {
+    bool dup = false;
+    for (auto& c : clean) {
+      if (c.name == l.name) {
+        c.value = l.value;
+        dup = true;
+      }
+    }
+    if (!dup) clean.push_back(l);
+  }
+  *labels = model::Labels(std::move(clean));
+  *rest = line.substr(i);
+  return true;
+}
+
+bool AlmostEqual(double a, double b) {
+  if (model::IsStaleNaN(a) || model::IsStaleNaN(b)) return model::IsStaleNaN(a) && model::IsStaleNaN(b);
+  if (std::isnan(a) && std::isnan(b)) return true;
+  if (a == b) return true;
+  constexpr double kMinNormal = 2.2250738585072014e-308;
+  double abs_sum = std::fabs(a) + std::fabs(b);
+  double diff = std::fabs(a - b);
+  if (a == 0 || b == 0 || abs_sum < kMinNormal) return diff < 1e-6 * kMinNormal;
+  return diff / std::fmin(abs_sum, 1.7976931348623157e308) < 1e-6;
+}
+
+std::string Fmt(double v) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.17g", v);
+  return b;
+}
+
+struct ExpectedSeries {
+  model::Labels labels;
+  std::vector<Item> items;
+};
+
+struct EvalCmd {
+  int line = 0;
+  bool range = false;
+  int64_t at = 0, start = 0, end = 0, step = 0;
+  std::string expr;
+  bool expect_fail = false;
+  std::string fail_msg, fail_regex;
+  bool ordered = false;
+  bool has_scalar = false;
+  double scalar = 0;
+  bool expect_string = false;
+  std::string str;
+  bool expect_matrix = false;
+  int64_t m_start = 0, m_end = 0, m_step = 0;
+  std::vector<ExpectedSeries> series;
+  bool histogram = false;
+  std::string bad;  // unparseable expectation
+};
+
+int64_t Dur(const std::string& s) {
+  auto d = parser::ParseDuration(s);
+  if (!d.ok()) {
+    double v;
+    if (ParseNum(s, &v)) return static_cast<int64_t>(v * 1000);
+    return 0;
+  }
+  return *d;
+}
+
+std::string CheckResult(const EvalCmd& c, const QueryResult& res) {
+  if (c.expect_string) {
+    if (res.type != ValueType::kString) return "expected string result";
+    return res.str == c.str ? "" : "expected string \"" + c.str + "\", got \"" + res.str + "\"";
+  }
+  if (c.has_scalar) {
+    if (c.range) {
+      if (res.type != ValueType::kMatrix || res.matrix.size() != 1) return "expected scalar matrix";
+    } else {
+      if (res.type != ValueType::kScalar) return "expected scalar result";
+      return AlmostEqual(res.scalar.v, c.scalar) ? "" : "expected scalar " + Fmt(c.scalar) + ", got " + Fmt(res.scalar.v);
+    }
+  }
+  if (c.range || c.expect_matrix) {
+    if (res.type != ValueType::kMatrix) {
+      if (c.series.empty() && res.type == ValueType::kVector && res.vector.empty()) return "";
+      return "expected matrix result";
+    }
+    int64_t start = c.range ? c.start : c.m_start;
+    int64_t step = c.range ? c.step : c.m_step;
+    std::map<model::Labels, std::vector<Point>> want;
+    for (const auto& s : c.series) {
+      auto& pts = want[s.labels];
+      for (size_t i = 0; i < s.items.size(); ++i) {
+        if (s.items[i].present) pts.push_back({start + static_cast<int64_t>(i) * step, s.items[i].v});
+      }
+    }
+    if (c.has_scalar) return "";  // range scalar: lenient
+    for (size_t i = 1; i < res.matrix.size(); ++i) {
+      if (!(res.matrix[i - 1].labels < res.matrix[i].labels)) return "matrix not sorted by labels";
+    }
+    size_t nonempty = 0;
+    for (const auto& s : res.matrix) {
+      if (s.points.empty()) continue;
+      ++nonempty;
+      auto it = want.find(s.labels);
+      if (it == want.end()) return "unexpected series " + s.labels.ToString();
+      if (it->second.size() != s.points.size()) {
+        return "series " + s.labels.ToString() + ": expected " + std::to_string(it->second.size()) + " points, got " +
+               std::to_string(s.points.size());
+      }
+      for (size_t i = 0; i < s.points.size(); ++i) {
+        if (s.points[i].t != it->second[i].t || !AlmostEqual(s.points[i].v, it->second[i].v)) {
+          return "series " + s.labels.ToString() + ": point " + std::to_string(i) + " expected " +
+                 Fmt(it->second[i].v) + "@" + std::to_string(it->second[i].t) + ", got " + Fmt(s.points[i].v) + "@" +
+                 std::to_string(s.points[i].t);
+        }
+      }
+    }
+    size_t want_nonempty = 0;
+    for (const auto& [l, p] : want) want_nonempty += p.empty() ? 0 : 1;
+    if (nonempty != want_nonempty) {
+      return "expected " + std::to_string(want_nonempty) + " series, got " + std::to_string(nonempty);
+    }
+    return "";
+  }
+  if (res.type != ValueType::kVector) {
+    if (c.series.empty() && res.type == ValueType::kMatrix && res.matrix.empty()) return "";
+    return "expected instant vector result";
+  }
+  if (res.vector.size() != c.series.size()) {
+    std::string got;
+    for (const auto& s : res.vector) got += " " + s.labels.ToString() + "=" + Fmt(s.v);
+    return "expected " + std::to_string(c.series.size()) + " samples, got " + std::to_string(res.vector.size()) + ":" +
+           got;
+  }
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const auto& e = c.series[i];
+    if (e.items.size() != 1) return "bad expectation";
+    const VectorSample* found = nullptr;
+    if (c.ordered) {
+      if (res.vector[i].labels == e.labels) found = &res.vector[i];
+      if (!found) return "order mismatch at " + std::to_string(i) + ": expected " + e.labels.ToString();
+    } else {
+      for (const auto& s : res.vector) {
+        if (s.labels == e.labels) found = &s;
+      }
+    }
+    if (!found) return "missing series " + e.labels.ToString();
+    if (!AlmostEqual(found->v, e.items[0].v)) {
+      return "series " + e.labels.ToString() + ": expected " + Fmt(e.items[0].v) + ", got " + Fmt(found->v);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+FileResult RunScript(std::string_view name, std::string_view content) {
+  FileResult fr;
+  fr.name = std::string(name);
+  std::vector<std::string> lines;
+  {
+    std::istringstream in{std::string(content)};
+    std::string l;
+    while (std::getline(in, l)) {
+      std::string t = Trim(l);
+      if (!t.empty() && t[0] == '#') t.clear();
+      lines.push_back(t);
+    }
+  }
+  TestStorage db;
+  std::set<std::string> hist_names;
+  EngineOptions opts;
+  opts.max_samples = 10000;
+  opts.timeout_ms = 100'000;
+  Engine engine(opts);
+  static const RE2 kIdent("([a-zA-Z_:][a-zA-Z0-9_:]*)");
+  size_t i = 0;
+  while (i < lines.size()) {
+    if (lines[i].empty()) {
+      ++i;
+      continue;
+    }
+    int lineno = static_cast<int>(i) + 1;
+    std::vector<std::string> f = Fields(lines[i]);
+    std::string kw = f[0];
+    for (char& ch : kw) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    size_t block_end = i + 1;
+    while (block_end < lines.size() && !lines[block_end].empty()) ++block_end;
+    if (kw == "clear") {
+      db.Clear();
+      hist_names.clear();
+      ++i;
+      continue;
+    }
+    if (kw.starts_with("load")) {
+      int64_t step = f.size() > 1 ? Dur(f[1]) : 0;
+      bool nhcb = kw == "load_with_nhcb";
+      for (size_t j = i + 1; j < block_end; ++j) {
+        model::Labels l;
+        std::string rest;
+        const std::string& line = lines[j];
+        if (!ParseSeriesDesc(line, &l, &rest)) continue;
+        if (rest.starts_with("@st")) continue;
+        std::vector<Item> items;
+        bool hist = false;
+        for (const auto& it : Fields(rest)) {
+          if (!ExpandItem(it, &items, &hist)) break;
+        }
+        if (hist || rest.find("{{") != std::string::npos) {
+          hist_names.insert(std::string(l.MetricName()));
+          continue;
+        }
+        if (nhcb) {
+          std::string n(l.MetricName());
+          for (const char* suf : {"_bucket", "_count", "_sum"}) {
+            if (n.ends_with(suf)) hist_names.insert(n.substr(0, n.size() - std::string_view(suf).size()));
+          }
+        }
+        for (size_t k = 0; k < items.size(); ++k) {
+          if (items[k].present) db.Add(l, static_cast<int64_t>(k) * step, items[k].v);
+        }
+      }
+      i = block_end;
+      continue;
+    }
+    if (!kw.starts_with("eval")) {
+      fr.failed++;
+      fr.failures.push_back("line " + std::to_string(lineno) + ": unknown command " + f[0]);
+      i = block_end;
+      continue;
+    }
+    EvalCmd c;
+    c.line = lineno;
+    if (kw == "eval_fail") c.expect_fail = true;
+    if (kw == "eval_ordered") c.ordered = true;
+    // Header: eval instant at T expr | eval range from S to E step D expr
+    std::string header = lines[i];
+    size_t pos = 0;
+    auto next_word = [&]() {
+      while (pos < header.size() && header[pos] == ' ') ++pos;
+      size_t b = pos;
+      while (pos < header.size() && header[pos] != ' ' && header[pos] != '\t') ++pos;
+      return header.substr(b, pos - b);
+    };
+    next_word();
+    std::string mode = next_word();
+    if (mode == "instant") {
+      next_word();  // at
+      c.at = Dur(next_word());
+    } else {
+      c.range = true;
+      next_word();  // from
+      c.start = Dur(next_word());
+      next_word();  // to
+      c.end = Dur(next_word());
+      next_word();  // step
+      c.step = Dur(next_word());
+    }
+    c.expr = Trim(header.substr(pos));
+    for (size_t j = i + 1; j < block_end; ++j) {
+      const std::string& l = lines[j];
+      if (l.starts_with("expect ")) {
+        std::string r = Trim(l.substr(7));
+        if (r.starts_with("fail")) {
+          c.expect_fail = true;
+          std::string m = Trim(r.substr(4));
+          if (m.starts_with("msg:")) c.fail_msg = Trim(m.substr(4));
+          if (m.starts_with("regex:")) c.fail_regex = Trim(m.substr(6));
+        } else if (r.starts_with("ordered")) {
+          c.ordered = true;
+        } else if (r.starts_with("range vector")) {
+          auto w = Fields(r);
+          c.expect_matrix = true;
+          c.m_start = Dur(w[3]);
+          c.m_end = Dur(w[5]);
+          c.m_step = Dur(w[7]);
+        } else if (r.starts_with("string")) {
+          c.expect_string = true;
+          auto u = parser::Unquote(Trim(r.substr(6)));
+          c.str = u.ok() ? *u : "";
+        }
+        continue;
+      }
+      if (l.starts_with("expected_fail_message")) {
+        c.fail_msg = Trim(l.substr(21));
+        continue;
+      }
+      if (l.starts_with("expected_fail_regexp")) {
+        c.fail_regex = Trim(l.substr(20));
+        continue;
+      }
+      double v;
+      if (ParseNum(l, &v)) {
+        c.has_scalar = true;
+        c.scalar = v;
+        continue;
+      }
+      if (l.find("{{") != std::string::npos) c.histogram = true;
+      ExpectedSeries es;
+      std::string rest;
+      if (!ParseSeriesDesc(l, &es.labels, &rest)) {
+        c.bad = "cannot parse expectation: " + l;
+        continue;
+      }
+      bool h = false;
+      for (const auto& it : Fields(rest)) {
+        if (!ExpandItem(it, &es.items, &h)) c.bad = "cannot parse item " + it;
+      }
+      if (h) c.histogram = true;
+      c.series.push_back(std::move(es));
+    }
+    i = block_end;
+    // Skip native histograms.
+    bool uses_hist = c.histogram;
+    if (!uses_hist && !hist_names.empty()) {
+      re2::StringPiece in(c.expr);
+      std::string id;
+      while (RE2::FindAndConsume(&in, kIdent, &id)) {
+        if (hist_names.count(id)) uses_hist = true;
+      }
+    }
+    if (uses_hist) {
+      fr.skipped++;
+      fr.skips.push_back("line " + std::to_string(lineno) + ": native histograms");
+      continue;
+    }
+    auto fail = [&](const std::string& why) {
+      fr.failed++;
+      fr.failures.push_back("line " + std::to_string(lineno) + ": " + c.expr + ": " + why);
+    };
+    if (!c.bad.empty()) {
+      fail(c.bad);
+      continue;
+    }
+    Result<QueryResult> res = c.range ? engine.Range(db, c.expr, c.start, c.end, c.step) : engine.Instant(db, c.expr, c.at);
+    if (c.expect_fail) {
+      if (res.ok()) {
+        fail("expected error, got success");
+        continue;
+      }
+      const std::string& msg = res.error().message();
+      if (!c.fail_msg.empty() && msg != c.fail_msg) {
+        fail("expected error \"" + c.fail_msg + "\", got \"" + msg + "\"");
+        continue;
+      }
+      if (!c.fail_regex.empty() && !RE2::PartialMatch(msg, c.fail_regex)) {
+        fail("error \"" + msg + "\" does not match " + c.fail_regex);
+        continue;
+      }
+      fr.passed++;
+      continue;
+    }
+    if (!res.ok()) {
+      fail("unexpected error: " + res.error().ToString());
+      continue;
+    }
+    std::string why = CheckResult(c, *res);
+    if (!why.empty()) {
+      fail(why);
+      continue;
+    }
+    fr.passed++;
+  }
+  return fr;
+}
+
+Result<FileResult> RunFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("open " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  return RunScript(name, ss.str());
+}
+
+}  // namespace trainwatch::promql::promqltest
