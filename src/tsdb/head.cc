@@ -161,12 +161,29 @@ static int64_t BlockEnd(int64_t t, int64_t block) {
 
 void Head::CloseOpenLocked(MemSeries* s) {
   if (!s->open) return;
-  s->open->Shrink();
   HeadChunk c;
   c.mint = s->open->MinTime();
   c.maxt = s->open->MaxTime();
   c.num_samples = s->open->NumSamples();
-  c.data = std::make_shared<const std::string>(s->open->Bytes());
+  // Closed chunks are immutable: re-encode them with the dense codec when
+  // that is smaller (about half of XOR on typical metrics), so the head
+  // holds recent data at close to on-disk density.
+  thread_local std::vector<int64_t> ts;
+  thread_local std::vector<double> vs;
+  thread_local std::string dense;
+  ts.clear();
+  vs.clear();
+  dense.clear();
+  std::string_view xor_bytes = s->open->Bytes();
+  if (opts_.dense_closed_chunks && chunkenc::DecodeAll(chunkenc::Encoding::kXor, xor_bytes, &ts, &vs).ok()) {
+    chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &dense);
+  }
+  if (!dense.empty() && dense.size() < xor_bytes.size()) {
+    c.enc = chunkenc::Encoding::kDense;
+    c.data = std::make_shared<const std::string>(dense);
+  } else {
+    c.data = std::make_shared<const std::string>(xor_bytes);
+  }
   s->closed.push_back(std::move(c));
   s->open.reset();
 }

@@ -80,6 +80,7 @@ struct SeriesSnapshot {
 struct HeadOptions {
   int64_t block_duration_ms = 2 * 3600 * 1000;
   uint32_t samples_per_chunk = 120;
+  bool dense_closed_chunks = true;  // re-encode closed chunks densely
 };
 
 class Head : public storage::Queryable {

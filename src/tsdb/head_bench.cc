@@ -3,6 +3,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <malloc.h>
+#include <unistd.h>
+
+#include <fstream>
+
 #include "tsdb/head.h"
 
 namespace trainwatch::tsdb {
@@ -20,6 +25,14 @@ std::vector<model::Labels> MakeSeries(int n) {
                                 {"modelName", "NVIDIA H100 80GB HBM3"}});
   }
   return out;
+}
+
+// Resident set size in bytes, from /proc/self/statm.
+double RssBytes() {
+  std::ifstream f("/proc/self/statm");
+  long pages = 0, rss = 0;
+  f >> pages >> rss;
+  return static_cast<double>(rss) * static_cast<double>(::sysconf(_SC_PAGESIZE));
 }
 
 // Append with labels (the import / remote_write path: series looked up by labels).
@@ -42,6 +55,8 @@ void BM_HeadMemoryPerSeries(benchmark::State& state) {
   const int n = 20000;
   auto series = MakeSeries(n);
   for (auto _ : state) {
+    ::malloc_trim(0);
+    double before = RssBytes();
     Head head(HeadOptions{});
     for (int64_t step = 0; step < 240; step++) {
       auto app = head.NewAppender();
@@ -50,6 +65,7 @@ void BM_HeadMemoryPerSeries(benchmark::State& state) {
     }
     state.counters["series"] = n;
     state.counters["chunks"] = static_cast<double>(head.NumChunks());
+    state.counters["rss_bytes_per_series"] = (RssBytes() - before) / n;
   }
 }
 BENCHMARK(BM_HeadMemoryPerSeries)->Iterations(1)->Unit(benchmark::kMillisecond);

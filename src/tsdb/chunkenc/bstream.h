@@ -105,8 +105,10 @@ class BitReader {
 // Gorilla XOR value coding with leading/trailing-zero window reuse, as in
 // Prometheus: '0' same value; '10' + bits inside the previous window;
 // '11' + 5-bit leading zeros + 6-bit significant bit count (0 = 64) + bits.
-// `leading` is 0xff until a window exists.
-inline void WriteXorValue(BitWriter* w, uint64_t prev, uint64_t cur, uint8_t* leading, uint8_t* trailing) {
+// `leading` is 0xff until a window exists. W is BitWriter or any writer with
+// WriteBit and WriteBits(v, n).
+template <typename W>
+inline void WriteXorValue(W* w, uint64_t prev, uint64_t cur, uint8_t* leading, uint8_t* trailing) {
   uint64_t x = prev ^ cur;
   if (x == 0) {
     w->WriteBit(false);

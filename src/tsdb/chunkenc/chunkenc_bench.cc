@@ -7,10 +7,12 @@
 // Real workload (when CHUNKENC_DATA names a file written by testdata_gen.py):
 // BM_Workload* report bytes/sample for XOR (120-sample chunks, like
 // Prometheus' head) and dense (one chunk per series and block), and the dense
-// decode speed; BM_WorkloadReport prints a per-metric table to stderr.
+// encode/decode speed; BM_WorkloadReport prints a per-metric table to stderr;
+// BM_WorkloadChunkSize/N gives dense bytes/sample for N-sample chunks.
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -241,6 +243,62 @@ void BM_WorkloadDecode(benchmark::State& state, Encoding enc) {
 }
 BENCHMARK_CAPTURE(BM_WorkloadDecode, xor, Encoding::kXor)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_WorkloadDecode, dense, Encoding::kDense)->Unit(benchmark::kMillisecond);
+
+// Encode speed over the whole workload: XOR in 120-sample chunks, dense one
+// chunk per series.
+void BM_WorkloadEncode(benchmark::State& state, Encoding enc) {
+  const auto* data = LoadWorkload();
+  if (data == nullptr) {
+    state.SkipWithError("set CHUNKENC_DATA to a file from testdata_gen.py");
+    return;
+  }
+  size_t samples = 0, bytes = 0;
+  std::string buf;
+  for (auto _ : state) {
+    samples = bytes = 0;
+    for (const Series& s : *data) {
+      bytes += enc == Encoding::kXor ? XorBytes(s) : DenseBytes(s, &buf);
+      samples += s.ts.size();
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * samples));
+  state.counters["B/sample"] = static_cast<double>(bytes) / static_cast<double>(samples);
+}
+BENCHMARK_CAPTURE(BM_WorkloadEncode, xor, Encoding::kXor)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_WorkloadEncode, dense, Encoding::kDense)->Unit(benchmark::kMillisecond);
+
+// Dense bytes/sample when each series is cut into chunks of state.range(0)
+// samples (the persisted-block chunk size). Needs series at least that long
+// (testdata_gen.py --duration 28800 gives 1920 samples at 15 s); the
+// "samples/chunk" counter shows the real average.
+void BM_WorkloadChunkSize(benchmark::State& state) {
+  const auto* data = LoadWorkload();
+  if (data == nullptr) {
+    state.SkipWithError("set CHUNKENC_DATA to a file from testdata_gen.py");
+    return;
+  }
+  const size_t per_chunk = static_cast<size_t>(state.range(0));
+  size_t samples = 0, bytes = 0, chunks = 0;
+  std::string out;
+  for (auto _ : state) {
+    samples = bytes = chunks = 0;
+    for (const Series& s : *data) {
+      for (size_t off = 0; off < s.ts.size(); off += per_chunk) {
+        size_t n = std::min(per_chunk, s.ts.size() - off);
+        out.clear();
+        EncodeDense(s.ts.data() + off, s.vs.data() + off, n, &out);
+        bytes += out.size();
+        chunks++;
+      }
+      samples += s.ts.size();
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * samples));
+  state.counters["B/sample"] = static_cast<double>(bytes) / static_cast<double>(samples);
+  state.counters["samples/chunk"] = static_cast<double>(samples) / static_cast<double>(chunks);
+}
+BENCHMARK(BM_WorkloadChunkSize)->Arg(120)->Arg(240)->Arg(480)->Arg(960)->Arg(1920)->Iterations(1)->Unit(
+    benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace trainwatch::chunkenc

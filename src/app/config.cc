@@ -1,0 +1,226 @@
+#include "app/config.h"
+
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include "base/file.h"
+
+namespace trainwatch::app {
+namespace {
+
+Status FieldError(std::string_view field, std::string_view msg) {
+  return Status::InvalidArgument(std::string(field) + ": " + std::string(msg));
+}
+
+std::string Mark(const YAML::Node& n) {
+  if (n.Mark().line < 0) return "";
+  return " (line " + std::to_string(n.Mark().line + 1) + ")";
+}
+
+// Every key of map `n` must be in `allowed`.
+Status CheckKeys(const YAML::Node& n, std::string_view where, const std::set<std::string, std::less<>>& allowed) {
+  if (!n.IsMap()) return FieldError(where, "expected a mapping" + Mark(n));
+  for (const auto& kv : n) {
+    std::string key = kv.first.as<std::string>();
+    if (!allowed.contains(key)) {
+      std::string msg = where.empty() ? "unknown top-level key \"" + key + "\"" + Mark(kv.first)
+                                      : std::string(where) + ": unknown field \"" + key + "\"" + Mark(kv.first);
+      return Status::InvalidArgument(msg);
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::string> Scalar(const YAML::Node& n, std::string_view field) {
+  if (!n.IsScalar()) return FieldError(field, "expected a string" + Mark(n));
+  return n.Scalar();
+}
+
+Result<int64_t> Duration(const YAML::Node& n, std::string_view field) {
+  ASSIGN_OR_RETURN(std::string s, Scalar(n, field));
+  auto d = ParseConfigDuration(s);
+  if (!d.ok()) return FieldError(field, d.error().message() + Mark(n));
+  return *d;
+}
+
+Status ParseGlobal(const YAML::Node& g, Config* c) {
+  if (!g || g.IsNull()) return Status::OK();
+  if (!g.IsMap()) return FieldError("global", "expected a mapping" + Mark(g));
+  if (g["scrape_interval"]) { ASSIGN_OR_RETURN(c->scrape_interval_ms, Duration(g["scrape_interval"], "global.scrape_interval")); }
+  if (g["scrape_timeout"]) { ASSIGN_OR_RETURN(c->scrape_timeout_ms, Duration(g["scrape_timeout"], "global.scrape_timeout")); }
+  if (g["evaluation_interval"]) {
+    ASSIGN_OR_RETURN(c->evaluation_interval_ms, Duration(g["evaluation_interval"], "global.evaluation_interval"));
+  }
+  if (g["external_labels"] && !g["external_labels"].IsMap() && !g["external_labels"].IsNull()) {
+    return FieldError("global.external_labels", "expected a mapping" + Mark(g["external_labels"]));
+  }
+  return Status::OK();
+}
+
+Status ParsePrometheusSections(const YAML::Node& root, Config* c) {
+  RETURN_IF_ERROR(ParseGlobal(root["global"], c));
+  if (auto sc = root["scrape_configs"]; sc && !sc.IsNull()) {
+    if (!sc.IsSequence()) return FieldError("scrape_configs", "expected a list" + Mark(sc));
+    for (size_t i = 0; i < sc.size(); i++) {
+      std::string where = "scrape_configs[" + std::to_string(i) + "]";
+      if (!sc[i].IsMap()) return FieldError(where, "expected a mapping" + Mark(sc[i]));
+      if (!sc[i]["job_name"] || !sc[i]["job_name"].IsScalar() || sc[i]["job_name"].Scalar().empty()) {
+        return FieldError(where + ".job_name", "missing or empty" + Mark(sc[i]));
+      }
+      for (std::string_view d : {"scrape_interval", "scrape_timeout"}) {
+        if (sc[i][std::string(d)]) RETURN_IF_ERROR(Duration(sc[i][std::string(d)], where + "." + std::string(d)).status());
+      }
+    }
+  }
+  if (auto rf = root["rule_files"]; rf && !rf.IsNull()) {
+    if (!rf.IsSequence()) return FieldError("rule_files", "expected a list" + Mark(rf));
+    for (size_t i = 0; i < rf.size(); i++) {
+      RETURN_IF_ERROR(Scalar(rf[i], "rule_files[" + std::to_string(i) + "]").status());
+    }
+  }
+  if (auto a = root["alerting"]; a && !a.IsNull() && !a.IsMap()) return FieldError("alerting", "expected a mapping" + Mark(a));
+  for (std::string_view list : {"remote_write", "remote_read"}) {
+    auto rw = root[std::string(list)];
+    if (!rw || rw.IsNull()) continue;
+    if (!rw.IsSequence()) return FieldError(list, "expected a list" + Mark(rw));
+    for (size_t i = 0; i < rw.size(); i++) {
+      std::string where = std::string(list) + "[" + std::to_string(i) + "]";
+      if (!rw[i].IsMap() || !rw[i]["url"]) return FieldError(where + ".url", "missing" + Mark(rw[i]));
+    }
+  }
+  return Status::OK();
+}
+
+Status ParseTrainwatch(const YAML::Node& t, Config* c) {
+  if (!t || t.IsNull()) return Status::OK();
+  RETURN_IF_ERROR(CheckKeys(t, "trainwatch", {"storage", "web"}));
+  if (auto s = t["storage"]; s && !s.IsNull()) {
+    RETURN_IF_ERROR(CheckKeys(s, "trainwatch.storage", {"data_dir", "retention_time", "retention_size", "wal_sync"}));
+    if (s["data_dir"]) {
+      ASSIGN_OR_RETURN(std::string d, Scalar(s["data_dir"], "trainwatch.storage.data_dir"));
+      if (d.empty()) return FieldError("trainwatch.storage.data_dir", "must not be empty");
+      c->storage.data_dir = d;
+    }
+    if (s["retention_time"]) {
+      ASSIGN_OR_RETURN(c->storage.retention_ms, Duration(s["retention_time"], "trainwatch.storage.retention_time"));
+    }
+    if (s["retention_size"]) {
+      ASSIGN_OR_RETURN(std::string v, Scalar(s["retention_size"], "trainwatch.storage.retention_size"));
+      auto b = ParseByteSize(v);
+      if (!b.ok()) return FieldError("trainwatch.storage.retention_size", b.error().message() + Mark(s["retention_size"]));
+      c->storage.retention_bytes = *b;
+    }
+    if (s["wal_sync"]) {
+      ASSIGN_OR_RETURN(std::string v, Scalar(s["wal_sync"], "trainwatch.storage.wal_sync"));
+      auto w = ParseWalSync(v);
+      if (!w.ok()) return FieldError("trainwatch.storage.wal_sync", w.error().message() + Mark(s["wal_sync"]));
+      c->storage.wal_sync = *w;
+    }
+  }
+  if (auto w = t["web"]; w && !w.IsNull()) {
+    RETURN_IF_ERROR(CheckKeys(w, "trainwatch.web", {"listen"}));
+    if (w["listen"]) { ASSIGN_OR_RETURN(c->listen, Scalar(w["listen"], "trainwatch.web.listen")); }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<int64_t> ParseConfigDuration(std::string_view s) {
+  // Prometheus's model.ParseDuration: units y w d h m s ms, largest first.
+  auto bad = [&] { return Status::InvalidArgument("invalid duration \"" + std::string(s) + "\""); };
+  if (s == "0") return int64_t{0};
+  if (s.empty()) return bad();
+  struct Unit {
+    std::string_view name;
+    int64_t ms;
+  };
+  static constexpr Unit kUnits[] = {{"y", 365LL * 86400000}, {"w", 7LL * 86400000}, {"d", 86400000}, {"h", 3600000},
+                                    {"m", 60000},            {"s", 1000},             {"ms", 1}};
+  int64_t total = 0;
+  size_t pos = 0;
+  int last = -1;
+  while (pos < s.size()) {
+    size_t start = pos;
+    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) pos++;
+    int64_t n = 0;
+    if (pos == start || std::from_chars(s.data() + start, s.data() + pos, n).ec != std::errc()) return bad();
+    int found = -1;
+    // "ms" before "m": try the longest unit name first.
+    if (s.substr(pos).starts_with("ms")) found = 6;
+    else {
+      for (int i = 0; i < 6; i++) {
+        if (s.substr(pos).starts_with(kUnits[i].name)) {
+          found = i;
+          break;
+        }
+      }
+    }
+    if (found <= last) return bad();
+    last = found;
+    pos += kUnits[found].name.size();
+    total += n * kUnits[found].ms;
+  }
+  return total;
+}
+
+Result<uint64_t> ParseByteSize(std::string_view s) {
+  auto bad = [&] { return Status::InvalidArgument("invalid size \"" + std::string(s) + "\""); };
+  size_t pos = 0;
+  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) pos++;
+  uint64_t n = 0;
+  if (pos == 0 || std::from_chars(s.data(), s.data() + pos, n).ec != std::errc()) return bad();
+  std::string unit(s.substr(pos));
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() == 3 && unit[1] == 'I' && unit[2] == 'B') unit = unit.substr(0, 1) + "B";  // KiB == KB
+  static const std::pair<std::string_view, int> kUnits[] = {{"", 0},   {"B", 0},   {"KB", 10}, {"MB", 20},
+                                                            {"GB", 30}, {"TB", 40}, {"PB", 50}, {"EB", 60}};
+  for (auto [name, shift] : kUnits) {
+    if (unit == name) {
+      if (shift > 0 && n > (UINT64_MAX >> shift)) return bad();
+      if (unit.empty() && n != 0) return bad();  // a bare number is ambiguous except 0
+      return n << shift;
+    }
+  }
+  return bad();
+}
+
+Result<tsdb::WalSync> ParseWalSync(std::string_view s) {
+  if (s == "per-request") return tsdb::WalSync::kPerRequest;
+  if (s == "interval") return tsdb::WalSync::kInterval;
+  return Status::InvalidArgument("invalid WAL sync mode \"" + std::string(s) + "\" (want per-request or interval)");
+}
+
+Result<Config> ParseConfig(std::string_view yaml) {
+  Config c;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("parse yaml: " + std::string(e.what()));
+  }
+  if (!root || root.IsNull()) return c;
+  try {
+    RETURN_IF_ERROR(CheckKeys(root, "",
+                              {"global", "alerting", "rule_files", "scrape_config_files", "scrape_configs", "storage",
+                               "tracing", "remote_write", "remote_read", "otlp", "runtime", "trainwatch"}));
+    RETURN_IF_ERROR(ParsePrometheusSections(root, &c));
+    RETURN_IF_ERROR(ParseTrainwatch(root["trainwatch"], &c));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string(e.what()));
+  }
+  c.prometheus = YAML::Clone(root);
+  c.prometheus.remove("trainwatch");
+  return c;
+}
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  std::string data;
+  RETURN_IF_ERROR(file::ReadFile(path, &data));
+  auto c = ParseConfig(data);
+  if (!c.ok()) return c.error().Annotate("config file " + path);
+  return c;
+}
+
+}  // namespace trainwatch::app

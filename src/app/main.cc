@@ -1,0 +1,20 @@
+// trainwatch: parse the command line, then run the chosen subcommand.
+#include <iostream>
+
+#include "app/flags.h"
+#include "app/serve.h"
+
+int main(int argc, char** argv) {
+  trainwatch::app::BlockTerminationSignals();
+  auto cl = trainwatch::app::ParseCommandLine(argc, argv);
+  if (!cl.ok()) {
+    std::cerr << "trainwatch: " << cl.error().message() << "\n";
+    return 2;
+  }
+  switch (cl->command) {
+    case trainwatch::app::CommandLine::Command::kServe: return trainwatch::app::RunServe(cl->serve);
+    case trainwatch::app::CommandLine::Command::kExit:
+    case trainwatch::app::CommandLine::Command::kNone: return cl->exit_code;
+  }
+  return 0;
+}

@@ -1,0 +1,171 @@
+#include "http/api.h"
+
+#include <exception>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "http/format.h"
+
+namespace trainwatch::http {
+
+Response ApiError(const Status& s) {
+  Response r;
+  std::string_view type = "execution";
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: r.status = 400; type = "bad_data"; break;
+    case StatusCode::kCancelled: r.status = 503; type = "timeout"; break;
+    case StatusCode::kUnavailable: r.status = 503; type = "unavailable"; break;
+    case StatusCode::kNotFound: r.status = 404; type = "not_found"; break;
+    case StatusCode::kResourceExhausted: r.status = 422; type = "execution"; break;
+    case StatusCode::kIOError:
+    case StatusCode::kCorruption: r.status = 500; type = "internal"; break;
+    default: r.status = 422; type = "execution"; break;
+  }
+  r.body = ErrorJson(type, s.message());
+  return r;
+}
+
+Response BadData(std::string msg) { return ApiError(Status::InvalidArgument(std::move(msg))); }
+
+Response Success(std::string_view data_json) {
+  Response r;
+  r.body.reserve(data_json.size() + 32);
+  r.body += "{\"status\":\"success\",\"data\":";
+  r.body += data_json;
+  r.body += '}';
+  return r;
+}
+
+static Response Text(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(body);
+  return r;
+}
+
+static Response MethodNotAllowed() { return Text(405, "method not allowed\n"); }
+
+Response Api::Handle(const Request& req) {
+  int64_t start = MonoNanos();
+  std::string_view handler = "other";
+  Response resp;
+  try {
+    resp = Route(req, &handler);
+  } catch (const std::exception& e) {
+    TW_LOG(Error, "http {} {}: {}", req.method, req.path, e.what());
+    resp = Response{};
+    resp.status = 500;
+    resp.body = ErrorJson("internal", std::string("internal error: ") + e.what());
+  }
+  metrics_.ObserveRequest(handler, resp.status, static_cast<double>(MonoNanos() - start) / 1e9);
+  TW_LOG(Debug, "http {} {} -> {}", req.method, req.path, resp.status);
+  return resp;
+}
+
+Response Api::Route(const Request& req, std::string_view* handler) {
+  const std::string& p = req.path;
+  bool get = req.method == "GET" || req.method == "HEAD";
+  bool post = req.method == "POST";
+  bool get_or_post = get || post;
+  struct Simple {
+    std::string_view path;
+    bool (*allowed)(bool get, bool post);
+    Response (Api::*fn)(const Request&);
+  };
+  static constexpr auto kGet = [](bool g, bool) { return g; };
+  static constexpr auto kPost = [](bool, bool p) { return p; };
+  static constexpr auto kAny = [](bool g, bool p) { return g || p; };
+  static const Simple kRoutes[] = {
+      {"/-/healthy", kGet, &Api::Healthy},
+      {"/-/ready", kGet, &Api::Ready},
+      {"/api/v1/import/prometheus", kPost, &Api::Import},
+      {"/api/v1/export", kAny, &Api::Export},
+      {"/api/v1/admin/tsdb/flush", kPost, &Api::Flush},
+      {"/api/v1/query", kAny, &Api::Query},
+      {"/api/v1/query_range", kAny, &Api::QueryRange},
+      {"/api/v1/labels", kAny, &Api::Labels},
+      {"/api/v1/series", kAny, &Api::Series},
+      {"/api/v1/status/buildinfo", kGet, &Api::BuildInfoHandler},
+      {"/api/v1/status/tsdb", kGet, &Api::TsdbStatus},
+      {"/metrics", kGet, &Api::MetricsHandler},
+  };
+  for (const Simple& r : kRoutes) {
+    if (p != r.path) continue;
+    *handler = r.path;
+    if (!r.allowed(get, post)) return MethodNotAllowed();
+    return (this->*r.fn)(req);
+  }
+  constexpr std::string_view kLabel = "/api/v1/label/", kValues = "/values";
+  if (p.size() > kLabel.size() + kValues.size() && p.starts_with(kLabel) && p.ends_with(kValues)) {
+    *handler = "/api/v1/label/:name/values";
+    if (!get_or_post) return MethodNotAllowed();
+    return LabelValues(req, std::string_view(p).substr(kLabel.size(), p.size() - kLabel.size() - kValues.size()));
+  }
+  Response r = Text(404, "404 page not found\n");
+  return r;
+}
+
+Response Api::Healthy(const Request&) { return Text(200, "trainwatch is Healthy.\n"); }
+Response Api::Ready(const Request&) { return Text(200, "trainwatch is Ready.\n"); }
+
+Response Api::Flush(const Request&) {
+  Status s = deps_.db->Flush();
+  if (!s.ok()) {
+    TW_LOG(Error, "flush: {}", s.ToString());
+    Response r;
+    r.status = 500;
+    r.body = ErrorJson("internal", "flush: " + s.message());
+    return r;
+  }
+  Response r;
+  r.status = 204;
+  r.content_type.clear();
+  return r;
+}
+
+Response Api::BuildInfoHandler(const Request&) {
+  const BuildInfo& b = deps_.build;
+  std::string d = "{\"version\":";
+  AppendJsonString(&d, b.version);
+  d += ",\"revision\":";
+  AppendJsonString(&d, b.revision);
+  d += ",\"branch\":";
+  AppendJsonString(&d, b.branch);
+  d += ",\"buildUser\":";
+  AppendJsonString(&d, b.build_user);
+  d += ",\"buildDate\":";
+  AppendJsonString(&d, b.build_date);
+  d += ",\"goVersion\":";
+  AppendJsonString(&d, b.go_version);
+  d += '}';
+  return Success(d);
+}
+
+Response Api::TsdbStatus(const Request&) {
+  tsdb::Stats s = deps_.db->GetStats();
+  std::string d = "{\"headStats\":{\"numSeries\":" + std::to_string(s.head_series) +
+                  ",\"numLabelPairs\":0,\"chunkCount\":" + std::to_string(s.head_chunks) +
+                  ",\"minTime\":" + std::to_string(s.head_min_time) + ",\"maxTime\":" + std::to_string(s.head_max_time) +
+                  "},\"seriesCountByMetricName\":[";
+  bool first = true;
+  for (const auto& [name, n] : s.series_count_by_metric_name) {
+    if (!first) d += ',';
+    first = false;
+    d += "{\"name\":";
+    AppendJsonString(&d, name);
+    d += ",\"value\":" + std::to_string(n) + "}";
+  }
+  d += "],\"labelValueCountByLabelName\":[],\"memoryInBytesByLabelName\":[],\"seriesCountByLabelValuePair\":[]}";
+  return Success(d);
+}
+
+Response Api::MetricsHandler(const Request&) {
+  Response r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  metrics_.Render(&r.body);
+  RenderTsdbStats(deps_.db->GetStats(), &r.body);
+  return r;
+}
+
+}  // namespace trainwatch::http

@@ -1,0 +1,69 @@
+#pragma once
+// The Prometheus-compatible HTTP API (plus VictoriaMetrics-style import and
+// export) as plain request -> response handlers. Routing lives here too, so
+// the HTTP server only converts requests. Thread-safe: one Api serves all
+// connections; it never throws (handler exceptions become 500).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "http/metrics.h"
+#include "http/request.h"
+#include "promql/engine.h"
+#include "tsdb/db.h"
+
+namespace trainwatch::http {
+
+// /api/v1/status/buildinfo, in Prometheus's field names.
+struct BuildInfo {
+  std::string version;
+  std::string revision;
+  std::string branch;
+  std::string build_user;
+  std::string build_date;
+  std::string go_version;  // the compiler, for clients that expect the field
+};
+
+struct ApiDeps {
+  tsdb::DB* db = nullptr;              // REQUIRES: non-null, outlives the Api
+  promql::Engine* engine = nullptr;    // null: query endpoints answer 503
+  BuildInfo build;
+};
+
+class Api {
+ public:
+  explicit Api(ApiDeps deps) : deps_(std::move(deps)) {}
+
+  // Routes and serves one request; counts it in metrics().
+  Response Handle(const Request& req);
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  Response Route(const Request& req, std::string_view* handler);
+
+  Response Healthy(const Request& req);
+  Response Ready(const Request& req);
+  Response Import(const Request& req);
+  Response Export(const Request& req);
+  Response Flush(const Request& req);
+  Response Query(const Request& req);
+  Response QueryRange(const Request& req);
+  Response Labels(const Request& req);
+  Response LabelValues(const Request& req, std::string_view name);
+  Response Series(const Request& req);
+  Response BuildInfoHandler(const Request& req);
+  Response TsdbStatus(const Request& req);
+  Response MetricsHandler(const Request& req);
+
+  ApiDeps deps_;
+  Metrics metrics_;
+};
+
+// 400/422/503 JSON error for a failed query or a bad parameter, as Prometheus.
+Response ApiError(const Status& s);
+Response BadData(std::string msg);
+// {"status":"success","data":<data_json>}
+Response Success(std::string_view data_json);
+
+}  // namespace trainwatch::http

@@ -1,0 +1,80 @@
+// POST /api/v1/import/prometheus.
+#include <cmath>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "http/api.h"
+#include "ingest/import.h"
+#include "ingest/text_parser.h"
+
+namespace trainwatch::http {
+namespace {
+
+Response Text(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(body);
+  if (!r.body.empty() && r.body.back() != '\n') r.body += '\n';
+  return r;
+}
+
+// VictoriaMetrics's `timestamp` arg: unix seconds or milliseconds (values
+// below 1e11 are taken as seconds: 1e11 s is the year 5138).
+Result<int64_t> TimestampArg(std::string_view s) {
+  double v;
+  if (!ingest::ParseGoFloat(s, &v) || !std::isfinite(v) || std::fabs(v) > 9e15) {
+    return Status::InvalidArgument("cannot parse \"timestamp\" query arg \"" + std::string(s) + "\"");
+  }
+  if (std::fabs(v) < 1e11) return static_cast<int64_t>(std::llround(v * 1000));
+  return static_cast<int64_t>(std::llround(v));
+}
+
+}  // namespace
+
+Response Api::Import(const Request& req) {
+  ingest::ImportOptions opts;
+  opts.default_timestamp_ms = req.receive_time_ms;
+  if (std::string_view ts = req.Param("timestamp"); !ts.empty()) {
+    auto t = TimestampArg(ts);
+    if (!t.ok()) return Text(400, t.error().message());
+    opts.default_timestamp_ms = *t;
+  }
+  for (std::string_view e : req.Params("extra_label")) {
+    auto l = ingest::ParseExtraLabel(e);
+    if (!l.ok()) return Text(400, l.error().message());
+    opts.extra_labels.push_back(std::move(*l));
+  }
+  // Parse the whole body before the first Append: a bad body stores nothing.
+  int64_t t0 = MonoNanos();
+  ingest::ImportBatch batch;
+  Status s = batch.Parse(req.body, opts);
+  int64_t t1 = MonoNanos();
+  int64_t t2 = t1;
+  if (s.ok() && batch.stats().samples > 0) {
+    std::unique_ptr<storage::Appender> app = deps_.db->NewAppender();
+    s = batch.AppendTo(app.get());
+    t2 = MonoNanos();
+    if (s.ok()) {
+      s = app->Commit();  // durable per the WAL sync policy before we answer 204
+    } else {
+      app->Rollback();
+    }
+  }
+  if (!s.ok()) {
+    if (s.IsInvalidArgument()) return Text(400, s.message());
+    TW_LOG(Error, "import: {}", s.ToString());
+    return Text(s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kResourceExhausted ? 503 : 500,
+                s.message());
+  }
+  ingest::ImportStats stats = batch.stats();
+  TW_LOG(Debug, "import: {} samples, {} series texts, {} bytes: parse {} ms, append {} ms, commit {} ms", stats.samples,
+         stats.series, req.body.size(), (t1 - t0) / 1000000, (t2 - t1) / 1000000, (MonoNanos() - t2) / 1000000);
+  metrics_.AddImported(stats.samples);
+  Response resp;
+  resp.status = 204;
+  resp.content_type.clear();
+  return resp;
+}
+
+}  // namespace trainwatch::http

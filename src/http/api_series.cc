@@ -1,0 +1,207 @@
+// /api/v1/labels, /api/v1/label/<name>/values, /api/v1/series, /api/v1/export.
+#include <memory>
+#include <set>
+
+#include "base/log.h"
+#include "http/api.h"
+#include "http/format.h"
+#include "http/params.h"
+
+namespace trainwatch::http {
+namespace {
+
+// Export writes a chunk once it holds this many bytes.
+constexpr size_t kExportChunkBytes = 256 << 10;
+
+struct Range {
+  int64_t start = model::kMinTime;
+  int64_t end = model::kMaxTime;
+};
+
+Result<Range> RangeParams(const Request& req) {
+  Range r;
+  for (auto [name, dst] : {std::pair{"start", &r.start}, std::pair{"end", &r.end}}) {
+    std::string_view v = req.Param(name);
+    if (v.empty()) continue;
+    auto t = ParseTime(v);
+    if (!t.ok()) return Status::InvalidArgument("invalid parameter \"" + std::string(name) + "\": " + t.error().message());
+    *dst = *t;
+  }
+  if (r.end < r.start) return Status::InvalidArgument("invalid parameter \"end\": end timestamp must not be before start time");
+  return r;
+}
+
+Result<std::vector<model::Matchers>> MatchSets(const Request& req, bool also_plain_match) {
+  std::vector<model::Matchers> sets;
+  std::vector<std::string_view> values = req.Params("match[]");
+  if (also_plain_match) {
+    for (std::string_view v : req.Params("match")) values.push_back(v);
+  }
+  for (std::string_view v : values) {
+    auto m = ParseSelector(v);
+    if (!m.ok()) return Status::InvalidArgument("invalid parameter \"match[]\": " + m.error().message());
+    sets.push_back(std::move(*m));
+  }
+  return sets;
+}
+
+Response StringList(const std::vector<std::string>& items) {
+  std::string d = "[";
+  for (size_t i = 0; i < items.size(); i++) {
+    if (i) d += ',';
+    AppendJsonString(&d, items[i]);
+  }
+  d += ']';
+  return Success(d);
+}
+
+// Streams VictoriaMetrics JSON lines, one per series with samples in range.
+class ExportStream {
+ public:
+  ExportStream(std::unique_ptr<storage::Querier> q, std::vector<model::Matchers> sets, Range range)
+      : querier_(std::move(q)), sets_(std::move(sets)), range_(range) {}
+
+  Response::Chunk Next(std::string* chunk) {
+    while (chunk->size() < kExportChunkBytes) {
+      if (cur_ == nullptr) {
+        if (next_set_ == sets_.size()) return Response::Chunk::kDone;
+        storage::SelectHints hints{range_.start, range_.end};
+        cur_ = querier_->Select(true, hints, sets_[next_set_++]);
+      }
+      if (!cur_->Next()) {
+        Status s = cur_->Err();
+        if (!s.ok()) return Fail(s);
+        cur_.reset();
+        continue;
+      }
+      const storage::Series& series = cur_->At();
+      // Several match[] may select the same series; write it once.
+      if (sets_.size() > 1 && !seen_.insert(series.labels()).second) continue;
+      if (!AppendSeries(series, chunk)) return Response::Chunk::kError;
+    }
+    return Response::Chunk::kMore;
+  }
+
+ private:
+  Response::Chunk Fail(const Status& s) {
+    TW_LOG(Error, "export: {}", s.ToString());
+    return Response::Chunk::kError;
+  }
+
+  bool AppendSeries(const storage::Series& series, std::string* out) {
+    values_.clear();
+    times_.clear();
+    auto it = series.Iterator();
+    for (bool ok = it->Seek(range_.start); ok; ok = it->Next()) {
+      model::Sample s = it->At();
+      if (s.t > range_.end) break;
+      AppendExportValue(&values_, s.v);
+      values_ += ',';
+      times_ += std::to_string(s.t);
+      times_ += ',';
+    }
+    Status st = it->Err();
+    if (!st.ok()) {
+      Fail(st);
+      return false;
+    }
+    if (times_.empty()) return true;  // no samples in range: no line, as VictoriaMetrics
+    values_.pop_back();
+    times_.pop_back();
+    *out += "{\"metric\":";
+    AppendLabelsJson(out, series.labels());
+    *out += ",\"values\":[";
+    *out += values_;
+    *out += "],\"timestamps\":[";
+    *out += times_;
+    *out += "]}\n";
+    return true;
+  }
+
+  std::unique_ptr<storage::Querier> querier_;  // outlives cur_
+  std::vector<model::Matchers> sets_;
+  Range range_;
+  size_t next_set_ = 0;
+  std::unique_ptr<storage::SeriesSet> cur_;
+  std::set<model::Labels> seen_;
+  std::string values_, times_;  // reused per series
+};
+
+}  // namespace
+
+Response Api::Labels(const Request& req) {
+  auto range = RangeParams(req);
+  if (!range.ok()) return ApiError(range.error());
+  auto sets = MatchSets(req, false);
+  if (!sets.ok()) return ApiError(sets.error());
+  auto q = deps_.db->NewQuerier(range->start, range->end);
+  if (!q.ok()) return ApiError(q.error());
+  if (sets->empty()) sets->emplace_back();
+  std::set<std::string> names;
+  for (const model::Matchers& m : *sets) {
+    auto r = (*q)->LabelNames(m);
+    if (!r.ok()) return ApiError(r.error());
+    names.insert(r->begin(), r->end());
+  }
+  return StringList(std::vector<std::string>(names.begin(), names.end()));
+}
+
+Response Api::LabelValues(const Request& req, std::string_view name) {
+  if (!model::IsValidLabelName(name)) return BadData("invalid label name: \"" + std::string(name) + "\"");
+  auto range = RangeParams(req);
+  if (!range.ok()) return ApiError(range.error());
+  auto sets = MatchSets(req, false);
+  if (!sets.ok()) return ApiError(sets.error());
+  auto q = deps_.db->NewQuerier(range->start, range->end);
+  if (!q.ok()) return ApiError(q.error());
+  if (sets->empty()) sets->emplace_back();
+  std::set<std::string> values;
+  for (const model::Matchers& m : *sets) {
+    auto r = (*q)->LabelValues(name, m);
+    if (!r.ok()) return ApiError(r.error());
+    values.insert(r->begin(), r->end());
+  }
+  return StringList(std::vector<std::string>(values.begin(), values.end()));
+}
+
+Response Api::Series(const Request& req) {
+  auto sets = MatchSets(req, false);
+  if (!sets.ok()) return ApiError(sets.error());
+  if (sets->empty()) return BadData("no match[] parameter provided");
+  auto range = RangeParams(req);
+  if (!range.ok()) return ApiError(range.error());
+  auto q = deps_.db->NewQuerier(range->start, range->end);
+  if (!q.ok()) return ApiError(q.error());
+  std::set<model::Labels> all;
+  for (const model::Matchers& m : *sets) {
+    auto ss = (*q)->Select(true, storage::SelectHints{range->start, range->end}, m);
+    while (ss->Next()) all.insert(ss->At().labels());
+    if (!ss->Err().ok()) return ApiError(ss->Err());
+  }
+  std::string d = "[";
+  bool first = true;
+  for (const model::Labels& l : all) {
+    if (!first) d += ',';
+    first = false;
+    AppendLabelsJson(&d, l);
+  }
+  d += ']';
+  return Success(d);
+}
+
+Response Api::Export(const Request& req) {
+  auto sets = MatchSets(req, true);
+  if (!sets.ok()) return ApiError(sets.error());
+  if (sets->empty()) return BadData("missing \"match[]\" query arg");
+  auto range = RangeParams(req);
+  if (!range.ok()) return ApiError(range.error());
+  auto q = deps_.db->NewQuerier(range->start, range->end);
+  if (!q.ok()) return ApiError(q.error());
+  auto stream = std::make_shared<ExportStream>(std::move(*q), std::move(*sets), *range);
+  Response r;
+  r.content_type = "application/stream+json; charset=utf-8";
+  r.stream = [stream](std::string* chunk) { return stream->Next(chunk); };
+  return r;
+}
+
+}  // namespace trainwatch::http

@@ -1,0 +1,185 @@
+#include "http/api.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "http/test_db_util.h"
+
+namespace trainwatch::http {
+namespace {
+
+using nlohmann::json;
+
+class ApiTest : public ::testing::Test {
+ protected:
+  ApiTest() : engine_(promql::EngineOptions{}), api_(ApiDeps{db_.get(), &engine_, BuildInfo{"0.1.0", "abc", "main", "me", "today", "gcc"}}) {}
+
+  Response Do(std::string method, std::string path, std::vector<std::pair<std::string, std::string>> params = {},
+              std::string_view body = {}) {
+    Request r;
+    r.method = std::move(method);
+    r.path = std::move(path);
+    r.params = std::move(params);
+    r.body = body;
+    r.receive_time_ms = 1700000000000;
+    return api_.Handle(r);
+  }
+  static std::string Drain(Response& r) {
+    if (!r.stream) return r.body;
+    std::string out;
+    while (true) {
+      Response::Chunk c = r.stream(&out);
+      EXPECT_NE(c, Response::Chunk::kError);
+      if (c != Response::Chunk::kMore) break;
+    }
+    return out;
+  }
+
+  testing::TempDB db_;
+  promql::Engine engine_;
+  Api api_;
+};
+
+TEST_F(ApiTest, HealthAndReady) {
+  auto r = Do("GET", "/-/healthy");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "trainwatch is Healthy.\n");
+  EXPECT_EQ(Do("GET", "/-/ready").body, "trainwatch is Ready.\n");
+  EXPECT_EQ(Do("GET", "/nope").status, 404);
+  EXPECT_EQ(Do("GET", "/api/v1/import/prometheus").status, 405);
+}
+
+TEST_F(ApiTest, ImportThenExportRoundTrips) {
+  auto r = Do("POST", "/api/v1/import/prometheus", {},
+              "# TYPE up gauge\nup{job=\"a\",instance=\"x\"} 1 1700000000000\nup{job=\"a\",instance=\"x\"} 2.5 "
+              "1700000015000\nup{job=\"b\"} NaN\nother +Inf 5\n");
+  ASSERT_EQ(r.status, 204) << r.body;
+  r = Do("GET", "/api/v1/export", {{"match[]", "up"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Drain(r),
+            "{\"metric\":{\"__name__\":\"up\",\"instance\":\"x\",\"job\":\"a\"},\"values\":[1,2.5],\"timestamps\":["
+            "1700000000000,1700000015000]}\n"
+            "{\"metric\":{\"__name__\":\"up\",\"job\":\"b\"},\"values\":[null],\"timestamps\":[1700000000000]}\n");
+  r = Do("GET", "/api/v1/export", {{"match[]", "{__name__=~\"other|up\",job!=\"a\"}"}, {"start", "0"}, {"end", "1"}});
+  EXPECT_EQ(Drain(r), "{\"metric\":{\"__name__\":\"other\"},\"values\":[\"Infinity\"],\"timestamps\":[5]}\n");
+  // Two selectors matching the same series write it once.
+  r = Do("GET", "/api/v1/export", {{"match[]", "other"}, {"match[]", "{__name__=\"other\"}"}});
+  EXPECT_EQ(Drain(r), "{\"metric\":{\"__name__\":\"other\"},\"values\":[\"Infinity\"],\"timestamps\":[5]}\n");
+}
+
+TEST_F(ApiTest, ImportHonoursTimestampAndExtraLabels) {
+  auto r = Do("POST", "/api/v1/import/prometheus", {{"timestamp", "1600000000"}, {"extra_label", "env=prod"}},
+              "m{env=\"dev\"} 3\n");
+  ASSERT_EQ(r.status, 204) << r.body;
+  r = Do("GET", "/api/v1/export", {{"match[]", "m"}});
+  EXPECT_EQ(Drain(r), "{\"metric\":{\"__name__\":\"m\",\"env\":\"prod\"},\"values\":[3],\"timestamps\":[1600000000000]}\n");
+  EXPECT_EQ(Do("POST", "/api/v1/import/prometheus", {{"extra_label", "bad"}}, "m 1\n").status, 400);
+}
+
+TEST_F(ApiTest, BadImportIs400AndStoresNothing) {
+  auto r = Do("POST", "/api/v1/import/prometheus", {}, "a 1\nb 2\nc{x=\"1\"} oops\n");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body, "line 3: invalid value \"oops\" for metric \"c\"\n");
+  EXPECT_EQ(db_.NumSamples(), 0u);
+}
+
+TEST_F(ApiTest, ExportRequiresMatch) {
+  auto r = Do("GET", "/api/v1/export");
+  EXPECT_EQ(r.status, 400);
+  r = Do("GET", "/api/v1/export", {{"match[]", "up{"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["errorType"], "bad_data");
+}
+
+TEST_F(ApiTest, LabelsValuesAndSeries) {
+  ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "up{job=\"a\"} 1 1000\nup{job=\"b\",zone=\"z\"} 1 1000\nfoo 1 1000\n").status, 204);
+  auto r = Do("GET", "/api/v1/labels");
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":[\"__name__\",\"job\",\"zone\"]}");
+  r = Do("GET", "/api/v1/labels", {{"match[]", "foo"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":[\"__name__\"]}");
+  r = Do("GET", "/api/v1/label/job/values");
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":[\"a\",\"b\"]}");
+  r = Do("GET", "/api/v1/label/__name__/values");
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":[\"foo\",\"up\"]}");
+  EXPECT_EQ(Do("GET", "/api/v1/label/1x/values").status, 400);
+  r = Do("GET", "/api/v1/series", {{"match[]", "up"}, {"start", "0"}, {"end", "2"}});
+  EXPECT_EQ(r.body,
+            "{\"status\":\"success\",\"data\":[{\"__name__\":\"up\",\"job\":\"a\"},{\"__name__\":\"up\",\"job\":\"b\","
+            "\"zone\":\"z\"}]}");
+  r = Do("GET", "/api/v1/series");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body, "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"no match[] parameter provided\"}");
+}
+
+TEST_F(ApiTest, QueryShapes) {
+  ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "up{job=\"a\"} 1 1796207136718\nup{job=\"a\"} 1 1796207141715\n").status, 204);
+  auto r = Do("GET", "/api/v1/query", {{"query", "1+1"}, {"time", "1796207149"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1796207149,\"2\"]}}");
+  r = Do("GET", "/api/v1/query", {{"query", "\"hello\""}, {"time", "1796207149"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"string\",\"result\":[1796207149,\"hello\"]}}");
+  r = Do("POST", "/api/v1/query", {{"query", "up"}, {"time", "1796207149.698"}});
+  EXPECT_EQ(r.body,
+            "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"up\","
+            "\"job\":\"a\"},\"value\":[1796207149.698,\"1\"]}]}}");
+  r = Do("GET", "/api/v1/query", {{"query", "up[15s]"}, {"time", "1796207149"}});
+  EXPECT_EQ(r.body,
+            "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"__name__\":\"up\","
+            "\"job\":\"a\"},\"values\":[[1796207136.718,\"1\"],[1796207141.715,\"1\"]]}]}}");
+  r = Do("GET", "/api/v1/query", {{"query", "does_not_exist"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[]}}");
+  r = Do("GET", "/api/v1/query_range", {{"query", "up"}, {"start", "1796207140"}, {"end", "1796207150"}, {"step", "5s"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = json::parse(r.body);
+  EXPECT_EQ(j["data"]["resultType"], "matrix");
+  EXPECT_EQ(j["data"]["result"][0]["values"].size(), 3u);
+}
+
+TEST_F(ApiTest, QueryErrors) {
+  auto r = Do("GET", "/api/v1/query", {{"query", "sum(up"}});
+  EXPECT_EQ(r.status, 400);
+  auto j = json::parse(r.body);
+  EXPECT_EQ(j["status"], "error");
+  EXPECT_EQ(j["errorType"], "bad_data");
+  EXPECT_TRUE(j["error"].get<std::string>().starts_with("invalid parameter \"query\": ")) << r.body;
+  r = Do("GET", "/api/v1/query_range", {{"query", "up"}, {"start", "1796207119"}, {"end", "1796207149"}, {"step", "0"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body,
+            "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":\"invalid parameter \\\"step\\\": zero or negative "
+            "query resolution step widths are not accepted. Try a positive integer\"}");
+  r = Do("GET", "/api/v1/query", {{"query", "up"}, {"time", "yesterday"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"], "invalid parameter \"time\": cannot parse \"yesterday\" to a valid timestamp");
+  r = Do("GET", "/api/v1/query_range", {{"query", "up"}, {"start", "10"}, {"end", "5"}, {"step", "1"}});
+  EXPECT_EQ(r.status, 400);
+  r = Do("GET", "/api/v1/query_range", {{"query", "up"}, {"start", "0"}, {"end", "100000"}, {"step", "1"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(ApiError(Status::Cancelled("query timed out")).status, 503);
+  EXPECT_EQ(json::parse(ApiError(Status::Cancelled("x")).body)["errorType"], "timeout");
+  EXPECT_EQ(ApiError(Status::ResourceExhausted("x")).status, 422);
+  EXPECT_EQ(json::parse(ApiError(Status::Unavailable("x")).body)["errorType"], "unavailable");
+}
+
+TEST_F(ApiTest, StatusEndpointsAndMetrics) {
+  auto r = Do("POST", "/api/v1/import/prometheus", {}, "up{job=\"a\"} 1 1700000000000\nup{job=\"b\"} 1 1700000000000\n");
+  ASSERT_EQ(r.status, 204) << r.body;
+  r = Do("GET", "/api/v1/status/buildinfo");
+  EXPECT_EQ(r.body,
+            "{\"status\":\"success\",\"data\":{\"version\":\"0.1.0\",\"revision\":\"abc\",\"branch\":\"main\","
+            "\"buildUser\":\"me\",\"buildDate\":\"today\",\"goVersion\":\"gcc\"}}");
+  r = Do("GET", "/api/v1/status/tsdb");
+  auto j = json::parse(r.body);
+  EXPECT_EQ(j["data"]["seriesCountByMetricName"][0]["name"], "up");
+  EXPECT_EQ(j["data"]["seriesCountByMetricName"][0]["value"], 2);
+  EXPECT_TRUE(j["data"]["headStats"].contains("numSeries"));
+  EXPECT_EQ(Do("POST", "/api/v1/admin/tsdb/flush").status, 204);
+  EXPECT_EQ(db_->GetStats().head_series, 0u);  // persisted into a block
+  EXPECT_GE(db_->GetStats().blocks, 1u);
+  r = Do("GET", "/metrics");
+  EXPECT_NE(r.body.find("trainwatch_http_requests_total{code=\"204\",handler=\"/api/v1/admin/tsdb/flush\"} 1\n"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("trainwatch_tsdb_head_series "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainwatch::http

@@ -1,0 +1,96 @@
+#include "http/format.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace trainwatch::http {
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  size_t run = 0;  // start of the pending run of plain bytes
+  for (size_t i = 0; i < s.size(); i++) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        out->append("\\u00");
+        out->push_back(kHex[c >> 4]);
+        out->push_back(kHex[c & 15]);
+    }
+  }
+  out->append(s.data() + run, s.size() - run);
+  out->push_back('"');
+}
+
+static void AppendShortestFixed(std::string* out, double v) {
+  char buf[400];  // fixed notation of DBL_MAX has 309 digits
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+  out->append(buf, end);
+}
+
+void AppendPromFloat(std::string* out, double v) {
+  if (std::isnan(v)) {
+    out->append("NaN");
+  } else if (std::isinf(v)) {
+    out->append(v > 0 ? "+Inf" : "-Inf");
+  } else {
+    AppendShortestFixed(out, v);
+  }
+}
+
+void AppendPromTimestamp(std::string* out, int64_t ms) {
+  // As Prometheus's jsonutil.MarshalTimestamp: integer seconds, then the
+  // millisecond fraction with its leading zeros (and trailing ones) kept.
+  uint64_t abs = ms < 0 ? static_cast<uint64_t>(-(ms + 1)) + 1 : static_cast<uint64_t>(ms);
+  if (ms < 0) out->push_back('-');
+  out->append(std::to_string(abs / 1000));
+  uint64_t frac = abs % 1000;
+  if (frac != 0) {
+    out->push_back('.');
+    if (frac < 100) out->push_back('0');
+    if (frac < 10) out->push_back('0');
+    out->append(std::to_string(frac));
+  }
+}
+
+void AppendExportValue(std::string* out, double v) {
+  if (std::isnan(v)) {
+    out->append("null");
+  } else if (std::isinf(v)) {
+    out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+  } else {
+    AppendShortestFixed(out, v);
+  }
+}
+
+void AppendLabelsJson(std::string* out, const model::Labels& labels) {
+  out->push_back('{');
+  bool first = true;
+  for (const model::Label& l : labels) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendJsonString(out, l.name);
+    out->push_back(':');
+    AppendJsonString(out, l.value);
+  }
+  out->push_back('}');
+}
+
+std::string ErrorJson(std::string_view error_type, std::string_view msg) {
+  std::string out = "{\"status\":\"error\",\"errorType\":";
+  AppendJsonString(&out, error_type);
+  out += ",\"error\":";
+  AppendJsonString(&out, msg);
+  out += '}';
+  return out;
+}
+
+}  // namespace trainwatch::http

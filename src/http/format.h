@@ -1,0 +1,28 @@
+#pragma once
+// JSON and number formatting shared by the API handlers, matching
+// Prometheus's and VictoriaMetrics's output byte for byte.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "model/labels.h"
+
+namespace trainwatch::http {
+
+// A JSON string literal with quotes; control characters as \uXXXX.
+void AppendJsonString(std::string* out, std::string_view s);
+// Prometheus sample value: "NaN", "+Inf", "-Inf", else the shortest decimal
+// that round-trips, never in exponent form (Go's FormatFloat(v, 'f', -1, 64)).
+void AppendPromFloat(std::string* out, double v);
+// Prometheus JSON timestamp: unix seconds with up to 3 decimals (1796207149.698).
+void AppendPromTimestamp(std::string* out, int64_t ms);
+// VictoriaMetrics export value: NaN as null, infinities as "Infinity" /
+// "-Infinity", else as AppendPromFloat without quotes.
+void AppendExportValue(std::string* out, double v);
+// {"__name__":"up","job":"a"} in label order.
+void AppendLabelsJson(std::string* out, const model::Labels& labels);
+// {"status":"error","errorType":"bad_data","error":"..."}
+std::string ErrorJson(std::string_view error_type, std::string_view msg);
+
+}  // namespace trainwatch::http

@@ -1,0 +1,170 @@
+#include "http/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <exception>
+#include <memory>
+
+#include "base/clock.h"
+#include "base/log.h"
+
+namespace trainwatch::http {
+
+Status SplitHostPort(const std::string& addr, std::string* host, int* port) {
+  size_t colon = addr.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("listen address \"" + addr + "\": missing port");
+  std::string h = addr.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h.empty()) h = "0.0.0.0";
+  std::string_view p = std::string_view(addr).substr(colon + 1);
+  int n = -1;
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), n);
+  if (ec != std::errc() || end != p.data() + p.size() || n < 0 || n > 65535) {
+    return Status::InvalidArgument("listen address \"" + addr + "\": invalid port");
+  }
+  *host = h;
+  *port = n;
+  return Status::OK();
+}
+
+namespace {
+
+Request Convert(const httplib::Request& in, std::string_view body) {
+  Request r;
+  r.receive_time_ms = NowMillis();
+  r.method = in.method;
+  r.path = in.path;
+  r.body = body;
+  r.content_type = in.get_header_value("Content-Type");
+  // Parameters come from the raw target and the form body, not httplib's
+  // params, so their order and the form handling are ours.
+  size_t q = in.target.find('?');
+  if (q != std::string::npos) ParseQueryString(std::string_view(in.target).substr(q + 1), &r.params);
+  // curl --data-binary labels import bodies as forms too; they are not.
+  if (in.method == "POST" && r.content_type.starts_with("application/x-www-form-urlencoded") &&
+      !r.path.starts_with("/api/v1/import")) {
+    ParseQueryString(body, &r.params);
+  }
+  return r;
+}
+
+void Serve(Api* api, const httplib::Request& in, std::string_view body, httplib::Response& out) {
+  Response resp;
+  try {
+    resp = api->Handle(Convert(in, body));
+  } catch (const std::exception& e) {
+    resp = Response{};
+    resp.status = 500;
+    resp.content_type = "text/plain; charset=utf-8";
+    resp.body = std::string("internal error: ") + e.what() + "\n";
+  }
+  out.status = resp.status;
+  if (resp.stream) {
+    auto gen = std::move(resp.stream);
+    out.set_chunked_content_provider(resp.content_type, [gen](size_t, httplib::DataSink& sink) {
+      std::string chunk;
+      Response::Chunk state;
+      try {
+        state = gen(&chunk);
+      } catch (const std::exception& e) {
+        TW_LOG(Error, "streaming response: {}", e.what());
+        return false;
+      }
+      if (state == Response::Chunk::kError) return false;
+      if (!chunk.empty() && !sink.write(chunk.data(), chunk.size())) return false;
+      if (state == Response::Chunk::kDone) sink.done();
+      return true;
+    });
+    return;
+  }
+  if (resp.status == 204) return;
+  out.set_content(std::move(resp.body), resp.content_type.c_str());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps deps) {
+  std::unique_ptr<Server> s(new Server());
+  RETURN_IF_ERROR(SplitHostPort(opts.listen, &s->host_, &s->port_));
+  s->api_ = std::make_unique<Api>(std::move(deps));
+  s->srv_ = std::make_unique<httplib::Server>();
+  int threads = opts.threads > 0 ? opts.threads : std::max(8, 2 * static_cast<int>(std::thread::hardware_concurrency()));
+  s->srv_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  s->srv_->set_payload_max_length(opts.max_body_bytes);
+  s->srv_->set_keep_alive_max_count(10000);
+  s->srv_->set_keep_alive_timeout(30);
+  // httplib's default adds SO_REUSEPORT, which would let a second server
+  // silently share the port; SO_REUSEADDR alone still allows quick restarts.
+  s->srv_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  s->srv_->set_read_timeout(60, 0);
+  s->srv_->set_write_timeout(60, 0);
+  Api* api = s->api_.get();
+  auto handler = [api](const httplib::Request& req, httplib::Response& res) { Serve(api, req, req.body, res); };
+  // Bodies are read through a content reader: httplib's own body reading
+  // rejects form-encoded bodies over 8 KiB (413), which is what curl
+  // --data-binary sends to the import endpoint. Size limit and gzip/br
+  // decoding still apply.
+  auto with_body = [api](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    std::string body;
+    std::string len = req.get_header_value("Content-Length");
+    size_t n = 0;
+    std::from_chars(len.data(), len.data() + len.size(), n);
+    if (n > 0 && n < (1ull << 30)) body.reserve(n);
+    if (!reader([&](const char* data, size_t len) {
+          body.append(data, len);
+          return true;
+        })) {
+      res.status = 400;
+      res.set_content("cannot read request body\n", "text/plain; charset=utf-8");
+      return;
+    }
+    Serve(api, req, body, res);
+  };
+  // Every path goes to the Api router, which answers 404 itself.
+  s->srv_->Get(".*", handler);
+  s->srv_->Post(".*", with_body);
+  s->srv_->Put(".*", with_body);
+  s->srv_->Delete(".*", handler);
+  s->srv_->Options(".*", handler);
+  s->srv_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    res.status = 500;
+    res.set_content("internal error\n", "text/plain; charset=utf-8");
+  });
+  if (s->port_ == 0) {
+    int p = s->srv_->bind_to_any_port(s->host_);
+    if (p <= 0) return Status::IOError("listen on " + opts.listen + ": cannot bind");
+    s->port_ = p;
+  } else if (!s->srv_->bind_to_port(s->host_, s->port_)) {
+    return Status::IOError("listen on " + opts.listen + ": cannot bind (address in use or not permitted)");
+  }
+  httplib::Server* srv = s->srv_.get();
+  auto exited = std::make_shared<std::atomic<bool>>(false);
+  s->thread_ = std::thread([srv, exited] {
+    srv->listen_after_bind();
+    exited->store(true);
+  });
+  // httplib's stop() is a no-op until the accept loop runs; wait for it so a
+  // Stop right after Start cannot leave the loop blocked in accept forever.
+  while (!srv->is_running() && !exited->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  TW_LOG(Info, "http: listening on {}:{} with {} threads", s->host_, s->port_, threads);
+  return s;
+}
+
+void Server::Stop() {
+  if (stopped_ || srv_ == nullptr) return;
+  stopped_ = true;
+  srv_->stop();
+  if (thread_.joinable()) thread_.join();
+  TW_LOG(Info, "http: stopped");
+}
+
+Server::~Server() { Stop(); }
+
+}  // namespace trainwatch::http

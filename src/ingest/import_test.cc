@@ -1,0 +1,94 @@
+#include "ingest/import.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace trainwatch::ingest {
+namespace {
+
+// Records committed samples per label set; refs are dense per label set.
+class FakeStorage : public storage::Appendable {
+ public:
+  struct Appender : storage::Appender {
+    FakeStorage* db;
+    std::vector<std::tuple<model::Labels, int64_t, double>> pending;
+    explicit Appender(FakeStorage* d) : db(d) {}
+    Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& l, int64_t t, double v) override {
+      if (db->fail_on_time == t) return Status::InvalidArgument("boom");
+      auto [it, ins] = db->refs.try_emplace(l, db->refs.size() + 1);
+      if (ref != 0 && ref != it->second) return Status::InvalidArgument("wrong ref");
+      pending.emplace_back(l, t, v);
+      return it->second;
+    }
+    Status Commit() override {
+      for (auto& [l, t, v] : pending) db->data[l].push_back({t, v});
+      db->commits++;
+      pending.clear();
+      return Status::OK();
+    }
+    void Rollback() override { pending.clear(); }
+  };
+  std::unique_ptr<storage::Appender> NewAppender() override { return std::make_unique<Appender>(this); }
+
+  std::map<model::Labels, storage::SeriesRef> refs;
+  std::map<model::Labels, std::vector<model::Sample>> data;
+  int commits = 0;
+  int64_t fail_on_time = -1;
+};
+
+TEST(ImportTest, AppendsSortedLabelsWithDefaultTimestamp) {
+  FakeStorage db;
+  ImportOptions opts{.default_timestamp_ms = 5000};
+  auto r = ImportText("up{job=\"a\",instance=\"x\"} 1\nup{instance=\"x\",job=\"a\"} 2 6000\nup{job=\"b\",e=\"\"} 3\n", opts, db);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->samples, 3u);
+  EXPECT_EQ(r->series, 3u);  // two texts of the same series count separately
+  ASSERT_EQ(db.data.size(), 2u);
+  model::Labels a{{"__name__", "up"}, {"instance", "x"}, {"job", "a"}};
+  ASSERT_EQ(db.data[a].size(), 2u);
+  EXPECT_EQ(db.data[a][0].t, 5000);
+  EXPECT_EQ(db.data[a][1].t, 6000);
+  model::Labels b{{"__name__", "up"}, {"job", "b"}};  // empty label dropped
+  ASSERT_EQ(db.data[b].size(), 1u);
+  EXPECT_EQ(db.commits, 1);
+}
+
+TEST(ImportTest, ExtraLabelsOverrideAndRemove) {
+  FakeStorage db;
+  ImportOptions opts;
+  opts.extra_labels = {{"job", "forced"}, {"drop", ""}, {"env", "prod"}};
+  ASSERT_TRUE(ImportText("m{job=\"a\",drop=\"x\"} 1 10\n", opts, db).ok());
+  model::Labels want{{"__name__", "m"}, {"env", "prod"}, {"job", "forced"}};
+  ASSERT_EQ(db.data.count(want), 1u);
+}
+
+TEST(ImportTest, BadBodyStoresNothing) {
+  FakeStorage db;
+  auto r = ImportText("a 1 1\nb 2 2\nc{x=\"1\"} zz 3\n", {}, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "line 3: invalid value \"zz\" for metric \"c\"");
+  EXPECT_TRUE(db.data.empty());
+  EXPECT_EQ(db.commits, 0);
+}
+
+TEST(ImportTest, AppendErrorRollsBack) {
+  FakeStorage db;
+  db.fail_on_time = 3;
+  auto r = ImportText("a 1 1\nb 2 2\nc 3 3\n", {}, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "line 3: boom");
+  EXPECT_TRUE(db.data.empty());
+}
+
+TEST(ImportTest, ParsesExtraLabelArgument) {
+  auto l = ParseExtraLabel("foo=bar=baz");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->name, "foo");
+  EXPECT_EQ(l->value, "bar=baz");
+  EXPECT_FALSE(ParseExtraLabel("nolabel").ok());
+  EXPECT_FALSE(ParseExtraLabel("1x=y").ok());
+}
+
+}  // namespace
+}  // namespace trainwatch::ingest

@@ -1,0 +1,676 @@
+// Dense whole-chunk codec: the encoder (docs/format/chunks.md; the decoder
+// is dense.cc).
+//
+// The smallest encoding is one of up to 4 value modes x 4 difference orders
+// (x 4 more for the timestamps). Rather than encoding all of them, the encoder
+// bounds every candidate's size in one pass over its differences (Bounds:
+// plain frame-of-reference blocks above, a histogram bound on what patched
+// blocks could save below), sizes exactly only candidates whose lower bound
+// beats the best size so far (PickSmallest), and encodes the winner once.
+// The result is the exhaustive encoder's size (EncodeDenseExhaustive, kept
+// for tests) up to a byte or two of block-base varint.
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cstddef>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "base/check.h"
+#include "base/coding.h"
+#include "tsdb/chunkenc/bstream.h"
+#include "tsdb/chunkenc/chunk.h"
+#include "tsdb/chunkenc/dense_internal.h"
+
+namespace trainwatch::chunkenc {
+
+namespace internal {
+namespace {
+
+constexpr size_t kBlock = kDenseBlock;
+
+int BitWidth(uint64_t x) { return 64 - std::countl_zero(x); }
+
+size_t ZigZagLength(int64_t v) { return static_cast<size_t>(BitWidth(ZigZagEncode(v) | 1) + 6) / 7; }
+
+void PutZigZag(std::string* out, int64_t v) { PutVarint64(out, ZigZagEncode(v)); }
+
+// Scratch buffers reused across one EncodeDense call.
+struct Scratch {
+  std::vector<int64_t> diffs;   // residuals of the order being planned/encoded
+  std::vector<int64_t> sorted;  // one block, sorted (ChooseFrame)
+  std::vector<int64_t> diffs1;   // order 0 while planning
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // per-block min, max (Bounds)
+  std::vector<uint64_t> dec, bin;  // value candidates (decimal, binary modes)
+  std::vector<struct Candidate> cands;
+};
+
+// Exact division and divisibility by a fixed g = odd * 2^s through the
+// inverse of odd modulo 2^64 (a multiply instead of a divide).
+class ExactDivider {
+ public:
+  // g = 0 is allowed: then only 0 divides (gcd(0, x) = x).
+  explicit ExactDivider(uint64_t g)
+      : s_(g == 0 ? 63 : std::countr_zero(g)), odd_(g == 0 ? 1 : g >> s_), inv_(odd_) {
+    for (int i = 0; i < 5; i++) inv_ *= 2 - odd_ * inv_;  // Newton: 3 -> 96 correct bits
+    lim_ = g == 0 ? 0 : ~uint64_t{0} / odd_;
+  }
+  bool Divides(uint64_t mag) const { return (mag & ((uint64_t{1} << s_) - 1)) == 0 && (mag >> s_) * inv_ <= lim_; }
+  // REQUIRES: x is a multiple of g.
+  int64_t Divide(int64_t x) const { return static_cast<int64_t>(static_cast<uint64_t>(x >> s_) * inv_); }
+  uint64_t Divide(uint64_t x) const { return (x >> s_) * inv_; }
+
+ private:
+  int s_;
+  uint64_t odd_, inv_, lim_;
+};
+
+// The divisor the encoder applies to residuals r[0..m): their gcd, or 1 when
+// that is 0 or does not fit int64. Most residuals are multiples of the gcd
+// so far, which is tested without a division.
+uint64_t Divisor(const int64_t* r, size_t m) {
+  uint64_t g = 0;
+  size_t i = 0;
+  for (; i < m && g == 0; i++) g = r[i] < 0 ? uint64_t{0} - static_cast<uint64_t>(r[i]) : static_cast<uint64_t>(r[i]);
+  while (i < m && g != 1) {
+    ExactDivider div(g);
+    for (; i < m; i++) {
+      uint64_t mag = r[i] < 0 ? uint64_t{0} - static_cast<uint64_t>(r[i]) : static_cast<uint64_t>(r[i]);
+      if (!div.Divides(mag)) {
+        g = std::gcd(g, mag);
+        i++;
+        break;
+      }
+    }
+  }
+  return g > 1 && g <= static_cast<uint64_t>(INT64_MAX) ? g : 1;
+}
+
+// A block's frame: the width w and base lo minimising the size when values
+// outside [lo, lo + 2^w) are stored as exceptions (patched FOR).
+struct Frame {
+  int64_t lo;
+  int w;
+  size_t bits;  // packed bits + exception bytes (x 8), without the base
+};
+
+// Candidate widths below the full width w: w-1..w-3, then 0 (one value plus
+// exceptions, for mostly-constant blocks). Returns -1 after the last.
+int NextNarrowWidth(int nw, int w) { return nw > w - 3 ? nw - 1 : (nw > 0 ? 0 : -1); }
+
+// A lower bound on ChooseFrame's bits for a block whose values v[i] / g
+// (v[i] multiples of g) span width w from mn / g: an upper bound on the
+// values any window of 2^nw can cover, from a 32-bucket histogram, gives a
+// lower bound on the exceptions and their cost (>= 2 bytes each). Equal to
+// cnt * w when no narrower frame can win.
+size_t PatchLowerBits(const int64_t* v, size_t cnt, int64_t mn, int w, const ExactDivider& div) {
+  constexpr int kBucketBits = 5, kBuckets = 1 << kBucketBits;
+  const size_t plain = cnt * static_cast<size_t>(w);
+  if (w == 0) return 0;
+  const int shift = std::max(w - kBucketBits, 0);
+  uint32_t hist[kBuckets] = {};
+  for (size_t i = 0; i < cnt; i++) {
+    hist[div.Divide(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(mn)) >> shift]++;
+  }
+  size_t lower = plain;
+  for (int nw = w - 1; nw >= 0; nw = NextNarrowWidth(nw, w)) {
+    // A window [a, a + 2^nw) meets at most 2^(nw - shift) + 1 buckets; a
+    // single value (nw = 0) meets one.
+    int k = nw == 0 ? 1 : std::min(kBuckets, (1 << std::max(nw - shift, 0)) + 1);
+    uint32_t sum = 0, covered = 0;
+    for (int b = 0; b < kBuckets; b++) {
+      sum += hist[b];
+      if (b >= k) sum -= hist[b - k];
+      covered = std::max(covered, sum);
+    }
+    size_t exc = cnt - std::min<size_t>(covered, cnt);
+    if (exc > cnt / 4) continue;
+    lower = std::min(lower, cnt * static_cast<size_t>(nw) + 8 + 16 * exc);
+  }
+  return lower;
+}
+
+Frame ChooseFrame(const int64_t* v, size_t cnt, std::vector<int64_t>* sorted) {
+  auto [mn_it, mx_it] = std::minmax_element(v, v + cnt);
+  int w = BitWidth(static_cast<uint64_t>(*mx_it) - static_cast<uint64_t>(*mn_it));
+  Frame best{*mn_it, w, cnt * static_cast<size_t>(w)};
+  if (w == 0 || PatchLowerBits(v, cnt, *mn_it, w, ExactDivider(1)) == best.bits) return best;
+  // A frame leaves at most e = cnt/4 exceptions, so it spans s[e] and
+  // s[cnt-1-e] of the sorted block; only the e+1 smallest and e+1 largest
+  // values need sorting.
+  const size_t e = cnt / 4;
+  std::vector<int64_t>& s = *sorted;
+  s.assign(v, v + cnt);
+  if (cnt >= 2 * e + 2) {
+    std::nth_element(s.begin(), s.begin() + static_cast<ptrdiff_t>(e), s.end());
+    std::sort(s.begin(), s.begin() + static_cast<ptrdiff_t>(e));
+    std::nth_element(s.begin() + static_cast<ptrdiff_t>(e + 1), s.end() - static_cast<ptrdiff_t>(e + 1), s.end());
+    std::sort(s.end() - static_cast<ptrdiff_t>(e), s.end());
+  } else {
+    std::sort(s.begin(), s.end());
+  }
+  for (int nw = w - 1; nw >= 0; nw = NextNarrowWidth(nw, w)) {
+    uint64_t span = (uint64_t{1} << nw) - 1;
+    // The widest window [s[i], s[i] + span] with i <= e (first on ties).
+    size_t covered = 0, at = 0;
+    for (size_t i = 0, j = cnt - 1 - e; i <= e; i++) {
+      if (static_cast<uint64_t>(s[j]) - static_cast<uint64_t>(s[i]) > span) continue;
+      while (j + 1 < cnt && static_cast<uint64_t>(s[j + 1]) - static_cast<uint64_t>(s[i]) <= span) j++;
+      if (j - i + 1 > covered) {
+        covered = j - i + 1;
+        at = i;
+      }
+    }
+    if (covered == 0) continue;
+    size_t exc = cnt - covered;
+    if (exc > cnt / 4) continue;
+    size_t bits = cnt * static_cast<size_t>(nw) + 8;
+    auto exc_bits = [&](size_t i) {
+      return 8 + 8 * ZigZagLength(static_cast<int64_t>(static_cast<uint64_t>(s[i]) - static_cast<uint64_t>(s[at])));
+    };
+    for (size_t i = 0; i < at; i++) bits += exc_bits(i);
+    for (size_t i = at + covered; i < cnt; i++) bits += exc_bits(i);
+    if (bits < best.bits) best = Frame{s[at], nw, bits};
+  }
+  return best;
+}
+
+// Replaces a[i] by a[i] - a[i-1] for i >= lvl (one more difference order;
+// a[0..lvl) keep the head values).
+void DiffInPlace(int64_t* a, size_t n, size_t lvl) {
+  for (size_t i = n; i-- > lvl;) {
+    a[i] = static_cast<int64_t>(static_cast<uint64_t>(a[i]) - static_cast<uint64_t>(a[i - 1]));
+  }
+}
+
+// Encoded size of an IntSeq of the given order whose differences are a[0..n).
+size_t IntSeqSize(const int64_t* a, size_t n, int order, std::vector<int64_t>* sorted) {
+  size_t bytes = 1;
+  size_t first = std::min(n, static_cast<size_t>(order));
+  for (size_t j = 0; j < first; j++) bytes += ZigZagLength(a[j]);
+  if (n <= first) return bytes;
+  const int64_t* r = a + first;
+  size_t m = n - first;
+  const uint64_t g = Divisor(r, m);
+  const ExactDivider div(g);
+  if (g > 1) bytes += static_cast<size_t>(VarintLength(g));
+  if (std::all_of(r, r + m, [&](int64_t x) { return x == r[0]; })) return bytes + ZigZagLength(div.Divide(r[0]));
+  int64_t block[kBlock];
+  int64_t prev_lo = 0;
+  for (size_t b = 0; b < m; b += kBlock) {
+    size_t cnt = std::min(kBlock, m - b);
+    const int64_t* v = r + b;
+    if (g > 1) {
+      for (size_t i = 0; i < cnt; i++) block[i] = div.Divide(v[i]);
+      v = block;
+    }
+    Frame f = ChooseFrame(v, cnt, sorted);
+    bytes += ZigZagLength(static_cast<int64_t>(static_cast<uint64_t>(f.lo) - static_cast<uint64_t>(prev_lo)));
+    bytes += 1 + (f.bits + 7) / 8;
+    prev_lo = f.lo;
+  }
+  return bytes;
+}
+
+// Bounds on the encoded size of an IntSeq.
+struct SizeBounds {
+  size_t plain = SIZE_MAX;  // with plain blocks (exceptions found by ChooseFrame only shrink
+                            // blocks, up to a byte or two of base varint)
+  size_t lower = SIZE_MAX;  // a lower bound on the exact size
+};
+
+// Bounds for the IntSeq of the given order whose differences are a[0..n), in
+// one pass that finds the divisor along the way. Returns {SIZE_MAX, SIZE_MAX}
+// as soon as the lower bound exceeds `limit` (bounds under the divisor so
+// far are lower bounds for any final divisor, which divides it).
+SizeBounds Bounds(const int64_t* a, size_t n, int order, size_t limit, Scratch* sc) {
+  size_t bytes = 1;
+  size_t first = std::min(n, static_cast<size_t>(order));
+  for (size_t j = 0; j < first; j++) bytes += ZigZagLength(a[j]);
+  if (n <= first) return {bytes, bytes};
+  const int64_t* r = a + first;
+  const size_t m = n - first;
+  std::vector<std::pair<int64_t, int64_t>>& ranges = sc->ranges;
+  ranges.clear();
+  uint64_t g = 0;
+  ExactDivider div(0);
+  size_t lower = bytes;
+  bool constant = true;  // a constant sequence still may become one varint
+  for (size_t b = 0; b < m; b += kBlock) {
+    const size_t cnt = std::min(kBlock, m - b);
+    int64_t mn = r[b], mx = r[b];
+    for (size_t i = b; i < b + cnt; i++) {
+      mn = std::min(mn, r[i]);
+      mx = std::max(mx, r[i]);
+      uint64_t mag = r[i] < 0 ? uint64_t{0} - static_cast<uint64_t>(r[i]) : static_cast<uint64_t>(r[i]);
+      if (!div.Divides(mag)) [[unlikely]] {
+        g = std::gcd(g, mag);
+        div = ExactDivider(g);
+      }
+    }
+    ranges.emplace_back(mn, mx);
+    constant = constant && mn == r[0] && mx == r[0];
+    if (constant) continue;
+    int w = BitWidth(div.Divide(static_cast<uint64_t>(mx) - static_cast<uint64_t>(mn)));
+    lower += 2 + (PatchLowerBits(r + b, cnt, mn, w, div) + 7) / 8;
+    if (lower > limit) return {};
+  }
+  if (g <= 1 || g > static_cast<uint64_t>(INT64_MAX)) {
+    g = 1;
+    div = ExactDivider(1);
+  } else {
+    bytes += static_cast<size_t>(VarintLength(g));
+  }
+  if (constant) {
+    bytes += ZigZagLength(div.Divide(r[0]));
+    return {bytes, bytes};
+  }
+  lower = std::min(lower, bytes);  // the divisor may be dropped in the end
+  int64_t prev_lo = 0;
+  for (size_t b = 0; b < ranges.size(); b++) {
+    auto [mn, mx] = ranges[b];
+    const size_t cnt = std::min(kBlock, m - b * kBlock);
+    int64_t lo = div.Divide(mn);
+    int w = BitWidth(div.Divide(static_cast<uint64_t>(mx) - static_cast<uint64_t>(mn)));
+    bytes += ZigZagLength(static_cast<int64_t>(static_cast<uint64_t>(lo) - static_cast<uint64_t>(prev_lo)));
+    bytes += 1 + (cnt * static_cast<size_t>(w) + 7) / 8;
+    prev_lo = lo;
+  }
+  return {bytes, std::min(lower, bytes)};
+}
+
+// Candidate encodings of one integer sequence (or the XOR values): orders
+// with their bounds, and `extra` bytes before the IntSeq (mode, parameter).
+struct Candidate {
+  int order = 0;
+  ValueMode mode = kValXor;
+  int64_t param = 0;
+  size_t extra = 0;
+  const uint64_t* ints = nullptr;  // nullptr: XOR values, sized exactly
+  SizeBounds size;
+};
+
+// Adds the orders of x[0..n) (order 1 first, as the likeliest winner) whose
+// lower bound does not exceed the best plain size so far (+2 for base
+// varints); updates *best_plain.
+void AddOrders(const uint64_t* x, size_t n, Candidate proto, Scratch* sc, std::vector<Candidate>* out,
+               size_t* best_plain) {
+  auto limit = [&] {
+    size_t lim = *best_plain == SIZE_MAX ? SIZE_MAX : *best_plain + 2;
+    return lim > proto.extra ? lim - proto.extra : 0;
+  };
+  auto add = [&](const int64_t* a, int order) {
+    SizeBounds b = Bounds(a, n, order, limit(), sc);
+    if (b.plain == SIZE_MAX) return;
+    proto.order = order;
+    proto.size = {b.plain + proto.extra, b.lower + proto.extra};
+    out->push_back(proto);
+    *best_plain = std::min(*best_plain, proto.size.plain);
+  };
+  std::vector<int64_t>& a = sc->diffs;
+  std::vector<int64_t>& a0 = sc->diffs1;
+  a.assign(reinterpret_cast<const int64_t*>(x), reinterpret_cast<const int64_t*>(x) + n);
+  a0 = a;
+  DiffInPlace(a.data(), n, 1);
+  add(a.data(), 1);
+  add(a0.data(), 0);
+  for (int order = 2; order < 4 && static_cast<size_t>(order) < n; order++) {
+    DiffInPlace(a.data(), n, static_cast<size_t>(order));
+    add(a.data(), order);
+  }
+}
+
+// Exact size of x[0..n) as an IntSeq of one order.
+size_t IntSeqOrderSize(const uint64_t* x, size_t n, int order, Scratch* sc) {
+  std::vector<int64_t>& a = sc->diffs;
+  a.assign(reinterpret_cast<const int64_t*>(x), reinterpret_cast<const int64_t*>(x) + n);
+  for (int lvl = 1; lvl <= order; lvl++) DiffInPlace(a.data(), n, static_cast<size_t>(lvl));
+  return IntSeqSize(a.data(), n, order, &sc->sorted);
+}
+
+// Picks the smallest candidate: branch and bound over the lower bounds,
+// sizing candidates exactly (ChooseFrame per block) only while one could still
+// beat the best so far.
+const Candidate& PickSmallest(std::vector<Candidate>* cands, size_t n, Scratch* sc) {
+  std::vector<Candidate>& c = *cands;
+  std::stable_sort(c.begin(), c.end(), [](const Candidate& x, const Candidate& y) { return x.size.lower < y.size.lower; });
+  size_t best = 0, best_bytes = SIZE_MAX;
+  for (size_t i = 0; i < c.size(); i++) {
+    if (c[i].size.lower >= best_bytes) break;
+    // A lone contender (everything else bounded at or above its plain
+    // size) needs no exact size.
+    bool lone = i == 0 && (c.size() == 1 || c[1].size.lower >= c[0].size.plain);
+    if (lone) return c[0];
+    size_t bytes = c[i].ints == nullptr ? c[i].size.plain : c[i].extra + IntSeqOrderSize(c[i].ints, n, c[i].order, sc);
+    if (bytes < best_bytes) {
+      best = i;
+      best_bytes = bytes;
+    }
+  }
+  return c[best];
+}
+
+// Appends residuals r[0..m) (m >= 1) as one constant or as blocks of kBlock
+// (patched frame of reference); returns the header bit.
+uint8_t PutResiduals(const int64_t* r, size_t m, std::string* out, std::vector<int64_t>* sorted) {
+  bool all_equal = std::all_of(r, r + m, [&](int64_t x) { return x == r[0]; });
+  if (all_equal) {
+    PutZigZag(out, r[0]);
+    return 0;
+  }
+  uint64_t prev_lo = 0;
+  std::pair<uint8_t, int64_t> exceptions[kBlock];
+  for (size_t b = 0; b < m; b += kBlock) {
+    size_t cnt = std::min(kBlock, m - b);
+    const int64_t* v = r + b;
+    Frame f = ChooseFrame(v, cnt, sorted);
+    const uint64_t lo = static_cast<uint64_t>(f.lo);
+    const int w = f.w;
+    const uint64_t span = w == 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1;
+    size_t nexc = 0;
+    for (size_t i = 0; i < cnt; i++) {
+      if (static_cast<uint64_t>(v[i]) - lo > span) {
+        exceptions[nexc++] = {static_cast<uint8_t>(i), static_cast<int64_t>(static_cast<uint64_t>(v[i]) - lo)};
+      }
+    }
+    // Block base as a difference from the previous block's.
+    PutZigZag(out, static_cast<int64_t>(lo - prev_lo));
+    prev_lo = lo;
+    out->push_back(static_cast<char>(w | (nexc == 0 ? 0 : 0x80)));
+    if (nexc != 0) out->push_back(static_cast<char>(nexc));
+    if (w > 0) {
+      // LSB-first packing through a 64-bit accumulator; w <= 64, so a value
+      // spills into at most one more word.
+      size_t nbytes = (cnt * static_cast<size_t>(w) + 7) / 8;
+      size_t start = out->size();
+      out->append(nbytes, '\0');
+      auto* p = reinterpret_cast<uint8_t*>(out->data() + start);
+      uint64_t acc = 0;
+      int nacc = 0;
+      size_t pos = 0;
+      for (size_t i = 0; i < cnt; i++) {
+        uint64_t x = static_cast<uint64_t>(v[i]) - lo;
+        if (x > span) x = 0;  // an exception
+        acc |= x << nacc;
+        if (nacc + w >= 64) {
+          for (int k = 0; k < 8; k++) p[pos++] = static_cast<uint8_t>(acc >> (8 * k));
+          acc = nacc == 0 ? 0 : x >> (64 - nacc);
+          nacc = nacc + w - 64;
+        } else {
+          nacc += w;
+        }
+      }
+      for (; nacc > 0; nacc -= 8, acc >>= 8) p[pos++] = static_cast<uint8_t>(acc);
+    }
+    for (size_t e = 0; e < nexc; e++) {
+      out->push_back(static_cast<char>(exceptions[e].first));
+      PutZigZag(out, exceptions[e].second);
+    }
+  }
+  return kPacked;
+}
+
+// Writes x[0..n) as differences of the given order (0..3): the head
+// values d^j x[j] for j < order, then the residuals d^order x[i], i >= order,
+// divided by their gcd.
+void PutIntSeqOrder(const uint64_t* x, size_t n, int order, std::string* out, Scratch* sc) {
+  std::vector<int64_t>& a = sc->diffs;
+  a.assign(reinterpret_cast<const int64_t*>(x), reinterpret_cast<const int64_t*>(x) + n);
+  for (int lvl = 1; lvl <= order; lvl++) DiffInPlace(a.data(), n, static_cast<size_t>(lvl));
+  size_t hdr_pos = out->size();
+  out->push_back('\0');
+  uint8_t hdr = static_cast<uint8_t>(order);
+  size_t first = std::min(n, static_cast<size_t>(order));
+  for (size_t j = 0; j < first; j++) PutZigZag(out, a[j]);
+  if (n > first) {
+    int64_t* r = a.data() + first;
+    size_t m = n - first;
+    uint64_t g = Divisor(r, m);
+    if (g > 1) {
+      hdr |= kHasDivisor;
+      PutVarint64(out, g);
+      const ExactDivider div(g);
+      for (size_t i = 0; i < m; i++) r[i] = div.Divide(r[i]);
+    }
+    hdr |= PutResiduals(r, m, out, &sc->sorted);
+  }
+  (*out)[hdr_pos] = static_cast<char>(hdr);
+}
+
+// Finds the smallest e such that every value is DecimalToDouble(m, e) for an
+// integer m; fills ms. False if there is none (NaN, Inf, -0.0, too precise).
+bool ToDecimal(const double* vs, size_t n, int* e_out, std::vector<uint64_t>* ms) {
+  auto try_at = [](double v, int exp, int64_t* m_out) {
+    double scaled = v * kPow10[exp];
+    if (!(std::fabs(scaled) < 0x1p62)) return false;
+    // Round half away from zero like llround; the neighbours cover any
+    // rounding difference.
+    auto m = static_cast<int64_t>(scaled + std::copysign(0.5, scaled));
+    uint64_t want = std::bit_cast<uint64_t>(v);
+    for (int64_t cand : {m, m - 1, m + 1}) {
+      if (std::bit_cast<uint64_t>(DecimalToDouble(cand, exp)) == want) {
+        *m_out = cand;
+        return true;
+      }
+    }
+    return false;
+  };
+  ms->resize(n);
+  int e = 0;
+  size_t redo_below = 0;  // values before this index were converted at a smaller e
+  for (size_t i = 0; i < n; i++) {
+    int64_t m;
+    if (!try_at(vs[i], e, &m)) {
+      do {
+        if (++e > kMaxExp) return false;
+      } while (!try_at(vs[i], e, &m));
+      redo_below = i;
+    }
+    (*ms)[i] = static_cast<uint64_t>(m);
+  }
+  // A value exact at a smaller exponent normally is at a larger one too, but
+  // verify.
+  for (size_t i = 0; i < redo_below; i++) {
+    int64_t m;
+    if (!try_at(vs[i], e, &m)) return false;
+    (*ms)[i] = static_cast<uint64_t>(m);
+  }
+  *e_out = e;
+  return true;
+}
+
+// Finds k such that every value is m * 2^-k for an integer |m| < 2^62
+// (binary fixed point, so values straddling a power of two share one scale);
+// fills ms. False for NaN, Inf, -0.0 or too wide a range.
+bool ToBinary(const double* vs, size_t n, int64_t* k_out, std::vector<uint64_t>* ms) {
+  int64_t low = INT64_MAX;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t b = std::bit_cast<uint64_t>(vs[i]);
+    int64_t bexp = static_cast<int64_t>((b >> 52) & 0x7ff);
+    uint64_t mant = b & ((uint64_t{1} << 52) - 1);
+    if (bexp == 0x7ff) return false;
+    if (b == 0) continue;
+    if (bexp != 0) mant |= uint64_t{1} << 52;
+    int64_t lo = (bexp == 0 ? 1 : bexp) - 1075 + std::countr_zero(mant);
+    low = std::min(low, lo);
+  }
+  int64_t k = low == INT64_MAX ? 0 : -low;
+  if (k > kMaxBinaryExp || k < -kMaxBinaryExp) return false;
+  const double scale = std::ldexp(1.0, static_cast<int>(-k));
+  ms->resize(n);
+  for (size_t i = 0; i < n; i++) {
+    // m = v * 2^k from the bit pattern: v = mant * 2^(bexp - 1075), and
+    // k >= -(bexp - 1075 + ctz(mant)), so a right shift drops only zeros.
+    uint64_t b = std::bit_cast<uint64_t>(vs[i]);
+    int64_t bexp = static_cast<int64_t>((b >> 52) & 0x7ff);
+    uint64_t mant = b & ((uint64_t{1} << 52) - 1);
+    if (bexp != 0) mant |= uint64_t{1} << 52;
+    int64_t sh = (bexp == 0 ? 1 : bexp) - 1075 + k;
+    uint64_t mag = 0;
+    if (mant != 0) {
+      if (sh >= 0) {
+        if (sh >= 62 || (mant >> (62 - sh)) != 0) return false;
+        mag = mant << sh;
+      } else {
+        mag = mant >> -sh;
+      }
+    }
+    int64_t m = (b >> 63) ? -static_cast<int64_t>(mag) : static_cast<int64_t>(mag);
+    if (std::bit_cast<uint64_t>(static_cast<double>(m) * scale) != b) return false;
+    (*ms)[i] = static_cast<uint64_t>(m);
+  }
+  *k_out = k;
+  return true;
+}
+
+// MSB-first bit writer with a 64-bit accumulator, for a whole stream at once.
+class BufferedBitWriter {
+ public:
+  explicit BufferedBitWriter(std::string* s) : s_(s) {}
+  ~BufferedBitWriter() {
+    if (n_ > 0) s_->push_back(static_cast<char>(acc_ << (8 - n_)));
+  }
+  void WriteBit(bool bit) { WriteBits(bit ? 1 : 0, 1); }
+  // Writes the low n bits of v (1 <= n <= 64), most significant first.
+  void WriteBits(uint64_t v, int n) {
+    if (n > 32) {
+      Put(v >> 32, n - 32);
+      n = 32;
+    }
+    Put(v, n);
+  }
+
+ private:
+  void Put(uint64_t v, int n) {  // n <= 32, so acc_ holds at most 39 bits
+    acc_ = (acc_ << n) | (v & ((uint64_t{1} << n) - 1));
+    n_ += n;
+    while (n_ >= 8) {
+      n_ -= 8;
+      s_->push_back(static_cast<char>(acc_ >> n_));
+    }
+  }
+  std::string* s_;
+  uint64_t acc_ = 0;  // the low n_ bits are pending
+  int n_ = 0;
+};
+
+void PutXorValues(const double* vs, size_t n, std::string* out) {
+  BufferedBitWriter w(out);
+  uint64_t prev = std::bit_cast<uint64_t>(vs[0]);
+  w.WriteBits(prev, 64);
+  uint8_t leading = 0xff, trailing = 0;
+  for (size_t i = 1; i < n; i++) {
+    uint64_t cur = std::bit_cast<uint64_t>(vs[i]);
+    WriteXorValue(&w, prev, cur, &leading, &trailing);
+    prev = cur;
+  }
+}
+
+}  // namespace
+
+uint64_t XorValueBits(const double* vs, size_t n) {
+  uint64_t bits = 64;
+  uint8_t leading = 0xff, trailing = 0;
+  uint64_t prev = std::bit_cast<uint64_t>(vs[0]);
+  for (size_t i = 1; i < n; i++) {
+    uint64_t cur = std::bit_cast<uint64_t>(vs[i]);
+    uint64_t x = prev ^ cur;
+    prev = cur;
+    if (x == 0) {
+      bits += 1;
+      continue;
+    }
+    int nl = std::min(std::countl_zero(x), 31);
+    int nt = std::countr_zero(x);
+    if (leading != 0xff && nl >= leading && nt >= trailing) {
+      bits += 2 + static_cast<uint64_t>(64 - leading - trailing);
+      continue;
+    }
+    leading = static_cast<uint8_t>(nl);
+    trailing = static_cast<uint8_t>(nt);
+    bits += 2 + 5 + 6 + static_cast<uint64_t>(64 - nl - nt);
+  }
+  return bits;
+}
+
+void EncodeDenseExhaustive(const int64_t* ts, const double* vs, size_t n, std::string* out) {
+  Scratch sc;
+  auto put_smallest = [&](const uint64_t* x, std::string* dst) {
+    std::string best, alt;
+    for (int order : {1, 0, 2, 3}) {
+      if (order >= 2 && static_cast<size_t>(order) >= n) continue;
+      alt.clear();
+      PutIntSeqOrder(x, n, order, &alt, &sc);
+      if (best.empty() || alt.size() < best.size()) best.swap(alt);
+    }
+    dst->append(best);
+  };
+  PutVarint64(out, n);
+  put_smallest(reinterpret_cast<const uint64_t*>(ts), out);
+  std::string best(1, static_cast<char>(kValXor)), cand;
+  PutXorValues(vs, n, &best);
+  std::vector<uint64_t> ints;
+  int e;
+  if (ToDecimal(vs, n, &e, &ints)) {
+    cand = {static_cast<char>(kValDecimal), static_cast<char>(e)};
+    put_smallest(ints.data(), &cand);
+    if (cand.size() < best.size()) best.swap(cand);
+  }
+  int64_t k;
+  if (ToBinary(vs, n, &k, &ints)) {
+    cand.assign(1, static_cast<char>(kValBinary));
+    PutZigZag(&cand, k);
+    put_smallest(ints.data(), &cand);
+    if (cand.size() < best.size()) best.swap(cand);
+  }
+  ints.resize(n);
+  std::memcpy(ints.data(), vs, n * sizeof(double));
+  cand.assign(1, static_cast<char>(kValBits));
+  put_smallest(ints.data(), &cand);
+  if (cand.size() < best.size()) best.swap(cand);
+  out->append(best);
+}
+
+}  // namespace internal
+
+void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out) {
+  using namespace internal;
+  CHECK(n >= 1 && n <= kMaxDenseSamples, "BUG: EncodeDense sample count out of range");
+  thread_local Scratch sc;
+  PutVarint64(out, n);
+
+  // Timestamps: the smallest order.
+  std::vector<Candidate>& cands = sc.cands;
+  const auto* tx = reinterpret_cast<const uint64_t*>(ts);
+  cands.clear();
+  size_t best_plain = SIZE_MAX;
+  AddOrders(tx, n, Candidate{}, &sc, &cands, &best_plain);
+  PutIntSeqOrder(tx, n, PickSmallest(&cands, n, &sc).order, out, &sc);
+
+  // Values: XOR (sized exactly and cheaply) against the integer modes.
+  cands.clear();
+  const size_t xor_bytes = 1 + static_cast<size_t>((XorValueBits(vs, n) + 7) / 8);
+  cands.push_back(Candidate{0, kValXor, 0, 0, nullptr, {xor_bytes, xor_bytes}});
+  best_plain = xor_bytes;
+  int e;
+  if (ToDecimal(vs, n, &e, &sc.dec)) AddOrders(sc.dec.data(), n, Candidate{0, kValDecimal, e, 2, sc.dec.data(), {}}, &sc, &cands, &best_plain);
+  int64_t k;
+  if (ToBinary(vs, n, &k, &sc.bin)) {
+    AddOrders(sc.bin.data(), n, Candidate{0, kValBinary, k, 1 + ZigZagLength(k), sc.bin.data(), {}}, &sc, &cands, &best_plain);
+  }
+  const auto* bits = reinterpret_cast<const uint64_t*>(vs);
+  AddOrders(bits, n, Candidate{0, kValBits, 0, 1, bits, {}}, &sc, &cands, &best_plain);
+  const Candidate& c = PickSmallest(&cands, n, &sc);
+  out->push_back(static_cast<char>(c.mode));
+  if (c.ints == nullptr) {
+    PutXorValues(vs, n, out);
+    return;
+  }
+  if (c.mode == kValDecimal) out->push_back(static_cast<char>(c.param));
+  if (c.mode == kValBinary) PutZigZag(out, c.param);
+  PutIntSeqOrder(c.ints, n, c.order, out, &sc);
+}
+
+}  // namespace trainwatch::chunkenc
