@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "http/metrics.h"
+#include "ingest/series_cache.h"
 #include "http/request.h"
 #include "promql/engine.h"
 #include "tsdb/db.h"
@@ -58,6 +59,7 @@ class Api {
 
   ApiDeps deps_;
   Metrics metrics_;
+  ingest::SeriesCache series_cache_;  // import: series text -> ref
 };
 
 // 400/422/503 JSON error for a failed query or a bad parameter, as Prometheus.

@@ -35,6 +35,7 @@ Result<int64_t> TimestampArg(std::string_view s) {
 Response Api::Import(const Request& req) {
   ingest::ImportOptions opts;
   opts.default_timestamp_ms = req.receive_time_ms;
+  opts.cache = &series_cache_;
   if (std::string_view ts = req.Param("timestamp"); !ts.empty()) {
     auto t = TimestampArg(ts);
     if (!t.ok()) return Text(400, t.error().message());

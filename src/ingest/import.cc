@@ -37,10 +37,15 @@ void ImportBatch::Clear() {
 
 Status ImportBatch::Parse(std::string_view body, const ImportOptions& opts) {
   Clear();
+  extra_labels_ = opts.extra_labels;
+  cache_ = opts.cache;
+  uint64_t salt = 0;
+  for (const model::Label& l : extra_labels_) salt = HashString(l.value, HashString(l.name, salt + 1));
   // Series text as written -> index in series_. Lines repeating a series text
   // (the common case in backfill) cost one hash lookup and no allocation.
   std::unordered_map<std::string_view, uint32_t, ViewHash> by_text;
   samples_.reserve(body.size() / 64);
+  series_.reserve(body.size() / 128);
   TextParser p(body, ParseOptions{.default_timestamp_ms = opts.default_timestamp_ms});
   std::string_view last_text;
   uint32_t last_idx = 0;
@@ -50,8 +55,23 @@ Status ImportBatch::Parse(std::string_view body, const ImportOptions& opts) {
     if (!series_.empty() && s.series == last_text) {
       idx = last_idx;
     } else {
+      // A cached series needs no labels (unless its ref went stale); only
+      // unknown ones are deduplicated by text and get labels built.
+      storage::SeriesRef ref = 0;
+      SeriesCache::Key key;
+      if (cache_ != nullptr) {
+        key = SeriesCache::KeyOf(s.series, salt);
+        ref = cache_->Get(key);
+      }
+      if (ref != 0) {
+        series_.push_back(Series{{}, ref, s.series, key});
+        last_text = s.series;
+        last_idx = static_cast<uint32_t>(series_.size() - 1);
+        samples_.push_back({last_idx, static_cast<uint32_t>(s.line), s.timestamp_ms, s.value});
+        continue;
+      }
       auto [it, inserted] = by_text.try_emplace(s.series, static_cast<uint32_t>(series_.size()));
-      if (inserted) series_.push_back({BuildLabels(s, opts.extra_labels), 0});
+      if (inserted) series_.push_back(Series{BuildLabels(s, opts.extra_labels), 0, s.series, key});
       idx = it->second;
       last_text = s.series;
       last_idx = idx;
@@ -65,12 +85,25 @@ Status ImportBatch::Parse(std::string_view body, const ImportOptions& opts) {
   return Status::OK();
 }
 
+Status ImportBatch::ResolveLabels(Series* s) {
+  // Re-parse the series text alone; it parsed before, so this succeeds.
+  std::string line(s->text);
+  line += " 0\n";
+  TextParser p(line, ParseOptions{});
+  if (!p.Next()) return Status::InvalidArgument("series " + std::string(s->text) + ": " + p.status().message());
+  s->labels = BuildLabels(p.sample(), extra_labels_);
+  return Status::OK();
+}
+
 Status ImportBatch::AppendTo(storage::Appender* app) {
   for (const Entry& e : samples_) {
     Series& s = series_[e.series];
-    auto ref = app->Append(s.ref, s.labels, e.t, e.v);
+    if (s.ref != 0 && app->AppendByRef(s.ref, e.t, e.v)) continue;
+    if (s.labels.empty()) RETURN_IF_ERROR(ResolveLabels(&s));
+    auto ref = app->Append(0, s.labels, e.t, e.v);
     if (!ref.ok()) return ref.error().Annotate("line " + std::to_string(e.line));
     s.ref = *ref;
+    if (cache_ != nullptr && s.ref != 0) cache_->Put(s.key, s.ref);
   }
   return Status::OK();
 }

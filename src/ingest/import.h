@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "model/labels.h"
+#include "ingest/series_cache.h"
 #include "storage/storage.h"
 
 namespace trainwatch::ingest {
@@ -21,6 +22,8 @@ struct ImportOptions {
   // Added to every series, replacing a label of the same name; an empty value
   // removes the label (VictoriaMetrics's `extra_label=name=value`).
   std::vector<model::Label> extra_labels;
+  // Series text -> ref cache shared across requests; optional.
+  SeriesCache* cache = nullptr;
 };
 
 struct ImportStats {
@@ -41,9 +44,12 @@ class ImportBatch {
 
  private:
   struct Series {
-    model::Labels labels;
+    model::Labels labels;       // empty while only the cached ref is known
     storage::SeriesRef ref = 0;
+    std::string_view text;      // as written, into the body
+    SeriesCache::Key key;
   };
+  Status ResolveLabels(Series* s);
   struct Entry {
     uint32_t series;
     uint32_t line;
@@ -52,6 +58,8 @@ class ImportBatch {
   };
   std::vector<Series> series_;
   std::vector<Entry> samples_;
+  std::vector<model::Label> extra_labels_;
+  SeriesCache* cache_ = nullptr;
 };
 
 // Parses `body` and appends it to `db` in one Commit. Nothing is stored when

@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
+
+#include "base/file.h"
+#include "tsdb/db.h"
 
 namespace trainwatch::ingest {
 namespace {
@@ -79,6 +85,43 @@ TEST(ImportTest, AppendErrorRollsBack) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "line 3: boom");
   EXPECT_TRUE(db.data.empty());
+}
+
+// With a series cache, known series are appended by ref; refs that went
+// stale (the series was persisted and dropped from the head) are re-resolved
+// from the text, and the same text under other extra labels is another series.
+TEST(ImportTest, SeriesCacheAppendsByRefAndRecoversStaleRefs) {
+  std::string dir = "/tmp/tw_import_cache_" + std::to_string(::getpid());
+  (void)file::RemoveAll(dir);
+  tsdb::Options o;
+  o.dir = dir;
+  o.background = false;
+  o.retention_ms = 0;
+  auto db = tsdb::DB::Open(o);
+  ASSERT_TRUE(db.ok());
+  SeriesCache cache;
+  ImportOptions opts;
+  opts.cache = &cache;
+  ASSERT_TRUE(ImportText("m{a=\"x\"} 1 1000\nm{a=\"y\\\"q\"} 2 1000\n", opts, **db).ok());
+  EXPECT_EQ(cache.size(), 2u);
+  ASSERT_TRUE(ImportText("m{a=\"x\"} 3 2000\nm{a=\"y\\\"q\"} 4 2000\n", opts, **db).ok());
+  ASSERT_TRUE((*db)->Flush().ok());  // the head drops both series: cached refs are stale
+  ASSERT_TRUE(ImportText("m{a=\"x\"} 5 3000\nm{a=\"y\\\"q\"} 6 3000\n", opts, **db).ok());
+  opts.extra_labels = {{"env", "prod"}};
+  ASSERT_TRUE(ImportText("m{a=\"x\"} 7 3000\n", opts, **db).ok());
+  auto q = (*db)->NewQuerier(0, 10000);
+  auto all = model::Matcher::Make(model::MatchType::kEqual, "__name__", "m");
+  auto set = (*q)->Select(true, {}, {*all});
+  std::map<std::string, std::vector<double>> got;
+  while (set->Next()) {
+    auto it = set->At().Iterator();
+    while (it->Next()) got[set->At().labels().ToString()].push_back(it->At().v);
+  }
+  EXPECT_EQ(got["m{a=\"x\"}"], (std::vector<double>{1, 3, 5}));
+  EXPECT_EQ(got["m{a=\"y\\\"q\"}"], (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(got["m{a=\"x\", env=\"prod\"}"], (std::vector<double>{7}));
+  db->reset();
+  (void)file::RemoveAll(dir);
 }
 
 TEST(ImportTest, ParsesExtraLabelArgument) {

@@ -6,6 +6,8 @@
 #include <unordered_map>
 
 #include "promql/eval.h"
+#include "promql/functions_internal.h"
+#include "promql/parser/functions.h"
 
 namespace trainwatch::promql {
 
@@ -28,7 +30,8 @@ void AccAdd(AggOp op, Acc& a, double f) {
     a.value = f;
     a.mean = f;
     a.c = 0;
-    if (op == AggOp::kStddev || op == AggOp::kStdvar) a.value = 0;
+    // Like Prometheus: a NaN or ±Inf first value makes the deviation NaN.
+    if (op == AggOp::kStddev || op == AggOp::kStdvar) a.value = std::isnan(f) || std::isinf(f) ? NAN : 0;
     if (op == AggOp::kGroup) a.value = 1;
     return;
   }
@@ -95,20 +98,100 @@ double AccResult(AggOp op, const Acc& a) {
   }
 }
 
-model::Labels GroupLabels(const model::Labels& l, const std::vector<std::string>& grouping, bool without,
-                          bool drop_name) {
-  std::vector<model::Label> out;
-  for (const auto& p : l) {
-    if (drop_name && p.name == model::kMetricName) continue;  // delayed removal: already gone
-    bool listed = std::find(grouping.begin(), grouping.end(), p.name) != grouping.end();
-    if (without) {
-      if (listed || p.name == model::kMetricName) continue;
-    } else if (!listed) {
-      continue;
+// Assigns series to groups. The key is hashed straight from the series'
+// labels (no allocation); a group's Labels are built once, when it is created.
+class GroupIndex {
+ public:
+  GroupIndex(const std::vector<std::string>& grouping, bool without) : grouping_(grouping), without_(without) {}
+
+  // Group of a series (created when new), keyed like Prometheus: `by` keeps the
+  // listed labels, `without` drops them and __name__. A __name__ awaiting
+  // delayed removal still partitions `by (__name__)`; the group then drops
+  // its name at the end if any member does.
+  size_t Find(const model::Labels& l, bool drop_name) {
+    key_.clear();
+    bool pending_name = false;
+    for (const auto& p : l) {
+      bool listed = std::find(grouping_.begin(), grouping_.end(), p.name) != grouping_.end();
+      if (without_) {
+        if (listed || p.name == model::kMetricName) continue;
+      } else if (!listed) {
+        continue;
+      }
+      if (drop_name && p.name == model::kMetricName) pending_name = true;
+      key_.emplace_back(p.name, p.value);
     }
-    out.push_back(p);
+    uint64_t h = model::HashLabelPairs(key_.data(), key_.size());
+    auto [it, inserted] = index_.try_emplace(h, labels_.size());
+    if (!inserted) {
+      for (size_t c = it->second; c != SIZE_MAX; c = next_[c]) {
+        if (KeyEquals(labels_[c])) {
+          drop_name_[c] = drop_name_[c] || pending_name;
+          return c;
+        }
+      }
+    }
+    size_t g = labels_.size();
+    std::vector<model::Label> ls;
+    ls.reserve(key_.size());
+    for (const auto& [n, v] : key_) ls.push_back({std::string(n), std::string(v)});
+    labels_.emplace_back(std::move(ls));
+    drop_name_.push_back(pending_name);
+    // Collisions chain through next_; the map points at the newest group.
+    next_.push_back(inserted ? SIZE_MAX : it->second);
+    it->second = g;
+    return g;
   }
-  return model::Labels(std::move(out));
+  std::vector<model::Labels>& labels() { return labels_; }
+  bool drop_name(size_t g) const { return drop_name_[g]; }
+
+ private:
+  bool KeyEquals(const model::Labels& g) const {
+    if (g.size() != key_.size()) return false;
+    size_t i = 0;
+    for (const auto& p : g) {
+      if (p.name != key_[i].first || p.value != key_[i].second) return false;
+      ++i;
+    }
+    return true;
+  }
+
+  const std::vector<std::string>& grouping_;
+  const bool without_;
+  std::vector<std::pair<std::string_view, std::string_view>> key_;
+  std::unordered_map<uint64_t, size_t> index_;  // hash -> newest group with it
+  std::vector<size_t> next_;                    // group -> older group with the same hash
+  std::vector<model::Labels> labels_;
+  std::vector<bool> drop_name_;  // group -> its __name__ is to be dropped
+};
+
+bool IsAccumulating(AggOp op) {
+  switch (op) {
+    case AggOp::kSum: case AggOp::kAvg: case AggOp::kCount: case AggOp::kGroup: case AggOp::kMin:
+    case AggOp::kMax: case AggOp::kStddev: case AggOp::kStdvar:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Turns per-group accumulator rows into output series (groups without any
+// value are left out).
+void EmitAccumulated(AggOp op, const std::vector<Acc>& acc, GroupIndex& groups, const StepRange& r, Value* out) {
+  size_t steps = r.Steps();
+  std::vector<model::Labels>& group_labels = groups.labels();
+  out->series.reserve(group_labels.size());
+  for (size_t g = 0; g < group_labels.size(); ++g) {
+    EvalSeries es;
+    const Acc* row = &acc[g * steps];
+    for (size_t s = 0; s < steps; ++s) {
+      if (row[s].count > 0) es.points.push_back({r.At(s), AccResult(op, row[s])});
+    }
+    if (es.points.empty()) continue;
+    es.labels = std::move(group_labels[g]);
+    es.drop_name = groups.drop_name(g);
+    out->series.push_back(std::move(es));
+  }
 }
 
 int64_t KParam(double k) {
@@ -139,33 +222,39 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       param = ScalarArg(*this, *e.args[1], r);
     }
   }
-  Value in = Eval(*e.args[0], r);
-  // Group assignment, once per series.
-  std::vector<std::string> grouping = e.grouping;
-  std::vector<model::Labels> group_labels;
-  std::vector<size_t> group_of(in.series.size());
-  {
-    std::unordered_map<uint64_t, std::vector<size_t>> index;
-    for (size_t i = 0; i < in.series.size(); ++i) {
+  // sum/avg/... over a range function (`sum by (x) (rate(m[5m]))`): stream
+  // each series' values into its group's accumulators instead of
+  // materializing every input series first. Same groups in the same order and
+  // the same order of additions as the general path below, so same results.
+  const Expr& arg = Unparen(*e.args[0]);
+  if (IsAccumulating(op) && arg.kind == parser::NodeKind::kCall) {
+    if (const RangeFnDef* def = LookupRangeFn(arg.func->name)) {
       CheckDeadline();
-      model::Labels gl = GroupLabels(in.series[i].labels, grouping, e.without, in.series[i].drop_name);
-      uint64_t h = gl.Hash();
-      auto& cands = index[h];
-      size_t gi = SIZE_MAX;
-      for (size_t c : cands) {
-        if (group_labels[c] == gl) {
-          gi = c;
-          break;
-        }
-      }
-      if (gi == SIZE_MAX) {
-        gi = group_labels.size();
-        group_labels.push_back(std::move(gl));
-        cands.push_back(gi);
-      }
-      group_of[i] = gi;
+      GroupIndex groups(e.grouping, e.without);
+      std::vector<Acc> acc;
+      ForEachRangeFnSeries(*this, arg, *def, r,
+                           [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals) {
+                             size_t g = groups.Find(l, drop_name);
+                             if (acc.size() < (g + 1) * steps) acc.resize((g + 1) * steps);
+                             Acc* row = &acc[g * steps];
+                             for (const StepValue& sv : vals) AccAdd(op, row[sv.step], sv.v);
+                           });
+      Value out;
+      out.type = parser::Type::kVector;
+      acc.resize(groups.labels().size() * steps);
+      EmitAccumulated(op, acc, groups, r, &out);
+      return out;
     }
   }
+  Value in = Eval(*e.args[0], r);
+  // Group assignment, once per series.
+  GroupIndex groups(e.grouping, e.without);
+  std::vector<size_t> group_of(in.series.size());
+  for (size_t i = 0; i < in.series.size(); ++i) {
+    CheckDeadline();
+    group_of[i] = groups.Find(in.series[i].labels, in.series[i].drop_name);
+  }
+  std::vector<model::Labels>& group_labels = groups.labels();
   size_t ngroups = group_labels.size();
   Value out;
   out.type = parser::Type::kVector;
@@ -178,17 +267,7 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
         Acc* row = &acc[group_of[i] * steps];
         for (const auto& p : in.series[i].points) AccAdd(op, row[r.Index(p.t)], p.v);
       }
-      out.series.reserve(ngroups);
-      for (size_t g = 0; g < ngroups; ++g) {
-        EvalSeries es;
-        const Acc* row = &acc[g * steps];
-        for (size_t s = 0; s < steps; ++s) {
-          if (row[s].count > 0) es.points.push_back({r.At(s), AccResult(op, row[s])});
-        }
-        if (es.points.empty()) continue;
-        es.labels = std::move(group_labels[g]);
-        out.series.push_back(std::move(es));
-      }
+      EmitAccumulated(op, acc, groups, r, &out);
       return out;
     }
     case AggOp::kQuantile: {
@@ -206,6 +285,7 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
         }
         if (es.points.empty()) continue;
         es.labels = std::move(group_labels[g]);
+        es.drop_name = groups.drop_name(g);
         out.series.push_back(std::move(es));
       }
       return out;

@@ -46,6 +46,27 @@ model::Labels Signature(const model::Labels& l, const parser::VectorMatching& m)
 }
 
 // Assigns dense ids to signatures.
+// `{__name__="m", a="b"}`: every label in braces, as Prometheus prints the
+// series of a duplicate-match error.
+std::string BracedLabels(const model::Labels& l) {
+  std::string out = "{";
+  for (const auto& p : l) {
+    if (out.size() > 1) out += ", ";
+    out += p.name;
+    out += "=\"";
+    for (char c : p.value) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        default: out += c;
+      }
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
 class SigTable {
  public:
   size_t Id(model::Labels sig) {
@@ -165,11 +186,12 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
     for (const auto& p : one.series[i].points) {
       int32_t& slot = one_at[one_sig[i] * steps + r.Index(p.t)];
       if (slot >= 0) {
-        const auto& a = one.series[static_cast<size_t>(slot)].labels;
-        const auto& b = one.series[i].labels;
+        const model::Labels* a = &one.series[static_cast<size_t>(slot)].labels;
+        const model::Labels* b = &one.series[i].labels;
+        if (*b < *a) std::swap(a, b);  // stable message: sorted
         ThrowEval("found duplicate series for the match group " + sigs.sig(one_sig[i]).ToString() + " on the " +
-                  (swapped ? "left" : "right") + " hand-side of the operation: [" + a.ToString() + ", " +
-                  b.ToString() + "];many-to-many matching not allowed: matching labels must be unique on one side");
+                  (swapped ? "left" : "right") + " hand-side of the operation: [" + BracedLabels(*a) + ", " +
+                  BracedLabels(*b) + "];many-to-many matching not allowed: matching labels must be unique on one side");
       }
       slot = static_cast<int32_t>(i);
     }
@@ -194,17 +216,19 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
                                  [](const Point& a, int64_t t) { return a.t < t; });
       double fl = p.v, fr = it->v;
       if (swapped) std::swap(fl, fr);
+      // Matches count before a comparison filters them: many-to-one without
+      // group_left fails even when all but one (or all) are filtered away.
+      if (m.card == Cardinality::kOneToOne) {
+        uint8_t& seen = matched[sg * steps + si];
+        if (seen) ThrowEval("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+        seen = 1;
+      }
       bool keep;
       double v = ElemBinop(op, fl, fr, &keep);
       if (e.return_bool) {
         v = keep ? 1 : 0;
       } else if (!keep) {
         continue;
-      }
-      if (m.card == Cardinality::kOneToOne) {
-        uint8_t& seen = matched[sg * steps + si];
-        if (seen) ThrowEval("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
-        seen = 1;
       }
       uint64_t key = (static_cast<uint64_t>(i) << 32) | static_cast<uint32_t>(oi);
       auto po = pair_out.find(key);

@@ -15,18 +15,6 @@ using parser::Type;
 void ThrowEval(Status s) { throw EvalError{std::move(s)}; }
 void ThrowEval(std::string msg) { throw EvalError{Status::InvalidArgument(std::move(msg))}; }
 
-double KahanSumInc(double inc, double sum, double* c) {
-  double t = sum + inc;
-  if (std::isinf(t)) {
-    *c = 0;
-  } else if (std::fabs(sum) >= std::fabs(inc)) {
-    *c += (sum - t) + inc;
-  } else {
-    *c += (inc - t) + sum;
-  }
-  return t;
-}
-
 double Quantile(double q, std::vector<double>* values) {
   if (values->empty() || std::isnan(q)) return NAN;
   if (q < 0) return -INFINITY;

@@ -6,6 +6,7 @@
 // into a Status by Engine.
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -117,7 +118,19 @@ class Evaluator {
 };
 
 // Helpers shared by the evaluator files.
-double KahanSumInc(double inc, double sum, double* c);
+// Kahan-Babuska (Neumaier) summation step; inline because every sum, avg and
+// *_over_time calls it per sample.
+inline double KahanSumInc(double inc, double sum, double* c) {
+  double t = sum + inc;
+  if (std::isinf(t)) {
+    *c = 0;
+  } else if (std::fabs(sum) >= std::fabs(inc)) {
+    *c += (sum - t) + inc;
+  } else {
+    *c += (inc - t) + sum;
+  }
+  return t;
+}
 double Quantile(double q, std::vector<double>* values);  // sorts values
 std::string FormatFloat(double v);                        // Go's strconv 'f', -1
 model::Labels DropMetricName(const model::Labels& l);

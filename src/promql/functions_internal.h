@@ -2,6 +2,7 @@
 // Internal function tables shared between functions*.cc.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 
@@ -15,6 +16,7 @@ struct RangeCtx {
   int64_t range_end = 0;    // inclusive
   double range_sec = 0;
   double p0 = 0, p1 = 0;    // scalar parameters at this step
+  bool no_resets = false;   // the whole series never decreases (lets rate skip its reset scan)
 };
 
 struct RangeFnDef {
@@ -27,6 +29,20 @@ struct RangeFnDef {
 
 const RangeFnDef* LookupRangeFn(std::string_view name);
 Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r);
+
+// One output value of a range function: step index into the StepRange.
+struct StepValue {
+  uint32_t step;
+  double v;
+};
+// Calls cb once per input series that yields at least one value, in storage
+// order, with the series' labels, whether __name__ is to be dropped, and its
+// values by increasing step (valid during the call only). Nothing is
+// materialized across series, so aggregations can consume values directly.
+using RangeSeriesCallback =
+    std::function<void(const model::Labels& labels, bool drop_name, std::span<const StepValue> values)>;
+void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r,
+                          const RangeSeriesCallback& cb);
 
 // functions_label.cc
 Value EvalLabelReplace(Evaluator& ev, const parser::Expr& e, const StepRange& r);

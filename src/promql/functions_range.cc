@@ -17,7 +17,7 @@ using W = std::span<const model::Sample>;
 bool ExtrapolatedRate(W w, const RangeCtx& c, bool is_counter, bool is_rate, double* out) {
   if (w.size() < 2) return false;
   double result = w.back().v - w.front().v;
-  if (is_counter) {
+  if (is_counter && !c.no_resets) {
     double prev = w[0].v;
     for (size_t i = 1; i < w.size(); ++i) {
       if (w[i].v < prev) result += prev;
@@ -290,7 +290,13 @@ bool MadOverTime(W w, const RangeCtx&, double* out) {
   if (w.empty()) return false;
   thread_local std::vector<double> vals;
   vals.clear();
-  for (const auto& s : w) vals.push_back(s.v);
+  for (const auto& s : w) {
+    if (std::isnan(s.v)) {  // a NaN sample makes the result NaN, not dropped
+      *out = NAN;
+      return true;
+    }
+    vals.push_back(s.v);
+  }
   double med = Quantile(0.5, &vals);
   for (auto& v : vals) v = std::fabs(v - med);
   *out = Quantile(0.5, &vals);
@@ -356,7 +362,8 @@ const RangeFnDef* LookupRangeFn(std::string_view name) {
   return nullptr;
 }
 
-Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r) {
+void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r,
+                          const RangeSeriesCallback& cb) {
   size_t matrix_idx = def.matrix_arg;
   std::vector<std::vector<double>> params;
   for (size_t i = 0; i < e.args.size(); ++i) {
@@ -364,8 +371,6 @@ Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& 
     params.push_back(ScalarArg(ev, *e.args[i], r));
   }
   size_t steps = r.Steps();
-  Value out;
-  out.type = parser::Type::kVector;
   Evaluator::WindowSpec spec;
   // The spec is known before the first callback for selectors; compute it the
   // same way here so the callback can use it.
@@ -382,36 +387,55 @@ Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& 
     spec.has_at = arg.at != parser::AtKind::kNone;
     spec.at_ms = arg.at_ms;
   }
+  const bool counter = def.fn == Rate || def.fn == Increase;
+  const double* p0 = params.size() > 0 ? params[0].data() : nullptr;
+  const double* p1 = params.size() > 1 ? params[1].data() : nullptr;
   RangeCtx ctx;
   ctx.range_sec = static_cast<double>(spec.range_ms) / 1000.0;
+  std::vector<StepValue> vals;
+  vals.reserve(steps);
   ev.ForEachRangeSeries(arg, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp) {
     if (smp.empty()) return;
-    EvalSeries es;
+    vals.clear();
+    if (counter) {
+      // One scan per series instead of one per window.
+      bool no_resets = true;
+      for (size_t i = 1; i < smp.size() && no_resets; ++i) no_resets = !(smp[i].v < smp[i - 1].v);
+      ctx.no_resets = no_resets;
+    }
+    const size_t n = smp.size();
+    const model::Sample* data = smp.data();
     size_t lo = 0, hi = 0;
     for (size_t i = 0; i < steps; ++i) {
       int64_t t = r.At(i);
       int64_t ref = spec.Ref(t);
       int64_t from = ref - spec.range_ms;
-      while (lo < smp.size() && smp[lo].t <= from) ++lo;
+      while (lo < n && data[lo].t <= from) ++lo;
       if (hi < lo) hi = lo;
-      while (hi < smp.size() && smp[hi].t <= ref) ++hi;
-      if (hi == lo && def.fn != nullptr) continue;
+      while (hi < n && data[hi].t <= ref) ++hi;
+      if (hi == lo) continue;
       ctx.t = t;
       ctx.range_start = from;
       ctx.range_end = ref;
-      ctx.p0 = params.size() > 0 ? params[0][i] : 0;
-      ctx.p1 = params.size() > 1 ? params[1][i] : 0;
+      ctx.p0 = p0 != nullptr ? p0[i] : 0;
+      ctx.p1 = p1 != nullptr ? p1[i] : 0;
       double v;
-      if (def.fn(W(smp.data() + lo, hi - lo), ctx, &v)) {
-        if (es.points.empty()) es.points.reserve(steps - i);
-        es.points.push_back({t, v});
-      }
+      if (def.fn(W(data + lo, hi - lo), ctx, &v)) vals.push_back({static_cast<uint32_t>(i), v});
     }
-    if (!es.points.empty()) {
-      es.labels = l;
-      es.drop_name = def.keeps_name ? drop : true;
-      out.series.push_back(std::move(es));
-    }
+    if (!vals.empty()) cb(l, def.keeps_name ? drop : true, vals);
+  });
+}
+
+Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r) {
+  Value out;
+  out.type = parser::Type::kVector;
+  ForEachRangeFnSeries(ev, e, def, r, [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals) {
+    EvalSeries es;
+    es.labels = l;
+    es.drop_name = drop_name;
+    es.points.reserve(vals.size());
+    for (const StepValue& sv : vals) es.points.push_back({r.At(sv.step), sv.v});
+    out.series.push_back(std::move(es));
   });
   return out;
 }

@@ -28,6 +28,13 @@ class Appender {
   // retention are accepted; one with the timestamp of a stored sample of the
   // same series is ignored (the stored one wins).
   virtual Result<SeriesRef> Append(SeriesRef ref, const model::Labels& labels, int64_t t, double v) = 0;
+  // Adds one sample to the series `ref` returned by an earlier Append, with
+  // no label lookup. Returns false, adding nothing, when the ref is no longer
+  // valid (the series was dropped); the caller then appends with labels.
+  virtual bool AppendByRef(SeriesRef ref, int64_t t, double v) {
+    (void)ref, (void)t, (void)v;
+    return false;
+  }
   // Writes every sample since the last Commit to the WAL and makes it
   // queryable. Returns once the data is durable per the WAL sync policy.
   virtual Status Commit() = 0;

@@ -112,37 +112,12 @@ MemSeries* Head::CreateLocked(uint64_t ref, const model::Labels& labels, uint64_
   return s;
 }
 
-Status Head::GetOrCreate(const std::vector<const model::Labels*>& labels, std::vector<MemSeries*>* out) {
-  out->assign(labels.size(), nullptr);
+MemSeries* Head::GetOrCreate(const model::Labels& labels) {
+  uint64_t h = labels.Hash();
+  if (MemSeries* s = Lookup(labels, h)) return s;
   std::lock_guard<std::mutex> lock(creation_mu_);
-  std::vector<wal::RefSeries> records;
-  std::vector<size_t> created;
-  for (size_t i = 0; i < labels.size(); i++) {
-    uint64_t h = labels[i]->Hash();
-    MemSeries* s = Lookup(*labels[i], h);
-    if (s == nullptr) {
-      // The same labels may appear twice in one batch.
-      for (size_t j : created) {
-        if ((*out)[j]->hash == h && *labels[j] == *labels[i]) s = (*out)[j];
-      }
-    }
-    if (s == nullptr) {
-      uint64_t ref = next_ref_.load(std::memory_order_relaxed);
-      s = CreateLocked(ref, *labels[i], h);
-      records.push_back({ref, *labels[i]});
-      created.push_back(i);
-    }
-    (*out)[i] = s;
-  }
-  // The series record reaches the WAL before any sample that refers to it:
-  // other appenders can find these series only after this returns, and
-  // their samples are logged after their lookup.
-  if (!records.empty() && wal_ != nullptr) {
-    std::string rec;
-    wal::EncodeSeries(records, &rec);
-    RETURN_IF_ERROR(wal_->Log(rec));
-  }
-  return Status::OK();
+  if (MemSeries* s = Lookup(labels, h)) return s;
+  return CreateLocked(next_ref_.load(std::memory_order_relaxed), labels, h);
 }
 
 void Head::UpdateTimes(int64_t t) {
@@ -401,12 +376,23 @@ void Head::ForEachSeries(const std::function<void(uint64_t, const model::Labels&
   }
 }
 
-Status Head::LogSamples(const std::vector<wal::RefSample>& samples) {
-  if (wal_ == nullptr || samples.empty()) return Status::OK();
-  thread_local std::string rec;
-  wal::EncodeSamples(samples, &rec);
-  RETURN_IF_ERROR(wal_->Log(rec));
+Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vector<wal::RefSample>& samples) {
+  if (wal_ == nullptr) return Status::OK();
+  thread_local std::vector<std::string> recs(2);
+  thread_local std::vector<wal::RefSeries> series;
+  recs.resize(2);
+  size_t n = 0;
+  if (!unlogged.empty()) {
+    series.clear();
+    for (MemSeries* s : unlogged) series.push_back({s->ref, LabelsOf(s)});
+    wal::EncodeSeries(series, &recs[n++]);
+  }
+  if (!samples.empty()) wal::EncodeSamples(samples, &recs[n++]);
+  recs.resize(n);
+  if (n == 0) return Status::OK();
+  RETURN_IF_ERROR(wal_->Log(recs));
   if (sync_each_commit_) RETURN_IF_ERROR(wal_->Sync());
+  for (MemSeries* s : unlogged) s->logged.store(true, std::memory_order_release);
   return Status::OK();
 }
 
@@ -416,7 +402,7 @@ void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
     if (GetByRef(rs.ref) != nullptr) continue;
     uint64_t h = rs.labels.Hash();
     if (Lookup(rs.labels, h) != nullptr) continue;
-    CreateLocked(rs.ref, rs.labels, h);
+    CreateLocked(rs.ref, rs.labels, h)->logged.store(true, std::memory_order_relaxed);
   }
 }
 

@@ -60,6 +60,10 @@ struct MemSeries {
   MemSeries* next_same_hash = nullptr;      // collision chain, guarded by the stripe lock
   std::unique_ptr<uint32_t[]> syms;         // name, value symbol ids, sorted by name
   uint32_t num_labels = 0;
+  // Whether a series record for this series is in the WAL. Series are created
+  // at Append and logged by the first commit that has samples for them (or
+  // by several, harmlessly: replay skips known refs).
+  std::atomic<bool> logged{false};
 
   mutable SpinLock mu;
   // Everything below is guarded by mu.
@@ -151,16 +155,17 @@ class Head : public storage::Queryable {
   // Used by the appender and querier (head_append.cc, head_read.cc).
   MemSeries* GetByRef(uint64_t ref) const;
   MemSeries* Lookup(const model::Labels& labels, uint64_t hash) const;
-  // Creates the missing series (logging a series record first) and fills
-  // out[i]; existing ones are returned as found.
-  Status GetOrCreate(const std::vector<const model::Labels*>& labels, std::vector<MemSeries*>* out);
+  // The series with these labels, created (not yet logged) when missing.
+  MemSeries* GetOrCreate(const model::Labels& labels);
   // Applies one sample. Returns false for a duplicate timestamp.
   bool ApplySample(MemSeries* s, int64_t t, double v);
   model::Labels LabelsOf(const MemSeries* s) const;
   SeriesSnapshot Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) const;
   // Snapshot with labels of the series `ref`; false when it no longer exists.
   bool SnapshotByRef(uint64_t ref, int64_t mint, int64_t maxt, SeriesSnapshot* out) const;
-  Status LogSamples(const std::vector<wal::RefSample>& samples);
+  // Logs series records for `unlogged` series, then the samples, in one
+  // write; syncs per the policy; marks the series logged.
+  Status LogCommit(const std::vector<MemSeries*>& unlogged, const std::vector<wal::RefSample>& samples);
   // Postings for matchers (sorted refs).
   Result<index::Postings> PostingsFor(const model::Matchers& ms) const;
   Result<std::vector<std::string>> LabelValuesFor(std::string_view name, const model::Matchers& ms) const;

@@ -1,10 +1,11 @@
-// Head appender: buffers a batch, resolves or creates its series, logs the
-// batch to the WAL and then applies it, so a sample is visible only once it
-// is durable per the WAL sync policy.
+// Head appender: resolves or creates series at Append, buffers the samples,
+// and at Commit logs series records for series not yet in the WAL plus one
+// samples record in a single write, then applies the samples. A sample is
+// visible only once it is durable per the WAL sync policy.
 
+#include <algorithm>
 #include <shared_mutex>
 
-#include "base/clock.h"
 #include "tsdb/head.h"
 
 namespace trainwatch::tsdb {
@@ -17,71 +18,61 @@ class HeadAppender : public storage::Appender {
 
   Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                     double v) override {
-    // Held from the first Append to Commit/Rollback: series found here
-    // cannot be garbage-collected before their samples are applied, and WAL
-    // rotation waits until logged samples are applied.
-    if (!lock_.owns_lock()) lock_ = head_->SharedAppendLock();
+    Lock();
     // Refs are never reused, so a ref that still resolves is this series.
     MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
     if (s == nullptr) {
       if (labels.empty()) return Status::InvalidArgument("series without labels");
-      uint64_t h = labels.Hash();
-      s = head_->Lookup(labels, h);
-      if (s == nullptr) {
-        pending_.push_back({nullptr, static_cast<uint32_t>(new_labels_.size()), t, v});
-        new_labels_.push_back(labels);
-        return storage::SeriesRef{0};
-      }
+      s = head_->GetOrCreate(labels);
     }
-    pending_.push_back({s, 0, t, v});
+    Add(s, t, v);
     return storage::SeriesRef{s->ref};
   }
 
+  bool AppendByRef(storage::SeriesRef ref, int64_t t, double v) override {
+    Lock();
+    MemSeries* s = head_->GetByRef(ref);
+    if (s == nullptr) return false;
+    Add(s, t, v);
+    return true;
+  }
+
   Status Commit() override {
-    if (pending_.empty()) {
-      Rollback();
-      return Status::OK();
+    std::sort(unlogged_.begin(), unlogged_.end());
+    unlogged_.erase(std::unique(unlogged_.begin(), unlogged_.end()), unlogged_.end());
+    Status st = head_->LogCommit(unlogged_, samples_);
+    if (st.ok()) {
+      for (size_t i = 0; i < samples_.size(); i++) head_->ApplySample(series_[i], samples_[i].t, samples_[i].v);
     }
-    if (!new_labels_.empty()) {
-      std::vector<const model::Labels*> ptrs;
-      ptrs.reserve(new_labels_.size());
-      for (const auto& l : new_labels_) ptrs.push_back(&l);
-      std::vector<MemSeries*> created;
-      RETURN_IF_ERROR(head_->GetOrCreate(ptrs, &created));
-      for (auto& p : pending_) {
-        if (p.series == nullptr) p.series = created[p.new_index];
-      }
-    }
-    samples_.clear();
-    samples_.reserve(pending_.size());
-    for (const auto& p : pending_) samples_.push_back({p.series->ref, p.t, p.v});
-    Status st = head_->LogSamples(samples_);
-    if (!st.ok()) {
-      Rollback();
-      return st.Annotate("write wal");
-    }
-    for (const auto& p : pending_) head_->ApplySample(p.series, p.t, p.v);
-    Rollback();  // clears buffers
-    return Status::OK();
+    Rollback();  // clears buffers and releases the lock
+    return st.ok() ? st : st.Annotate("write wal");
   }
 
   void Rollback() override {
-    pending_.clear();
-    new_labels_.clear();
+    series_.clear();
+    samples_.clear();
+    unlogged_.clear();
     if (lock_.owns_lock()) lock_.unlock();
   }
 
  private:
-  struct Pending {
-    MemSeries* series;   // null until created at commit
-    uint32_t new_index;  // into new_labels_ when series is null
-    int64_t t;
-    double v;
-  };
+  // Held from the first Append to Commit/Rollback: series found here cannot
+  // be garbage-collected before their samples are applied, and WAL rotation
+  // waits until logged samples are applied.
+  void Lock() {
+    if (!lock_.owns_lock()) lock_ = head_->SharedAppendLock();
+  }
+
+  void Add(MemSeries* s, int64_t t, double v) {
+    if (!s->logged.load(std::memory_order_acquire)) unlogged_.push_back(s);
+    series_.push_back(s);
+    samples_.push_back({s->ref, t, v});
+  }
+
   Head* head_;
-  std::vector<Pending> pending_;
-  std::vector<model::Labels> new_labels_;
+  std::vector<MemSeries*> series_;     // parallel to samples_
   std::vector<wal::RefSample> samples_;
+  std::vector<MemSeries*> unlogged_;   // series whose record this commit logs (may repeat until Commit)
   std::shared_lock<std::shared_mutex> lock_;
 };
 

@@ -335,7 +335,8 @@ size_t IntSeqOrderSize(const uint64_t* x, size_t n, int order, Scratch* sc) {
 // beat the best so far.
 const Candidate& PickSmallest(std::vector<Candidate>* cands, size_t n, Scratch* sc) {
   std::vector<Candidate>& c = *cands;
-  std::stable_sort(c.begin(), c.end(), [](const Candidate& x, const Candidate& y) { return x.size.lower < y.size.lower; });
+  std::stable_sort(c.begin(), c.end(),
+                   [](const Candidate& x, const Candidate& y) { return x.size.lower < y.size.lower; });
   size_t best = 0, best_bytes = SIZE_MAX;
   for (size_t i = 0; i < c.size(); i++) {
     if (c[i].size.lower >= best_bytes) break;
@@ -655,10 +656,13 @@ void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out
   cands.push_back(Candidate{0, kValXor, 0, 0, nullptr, {xor_bytes, xor_bytes}});
   best_plain = xor_bytes;
   int e;
-  if (ToDecimal(vs, n, &e, &sc.dec)) AddOrders(sc.dec.data(), n, Candidate{0, kValDecimal, e, 2, sc.dec.data(), {}}, &sc, &cands, &best_plain);
+  if (ToDecimal(vs, n, &e, &sc.dec)) {
+    AddOrders(sc.dec.data(), n, Candidate{0, kValDecimal, e, 2, sc.dec.data(), {}}, &sc, &cands, &best_plain);
+  }
   int64_t k;
   if (ToBinary(vs, n, &k, &sc.bin)) {
-    AddOrders(sc.bin.data(), n, Candidate{0, kValBinary, k, 1 + ZigZagLength(k), sc.bin.data(), {}}, &sc, &cands, &best_plain);
+    Candidate proto{0, kValBinary, k, 1 + ZigZagLength(k), sc.bin.data(), {}};
+    AddOrders(sc.bin.data(), n, proto, &sc, &cands, &best_plain);
   }
   const auto* bits = reinterpret_cast<const uint64_t*>(vs);
   AddOrders(bits, n, Candidate{0, kValBits, 0, 1, bits, {}}, &sc, &cands, &best_plain);

@@ -1,0 +1,69 @@
+#include "ingest/series_cache.h"
+
+#include <algorithm>
+
+#include "base/hash.h"
+
+namespace trainwatch::ingest {
+
+SeriesCache::Key SeriesCache::KeyOf(std::string_view text, uint64_t salt) {
+  return Key{HashString(text, 0x9e3779b97f4a7c15ull ^ salt), HashString(text, 0xc2b2ae3d27d4eb4full + salt * 31)};
+}
+
+storage::SeriesRef SeriesCache::Get(const Key& k) const {
+  const Shard& s = shards_[k.b % kShards];
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.slots.empty()) return 0;
+  size_t mask = s.slots.size() - 1;
+  for (size_t i = k.a & mask;; i = (i + 1) & mask) {
+    const Slot& slot = s.slots[i];
+    if (slot.ref == 0) return 0;
+    if (slot.key == k) return slot.ref;
+  }
+}
+
+void SeriesCache::Insert(Shard* s, const Key& k, storage::SeriesRef ref) {
+  size_t mask = s->slots.size() - 1;
+  for (size_t i = k.a & mask;; i = (i + 1) & mask) {
+    Slot& slot = s->slots[i];
+    if (slot.ref == 0) {
+      slot = Slot{k, ref};
+      s->used++;
+      return;
+    }
+    if (slot.key == k) {
+      slot.ref = ref;
+      return;
+    }
+  }
+}
+
+void SeriesCache::Put(const Key& k, storage::SeriesRef ref) {
+  if (ref == 0) return;
+  Shard& s = shards_[k.b % kShards];
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.used >= max_per_shard_) {
+    s.slots.assign(s.slots.size(), Slot{});
+    s.used = 0;
+  }
+  if (2 * (s.used + 1) > s.slots.size()) {
+    std::vector<Slot> old = std::move(s.slots);
+    s.slots.assign(std::max<size_t>(64, old.size() * 2), Slot{});
+    s.used = 0;
+    for (const Slot& o : old) {
+      if (o.ref != 0) Insert(&s, o.key, o.ref);
+    }
+  }
+  Insert(&s, k, ref);
+}
+
+size_t SeriesCache::size() const {
+  size_t n = 0;
+  for (const auto& s : shards_) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    n += s.used;
+  }
+  return n;
+}
+
+}  // namespace trainwatch::ingest

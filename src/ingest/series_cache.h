@@ -1,0 +1,54 @@
+#pragma once
+// Maps a series as written on the wire ("name{a=\"b\"}" plus any extra
+// labels) to the storage ref it was appended under, so repeated pushes of a
+// known series skip label parsing, sorting, hashing and lookup. Keys are
+// 128-bit hashes of the text (collision odds ~2^-128 per pair); refs that
+// went stale are detected by Appender::AppendByRef and re-resolved.
+// Thread-safe (sharded mutexes). Bounded: a shard that grows past its share
+// of `max_entries` is cleared.
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "storage/storage.h"
+
+namespace trainwatch::ingest {
+
+class SeriesCache {
+ public:
+  explicit SeriesCache(size_t max_entries = 8u << 20) : max_per_shard_(max_entries / kShards + 1) {}
+
+  struct Key {
+    uint64_t a = 0, b = 0;
+    bool operator==(const Key&) const = default;
+  };
+  // `salt` distinguishes the same text under different extra labels.
+  static Key KeyOf(std::string_view series_text, uint64_t salt);
+
+  // 0 when unknown.
+  storage::SeriesRef Get(const Key& k) const;
+  void Put(const Key& k, storage::SeriesRef ref);
+  size_t size() const;
+
+ private:
+  static constexpr size_t kShards = 64;
+  // Open addressing with linear probing: one cache line per lookup. A slot
+  // with ref 0 is empty (0 is never a valid ref).
+  struct Slot {
+    Key key;
+    storage::SeriesRef ref = 0;
+  };
+  struct Shard {
+    mutable std::mutex mu;
+    std::vector<Slot> slots;  // power-of-two size, at most half full
+    size_t used = 0;
+  };
+  static void Insert(Shard* s, const Key& k, storage::SeriesRef ref);
+  const size_t max_per_shard_;
+  std::array<Shard, kShards> shards_;
+};
+
+}  // namespace trainwatch::ingest
