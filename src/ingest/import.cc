@@ -31,8 +31,18 @@ model::Labels BuildLabels(const TextSample& s, const std::vector<model::Label>& 
 }  // namespace
 
 void ImportBatch::Clear() {
-  series_.clear();
-  samples_.clear();
+  // Keeps capacity for the next body of a similar size, within bounds.
+  constexpr size_t kKeepEntries = 1u << 16;
+  if (series_.capacity() > kKeepEntries) {
+    std::vector<Series>().swap(series_);
+  } else {
+    series_.clear();
+  }
+  if (samples_.capacity() > 4 * kKeepEntries) {
+    std::vector<Entry>().swap(samples_);
+  } else {
+    samples_.clear();
+  }
 }
 
 Status ImportBatch::Parse(std::string_view body, const ImportOptions& opts) {
@@ -41,42 +51,48 @@ Status ImportBatch::Parse(std::string_view body, const ImportOptions& opts) {
   cache_ = opts.cache;
   uint64_t salt = 0;
   for (const model::Label& l : extra_labels_) salt = HashString(l.value, HashString(l.name, salt + 1));
-  // Series text as written -> index in series_. Lines repeating a series text
-  // (the common case in backfill) cost one hash lookup and no allocation.
+  // Series text as written -> index in series_, for series not in the cache.
+  // Lines repeating a series text (the common case in backfill) cost one
+  // hash lookup and no allocation.
   std::unordered_map<std::string_view, uint32_t, ViewHash> by_text;
-  samples_.reserve(body.size() / 64);
-  series_.reserve(body.size() / 128);
-  TextParser p(body, ParseOptions{.default_timestamp_ms = opts.default_timestamp_ms});
+  samples_.reserve(body.size() / 96);
+  series_.reserve(body.size() / 192);
   std::string_view last_text;
   uint32_t last_idx = 0;
+  // The cache lookup for a line happens in known_series, before its labels
+  // would be parsed: a hit skips them.
+  std::string_view looked_up;
+  SeriesCache::Key key;
+  storage::SeriesRef cached = 0;
+  auto lookup = [&](std::string_view text) {
+    looked_up = text;
+    key = SeriesCache::KeyOf(text, salt);
+    cached = cache_->Get(key);
+  };
+  ParseOptions po{.default_timestamp_ms = opts.default_timestamp_ms};
+  po.known_series = [&](std::string_view text) {
+    if (!series_.empty() && text == last_text) return true;  // reuses the previous line's series
+    if (cache_ == nullptr) return false;
+    lookup(text);
+    return cached != 0;
+  };
+  TextParser p(body, std::move(po));
   while (p.Next()) {
     const TextSample& s = p.sample();
-    uint32_t idx;
-    if (!series_.empty() && s.series == last_text) {
-      idx = last_idx;
-    } else {
-      // A cached series needs no labels (unless its ref went stale); only
-      // unknown ones are deduplicated by text and get labels built.
-      storage::SeriesRef ref = 0;
-      SeriesCache::Key key;
-      if (cache_ != nullptr) {
-        key = SeriesCache::KeyOf(s.series, salt);
-        ref = cache_->Get(key);
-      }
-      if (ref != 0) {
-        series_.push_back(Series{{}, ref, s.series, key});
-        last_text = s.series;
+    if (series_.empty() || s.series != last_text) {
+      if (cache_ != nullptr && looked_up.data() != s.series.data()) lookup(s.series);
+      if (cache_ != nullptr && cached != 0) {
+        // A known series needs no labels unless its ref went stale.
+        series_.push_back(Series{{}, cached, s.series, key});
         last_idx = static_cast<uint32_t>(series_.size() - 1);
-        samples_.push_back({last_idx, static_cast<uint32_t>(s.line), s.timestamp_ms, s.value});
-        continue;
+      } else {
+        auto [it, inserted] = by_text.try_emplace(s.series, static_cast<uint32_t>(series_.size()));
+        if (inserted) series_.push_back(Series{BuildLabels(s, opts.extra_labels), 0, s.series, key});
+        last_idx = it->second;
       }
-      auto [it, inserted] = by_text.try_emplace(s.series, static_cast<uint32_t>(series_.size()));
-      if (inserted) series_.push_back(Series{BuildLabels(s, opts.extra_labels), 0, s.series, key});
-      idx = it->second;
       last_text = s.series;
-      last_idx = idx;
     }
-    samples_.push_back({idx, static_cast<uint32_t>(s.line), s.timestamp_ms, s.value});
+    samples_.push_back({last_idx, static_cast<uint32_t>(s.line), s.timestamp_ms, s.value});
   }
   if (!p.status().ok()) {
     Clear();

@@ -2,16 +2,20 @@
 
 #include <algorithm>
 
+#include "base/crc32c.h"
 #include "base/hash.h"
 
 namespace trainwatch::ingest {
 
 SeriesCache::Key SeriesCache::KeyOf(std::string_view text, uint64_t salt) {
-  return Key{HashString(text, 0x9e3779b97f4a7c15ull ^ salt), HashString(text, 0xc2b2ae3d27d4eb4full + salt * 31)};
+  // Two independent functions of the text: a 64-bit multiply-mix hash and a
+  // CRC32C (one instruction per 8 bytes) with the length.
+  uint32_t crc = crc32c::Extend(static_cast<uint32_t>(salt ^ (salt >> 32)), text.data(), text.size());
+  return Key{HashString(text, 0x9e3779b97f4a7c15ull ^ salt), (uint64_t{crc} << 32) | (text.size() & 0xffffffffu)};
 }
 
 storage::SeriesRef SeriesCache::Get(const Key& k) const {
-  const Shard& s = shards_[k.b % kShards];
+  const Shard& s = shards_[(k.b >> 32) % kShards];
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.slots.empty()) return 0;
   size_t mask = s.slots.size() - 1;
@@ -40,7 +44,7 @@ void SeriesCache::Insert(Shard* s, const Key& k, storage::SeriesRef ref) {
 
 void SeriesCache::Put(const Key& k, storage::SeriesRef ref) {
   if (ref == 0) return;
-  Shard& s = shards_[k.b % kShards];
+  Shard& s = shards_[(k.b >> 32) % kShards];
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.used >= max_per_shard_) {
     s.slots.assign(s.slots.size(), Slot{});

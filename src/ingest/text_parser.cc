@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -113,6 +114,33 @@ TextParser::TextParser(std::string_view body, ParseOptions opts) : body_(body), 
   labels_.reserve(16);
 }
 
+// Finds the end (one past '}') of the label block starting at line[open]
+// == '{', skipping quoted values with escapes. False when unterminated.
+static bool LabelBlockEnd(std::string_view line, size_t open, size_t* end) {
+  const char* p = line.data() + open + 1;
+  const char* e = line.data() + line.size();
+  while (p < e) {
+    // Outside quotes only '}' and '"' matter; memchr finds the next quote.
+    const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<size_t>(e - p)));
+    const char* b = static_cast<const char*>(std::memchr(p, '}', static_cast<size_t>((q ? q : e) - p)));
+    if (b != nullptr) {
+      *end = static_cast<size_t>(b - line.data()) + 1;
+      return true;
+    }
+    if (q == nullptr) return false;
+    // Inside a quoted value: find the closing quote not escaped by '\\'.
+    for (p = q + 1;; p++) {
+      p = static_cast<const char*>(std::memchr(p, '"', static_cast<size_t>(e - p)));
+      if (p == nullptr) return false;
+      size_t backslashes = 0;
+      while (p - backslashes - 1 > q && p[-static_cast<std::ptrdiff_t>(backslashes) - 1] == '\\') backslashes++;
+      if (backslashes % 2 == 0) break;
+    }
+    p++;
+  }
+  return false;
+}
+
 bool TextParser::Fail(std::string msg) {
   status_ = Status::InvalidArgument("line " + std::to_string(line_no_) + ": " + msg);
   pos_ = body_.size();
@@ -159,8 +187,16 @@ bool TextParser::ParseLine(std::string_view line) {
   }
   size_t name_end = pos;
   SkipSpaces(line, &pos);
+  sample_.labels_skipped = false;
   if (pos < line.size() && line[pos] == '{') {
-    if (!ParseLabels(line, &pos)) return false;
+    size_t end;
+    if (opts_.known_series && !sample_.name.empty() && LabelBlockEnd(line, pos, &end) &&
+        opts_.known_series(line.substr(0, end))) {
+      pos = end;
+      sample_.labels_skipped = true;
+    } else if (!ParseLabels(line, &pos)) {
+      return false;
+    }
     name_end = pos;
   }
   if (sample_.name.empty()) return Fail("missing metric name");

@@ -41,6 +41,7 @@ struct TextSample {
   double value = 0;
   int64_t timestamp_ms = 0;     // the default timestamp when the line has none
   bool has_timestamp = false;
+  bool labels_skipped = false;  // ParseOptions::known_series said to skip them
 };
 
 enum class TextFormat { kPrometheus };
@@ -48,6 +49,11 @@ enum class TextFormat { kPrometheus };
 struct ParseOptions {
   TextFormat format = TextFormat::kPrometheus;
   int64_t default_timestamp_ms = 0;  // used for samples without a timestamp
+  // Optional. Called with the series text ("name{...}", up to the closing
+  // brace) of lines that have a metric name and a label block; returning true
+  // skips parsing the labels: the caller knows this series already (the text
+  // was parsed before). Malformed label blocks always get the full parse.
+  std::function<bool(std::string_view series)> known_series;
 };
 
 class TextParser {

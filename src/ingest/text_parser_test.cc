@@ -199,5 +199,33 @@ TEST(TextParserTest, ConformanceExpositionFilesParse) {
   EXPECT_GE(files, 4);
 }
 
+TEST(TextParserTest, KnownSeriesSkipsLabelParsingButNotValidation) {
+  std::vector<std::string> asked;
+  ParseOptions o;
+  o.known_series = [&](std::string_view text) {
+    asked.emplace_back(text);
+    return text == "m{a=\"}\\\"\"}";
+  };
+  TextParser p("m{a=\"}\\\"\"} 1 5\nm{a=\"x\"} 2 6\nplain 3\n", o);
+  ASSERT_TRUE(p.Next());
+  EXPECT_TRUE(p.sample().labels_skipped);
+  EXPECT_EQ(p.sample().num_labels, 0u);
+  EXPECT_EQ(p.sample().series, "m{a=\"}\\\"\"}");
+  EXPECT_EQ(p.sample().value, 1);
+  ASSERT_TRUE(p.Next());
+  EXPECT_FALSE(p.sample().labels_skipped);
+  ASSERT_EQ(p.sample().num_labels, 1u);
+  EXPECT_EQ(p.sample().labels[0].value, "x");
+  ASSERT_TRUE(p.Next());
+  EXPECT_EQ(p.sample().series, "plain");
+  EXPECT_FALSE(p.Next());
+  EXPECT_TRUE(p.status().ok());
+  EXPECT_EQ(asked.size(), 2u);
+  // An unterminated label block is parsed in full and reported.
+  TextParser bad("m{a=\"x 1\n", o);
+  EXPECT_FALSE(bad.Next());
+  EXPECT_NE(bad.status().message().find("line 1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainwatch::ingest

@@ -120,12 +120,13 @@ MemSeries* Head::GetOrCreate(const model::Labels& labels) {
   return CreateLocked(next_ref_.load(std::memory_order_relaxed), labels, h);
 }
 
-void Head::UpdateTimes(int64_t t) {
+void Head::UpdateTimes(int64_t mint, int64_t maxt) {
+  if (mint > maxt) return;
   int64_t cur = min_time_.load(std::memory_order_relaxed);
-  while (t < cur && !min_time_.compare_exchange_weak(cur, t)) {
+  while (mint < cur && !min_time_.compare_exchange_weak(cur, mint)) {
   }
   cur = max_time_.load(std::memory_order_relaxed);
-  while (t > cur && !max_time_.compare_exchange_weak(cur, t)) {
+  while (maxt > cur && !max_time_.compare_exchange_weak(cur, maxt)) {
   }
 }
 
@@ -185,12 +186,11 @@ bool Head::ApplySample(MemSeries* s, int64_t t, double v) {
       CloseOpenLocked(s);
     }
     if (!s->open) {
-      s->open = std::make_unique<chunkenc::XorChunk>();
+      s->open.emplace();
       s->open_block_end = BlockEnd(t, opts_.block_duration_ms);
       num_chunks_.fetch_add(1, std::memory_order_relaxed);
     }
     s->open->Append(t, v);
-    UpdateTimes(t);
   } else if (t == maxt) {
     dup_total_.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -367,12 +367,9 @@ void Head::ForEachSeries(const std::function<void(uint64_t, const model::Labels&
     std::shared_lock lock(postings_mu_);
     refs.assign(postings_.All().begin(), postings_.All().end());
   }
+  SeriesSnapshot snap;
   for (uint64_t ref : refs) {
-    std::shared_lock lock(postings_mu_);
-    MemSeries* s = GetByRef(ref);
-    if (s == nullptr) continue;
-    SeriesSnapshot snap = Snapshot(s, INT64_MIN, INT64_MAX);
-    fn(ref, LabelsOf(s), snap);
+    if (SnapshotByRef(ref, INT64_MIN, INT64_MAX, &snap)) fn(ref, snap.labels, snap);
   }
 }
 
@@ -407,6 +404,7 @@ void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
 }
 
 void Head::ReplaySamples(const std::vector<wal::RefSample>& samples) {
+  int64_t mint = INT64_MAX, maxt = INT64_MIN;
   for (const auto& s : samples) {
     MemSeries* ms = GetByRef(s.ref);
     if (ms == nullptr) {
@@ -414,7 +412,10 @@ void Head::ReplaySamples(const std::vector<wal::RefSample>& samples) {
       continue;
     }
     ApplySample(ms, s.t, s.v);
+    mint = std::min(mint, s.t);
+    maxt = std::max(maxt, s.t);
   }
+  UpdateTimes(mint, maxt);
 }
 
 std::vector<std::pair<std::string, uint64_t>> Head::TopMetricNames(size_t n) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -68,7 +69,7 @@ struct MemSeries {
   mutable SpinLock mu;
   // Everything below is guarded by mu.
   std::vector<HeadChunk> closed;             // sorted by time, non-overlapping
-  std::unique_ptr<chunkenc::XorChunk> open;  // null when none
+  std::optional<chunkenc::XorChunk> open;    // inline: one cache miss less per append
   int64_t open_block_end = 0;                // the open chunk must end before this
   std::unique_ptr<std::vector<model::Sample>> ooo;  // out-of-order samples, sorted, unique t
   int64_t last_append_ms = 0;                // wall clock of the last sample, for GC
@@ -157,8 +158,11 @@ class Head : public storage::Queryable {
   MemSeries* Lookup(const model::Labels& labels, uint64_t hash) const;
   // The series with these labels, created (not yet logged) when missing.
   MemSeries* GetOrCreate(const model::Labels& labels);
-  // Applies one sample. Returns false for a duplicate timestamp.
+  // Applies one sample. Returns false for a duplicate timestamp. The head's
+  // time range is not updated: callers pass the batch's range to
+  // UpdateTimes once (one contended atomic per batch, not per sample).
   bool ApplySample(MemSeries* s, int64_t t, double v);
+  void UpdateTimes(int64_t mint, int64_t maxt);
   model::Labels LabelsOf(const MemSeries* s) const;
   SeriesSnapshot Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) const;
   // Snapshot with labels of the series `ref`; false when it no longer exists.
@@ -181,7 +185,6 @@ class Head : public storage::Queryable {
   MemSeries* CreateLocked(uint64_t ref, const model::Labels& labels, uint64_t hash);
   bool LabelsEqual(const MemSeries* s, const model::Labels& labels) const;
   void SetRef(uint64_t ref, MemSeries* s);
-  void UpdateTimes(int64_t t);
   void CloseOpenLocked(MemSeries* s);  // REQUIRES: s->mu held
   // Whether the in-order chunks hold a sample at t. REQUIRES: s->mu held.
   bool InOrderHasLocked(const MemSeries* s, int64_t t) const;

@@ -50,6 +50,27 @@ void BM_HeadAppendByLabels(benchmark::State& state) {
 }
 BENCHMARK(BM_HeadAppendByLabels)->Arg(10000);
 
+// Append by ref (the import fast path: series known from an earlier request).
+void BM_HeadAppendByRef(benchmark::State& state) {
+  auto series = MakeSeries(static_cast<int>(state.range(0)));
+  Head head(HeadOptions{});
+  std::vector<storage::SeriesRef> refs;
+  {
+    auto app = head.NewAppender();
+    for (const auto& l : series) refs.push_back(*app->Append(0, l, 0, 1));
+    benchmark::DoNotOptimize(app->Commit());
+  }
+  int64_t t = 15000;
+  for (auto _ : state) {
+    auto app = head.NewAppender();
+    for (auto ref : refs) benchmark::DoNotOptimize(app->AppendByRef(ref, t, 40 + (t % 7)));
+    benchmark::DoNotOptimize(app->Commit());
+    t += 15000;
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(refs.size()));
+}
+BENCHMARK(BM_HeadAppendByRef)->Arg(10000);
+
 // Memory per active series after 240 samples (1 h at 15 s) each.
 void BM_HeadMemoryPerSeries(benchmark::State& state) {
   const int n = 20000;

@@ -32,11 +32,13 @@ bool FitsSigned(int64_t x, int nbits) {
 
 XorChunk::XorChunk() { b_.assign(kHeaderSize, '\0'); }
 
-uint32_t XorChunk::NumSamples() const {
-  return (uint32_t{static_cast<uint8_t>(b_[0])} << 8) | static_cast<uint8_t>(b_[1]);
-}
+uint32_t XorChunk::NumSamples() const { return n_; }
 
-std::string_view XorChunk::Bytes() const { return b_; }
+std::string_view XorChunk::Bytes() const {
+  b_[0] = static_cast<char>(n_ >> 8);
+  b_[1] = static_cast<char>(n_ & 0xff);
+  return b_;
+}
 
 size_t XorChunk::MemoryBytes() const {
   // libstdc++ keeps up to 15 bytes inline; above that the heap block holds
@@ -102,9 +104,7 @@ void XorChunk::Append(int64_t t, double v) {
   }
   t_ = t;
   v_bits_ = vb;
-  n++;
-  b_[0] = static_cast<char>(n >> 8);
-  b_[1] = static_cast<char>(n & 0xff);
+  n_ = static_cast<uint16_t>(n + 1);
 }
 
 void EncodeXor(const int64_t* ts, const double* vs, size_t n, std::string* out) {
