@@ -6,13 +6,7 @@
 
 #include "app/config.h"
 
-#ifndef TW_VERSION
-#define TW_VERSION "0.0.0"
-#endif
-#ifndef TW_REVISION
-#define TW_REVISION "unknown"
-#endif
-
+// TW_VERSION and TW_REVISION come from src/app/CMakeLists.txt.
 namespace trainwatch::app {
 
 std::string VersionString() {

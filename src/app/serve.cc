@@ -10,16 +10,7 @@
 #include "promql/engine.h"
 #include "tsdb/db.h"
 
-#ifndef TW_VERSION
-#define TW_VERSION "0.0.0"
-#endif
-#ifndef TW_REVISION
-#define TW_REVISION "unknown"
-#endif
-#ifndef TW_BRANCH
-#define TW_BRANCH "unknown"
-#endif
-
+// TW_VERSION, TW_REVISION and TW_BRANCH come from src/app/CMakeLists.txt.
 namespace trainwatch::app {
 namespace {
 
