@@ -1,5 +1,6 @@
 #include "app/serve.h"
 
+#include <malloc.h>
 #include <signal.h>
 
 #include <cstring>
@@ -66,7 +67,14 @@ int RunServe(const ServeOptions& o) {
 
   sigset_t set = TerminationSignals();
   int sig = 0;
-  while (sigwait(&set, &sig) != 0) {
+  // While waiting for a termination signal, hand memory that request
+  // buffers and queries freed back to the OS every few seconds: glibc keeps
+  // it in per-thread arenas otherwise (~20% of RSS under ingest).
+  const timespec kTrimEvery{5, 0};
+  for (;;) {
+    sig = sigtimedwait(&set, nullptr, &kTrimEvery);
+    if (sig == SIGTERM || sig == SIGINT) break;
+    ::malloc_trim(0);
   }
   TW_LOG(Info, "received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 
