@@ -13,78 +13,107 @@
 namespace trainwatch::ingest {
 namespace {
 
-// Records committed samples per label set; refs are dense per label set.
-class FakeStorage : public storage::Appendable {
+// A real TSDB in a temporary directory. Its appenders are wrapped to count
+// commits and, for the rollback test, to fail on one timestamp.
+class TestStorage : public storage::Appendable {
  public:
-  struct Appender : storage::Appender {
-    FakeStorage* db;
-    std::vector<std::tuple<model::Labels, int64_t, double>> pending;
-    explicit Appender(FakeStorage* d) : db(d) {}
-    Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& l, int64_t t, double v) override {
-      if (db->fail_on_time == t) return Status::InvalidArgument("boom");
-      auto [it, ins] = db->refs.try_emplace(l, db->refs.size() + 1);
-      if (ref != 0 && ref != it->second) return Status::InvalidArgument("wrong ref");
-      pending.emplace_back(l, t, v);
-      return it->second;
-    }
-    Status Commit() override {
-      for (auto& [l, t, v] : pending) db->data[l].push_back({t, v});
-      db->commits++;
-      pending.clear();
-      return Status::OK();
-    }
-    void Rollback() override { pending.clear(); }
-  };
-  std::unique_ptr<storage::Appender> NewAppender() override { return std::make_unique<Appender>(this); }
+  TestStorage() {
+    char tmpl[] = "/tmp/tw_import_test_XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    tsdb::Options o;
+    o.dir = dir_;
+    o.background = false;
+    o.retention_ms = 0;
+    db_ = std::move(tsdb::DB::Open(o).value());
+  }
+  ~TestStorage() override {
+    db_.reset();
+    (void)file::RemoveAll(dir_);
+  }
 
-  std::map<model::Labels, storage::SeriesRef> refs;
-  std::map<model::Labels, std::vector<model::Sample>> data;
+  struct Appender : storage::Appender {
+    TestStorage* st;
+    std::unique_ptr<storage::Appender> inner;
+    Appender(TestStorage* s, std::unique_ptr<storage::Appender> a) : st(s), inner(std::move(a)) {}
+    Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& l, int64_t t, double v) override {
+      if (st->fail_on_time == t) return Status::InvalidArgument("boom");
+      return inner->Append(ref, l, t, v);
+    }
+    bool AppendByRef(storage::SeriesRef ref, int64_t t, double v) override { return inner->AppendByRef(ref, t, v); }
+    Status Commit() override {
+      st->commits++;
+      return inner->Commit();
+    }
+    void Rollback() override { inner->Rollback(); }
+  };
+  std::unique_ptr<storage::Appender> NewAppender() override {
+    return std::make_unique<Appender>(this, db_->NewAppender());
+  }
+
+  // Everything stored, by series.
+  std::map<model::Labels, std::vector<model::Sample>> Data() {
+    std::map<model::Labels, std::vector<model::Sample>> out;
+    auto q = db_->NewQuerier(model::kMinTime, model::kMaxTime);
+    auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
+    auto set = (*q)->Select(true, {}, {*all});
+    while (set->Next()) {
+      auto it = set->At().Iterator();
+      while (it->Next()) out[set->At().labels()].push_back(it->At());
+    }
+    return out;
+  }
+
   int commits = 0;
   int64_t fail_on_time = -1;
+
+ private:
+  std::string dir_;
+  std::unique_ptr<tsdb::DB> db_;
 };
 
 TEST(ImportTest, AppendsSortedLabelsWithDefaultTimestamp) {
-  FakeStorage db;
+  TestStorage db;
   ImportOptions opts{.default_timestamp_ms = 5000};
   auto r = ImportText("up{job=\"a\",instance=\"x\"} 1\nup{instance=\"x\",job=\"a\"} 2 6000\nup{job=\"b\",e=\"\"} 3\n", opts, db);
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   EXPECT_EQ(r->samples, 3u);
   EXPECT_EQ(r->series, 3u);  // two texts of the same series count separately
-  ASSERT_EQ(db.data.size(), 2u);
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 2u);
   model::Labels a{{"__name__", "up"}, {"instance", "x"}, {"job", "a"}};
-  ASSERT_EQ(db.data[a].size(), 2u);
-  EXPECT_EQ(db.data[a][0].t, 5000);
-  EXPECT_EQ(db.data[a][1].t, 6000);
+  ASSERT_EQ(data[a].size(), 2u);
+  EXPECT_EQ(data[a][0].t, 5000);
+  EXPECT_EQ(data[a][1].t, 6000);
   model::Labels b{{"__name__", "up"}, {"job", "b"}};  // empty label dropped
-  ASSERT_EQ(db.data[b].size(), 1u);
+  ASSERT_EQ(data[b].size(), 1u);
   EXPECT_EQ(db.commits, 1);
 }
 
 TEST(ImportTest, ExtraLabelsOverrideAndRemove) {
-  FakeStorage db;
+  TestStorage db;
   ImportOptions opts;
   opts.extra_labels = {{"job", "forced"}, {"drop", ""}, {"env", "prod"}};
   ASSERT_TRUE(ImportText("m{job=\"a\",drop=\"x\"} 1 10\n", opts, db).ok());
   model::Labels want{{"__name__", "m"}, {"env", "prod"}, {"job", "forced"}};
-  ASSERT_EQ(db.data.count(want), 1u);
+  ASSERT_EQ(db.Data().count(want), 1u);
 }
 
 TEST(ImportTest, BadBodyStoresNothing) {
-  FakeStorage db;
+  TestStorage db;
   auto r = ImportText("a 1 1\nb 2 2\nc{x=\"1\"} zz 3\n", {}, db);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "line 3: invalid value \"zz\" for metric \"c\"");
-  EXPECT_TRUE(db.data.empty());
+  EXPECT_TRUE(db.Data().empty());
   EXPECT_EQ(db.commits, 0);
 }
 
 TEST(ImportTest, AppendErrorRollsBack) {
-  FakeStorage db;
+  TestStorage db;
   db.fail_on_time = 3;
   auto r = ImportText("a 1 1\nb 2 2\nc 3 3\n", {}, db);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "line 3: boom");
-  EXPECT_TRUE(db.data.empty());
+  EXPECT_TRUE(db.Data().empty());
 }
 
 // With a series cache, known series are appended by ref; refs that went
