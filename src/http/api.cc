@@ -80,6 +80,7 @@ Response Api::Route(const Request& req, std::string_view* handler) {
       {"/-/healthy", kGet, &Api::Healthy},
       {"/-/ready", kGet, &Api::Ready},
       {"/api/v1/import/prometheus", kPost, &Api::Import},
+      {"/api/v1/write", kPost, &Api::Write},
       {"/api/v1/export", kAny, &Api::Export},
       {"/api/v1/admin/tsdb/flush", kPost, &Api::Flush},
       {"/api/v1/query", kAny, &Api::Query},

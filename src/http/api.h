@@ -46,6 +46,7 @@ class Api {
   Response Healthy(const Request& req);
   Response Ready(const Request& req);
   Response Import(const Request& req);
+  Response Write(const Request& req);  // remote_write (api_write.cc)
   Response Export(const Request& req);
   Response Flush(const Request& req);
   Response Query(const Request& req);
@@ -59,7 +60,7 @@ class Api {
 
   ApiDeps deps_;
   Metrics metrics_;
-  ingest::SeriesCache series_cache_;  // import: series text -> ref
+  ingest::SeriesCache series_cache_;  // import and remote write: series as sent -> ref
 };
 
 // 400/422/503 JSON error for a failed query or a bad parameter, as Prometheus.

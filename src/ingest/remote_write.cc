@@ -1,0 +1,428 @@
+#include "ingest/remote_write.h"
+
+#include <snappy.h>
+
+#include <algorithm>
+#include <bit>
+
+namespace trainwatch::ingest {
+namespace {
+
+// Salts the SeriesCache key so encoded label bytes never collide with the
+// text import's series texts, which share the cache.
+constexpr uint64_t kCacheSalt = 0x7277'5f70'726f'746full;  // "rw_proto"
+
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
+
+// Bounds-checked protobuf wire reader over one message. Offsets in errors
+// are from the start of the whole WriteRequest (`base` + position).
+class Reader {
+ public:
+  Reader(std::string_view msg, size_t base) : msg_(msg), base_(base) {}
+
+  bool done() const { return pos_ >= msg_.size(); }
+  size_t offset() const { return base_ + pos_; }
+  size_t pos() const { return pos_; }
+
+  Status Varint(uint64_t* v) {
+    uint64_t r = 0;
+    for (int i = 0; i < 10; i++) {
+      if (pos_ >= msg_.size()) return Err("truncated varint");
+      uint8_t b = static_cast<uint8_t>(msg_[pos_++]);
+      r |= uint64_t{b & 0x7fu} << (7 * i);
+      if ((b & 0x80) == 0) {
+        *v = r;
+        return Status::OK();
+      }
+    }
+    return Err("varint longer than 10 bytes");
+  }
+
+  Status Tag(uint32_t* field, uint32_t* wire) {
+    size_t at = pos_;
+    uint64_t t = 0;
+    RETURN_IF_ERROR(Varint(&t));
+    if ((t >> 3) == 0 || (t >> 3) > 0x1fffffff) return ErrAt(at, "invalid field number");
+    *field = static_cast<uint32_t>(t >> 3);
+    *wire = static_cast<uint32_t>(t & 7);
+    return Status::OK();
+  }
+
+  Status Fixed64(uint64_t* v) {
+    if (msg_.size() - pos_ < 8) return Err("truncated fixed64");
+    uint64_t r = 0;
+    for (int i = 7; i >= 0; i--) r = (r << 8) | static_cast<uint8_t>(msg_[pos_ + i]);
+    pos_ += 8;
+    *v = r;
+    return Status::OK();
+  }
+
+  // A length-delimited payload; `*at` is its offset in the whole request.
+  Status Bytes(std::string_view* out, size_t* at = nullptr) {
+    size_t start = pos_;
+    uint64_t n = 0;
+    RETURN_IF_ERROR(Varint(&n));
+    if (n > msg_.size() - pos_) return ErrAt(start, "length " + std::to_string(n) + " past end of message");
+    if (at != nullptr) *at = base_ + pos_;
+    *out = msg_.substr(pos_, n);
+    pos_ += n;
+    return Status::OK();
+  }
+
+  // Skips the value of a field whose tag was just read.
+  Status Skip(uint32_t field, uint32_t wire) {
+    switch (wire) {
+      case kVarint: {
+        uint64_t v = 0;
+        return Varint(&v);
+      }
+      case kFixed64:
+        if (msg_.size() - pos_ < 8) return Err("truncated fixed64");
+        pos_ += 8;
+        return Status::OK();
+      case kLen: {
+        std::string_view v;
+        return Bytes(&v);
+      }
+      case kFixed32:
+        if (msg_.size() - pos_ < 4) return Err("truncated fixed32");
+        pos_ += 4;
+        return Status::OK();
+      case kStartGroup:
+        return SkipGroup(field);
+      default:
+        return Err("unexpected wire type " + std::to_string(wire));
+    }
+  }
+
+  Status Expect(uint32_t wire, uint32_t want, std::string_view what) {
+    if (wire == want) return Status::OK();
+    return Err(std::string(what) + ": wire type " + std::to_string(wire) + ", want " + std::to_string(want));
+  }
+
+  Status Err(std::string_view msg) const { return ErrAt(pos_, msg); }
+  Status ErrAt(size_t pos, std::string_view msg) const {
+    return Status::InvalidArgument("protobuf: offset " + std::to_string(base_ + pos) + ": " + std::string(msg));
+  }
+
+ private:
+  // Groups nest; their fields are skipped iteratively up to the matching end.
+  Status SkipGroup(uint32_t field) {
+    std::vector<uint32_t> open{field};
+    while (!open.empty()) {
+      if (done()) return Err("unterminated group");
+      uint32_t f = 0, w = 0;
+      RETURN_IF_ERROR(Tag(&f, &w));
+      if (w == kEndGroup) {
+        if (f != open.back()) return Err("mismatched end group");
+        open.pop_back();
+      } else if (w == kStartGroup) {
+        open.push_back(f);
+      } else {
+        RETURN_IF_ERROR(Skip(f, w));
+      }
+    }
+    return Status::OK();
+  }
+
+  std::string_view msg_;
+  size_t base_;
+  size_t pos_ = 0;
+};
+
+bool ValidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    uint8_t c = *p;
+    if (c < 0x80) {
+      p++;
+      continue;
+    }
+    size_t n;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) {
+      n = 2;
+      cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 3;
+      cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (static_cast<size_t>(end - p) < n) return false;
+    for (size_t i = 1; i < n; i++) {
+      if ((p[i] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are invalid.
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000)) return false;
+    if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return false;
+    p += n;
+  }
+  return true;
+}
+
+std::string Quote(std::string_view s) {
+  constexpr size_t kMax = 128;
+  std::string out = "\"";
+  out.append(s.substr(0, kMax));
+  if (s.size() > kMax) out += "...";
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+Status SnappyBlockDecode(std::string_view body, std::string* out) {
+  size_t n = 0;
+  if (!snappy::GetUncompressedLength(body.data(), body.size(), &n)) {
+    return Status::InvalidArgument("snappy: corrupt input (bad length header)");
+  }
+  if (n > kMaxRemoteWriteBytes) {
+    return Status::InvalidArgument("snappy: decoded length " + std::to_string(n) + " exceeds limit " +
+                                   std::to_string(kMaxRemoteWriteBytes));
+  }
+  out->resize(n);
+  if (!snappy::RawUncompress(body.data(), body.size(), out->data())) {
+    out->clear();
+    return Status::InvalidArgument("snappy: corrupt input");
+  }
+  return Status::OK();
+}
+
+Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields) {
+  std::vector<model::Label> v;
+  Reader r(label_fields, 0);
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    if (f != 1 || w != kLen) return r.Err("unexpected field " + std::to_string(f) + " among labels");
+    std::string_view msg;
+    RETURN_IF_ERROR(r.Bytes(&msg));
+    Reader lr(msg, 0);
+    model::Label l;
+    while (!lr.done()) {
+      uint32_t lf = 0, lw = 0;
+      RETURN_IF_ERROR(lr.Tag(&lf, &lw));
+      if (lf == 1 || lf == 2) {
+        RETURN_IF_ERROR(lr.Expect(lw, kLen, lf == 1 ? "label name" : "label value"));
+        std::string_view s;
+        RETURN_IF_ERROR(lr.Bytes(&s));
+        (lf == 1 ? l.name : l.value).assign(s);
+      } else {
+        RETURN_IF_ERROR(lr.Skip(lf, lw));
+      }
+    }
+    if (l.name.empty()) return Status::InvalidArgument("empty label name");
+    if (!model::IsValidLabelName(l.name)) return Status::InvalidArgument("invalid label name " + Quote(l.name));
+    if (!ValidUtf8(l.value)) return Status::InvalidArgument("label " + l.name + ": value is not valid UTF-8");
+    if (l.name == model::kMetricName && !model::IsValidMetricName(l.value)) {
+      return Status::InvalidArgument("invalid metric name " + Quote(l.value));
+    }
+    v.push_back(std::move(l));
+  }
+  // Duplicates are checked before empty values are dropped: a="" a="x" is
+  // still two labels named a.
+  std::vector<std::string_view> names;
+  names.reserve(v.size());
+  for (const model::Label& l : v) names.push_back(l.name);
+  std::sort(names.begin(), names.end());
+  for (size_t i = 1; i < names.size(); i++) {
+    if (names[i] == names[i - 1]) return Status::InvalidArgument("duplicate label name " + Quote(names[i]));
+  }
+  ASSIGN_OR_RETURN(model::Labels labels, model::Labels::FromUnsorted(std::move(v)));
+  if (labels.empty()) return Status::InvalidArgument("empty label set");
+  return labels;
+}
+
+void RemoteWriteBatch::Clear() {
+  constexpr size_t kKeepEntries = 1u << 16;
+  constexpr size_t kKeepBytes = size_t{16} << 20;
+  if (series_.capacity() > kKeepEntries) {
+    std::vector<Series>().swap(series_);
+  } else {
+    series_.clear();
+  }
+  if (samples_.capacity() > 4 * kKeepEntries) {
+    std::vector<Entry>().swap(samples_);
+  } else {
+    samples_.clear();
+  }
+  if (buf_.capacity() > kKeepBytes) {
+    std::string().swap(buf_);
+  } else {
+    buf_.clear();
+  }
+  scratch_.clear();
+  by_fields_.clear();
+  stats_ = {};
+}
+
+Status RemoteWriteBatch::ParseSnappy(std::string_view body, SeriesCache* cache) {
+  Clear();
+  Status s = SnappyBlockDecode(body, &buf_);
+  if (s.ok()) s = ParseProto(buf_, cache);
+  if (!s.ok()) Clear();
+  return s;
+}
+
+Status RemoteWriteBatch::Parse(std::string_view proto, SeriesCache* cache) {
+  Clear();
+  Status s = ParseProto(proto, cache);
+  if (!s.ok()) Clear();
+  return s;
+}
+
+Status RemoteWriteBatch::ParseProto(std::string_view proto, SeriesCache* cache) {
+  cache_ = cache;
+  Reader r(proto, 0);
+  size_t index = 0;
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    if (f == 1) {
+      RETURN_IF_ERROR(r.Expect(w, kLen, "timeseries"));
+      std::string_view msg;
+      size_t at = 0;
+      RETURN_IF_ERROR(r.Bytes(&msg, &at));
+      RETURN_IF_ERROR(ParseTimeSeries(msg, at, index++));
+    } else {
+      RETURN_IF_ERROR(r.Skip(f, w));  // metadata (3) and unknown fields
+    }
+  }
+  stats_.samples = samples_.size();
+  stats_.series = series_.size();
+  return Status::OK();
+}
+
+Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size_t index) {
+  Reader r(msg, base);
+  // The Label submessages (tags included). Senders write them contiguously;
+  // otherwise they are concatenated into scratch_.
+  size_t fields_begin = 0, fields_end = 0;
+  bool have_labels = false;
+  std::string* joined = nullptr;
+  size_t first_sample = samples_.size();
+  while (!r.done()) {
+    size_t field_start = r.pos();
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    switch (f) {
+      case 1: {  // Label
+        RETURN_IF_ERROR(r.Expect(w, kLen, "label"));
+        std::string_view v;
+        RETURN_IF_ERROR(r.Bytes(&v));
+        if (!have_labels) {
+          have_labels = true;
+          fields_begin = field_start;
+        } else if (joined == nullptr && field_start != fields_end) {
+          joined = &scratch_.emplace_back(msg.substr(fields_begin, fields_end - fields_begin));
+        }
+        if (joined != nullptr) joined->append(msg.substr(field_start, r.pos() - field_start));
+        fields_end = r.pos();
+        break;
+      }
+      case 2: {  // Sample { double value = 1; int64 timestamp = 2; }
+        RETURN_IF_ERROR(r.Expect(w, kLen, "sample"));
+        std::string_view v;
+        size_t at = 0;
+        RETURN_IF_ERROR(r.Bytes(&v, &at));
+        Reader sr(v, at);
+        Entry e{0, 0, 0.0};
+        while (!sr.done()) {
+          uint32_t sf = 0, sw = 0;
+          RETURN_IF_ERROR(sr.Tag(&sf, &sw));
+          if (sf == 1) {
+            RETURN_IF_ERROR(sr.Expect(sw, kFixed64, "sample value"));
+            uint64_t bits = 0;
+            RETURN_IF_ERROR(sr.Fixed64(&bits));
+            e.v = std::bit_cast<double>(bits);
+          } else if (sf == 2) {
+            RETURN_IF_ERROR(sr.Expect(sw, kVarint, "sample timestamp"));
+            uint64_t t = 0;
+            RETURN_IF_ERROR(sr.Varint(&t));
+            e.t = static_cast<int64_t>(t);
+          } else {
+            RETURN_IF_ERROR(sr.Skip(sf, sw));
+          }
+        }
+        samples_.push_back(e);
+        break;
+      }
+      case 3:  // Exemplar
+        RETURN_IF_ERROR(r.Skip(f, w));
+        stats_.exemplars++;
+        break;
+      case 4:  // native Histogram
+        RETURN_IF_ERROR(r.Skip(f, w));
+        stats_.histograms++;
+        break;
+      default:
+        RETURN_IF_ERROR(r.Skip(f, w));
+    }
+  }
+  std::string_view fields =
+      joined != nullptr ? std::string_view(*joined) : msg.substr(fields_begin, fields_end - fields_begin);
+  auto annotate = [&](const Status& s) {
+    return Status::InvalidArgument("timeseries " + std::to_string(index) + " (offset " + std::to_string(base) +
+                                   "): " + s.message());
+  };
+  if (!have_labels) return annotate(Status::InvalidArgument("empty label set"));
+  bool has_samples = first_sample != samples_.size();
+  uint32_t idx;
+  if (auto it = by_fields_.find(fields); it != by_fields_.end()) {
+    idx = it->second;
+  } else {
+    SeriesCache::Key key = SeriesCache::KeyOf(fields, kCacheSalt);
+    storage::SeriesRef cached = cache_ != nullptr ? cache_->Get(key) : 0;
+    model::Labels labels;
+    if (cached == 0) {
+      auto l = DecodeRemoteWriteLabels(fields);
+      if (!l.ok()) return annotate(l.error());
+      labels = std::move(*l);
+    }
+    // Series with only histograms or exemplars are validated, not stored.
+    if (!has_samples) return Status::OK();
+    idx = static_cast<uint32_t>(series_.size());
+    series_.push_back(Series{std::move(labels), cached, fields, key});
+    by_fields_.emplace(fields, idx);
+  }
+  for (size_t i = first_sample; i < samples_.size(); i++) samples_[i].series = idx;
+  return Status::OK();
+}
+
+Status RemoteWriteBatch::AppendTo(storage::Appender* app) {
+  for (const Entry& e : samples_) {
+    Series& s = series_[e.series];
+    if (s.ref != 0 && app->AppendByRef(s.ref, e.t, e.v)) continue;
+    if (s.labels.empty()) {
+      // The cached ref went stale; the fields decoded before, so this succeeds.
+      ASSIGN_OR_RETURN(s.labels, DecodeRemoteWriteLabels(s.label_fields));
+    }
+    auto ref = app->Append(0, s.labels, e.t, e.v);
+    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
+    s.ref = *ref;
+    if (cache_ != nullptr && s.ref != 0) cache_->Put(s.key, s.ref);
+  }
+  return Status::OK();
+}
+
+Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, storage::Appendable& db) {
+  RemoteWriteBatch batch;
+  RETURN_IF_ERROR(batch.ParseSnappy(body, cache));
+  if (batch.stats().samples == 0) return batch.stats();
+  std::unique_ptr<storage::Appender> app = db.NewAppender();
+  Status s = batch.AppendTo(app.get());
+  if (!s.ok()) {
+    app->Rollback();
+    return s;
+  }
+  RETURN_IF_ERROR(app->Commit());
+  return batch.stats();
+}
+
+}  // namespace trainwatch::ingest

@@ -1,0 +1,87 @@
+#pragma once
+// Prometheus remote_write 1.0 receiver: POST /api/v1/write. The body is a
+// protobuf prometheus.WriteRequest framed in the snappy block format
+// (prometheus/prometheus prompb/remote.proto, types.proto). The protobuf is
+// decoded by hand: only WriteRequest.timeseries and each series' labels and
+// float samples are read; exemplars, native histograms, metadata and unknown
+// fields are skipped. All-or-nothing like the text import: the whole body is
+// decoded and validated before the first Append.
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "ingest/series_cache.h"
+#include "model/labels.h"
+#include "storage/storage.h"
+
+namespace trainwatch::ingest {
+
+// Largest uncompressed WriteRequest accepted (the snappy header declares it).
+inline constexpr size_t kMaxRemoteWriteBytes = size_t{256} << 20;
+
+struct RemoteWriteStats {
+  uint64_t samples = 0;
+  uint64_t series = 0;      // distinct label sets (by encoded bytes) in the body
+  uint64_t histograms = 0;  // native histogram samples, skipped
+  uint64_t exemplars = 0;   // skipped
+};
+
+// Decompresses a snappy block-format `body` into `out`. InvalidArgument on a
+// malformed body or one declaring more than kMaxRemoteWriteBytes.
+Status SnappyBlockDecode(std::string_view body, std::string* out);
+
+// Decodes a sorted-or-not label set from the concatenated Label submessages
+// of a TimeSeries (field 1 of TimeSeries, tags included). Validates names,
+// the metric name and UTF-8 values; rejects duplicate names; drops empty
+// values. Exposed for tests.
+Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields);
+
+// A decoded WriteRequest: its distinct series and their samples, ready to
+// append. Not thread-safe.
+class RemoteWriteBatch {
+ public:
+  // Snappy-decodes and parses `body`, keeping the decompressed bytes.
+  // `cache` (optional) maps a series' encoded labels to its ref.
+  Status ParseSnappy(std::string_view body, SeriesCache* cache);
+  // Parses an uncompressed WriteRequest. REQUIRES: `proto` outlives the batch
+  // (ParseSnappy keeps its own copy).
+  Status Parse(std::string_view proto, SeriesCache* cache);
+  // Appends every sample; the caller commits or rolls back.
+  Status AppendTo(storage::Appender* app);
+  RemoteWriteStats stats() const { return stats_; }
+  void Clear();
+
+ private:
+  struct Series {
+    model::Labels labels;  // empty while only the cached ref is known
+    storage::SeriesRef ref = 0;
+    std::string_view label_fields;  // encoded Label submessages
+    SeriesCache::Key key;
+  };
+  struct Entry {
+    uint32_t series;
+    int64_t t;
+    double v;
+  };
+  Status ParseProto(std::string_view proto, SeriesCache* cache);
+  Status ParseTimeSeries(std::string_view msg, size_t base, size_t index);
+
+  std::string buf_;                    // decompressed body
+  std::deque<std::string> scratch_;    // label fields that were not contiguous
+  std::vector<Series> series_;
+  std::vector<Entry> samples_;
+  std::unordered_map<std::string_view, uint32_t> by_fields_;  // label fields -> index in series_
+  RemoteWriteStats stats_;
+  SeriesCache* cache_ = nullptr;
+};
+
+// Decodes the snappy-framed `body` and appends it to `db` in one Commit.
+// Nothing is stored when decoding or appending fails.
+Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, storage::Appendable& db);
+
+}  // namespace trainwatch::ingest

@@ -1,0 +1,364 @@
+#include "ingest/remote_write.h"
+
+#include <gtest/gtest.h>
+#include <snappy.h>
+
+#include <unistd.h>
+
+#include <bit>
+#include <map>
+#include <random>
+
+#include "base/file.h"
+#include "tsdb/db.h"
+
+namespace trainwatch::ingest {
+namespace {
+
+// A tiny protobuf encoder for building WriteRequests by hand.
+struct Enc {
+  std::string b;
+  Enc& Varint(uint64_t v) {
+    while (v >= 0x80) {
+      b += static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    b += static_cast<char>(v);
+    return *this;
+  }
+  Enc& Tag(uint32_t field, uint32_t wire) { return Varint((uint64_t{field} << 3) | wire); }
+  Enc& Len(uint32_t field, std::string_view payload) {
+    Tag(field, 2).Varint(payload.size());
+    b += payload;
+    return *this;
+  }
+  Enc& Fixed64(uint32_t field, uint64_t v) {
+    Tag(field, 1);
+    for (int i = 0; i < 8; i++) b += static_cast<char>((v >> (8 * i)) & 0xff);
+    return *this;
+  }
+  Enc& Fixed32(uint32_t field, uint32_t v) {
+    Tag(field, 5);
+    for (int i = 0; i < 4; i++) b += static_cast<char>((v >> (8 * i)) & 0xff);
+    return *this;
+  }
+};
+
+std::string Label(std::string_view name, std::string_view value) { return Enc().Len(1, name).Len(2, value).b; }
+
+std::string Sample(double v, int64_t t) {
+  return Enc().Fixed64(1, std::bit_cast<uint64_t>(v)).Tag(2, 0).Varint(static_cast<uint64_t>(t)).b;
+}
+
+std::string Series(const std::vector<std::pair<std::string, std::string>>& labels,
+                   const std::vector<std::pair<double, int64_t>>& samples) {
+  Enc e;
+  for (const auto& [n, v] : labels) e.Len(1, Label(n, v));
+  for (const auto& [v, t] : samples) e.Len(2, Sample(v, t));
+  return e.b;
+}
+
+std::string Request(const std::vector<std::string>& series) {
+  Enc e;
+  for (const std::string& s : series) e.Len(1, s);
+  return e.b;
+}
+
+std::string Snappy(std::string_view raw) {
+  std::string out;
+  snappy::Compress(raw.data(), raw.size(), &out);
+  return out;
+}
+
+class TestStorage : public storage::Appendable {
+ public:
+  TestStorage() {
+    char tmpl[] = "/tmp/tw_rw_test_XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    tsdb::Options o;
+    o.dir = dir_;
+    o.background = false;
+    o.retention_ms = 0;
+    db_ = std::move(tsdb::DB::Open(o).value());
+  }
+  ~TestStorage() override {
+    db_.reset();
+    (void)file::RemoveAll(dir_);
+  }
+  std::unique_ptr<storage::Appender> NewAppender() override {
+    commits++;
+    return db_->NewAppender();
+  }
+  std::map<model::Labels, std::vector<model::Sample>> Data() {
+    std::map<model::Labels, std::vector<model::Sample>> out;
+    auto q = db_->NewQuerier(model::kMinTime, model::kMaxTime);
+    auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
+    auto set = (*q)->Select(true, {}, {*all});
+    while (set->Next()) {
+      auto it = set->At().Iterator();
+      while (it->Next()) out[set->At().labels()].push_back(it->At());
+    }
+    return out;
+  }
+  int commits = 0;  // appenders opened
+
+ private:
+  std::string dir_;
+  std::unique_ptr<tsdb::DB> db_;
+};
+
+TEST(RemoteWriteTest, AppendsAndReadsBack) {
+  TestStorage db;
+  std::string req = Request({
+      Series({{"__name__", "up"}, {"job", "a"}, {"instance", "x"}}, {{1, 1000}, {0, 2000}}),
+      Series({{"job", "b"}, {"__name__", "up"}}, {{3.5, 1500}}),  // unsorted on the wire
+  });
+  auto r = RemoteWrite(Snappy(req), nullptr, db);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->samples, 3u);
+  EXPECT_EQ(r->series, 2u);
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 2u);
+  auto a = data[model::Labels({{"__name__", "up"}, {"instance", "x"}, {"job", "a"}})];
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].t, 1000);
+  EXPECT_EQ(a[0].v, 1);
+  EXPECT_EQ(a[1].t, 2000);
+  auto b = data[model::Labels({{"__name__", "up"}, {"job", "b"}})];
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].v, 3.5);
+}
+
+TEST(RemoteWriteTest, PreservesNaNBitsAndNegativeTimestamps) {
+  TestStorage db;
+  const uint64_t kStale = 0x7ff0000000000002ull;
+  const uint64_t kNaN = 0x7ff8000000000001ull;
+  std::string req = Request({Series({{"__name__", "m"}},
+                                    {{std::bit_cast<double>(kNaN), -5000}, {std::bit_cast<double>(kStale), 1000}})});
+  auto r = RemoteWrite(Snappy(req), nullptr, db);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 1u);
+  auto s = data.begin()->second;
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].t, -5000);
+  EXPECT_EQ(std::bit_cast<uint64_t>(s[0].v), kNaN);
+  EXPECT_EQ(s[1].t, 1000);
+  EXPECT_EQ(std::bit_cast<uint64_t>(s[1].v), kStale);
+}
+
+TEST(RemoteWriteTest, SkipsUnknownFieldsHistogramsAndMetadata) {
+  TestStorage db;
+  auto unknown = [](Enc& e) {
+    e.Tag(15, 0).Varint(~0ull);        // varint, 10 bytes
+    e.Fixed64(16, 42);                  // fixed64
+    e.Len(17, "junk");                  // length-delimited
+    e.Fixed32(18, 7);                   // fixed32
+    e.Tag(19, 3).Tag(20, 0).Varint(1);  // group with a nested group
+    e.Tag(21, 3).Fixed32(22, 1).Tag(21, 4);
+    e.Tag(19, 4);
+  };
+  Enc label;
+  unknown(label);
+  label.Len(1, "__name__").Len(2, "m");
+  unknown(label);
+  Enc sample;
+  unknown(sample);
+  sample.Fixed64(1, std::bit_cast<uint64_t>(2.0)).Tag(2, 0).Varint(77);
+  Enc ts;
+  unknown(ts);
+  ts.Len(1, label.b);
+  ts.Len(3, "exemplar-bytes");
+  ts.Len(4, "histogram-bytes");
+  ts.Len(2, sample.b);
+  Enc req;
+  unknown(req);
+  req.Len(3, "metadata");
+  req.Len(1, ts.b);
+  // A series with only a histogram: validated, not stored.
+  req.Len(1, Enc().Len(1, Label("__name__", "h")).Len(4, "hist").b);
+  RemoteWriteBatch batch;
+  Status s = batch.Parse(req.b, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(batch.stats().samples, 1u);
+  EXPECT_EQ(batch.stats().series, 1u);
+  EXPECT_EQ(batch.stats().histograms, 2u);
+  EXPECT_EQ(batch.stats().exemplars, 1u);
+  auto r = RemoteWrite(Snappy(req.b), nullptr, db);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(data.begin()->first, model::Labels({{"__name__", "m"}}));
+  EXPECT_EQ(data.begin()->second[0].t, 77);
+  EXPECT_EQ(data.begin()->second[0].v, 2.0);
+}
+
+TEST(RemoteWriteTest, EmptyRequestIsOk) {
+  TestStorage db;
+  auto r = RemoteWrite(Snappy(""), nullptr, db);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->samples, 0u);
+}
+
+TEST(RemoteWriteTest, RejectsInvalidLabelsAndStoresNothing) {
+  const std::vector<std::pair<std::vector<std::pair<std::string, std::string>>, std::string>> cases = {
+      {{{"__name__", "m"}, {"a", "1"}, {"a", "2"}}, "duplicate label name \"a\""},
+      {{{"__name__", "m"}, {"a", ""}, {"a", "2"}}, "duplicate label name"},
+      {{{"__name__", "m"}, {"1bad", "x"}}, "invalid label name"},
+      {{{"__name__", "m"}, {"", "x"}}, "empty label name"},
+      {{{"__name__", "bad-name"}}, "invalid metric name"},
+      {{{"__name__", "m"}, {"a", "\xff"}}, "UTF-8"},
+      {{}, "empty label set"},
+      {{{"a", ""}}, "empty label set"},
+  };
+  for (const auto& [labels, want] : cases) {
+    TestStorage db;
+    std::string req = Request({Series({{"__name__", "ok"}}, {{1, 1}}), Series(labels, {{1, 1}})});
+    auto r = RemoteWrite(Snappy(req), nullptr, db);
+    ASSERT_FALSE(r.ok()) << want;
+    EXPECT_TRUE(r.error().IsInvalidArgument());
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("timeseries 1"), std::string::npos) << r.error().message();
+    EXPECT_TRUE(db.Data().empty());
+    EXPECT_EQ(db.commits, 0);
+  }
+}
+
+TEST(RemoteWriteTest, AcceptsMissingMetricName) {
+  TestStorage db;
+  RemoteWriteBatch batch;
+  Status s = batch.Parse(Request({Series({{"job", "x"}}, {{1, 1}})}), nullptr);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(RemoteWriteTest, EveryTruncationIsRejectedWithOffset) {
+  std::string req = Request({Series({{"__name__", "up"}, {"job", "a"}}, {{1, 1000}, {2, -2000}}),
+                             Series({{"__name__", "x"}}, {{3, 3}})});
+  RemoteWriteBatch full;
+  ASSERT_TRUE(full.Parse(req, nullptr).ok());
+  // The only valid prefixes end exactly at a top-level timeseries boundary.
+  size_t first_end = Request({Series({{"__name__", "up"}, {"job", "a"}}, {{1, 1000}, {2, -2000}})}).size();
+  for (size_t n = 0; n < req.size(); n++) {
+    RemoteWriteBatch batch;
+    std::string prefix = req.substr(0, n);  // own copy: ASan sees reads past it
+    Status s = batch.Parse(prefix, nullptr);
+    if (n == 0 || n == first_end) {
+      EXPECT_TRUE(s.ok()) << n << ": " << s.ToString();
+      continue;
+    }
+    ASSERT_FALSE(s.ok()) << n;
+    EXPECT_TRUE(s.IsInvalidArgument());
+    EXPECT_NE(s.message().find("offset "), std::string::npos) << s.message();
+    EXPECT_EQ(batch.stats().samples, 0u);
+  }
+}
+
+TEST(RemoteWriteTest, GarbageNeverCrashes) {
+  std::string req = Request({Series({{"__name__", "up"}, {"job", "a"}}, {{1, 1000}}),
+                             Series({{"__name__", "x"}, {"i", "y"}}, {{3, 3}, {4, 4}})});
+  std::mt19937 rng(1);
+  for (int i = 0; i < 20000; i++) {
+    std::string m = req;
+    int flips = 1 + static_cast<int>(rng() % 4);
+    for (int j = 0; j < flips; j++) m[rng() % m.size()] = static_cast<char>(rng());
+    RemoteWriteBatch batch;
+    (void)batch.Parse(m, nullptr);
+    (void)batch.ParseSnappy(m, nullptr);
+    std::string z = Snappy(req);
+    z[rng() % z.size()] = static_cast<char>(rng());
+    (void)batch.ParseSnappy(z, nullptr);
+  }
+  // Unterminated, mismatched and deeply nested groups; bad wire types.
+  for (std::string bad : {Enc().Tag(9, 3).b, Enc().Tag(9, 3).Tag(8, 4).b, std::string(100000, '\x4b'),
+                          Enc().Tag(9, 6).b, Enc().Tag(9, 7).b, Enc().Tag(9, 4).b, std::string("\x00", 1),
+                          std::string(11, '\xff'), Enc().Tag(1, 0).Varint(1).b}) {
+    RemoteWriteBatch batch;
+    EXPECT_FALSE(batch.Parse(bad, nullptr).ok());
+  }
+}
+
+TEST(RemoteWriteTest, RejectsBadSnappy) {
+  TestStorage db;
+  for (std::string bad : {std::string(), std::string("\xff\xff\xff\xff\xff\xff", 6), std::string("\x0a\x00", 2),
+                          std::string("garbage body")}) {
+    auto r = RemoteWrite(bad, nullptr, db);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.error().IsInvalidArgument());
+    EXPECT_NE(r.error().message().find("snappy"), std::string::npos) << r.error().message();
+  }
+  // A header declaring more than the limit is refused before allocating.
+  std::string huge = Enc().Varint(kMaxRemoteWriteBytes + 1).b + "x";
+  auto r = RemoteWrite(huge, nullptr, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("limit"), std::string::npos) << r.error().message();
+}
+
+TEST(RemoteWriteTest, CacheKeysOnLabelBytesAndSurvivesStaleRefs) {
+  TestStorage db;
+  SeriesCache cache;
+  auto push = [&](double v, int64_t t) {
+    std::string req = Request({Series({{"__name__", "c"}, {"k", "v"}}, {{v, t}})});
+    return RemoteWrite(Snappy(req), &cache, db);
+  };
+  ASSERT_TRUE(push(1, 1000).ok());
+  EXPECT_EQ(cache.size(), 1u);
+  ASSERT_TRUE(push(2, 2000).ok());
+  EXPECT_EQ(cache.size(), 1u);
+  // A stale ref (a series unknown to this DB) re-resolves from the bytes.
+  TestStorage other;
+  std::string req = Request({Series({{"__name__", "c"}, {"k", "v"}}, {{3, 3000}})});
+  auto r = RemoteWrite(Snappy(req), &cache, other);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(other.Data().size(), 1u);
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(data.begin()->second.size(), 2u);
+}
+
+TEST(RemoteWriteTest, InterleavedLabelsAndRepeatedSeries) {
+  TestStorage db;
+  Enc ts;
+  ts.Len(1, Label("__name__", "m")).Len(2, Sample(1, 10)).Len(1, Label("z", "1")).Len(2, Sample(2, 20));
+  Enc ts2;  // the same series again, contiguous this time: different bytes
+  ts2.Len(1, Label("__name__", "m")).Len(1, Label("z", "1")).Len(2, Sample(3, 30));
+  std::string req = Enc().Len(1, ts.b).Len(1, ts.b).Len(1, ts2.b).b;
+  RemoteWriteBatch batch;
+  ASSERT_TRUE(batch.Parse(req, nullptr).ok());
+  EXPECT_EQ(batch.stats().series, 1u);  // concatenated label bytes are equal
+  auto r = RemoteWrite(Snappy(Enc().Len(1, ts.b).Len(1, ts2.b).b), nullptr, db);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(data.begin()->first, model::Labels({{"__name__", "m"}, {"z", "1"}}));
+  EXPECT_EQ(data.begin()->second.size(), 3u);
+}
+
+// A body from the peer benchmark's encoder (/work/shared/bench/peers/wire.py:
+// proto_series_prefix + proto_sample, framed by snappy_block_literal), so the
+// decoder agrees with an independent implementation.
+TEST(RemoteWriteTest, DecodesPeerBenchEncoderBody) {
+  TestStorage db;
+  static const char kBody[] =
+      "\x80\x01\xf0\x7f\x0a\x3e\x0a\x14\x0a\x08\x5f\x5f\x6e\x61\x6d\x65\x5f\x5f\x12\x08\x67\x70\x75\x5f"
+      "\x75\x74\x69\x6c\x0a\x08\x0a\x03\x67\x70\x75\x12\x01\x30\x0a\x0a\x0a\x04\x68\x6f\x73\x74\x12\x02"
+      "\x6e\x31\x12\x10\x09\x00\x00\x00\x00\x00\x00\xe8\x3f\x10\x80\xd0\x95\xff\xbc\x31\x0a\x3e\x0a\x14"
+      "\x0a\x08\x5f\x5f\x6e\x61\x6d\x65\x5f\x5f\x12\x08\x67\x70\x75\x5f\x75\x74\x69\x6c\x0a\x08\x0a\x03"
+      "\x67\x70\x75\x12\x01\x31\x0a\x0a\x0a\x04\x68\x6f\x73\x74\x12\x02\x6e\x31\x12\x10\x09\x00\x00\x00"
+      "\x00\x00\x00\xf4\x3f\x10\xe8\xd7\x95\xff\xbc\x31";
+  auto r = RemoteWrite(std::string_view(kBody, sizeof(kBody) - 1), nullptr, db);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->samples, 2u);
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 2u);
+  auto g0 = data[model::Labels({{"__name__", "gpu_util"}, {"gpu", "0"}, {"host", "n1"}})];
+  ASSERT_EQ(g0.size(), 1u);
+  EXPECT_EQ(g0[0].t, 1700000000000);
+  EXPECT_EQ(g0[0].v, 0.75);
+  auto g1 = data[model::Labels({{"__name__", "gpu_util"}, {"gpu", "1"}, {"host", "n1"}})];
+  ASSERT_EQ(g1.size(), 1u);
+  EXPECT_EQ(g1[0].t, 1700000001000);
+  EXPECT_EQ(g1[0].v, 1.25);
+}
+
+}  // namespace
+}  // namespace trainwatch::ingest
