@@ -36,12 +36,27 @@ Response Success(std::string_view data_json) {
   return r;
 }
 
-static Response Text(int status, std::string body) {
+Response Text(int status, std::string body) {
   Response r;
   r.status = status;
   r.content_type = "text/plain; charset=utf-8";
   r.body = std::move(body);
+  if (!r.body.empty() && r.body.back() != '\n') r.body += '\n';
   return r;
+}
+
+Response IngestError(std::string_view handler, const Status& s, std::string_view reason_prefix) {
+  if (s.IsInvalidArgument()) return Text(400, std::string(reason_prefix) + s.message());
+  TW_LOG(Error, "{}: {}", handler, s.ToString());
+  return Text(s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kResourceExhausted ? 503 : 500,
+              s.message());
+}
+
+Response NoContent() {
+  Response resp;
+  resp.status = 204;
+  resp.content_type.clear();
+  return resp;
 }
 
 static Response MethodNotAllowed() { return Text(405, "method not allowed\n"); }

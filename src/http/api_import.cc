@@ -10,15 +10,6 @@
 namespace trainwatch::http {
 namespace {
 
-Response Text(int status, std::string body) {
-  Response r;
-  r.status = status;
-  r.content_type = "text/plain; charset=utf-8";
-  r.body = std::move(body);
-  if (!r.body.empty() && r.body.back() != '\n') r.body += '\n';
-  return r;
-}
-
 // VictoriaMetrics's `timestamp` arg: unix seconds or milliseconds (values
 // below 1e11 are taken as seconds: 1e11 s is the year 5138).
 Result<int64_t> TimestampArg(std::string_view s) {
@@ -52,33 +43,16 @@ Response Api::Import(const Request& req) {
   thread_local ingest::ImportBatch batch;
   Status s = batch.Parse(req.body, opts);
   int64_t t1 = MonoNanos();
-  int64_t t2 = t1;
   if (s.ok() && batch.stats().samples > 0) {
-    std::unique_ptr<storage::Appender> app = deps_.db->NewAppender();
-    s = batch.AppendTo(app.get());
-    t2 = MonoNanos();
-    if (s.ok()) {
-      s = app->Commit();  // durable per the WAL sync policy before we answer 204
-    } else {
-      app->Rollback();
-    }
-  }
-  if (!s.ok()) {
-    batch.Clear();
-    if (s.IsInvalidArgument()) return Text(400, s.message());
-    TW_LOG(Error, "import: {}", s.ToString());
-    return Text(s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kResourceExhausted ? 503 : 500,
-                s.message());
+    s = ingest::AppendAndCommit(*deps_.db, [&](storage::Appender* app) { return batch.AppendTo(app); });
   }
   ingest::ImportStats stats = batch.stats();
   batch.Clear();
-  TW_LOG(Debug, "import: {} samples, {} series texts, {} bytes: parse {} ms, append {} ms, commit {} ms", stats.samples,
-         stats.series, req.body.size(), (t1 - t0) / 1000000, (t2 - t1) / 1000000, (MonoNanos() - t2) / 1000000);
+  if (!s.ok()) return IngestError("import", s);
+  TW_LOG(Debug, "import: {} samples, {} series texts, {} bytes: parse {} ms, append+commit {} ms", stats.samples,
+         stats.series, req.body.size(), (t1 - t0) / 1000000, (MonoNanos() - t1) / 1000000);
   metrics_.AddImported(stats.samples);
-  Response resp;
-  resp.status = 204;
-  resp.content_type.clear();
-  return resp;
+  return NoContent();
 }
 
 }  // namespace trainwatch::http

@@ -124,17 +124,21 @@ Status ImportBatch::AppendTo(storage::Appender* app) {
   return Status::OK();
 }
 
-Result<ImportStats> ImportText(std::string_view body, const ImportOptions& opts, storage::Appendable& db) {
-  ImportBatch batch;
-  RETURN_IF_ERROR(batch.Parse(body, opts));
-  if (batch.stats().samples == 0) return batch.stats();
+Status AppendAndCommit(storage::Appendable& db, const std::function<Status(storage::Appender*)>& append) {
   std::unique_ptr<storage::Appender> app = db.NewAppender();
-  Status s = batch.AppendTo(app.get());
+  Status s = append(app.get());
   if (!s.ok()) {
     app->Rollback();
     return s;
   }
-  RETURN_IF_ERROR(app->Commit());
+  return app->Commit();  // durable per the WAL sync policy when it returns
+}
+
+Result<ImportStats> ImportText(std::string_view body, const ImportOptions& opts, storage::Appendable& db) {
+  ImportBatch batch;
+  RETURN_IF_ERROR(batch.Parse(body, opts));
+  if (batch.stats().samples == 0) return batch.stats();
+  RETURN_IF_ERROR(AppendAndCommit(db, [&](storage::Appender* app) { return batch.AppendTo(app); }));
   return batch.stats();
 }
 

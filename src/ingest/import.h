@@ -5,6 +5,7 @@
 // nothing.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,10 @@ class ImportBatch {
   std::vector<model::Label> extra_labels_;
   SeriesCache* cache_ = nullptr;
 };
+
+// Appends a parsed batch through one appender and commits it; rolls back
+// when `append` fails. The shared tail of every push endpoint.
+Status AppendAndCommit(storage::Appendable& db, const std::function<Status(storage::Appender*)>& append);
 
 // Parses `body` and appends it to `db` in one Commit. Nothing is stored when
 // parsing or appending fails.

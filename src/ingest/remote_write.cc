@@ -1,5 +1,7 @@
 #include "ingest/remote_write.h"
 
+#include "ingest/import.h"
+
 #include <snappy.h>
 
 #include <algorithm>
@@ -415,13 +417,7 @@ Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, 
   RemoteWriteBatch batch;
   RETURN_IF_ERROR(batch.ParseSnappy(body, cache));
   if (batch.stats().samples == 0) return batch.stats();
-  std::unique_ptr<storage::Appender> app = db.NewAppender();
-  Status s = batch.AppendTo(app.get());
-  if (!s.ok()) {
-    app->Rollback();
-    return s;
-  }
-  RETURN_IF_ERROR(app->Commit());
+  RETURN_IF_ERROR(AppendAndCommit(db, [&](storage::Appender* app) { return batch.AppendTo(app); }));
   return batch.stats();
 }
 
