@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "http/test_db_util.h"
+#include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::http {
 namespace {
@@ -35,7 +35,7 @@ class ApiTest : public ::testing::Test {
     return out;
   }
 
-  testing::TempDB db_;
+  tsdb::testing::TempDB db_;
   promql::Engine engine_;
   Api api_;
 };

@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "http/test_db_util.h"
+#include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::http {
 namespace {
 
 TEST(ServerTest, ServesOverTcpWithFormBodiesAndStreaming) {
-  testing::TempDB db;
+  tsdb::testing::TempDB db;
   promql::Engine engine{promql::EngineOptions{}};
   auto s = Server::Start(ServerOptions{.listen = "127.0.0.1:0", .threads = 4}, ApiDeps{db.get(), &engine, {}});
   ASSERT_TRUE(s.ok()) << s.error().ToString();
@@ -41,7 +41,7 @@ TEST(ServerTest, ServesOverTcpWithFormBodiesAndStreaming) {
 }
 
 TEST(ServerTest, BadListenAddressFailsStart) {
-  testing::TempDB db;
+  tsdb::testing::TempDB db;
   EXPECT_FALSE(Server::Start(ServerOptions{.listen = "127.0.0.1"}, ApiDeps{db.get(), nullptr, {}}).ok());
   EXPECT_FALSE(Server::Start(ServerOptions{.listen = "127.0.0.1:99999"}, ApiDeps{db.get(), nullptr, {}}).ok());
   auto a = Server::Start(ServerOptions{.listen = "127.0.0.1:0"}, ApiDeps{db.get(), nullptr, {}});

@@ -2,13 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <map>
 
-#include "base/file.h"
-#include "tsdb/db.h"
+#include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::ingest {
 namespace {
@@ -17,20 +13,6 @@ namespace {
 // commits and, for the rollback test, to fail on one timestamp.
 class TestStorage : public storage::Appendable {
  public:
-  TestStorage() {
-    char tmpl[] = "/tmp/tw_import_test_XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    tsdb::Options o;
-    o.dir = dir_;
-    o.background = false;
-    o.retention_ms = 0;
-    db_ = std::move(tsdb::DB::Open(o).value());
-  }
-  ~TestStorage() override {
-    db_.reset();
-    (void)file::RemoveAll(dir_);
-  }
-
   struct Appender : storage::Appender {
     TestStorage* st;
     std::unique_ptr<storage::Appender> inner;
@@ -49,26 +31,13 @@ class TestStorage : public storage::Appendable {
   std::unique_ptr<storage::Appender> NewAppender() override {
     return std::make_unique<Appender>(this, db_->NewAppender());
   }
-
-  // Everything stored, by series.
-  std::map<model::Labels, std::vector<model::Sample>> Data() {
-    std::map<model::Labels, std::vector<model::Sample>> out;
-    auto q = db_->NewQuerier(model::kMinTime, model::kMaxTime);
-    auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
-    auto set = (*q)->Select(true, {}, {*all});
-    while (set->Next()) {
-      auto it = set->At().Iterator();
-      while (it->Next()) out[set->At().labels()].push_back(it->At());
-    }
-    return out;
-  }
+  std::map<model::Labels, std::vector<model::Sample>> Data() { return db_.Data(); }
 
   int commits = 0;
   int64_t fail_on_time = -1;
 
  private:
-  std::string dir_;
-  std::unique_ptr<tsdb::DB> db_;
+  tsdb::testing::TempDB db_;
 };
 
 TEST(ImportTest, AppendsSortedLabelsWithDefaultTimestamp) {
@@ -120,37 +89,25 @@ TEST(ImportTest, AppendErrorRollsBack) {
 // stale (the series was persisted and dropped from the head) are re-resolved
 // from the text, and the same text under other extra labels is another series.
 TEST(ImportTest, SeriesCacheAppendsByRefAndRecoversStaleRefs) {
-  std::string dir = "/tmp/tw_import_cache_" + std::to_string(::getpid());
-  (void)file::RemoveAll(dir);
-  tsdb::Options o;
-  o.dir = dir;
-  o.background = false;
-  o.retention_ms = 0;
-  auto db = tsdb::DB::Open(o);
-  ASSERT_TRUE(db.ok());
+  tsdb::testing::TempDB db;
   SeriesCache cache;
   ImportOptions opts;
   opts.cache = &cache;
-  ASSERT_TRUE(ImportText("m{a=\"x\"} 1 1000\nm{a=\"y\\\"q\"} 2 1000\n", opts, **db).ok());
+  ASSERT_TRUE(ImportText("m{a=\"x\"} 1 1000\nm{a=\"y\\\"q\"} 2 1000\n", opts, *db.get()).ok());
   EXPECT_EQ(cache.size(), 2u);
-  ASSERT_TRUE(ImportText("m{a=\"x\"} 3 2000\nm{a=\"y\\\"q\"} 4 2000\n", opts, **db).ok());
-  ASSERT_TRUE((*db)->Flush().ok());  // the head drops both series: cached refs are stale
-  ASSERT_TRUE(ImportText("m{a=\"x\"} 5 3000\nm{a=\"y\\\"q\"} 6 3000\n", opts, **db).ok());
+  ASSERT_TRUE(ImportText("m{a=\"x\"} 3 2000\nm{a=\"y\\\"q\"} 4 2000\n", opts, *db.get()).ok());
+  ASSERT_TRUE(db->Flush().ok());  // the head drops both series: cached refs are stale
+  ASSERT_TRUE(ImportText("m{a=\"x\"} 5 3000\nm{a=\"y\\\"q\"} 6 3000\n", opts, *db.get()).ok());
   opts.extra_labels = {{"env", "prod"}};
-  ASSERT_TRUE(ImportText("m{a=\"x\"} 7 3000\n", opts, **db).ok());
-  auto q = (*db)->NewQuerier(0, 10000);
-  auto all = model::Matcher::Make(model::MatchType::kEqual, "__name__", "m");
-  auto set = (*q)->Select(true, {}, {*all});
+  ASSERT_TRUE(ImportText("m{a=\"x\"} 7 3000\n", opts, *db.get()).ok());
   std::map<std::string, std::vector<double>> got;
-  while (set->Next()) {
-    auto it = set->At().Iterator();
-    while (it->Next()) got[set->At().labels().ToString()].push_back(it->At().v);
+  for (const auto& [labels, samples] : db.Data()) {
+    for (const auto& smp : samples) got[labels.ToString()].push_back(smp.v);
   }
+  EXPECT_EQ(got.size(), 3u);
   EXPECT_EQ(got["m{a=\"x\"}"], (std::vector<double>{1, 3, 5}));
   EXPECT_EQ(got["m{a=\"y\\\"q\"}"], (std::vector<double>{2, 4, 6}));
   EXPECT_EQ(got["m{a=\"x\", env=\"prod\"}"], (std::vector<double>{7}));
-  db->reset();
-  (void)file::RemoveAll(dir);
 }
 
 TEST(ImportTest, ParsesExtraLabelArgument) {

@@ -3,14 +3,11 @@
 #include <gtest/gtest.h>
 #include <snappy.h>
 
-#include <unistd.h>
-
 #include <bit>
 #include <map>
 #include <random>
 
-#include "base/file.h"
-#include "tsdb/db.h"
+#include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::ingest {
 namespace {
@@ -72,39 +69,15 @@ std::string Snappy(std::string_view raw) {
 
 class TestStorage : public storage::Appendable {
  public:
-  TestStorage() {
-    char tmpl[] = "/tmp/tw_rw_test_XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    tsdb::Options o;
-    o.dir = dir_;
-    o.background = false;
-    o.retention_ms = 0;
-    db_ = std::move(tsdb::DB::Open(o).value());
-  }
-  ~TestStorage() override {
-    db_.reset();
-    (void)file::RemoveAll(dir_);
-  }
   std::unique_ptr<storage::Appender> NewAppender() override {
     commits++;
     return db_->NewAppender();
   }
-  std::map<model::Labels, std::vector<model::Sample>> Data() {
-    std::map<model::Labels, std::vector<model::Sample>> out;
-    auto q = db_->NewQuerier(model::kMinTime, model::kMaxTime);
-    auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
-    auto set = (*q)->Select(true, {}, {*all});
-    while (set->Next()) {
-      auto it = set->At().Iterator();
-      while (it->Next()) out[set->At().labels()].push_back(it->At());
-    }
-    return out;
-  }
+  std::map<model::Labels, std::vector<model::Sample>> Data() { return db_.Data(); }
   int commits = 0;  // appenders opened
 
  private:
-  std::string dir_;
-  std::unique_ptr<tsdb::DB> db_;
+  tsdb::testing::TempDB db_;
 };
 
 TEST(RemoteWriteTest, AppendsAndReadsBack) {

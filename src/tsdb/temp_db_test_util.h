@@ -1,53 +1,64 @@
 #pragma once
-// A real tsdb::DB in a fresh temporary directory for handler and server
-// tests, removed when the test ends.
+// Tests only: a real tsdb::DB in a fresh temporary directory, removed with
+// the object, plus read-back helpers. Shared by the tests of modules above
+// tsdb (ingest, http) so they run against the real store, not a fake.
 
-#include <unistd.h>
+#include <stdlib.h>
 
-#include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "base/file.h"
 #include "model/matcher.h"
 #include "tsdb/db.h"
 
-namespace trainwatch::http::testing {
+namespace trainwatch::tsdb::testing {
 
 class TempDB {
  public:
   TempDB() {
-    char tmpl[] = "/tmp/tw_http_test_XXXXXX";
+    char tmpl[] = "/tmp/tw_test_db_XXXXXX";
     dir_ = ::mkdtemp(tmpl);
-    tsdb::Options o;
+    Options o;
     o.dir = dir_;
     o.background = false;
     o.retention_ms = 0;
-    db_ = std::move(tsdb::DB::Open(o).value());
+    db_ = std::move(DB::Open(o).value());
   }
   ~TempDB() {
     db_.reset();
     (void)file::RemoveAll(dir_);
   }
-  tsdb::DB* get() { return db_.get(); }
-  tsdb::DB* operator->() { return db_.get(); }
-  operator tsdb::DB*() { return db_.get(); }  // NOLINT: handy for ApiDeps{db, ...}
+  TempDB(const TempDB&) = delete;
+  TempDB& operator=(const TempDB&) = delete;
 
-  // Samples stored in all series.
-  size_t NumSamples() {
+  DB* get() { return db_.get(); }
+  DB* operator->() { return db_.get(); }
+
+  // Every stored sample, by series.
+  std::map<model::Labels, std::vector<model::Sample>> Data() {
+    std::map<model::Labels, std::vector<model::Sample>> out;
     auto q = db_->NewQuerier(model::kMinTime, model::kMaxTime);
     auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
-    auto set = (*q)->Select(false, {}, {*all});
-    size_t n = 0;
+    auto set = (*q)->Select(true, {}, {*all});
     while (set->Next()) {
       auto it = set->At().Iterator();
-      while (it->Next()) n++;
+      while (it->Next()) out[set->At().labels()].push_back(it->At());
     }
+    return out;
+  }
+
+  size_t NumSamples() {
+    size_t n = 0;
+    for (const auto& [labels, samples] : Data()) n += samples.size();
     return n;
   }
 
  private:
   std::string dir_;
-  std::unique_ptr<tsdb::DB> db_;
+  std::unique_ptr<DB> db_;
 };
 
-}  // namespace trainwatch::http::testing
+}  // namespace trainwatch::tsdb::testing
