@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "base/hash.h"
+#include "ingest/clear_bounded.h"
 #include "ingest/text_parser.h"
 
 namespace trainwatch::ingest {
@@ -31,18 +32,9 @@ model::Labels BuildLabels(const TextSample& s, const std::vector<model::Label>& 
 }  // namespace
 
 void ImportBatch::Clear() {
-  // Keeps capacity for the next body of a similar size, within bounds.
   constexpr size_t kKeepEntries = 1u << 16;
-  if (series_.capacity() > kKeepEntries) {
-    std::vector<Series>().swap(series_);
-  } else {
-    series_.clear();
-  }
-  if (samples_.capacity() > 4 * kKeepEntries) {
-    std::vector<Entry>().swap(samples_);
-  } else {
-    samples_.clear();
-  }
+  ClearBounded(&series_, kKeepEntries);
+  ClearBounded(&samples_, 4 * kKeepEntries);
 }
 
 Status ImportBatch::Parse(std::string_view body, const ImportOptions& opts) {

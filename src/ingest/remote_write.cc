@@ -1,5 +1,6 @@
 #include "ingest/remote_write.h"
 
+#include "ingest/clear_bounded.h"
 #include "ingest/import.h"
 
 #include <snappy.h>
@@ -243,22 +244,9 @@ Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields) {
 
 void RemoteWriteBatch::Clear() {
   constexpr size_t kKeepEntries = 1u << 16;
-  constexpr size_t kKeepBytes = size_t{16} << 20;
-  if (series_.capacity() > kKeepEntries) {
-    std::vector<Series>().swap(series_);
-  } else {
-    series_.clear();
-  }
-  if (samples_.capacity() > 4 * kKeepEntries) {
-    std::vector<Entry>().swap(samples_);
-  } else {
-    samples_.clear();
-  }
-  if (buf_.capacity() > kKeepBytes) {
-    std::string().swap(buf_);
-  } else {
-    buf_.clear();
-  }
+  ClearBounded(&series_, kKeepEntries);
+  ClearBounded(&samples_, 4 * kKeepEntries);
+  ClearBounded(&buf_, size_t{16} << 20);
   scratch_.clear();
   by_fields_.clear();
   stats_ = {};
