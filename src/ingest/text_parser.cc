@@ -65,6 +65,14 @@ std::string Quote(std::string_view s) {
 
 }  // namespace
 
+TextFormat FormatFromContentType(std::string_view content_type) {
+  // Media type only: parameters (version, charset) follow a ';'.
+  std::string_view media = content_type.substr(0, content_type.find(';'));
+  while (!media.empty() && IsSpace(media.front())) media.remove_prefix(1);
+  while (!media.empty() && IsSpace(media.back())) media.remove_suffix(1);
+  return EqualsIgnoreCase(media, "application/openmetrics-text") ? TextFormat::kOpenMetrics : TextFormat::kPrometheus;
+}
+
 bool ParseGoFloat(std::string_view s, double* out) {
   if (s.empty()) return false;
   std::string_view body = s;

@@ -44,7 +44,22 @@ struct TextSample {
   bool labels_skipped = false;  // ParseOptions::known_series said to skip them
 };
 
-enum class TextFormat { kPrometheus };
+enum class TextFormat { kPrometheus, kOpenMetrics };
+
+// The parser a scrape uses for a response's Content-Type, as Prometheus picks
+// it: "application/openmetrics-text" is OpenMetrics, anything else (text/plain,
+// empty, unknown) the Prometheus text format.
+TextFormat FormatFromContentType(std::string_view content_type);
+
+// One "# HELP", "# TYPE" or "# UNIT" line, as ParseOptions::on_metadata
+// receives it. Views are valid only during the call.
+struct MetadataLine {
+  enum class Kind { kHelp, kType, kUnit };
+  Kind kind;
+  size_t line = 0;            // 1-based line number in the body
+  std::string_view family;    // the metric family name
+  std::string_view text;      // help (unescaped), type ("counter", ...) or unit
+};
 
 struct ParseOptions {
   TextFormat format = TextFormat::kPrometheus;
@@ -54,6 +69,8 @@ struct ParseOptions {
   // skips parsing the labels: the caller knows this series already (the text
   // was parsed before). Malformed label blocks always get the full parse.
   std::function<bool(std::string_view series)> known_series;
+  // Optional. Called for each HELP, TYPE and UNIT line, in body order.
+  std::function<void(const MetadataLine&)> on_metadata;
 };
 
 class TextParser {

@@ -227,5 +227,15 @@ TEST(TextParserTest, KnownSeriesSkipsLabelParsingButNotValidation) {
   EXPECT_NE(bad.status().message().find("line 1"), std::string::npos);
 }
 
+
+TEST(TextParserTest, FormatFromContentTypeAsPrometheus) {
+  EXPECT_EQ(FormatFromContentType("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+            TextFormat::kOpenMetrics);
+  EXPECT_EQ(FormatFromContentType(" Application/OpenMetrics-Text "), TextFormat::kOpenMetrics);
+  EXPECT_EQ(FormatFromContentType("text/plain; version=0.0.4"), TextFormat::kPrometheus);
+  EXPECT_EQ(FormatFromContentType(""), TextFormat::kPrometheus);
+  EXPECT_EQ(FormatFromContentType("application/json"), TextFormat::kPrometheus);
+}
+
 }  // namespace
 }  // namespace trainwatch::ingest
