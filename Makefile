@@ -27,7 +27,7 @@ test-asan: build-asan
 test: test-release test-asan
 
 run: build
-	./build/release/src/app/trainwatch serve --data-dir $(DATA_DIR) --listen $(LISTEN)
+	@DATA_DIR=$(DATA_DIR) LISTEN=$(LISTEN) bash scripts/run-demo.sh
 
 clean:
 	rm -rf build

@@ -8,38 +8,20 @@ Starts `trainwatch serve` on a free loopback port, then Prometheus (default
 every second and remote-writing to trainwatch, and waits until trainwatch
 answers a query for prometheus_build_info. Both are stopped by PID.
 """
-import http.client
 import json
 import os
 import shutil
-import signal
-import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 import unittest
 import urllib.parse
 
-BINARY = None
+import twtest
+from twtest import Process, free_port, request
+
 PROMETHEUS = "/usr/bin/prometheus"
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def request(port, method, path, body=None, headers=None, timeout=10):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
 
 
 def uvarint(n):
@@ -73,46 +55,16 @@ def write_request(name, labels, value, ts_ms):
     return ld(1, lbl + ld(2, sample))
 
 
-class Proc:
-    def __init__(self, argv, log_path):
-        self.log_path = log_path
-        self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.log.close()
-
-    def logs(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")[-4000:]
-
-
 class RemoteWriteE2ETest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="tw_rw_e2e_")
         self.procs = []
         self.tw_port = free_port()
-        tw = Proc([BINARY, "serve", "--data-dir", os.path.join(self.tmp, "tw"), "--listen",
+        tw = Process([twtest.BINARY, "serve", "--data-dir", os.path.join(self.tmp, "tw"), "--listen",
                    "127.0.0.1:%d" % self.tw_port, "--log.level", "info"], os.path.join(self.tmp, "tw.log"))
         self.procs.append(tw)
         self.tw = tw
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            self.assertIsNone(tw.proc.poll(), "trainwatch exited: " + tw.logs())
-            try:
-                if request(self.tw_port, "GET", "/-/ready", timeout=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        self.fail("trainwatch not ready: " + tw.logs())
+        tw.wait_ready(self.tw_port)
 
     def tearDown(self):
         for p in reversed(self.procs):
@@ -162,7 +114,7 @@ remote_write:
     queue_config:
       batch_send_deadline: 1s
 """ % (prom_port, self.tw_port))
-        prom = Proc([PROMETHEUS, "--config.file=" + cfg, "--storage.tsdb.path=" + os.path.join(self.tmp, "prom"),
+        prom = Process([PROMETHEUS, "--config.file=" + cfg, "--storage.tsdb.path=" + os.path.join(self.tmp, "prom"),
                      "--web.listen-address=127.0.0.1:%d" % prom_port], os.path.join(self.tmp, "prom.log"))
         self.procs.append(prom)
         deadline = time.time() + 30
@@ -185,7 +137,7 @@ remote_write:
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: remote_write_e2e_test.py /path/to/trainwatch [/path/to/prometheus] [unittest args]")
-    BINARY = sys.argv.pop(1)
+    twtest.BINARY = sys.argv.pop(1)
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
         PROMETHEUS = sys.argv.pop(1)
     unittest.main()

@@ -12,108 +12,14 @@ import json
 import os
 import random
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
 
-BINARY = None
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """One trainwatch process on a data dir."""
-
-    def __init__(self, data_dir, extra_args=()):
-        self.data_dir = data_dir
-        self.extra_args = list(extra_args)
-        self.proc = None
-        self.port = None
-        self.log = None
-        self.log_path = os.path.join(os.path.dirname(data_dir), "server-%d.log" % int(time.time() * 1000))
-
-    def start(self, timeout=60):
-        for _ in range(3):  # the free port may be taken between probe and bind
-            self.port = free_port()
-            if self.log is None:
-                self.log = open(self.log_path, "ab")
-            self.proc = subprocess.Popen(
-                [BINARY, "serve", "--data-dir", self.data_dir, "--listen", "127.0.0.1:%d" % self.port,
-                 "--log.level", "info"] + self.extra_args,
-                stdout=self.log, stderr=subprocess.STDOUT)
-            deadline = time.time() + timeout
-            while time.time() < deadline:
-                if self.proc.poll() is not None:
-                    break
-                try:
-                    status, body = self.request("GET", "/-/ready", timeout=2)
-                    if status == 200:
-                        return self
-                except OSError:
-                    pass
-                time.sleep(0.05)
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-                raise RuntimeError("server not ready within %ds: %s" % (timeout, self.logs()))
-        raise RuntimeError("server exited at start: %s" % self.logs())
-
-    def logs(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")[-4000:]
-        except OSError:
-            return ""
-
-    def request(self, method, path, body=None, headers=None, timeout=30):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            conn.request(method, path, body=body, headers=headers or {})
-            resp = conn.getresponse()
-            return resp.status, resp.read()
-        finally:
-            conn.close()
-
-    def kill9(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def terminate(self, timeout=60):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=timeout)
-
-    def stop_quietly(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-
-    def export(self, selector):
-        from urllib.parse import quote
-        status, body = self.request("GET", "/api/v1/export?match[]=" + quote(selector), timeout=120)
-        if status != 200:
-            raise AssertionError("export: %d %r" % (status, body[:500]))
-        out = {}
-        for line in body.decode().splitlines():
-            if not line:
-                continue
-            obj = json.loads(line)
-            key = tuple(sorted(obj["metric"].items()))
-            if key in out:
-                raise AssertionError("series exported twice: %r" % (key,))
-            out[key] = list(zip(obj["timestamps"], obj["values"]))
-        return out
+import twtest
+from twtest import Server, free_port
 
 
 class E2ETest(unittest.TestCase):
@@ -325,5 +231,5 @@ class E2ETest(unittest.TestCase):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: server_e2e_test.py /path/to/trainwatch [unittest args]")
-    BINARY = os.path.abspath(sys.argv.pop(1))
+    twtest.BINARY = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=2)
