@@ -73,17 +73,19 @@ def free_port():
 class Server:
     """One trainwatch process on a data dir."""
 
-    def __init__(self, data_dir, extra_args=()):
+    def __init__(self, data_dir, extra_args=(), port=None):
         self.data_dir = data_dir
         self.extra_args = list(extra_args)
         self.proc = None
-        self.port = None
+        self.port = port  # None: a free one at each start
+        self.fixed_port = port is not None
         self.log = None
         self.log_path = os.path.join(os.path.dirname(data_dir), "server-%d.log" % int(time.time() * 1000))
 
     def start(self, timeout=60):
         for _ in range(3):  # the free port may be taken between probe and bind
-            self.port = free_port()
+            if not self.fixed_port:
+                self.port = free_port()
             if self.log is None:
                 self.log = open(self.log_path, "ab")
             self.proc = subprocess.Popen(
