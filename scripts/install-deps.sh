@@ -16,6 +16,8 @@ PACKAGES=(
   prometheus victoria-metrics
   # test tooling
   python3 curl procps
+  # the Python client's PyTorch helpers and end-to-end training test
+  python3-torch
 )
 
 missing=()
