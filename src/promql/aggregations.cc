@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string_view>
 #include <unordered_map>
 
 #include "promql/eval.h"
@@ -200,8 +202,78 @@ int64_t KParam(double k) {
   return static_cast<int64_t>(k);
 }
 
+// XXH64 (seed 0), the hash Prometheus's labels.Hash() uses; limit_ratio must
+// pick the same series as Prometheus for the same ratio.
+uint64_t XXH64(std::string_view in) {
+  constexpr uint64_t P1 = 11400714785074694791ULL, P2 = 14029467366897019727ULL, P3 = 1609587929392839161ULL,
+                     P4 = 9650029242287828579ULL, P5 = 2870177450012600261ULL;
+  auto rotl = [](uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
+  auto read64 = [](const unsigned char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  };
+  auto read32 = [](const unsigned char* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return static_cast<uint64_t>(v);
+  };
+  auto round = [&](uint64_t acc, uint64_t x) { return rotl(acc + x * P2, 31) * P1; };
+  auto merge = [&](uint64_t acc, uint64_t v) { return (acc ^ round(0, v)) * P1 + P4; };
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  const auto* end = p + in.size();
+  uint64_t h;
+  if (in.size() >= 32) {
+    uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
+    while (p + 32 <= end) {
+      v1 = round(v1, read64(p));
+      v2 = round(v2, read64(p + 8));
+      v3 = round(v3, read64(p + 16));
+      v4 = round(v4, read64(p + 24));
+      p += 32;
+    }
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
+  } else {
+    h = P5;
+  }
+  h += static_cast<uint64_t>(in.size());
+  while (p + 8 <= end) {
+    h ^= round(0, read64(p));
+    h = rotl(h, 27) * P1 + P4;
+    p += 8;
+  }
+  if (p + 4 <= end) {
+    h ^= read32(p) * P1;
+    h = rotl(h, 23) * P2 + P3;
+    p += 4;
+  }
+  while (p < end) {
+    h ^= static_cast<uint64_t>(*p) * P5;
+    h = rotl(h, 11) * P1;
+    ++p;
+  }
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  h ^= h >> 32;
+  return h;
+}
+
+uint64_t PrometheusLabelsHash(const model::Labels& l) {
+  std::string b;
+  for (const auto& p : l) {
+    b += p.name;
+    b += '\xff';
+    b += p.value;
+    b += '\xff';
+  }
+  return XXH64(b);
+}
+
 bool LimitRatioSelected(double ratio, const model::Labels& l) {
-  double offset = static_cast<double>(l.Hash()) / 18446744073709551615.0;
+  double offset = static_cast<double>(PrometheusLabelsHash(l)) / 18446744073709551615.0;
   return (ratio >= 0 && offset < ratio) || (ratio < 0 && offset >= 1.0 + ratio);
 }
 
@@ -235,7 +307,10 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       ForEachRangeFnSeries(*this, arg, *def, r,
                            [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals) {
                              size_t g = groups.Find(l, drop_name);
-                             if (acc.size() < (g + 1) * steps) acc.resize((g + 1) * steps);
+                             if (acc.size() < (g + 1) * steps) {
+                               CheckCells((g + 1) * steps);
+                               acc.resize((g + 1) * steps);
+                             }
                              Acc* row = &acc[g * steps];
                              for (const StepValue& sv : vals) AccAdd(op, row[sv.step], sv.v);
                            });
@@ -256,6 +331,7 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
   }
   std::vector<model::Labels>& group_labels = groups.labels();
   size_t ngroups = group_labels.size();
+  CheckCells(ngroups * steps);
   Value out;
   out.type = parser::Type::kVector;
 

@@ -142,6 +142,7 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
   for (size_t i = 0; i < lhs.series.size(); ++i) lsig[i] = sigs.Id(Signature(lhs.series[i].labels, m));
   for (size_t i = 0; i < rhs.series.size(); ++i) rsig[i] = sigs.Id(Signature(rhs.series[i].labels, m));
   size_t nsig = sigs.size();
+  CheckCells(nsig * steps);
   Value out;
   out.type = Type::kVector;
 
@@ -196,33 +197,71 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
       slot = static_cast<int32_t>(i);
     }
   }
+  // fill_left fills the left operand as Prometheus swaps it (the many side),
+  // fill_right the other one, also for group_right.
+  const bool fill_many = m.fill_left, fill_one = m.fill_right;
   std::vector<uint8_t> matched;
-  if (m.card == Cardinality::kOneToOne) matched.assign(nsig * steps, 0);
+  if (m.card == Cardinality::kOneToOne || fill_many) matched.assign(nsig * steps, 0);
   // Output series per (many series, one series) pair.
   std::unordered_map<uint64_t, size_t> pair_out;
   const bool drop = !cmp || e.return_bool;
+  constexpr uint32_t kNoOne = 0xFFFFFFFFu;
+  auto out_series = [&](uint64_t key, const model::Labels& many_labels, bool many_drop, const EvalSeries* os) {
+    auto po = pair_out.find(key);
+    if (po != pair_out.end()) return po->second;
+    model::LabelsBuilder b(many_labels);
+    if (m.card == Cardinality::kOneToOne) {
+      if (m.on) {
+        for (const auto& l : many_labels) {
+          if (std::find(m.matching_labels.begin(), m.matching_labels.end(), l.name) == m.matching_labels.end()) {
+            b.Del(l.name);
+          }
+        }
+      } else {
+        for (const auto& l : m.matching_labels) b.Del(l);
+      }
+    }
+    for (const auto& l : m.include) {
+      std::string_view v2 = os != nullptr ? os->labels.Get(l) : std::string_view();
+      if (!v2.empty()) {
+        b.Set(l, v2);
+      } else {
+        b.Del(l);
+      }
+    }
+    EvalSeries es;
+    es.labels = b.Build();
+    es.drop_name = drop || many_drop;
+    out.series.push_back(std::move(es));
+    return pair_out.emplace(key, out.series.size() - 1).first->second;
+  };
   for (size_t i = 0; i < many.series.size(); ++i) {
     CheckDeadline();
     size_t sg = many_sig[i];
-    if (!has_sig[sg]) continue;
+    if (!has_sig[sg] && !fill_one) continue;
     const auto& ms = many.series[i];
     for (const auto& p : ms.points) {
       size_t si = r.Index(p.t);
-      int32_t oi = one_at[sg * steps + si];
-      if (oi < 0) continue;
-      const auto& os = one.series[static_cast<size_t>(oi)];
-      // Find the one-side point at t (dense lookup through the cursor-free search).
-      auto it = std::lower_bound(os.points.begin(), os.points.end(), p.t,
-                                 [](const Point& a, int64_t t) { return a.t < t; });
-      double fl = p.v, fr = it->v;
-      if (swapped) std::swap(fl, fr);
-      // Matches count before a comparison filters them: many-to-one without
-      // group_left fails even when all but one (or all) are filtered away.
-      if (m.card == Cardinality::kOneToOne) {
-        uint8_t& seen = matched[sg * steps + si];
-        if (seen) ThrowEval("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
-        seen = 1;
+      int32_t oi = has_sig[sg] ? one_at[sg * steps + si] : -1;
+      if (oi < 0 && !fill_one) continue;
+      const EvalSeries* os = oi >= 0 ? &one.series[static_cast<size_t>(oi)] : nullptr;
+      double fl = p.v, fr = m.fill_right_value;
+      if (os != nullptr) {
+        // Find the one-side point at t.
+        auto it = std::lower_bound(os->points.begin(), os->points.end(), p.t,
+                                   [](const Point& a, int64_t t) { return a.t < t; });
+        fr = it->v;
+        // Matches count before a comparison filters them: many-to-one without
+        // group_left fails even when all but one (or all) are filtered away.
+        if (!matched.empty()) {
+          uint8_t& seen = matched[sg * steps + si];
+          if (m.card == Cardinality::kOneToOne && seen) {
+            ThrowEval("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+          }
+          seen = 1;
+        }
       }
+      if (swapped) std::swap(fl, fr);
       bool keep;
       double v = ElemBinop(op, fl, fr, &keep);
       if (e.return_bool) {
@@ -230,36 +269,34 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
       } else if (!keep) {
         continue;
       }
-      uint64_t key = (static_cast<uint64_t>(i) << 32) | static_cast<uint32_t>(oi);
-      auto po = pair_out.find(key);
-      if (po == pair_out.end()) {
-        model::LabelsBuilder b(ms.labels);
-        if (m.card == Cardinality::kOneToOne) {
-          if (m.on) {
-            for (const auto& l : ms.labels) {
-              if (std::find(m.matching_labels.begin(), m.matching_labels.end(), l.name) == m.matching_labels.end()) {
-                b.Del(l.name);
-              }
-            }
-          } else {
-            for (const auto& l : m.matching_labels) b.Del(l);
-          }
+      uint64_t key = (static_cast<uint64_t>(i) << 32) | (oi >= 0 ? static_cast<uint32_t>(oi) : kNoOne);
+      size_t o = out_series(key, ms.labels, ms.drop_name, os);
+      out.series[o].points.push_back({p.t, v});
+    }
+  }
+  if (fill_many) {
+    // One-side samples no many-side series matched: the many side is filled
+    // with a series labelled like the match group.
+    for (size_t j = 0; j < one.series.size(); ++j) {
+      CheckDeadline();
+      size_t sg = one_sig[j];
+      const auto& os = one.series[j];
+      for (const auto& p : os.points) {
+        size_t si = r.Index(p.t);
+        if (matched[sg * steps + si]) continue;
+        double fl = m.fill_left_value, fr = p.v;
+        if (swapped) std::swap(fl, fr);
+        bool keep;
+        double v = ElemBinop(op, fl, fr, &keep);
+        if (e.return_bool) {
+          v = keep ? 1 : 0;
+        } else if (!keep) {
+          continue;
         }
-        for (const auto& l : m.include) {
-          std::string_view v2 = os.labels.Get(l);
-          if (!v2.empty()) {
-            b.Set(l, v2);
-          } else {
-            b.Del(l);
-          }
-        }
-        EvalSeries es;
-        es.labels = b.Build();
-        es.drop_name = drop || ms.drop_name;
-        out.series.push_back(std::move(es));
-        po = pair_out.emplace(key, out.series.size() - 1).first;
+        uint64_t key = (static_cast<uint64_t>(kNoOne) << 32) | static_cast<uint32_t>(sg);
+        size_t o = out_series(key, sigs.sig(sg), false, &os);
+        out.series[o].points.push_back({p.t, v});
       }
-      out.series[po->second].points.push_back({p.t, v});
     }
   }
   if (m.card != Cardinality::kOneToOne) {

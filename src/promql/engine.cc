@@ -1,9 +1,12 @@
 #include "promql/engine.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
 
+#include "base/status.h"
 #include "promql/eval.h"
 #include "promql/parser/parse.h"
 
@@ -12,8 +15,12 @@ namespace trainwatch::promql {
 using parser::Expr;
 using parser::NodeKind;
 
+// Admission: at most max_concurrent queries run; the others wait in FIFO-ish
+// order (condition variable) until a slot frees up or their deadline passes.
 struct Engine::State {
-  std::atomic<int> running{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
 };
 
 Engine::Engine(EngineOptions opts) : opts_(opts), state_(new State) {}
@@ -40,15 +47,16 @@ void DataRange(const Expr& e, int64_t start, int64_t end, int64_t lookback, int6
       int64_t s = e.at == parser::AtKind::kValue ? e.at_ms : start;
       int64_t t = e.at == parser::AtKind::kValue ? e.at_ms : end;
       *mint = std::min(*mint, s - e.offset_ms - lookback);
-      *maxt = std::max(*maxt, t - e.offset_ms);
+      *maxt = std::max(*maxt, t - e.offset_ms + (e.range_mod == parser::RangeMod::kSmoothed ? lookback : 0));
       return;
     }
     case NodeKind::kMatrixSelector: {
       const Expr& vs = *e.args[0];
       int64_t s = vs.at == parser::AtKind::kValue ? vs.at_ms : start;
       int64_t t = vs.at == parser::AtKind::kValue ? vs.at_ms : end;
-      *mint = std::min(*mint, s - vs.offset_ms - e.range_ms);
-      *maxt = std::max(*maxt, t - vs.offset_ms);
+      int64_t ext = vs.range_mod != parser::RangeMod::kNone ? lookback : 0;
+      *mint = std::min(*mint, s - vs.offset_ms - e.range_ms - ext);
+      *maxt = std::max(*maxt, t - vs.offset_ms + (vs.range_mod == parser::RangeMod::kSmoothed ? lookback : 0));
       return;
     }
     case NodeKind::kSubquery: {
@@ -66,22 +74,40 @@ void SortSeries(std::vector<SeriesPoints>* m) {
   std::sort(m->begin(), m->end(), [](const SeriesPoints& a, const SeriesPoints& b) { return a.labels < b.labels; });
 }
 
-class Gate {
- public:
-  explicit Gate(std::atomic<int>* n) : n_(n) { n_->fetch_add(1); }
-  ~Gate() { n_->fetch_sub(1); }
-  Gate(const Gate&) = delete;
-  Gate& operator=(const Gate&) = delete;
+// Evaluates the duration expressions left in the tree (those using step()
+// or range()) for this query. Instant queries have step() = range() = 0.
+Status ResolveDurations(Expr* e, int64_t step, int64_t range) {
+  auto eval = [&](const parser::Expr& d, int64_t* out) {
+    double v = parser::EvalDurationExpr(d, step, range);
+    if (!std::isfinite(v) || std::fabs(v) > 9.2e12) return false;
+    *out = static_cast<int64_t>(std::llround(v * 1000));
+    return true;
+  };
+  if (e->range_expr != nullptr) {
+    if (!eval(*e->range_expr, &e->range_ms)) return Status::InvalidArgument("range duration out of range");
+    if (e->range_ms <= 0) {
+      return Status::InvalidArgument("duration must be greater than 0, got " + e->range_expr->String());
+    }
+    e->range_expr.reset();
+  }
+  if (e->step_expr != nullptr) {
+    if (!eval(*e->step_expr, &e->step_ms)) return Status::InvalidArgument("step duration out of range");
+    if (e->step_ms < 0) return Status::InvalidArgument("step must not be negative");
+    e->step_expr.reset();
+  }
+  if (e->offset_expr != nullptr) {
+    if (!eval(*e->offset_expr, &e->offset_ms)) return Status::InvalidArgument("offset duration out of range");
+    e->offset_expr.reset();
+  }
+  for (auto& a : e->args) RETURN_IF_ERROR(ResolveDurations(a.get(), step, range));
+  return Status::OK();
+}
 
- private:
-  std::atomic<int>* n_;
-};
+constexpr uint64_t kMaxSteps = 11'000;
 
 Result<QueryResult> Exec(const EngineOptions& opts, storage::Queryable& db, std::string_view query, int64_t start,
-                         int64_t end, int64_t step, bool instant, int64_t timeout_ms) {
-  auto begin = std::chrono::steady_clock::now();
-  int64_t to = timeout_ms > 0 ? timeout_ms : opts.timeout_ms;
-  auto deadline = begin + std::chrono::milliseconds(to);
+                         int64_t end, int64_t step, bool instant, int64_t to,
+                         std::chrono::steady_clock::time_point deadline) {
   ASSIGN_OR_RETURN(parser::ExprPtr expr, parser::ParseExpr(query));
   parser::Type type = expr->type();
   if (!instant && type != parser::Type::kScalar && type != parser::Type::kVector) {
@@ -92,6 +118,11 @@ Result<QueryResult> Exec(const EngineOptions& opts, storage::Queryable& db, std:
     if (step <= 0) return Status::InvalidArgument("zero or negative query resolution step widths are not accepted");
     if (end < start) return Status::InvalidArgument("end timestamp must not be before start time");
   }
+  if (!instant && static_cast<uint64_t>((end - start) / step) >= kMaxSteps) {
+    return Status::InvalidArgument(
+        "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)");
+  }
+  RETURN_IF_ERROR(ResolveDurations(expr.get(), instant ? 0 : step, end - start));
   ResolveAt(expr.get(), start, end);
   int64_t mint = model::kMaxTime, maxt = model::kMinTime;
   DataRange(*expr, start, end, opts.lookback_delta_ms, &mint, &maxt);
@@ -180,21 +211,52 @@ Result<QueryResult> Engine::Range(storage::Queryable& db, std::string_view expr,
   return Range(db, expr, start_ms, end_ms, step_ms, 0);
 }
 
-Result<QueryResult> Engine::Instant(storage::Queryable& db, std::string_view expr, int64_t t_ms, int64_t timeout_ms) {
-  Gate g(&state_->running);
-  if (state_->running.load() > opts_.max_concurrent) {
-    return Status::Unavailable("too many concurrent queries");
+// Waits for a free query slot until `deadline`; releases it on destruction.
+class Engine::Slot {
+ public:
+  Slot(State* st, int max, std::chrono::steady_clock::time_point deadline) : st_(st) {
+    std::unique_lock<std::mutex> lock(st_->mu);
+    acquired_ = st_->cv.wait_until(lock, deadline, [&] { return st_->running < max; });
+    if (acquired_) ++st_->running;
   }
-  return Exec(opts_, db, expr, t_ms, t_ms, 1, true, timeout_ms);
+  ~Slot() {
+    if (!acquired_) return;
+    {
+      std::lock_guard<std::mutex> lock(st_->mu);
+      --st_->running;
+    }
+    st_->cv.notify_one();
+  }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  bool acquired() const { return acquired_; }
+
+ private:
+  State* st_;
+  bool acquired_ = false;
+};
+
+Result<QueryResult> Engine::Run(storage::Queryable& db, std::string_view expr, int64_t start, int64_t end,
+                                int64_t step, bool instant, int64_t timeout_ms) {
+  int64_t to = timeout_ms > 0 ? timeout_ms : opts_.timeout_ms;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(to);
+  Slot slot(state_, std::max(1, opts_.max_concurrent), deadline);
+  if (!slot.acquired()) return Status::Cancelled("query timed out in query queue");
+  return Exec(opts_, db, expr, start, end, step, instant, to, deadline);
+}
+
+Result<QueryResult> Engine::Instant(storage::Queryable& db, std::string_view expr, int64_t t_ms, int64_t timeout_ms) {
+  return Run(db, expr, t_ms, t_ms, 1, true, timeout_ms);
 }
 
 Result<QueryResult> Engine::Range(storage::Queryable& db, std::string_view expr, int64_t start_ms, int64_t end_ms,
                                   int64_t step_ms, int64_t timeout_ms) {
-  Gate g(&state_->running);
-  if (state_->running.load() > opts_.max_concurrent) {
-    return Status::Unavailable("too many concurrent queries");
-  }
-  return Exec(opts_, db, expr, start_ms, end_ms, step_ms, false, timeout_ms);
+  return Run(db, expr, start_ms, end_ms, step_ms, false, timeout_ms);
+}
+
+int Engine::running() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->running;
 }
 
 }  // namespace trainwatch::promql

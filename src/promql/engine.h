@@ -44,14 +44,24 @@ struct QueryResult {
 
 struct EngineOptions {
   int64_t lookback_delta_ms = 5 * 60 * 1000;
-  int64_t max_samples = 50'000'000;  // samples loaded at once by one query
+  // Samples one query may hold in memory at once (Prometheus's
+  // --query.max-samples); over it: ResourceExhausted("query processing would
+  // load too many samples into memory in query execution").
+  int64_t max_samples = 50'000'000;
+  // Default per-query timeout (--query.timeout); over it: Cancelled("query
+  // timed out in expression evaluation"). A per-query timeout_ms passed to
+  // Instant/Range replaces it.
   int64_t timeout_ms = 2 * 60 * 1000;
+  // Queries evaluated at once (--query.max-concurrency); further queries wait
+  // for a slot and fail with Cancelled("query timed out in query queue") when
+  // their timeout passes first.
   int max_concurrent = 20;
 };
 
-// Errors: InvalidArgument for parse and type errors (message "parse error at
-// line 1, char 5: ..." like Prometheus), ResourceExhausted for limits,
-// Cancelled for the timeout, Unavailable when too many queries run at once.
+// Errors: InvalidArgument for parse and type errors (message "1:5: parse
+// error: ..." like Prometheus) and for range queries over 11,000 steps,
+// ResourceExhausted for the sample limit, Cancelled for the timeout (also
+// while waiting for a concurrency slot).
 class Engine {
  public:
   explicit Engine(EngineOptions opts);
@@ -59,13 +69,18 @@ class Engine {
   Result<QueryResult> Instant(storage::Queryable& db, std::string_view expr, int64_t t_ms);
   Result<QueryResult> Range(storage::Queryable& db, std::string_view expr, int64_t start_ms, int64_t end_ms,
                             int64_t step_ms);
-  // Same as above with a per-query timeout overriding the default (0 = default).
+  // Same as above with a per-query timeout overriding EngineOptions::timeout_ms
+  // (0 = the default); the time spent waiting for a slot counts against it.
   Result<QueryResult> Instant(storage::Queryable& db, std::string_view expr, int64_t t_ms, int64_t timeout_ms);
   Result<QueryResult> Range(storage::Queryable& db, std::string_view expr, int64_t start_ms, int64_t end_ms,
                             int64_t step_ms, int64_t timeout_ms);
   const EngineOptions& options() const { return opts_; }
+  int running() const;  // queries holding a slot now
 
  private:
+  class Slot;
+  Result<QueryResult> Run(storage::Queryable& db, std::string_view expr, int64_t start, int64_t end, int64_t step,
+                          bool instant, int64_t timeout_ms);
   EngineOptions opts_;
   struct State;
   State* state_;  // concurrency gate

@@ -2,7 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <map>
+#include <thread>
+#include <vector>
 
 #include "promql/promqltest/test_storage.h"
 
@@ -167,6 +176,179 @@ TEST_F(EngineTest, Limits) {
   r = engine_.Range(db_, "foo[5m]", 0, 10, 1);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInvalidArgument());
+}
+
+// A storage whose queriers wait until Release(): holds a query inside the
+// engine (and its concurrency slot) for as long as a test needs.
+class BlockingStorage : public storage::Queryable {
+ public:
+  explicit BlockingStorage(promqltest::TestStorage* db) : db_(db) {}
+  Result<std::unique_ptr<storage::Querier>> NewQuerier(int64_t mint, int64_t maxt) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
+    cv_.wait(lock, [&] { return released_; });
+    --waiting_;
+    return db_->NewQuerier(mint, maxt);
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  int waiting() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_;
+  }
+
+ private:
+  promqltest::TestStorage* db_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  int waiting_ = 0;
+};
+
+TEST_F(EngineTest, MaxSamplesDefaultsLikePrometheus) {
+  EXPECT_EQ(EngineOptions{}.max_samples, 50'000'000);
+  EXPECT_EQ(EngineOptions{}.timeout_ms, 120'000);
+  EXPECT_EQ(EngineOptions{}.max_concurrent, 20);
+  EngineOptions o;
+  o.max_samples = 200;
+  Engine small(o);
+  // 241 samples of one series in the window: over the limit for a range function...
+  auto r = small.Instant(db_, "count_over_time(node_cpu_seconds_total[1h])", 3600'000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  // ...and for a subquery whose inner steps pile up; a smaller one passes.
+  r = small.Instant(db_, "max_over_time(sum(node_cpu_seconds_total)[1h:1s])", 3600'000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  r = small.Instant(db_, "max_over_time(sum(node_cpu_seconds_total)[10m:1m])", 3600'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  r = small.Instant(db_, "count_over_time(node_cpu_seconds_total[10m])", 3600'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->vector.size(), 4u);
+  EXPECT_EQ(r->vector[0].v, 40);
+}
+
+TEST_F(EngineTest, TimeoutWhileWaitingForSlotAndInEvaluation) {
+  EngineOptions o;
+  o.max_concurrent = 1;
+  Engine engine(o);
+  BlockingStorage blocking(&db_);
+  // A holds the only slot, blocked inside storage; its own 50 ms timeout will
+  // have passed by the time storage lets it go.
+  std::optional<Result<QueryResult>> a;
+  std::thread ta([&] { a = engine.Instant(blocking, "sum(node_cpu_seconds_total)", 3600'000, 50); });
+  while (blocking.waiting() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(engine.running(), 1);
+  // B cannot get a slot before its timeout: it fails without running.
+  auto b = engine.Instant(db_, "sum(node_cpu_seconds_total)", 3600'000, 50);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(b.status().message(), "query timed out in query queue");
+  // C waits (with a generous timeout) and runs once A is done.
+  std::optional<Result<QueryResult>> c;
+  std::thread tc([&] { c = engine.Instant(db_, "sum(node_cpu_seconds_total)", 3600'000, 600'000); });
+  blocking.Release();
+  ta.join();
+  tc.join();
+  ASSERT_FALSE(a->ok());
+  EXPECT_EQ(a->status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(a->status().message(), "query timed out in expression evaluation");
+  ASSERT_TRUE(c->ok()) << c->status().ToString();
+  ASSERT_EQ((*c)->vector.size(), 1u);
+  EXPECT_EQ((*c)->vector[0].v, 4 * 3600.0);
+  EXPECT_EQ(engine.running(), 0);
+}
+
+TEST_F(EngineTest, ConcurrentQueriesUpToTheLimitAllRun) {
+  EngineOptions o;
+  o.max_concurrent = 2;
+  Engine engine(o);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i) {
+    ts.emplace_back([&] {
+      auto r = engine.Range(db_, "sum(rate(node_cpu_seconds_total[5m]))", 600'000, 3600'000, 60'000, 600'000);
+      if (r.ok() && r->matrix.size() == 1 && r->matrix[0].points.size() == 51) ok++;
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok.load(), 8);
+  EXPECT_EQ(engine.running(), 0);
+}
+
+TEST_F(EngineTest, ResolutionAndNestingLimits) {
+  // 11,000 points per series like Prometheus's API; 11,000 steps (10,999 intervals) pass.
+  auto r = engine_.Range(db_, "vector(1)", 0, 11'000'000, 1000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsInvalidArgument());
+  EXPECT_NE(r.status().message().find("exceeded maximum resolution of 11,000 points per timeseries"),
+            std::string::npos);
+  r = engine_.Range(db_, "vector(1)", 0, 10'999'000, 1000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->matrix[0].points.size(), 11'000u);
+  // Deep nesting and long operator chains are parse errors, never a crash.
+  std::string deep(100'000, '(');
+  deep += "1" + std::string(100'000, ')');
+  r = engine_.Instant(db_, deep, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nesting depth"), std::string::npos);
+  std::string chain = "1";
+  for (int i = 0; i < 100'000; ++i) chain += "+1";
+  r = engine_.Instant(db_, chain, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nesting depth"), std::string::npos);
+  std::string calls;
+  for (int i = 0; i < 50'000; ++i) calls += "abs(";
+  calls += "node_cpu_seconds_total" + std::string(50'000, ')');
+  r = engine_.Instant(db_, calls, 0);
+  ASSERT_FALSE(r.ok());
+  // Moderate nesting still works.
+  std::string ok_chain = "1";
+  for (int i = 0; i < 200; ++i) ok_chain += "+1";
+  r = engine_.Instant(db_, ok_chain, 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->scalar.v, 201);
+  // A huge range is bounded by the sample limit, not memory.
+  EngineOptions o;
+  o.max_samples = 100'000;
+  Engine small(o);
+  r = small.Instant(db_, "count_over_time(vector(1)[10y:1s])", 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST_F(EngineTest, FillModifiersAndDurationExpressions) {
+  promqltest::TestStorage db;
+  db.Add({{"__name__", "l"}, {"k", "a"}}, 0, 1);
+  db.Add({{"__name__", "l"}, {"k", "b"}}, 0, 2);
+  db.Add({{"__name__", "r"}, {"k", "a"}}, 0, 10);
+  db.Add({{"__name__", "r"}, {"k", "c"}}, 0, 30);
+  auto r = engine_.Instant(db, "l + fill(100) r", 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::map<std::string, double> got;
+  for (const auto& s : r->vector) got[s.labels.ToString()] = s.v;
+  EXPECT_EQ(got, (std::map<std::string, double>{{"{k=\"a\"}", 11}, {"{k=\"b\"}", 102}, {"{k=\"c\"}", 130}}));
+  r = engine_.Instant(db, "l - fill_right(5) r", 0);
+  ASSERT_TRUE(r.ok());
+  got.clear();
+  for (const auto& s : r->vector) got[s.labels.ToString()] = s.v;
+  EXPECT_EQ(got, (std::map<std::string, double>{{"{k=\"a\"}", -9}, {"{k=\"b\"}", -3}}));
+  // step() and range() resolve per query.
+  for (int64_t t = 0; t <= 100'000; t += 1000) db.Add({{"__name__", "c"}}, t, static_cast<double>(t) / 1000);
+  r = engine_.Range(db, "count_over_time(c[step() * 2])", 50'000, 60'000, 5000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->matrix.size(), 1u);
+  for (const auto& p : r->matrix[0].points) EXPECT_EQ(p.v, 10);
+  r = engine_.Range(db, "c offset range()", 50'000, 60'000, 5000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->matrix[0].points[0].v, 40);
+  // An instant query has step() = 0: a zero range is rejected with a clear error.
+  r = engine_.Instant(db, "count_over_time(c[step()])", 50'000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("duration must be greater than 0"), std::string::npos);
 }
 
 }  // namespace

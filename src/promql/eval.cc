@@ -133,6 +133,12 @@ void Evaluator::AddSamples(int64_t n) {
   }
 }
 
+void Evaluator::CheckCells(size_t n) const {
+  if (n > static_cast<size_t>(opts_.max_samples)) {
+    ThrowEval(Status::ResourceExhausted("query processing would load too many samples into memory in query execution"));
+  }
+}
+
 namespace {
 int64_t CountPoints(const Value& v) {
   if (v.type == Type::kScalar) return static_cast<int64_t>(v.scalar.size());
@@ -231,6 +237,32 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, bool
   int64_t last_ref = (has_at ? e.at_ms : r.end) - e.offset_ms;
   size_t steps = r.Steps();
   SeriesList out;
+  if (e.range_mod == parser::RangeMod::kSmoothed) {
+    // The value at each step is interpolated between the samples around it.
+    SelectRaw(e, first_ref - lookback + 1, last_ref + lookback - 1, false,
+              [&](const model::Labels& l, bool, std::vector<model::Sample>& smp) {
+                EvalSeries es;
+                for (size_t i = 0; i < steps; ++i) {
+                  int64_t t = r.At(i);
+                  int64_t ref = (has_at ? e.at_ms : t) - e.offset_ms;
+                  auto it = std::upper_bound(smp.begin(), smp.end(), ref,
+                                             [](int64_t x, const model::Sample& s) { return x < s.t; });
+                  if (it == smp.begin()) continue;
+                  const model::Sample& a = *(it - 1);
+                  if (a.t <= ref - lookback) continue;
+                  double v = a.v;
+                  if (a.t != ref && it != smp.end() && it->t < ref + lookback) {
+                    v = a.v + (it->v - a.v) * static_cast<double>(ref - a.t) / static_cast<double>(it->t - a.t);
+                  }
+                  es.points.push_back({t, timestamps ? static_cast<double>(a.t) / 1000.0 : v});
+                }
+                if (!es.points.empty()) {
+                  es.labels = l;
+                  out.push_back(std::move(es));
+                }
+              });
+    return out;
+  }
   SelectRaw(e, first_ref - lookback + 1, last_ref, true, [&](const model::Labels& l, bool, std::vector<model::Sample>& smp) {
     if (smp.empty()) return;
     EvalSeries es;
@@ -263,7 +295,11 @@ Evaluator::WindowSpec Evaluator::ForEachRangeSeries(const Expr& arg0, const Step
     spec.has_at = vs.at != parser::AtKind::kNone;
     spec.at_ms = vs.at_ms;
     int64_t min_ref = spec.Ref(r.start), max_ref = spec.Ref(r.end);
-    SelectRaw(vs, min_ref - spec.range_ms + 1, max_ref, false, cb);
+    // anchored/smoothed also read the sample before the window (and smoothed
+    // the one after it), within the lookback delta.
+    int64_t before = vs.range_mod != parser::RangeMod::kNone ? opts_.lookback_delta_ms : 0;
+    int64_t after = vs.range_mod == parser::RangeMod::kSmoothed ? opts_.lookback_delta_ms - 1 : 0;
+    SelectRaw(vs, min_ref - spec.range_ms - before + 1, max_ref + after, false, cb);
     return spec;
   }
   if (arg.kind != NodeKind::kSubquery) ThrowEval("expected range vector argument");
@@ -289,6 +325,11 @@ std::vector<RawSeries> Evaluator::EvalSubqueryRaw(const Expr& sq, int64_t min_re
   if (start > max_ref) return out;
   StepRange inner{start, max_ref, step};
   inner.end = start + static_cast<int64_t>((max_ref - start) / step) * step;
+  // Every inner step can hold a point: refuse before allocating per-step
+  // buffers for a subquery like x[10y:1s].
+  if (static_cast<int64_t>(inner.Steps()) > opts_.max_samples) {
+    ThrowEval(Status::ResourceExhausted("query processing would load too many samples into memory in query execution"));
+  }
   Value v = Eval(*sq.args[0], inner);
   out.reserve(v.series.size());
   for (auto& s : v.series) {

@@ -86,9 +86,13 @@ class Evaluator {
   WindowSpec ForEachRangeSeries(const parser::Expr& matrix_arg, const StepRange& r, const RawCallback& cb);
   // Default subquery step.
   int64_t default_step() const { return 60'000; }
+  int64_t lookback_delta() const { return opts_.lookback_delta_ms; }
 
   void CheckDeadline();
   void AddSamples(int64_t n);
+  // Dense per-(series or group, step) tables: refuse sizes over the sample
+  // limit before allocating them (same error as AddSamples).
+  void CheckCells(size_t n) const;
   void ReleaseSamples(int64_t n) { cur_samples_ -= n; }
   const StepRange& query_range() const { return query_range_; }
   void set_query_range(const StepRange& r) { query_range_ = r; }
@@ -112,7 +116,7 @@ class Evaluator {
   std::chrono::steady_clock::time_point deadline_;
   int64_t timeout_ms_;
   int64_t cur_samples_ = 0;
-  int checks_ = 0;
+  int checks_ = 127;  // the first CheckDeadline() looks at the clock
   StepRange query_range_;
   std::vector<std::string> warnings_;
 };

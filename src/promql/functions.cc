@@ -292,8 +292,11 @@ Value Evaluator::EvalCall(const Expr& e, const StepRange& r) {
   if (name == "sort_by_label") return EvalSortByLabel(*this, e, r, false);
   if (name == "sort_by_label_desc") return EvalSortByLabel(*this, e, r, true);
   if (name == "label_replace") return EvalLabelReplace(*this, e, r);
+  if (name == "info") return EvalInfo(*this, e, r);
   if (name == "label_join") return EvalLabelJoin(*this, e, r);
   if (name == "histogram_quantile") return EvalHistogramQuantile(*this, e, r);
+  if (name == "histogram_quantiles") return EvalHistogramQuantiles(*this, e, r);
+  if (name == "histogram_fraction") return EvalHistogramFraction(*this, e, r);
   if (name == "day_of_month") return DateFunction(*this, e, r, [](const DateParts& d) { return d.mday; });
   if (name == "day_of_week") return DateFunction(*this, e, r, [](const DateParts& d) { return d.wday; });
   if (name == "day_of_year") return DateFunction(*this, e, r, [](const DateParts& d) { return d.yday; });

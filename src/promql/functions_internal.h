@@ -44,10 +44,15 @@ using RangeSeriesCallback =
 void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r,
                           const RangeSeriesCallback& cb);
 
+// functions_info.cc
+Value EvalInfo(Evaluator& ev, const parser::Expr& e, const StepRange& r);
+
 // functions_label.cc
 Value EvalLabelReplace(Evaluator& ev, const parser::Expr& e, const StepRange& r);
 Value EvalLabelJoin(Evaluator& ev, const parser::Expr& e, const StepRange& r);
 Value EvalHistogramQuantile(Evaluator& ev, const parser::Expr& e, const StepRange& r);
+Value EvalHistogramQuantiles(Evaluator& ev, const parser::Expr& e, const StepRange& r);
+Value EvalHistogramFraction(Evaluator& ev, const parser::Expr& e, const StepRange& r);
 Value EvalSortByLabel(Evaluator& ev, const parser::Expr& e, const StepRange& r, bool desc);
 
 }  // namespace trainwatch::promql

@@ -228,11 +228,61 @@ Value EvalSortByLabel(Evaluator& ev, const Expr& e, const StepRange& r, bool des
   return v;
 }
 
-Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
-  std::vector<double> q = ScalarArg(ev, *e.args[0], r);
-  Value in = ev.Eval(*e.args[1], r);
+namespace {
+
+// Sorts by le, merges equal bounds; false unless the last bound is +Inf.
+bool PrepareBuckets(std::vector<Bucket>* bp) {
+  auto& b = *bp;
+  std::sort(b.begin(), b.end(), [](const Bucket& x, const Bucket& y) { return x.le < y.le; });
+  if (b.empty() || !std::isinf(b.back().le) || b.back().le < 0) return false;
+  size_t o = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (o > 0 && b[o - 1].le == b[i].le) {
+      b[o - 1].count += b[i].count;
+    } else {
+      b[o++] = b[i];
+    }
+  }
+  b.resize(o);
+  return true;
+}
+
+// Estimated number of observations <= x: linear inside finite buckets (the
+// first bucket starts at 0 when its bound is positive); no interpolation
+// inside a bucket of infinite width.
+double BucketRank(double x, const std::vector<Bucket>& b) {
+  if (x == -INFINITY) return 0;
+  double prev = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    double ub = b[i].le;
+    double lb = i > 0 ? b[i - 1].le : (ub > 0 ? 0 : -INFINITY);
+    if (x <= lb) return prev;
+    if (x <= ub) {
+      if (x == ub) return b[i].count;
+      if (std::isinf(lb)) return b[i].count;
+      if (std::isinf(ub)) return prev;
+      return prev + (b[i].count - prev) * (x - lb) / (ub - lb);
+    }
+    prev = b[i].count;
+  }
+  return prev;
+}
+
+double BucketFraction(double lower, double upper, std::vector<Bucket>* bp) {
+  if (!PrepareBuckets(bp)) return NAN;
+  const auto& b = *bp;
+  double count = b.back().count;
+  if (count == 0 || std::isnan(lower) || std::isnan(upper)) return NAN;
+  if (lower >= upper) return 0;
+  double lo = std::min(BucketRank(lower, b), count), hi = std::min(BucketRank(upper, b), count);
+  return (hi - lo) / count;
+}
+
+// `le` groups of the classic histogram series in `in`; calls fn(group, step,
+// buckets) for every step where the group has buckets.
+template <typename Fn>
+SeriesList ForEachBucketGroup(Evaluator& ev, const Value& in, const StepRange& r, Fn fn) {
   size_t steps = r.Steps();
-  // Group once per series.
   struct Group {
     model::Labels labels;
     std::vector<std::pair<size_t, double>> members;  // series index, le
@@ -266,8 +316,7 @@ Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
     }
     groups[gi].members.push_back({i, le});
   }
-  Value out;
-  out.type = parser::Type::kVector;
+  SeriesList out;
   std::vector<size_t> cursor(in.series.size(), 0);
   std::vector<Bucket> buckets;
   for (auto& g : groups) {
@@ -285,10 +334,65 @@ Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
         if (c < pts.size() && pts[c].t == t) buckets.push_back({le, pts[c].v});
       }
       if (buckets.empty()) continue;
-      es.points.push_back({t, BucketQuantile(q[i], &buckets)});
+      es.points.push_back({t, fn(i, &buckets)});
     }
-    if (!es.points.empty()) out.series.push_back(std::move(es));
+    if (!es.points.empty()) out.push_back(std::move(es));
   }
+  return out;
+}
+
+// Label value for histogram_quantiles: Go's 'f' formatting with a ".0" for
+// whole numbers ("0.0", "0.25", "1.0").
+std::string QuantileLabel(double q) {
+  std::string s = FormatFloat(q);
+  if (std::isfinite(q) && s.find('.') == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace
+
+Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
+  std::vector<double> q = ScalarArg(ev, *e.args[0], r);
+  Value in = ev.Eval(*e.args[1], r);
+  Value out;
+  out.type = parser::Type::kVector;
+  out.series = ForEachBucketGroup(ev, in, r, [&](size_t i, std::vector<Bucket>* b) { return BucketQuantile(q[i], b); });
+  return out;
+}
+
+// histogram_quantiles(v, "label", q1, q2, ...): one output series per
+// quantile, told apart by the given label.
+Value EvalHistogramQuantiles(Evaluator& ev, const Expr& e, const StepRange& r) {
+  Value in = ev.Eval(*e.args[0], r);
+  std::string label = StringArg(*e.args[1]);
+  if (!model::IsValidLabelName(label)) ThrowEval("invalid label name \"" + label + "\"");
+  Value out;
+  out.type = parser::Type::kVector;
+  for (size_t a = 2; a < e.args.size(); ++a) {
+    std::vector<double> q = ScalarArg(ev, *e.args[a], r);
+    SeriesList part =
+        ForEachBucketGroup(ev, in, r, [&](size_t i, std::vector<Bucket>* b) { return BucketQuantile(q[i], b); });
+    // The label carries the quantile of the first step (constant in practice).
+    std::string v = QuantileLabel(q.empty() ? NAN : q[0]);
+    for (auto& s : part) {
+      model::LabelsBuilder b(s.labels);
+      b.Set(label, v);
+      s.labels = b.Build();
+      out.series.push_back(std::move(s));
+    }
+  }
+  MergeSameLabels(&out.series);
+  return out;
+}
+
+Value EvalHistogramFraction(Evaluator& ev, const Expr& e, const StepRange& r) {
+  std::vector<double> lo = ScalarArg(ev, *e.args[0], r);
+  std::vector<double> hi = ScalarArg(ev, *e.args[1], r);
+  Value in = ev.Eval(*e.args[2], r);
+  Value out;
+  out.type = parser::Type::kVector;
+  out.series =
+      ForEachBucketGroup(ev, in, r, [&](size_t i, std::vector<Bucket>* b) { return BucketFraction(lo[i], hi[i], b); });
   return out;
 }
 

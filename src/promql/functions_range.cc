@@ -362,6 +362,91 @@ const RangeFnDef* LookupRangeFn(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+using RangeFn = bool (*)(std::span<const model::Sample>, const RangeCtx&, double*);
+
+// Counter increase along a path of values: a drop is a reset (counting from 0).
+double CounterIncrease(const double* v, size_t n) {
+  double inc = 0;
+  for (size_t k = 1; k < n; ++k) inc += v[k] >= v[k - 1] ? v[k] - v[k - 1] : v[k];
+  return inc;
+}
+
+// `anchored`: the window's samples plus the last sample at or before its
+// start (within the lookback delta); no extrapolation.
+bool AnchoredValue(RangeFn fn, const model::Sample* data, size_t n, size_t lo, size_t hi, int64_t from,
+                   int64_t lookback, double range_sec, double* out) {
+  (void)n;
+  if (hi == lo) return false;
+  size_t first = lo;
+  if (lo > 0 && data[lo - 1].t > from - lookback) first = lo - 1;
+  std::vector<double> v;
+  v.reserve(hi - first);
+  for (size_t k = first; k < hi; ++k) v.push_back(data[k].v);
+  if (fn == Increase || fn == Rate) {
+    double inc = CounterIncrease(v.data(), v.size());
+    *out = fn == Rate ? inc / range_sec : inc;
+  } else if (fn == Delta) {
+    *out = v.back() - v.front();
+  } else if (fn == Changes) {
+    double c = 0;
+    for (size_t k = 1; k < v.size(); ++k) {
+      if (v[k] != v[k - 1] && !(std::isnan(v[k]) && std::isnan(v[k - 1]))) ++c;
+    }
+    *out = c;
+  } else {  // Resets
+    double c = 0;
+    for (size_t k = 1; k < v.size(); ++k) {
+      if (v[k] < v[k - 1]) ++c;
+    }
+    *out = c;
+  }
+  return true;
+}
+
+// Value at x interpolated between the samples around it (within the lookback
+// delta), held constant past the first or last sample. For counters a drop
+// between the two samples is a reset: the value rises from 0.
+double InterpolateAt(const model::Sample* data, size_t n, int64_t x, int64_t lookback, bool counter) {
+  const model::Sample* end = data + n;
+  const model::Sample* b = std::upper_bound(data, end, x, [](int64_t t, const model::Sample& s) { return t < s.t; });
+  const model::Sample* a = b == data ? nullptr : b - 1;
+  if (a != nullptr && a->t <= x - lookback) a = nullptr;
+  if (a == nullptr) return b != end ? b->v : NAN;
+  if (b != end && b->t >= x + lookback) b = end;
+  if (a->t == x || b == end) return a->v;
+  double f = static_cast<double>(x - a->t) / static_cast<double>(b->t - a->t);
+  if (counter && b->v < a->v) return b->v * f;
+  return a->v + (b->v - a->v) * f;
+}
+
+// `smoothed`: the values at both window edges are interpolated from the
+// neighbouring samples; empty unless there is data on both sides of the edges.
+bool SmoothedValue(RangeFn fn, const model::Sample* data, size_t n, size_t lo, size_t hi, int64_t from, int64_t ref,
+                   int64_t lookback, double range_sec, double* out) {
+  // Some sample at or before the end (within lookback) and some after the start.
+  if (hi == 0 || data[hi - 1].t <= ref - lookback) return false;
+  if (lo >= n) return false;
+  const bool counter = fn != Delta;
+  double vf = InterpolateAt(data, n, from, lookback, counter);
+  double vr = InterpolateAt(data, n, ref, lookback, counter);
+  if (fn == Delta) {
+    *out = vr - vf;
+    return true;
+  }
+  std::vector<double> v;
+  v.reserve(hi - lo + 2);
+  v.push_back(vf);
+  for (size_t k = lo; k < hi; ++k) v.push_back(data[k].v);
+  v.push_back(vr);
+  double inc = CounterIncrease(v.data(), v.size());
+  *out = fn == Rate ? inc / range_sec : inc;
+  return true;
+}
+
+}  // namespace
+
 void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r,
                           const RangeSeriesCallback& cb) {
   size_t matrix_idx = def.matrix_arg;
@@ -388,6 +473,16 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
     spec.at_ms = arg.at_ms;
   }
   const bool counter = def.fn == Rate || def.fn == Increase;
+  parser::RangeMod mod = arg.kind == parser::NodeKind::kMatrixSelector ? arg.args[0]->range_mod : parser::RangeMod::kNone;
+  if (mod == parser::RangeMod::kSmoothed && def.fn != Rate && def.fn != Increase && def.fn != Delta) {
+    ThrowEval("smoothed modifier can only be used with: delta, increase, rate - not with " + std::string(def.name));
+  }
+  if (mod == parser::RangeMod::kAnchored && def.fn != Rate && def.fn != Increase && def.fn != Delta &&
+      def.fn != Changes && def.fn != Resets) {
+    ThrowEval("anchored modifier can only be used with: changes, delta, increase, rate, resets - not with " +
+              std::string(def.name));
+  }
+  const int64_t lookback = ev.lookback_delta();
   const double* p0 = params.size() > 0 ? params[0].data() : nullptr;
   const double* p1 = params.size() > 1 ? params[1].data() : nullptr;
   RangeCtx ctx;
@@ -413,6 +508,14 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
       while (lo < n && data[lo].t <= from) ++lo;
       if (hi < lo) hi = lo;
       while (hi < n && data[hi].t <= ref) ++hi;
+      if (mod != parser::RangeMod::kNone) {
+        double v;
+        bool ok = mod == parser::RangeMod::kAnchored
+                      ? AnchoredValue(def.fn, data, n, lo, hi, from, lookback, ctx.range_sec, &v)
+                      : SmoothedValue(def.fn, data, n, lo, hi, from, ref, lookback, ctx.range_sec, &v);
+        if (ok) vals.push_back({static_cast<uint32_t>(i), v});
+        continue;
+      }
       if (hi == lo) continue;
       ctx.t = t;
       ctx.range_start = from;

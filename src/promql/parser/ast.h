@@ -56,11 +56,25 @@ struct VectorMatching {
   bool on = false;  // true: on(...), false: ignoring(...)
   std::vector<std::string> include;  // group_left/right(...) extra labels
   bool explicit_matching = false;    // on/ignoring was written
+  // fill()/fill_left()/fill_right(): value used for a missing sample of the
+  // left (many) or right (one) side instead of dropping the match.
+  bool fill_left = false;
+  bool fill_right = false;
+  double fill_left_value = 0;
+  double fill_right_value = 0;
 };
 
 enum class AtKind { kNone, kValue, kStart, kEnd };
 
+// Extended range selectors (Prometheus 3.x, experimental): `x[5m] anchored`
+// and `x[5m] smoothed` / `x smoothed`.
+enum class RangeMod { kNone, kAnchored, kSmoothed };
+
 struct FunctionDef;
+
+// Deepest expression tree the parser accepts; keeps every recursive pass
+// (evaluation, printing, destruction) far from the stack limit.
+inline constexpr int kMaxExprDepth = 256;
 
 struct Expr {
   NodeKind kind;
@@ -79,9 +93,16 @@ struct Expr {
   int64_t offset_ms = 0;
   AtKind at = AtKind::kNone;
   int64_t at_ms = 0;  // kValue
+  RangeMod range_mod = RangeMod::kNone;  // kVectorSelector (also of a matrix selector)
   // kMatrixSelector / kSubquery
   int64_t range_ms = 0;
   int64_t step_ms = 0;  // kSubquery, 0 = default
+  // Duration expressions that depend on the query (step(), range()); the
+  // engine evaluates them into range_ms / step_ms / offset_ms before running.
+  // Constant duration expressions are folded by the parser and leave these null.
+  std::unique_ptr<Expr> range_expr;   // kMatrixSelector / kSubquery
+  std::unique_ptr<Expr> step_expr;    // kSubquery
+  std::unique_ptr<Expr> offset_expr;  // kVectorSelector / kSubquery
 
   // kCall
   const FunctionDef* func = nullptr;
@@ -100,6 +121,7 @@ struct Expr {
   // children: kMatrixSelector/kSubquery/kUnary/kParen/kStepInvariant: [0];
   // kBinary: [0]=lhs, [1]=rhs; kCall: args; kAggregate: [0]=expr, [1]=param (optional)
   std::vector<std::unique_ptr<Expr>> args;
+  int depth = 1;  // height of this subtree, set by the parser (bounded by kMaxExprDepth)
 
   explicit Expr(NodeKind k) : kind(k) {}
   Type type() const;

@@ -1,5 +1,6 @@
 #include "promql/parser/parse.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -79,6 +80,12 @@ std::string TokString(const Token& t) {
     case Tok::kLeftBracket: return "left bracket \"[\"";
     case Tok::kComma: return "\",\"";
     case Tok::kAggregator: return "<aggr-op:" + std::string(t.text) + ">";
+    case Tok::kBy: case Tok::kWithout: case Tok::kOn: case Tok::kIgnoring: case Tok::kGroupLeft:
+    case Tok::kGroupRight: case Tok::kBool: case Tok::kOffset: {
+      std::string l(t.text);
+      for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return "<" + l + ">";
+    }
     default: {
       int p = Precedence(t.kind);
       if (p >= 0) return "<op:" + std::string(t.text) + ">";
@@ -128,7 +135,9 @@ class Parser {
       ExprPtr e = ParseBinary(0);
       if (Peek().kind != Tok::kEOF) {
         const Token& t = Peek();
-        if (t.kind == Tok::kRightParen) Fail(t.pos, "unexpected right parenthesis ')'");
+        // Lexer-level errors in Prometheus: positioned after the paren.
+        if (t.kind == Tok::kRightParen) Fail(t.pos + 1, "unexpected right parenthesis ')'");
+        if (t.kind == Tok::kRightBrace) Fail(t.pos, "unexpected character: '}'");
         Fail(t.pos, "unexpected " + TokString(t));
       }
       return e;
@@ -144,6 +153,33 @@ class Parser {
   }
 
  private:
+  // Bounds the parser's own recursion (e.g. "((((((...").
+  struct DepthGuard {
+    DepthGuard(Parser* p, int pos) : p_(p) {
+      if (++p_->depth_ > kMaxExprDepth) {
+        p_->Fail(pos, "expression nesting depth exceeds the maximum of " + std::to_string(kMaxExprDepth));
+      }
+    }
+    ~DepthGuard() { --p_->depth_; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+    Parser* p_;
+  };
+
+  // Sets e's tree height from its (already finished) children and rejects
+  // trees deeper than kMaxExprDepth (long chains like 1+1+1+... too).
+  void Finish(Expr* e) {
+    int d = 0;
+    for (const auto& a : e->args) d = std::max(d, a->depth);
+    for (const auto* x : {e->range_expr.get(), e->step_expr.get(), e->offset_expr.get()}) {
+      if (x != nullptr) d = std::max(d, x->depth);
+    }
+    e->depth = d + 1;
+    if (e->depth > kMaxExprDepth) {
+      Fail(e->pos_start, "expression nesting depth exceeds the maximum of " + std::to_string(kMaxExprDepth));
+    }
+  }
+
   const Token& Peek(size_t k = 0) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
   const Token& Next() {
     const Token& t = toks_[pos_];
@@ -177,6 +213,7 @@ class Parser {
       bin->args.push_back(std::move(lhs));
       bin->args.push_back(std::move(rhs));
       CheckBinary(bin.get(), t.pos);
+      Finish(bin.get());
       lhs = std::move(bin);
     }
     return lhs;
@@ -224,6 +261,38 @@ class Parser {
     } else if (Peek().kind == Tok::kGroupLeft || Peek().kind == Tok::kGroupRight) {
       Fail(Peek().pos, "unexpected " + TokString(Peek()));
     }
+    // fill(v), fill_left(v), fill_right(v): an identifier followed by "(" here
+    // is a modifier; without "(" it is a metric named fill.
+    for (;;) {
+      const Token& f = Peek();
+      if (f.kind != Tok::kIdentifier || Peek(1).kind != Tok::kLeftParen) break;
+      bool left = f.text == "fill" || f.text == "fill_left";
+      bool right = f.text == "fill" || f.text == "fill_right";
+      if (!left && !right) break;
+      if ((left && bin->matching.fill_left) || (right && bin->matching.fill_right)) {
+        Fail(f.pos, "duplicate " + std::string(f.text) + " modifier");
+      }
+      Next();
+      Next();
+      bool neg = false;
+      if (Peek().kind == Tok::kSub || Peek().kind == Tok::kAdd) neg = Next().kind == Tok::kSub;
+      const Token& n = Peek();
+      if (n.kind != Tok::kNumber) {
+        Fail(n.pos, "unexpected " + TokString(n) + " in " + std::string(f.text) + " modifier, expected number");
+      }
+      Next();
+      double v = ParseNumber(n);
+      if (neg) v = -v;
+      Expect(Tok::kRightParen, "fill modifier");
+      if (left) {
+        bin->matching.fill_left = true;
+        bin->matching.fill_left_value = v;
+      }
+      if (right) {
+        bin->matching.fill_right = true;
+        bin->matching.fill_right_value = v;
+      }
+    }
   }
 
   void CheckBinary(Expr* bin, int op_pos) {
@@ -236,7 +305,13 @@ class Parser {
       Fail(op_pos, "bool modifier can only be used on comparison operators");
     }
     if (IsComparison(bin->op) && !bin->return_bool && lt == Type::kScalar && rt == Type::kScalar) {
-      Fail(bin->pos_start, "comparisons between scalars must use BOOL modifier");
+      Fail(op_pos, "comparisons between scalars must use BOOL modifier");
+    }
+    if ((bin->matching.fill_left || bin->matching.fill_right) &&
+        (IsSetOp(bin->op) || lt != Type::kVector || rt != Type::kVector)) {
+      Fail(op_pos, IsSetOp(bin->op) ? std::string("fill modifiers are not allowed for set operator \"") +
+                                          BinOpString(bin->op) + "\""
+                                    : std::string("fill modifiers are only allowed between instant vectors"));
     }
     if (IsSetOp(bin->op)) {
       if (lt == Type::kScalar || rt == Type::kScalar) {
@@ -256,13 +331,14 @@ class Parser {
     if (bin->matching.on) {
       for (const auto& l : bin->matching.include) {
         for (const auto& m : bin->matching.matching_labels) {
-          if (l == m) Fail(bin->pos_start, "label \"" + l + "\" must not occur in ON and GROUP clause at once");
+          if (l == m) Fail(op_pos, "label \"" + l + "\" must not occur in ON and GROUP clause at once");
         }
       }
     }
   }
 
   ExprPtr ParseUnary() {
+    DepthGuard guard(this, Peek().pos);
     const Token& t = Peek();
     if (t.kind == Tok::kSub || t.kind == Tok::kAdd) {
       Next();
@@ -286,6 +362,7 @@ class Parser {
       u->pos_start = t.pos;
       u->pos_end = operand->pos_end;
       u->args.push_back(std::move(operand));
+      Finish(u.get());
       return u;
     }
     return ParsePostfix(ParsePrimary());
@@ -310,62 +387,82 @@ class Parser {
       const Token& t = Peek();
       if (t.kind == Tok::kLeftBracket) {
         Next();
-        const Token& d = Next();
+        const Token& d = Peek();
         if (d.kind == Tok::kEOF) Fail(d.pos, "unclosed left bracket");
-        int64_t range = ParseDurationTok(d, true);
+        ExprPtr range_expr;
+        int64_t range = ParseDurationArg(&range_expr);
         if (Peek().kind == Tok::kColon) {
           Next();
           int64_t step = 0;
-          if (Peek().kind != Tok::kRightBracket) step = ParseDurationTok(Next(), true);
+          ExprPtr step_expr;
+          if (Peek().kind != Tok::kRightBracket) step = ParseDurationArg(&step_expr);
+          if (Peek().kind == Tok::kColon) Fail(Peek().pos, "unexpected colon ':'");
           const Token& close = Expect(Tok::kRightBracket, "subquery selector");
           if (e->type() != Type::kVector) {
             Fail(e->pos_start, std::string("subquery is only allowed on instant vector, got ") + TypeName(e->type()) +
                                    " instead");
           }
-          if (range <= 0) Fail(d.pos, "duration must be greater than 0");
+          if (range <= 0 && range_expr == nullptr) Fail(d.pos, "duration must be greater than 0");
           auto sq = std::make_unique<Expr>(NodeKind::kSubquery);
           sq->range_ms = range;
           sq->step_ms = step;
+          sq->range_expr = std::move(range_expr);
+          sq->step_expr = std::move(step_expr);
           sq->pos_start = e->pos_start;
           sq->pos_end = close.pos + 1;
           sq->args.push_back(std::move(e));
+          Finish(sq.get());
           e = std::move(sq);
         } else {
           const Token& close = Expect(Tok::kRightBracket, "matrix selector");
           if (e->kind != NodeKind::kVectorSelector) {
-            Fail(e->pos_start, "ranges only allowed for vector selectors");
+            Fail(t.pos, "ranges only allowed for vector selectors");
           }
-          if (e->offset_ms != 0 || e->at != AtKind::kNone) {
+          if (e->offset_ms != 0 || e->offset_expr != nullptr || e->at != AtKind::kNone ||
+              e->range_mod != RangeMod::kNone) {
             Fail(t.pos, "no offset or @ modifiers allowed before range");
           }
-          if (range <= 0) Fail(d.pos, "duration must be greater than 0");
+          if (range <= 0 && range_expr == nullptr) Fail(d.pos, "duration must be greater than 0");
           auto ms = std::make_unique<Expr>(NodeKind::kMatrixSelector);
           ms->range_ms = range;
+          ms->range_expr = std::move(range_expr);
           ms->pos_start = e->pos_start;
           ms->pos_end = close.pos + 1;
           ms->args.push_back(std::move(e));
+          Finish(ms.get());
           e = std::move(ms);
         }
         continue;
       }
+      if (t.kind == Tok::kIdentifier && (t.text == "anchored" || t.text == "smoothed") &&
+          (e->kind == NodeKind::kVectorSelector || e->kind == NodeKind::kMatrixSelector)) {
+        Next();
+        Expr* target = e->kind == NodeKind::kMatrixSelector ? e->args[0].get() : e.get();
+        if (target->range_mod != RangeMod::kNone) Fail(t.pos, "anchored or smoothed may not be set multiple times");
+        target->range_mod = t.text == "anchored" ? RangeMod::kAnchored : RangeMod::kSmoothed;
+        e->pos_end = t.pos + static_cast<int>(t.text.size());
+        continue;
+      }
       if (t.kind == Tok::kOffset) {
         Next();
-        bool neg = false;
-        if (Peek().kind == Tok::kSub || Peek().kind == Tok::kAdd) neg = Next().kind == Tok::kSub;
-        const Token& d = Next();
-        int64_t off = ParseDurationTok(d, true);
-        if (neg) off = -off;
+        ExprPtr off_expr;
+        int64_t off = ParseOffsetArg(&off_expr);
         Expr* target = ModTarget(e.get(), t.pos, "offset");
-        if (target->offset_ms != 0 || target_offset_set_(target)) Fail(t.pos, "offset may not be set multiple times");
+        if (target->offset_ms != 0 || target->offset_expr != nullptr || target_offset_set_(target)) {
+          Fail(e->pos_start, "offset may not be set multiple times");
+        }
         target->offset_ms = off;
+        target->offset_expr = std::move(off_expr);
+        Finish(target);
+        if (target != e.get()) Finish(e.get());
         offset_set_.push_back(target);
-        e->pos_end = d.pos + static_cast<int>(d.text.size());
+        e->pos_end = toks_[pos_ > 0 ? pos_ - 1 : 0].pos + static_cast<int>(toks_[pos_ > 0 ? pos_ - 1 : 0].text.size());
         continue;
       }
       if (t.kind == Tok::kAt) {
         Next();
         Expr* target = ModTarget(e.get(), t.pos, "@");
-        if (target->at != AtKind::kNone) Fail(t.pos, "@ modifier may not be set multiple times");
+        if (target->at != AtKind::kNone) Fail(e->pos_start, "@ <timestamp> may not be set multiple times");
         const Token& a = Peek();
         if (a.kind == Tok::kStart || a.kind == Tok::kEnd) {
           Next();
@@ -391,6 +488,168 @@ class Parser {
       }
       return e;
     }
+  }
+
+  // Duration expressions (Prometheus 3.x): number and duration literals (in
+  // seconds), + - * / % ^, parentheses, unary signs, step(), range(),
+  // min_of() and max_of(). Returns the value in ms when the expression is
+  // constant (and leaves *expr null), else keeps the tree in *expr.
+  int64_t ParseDurationArg(ExprPtr* expr) {
+    const Token& t = Peek();
+    if ((t.kind == Tok::kDuration || t.kind == Tok::kNumber) &&
+        (Peek(1).kind == Tok::kRightBracket || Peek(1).kind == Tok::kColon)) {
+      Next();
+      return ParseDurationTok(t, true);
+    }
+    ExprPtr d = ParseDurExpr(0);
+    return FoldDuration(std::move(d), t.pos, expr);
+  }
+
+  int64_t ParseOffsetArg(ExprPtr* expr) {
+    const Token& t = Peek();
+    bool neg = false;
+    if (t.kind == Tok::kSub || t.kind == Tok::kAdd) {
+      neg = t.kind == Tok::kSub;
+      Next();
+    }
+    const Token& d = Peek();
+    if ((d.kind == Tok::kDuration || d.kind == Tok::kNumber)) {
+      Next();
+      int64_t off = ParseDurationTok(d, true);
+      return neg ? -off : off;
+    }
+    if (d.kind == Tok::kEOF) Fail(d.pos, "unexpected end of input in offset, expected duration");
+    if (d.kind != Tok::kLeftParen && !IsDurCall(d)) {
+      Fail(d.pos, "unexpected " + TokString(d) + " in offset, expected duration");
+    }
+    ExprPtr p = ParseDurPrimary();
+    if (neg) {
+      auto u = std::make_unique<Expr>(NodeKind::kUnary);
+      u->negative = true;
+      u->pos_start = t.pos;
+      u->pos_end = p->pos_end;
+      u->args.push_back(std::move(p));
+      p = std::move(u);
+    }
+    return FoldDuration(std::move(p), t.pos, expr);
+  }
+
+  bool IsDurCall(const Token& t) const {
+    if (t.kind != Tok::kIdentifier || Peek(1).kind != Tok::kLeftParen) return false;
+    std::string l(t.text);
+    for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return l == "step" || l == "range" || l == "min_of" || l == "max_of";
+  }
+
+  static bool DurDependsOnQuery(const Expr& e) {
+    if (e.kind == NodeKind::kCall && (e.func->name == "step" || e.func->name == "range")) return true;
+    for (const auto& a : e.args) {
+      if (DurDependsOnQuery(*a)) return true;
+    }
+    return false;
+  }
+
+  int64_t FoldDuration(ExprPtr d, int pos, ExprPtr* expr) {
+    if (DurDependsOnQuery(*d)) {
+      *expr = std::move(d);
+      return 0;
+    }
+    double v = EvalDurationExpr(*d, 0, 0);
+    if (!std::isfinite(v) || std::fabs(v) > 9.2e12) Fail(pos, "duration out of range");
+    return static_cast<int64_t>(std::llround(v * 1000));
+  }
+
+  ExprPtr ParseDurExpr(int min_prec) {
+    ExprPtr lhs = ParseDurUnary();
+    for (;;) {
+      const Token& t = Peek();
+      if (t.kind != Tok::kAdd && t.kind != Tok::kSub && t.kind != Tok::kMul && t.kind != Tok::kDiv &&
+          t.kind != Tok::kMod && t.kind != Tok::kPow) {
+        break;
+      }
+      int prec = Precedence(t.kind);
+      if (prec < min_prec) break;
+      Next();
+      ExprPtr rhs = ParseDurExpr(t.kind == Tok::kPow ? prec : prec + 1);
+      auto bin = std::make_unique<Expr>(NodeKind::kBinary);
+      bin->op = ToBinOp(t.kind);
+      bin->pos_start = lhs->pos_start;
+      bin->pos_end = rhs->pos_end;
+      bin->args.push_back(std::move(lhs));
+      bin->args.push_back(std::move(rhs));
+      Finish(bin.get());
+      lhs = std::move(bin);
+    }
+    return lhs;
+  }
+
+  ExprPtr ParseDurUnary() {
+    DepthGuard guard(this, Peek().pos);
+    const Token& t = Peek();
+    if (t.kind == Tok::kSub || t.kind == Tok::kAdd) {
+      Next();
+      ExprPtr operand = ParseDurExpr(Precedence(Tok::kPow));
+      if (t.kind == Tok::kAdd) return operand;
+      auto u = std::make_unique<Expr>(NodeKind::kUnary);
+      u->negative = true;
+      u->pos_start = t.pos;
+      u->pos_end = operand->pos_end;
+      u->args.push_back(std::move(operand));
+      Finish(u.get());
+      return u;
+    }
+    return ParseDurPrimary();
+  }
+
+  ExprPtr ParseDurPrimary() {
+    const Token& t = Peek();
+    if (t.kind == Tok::kNumber || t.kind == Tok::kDuration) {
+      Next();
+      auto e = std::make_unique<Expr>(NodeKind::kNumber);
+      e->number = t.kind == Tok::kNumber ? ParseNumber(t) : static_cast<double>(ParseDurationTok(t, false)) / 1000.0;
+      e->pos_start = t.pos;
+      e->pos_end = t.pos + static_cast<int>(t.text.size());
+      return e;
+    }
+    if (t.kind == Tok::kLeftParen) {
+      Next();
+      ExprPtr inner = ParseDurExpr(0);
+      const Token& close = Expect(Tok::kRightParen, "duration expression");
+      auto e = std::make_unique<Expr>(NodeKind::kParen);
+      e->pos_start = t.pos;
+      e->pos_end = close.pos + 1;
+      e->args.push_back(std::move(inner));
+      Finish(e.get());
+      return e;
+    }
+    if (IsDurCall(t)) {
+      Next();
+      std::string l(t.text);
+      for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      auto e = std::make_unique<Expr>(NodeKind::kCall);
+      e->func = LookupFunction(l);
+      e->pos_start = t.pos;
+      Expect(Tok::kLeftParen, "duration expression");
+      while (Peek().kind != Tok::kRightParen) {
+        e->args.push_back(ParseDurExpr(0));
+        if (Peek().kind == Tok::kComma) {
+          Next();
+        } else if (Peek().kind != Tok::kRightParen) {
+          if (Peek().kind == Tok::kEOF) Fail(Peek().pos, "unclosed left parenthesis");
+          Fail(Peek().pos, "unexpected " + TokString(Peek()) + " in duration expression, expected \")\" or \",\"");
+        }
+      }
+      e->pos_end = Next().pos + 1;
+      size_t want = (l == "min_of" || l == "max_of") ? 2 : 0;
+      if (e->args.size() != want) {
+        Fail(e->pos_start, "expected " + std::to_string(want) + " argument(s) in call to \"" + l + "\", got " +
+                               std::to_string(e->args.size()));
+      }
+      Finish(e.get());
+      return e;
+    }
+    if (t.kind == Tok::kEOF) Fail(t.pos, "unexpected end of input in duration expression");
+    Fail(t.pos, "unexpected " + TokString(t) + " in duration expression, expected duration");
   }
 
   bool target_offset_set_(Expr* t) const {
@@ -468,6 +727,7 @@ class Parser {
         e->pos_start = t.pos;
         e->pos_end = close.pos + 1;
         e->args.push_back(std::move(inner));
+        Finish(e.get());
         return e;
       }
       case Tok::kLeftBrace:
@@ -503,7 +763,15 @@ class Parser {
     e->func = def;
     e->pos_start = name.pos;
     while (Peek().kind != Tok::kRightParen) {
+      // info()'s second argument is a label selector whose matchers may all
+      // match the empty string.
+      bool label_selector = def->name == "info" && e->args.size() == 1;
+      allow_empty_selector_ = label_selector;
       e->args.push_back(ParseBinary(0));
+      allow_empty_selector_ = false;
+      if (label_selector && e->args.back()->kind != NodeKind::kVectorSelector) {
+        Fail(e->args.back()->pos_start, "expected label selector as the second argument of \"info\"");
+      }
       if (Peek().kind == Tok::kComma) {
         Next();
         if (Peek().kind == Tok::kRightParen) Fail(Peek().pos, "unexpected right parenthesis ')' in function call args");
@@ -544,6 +812,7 @@ class Parser {
                                         "\", got " + TypeName(got));
       }
     }
+    Finish(e.get());
     return e;
   }
 
@@ -596,6 +865,7 @@ class Parser {
       }
       e->args.push_back(std::move(args[0]));
     }
+    Finish(e.get());
     return e;
   }
 
@@ -675,7 +945,7 @@ class Parser {
     for (const auto& m : ms) {
       if (!m.MatchesEmpty()) non_empty = true;
     }
-    if (!non_empty) Fail(start, "vector selector must contain at least one non-empty matcher");
+    if (!non_empty && !allow_empty_selector_) Fail(start, "vector selector must contain at least one non-empty matcher");
     e->matchers = std::move(ms);
     return e;
   }
@@ -685,6 +955,8 @@ class Parser {
   size_t pos_ = 0;
   ParseError err_;
   std::vector<Expr*> offset_set_;
+  int depth_ = 0;
+  bool allow_empty_selector_ = false;
 };
 
 }  // namespace
@@ -712,6 +984,39 @@ Result<ExprPtr> ParseExpr(std::string_view input) {
   ExprPtr e = ParseExprWithErrors(input, &errs);
   if (!errs.empty()) return Status::InvalidArgument(FormatParseError(input, errs[0]));
   return e;
+}
+
+double EvalDurationExpr(const Expr& e, int64_t step_ms, int64_t range_ms) {
+  switch (e.kind) {
+    case NodeKind::kNumber: return e.number;
+    case NodeKind::kParen: return EvalDurationExpr(*e.args[0], step_ms, range_ms);
+    case NodeKind::kUnary: {
+      double v = EvalDurationExpr(*e.args[0], step_ms, range_ms);
+      return e.negative ? -v : v;
+    }
+    case NodeKind::kCall: {
+      if (e.func->name == "step") return static_cast<double>(step_ms) / 1000.0;
+      if (e.func->name == "range") return static_cast<double>(range_ms) / 1000.0;
+      double a = EvalDurationExpr(*e.args[0], step_ms, range_ms);
+      double b = EvalDurationExpr(*e.args[1], step_ms, range_ms);
+      return e.func->name == "min_of" ? std::fmin(a, b) : std::fmax(a, b);
+    }
+    case NodeKind::kBinary: {
+      double a = EvalDurationExpr(*e.args[0], step_ms, range_ms);
+      double b = EvalDurationExpr(*e.args[1], step_ms, range_ms);
+      switch (e.op) {
+        case BinOp::kAdd: return a + b;
+        case BinOp::kSub: return a - b;
+        case BinOp::kMul: return a * b;
+        case BinOp::kDiv: return a / b;
+        case BinOp::kMod: return std::fmod(a, b);
+        case BinOp::kPow: return std::pow(a, b);
+        default: return NAN;
+      }
+    }
+    default:
+      return NAN;
+  }
 }
 
 Result<model::Matchers> ParseMetricSelector(std::string_view input) {

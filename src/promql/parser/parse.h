@@ -25,6 +25,10 @@ Result<ExprPtr> ParseExpr(std::string_view input);
 // Same, also returning the structured errors (empty on success).
 ExprPtr ParseExprWithErrors(std::string_view input, std::vector<ParseError>* errors);
 
+// Value in seconds of a duration expression (range_expr, step_expr,
+// offset_expr) given the query's step and range in ms.
+double EvalDurationExpr(const Expr& e, int64_t step_ms, int64_t range_ms);
+
 // Parses a series selector `name{a="b"}` into matchers (for the HTTP API).
 Result<model::Matchers> ParseMetricSelector(std::string_view input);
 

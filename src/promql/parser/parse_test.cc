@@ -27,6 +27,7 @@ TEST(Parser, RoundTrips) {
   EXPECT_EQ(RoundTrip("0x10"), "16");
   EXPECT_EQ(RoundTrip("Inf"), "Inf");
   EXPECT_EQ(RoundTrip("'a\\nb'"), "\"a\\nb\"");
+  EXPECT_EQ(RoundTrip("info(m, {data=~\".*\"})"), "info(m, {data=~\".*\"})");
 }
 
 TEST(Parser, Precedence) {
@@ -69,9 +70,84 @@ TEST(Parser, ErrorsWithPositions) {
   e = ParseExpr("x\n  + )");
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.error().message().substr(0, 4), "2:5:");
+  e = ParseExpr("foo @ 1 @ 2");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message(), "1:1: parse error: @ <timestamp> may not be set multiple times");
+  e = ParseExpr("foo offset 1m offset 2m");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message(), "1:1: parse error: offset may not be set multiple times");
+  e = ParseExpr("foo{a=\"b\"");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message(), "1:10: parse error: unexpected end of input inside braces");
   e = ParseExpr("(foo)[5m]");
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message().find("ranges only allowed for vector selectors"), std::string::npos);
+}
+
+TEST(Parser, FillModifiersAndDurationExpressions) {
+  EXPECT_EQ(RoundTrip("a + fill(0) b"), "a + fill(0) b");
+  EXPECT_EQ(RoundTrip("a + fill_left(1) fill_right(-Inf) b"), "a + fill_left(1) fill_right(-Inf) b");
+  EXPECT_EQ(RoundTrip("a + on (x) group_left (y) fill_right(NaN) b"), "a + on (x) group_left (y) fill_right(NaN) b");
+  EXPECT_EQ(RoundTrip("a == bool fill(3) b"), "a == bool fill(3) b");
+  // A metric called fill is still a metric.
+  EXPECT_EQ(RoundTrip("other + fill"), "other + fill");
+  EXPECT_EQ(RoundTrip("fill + fill(0) fill"), "fill + fill(0) fill");
+  auto e = ParseExpr("a and fill(0) b");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("fill modifiers are not allowed for set operator"), std::string::npos);
+  e = ParseExpr("1 + fill(0) b");
+  ASSERT_FALSE(e.ok());
+  // Constant duration expressions fold at parse time.
+  EXPECT_EQ(RoundTrip("rate(x[2m * (10 + 5)])"), "rate(x[30m])");
+  EXPECT_EQ(RoundTrip("x[29s+1s:5s+5s]"), "x[30s:10s]");
+  EXPECT_EQ(RoundTrip("x offset (2 * 2)"), "x offset 4s");
+  EXPECT_EQ(RoundTrip("x offset -4"), "x offset -4s");
+  // offset binds one operand: `x offset 2 ^ 2` is `(x offset 2) ^ 2`.
+  auto p = ParseExpr("x offset 2 ^ 2");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->kind, NodeKind::kBinary);
+  EXPECT_EQ((*p)->args[0]->offset_ms, 2000);
+  // step()/range() stay symbolic (case-insensitive, as in Prometheus).
+  EXPECT_EQ(RoundTrip("count_over_time(x[STep() + 1])"), "count_over_time(x[step() + 1])");
+  EXPECT_EQ(RoundTrip("x offset -min_of(step(), 1s)"), "x offset -min_of(step(), 1)");
+  EXPECT_EQ(RoundTrip("x offset -(step() * 2)"), "x offset -(step() * 2)");
+  e = ParseExpr("x[5m * ]");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message(), "1:8: parse error: unexpected right bracket \"]\" in duration expression, expected duration");
+  e = ParseExpr("x offset foo");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message(), "1:10: parse error: unexpected identifier \"foo\" in offset, expected duration");
+  e = ParseExpr("x[1m - 1m]");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("duration must be greater than 0"), std::string::npos);
+}
+
+TEST(Parser, AnchoredAndSmoothed) {
+  EXPECT_EQ(RoundTrip("increase(x[1m] anchored)"), "increase(x[1m] anchored)");
+  EXPECT_EQ(RoundTrip("rate(x[5m] offset 1m smoothed)"), "rate(x[5m] offset 1m smoothed)");
+  EXPECT_EQ(RoundTrip("x @ 100 smoothed + 0"), "x @ 100.000 smoothed + 0");
+  auto e = ParseExpr("x[1m] anchored smoothed");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message(), "1:16: parse error: anchored or smoothed may not be set multiple times");
+  // Still a metric name elsewhere.
+  EXPECT_EQ(RoundTrip("smoothed + anchored"), "smoothed + anchored");
+}
+
+TEST(Parser, NestingDepthLimit) {
+  std::string ok = std::string(200, '(') + "x" + std::string(200, ')');
+  EXPECT_TRUE(ParseExpr(ok).ok());
+  std::string deep = std::string(10'000, '(') + "x" + std::string(10'000, ')');
+  auto e = ParseExpr(deep);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().message(), "1:257: parse error: expression nesting depth exceeds the maximum of 256");
+  std::string neg(10'000, '-');
+  EXPECT_FALSE(ParseExpr(neg + "1").ok());
+  std::string pow = "x";
+  for (int i = 0; i < 10'000; ++i) pow += "^x";
+  EXPECT_FALSE(ParseExpr(pow).ok());
+  std::string dur = "x[1s";
+  for (int i = 0; i < 10'000; ++i) dur += "+1s";
+  EXPECT_FALSE(ParseExpr(dur + "]").ok());
 }
 
 TEST(Parser, Durations) {

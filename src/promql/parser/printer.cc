@@ -150,8 +150,18 @@ std::string AtOffset(const Expr& e) {
       break;
     }
   }
-  if (e.offset_ms > 0) out += " offset " + FormatDuration(e.offset_ms);
-  if (e.offset_ms < 0) out += " offset -" + FormatDuration(-e.offset_ms);
+  if (e.offset_expr != nullptr) {
+    const Expr& d = *e.offset_expr;
+    bool primary = d.kind == NodeKind::kNumber || d.kind == NodeKind::kCall || d.kind == NodeKind::kParen ||
+                   (d.kind == NodeKind::kUnary && d.args[0]->kind != NodeKind::kBinary);
+    out += " offset " + (primary ? d.String() : "(" + d.String() + ")");
+  } else if (e.offset_ms > 0) {
+    out += " offset " + FormatDuration(e.offset_ms);
+  } else if (e.offset_ms < 0) {
+    out += " offset -" + FormatDuration(-e.offset_ms);
+  }
+  if (e.range_mod == RangeMod::kAnchored) out += " anchored";
+  if (e.range_mod == RangeMod::kSmoothed) out += " smoothed";
   return out;
 }
 
@@ -184,10 +194,11 @@ std::string Expr::String() const {
     case NodeKind::kString: return Quote(str);
     case NodeKind::kVectorSelector: return SelectorString(*this) + AtOffset(*this);
     case NodeKind::kMatrixSelector:
-      return SelectorString(*args[0]) + "[" + FormatDuration(range_ms) + "]" + AtOffset(*args[0]);
+      return SelectorString(*args[0]) + "[" + (range_expr ? range_expr->String() : FormatDuration(range_ms)) + "]" +
+             AtOffset(*args[0]);
     case NodeKind::kSubquery:
-      return args[0]->String() + "[" + FormatDuration(range_ms) + ":" + (step_ms ? FormatDuration(step_ms) : "") +
-             "]" + AtOffset(*this);
+      return args[0]->String() + "[" + (range_expr ? range_expr->String() : FormatDuration(range_ms)) + ":" +
+             (step_expr ? step_expr->String() : step_ms ? FormatDuration(step_ms) : "") + "]" + AtOffset(*this);
     case NodeKind::kCall: {
       std::string out = std::string(func->name) + "(";
       for (size_t i = 0; i < args.size(); ++i) {
@@ -211,6 +222,14 @@ std::string Expr::String() const {
       }
       if (matching.card == Cardinality::kManyToOne) out += " group_left (" + JoinLabels(matching.include) + ")";
       if (matching.card == Cardinality::kOneToMany) out += " group_right (" + JoinLabels(matching.include) + ")";
+      if (matching.fill_left && matching.fill_right &&
+          (matching.fill_left_value == matching.fill_right_value ||
+           (std::isnan(matching.fill_left_value) && std::isnan(matching.fill_right_value)))) {
+        out += " fill(" + FormatNumber(matching.fill_left_value) + ")";
+      } else {
+        if (matching.fill_left) out += " fill_left(" + FormatNumber(matching.fill_left_value) + ")";
+        if (matching.fill_right) out += " fill_right(" + FormatNumber(matching.fill_right_value) + ")";
+      }
       return out + " " + args[1]->String();
     }
     case NodeKind::kUnary: return "-" + args[0]->String();
@@ -231,6 +250,7 @@ std::unique_ptr<Expr> Expr::Clone() const {
   e->offset_ms = offset_ms;
   e->at = at;
   e->at_ms = at_ms;
+  e->range_mod = range_mod;
   e->range_ms = range_ms;
   e->step_ms = step_ms;
   e->func = func;
@@ -242,6 +262,9 @@ std::unique_ptr<Expr> Expr::Clone() const {
   e->return_bool = return_bool;
   e->matching = matching;
   e->negative = negative;
+  if (range_expr) e->range_expr = range_expr->Clone();
+  if (step_expr) e->step_expr = step_expr->Clone();
+  if (offset_expr) e->offset_expr = offset_expr->Clone();
   for (const auto& a : args) e->args.push_back(a->Clone());
   return e;
 }
