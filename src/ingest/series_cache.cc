@@ -19,43 +19,53 @@ storage::SeriesRef SeriesCache::Get(const Key& k) const {
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.slots.empty()) return 0;
   size_t mask = s.slots.size() - 1;
+  const uint32_t b = Fold(k);
   for (size_t i = k.a & mask;; i = (i + 1) & mask) {
     const Slot& slot = s.slots[i];
     if (slot.ref == 0) return 0;
-    if (slot.key == k) return slot.ref;
+    if (slot.a == k.a && slot.b == b) return slot.ref;
   }
 }
 
 void SeriesCache::Insert(Shard* s, const Key& k, storage::SeriesRef ref) {
   size_t mask = s->slots.size() - 1;
+  const uint32_t b = Fold(k);
   for (size_t i = k.a & mask;; i = (i + 1) & mask) {
     Slot& slot = s->slots[i];
     if (slot.ref == 0) {
-      slot = Slot{k, ref};
+      slot = Slot{k.a, b, static_cast<uint32_t>(ref)};
       s->used++;
       return;
     }
-    if (slot.key == k) {
-      slot.ref = ref;
+    if (slot.a == k.a && slot.b == b) {
+      slot.ref = static_cast<uint32_t>(ref);
       return;
     }
   }
 }
 
+void SeriesCache::Reinsert(Shard* s, const Slot& o) {
+  size_t mask = s->slots.size() - 1;
+  size_t i = o.a & mask;
+  while (s->slots[i].ref != 0) i = (i + 1) & mask;
+  s->slots[i] = o;
+  s->used++;
+}
+
 void SeriesCache::Put(const Key& k, storage::SeriesRef ref) {
-  if (ref == 0) return;
+  if (ref == 0 || ref > UINT32_MAX) return;
   Shard& s = shards_[(k.b >> 32) % kShards];
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.used >= max_per_shard_) {
     s.slots.assign(s.slots.size(), Slot{});
     s.used = 0;
   }
-  if (2 * (s.used + 1) > s.slots.size()) {
+  if (4 * (s.used + 1) > 3 * s.slots.size()) {
     std::vector<Slot> old = std::move(s.slots);
     s.slots.assign(std::max<size_t>(64, old.size() * 2), Slot{});
     s.used = 0;
     for (const Slot& o : old) {
-      if (o.ref != 0) Insert(&s, o.key, o.ref);
+      if (o.ref != 0) Reinsert(&s, o);
     }
   }
   Insert(&s, k, ref);

@@ -36,17 +36,22 @@ class SeriesCache {
  private:
   static constexpr size_t kShards = 64;
   // Open addressing with linear probing: one cache line per lookup. A slot
-  // with ref 0 is empty (0 is never a valid ref).
+  // with ref 0 is empty (0 is never a valid ref). 16 bytes: the key's first
+  // 64 bits and 32 more bits of it (96 bits compared; collision odds stay
+  // negligible), and a 32-bit ref (larger refs are not cached).
   struct Slot {
-    Key key;
-    storage::SeriesRef ref = 0;
+    uint64_t a = 0;
+    uint32_t b = 0;
+    uint32_t ref = 0;
   };
+  static uint32_t Fold(const Key& k) { return static_cast<uint32_t>(k.b >> 32) ^ static_cast<uint32_t>(k.b); }
   struct Shard {
     mutable std::mutex mu;
-    std::vector<Slot> slots;  // power-of-two size, at most half full
+    std::vector<Slot> slots;  // power-of-two size, at most 3/4 full
     size_t used = 0;
   };
   static void Insert(Shard* s, const Key& k, storage::SeriesRef ref);
+  static void Reinsert(Shard* s, const Slot& o);  // into a table being rebuilt
   const size_t max_per_shard_;
   std::array<Shard, kShards> shards_;
 };

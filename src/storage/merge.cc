@@ -132,13 +132,21 @@ class MergeSet : public SeriesSet {
       }
     }
     if (min == nullptr) return false;
+    if (last_.size() == 1) {
+      // Only one source has this series (the common case: data in one
+      // block, or only in the head): hand it out as is, without copying
+      // its labels into a wrapper.
+      single_ = &sets_[last_[0]]->At();
+      return true;
+    }
+    single_ = nullptr;
     std::vector<const Series*> parts;
     for (size_t i : last_) parts.push_back(&sets_[i]->At());
     cur_ = std::make_unique<MergedSeries>(*min, std::move(parts));
     return true;
   }
 
-  const Series& At() const override { return *cur_; }
+  const Series& At() const override { return single_ != nullptr ? *single_ : *cur_; }
   Status Err() const override {
     for (auto& s : sets_) {
       Status st = s->Err();
@@ -152,6 +160,7 @@ class MergeSet : public SeriesSet {
   std::vector<bool> valid_;
   std::vector<size_t> last_;  // sets positioned on the current series
   std::unique_ptr<MergedSeries> cur_;
+  const Series* single_ = nullptr;  // when one set alone holds the current series
   bool started_ = false;
 };
 

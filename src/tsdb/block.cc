@@ -1,5 +1,6 @@
 #include "tsdb/block.h"
 
+#include <optional>
 #include <random>
 
 #include "base/clock.h"
@@ -55,6 +56,52 @@ Block::~Block() {
   }
 }
 
+// Series of a block in id (= label) order, decoded one at a time as the
+// caller advances: neither a query nor a compaction holds the labels and
+// chunk lists of a whole block at once.
+class BlockSeriesSet : public storage::SeriesSet {
+ public:
+  BlockSeriesSet(std::shared_ptr<Block> b, index::Postings ids, int64_t mint, int64_t maxt)
+      : b_(std::move(b)), ids_(std::move(ids)), mint_(mint), maxt_(maxt) {}
+
+  bool Next() override {
+    cur_.reset();
+    while (err_.ok() && i_ < ids_.size()) {
+      model::Labels labels;
+      Status s = b_->index_->Series(ids_[i_++], &labels, &metas_);
+      if (!s.ok()) {
+        err_ = s.Annotate("block " + b_->meta_.id);
+        return false;
+      }
+      std::vector<ChunkRefData> chunks;
+      for (const auto& m : metas_) {
+        if (m.maxt < mint_ || m.mint > maxt_) continue;
+        auto cv = b_->chunks_->Get(m.ref);
+        if (!cv.ok()) {
+          err_ = cv.status().Annotate("block " + b_->meta_.id);
+          return false;
+        }
+        chunks.push_back({m.mint, m.maxt, static_cast<chunkenc::Encoding>(cv->encoding), cv->data});
+      }
+      if (chunks.empty()) continue;
+      cur_.emplace(std::move(labels), std::move(chunks), nullptr, mint_, maxt_, b_);
+      return true;
+    }
+    return false;
+  }
+  const storage::Series& At() const override { return *cur_; }
+  Status Err() const override { return err_; }
+
+ private:
+  std::shared_ptr<Block> b_;
+  index::Postings ids_;
+  int64_t mint_, maxt_;
+  size_t i_ = 0;
+  std::vector<index::ChunkMeta> metas_;
+  std::optional<ChunkSeries> cur_;
+  Status err_;
+};
+
 class BlockQuerier : public storage::Querier {
  public:
   BlockQuerier(std::shared_ptr<Block> b, int64_t mint, int64_t maxt) : b_(std::move(b)), mint_(mint), maxt_(maxt) {}
@@ -64,24 +111,8 @@ class BlockQuerier : public storage::Querier {
     int64_t mint = std::max(mint_, hints.start), maxt = std::min(maxt_, hints.end);
     auto ids = b_->index_->PostingsForMatchers(matchers);
     if (!ids.ok()) return storage::ErrorSeriesSet(ids.status().Annotate("block " + b_->meta_.id));
-    std::vector<std::shared_ptr<storage::Series>> out;
-    std::vector<index::ChunkMeta> metas;
-    for (uint64_t id : *ids) {
-      model::Labels labels;
-      Status s = b_->index_->Series(id, &labels, &metas);
-      if (!s.ok()) return storage::ErrorSeriesSet(s.Annotate("block " + b_->meta_.id));
-      std::vector<ChunkRefData> chunks;
-      for (const auto& m : metas) {
-        if (m.maxt < mint || m.mint > maxt) continue;
-        auto cv = b_->chunks_->Get(m.ref);
-        if (!cv.ok()) return storage::ErrorSeriesSet(cv.status().Annotate("block " + b_->meta_.id));
-        chunks.push_back({m.mint, m.maxt, static_cast<chunkenc::Encoding>(cv->encoding), cv->data});
-      }
-      if (chunks.empty()) continue;
-      out.push_back(std::make_shared<ChunkSeries>(std::move(labels), std::move(chunks), nullptr, mint, maxt, b_));
-    }
     // Block series ids are in label order: the set is sorted already.
-    return storage::ListSeriesSet(std::move(out));
+    return std::make_unique<BlockSeriesSet>(b_, std::move(*ids), mint, maxt);
   }
 
   Result<std::vector<std::string>> LabelValues(std::string_view name, const model::Matchers& matchers) override {

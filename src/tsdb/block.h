@@ -39,6 +39,7 @@ class Block : public std::enable_shared_from_this<Block> {
 
  private:
   friend class BlockQuerier;
+  friend class BlockSeriesSet;
   Block() = default;
   std::string dir_;
   index::BlockMeta meta_;

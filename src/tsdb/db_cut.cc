@@ -24,7 +24,7 @@ int64_t AlignDown(int64_t t, int64_t block) {
 Status Materialize(const SeriesSnapshot& snap, std::vector<int64_t>* ts, std::vector<double>* vs) {
   ts->clear();
   vs->clear();
-  for (const auto& c : snap.chunks) RETURN_IF_ERROR(chunkenc::DecodeAll(c.enc, *c.data, ts, vs));
+  for (const auto& c : snap.chunks) RETURN_IF_ERROR(chunkenc::DecodeAll(c.enc, c.data.view(), ts, vs));
   if (snap.ooo.empty()) return Status::OK();
   std::vector<int64_t> mt;
   std::vector<double> mv;
@@ -83,6 +83,7 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
   std::vector<double> vs, part_v;
   for (const auto& [series, snap] : set.series) {
     RETURN_IF_ERROR(Materialize(snap, &ts, &vs));
+    const model::Labels labels = head_->LabelsOf(series);
     size_t i = 0;
     while (i < ts.size()) {
       int64_t start = AlignDown(ts[i], block);
@@ -101,7 +102,7 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
       }
       part_t.assign(ts.begin() + static_cast<std::ptrdiff_t>(i), ts.begin() + static_cast<std::ptrdiff_t>(j));
       part_v.assign(vs.begin() + static_cast<std::ptrdiff_t>(i), vs.begin() + static_cast<std::ptrdiff_t>(j));
-      RETURN_IF_ERROR(w->AddSeries(snap.labels, part_t, part_v));
+      RETURN_IF_ERROR(w->AddSeries(labels, part_t, part_v));
       i = j;
     }
   }

@@ -1,18 +1,114 @@
 #include "tsdb/head.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <unordered_set>
 
-#include "base/clock.h"
 #include "base/log.h"
 #include "tsdb/wal/wal.h"
 
 namespace trainwatch::tsdb {
 
+// Series by label hash: open addressing with linear probing over series
+// pointers (the hash is in the series), deletion by backward shift. Series
+// with equal hashes simply occupy several slots. 8 bytes per slot at a load
+// of at most 3/4, instead of a node allocation per series.
 struct Head::Stripe {
   mutable std::shared_mutex mu;
-  std::unordered_map<uint64_t, MemSeries*> by_hash;  // head of a collision chain
+  std::unique_ptr<MemSeries*[]> slots;  // GUARDED_BY(mu)
+  uint32_t mask = 0;                    // slots - 1, when slots is non-null
+  uint32_t used = 0;
+
+  static size_t Home(uint64_t hash, uint32_t mask) { return (hash >> kStripeBits) & mask; }
+
+  template <typename Fn>
+  MemSeries* Find(uint64_t hash, Fn&& eq) const {
+    if (slots == nullptr) return nullptr;
+    for (size_t i = Home(hash, mask);; i = (i + 1) & mask) {
+      MemSeries* s = slots[i];
+      if (s == nullptr) return nullptr;
+      if (s->hash == hash && eq(s)) return s;
+    }
+  }
+
+  void Insert(MemSeries* s) {
+    if (slots == nullptr || 4 * (uint64_t{used} + 1) > 3 * (uint64_t{mask} + 1)) {
+      uint32_t cap = slots == nullptr ? 16 : 2 * (mask + 1);
+      std::unique_ptr<MemSeries*[]> old = std::move(slots);
+      uint32_t old_cap = old == nullptr ? 0 : mask + 1;
+      slots.reset(new MemSeries*[cap]());
+      mask = cap - 1;
+      for (uint32_t i = 0; i < old_cap; i++) {
+        if (old[i] != nullptr) Place(old[i]);
+      }
+    }
+    Place(s);
+    used++;
+  }
+
+  void Erase(const MemSeries* s) {
+    if (slots == nullptr) return;
+    size_t i = Home(s->hash, mask);
+    while (slots[i] != s) {
+      if (slots[i] == nullptr) return;
+      i = (i + 1) & mask;
+    }
+    // Backward-shift deletion: move later entries of the probe run into the
+    // hole when their home position does not lie cyclically in (hole, j].
+    for (size_t j = (i + 1) & mask; slots[j] != nullptr; j = (j + 1) & mask) {
+      size_t k = Home(slots[j]->hash, mask);
+      bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+      if (!stays) {
+        slots[i] = slots[j];
+        i = j;
+      }
+    }
+    slots[i] = nullptr;
+    used--;
+  }
+
+ private:
+  void Place(MemSeries* s) {
+    size_t i = Home(s->hash, mask);
+    while (slots[i] != nullptr) i = (i + 1) & mask;
+    slots[i] = s;
+  }
 };
+
+MemSeries* MemSeries::New(uint64_t ref, uint64_t hash, uint32_t num_labels) {
+  void* p = ::operator new(sizeof(MemSeries) + 2 * sizeof(uint32_t) * num_labels);
+  return new (p) MemSeries(ref, hash, num_labels);
+}
+
+void MemSeries::Delete(MemSeries* s) {
+  if (s == nullptr) return;
+  s->~MemSeries();
+  ::operator delete(s);
+}
+
+ChunkBytes ChunkBytes::Copy(std::string_view b) {
+  CHECK(b.size() <= UINT32_MAX, "BUG: chunk over 4 GiB");
+  void* mem = std::malloc(sizeof(Rep) + b.size());
+  CHECK(mem != nullptr, "out of memory");
+  ChunkBytes out;
+  out.p_ = new (mem) Rep{{1}, static_cast<uint32_t>(b.size())};
+  if (!b.empty()) std::memcpy(reinterpret_cast<char*>(out.p_ + 1), b.data(), b.size());
+  return out;
+}
+
+size_t ChunkBytes::MemoryBytes() const { return p_ != nullptr ? ::malloc_usable_size(p_) : 0; }
+
+void ChunkBytes::Release() noexcept {
+  if (p_ != nullptr && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    p_->~Rep();
+    std::free(p_);
+  }
+  p_ = nullptr;
+}
 
 Head::Head(HeadOptions opts)
     : opts_(opts), stripes_(new Stripe[kStripes]), pages_(new std::atomic<std::atomic<MemSeries*>*>[kMaxPages]) {
@@ -23,7 +119,7 @@ Head::~Head() {
   for (uint32_t p = 0; p < kMaxPages; p++) {
     std::atomic<MemSeries*>* page = pages_[p].load(std::memory_order_relaxed);
     if (page == nullptr) continue;
-    for (uint32_t i = 0; i < kPageSize; i++) delete page[i].load(std::memory_order_relaxed);
+    for (uint32_t i = 0; i < kPageSize; i++) MemSeries::Delete(page[i].load(std::memory_order_relaxed));
     delete[] page;
   }
 }
@@ -55,7 +151,7 @@ bool Head::LabelsEqual(const MemSeries* s, const model::Labels& labels) const {
   if (s->num_labels != labels.size()) return false;
   size_t i = 0;
   for (const auto& l : labels) {
-    if (symbols_.Get(s->syms[2 * i]) != l.name || symbols_.Get(s->syms[2 * i + 1]) != l.value) return false;
+    if (symbols_.Get(s->syms()[2 * i]) != l.name || symbols_.Get(s->syms()[2 * i + 1]) != l.value) return false;
     i++;
   }
   return true;
@@ -64,31 +160,24 @@ bool Head::LabelsEqual(const MemSeries* s, const model::Labels& labels) const {
 MemSeries* Head::Lookup(const model::Labels& labels, uint64_t hash) const {
   const Stripe& st = stripes_[hash & (kStripes - 1)];
   std::shared_lock lock(st.mu);
-  auto it = st.by_hash.find(hash);
-  if (it == st.by_hash.end()) return nullptr;
-  for (MemSeries* s = it->second; s != nullptr; s = s->next_same_hash) {
-    if (LabelsEqual(s, labels)) return s;
-  }
-  return nullptr;
+  return st.Find(hash, [&](const MemSeries* s) { return LabelsEqual(s, labels); });
 }
 
 model::Labels Head::LabelsOf(const MemSeries* s) const {
   std::vector<model::Label> ls;
   ls.reserve(s->num_labels);
   for (uint32_t i = 0; i < s->num_labels; i++) {
-    ls.push_back({std::string(symbols_.Get(s->syms[2 * i])), std::string(symbols_.Get(s->syms[2 * i + 1]))});
+    ls.push_back({std::string(symbols_.Get(s->syms()[2 * i])), std::string(symbols_.Get(s->syms()[2 * i + 1]))});
   }
   return model::Labels(std::move(ls));
 }
 
 MemSeries* Head::CreateLocked(uint64_t ref, const model::Labels& labels, uint64_t hash) {
-  auto* s = new MemSeries(ref, hash);
-  s->num_labels = static_cast<uint32_t>(labels.size());
-  s->syms.reset(new uint32_t[2 * labels.size()]);
+  MemSeries* s = MemSeries::New(ref, hash, static_cast<uint32_t>(labels.size()));
   size_t i = 0;
   for (const auto& l : labels) {
-    s->syms[2 * i] = symbols_.Intern(l.name);
-    s->syms[2 * i + 1] = symbols_.Intern(l.value);
+    s->syms()[2 * i] = symbols_.Intern(l.name);
+    s->syms()[2 * i + 1] = symbols_.Intern(l.value);
     i++;
   }
   SetRef(ref, s);
@@ -99,11 +188,7 @@ MemSeries* Head::CreateLocked(uint64_t ref, const model::Labels& labels, uint64_
   Stripe& st = stripes_[hash & (kStripes - 1)];
   {
     std::unique_lock lock(st.mu);
-    auto [it, inserted] = st.by_hash.try_emplace(hash, s);
-    if (!inserted) {
-      s->next_same_hash = it->second;
-      it->second = s;
-    }
+    st.Insert(s);
   }
   num_series_.fetch_add(1, std::memory_order_relaxed);
   uint64_t next = next_ref_.load(std::memory_order_relaxed);
@@ -150,15 +235,16 @@ void Head::CloseOpenLocked(MemSeries* s) {
   ts.clear();
   vs.clear();
   dense.clear();
-  std::string_view xor_bytes = s->open->Bytes();
-  if (opts_.dense_closed_chunks && chunkenc::DecodeAll(chunkenc::Encoding::kXor, xor_bytes, &ts, &vs).ok()) {
+  std::string_view open_bytes = s->open->Bytes();
+  if (opts_.dense_closed_chunks && chunkenc::DecodeAll(chunkenc::DeltaChunk::kEncoding, open_bytes, &ts, &vs).ok()) {
     chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &dense);
   }
-  if (!dense.empty() && dense.size() < xor_bytes.size()) {
+  if (!dense.empty() && dense.size() < open_bytes.size()) {
     c.enc = chunkenc::Encoding::kDense;
-    c.data = std::make_shared<const std::string>(dense);
+    c.data = ChunkBytes::Copy(dense);
   } else {
-    c.data = std::make_shared<const std::string>(xor_bytes);
+    c.enc = chunkenc::DeltaChunk::kEncoding;
+    c.data = ChunkBytes::Copy(open_bytes);
   }
   s->closed.push_back(std::move(c));
   s->open.reset();
@@ -167,19 +253,18 @@ void Head::CloseOpenLocked(MemSeries* s) {
 bool Head::InOrderHasLocked(const MemSeries* s, int64_t t) const {
   chunkenc::Iterator it;
   if (s->open && s->open->NumSamples() > 0 && t >= s->open->MinTime()) {
-    it.Reset(chunkenc::Encoding::kXor, s->open->Bytes());
+    it.Reset(chunkenc::DeltaChunk::kEncoding, s->open->Bytes());
   } else {
     auto c = std::lower_bound(s->closed.begin(), s->closed.end(), t,
                               [](const HeadChunk& c, int64_t x) { return c.maxt < x; });
     if (c == s->closed.end() || c->mint > t) return false;
-    it.Reset(c->enc, *c->data);
+    it.Reset(c->enc, c->data.view());
   }
   return it.Seek(t) && it.t() == t;
 }
 
 bool Head::ApplySample(MemSeries* s, int64_t t, double v) {
   std::lock_guard<SpinLock> lock(s->mu);
-  s->last_append_ms = NowMillis();
   int64_t maxt = s->open ? s->open->MaxTime() : (s->closed.empty() ? INT64_MIN : s->closed.back().maxt);
   if (t > maxt) {
     if (s->open && (s->open->NumSamples() >= opts_.samples_per_chunk || t >= s->open_block_end)) {
@@ -225,7 +310,8 @@ SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) co
     c.mint = s->open->MinTime();
     c.maxt = s->open->MaxTime();
     c.num_samples = s->open->NumSamples();
-    c.data = std::make_shared<const std::string>(s->open->Bytes());
+    c.enc = chunkenc::DeltaChunk::kEncoding;
+    c.data = ChunkBytes::Copy(s->open->Bytes());
     snap.chunks.push_back(std::move(c));
   }
   if (s->ooo) {
@@ -267,12 +353,24 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
       set.mint = std::min(set.mint, snap.ooo.front().t);
       set.maxt = std::max(set.maxt, snap.ooo.back().t);
     }
-    snap.labels = LabelsOf(s);
     set.series.emplace_back(s, std::move(snap));
   }
+  // Sorted by labels, compared through the symbol table: no label strings
+  // are materialized for the whole head at once.
   std::sort(set.series.begin(), set.series.end(),
-            [](const auto& a, const auto& b) { return a.second.labels < b.second.labels; });
+            [this](const auto& a, const auto& b) { return LabelsLess(a.first, b.first); });
   return set;
+}
+
+bool Head::LabelsLess(const MemSeries* a, const MemSeries* b) const {
+  // Lexicographic over (name, value) pairs, as model::Labels compares.
+  const uint32_t n = std::min(a->num_labels, b->num_labels);
+  for (uint32_t i = 0; i < 2 * n; i++) {
+    const uint32_t x = a->syms()[i], y = b->syms()[i];
+    if (x == y) continue;
+    return symbols_.Get(x) < symbols_.Get(y);
+  }
+  return a->num_labels < b->num_labels;
 }
 
 void Head::Truncate(const PersistSet& set) {
@@ -281,7 +379,7 @@ void Head::Truncate(const PersistSet& set) {
     std::lock_guard<SpinLock> lock(s->mu);
     // Persisted chunks are a prefix of `closed` (chunks are only appended).
     size_t n = 0;
-    while (n < s->closed.size() && n < snap.chunks.size() && s->closed[n].data == snap.chunks[n].data) {
+    while (n < s->closed.size() && n < snap.chunks.size() && s->closed[n].data.SameAs(snap.chunks[n].data)) {
       removed_samples += s->closed[n].num_samples;
       n++;
     }
@@ -341,13 +439,7 @@ void Head::Truncate(const PersistSet& set) {
     affected.push_back(LabelsOf(s));
     Stripe& st = stripes_[s->hash & (kStripes - 1)];
     std::unique_lock lock(st.mu);
-    auto it = st.by_hash.find(s->hash);
-    if (it != st.by_hash.end()) {
-      MemSeries** p = &it->second;
-      while (*p != nullptr && *p != s) p = &(*p)->next_same_hash;
-      if (*p == s) *p = s->next_same_hash;
-      if (it->second == nullptr) st.by_hash.erase(it);
-    }
+    st.Erase(s);
   }
   {
     // Readers resolve a ref and copy its data under postings_mu_ held
@@ -357,7 +449,7 @@ void Head::Truncate(const PersistSet& set) {
     postings_.Delete(dead_refs, affected);
     for (MemSeries* s : dead) SetRef(s->ref, nullptr);
   }
-  for (MemSeries* s : dead) delete s;
+  for (MemSeries* s : dead) MemSeries::Delete(s);
   num_series_.fetch_sub(dead.size(), std::memory_order_relaxed);
 }
 
@@ -418,6 +510,36 @@ void Head::ReplaySamples(const std::vector<wal::RefSample>& samples) {
   UpdateTimes(mint, maxt);
 }
 
+Head::MemoryStats Head::GetMemoryStats() const {
+  MemoryStats m;
+  std::shared_lock lock(postings_mu_);
+  m.postings = postings_.MemoryBytes();
+  m.symbols = symbols_.MemoryBytes();
+  for (size_t i = 0; i < kStripes; i++) {
+    std::shared_lock sl(stripes_[i].mu);
+    if (stripes_[i].slots != nullptr) m.series_maps += (size_t{stripes_[i].mask} + 1) * sizeof(MemSeries*);
+  }
+  m.series_maps += kStripes * sizeof(Stripe);
+  for (uint64_t ref : postings_.All()) {
+    const MemSeries* s = GetByRef(ref);
+    if (s == nullptr) continue;
+    m.series_maps += sizeof(std::atomic<MemSeries*>);
+    m.series += ::malloc_usable_size(const_cast<MemSeries*>(s));
+    std::lock_guard<SpinLock> sl(s->mu);
+    if (s->closed.capacity() > 0) m.chunk_lists += ::malloc_usable_size(const_cast<HeadChunk*>(s->closed.data()));
+    for (const auto& c : s->closed) {
+      m.closed_bytes += c.data.MemoryBytes();
+      m.closed_samples += c.num_samples;
+    }
+    if (s->open) {
+      m.open_bytes += s->open->MemoryBytes();
+      m.open_samples += s->open->NumSamples();
+    }
+    if (s->ooo) m.ooo += sizeof(*s->ooo) + s->ooo->capacity() * sizeof(model::Sample);
+  }
+  return m;
+}
+
 std::vector<std::pair<std::string, uint64_t>> Head::TopMetricNames(size_t n) {
   std::vector<std::pair<std::string, uint64_t>> out;
   {
@@ -451,8 +573,8 @@ Result<std::vector<std::string>> Head::LabelValuesFor(std::string_view name, con
     MemSeries* s = GetByRef(ref);
     if (s == nullptr) continue;
     for (uint32_t i = 0; i < s->num_labels; i++) {
-      if (symbols_.Get(s->syms[2 * i]) == name) {
-        std::string v(symbols_.Get(s->syms[2 * i + 1]));
+      if (symbols_.Get(s->syms()[2 * i]) == name) {
+        std::string v(symbols_.Get(s->syms()[2 * i + 1]));
         if (seen.insert(v).second) out.push_back(std::move(v));
       }
     }
@@ -472,7 +594,7 @@ Result<std::vector<std::string>> Head::LabelNamesFor(const model::Matchers& ms) 
     std::shared_lock lock(postings_mu_);
     MemSeries* s = GetByRef(ref);
     if (s == nullptr) continue;
-    for (uint32_t i = 0; i < s->num_labels; i++) seen.emplace(symbols_.Get(s->syms[2 * i]));
+    for (uint32_t i = 0; i < s->num_labels; i++) seen.emplace(symbols_.Get(s->syms()[2 * i]));
   }
   std::vector<std::string> out(seen.begin(), seen.end());
   std::sort(out.begin(), out.end());

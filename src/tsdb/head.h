@@ -1,7 +1,8 @@
 #pragma once
 // The head: recent data in memory. Series are created on first append and
-// keep Gorilla chunks (closed ones immutable and shared with readers, one open
-// chunk being appended to) plus a sorted buffer for out-of-order samples.
+// keep chunks (closed ones immutable, dense-coded when smaller, shared with readers; one
+// open delta chunk being appended to) plus a sorted buffer for out-of-order
+// samples.
 // Chunks never cross a block boundary (multiples of the block duration), so a
 // range of the head can be persisted as whole chunks.
 //
@@ -16,7 +17,8 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/labels.h"
@@ -33,12 +35,47 @@ class Writer;
 
 namespace trainwatch::tsdb {
 
+// Immutable chunk bytes in one allocation with an intrusive, atomic
+// reference count (a closed head chunk is shared by the head, queriers and
+// the block writer). Replaces shared_ptr<const std::string>, which costs
+// two extra allocations' worth of headers and 48 bytes of control block.
+class ChunkBytes {
+ public:
+  ChunkBytes() = default;
+  static ChunkBytes Copy(std::string_view b);
+  ChunkBytes(const ChunkBytes& o) noexcept : p_(o.p_) {
+    if (p_ != nullptr) p_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  ChunkBytes(ChunkBytes&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  ChunkBytes& operator=(ChunkBytes o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~ChunkBytes() { Release(); }
+
+  std::string_view view() const {
+    return p_ != nullptr ? std::string_view(reinterpret_cast<const char*>(p_ + 1), p_->size) : std::string_view();
+  }
+  size_t MemoryBytes() const;  // heap bytes of the allocation, 0 when empty
+  // Identity (the same allocation), not byte equality.
+  bool SameAs(const ChunkBytes& o) const { return p_ == o.p_; }
+
+ private:
+  struct Rep {
+    std::atomic<uint32_t> refs;
+    uint32_t size;
+    // followed by `size` bytes
+  };
+  void Release() noexcept;
+  Rep* p_ = nullptr;
+};
+
 // A closed, immutable chunk. Shared with queriers and the block writer.
 struct HeadChunk {
   int64_t mint = 0, maxt = 0;  // inclusive
+  ChunkBytes data;
   uint32_t num_samples = 0;
   chunkenc::Encoding enc = chunkenc::Encoding::kXor;
-  std::shared_ptr<const std::string> data;
 };
 
 class SpinLock {
@@ -54,13 +91,20 @@ class SpinLock {
   std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
 };
 
+// One series of the head: a single allocation holding the struct and,
+// after it, its 2 x num_labels symbol ids (name, value, sorted by name).
 struct MemSeries {
-  MemSeries(uint64_t r, uint64_t h) : ref(r), hash(h) {}
+  static MemSeries* New(uint64_t ref, uint64_t hash, uint32_t num_labels);
+  static void Delete(MemSeries* s);
+  MemSeries(const MemSeries&) = delete;
+  MemSeries& operator=(const MemSeries&) = delete;
+
+  uint32_t* syms() { return reinterpret_cast<uint32_t*>(this + 1); }
+  const uint32_t* syms() const { return reinterpret_cast<const uint32_t*>(this + 1); }
+
   const uint64_t ref;
   const uint64_t hash;
-  MemSeries* next_same_hash = nullptr;      // collision chain, guarded by the stripe lock
-  std::unique_ptr<uint32_t[]> syms;         // name, value symbol ids, sorted by name
-  uint32_t num_labels = 0;
+  const uint32_t num_labels;
   // Whether a series record for this series is in the WAL. Series are created
   // at Append and logged by the first commit that has samples for them (or
   // by several, harmlessly: replay skips known refs).
@@ -69,11 +113,15 @@ struct MemSeries {
   mutable SpinLock mu;
   // Everything below is guarded by mu.
   std::vector<HeadChunk> closed;             // sorted by time, non-overlapping
-  std::optional<chunkenc::XorChunk> open;    // inline: one cache miss less per append
+  std::optional<chunkenc::DeltaChunk> open;  // inline: one cache miss less per append
   int64_t open_block_end = 0;                // the open chunk must end before this
   std::unique_ptr<std::vector<model::Sample>> ooo;  // out-of-order samples, sorted, unique t
-  int64_t last_append_ms = 0;                // wall clock of the last sample, for GC
+
+ private:
+  MemSeries(uint64_t r, uint64_t h, uint32_t n) : ref(r), hash(h), num_labels(n) {}
+  ~MemSeries() = default;
 };
+static_assert(sizeof(MemSeries) % alignof(uint32_t) == 0);
 
 // A consistent copy of one series' data at some instant, for reading.
 struct SeriesSnapshot {
@@ -110,7 +158,8 @@ class Head : public storage::Queryable {
   // closed chunks ending before boundary (the open chunk is closed first when
   // it ends before boundary, or always when close_all) and out-of-order
   // samples before boundary. Series with nothing to persist are skipped.
-  // Result is sorted by labels.
+  // Result is sorted by labels; the snapshots' labels are left empty (take
+  // them one series at a time with LabelsOf).
   struct PersistSet {
     std::vector<std::pair<MemSeries*, SeriesSnapshot>> series;
     int64_t mint = INT64_MAX, maxt = INT64_MIN;
@@ -152,6 +201,20 @@ class Head : public storage::Queryable {
   uint64_t ReplayUnknownRefs() const { return replay_unknown_.load(std::memory_order_relaxed); }
   std::vector<std::pair<std::string, uint64_t>> TopMetricNames(size_t n);
   size_t SymbolMemoryBytes() const { return symbols_.MemoryBytes(); }
+  // Heap bytes held by the head, by part (malloc_usable_size of each block;
+  // for benchmarks and diagnostics: walks every series).
+  struct MemoryStats {
+    size_t series = 0;        // MemSeries incl. label symbol ids
+    size_t chunk_lists = 0;   // arrays of closed-chunk descriptors
+    size_t closed_bytes = 0;  // closed chunks' encoded bytes
+    size_t open_bytes = 0;    // open XOR chunks' buffers
+    size_t ooo = 0;           // out-of-order buffers
+    size_t series_maps = 0;   // hash stripes and ref pages
+    size_t postings = 0;      // inverted index lists (capacity)
+    size_t symbols = 0;
+    size_t closed_samples = 0, open_samples = 0;
+  };
+  MemoryStats GetMemoryStats() const;
 
   // Used by the appender and querier (head_append.cc, head_read.cc).
   MemSeries* GetByRef(uint64_t ref) const;
@@ -177,13 +240,15 @@ class Head : public storage::Queryable {
 
  private:
   struct Stripe;
-  static constexpr size_t kStripes = 1 << 12;
+  static constexpr size_t kStripeBits = 10;
+  static constexpr size_t kStripes = size_t{1} << kStripeBits;
   static constexpr uint32_t kPageBits = 16;
   static constexpr uint32_t kPageSize = 1u << kPageBits;
   static constexpr uint32_t kMaxPages = 1u << 16;
 
   MemSeries* CreateLocked(uint64_t ref, const model::Labels& labels, uint64_t hash);
   bool LabelsEqual(const MemSeries* s, const model::Labels& labels) const;
+  bool LabelsLess(const MemSeries* a, const MemSeries* b) const;  // as model::Labels' operator<
   void SetRef(uint64_t ref, MemSeries* s);
   void CloseOpenLocked(MemSeries* s);  // REQUIRES: s->mu held
   // Whether the in-order chunks hold a sample at t. REQUIRES: s->mu held.

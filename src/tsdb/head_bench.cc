@@ -6,6 +6,8 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "tsdb/head.h"
@@ -90,6 +92,106 @@ void BM_HeadMemoryPerSeries(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_HeadMemoryPerSeries)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// The peers workload with every label (TW_HEAD_WORKLOAD names a file from
+// `chunkenc/testdata_gen.py --labels`): all series appended step by step in
+// 5000-sample commits, first by labels, then by ref (the import fast path).
+struct WorkloadSeries {
+  model::Labels labels;
+  std::vector<int64_t> ts;
+  std::vector<double> vs;
+};
+
+const std::vector<WorkloadSeries>* LoadLabelledWorkload() {
+  static std::vector<WorkloadSeries>* data = [] {
+    const char* path = std::getenv("TW_HEAD_WORKLOAD");
+    if (path == nullptr) return static_cast<std::vector<WorkloadSeries>*>(nullptr);
+    FILE* f = std::fopen(path, "rb");
+    if (f == nullptr) return static_cast<std::vector<WorkloadSeries>*>(nullptr);
+    auto* out = new std::vector<WorkloadSeries>();
+    char magic[4];
+    bool ok = std::fread(magic, 1, 4, f) == 4 && std::string_view(magic, 4) == "TWCL";
+    auto str = [&](std::string* s) {
+      uint16_t len;
+      if (std::fread(&len, 2, 1, f) != 1) return false;
+      s->resize(len);
+      return len == 0 || std::fread(s->data(), 1, len, f) == len;
+    };
+    while (ok) {
+      uint16_t nl;
+      uint32_t n;
+      if (std::fread(&nl, 2, 1, f) != 1 || std::fread(&n, 4, 1, f) != 1) break;
+      std::vector<model::Label> ls(nl);
+      for (auto& l : ls) ok = ok && str(&l.name) && str(&l.value);
+      WorkloadSeries ws;
+      ws.labels = model::Labels(std::move(ls));
+      ws.ts.resize(n);
+      ws.vs.resize(n);
+      ok = ok && std::fread(ws.ts.data(), 8, n, f) == n && std::fread(ws.vs.data(), 8, n, f) == n;
+      if (ok) out->push_back(std::move(ws));
+    }
+    std::fclose(f);
+    return out;
+  }();
+  return data;
+}
+
+void BM_HeadMemoryWorkload(benchmark::State& state) {
+  const auto* data = LoadLabelledWorkload();
+  if (data == nullptr || data->empty()) {
+    state.SkipWithError("set TW_HEAD_WORKLOAD to a file from testdata_gen.py --labels");
+    return;
+  }
+  const size_t n = data->size(), steps = (*data)[0].ts.size();
+  for (auto _ : state) {
+    ::malloc_trim(0);
+    double rss0 = RssBytes();
+    double heap0 = static_cast<double>(::mallinfo2().uordblks);
+    int64_t cpu0 = 0;
+    {
+      timespec ts;
+      ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+      cpu0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    }
+    auto head = std::make_unique<Head>(HeadOptions{});
+    std::vector<storage::SeriesRef> refs(n, 0);
+    size_t in_batch = 0;
+    auto app = head->NewAppender();
+    for (size_t step = 0; step < steps; step++) {
+      for (size_t i = 0; i < n; i++) {
+        const auto& s = (*data)[i];
+        if (refs[i] == 0 || !app->AppendByRef(refs[i], s.ts[step], s.vs[step])) {
+          refs[i] = *app->Append(0, s.labels, s.ts[step], s.vs[step]);
+        }
+        if (++in_batch == 5000) {
+          benchmark::DoNotOptimize(app->Commit());
+          in_batch = 0;
+        }
+      }
+    }
+    benchmark::DoNotOptimize(app->Commit());
+    timespec ts;
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    double cpu_s = static_cast<double>(ts.tv_sec * 1000000000LL + ts.tv_nsec - cpu0) / 1e9;
+    state.counters["series"] = static_cast<double>(n);
+    state.counters["samples_per_cpu_s"] = static_cast<double>(n * steps) / cpu_s;
+    state.counters["rss_bytes_per_series"] = (RssBytes() - rss0) / static_cast<double>(n);
+    state.counters["heap_bytes_per_series"] =
+        (static_cast<double>(::mallinfo2().uordblks) - heap0) / static_cast<double>(n);
+    Head::MemoryStats m = head->GetMemoryStats();
+    auto per = [n](size_t b) { return static_cast<double>(b) / static_cast<double>(n); };
+    state.counters["m_series"] = per(m.series);
+    state.counters["m_chunk_lists"] = per(m.chunk_lists);
+    state.counters["m_closed"] = per(m.closed_bytes);
+    state.counters["m_open"] = per(m.open_bytes);
+    state.counters["m_maps"] = per(m.series_maps);
+    state.counters["m_postings"] = per(m.postings);
+    state.counters["m_symbols"] = per(m.symbols);
+    state.counters["closed_B_per_sample"] = static_cast<double>(m.closed_bytes) / static_cast<double>(m.closed_samples);
+    state.counters["open_B_per_sample"] = static_cast<double>(m.open_bytes) / static_cast<double>(m.open_samples);
+  }
+}
+BENCHMARK(BM_HeadMemoryWorkload)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_HeadSelectDecode(benchmark::State& state) {
   const int n = 10000;

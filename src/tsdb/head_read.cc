@@ -29,10 +29,11 @@ class HeadQuerier : public storage::Querier {
       if (snap.chunks.empty() && snap.ooo.empty()) continue;
       std::vector<ChunkRefData> chunks;
       chunks.reserve(snap.chunks.size());
-      auto keep = std::make_shared<std::vector<std::shared_ptr<const std::string>>>();
+      auto keep = std::make_shared<std::vector<ChunkBytes>>();
+      keep->reserve(snap.chunks.size());
       for (auto& c : snap.chunks) {
-        chunks.push_back({c.mint, c.maxt, c.enc, *c.data});
-        keep->push_back(c.data);
+        chunks.push_back({c.mint, c.maxt, c.enc, c.data.view()});
+        keep->push_back(std::move(c.data));
       }
       std::shared_ptr<const std::vector<model::Sample>> ooo;
       if (!snap.ooo.empty()) ooo = std::make_shared<const std::vector<model::Sample>>(std::move(snap.ooo));

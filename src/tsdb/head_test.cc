@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "model/matcher.h"
@@ -45,6 +46,28 @@ TEST(HeadTest, ChunksAreCutAtSampleCountAndBlockBoundary) {
   auto rest = Read(&head, {Eq("__name__", "x")});
   ASSERT_EQ(rest.size(), 150u);
   EXPECT_EQ(rest.front().t, 100000);
+}
+
+TEST(HeadTest, PersistSetIsSortedByLabels) {
+  // Label sets that are prefixes of one another, share prefixes, differ in
+  // names before values, and were created in an unrelated order.
+  std::vector<Labels> want = {
+      Labels{{"Hostname", "b"}},
+      Labels{{"__name__", "m"}, {"a", "1"}},
+      Labels{{"__name__", "m"}, {"a", "1"}, {"b", "2"}},
+      Labels{{"__name__", "m"}, {"a", "10"}},
+      Labels{{"__name__", "m"}, {"b", "0"}},
+      Labels{{"__name__", "n"}},
+      Labels{{"a", "x"}, {"z", "z"}},
+  };
+  Head head(HeadOptions{});
+  auto app = head.NewAppender();
+  for (size_t i : {4u, 2u, 6u, 0u, 5u, 1u, 3u}) ASSERT_TRUE(app->Append(0, want[i], 1000, 1).ok());
+  ASSERT_TRUE(app->Commit().ok());
+  std::sort(want.begin(), want.end());
+  auto set = head.SnapshotForPersist(INT64_MAX, true);
+  ASSERT_EQ(set.series.size(), want.size());
+  for (size_t i = 0; i < want.size(); i++) EXPECT_EQ(head.LabelsOf(set.series[i].first), want[i]) << i;
 }
 
 TEST(HeadTest, MatchersSelectSeries) {

@@ -11,11 +11,13 @@
 
 namespace trainwatch::chunkenc::internal {
 
-// Appends bits MSB-first to a string. `*bit_pos` is the number of bits used
-// in the last byte (0 = the last byte is full, or there is none).
+// Appends bits MSB-first to a byte buffer S (std::string, or any type with
+// push_back(char) and back()). `*bit_pos` is the number of bits used in the
+// last byte (0 = the last byte is full, or there is none).
+template <typename S = std::string>
 class BitWriter {
  public:
-  BitWriter(std::string* s, uint8_t* bit_pos) : s_(s), bit_pos_(bit_pos) {}
+  BitWriter(S* s, uint8_t* bit_pos) : s_(s), bit_pos_(bit_pos) {}
 
   void WriteBit(bool bit) { WriteBits(bit ? 1 : 0, 1); }
 
@@ -41,7 +43,7 @@ class BitWriter {
   }
 
  private:
-  std::string* s_;
+  S* s_;
   uint8_t* bit_pos_;
 };
 
@@ -130,6 +132,19 @@ inline void WriteXorValue(W* w, uint64_t prev, uint64_t cur, uint8_t* leading, u
   w->WriteBits(static_cast<uint64_t>(nl), 5);
   w->WriteBits(static_cast<uint64_t>(sig & 63), 6);  // 64 is written as 0
   w->WriteBits(x >> nt, sig);
+}
+
+// The bits WriteXorValue would write, with the same window update.
+inline int XorValueCost(uint64_t prev, uint64_t cur, uint8_t* leading, uint8_t* trailing) {
+  uint64_t x = prev ^ cur;
+  if (x == 0) return 1;
+  int nl = std::countl_zero(x);
+  int nt = std::countr_zero(x);
+  if (nl >= 32) nl = 31;
+  if (*leading != 0xff && nl >= *leading && nt >= *trailing) return 2 + 64 - *leading - *trailing;
+  *leading = static_cast<uint8_t>(nl);
+  *trailing = static_cast<uint8_t>(nt);
+  return 2 + 5 + 6 + (64 - nl - nt);
 }
 
 // Decoder side; `leading`/`trailing` start at 0/0. False on short or invalid

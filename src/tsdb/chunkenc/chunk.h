@@ -14,9 +14,14 @@
 
 namespace trainwatch::chunkenc {
 
+namespace internal {
+class BitReader;
+}
+
 enum class Encoding : uint8_t {
   kXor = 1,    // Gorilla, appendable
   kDense = 2,  // whole-chunk codec for persisted blocks
+  kDelta = 3,  // appendable, decimal-aware: the head's open chunks (in memory only)
 };
 
 // An appendable Gorilla XOR chunk held in memory. Not thread-safe; the head
@@ -26,6 +31,11 @@ enum class Encoding : uint8_t {
 class XorChunk {
  public:
   XorChunk();
+  ~XorChunk();
+  XorChunk(const XorChunk& o);
+  XorChunk& operator=(const XorChunk& o);
+  XorChunk(XorChunk&& o) noexcept;
+  XorChunk& operator=(XorChunk&& o) noexcept;
   // REQUIRES: t is greater than the last appended timestamp.
   void Append(int64_t t, double v);
   uint32_t NumSamples() const;
@@ -37,19 +47,79 @@ class XorChunk {
   void Shrink();
 
  private:
-  // Header (sample count) + bitstream. The header is written by Bytes(), not
-  // by Append: appends then touch only the tail of the buffer, one cache
-  // miss less per sample in a head with many series.
-  mutable std::string b_;
-  uint16_t n_ = 0;  // samples appended
+  // The buffer as BitWriter sees it: bytes appended one at a time, within
+  // capacity reserved beforehand.
+  struct Buf {
+    XorChunk* c;
+    void push_back(char ch) { c->buf_[c->size_++] = ch; }
+    char& back() { return c->buf_[c->size_ - 1]; }
+  };
+  void Grow(size_t need);
+
+  // Header (sample count) + bitstream in one malloc'ed buffer (no separate
+  // std::string object: the head keeps one open chunk per series). The
+  // header is written by Bytes(), not by Append: appends then touch only the
+  // tail of the buffer, one cache miss less per sample in a big head.
+  char* buf_ = nullptr;
+  uint32_t size_ = 0, cap_ = 0;
   // Appender state.
   int64_t t_ = 0, t_delta_ = 0, t_first_ = 0;
   uint64_t v_bits_ = 0;
+  uint16_t n_ = 0;  // samples appended
   uint8_t leading_ = 0xff, trailing_ = 0;
-  uint8_t bit_pos_ = 0;  // bits used in the last byte of b_ (0 = byte full / none)
+  uint8_t bit_pos_ = 0;  // bits used in the last byte (0 = byte full / none)
 };
 
-// Decodes any chunk (XOR or dense), forward only, with a sticky error.
+// An appendable chunk for the head's open chunks (Encoding::kDelta, layout in
+// docs/format/chunks.md): Gorilla timestamps; values that are decimals
+// (m / 10^e, bit-exact) coded as bucketed differences of the integer m, of
+// first or second order as has been cheaper so far in the chunk; anything
+// else falls back to Gorilla XOR for the rest of the chunk. About half of
+// XOR's bytes on integer and few-decimal metrics, the same on full-precision
+// floats. Not thread-safe.
+class DeltaChunk {
+ public:
+  static constexpr Encoding kEncoding = Encoding::kDelta;
+  DeltaChunk();
+  ~DeltaChunk();
+  DeltaChunk(const DeltaChunk& o);
+  DeltaChunk& operator=(const DeltaChunk& o);
+  DeltaChunk(DeltaChunk&& o) noexcept;
+  DeltaChunk& operator=(DeltaChunk&& o) noexcept;
+  // REQUIRES: t is greater than the last appended timestamp.
+  void Append(int64_t t, double v);
+  uint32_t NumSamples() const { return n_; }
+  std::string_view Bytes() const;
+  size_t MemoryBytes() const;  // heap bytes held
+  int64_t MinTime() const { return t_first_; }  // REQUIRES: NumSamples() > 0
+  int64_t MaxTime() const { return t_; }        // last appended timestamp
+
+ private:
+  struct Buf {
+    DeltaChunk* c;
+    void push_back(char ch) { c->buf_[c->size_++] = ch; }
+    char& back() { return c->buf_[c->size_ - 1]; }
+  };
+  void Grow(size_t need);
+  void AppendValue(Buf* b, double v);
+
+  char* buf_ = nullptr;  // u16 count header + bitstream
+  uint32_t size_ = 0, cap_ = 0;
+  int64_t t_ = 0, t_delta_ = 0, t_first_ = 0;
+  // Value state. Decimal mode: m_ = previous mantissa, d_ = previous
+  // difference, bias_ = cost(second order) - cost(first order) so far.
+  // XOR mode: m_ holds the previous value's bits.
+  // xbias_ = bits spent in decimal mode - bits XOR would have spent (a
+  // shadow XOR window in leading_/trailing_ is kept up to date).
+  int64_t m_ = 0, d_ = 0;
+  int32_t bias_ = 0, xbias_ = 0;
+  uint16_t n_ = 0;
+  uint8_t xor_mode_ = 0, e_ = 0;
+  uint8_t leading_ = 0xff, trailing_ = 0;
+  uint8_t bit_pos_ = 0;
+};
+
+// Decodes any chunk (XOR, dense or delta), forward only, with a sticky error.
 class Iterator {
  public:
   Iterator() = default;
@@ -66,6 +136,8 @@ class Iterator {
 
  private:
   bool NextXor();
+  bool NextDelta();
+  bool FinishDelta(const internal::BitReader& r);
   bool Fail(const char* what);  // sets a corruption error, returns false
 
   // implementation-defined state
@@ -78,6 +150,11 @@ class Iterator {
   uint64_t v_bits_ = 0;
   uint8_t leading_ = 0, trailing_ = 0;
   bool valid_ = false;  // the current sample (t_, v_) is valid
+  // Delta chunks' value state (see DeltaChunk).
+  bool xor_mode_ = false;
+  uint8_t e_ = 0;
+  int32_t bias_ = 0, xbias_ = 0;
+  int64_t m_ = 0, d_ = 0;
   std::vector<int64_t> dense_t_;
   std::vector<double> dense_v_;
   Status err_;

@@ -49,8 +49,35 @@ void ExpectDecodes(Encoding enc, std::string_view data, const Series& s) {
   ASSERT_EQ(i, s.ts.size());
 }
 
+std::string DeltaBytes(const Series& s) {
+  DeltaChunk c;
+  for (size_t i = 0; i < s.ts.size(); i++) c.Append(s.ts[i], s.vs[i]);
+  return std::string(c.Bytes());
+}
+
 void RoundTrip(const Series& s) {
   SCOPED_TRACE(testing::Message() << "n=" << s.ts.size());
+  {
+    // The head's delta chunk, likewise decodable after every append.
+    DeltaChunk dc;
+    Series prefix;
+    for (size_t i = 0; i < s.ts.size(); i++) {
+      dc.Append(s.ts[i], s.vs[i]);
+      prefix.ts.push_back(s.ts[i]);
+      prefix.vs.push_back(s.vs[i]);
+      if (s.ts.size() <= 64 || i % 97 == 0) ExpectDecodes(Encoding::kDelta, dc.Bytes(), prefix);
+      if (testing::Test::HasFatalFailure()) return;
+    }
+    ASSERT_EQ(dc.NumSamples(), s.ts.size());
+    if (!s.ts.empty()) {
+      EXPECT_EQ(dc.MinTime(), s.ts.front());
+      EXPECT_EQ(dc.MaxTime(), s.ts.back());
+    }
+    ExpectDecodes(Encoding::kDelta, dc.Bytes(), s);
+    DeltaChunk copy(dc);
+    DeltaChunk moved(std::move(dc));
+    EXPECT_EQ(copy.Bytes(), moved.Bytes());
+  }
   // Appendable chunk, checking Bytes() decodes after every append for short
   // series and at the end otherwise.
   XorChunk c;
@@ -263,18 +290,19 @@ void DecodeGarbage(Encoding enc, std::string_view data) {
 
 TEST(ChunkencTest, TruncationReportsError) {
   for (const Series& s : CorpusForCorruption()) {
-    std::string x, d;
+    std::string x, d, dl = DeltaBytes(s);
     EncodeXor(s.ts.data(), s.vs.data(), s.ts.size(), &x);
     EncodeDense(s.ts.data(), s.vs.data(), s.ts.size(), &d);
-    for (auto [enc, full] : {std::pair{Encoding::kXor, &x}, std::pair{Encoding::kDense, &d}}) {
+    for (auto [enc, full] :
+         {std::pair{Encoding::kXor, &x}, std::pair{Encoding::kDense, &d}, std::pair{Encoding::kDelta, &dl}}) {
       for (size_t len = 0; len < full->size(); len++) {
         std::string_view cut(full->data(), len);
         DecodeGarbage(enc, cut);
         std::vector<int64_t> ts;
         std::vector<double> vs;
         Status st = DecodeAll(enc, cut, &ts, &vs);
-        // XOR chunks cut in the last byte's padding may still decode fully;
-        // anything shorter must fail.
+        // XOR and delta chunks cut in the last byte's padding may still
+        // decode fully; anything shorter must fail.
         if (enc == Encoding::kDense || len + 1 < full->size()) {
           EXPECT_FALSE(st.ok()) << "enc " << static_cast<int>(enc) << " len " << len << "/" << full->size();
           Iterator it(enc, cut);
@@ -292,10 +320,11 @@ TEST(ChunkencTest, TruncationReportsError) {
 TEST(ChunkencTest, RandomCorruptionNeverCrashes) {
   std::mt19937_64 rng(1234);
   for (const Series& s : CorpusForCorruption()) {
-    std::string x, d;
+    std::string x, d, dl = DeltaBytes(s);
     EncodeXor(s.ts.data(), s.vs.data(), s.ts.size(), &x);
     EncodeDense(s.ts.data(), s.vs.data(), s.ts.size(), &d);
-    for (auto [enc, full] : {std::pair{Encoding::kXor, &x}, std::pair{Encoding::kDense, &d}}) {
+    for (auto [enc, full] :
+         {std::pair{Encoding::kXor, &x}, std::pair{Encoding::kDense, &d}, std::pair{Encoding::kDelta, &dl}}) {
       for (int iter = 0; iter < 600; iter++) {
         std::string bad = *full;
         int flips = 1 + static_cast<int>(rng() % 4);
@@ -342,9 +371,20 @@ TEST(ChunkencTest, XorChunkMemoryIsCompact) {
   size_t size = c.Bytes().size();
   EXPECT_LE(c.MemoryBytes(), size + size / 4 + 64);
   c.Shrink();
-  EXPECT_LE(c.MemoryBytes(), size + 1);
+  EXPECT_LE(c.MemoryBytes(), size + 32);  // malloc's size classes; a smaller rest is not split off
   c.Append(1700000000000 + 120 * 15000, 1.0);  // still appendable after Shrink
   EXPECT_EQ(c.NumSamples(), 121u);
+  // Copies and moves keep the bytes and stay appendable.
+  XorChunk copy(c);
+  XorChunk moved(std::move(c));
+  EXPECT_EQ(copy.Bytes(), moved.Bytes());
+  copy.Append(1700000000000 + 121 * 15000, 2.0);
+  moved.Append(1700000000000 + 121 * 15000, 2.0);
+  EXPECT_EQ(copy.Bytes(), moved.Bytes());
+  XorChunk assigned;
+  assigned = copy;
+  EXPECT_EQ(assigned.Bytes(), copy.Bytes());
+  EXPECT_EQ(assigned.NumSamples(), 122u);
 }
 
 TEST(ChunkencTest, DenseIsSmallOnRegularData) {
@@ -355,6 +395,64 @@ TEST(ChunkencTest, DenseIsSmallOnRegularData) {
   EncodeDense(s.ts.data(), s.vs.data(), s.ts.size(), &d);
   EXPECT_LT(d.size(), x.size());
   EXPECT_LT(d.size(), 480u / 3);
+}
+
+}  // namespace
+}  // namespace trainwatch::chunkenc
+
+namespace trainwatch::chunkenc {
+namespace {
+
+TEST(DeltaChunkTest, ExponentChangesAndXorFallback) {
+  // Integers, then 1, 3 and 6 decimals (exponent raises), then a
+  // full-precision float (XOR for the rest), then decimals again.
+  std::vector<double> vs = {40, 41, 41, 43, 42.5, 42.25, 42.125, 42.123456, 42.1, 0.1 + 0.2, 7, 8, 9};
+  Series s;
+  for (size_t i = 0; i < vs.size(); i++) {
+    s.ts.push_back(1700000000000 + static_cast<int64_t>(i) * 15000);
+    s.vs.push_back(vs[i]);
+  }
+  RoundTrip(s);
+  // A raise that would overflow the mantissa bound falls back to XOR.
+  RoundTrip(Regular(10, 0, 15000, [](size_t i) { return i < 5 ? 1e17 + static_cast<double>(i) * 64 : 0.5; }));
+  // Negative values, zero crossings, huge jumps between decimal values.
+  RoundTrip(Regular(200, 0, 15000, [](size_t i) {
+    return (i % 7 == 0 ? -1.0 : 1.0) * static_cast<double>((i * 7919) % 100003) / (i % 3 == 0 ? 1000.0 : 10.0);
+  }));
+  RoundTrip(Regular(50, 0, 15000, [](size_t i) { return i % 2 ? 1e15 : -1e15; }));
+}
+
+TEST(DeltaChunkTest, SmallerThanXorOnDecimalData) {
+  std::mt19937_64 rng(5);
+  double temp = 45, power = 250.125, counter = 1234567.89;
+  Series a, b, c;
+  for (int i = 0; i < 120; i++) {
+    int64_t t = 1700000000000 + i * 15000;
+    temp += static_cast<double>(static_cast<int>(rng() % 3) - 1);
+    power = std::round((power + (static_cast<double>(rng() % 20001) - 10000) / 1000.0) * 1000) / 1000;
+    counter = std::round((counter + 1500 + static_cast<double>(rng() % 200)) * 100) / 100;
+    a.ts.push_back(t), a.vs.push_back(temp);
+    b.ts.push_back(t), b.vs.push_back(power);
+    c.ts.push_back(t), c.vs.push_back(counter);
+  }
+  // A 3-decimal gauge: well under XOR; an integer walk and a 2-decimal
+  // counter with noisy increments: no worse than XOR.
+  for (const Series* s : {&a, &b, &c}) {
+    std::string x;
+    EncodeXor(s->ts.data(), s->vs.data(), s->ts.size(), &x);
+    std::string d = DeltaBytes(*s);
+    if (s == &b) {
+      EXPECT_LT(d.size(), x.size() * 7 / 10);
+    } else {
+      EXPECT_LE(d.size(), x.size() + 2);
+    }
+    ExpectDecodes(Encoding::kDelta, d, *s);
+  }
+  // Full-precision floats: XOR mode, within a byte of plain XOR.
+  Series f = Regular(120, 1700000000000, 15000, [](size_t i) { return std::sin(static_cast<double>(i) * 0.37); });
+  std::string x;
+  EncodeXor(f.ts.data(), f.vs.data(), f.ts.size(), &x);
+  EXPECT_LE(DeltaBytes(f).size(), x.size() + 2);
 }
 
 }  // namespace

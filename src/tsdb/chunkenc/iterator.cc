@@ -6,6 +6,7 @@
 #include "base/coding.h"
 #include "tsdb/chunkenc/bstream.h"
 #include "tsdb/chunkenc/chunk.h"
+#include "tsdb/chunkenc/delta_internal.h"
 #include "tsdb/chunkenc/dense_internal.h"
 
 namespace trainwatch::chunkenc {
@@ -31,11 +32,17 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
   v_bits_ = 0;
   leading_ = trailing_ = 0;
   valid_ = false;
+  xor_mode_ = false;
+  e_ = 0;
+  bias_ = xbias_ = 0;
+  m_ = d_ = 0;
   err_ = Status::OK();
   switch (enc) {
     case Encoding::kXor:
+    case Encoding::kDelta:
+      if (enc == Encoding::kDelta) leading_ = 0xff;  // the writer's initial (shadow) window
       if (data.size() < 2) {
-        err_ = Status::Corruption("xor chunk: short header");
+        err_ = Status::Corruption(enc == Encoding::kXor ? "xor chunk: short header" : "delta chunk: short header");
         return;
       }
       n_ = (uint32_t{static_cast<uint8_t>(data[0])} << 8) | static_cast<uint8_t>(data[1]);
@@ -57,7 +64,8 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
 }
 
 bool Iterator::Fail(const char* what) {
-  err_ = Status::Corruption(std::string("xor chunk: ") + what + " at sample " + std::to_string(i_));
+  err_ = Status::Corruption(std::string(enc_ == Encoding::kDelta ? "delta chunk: " : "xor chunk: ") + what +
+                            " at sample " + std::to_string(i_));
   valid_ = false;
   return false;
 }
@@ -102,12 +110,116 @@ bool Iterator::NextXor() {
   return true;
 }
 
+bool Iterator::NextDelta() {
+  internal::BitReader r(reinterpret_cast<const uint8_t*>(data_.data()), data_.size(), pos_);
+  // Timestamps as in XOR chunks.
+  if (i_ == 0) {
+    uint64_t zt;
+    if (!r.ReadUvarint(&zt)) return Fail("bad first timestamp");
+    t_ = ZigZagDecode(zt);
+  } else {
+    uint64_t delta;
+    if (i_ == 1) {
+      if (!r.ReadUvarint(&delta)) return Fail("bad timestamp delta");
+    } else {
+      int nbits = 0;
+      for (int k = 0; k < 4; k++) {
+        bool bit;
+        if (!r.ReadBit(&bit)) return Fail("truncated timestamp");
+        if (!bit) break;
+        nbits = k == 3 ? 64 : 14 + 3 * k;
+      }
+      uint64_t dod = 0;
+      if (nbits != 0) {
+        uint64_t raw;
+        if (!r.ReadBits(nbits, &raw)) return Fail("truncated timestamp");
+        dod = nbits == 64 ? raw : static_cast<uint64_t>(SignExtend(raw, nbits));
+      }
+      delta = static_cast<uint64_t>(t_delta_) + dod;
+    }
+    t_delta_ = static_cast<int64_t>(delta);
+    t_ = static_cast<int64_t>(static_cast<uint64_t>(t_) + delta);
+  }
+  // Value.
+  if (i_ == 0) {
+    bool bit;
+    if (!r.ReadBit(&bit)) return Fail("truncated first value");
+    if (bit) {
+      if (!r.ReadBits(64, &v_bits_)) return Fail("truncated first value");
+      xor_mode_ = true;
+    } else {
+      uint64_t e;
+      int64_t m;
+      if (!r.ReadBits(internal::kDeltaExpBits, &e) || e > static_cast<uint64_t>(internal::kMaxExp)) {
+        return Fail("bad decimal exponent");
+      }
+      if (internal::ReadResidual(&r, &m) != 1 || !(m > -internal::kDeltaMantissaMax && m < internal::kDeltaMantissaMax)) {
+        return Fail("bad first value");
+      }
+      e_ = static_cast<uint8_t>(e);
+      m_ = m;
+      d_ = 0;
+    }
+  } else if (!xor_mode_ && i_ >= internal::kDeltaMinSamplesBeforeXor && xbias_ > 0) {
+    xor_mode_ = true;  // XOR has been cheaper so far: the writer switched here, unmarked
+  }
+  if (i_ == 0) return FinishDelta(r);
+  if (xor_mode_) {
+    if (!internal::ReadXorValue(&r, &v_bits_, &leading_, &trailing_)) return Fail("bad value");
+  } else {
+    const uint64_t prev = v_bits_;
+    int cost = 0;
+    int64_t x;
+    int got = internal::ReadResidual(&r, &x);
+    if (got < 0) return Fail("truncated value");
+    if (got == 0) {
+      bool to_xor;
+      if (!r.ReadBit(&to_xor)) return Fail("truncated escape");
+      if (to_xor) {
+        if (!internal::ReadXorValue(&r, &v_bits_, &leading_, &trailing_)) return Fail("bad value");
+        xor_mode_ = true;
+      } else {
+        uint64_t e;
+        if (!r.ReadBits(internal::kDeltaExpBits, &e) || e <= e_ || e > static_cast<uint64_t>(internal::kMaxExp) ||
+            !internal::RescaleDecimal(&m_, &d_, static_cast<int>(e) - e_)) {
+          return Fail("bad decimal exponent");
+        }
+        e_ = static_cast<uint8_t>(e);
+        cost = internal::kResidualClasses + 1 + internal::kDeltaExpBits;
+        if (internal::ReadResidual(&r, &x) != 1) return Fail("bad value after exponent change");
+        got = 1;
+      }
+    }
+    if (got == 1) {
+      const int64_t dm = bias_ < 0 ? internal::WrapAdd(d_, x) : x;
+      const int64_t dod = internal::WrapSub(dm, d_);
+      bias_ = internal::UpdateBias(bias_, dm, dod);
+      d_ = dm;
+      m_ = internal::WrapAdd(m_, dm);
+      cost += internal::ResidualBits(x);
+      const uint64_t cur = std::bit_cast<uint64_t>(internal::DecimalToDouble(m_, e_));
+      xbias_ = internal::ClampBias(xbias_ + cost - internal::XorValueCost(prev, cur, &leading_, &trailing_));
+    }
+  }
+  return FinishDelta(r);
+}
+
+bool Iterator::FinishDelta(const internal::BitReader& r) {
+  pos_ = r.pos();
+  v_ = xor_mode_ ? std::bit_cast<double>(v_bits_) : internal::DecimalToDouble(m_, e_);
+  if (!xor_mode_) v_bits_ = std::bit_cast<uint64_t>(v_);
+  i_++;
+  valid_ = true;
+  return true;
+}
+
 bool Iterator::Next() {
   if (!err_.ok() || i_ >= n_) {
     valid_ = false;
     return false;
   }
   if (enc_ == Encoding::kXor) return NextXor();
+  if (enc_ == Encoding::kDelta) return NextDelta();
   t_ = dense_t_[i_];
   v_ = dense_v_[i_];
   i_++;
@@ -130,10 +242,11 @@ bool Iterator::Seek(int64_t t) {
   return false;
 }
 
+
 Status DecodeAll(Encoding enc, std::string_view data, std::vector<int64_t>* ts, std::vector<double>* vs) {
   if (enc == Encoding::kDense) return internal::DecodeDense(data, ts, vs);
   Iterator it(enc, data);
-  if (enc == Encoding::kXor && it.Err().ok() && data.size() >= 2) {
+  if (enc != Encoding::kDense && it.Err().ok() && data.size() >= 2) {
     uint32_t n = (uint32_t{static_cast<uint8_t>(data[0])} << 8) | static_cast<uint8_t>(data[1]);
     ts->reserve(ts->size() + n);
     vs->reserve(vs->size() + n);

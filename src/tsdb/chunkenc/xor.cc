@@ -3,9 +3,13 @@
 // bits; t1-t0 as uvarint, v1 XOR'd; then per sample a delta-of-delta bucket
 // ('0' | '10'+14 | '110'+17 | '1110'+20 | '1111'+64 bits) and an XOR'd value.
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "base/check.h"
 #include "base/coding.h"
@@ -30,46 +34,82 @@ bool FitsSigned(int64_t x, int nbits) {
 
 }  // namespace
 
-XorChunk::XorChunk() { b_.assign(kHeaderSize, '\0'); }
+XorChunk::XorChunk() { Grow(kHeaderSize); size_ = kHeaderSize; buf_[0] = buf_[1] = 0; }
+
+XorChunk::~XorChunk() { std::free(buf_); }
+
+XorChunk::XorChunk(const XorChunk& o)
+    : t_(o.t_), t_delta_(o.t_delta_), t_first_(o.t_first_), v_bits_(o.v_bits_), n_(o.n_), leading_(o.leading_),
+      trailing_(o.trailing_), bit_pos_(o.bit_pos_) {
+  Grow(o.size_);
+  std::memcpy(buf_, o.buf_, o.size_);
+  size_ = o.size_;
+}
+
+XorChunk& XorChunk::operator=(const XorChunk& o) {
+  if (this != &o) *this = XorChunk(o);
+  return *this;
+}
+
+XorChunk::XorChunk(XorChunk&& o) noexcept
+    : buf_(std::exchange(o.buf_, nullptr)), size_(std::exchange(o.size_, 0)), cap_(std::exchange(o.cap_, 0)),
+      t_(o.t_), t_delta_(o.t_delta_), t_first_(o.t_first_), v_bits_(o.v_bits_), n_(o.n_), leading_(o.leading_),
+      trailing_(o.trailing_), bit_pos_(o.bit_pos_) {}
+
+XorChunk& XorChunk::operator=(XorChunk&& o) noexcept {
+  if (this != &o) {
+    std::free(buf_);
+    buf_ = std::exchange(o.buf_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    cap_ = std::exchange(o.cap_, 0);
+    t_ = o.t_;
+    t_delta_ = o.t_delta_;
+    t_first_ = o.t_first_;
+    v_bits_ = o.v_bits_;
+    n_ = o.n_;
+    leading_ = o.leading_;
+    trailing_ = o.trailing_;
+    bit_pos_ = o.bit_pos_;
+  }
+  return *this;
+}
+
+// Grows the buffer to hold at least `need` bytes, using all of what malloc
+// hands out (its size classes round up anyway).
+void XorChunk::Grow(size_t need) {
+  CHECK(need <= UINT32_MAX, "BUG: XorChunk over 4 GiB");
+  char* p = static_cast<char*>(std::realloc(buf_, need));
+  CHECK(p != nullptr, "out of memory");
+  buf_ = p;
+  cap_ = static_cast<uint32_t>(std::min<size_t>(::malloc_usable_size(p), UINT32_MAX));
+}
 
 uint32_t XorChunk::NumSamples() const { return n_; }
 
 std::string_view XorChunk::Bytes() const {
-  b_[0] = static_cast<char>(n_ >> 8);
-  b_[1] = static_cast<char>(n_ & 0xff);
-  return b_;
+  buf_[0] = static_cast<char>(n_ >> 8);
+  buf_[1] = static_cast<char>(n_ & 0xff);
+  return std::string_view(buf_, size_);
 }
 
-size_t XorChunk::MemoryBytes() const {
-  // libstdc++ keeps up to 15 bytes inline; above that the heap block holds
-  // capacity()+1 bytes.
-  return b_.capacity() > 15 ? b_.capacity() + 1 : 0;
-}
+size_t XorChunk::MemoryBytes() const { return buf_ != nullptr ? ::malloc_usable_size(buf_) : 0; }
 
 int64_t XorChunk::MinTime() const { return t_first_; }
 int64_t XorChunk::MaxTime() const { return t_; }
 
 void XorChunk::Shrink() {
-  if (b_.capacity() > b_.size() && b_.capacity() > 15) {
-    std::string exact(b_);  // a fresh copy is allocated at exactly size()
-    b_.swap(exact);
-  }
+  if (cap_ > size_) Grow(size_);
 }
 
 void XorChunk::Append(int64_t t, double v) {
   uint32_t n = NumSamples();
   CHECK(n < kMaxXorSamples, "BUG: XorChunk::Append on a full chunk (65535 samples)");
   CHECK(n == 0 || t > t_, "BUG: XorChunk::Append with non-increasing timestamp");
-  // Grow in small steps (~1/8) instead of std::string's doubling: the head
-  // keeps one open chunk per series.
-  if (b_.capacity() < b_.size() + kMaxSampleBytes) {
-    size_t cap = b_.size() + kMaxSampleBytes + std::max<size_t>(32, b_.size() / 8);
-    std::string grown;
-    grown.reserve(cap);
-    grown.append(b_);
-    b_.swap(grown);
-  }
-  internal::BitWriter w(&b_, &bit_pos_);
+  // Grow in small steps (~1/16) instead of doubling: the head keeps one open
+  // chunk per series. realloc often extends in place.
+  if (cap_ < size_ + kMaxSampleBytes) Grow(size_ + kMaxSampleBytes + std::max<size_t>(8, size_ / 16));
+  Buf b{this};
+  internal::BitWriter<Buf> w(&b, &bit_pos_);
   uint64_t vb = DoubleBits(v);
   if (n == 0) {
     w.WriteUvarint(ZigZagEncode(t));

@@ -16,7 +16,13 @@ namespace {
 constexpr size_t kNumSections = 4;
 constexpr size_t kTocSize = kNumSections * 16 + 8 + 4;
 constexpr uint64_t kMaxZstdRatio = 1024;  // must match the writer
-constexpr size_t kCacheSlots = 64;
+// Decoded series blocks are cached direct-mapped, one slot per block up to
+// this many (4096 x 64 series; ~8 KB per decoded block of typical series):
+// a selector's series are spread over the whole index in label order
+// (e.g. {__name__="x"} sorts after labels like "Hostname"), so a smaller
+// cache re-decodes every block on every query.
+constexpr size_t kMaxCacheSlots = 4096;
+constexpr size_t kMinCacheSlots = 64;
 
 // Bounds-checked cursor over [p, limit); `base` is the file offset of `start`.
 struct Cursor {
@@ -65,9 +71,10 @@ struct IndexReader::DecodedBlock {
 };
 
 struct IndexReader::BlockCache {
+  explicit BlockCache(size_t n) : key(n), val(n) {}
   std::mutex mu;
-  std::array<uint64_t, kCacheSlots> key{};
-  std::array<std::shared_ptr<const DecodedBlock>, kCacheSlots> val;
+  std::vector<uint64_t> key;
+  std::vector<std::shared_ptr<const DecodedBlock>> val;
 };
 
 IndexReader::~IndexReader() = default;
@@ -83,8 +90,10 @@ Result<std::unique_ptr<IndexReader>> IndexReader::Open(const std::string& path, 
   r->path_ = path;
   ASSIGN_OR_RETURN(r->file_, file::MmapFile::Open(path));
   r->data_ = r->file_->data();
-  r->cache_ = std::make_unique<BlockCache>();
   RETURN_IF_ERROR(r->Load(opts));
+  size_t slots = kMinCacheSlots;
+  while (slots < r->block_offsets_.size() - 1 && slots < kMaxCacheSlots) slots *= 2;
+  r->cache_ = std::make_unique<BlockCache>(slots);
   return r;
 }
 
@@ -101,7 +110,15 @@ Result<std::string_view> IndexReader::ReadBlob(uint64_t off, uint64_t end, std::
   if (comp != 1) return Corrupt("unknown blob compression " + std::to_string(comp), off);
   if (raw_len > payload.size() * kMaxZstdRatio) return Corrupt("implausible blob length", off);
   scratch->resize(raw_len);
-  size_t n = ZSTD_decompress(scratch->data(), scratch->size(), payload.data(), payload.size());
+  // One decompression context per thread: ZSTD_decompress would allocate
+  // (and free) ~100 KB of context on every call.
+  struct DCtx {
+    ZSTD_DCtx* p = ZSTD_createDCtx();
+    ~DCtx() { ZSTD_freeDCtx(p); }
+  };
+  thread_local DCtx dctx;
+  if (dctx.p == nullptr) return Status::ResourceExhausted("zstd: cannot create a decompression context");
+  size_t n = ZSTD_decompressDCtx(dctx.p, scratch->data(), scratch->size(), payload.data(), payload.size());
   if (ZSTD_isError(n) || n != raw_len) return Corrupt("bad zstd blob", off);
   return std::string_view(*scratch);
 }
@@ -396,7 +413,7 @@ Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::DecodeBloc
 }
 
 Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::GetBlock(uint64_t b) const {
-  const size_t slot = b % kCacheSlots;
+  const size_t slot = b & (cache_->key.size() - 1);
   {
     std::lock_guard<std::mutex> l(cache_->mu);
     if (cache_->val[slot] && cache_->key[slot] == b) return cache_->val[slot];

@@ -20,8 +20,17 @@ constexpr uint64_t kMaxZstdRatio = 1024;
 // Appends: u8 compression, varint raw_len, payload.
 void PutBlob(std::string* dst, std::string_view raw, int level) {
   if (level > 0 && raw.size() >= 64) {
-    std::string z(ZSTD_compressBound(raw.size()), '\0');
-    size_t n = ZSTD_compress(z.data(), z.size(), raw.data(), raw.size(), level);
+    // One compression context per thread: ZSTD_compress would allocate and
+    // free a context (about 1 MB at the default level) for every blob.
+    struct CCtx {
+      ZSTD_CCtx* p = ZSTD_createCCtx();
+      ~CCtx() { ZSTD_freeCCtx(p); }
+    };
+    thread_local CCtx cctx;
+    thread_local std::string z;
+    z.resize(ZSTD_compressBound(raw.size()));
+    size_t n = cctx.p != nullptr ? ZSTD_compressCCtx(cctx.p, z.data(), z.size(), raw.data(), raw.size(), level)
+                                 : ZSTD_compress(z.data(), z.size(), raw.data(), raw.size(), level);
     if (!ZSTD_isError(n) && n + 8 < raw.size() && raw.size() <= n * kMaxZstdRatio) {
       dst->push_back(1);
       PutVarint64(dst, raw.size());

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/check.h"
+
 namespace trainwatch::index {
 
 namespace {
@@ -131,7 +133,10 @@ Postings Without(PostingsSpan a, PostingsSpan b) {
   return out;
 }
 
-void AddToPostings(Postings* list, SeriesRef ref) {
+namespace {
+
+template <typename L, typename V>
+void AddSorted(L* list, V ref) {
   if (list->empty() || list->back() < ref) {
     list->push_back(ref);
     return;
@@ -140,6 +145,12 @@ void AddToPostings(Postings* list, SeriesRef ref) {
   if (it != list->end() && *it == ref) return;
   list->insert(it, ref);
 }
+
+Postings Widen(std::span<const uint32_t> l) { return Postings(l.begin(), l.end()); }
+
+}  // namespace
+
+void AddToPostings(Postings* list, SeriesRef ref) { AddSorted(list, ref); }
 
 // ---- PostingsProvider defaults.
 
@@ -216,22 +227,24 @@ Result<Postings> PostingsForMatchers(const PostingsProvider& ix, const model::Ma
 // ---- MemPostings.
 
 void MemPostings::Add(SeriesRef ref, const model::Labels& labels) {
+  CHECK(ref <= UINT32_MAX, "BUG: head series ref over 32 bits");
+  const auto r = static_cast<uint32_t>(ref);
   for (const model::Label& l : labels) {
     auto nit = m_.find(std::string_view(l.name));
     if (nit == m_.end()) nit = m_.emplace(l.name, ValueMap()).first;
     auto vit = nit->second.find(std::string_view(l.value));
-    if (vit == nit->second.end()) vit = nit->second.emplace(l.value, index::Postings()).first;
-    AddToPostings(&vit->second, ref);
+    if (vit == nit->second.end()) vit = nit->second.emplace(l.value, List()).first;
+    AddSorted(&vit->second, r);
   }
-  AddToPostings(&all_, ref);
+  AddSorted(&all_, r);
 }
 
 void MemPostings::Delete(const std::unordered_set<SeriesRef>& deleted,
                          std::span<const model::Labels> affected) {
   if (deleted.empty()) return;
-  auto drop = [&deleted](index::Postings* p) {
+  auto drop = [&deleted](List* p) {
     p->erase(std::remove_if(p->begin(), p->end(),
-                            [&deleted](SeriesRef r) { return deleted.count(r) != 0; }),
+                            [&deleted](uint32_t r) { return deleted.count(r) != 0; }),
              p->end());
   };
   for (const model::Labels& ls : affected) {
@@ -248,7 +261,7 @@ void MemPostings::Delete(const std::unordered_set<SeriesRef>& deleted,
   drop(&all_);
 }
 
-PostingsSpan MemPostings::Get(std::string_view name, std::string_view value) const {
+MemPostings::ListSpan MemPostings::Get(std::string_view name, std::string_view value) const {
   auto nit = m_.find(name);
   if (nit == m_.end()) return {};
   auto vit = nit->second.find(value);
@@ -280,26 +293,36 @@ size_t MemPostings::NumPairs() const {
   return n;
 }
 
+size_t MemPostings::MemoryBytes() const {
+  // A map node: next pointer, key string (+ heap beyond 15 bytes), list.
+  auto str = [](const std::string& x) { return x.size() > 15 ? x.capacity() + 1 : 0; };
+  size_t n = all_.capacity() * sizeof(uint32_t);
+  for (const auto& [name, vm] : m_) {
+    n += 8 + sizeof(std::string) + sizeof(ValueMap) + str(name) + vm.bucket_count() * sizeof(void*);
+    for (const auto& [v, list] : vm) n += 8 + sizeof(std::string) + sizeof(List) + str(v) + list.capacity() * sizeof(uint32_t);
+  }
+  return n;
+}
+
 Result<std::vector<std::string>> MemPostings::LabelValues(std::string_view name) const {
   return SortedLabelValues(name);
 }
 
 Result<index::Postings> MemPostings::Postings(std::string_view name, std::string_view value) const {
-  PostingsSpan s = Get(name, value);
-  return index::Postings(s.begin(), s.end());
+  return Widen(Get(name, value));
 }
 
-Result<index::Postings> MemPostings::AllPostings() const { return all_; }
+Result<index::Postings> MemPostings::AllPostings() const { return Widen(all_); }
 
 Result<index::Postings> MemPostings::PostingsForLabelMatching(
     std::string_view name, const std::function<bool(std::string_view)>& match) const {
   auto nit = m_.find(name);
   if (nit == m_.end()) return index::Postings();
-  std::vector<PostingsSpan> sel;
+  std::vector<index::Postings> sel;
   for (const auto& [v, p] : nit->second) {
-    if (match(v)) sel.push_back(p);
+    if (match(v)) sel.push_back(Widen(p));
   }
-  return Union(std::span<const PostingsSpan>(sel));
+  return Union(sel);
 }
 
 }  // namespace trainwatch::index

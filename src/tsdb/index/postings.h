@@ -79,6 +79,9 @@ Result<Postings> PostingsForMatchers(const PostingsProvider& ix, const model::Ma
 
 // ---- In-memory inverted index for the head.
 //
+// Lists hold 32-bit refs (the head's refs are dense and below 2^32): half
+// the memory of 64-bit lists, which are the bulk of the head's index.
+//
 // Thread-safety: none. All methods must be externally synchronized; the head
 // guards it with a std::shared_mutex (shared for const methods, exclusive for
 // Add/Delete). Const methods do not mutate, so concurrent readers are safe.
@@ -88,7 +91,11 @@ class MemPostings final : public PostingsProvider {
   MemPostings(const MemPostings&) = delete;
   MemPostings& operator=(const MemPostings&) = delete;
 
-  // Adds `ref` under every label of `labels` and to the all-postings list.
+  using List = std::vector<uint32_t>;
+  using ListSpan = std::span<const uint32_t>;
+
+  // Adds `ref` (REQUIRES: < 2^32) under every label of `labels` and to the
+  // all-postings list.
   // Refs usually arrive increasing (O(1) append); an out-of-order ref is
   // inserted in place (O(list) worst case). Adding a ref twice is a no-op.
   void Add(SeriesRef ref, const model::Labels& labels);
@@ -99,14 +106,16 @@ class MemPostings final : public PostingsProvider {
               std::span<const model::Labels> affected);
 
   // Series with name=value, or an empty span. Valid until the next mutation.
-  PostingsSpan Get(std::string_view name, std::string_view value) const;
-  PostingsSpan All() const { return all_; }
+  ListSpan Get(std::string_view name, std::string_view value) const;
+  ListSpan All() const { return all_; }
   // Sorted label names / values.
   std::vector<std::string> LabelNames() const;
   std::vector<std::string> SortedLabelValues(std::string_view name) const;
   size_t NumSeries() const { return all_.size(); }
   // Number of (name, value) pairs.
   size_t NumPairs() const;
+  // Bytes held by the lists (capacity), plus an estimate for map nodes.
+  size_t MemoryBytes() const;
 
   // PostingsProvider (copies the lists).
   Result<std::vector<std::string>> LabelValues(std::string_view name) const override;
@@ -120,9 +129,9 @@ class MemPostings final : public PostingsProvider {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  using ValueMap = std::unordered_map<std::string, index::Postings, StrHash, std::equal_to<>>;
+  using ValueMap = std::unordered_map<std::string, List, StrHash, std::equal_to<>>;
   std::unordered_map<std::string, ValueMap, StrHash, std::equal_to<>> m_;
-  index::Postings all_;
+  List all_;
 };
 
 // Inserts ref into a sorted list (append fast path); no-op when present.
