@@ -63,6 +63,78 @@ std::string Quote(std::string_view s) {
   return out + "\"";
 }
 
+inline bool IsNameChar(char c) { return Class(c) & (kNameChar | kColon); }
+
+// The longest metric name at the start of `s` ([a-zA-Z_:][a-zA-Z0-9_:]*).
+inline size_t NameLength(std::string_view s) {
+  if (s.empty() || !(Class(s[0]) & (kNameStart | kColon))) return 0;
+  size_t n = 1;
+  while (n < s.size() && IsNameChar(s[n])) n++;
+  return n;
+}
+
+inline bool IsLabelName(std::string_view name) {
+  bool valid = !name.empty() && (Class(name[0]) & kNameStart);
+  for (size_t i = 1; valid && i < name.size(); i++) valid = Class(name[i]) & kNameChar;
+  return valid;
+}
+
+// RFC 3629 UTF-8: no overlong forms, no surrogates, at most U+10FFFF.
+bool ValidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* e = p + s.size();
+  while (p < e) {
+    // ASCII, the common case, eight bytes at a time.
+    while (e - p >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      if (w & 0x8080808080808080ull) break;
+      p += 8;
+    }
+    if (p == e) break;
+    unsigned char c = *p;
+    if (c < 0x80) {
+      p++;
+      continue;
+    }
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (static_cast<size_t>(e - p) <= n) return false;
+    if (p[1] < lo || p[1] > hi) return false;
+    for (size_t i = 2; i <= n; i++) {
+      if ((p[i] & 0xC0) != 0x80) return false;
+    }
+    p += n + 1;
+  }
+  return true;
+}
+
+// Code points in valid UTF-8.
+inline size_t Runes(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+inline bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool ParseFloatImpl(std::string_view s, double* out, bool allow_hex);
+
 }  // namespace
 
 TextFormat FormatFromContentType(std::string_view content_type) {
@@ -73,7 +145,13 @@ TextFormat FormatFromContentType(std::string_view content_type) {
   return EqualsIgnoreCase(media, "application/openmetrics-text") ? TextFormat::kOpenMetrics : TextFormat::kPrometheus;
 }
 
-bool ParseGoFloat(std::string_view s, double* out) {
+bool ParseGoFloat(std::string_view s, double* out) { return ParseFloatImpl(s, out, true); }
+
+bool ParseExpositionFloat(std::string_view s, double* out) { return ParseFloatImpl(s, out, false); }
+
+namespace {
+
+bool ParseFloatImpl(std::string_view s, double* out, bool allow_hex) {
   if (s.empty()) return false;
   std::string_view body = s;
   bool neg = false;
@@ -95,7 +173,7 @@ bool ParseGoFloat(std::string_view s, double* out) {
     return true;
   }
   std::chars_format fmt = std::chars_format::general;
-  if (body.size() > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X')) {
+  if (allow_hex && body.size() > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X')) {
     body.remove_prefix(2);
     fmt = std::chars_format::hex;
   }
@@ -118,8 +196,12 @@ bool ParseGoFloat(std::string_view s, double* out) {
   return true;
 }
 
-TextParser::TextParser(std::string_view body, ParseOptions opts) : body_(body), opts_(opts) {
+}  // namespace
+
+TextParser::TextParser(std::string_view body, ParseOptions opts)
+    : body_(body), opts_(std::move(opts)), om_(opts_.format == TextFormat::kOpenMetrics) {
   labels_.reserve(16);
+  if (opts_.expfmt_rules && !om_) opts_.known_series = nullptr;
 }
 
 // Finds the end (one past '}') of the label block starting at line[open]
@@ -156,6 +238,7 @@ bool TextParser::Fail(std::string msg) {
 }
 
 bool TextParser::Next() {
+  if (om_) return NextOpenMetrics();
   while (pos_ < body_.size()) {
     size_t start = pos_;
     const void* nl = std::memchr(body_.data() + start, '\n', body_.size() - start);
@@ -166,12 +249,310 @@ bool TextParser::Next() {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     size_t i = 0;
     SkipSpaces(line, &i);
-    if (i == line.size() || line[i] == '#') continue;  // blank, comment, HELP, TYPE, EOF
+    if (i == line.size()) continue;  // blank
+    if (opts_.expfmt_rules && nl == nullptr) return Fail("unexpected end of input: the last line has no newline");
+    if (line[i] == '#') {
+      if (!ParseComment(line.substr(i))) return false;
+      continue;
+    }
     if (!ParseLine(line.substr(i))) return false;
+    if (opts_.expfmt_rules && !CheckExpfmtSample()) return false;
     return true;
   }
   pos_ = body_.size();
   return false;
+}
+
+bool TextParser::NextOpenMetrics() {
+  if (!status_.ok()) return false;
+  while (pos_ < body_.size()) {
+    ++line_no_;
+    if (eof_) return Fail("unexpected data after # EOF");
+    size_t start = pos_;
+    const void* nl = std::memchr(body_.data() + start, '\n', body_.size() - start);
+    size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - body_.data()) : body_.size();
+    pos_ = end + 1;
+    std::string_view line = body_.substr(start, end - start);
+    if (line.empty()) return Fail("empty line (OpenMetrics allows no blank lines)");
+    if (line[0] == '#') {
+      if (!ParseComment(line)) return false;
+      continue;
+    }
+    return ParseLineOpenMetrics(line) && CheckFamilySample();
+  }
+  pos_ = body_.size();
+  if (!eof_) {
+    // The missing "# EOF" would be the next line.
+    if (body_.empty() || body_.back() == '\n') ++line_no_;
+    return Fail("data does not end with # EOF");
+  }
+  return false;
+}
+
+namespace {
+
+// HELP text unescaped into *out: \\ and \n, and in OpenMetrics also \".
+// Other escapes stay as written (as Prometheus does) unless `strict`.
+bool UnescapeHelp(std::string_view text, bool om, bool strict, std::string* out, char* bad) {
+  out->clear();
+  for (size_t i = 0; i < text.size(); i++) {
+    char c = text[i];
+    if (c != '\\' || i + 1 == text.size()) {
+      if (c == '\\' && strict) {
+        *bad = '\0';
+        return false;
+      }
+      *out += c;
+      continue;
+    }
+    char e = text[++i];
+    if (e == '\\') {
+      *out += '\\';
+    } else if (e == 'n') {
+      *out += '\n';
+    } else if (e == '"' && om) {
+      *out += '"';
+    } else if (strict) {
+      *bad = e;
+      return false;
+    } else {
+      *out += '\\';
+      *out += e;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TextParser::Family TextParser::FamilyFromType(std::string_view t, bool om) {
+  if (t == "counter") return Family::kCounter;
+  if (t == "gauge") return Family::kGauge;
+  if (t == "histogram") return Family::kHistogram;
+  if (t == "summary") return Family::kSummary;
+  if (om) {
+    if (t == "gaugehistogram") return Family::kGaugeHistogram;
+    if (t == "info") return Family::kInfo;
+    if (t == "stateset") return Family::kStateset;
+    if (t == "unknown") return Family::kUnknown;
+  } else if (t == "untyped") {
+    return Family::kUntyped;
+  }
+  return Family::kInvalid;
+}
+
+// A '#' line: HELP, TYPE, UNIT (reported), EOF (OpenMetrics), or a comment
+// (text format only).
+bool TextParser::ParseComment(std::string_view line) {
+  using Kind = MetadataLine::Kind;
+  Kind kind;
+  std::string_view family, text;
+  if (om_) {
+    if (line == "# EOF") {
+      eof_ = true;
+      return true;
+    }
+    std::string_view kw = line.size() >= 7 && line[1] == ' ' && line[6] == ' ' ? line.substr(2, 4) : "";
+    if (kw == "HELP") {
+      kind = Kind::kHelp;
+    } else if (kw == "TYPE") {
+      kind = Kind::kType;
+    } else if (kw == "UNIT") {
+      kind = Kind::kUnit;
+    } else {
+      return Fail("invalid comment " + Quote(line) + ": OpenMetrics allows only # HELP, # TYPE, # UNIT and # EOF");
+    }
+    std::string_view rest = line.substr(7);
+    size_t n = NameLength(rest);
+    if (n == 0 || (n < rest.size() && rest[n] != ' ')) {
+      return Fail("invalid metric name " + Quote(rest.substr(0, rest.find(' '))) + " in # " + std::string(kw));
+    }
+    if (n == rest.size()) {
+      return Fail("expected a space and text after metric name " + Quote(rest) + " in # " + std::string(kw));
+    }
+    family = rest.substr(0, n);
+    text = rest.substr(n + 1);
+  } else {
+    // "#" then blanks, a keyword, blanks, a name, blanks, the text.
+    size_t pos = 1;
+    if (pos == line.size() || !IsSpace(line[pos])) return true;  // "#comment"
+    SkipSpaces(line, &pos);
+    std::string_view kw = Token(line, &pos);
+    if (kw == "HELP") {
+      kind = Kind::kHelp;
+    } else if (kw == "TYPE") {
+      kind = Kind::kType;
+    } else if (kw == "UNIT") {
+      kind = Kind::kUnit;
+    } else {
+      return true;  // a comment
+    }
+    // A keyword alone is a comment. expfmt ignores a HELP or TYPE without a
+    // name or text; Prometheus refuses them, except "# HELP name".
+    if (pos == line.size()) return true;
+    SkipSpaces(line, &pos);
+    std::string_view rest = line.substr(pos);
+    size_t n = NameLength(rest);
+    if (n == 0 || (n < rest.size() && !IsSpace(rest[n]))) {
+      if (kind == Kind::kUnit) return true;  // not metadata in this format
+      if (rest.empty()) {
+        if (opts_.expfmt_rules) return true;
+        return Fail("missing metric name in # " + std::string(kw));
+      }
+      size_t t = 0;
+      return Fail("invalid metric name " + Quote(Token(rest, &t)) + " in # " + std::string(kw));
+    }
+    family = rest.substr(0, n);
+    pos = n;
+    SkipSpaces(rest, &pos);
+    text = rest.substr(pos);
+    if (kind != Kind::kHelp) {
+      while (!text.empty() && IsSpace(text.back())) text.remove_suffix(1);
+    }
+    if (opts_.expfmt_rules && text.empty()) return true;
+  }
+
+  Family type = Family::kUnknown;
+  switch (kind) {
+    case Kind::kHelp:
+      if (!ValidUtf8(text)) return Fail("help text of " + Quote(family) + " is not valid UTF-8");
+      if (text.find('\\') != std::string_view::npos) {
+        char bad = 0;
+        if (!UnescapeHelp(text, om_, opts_.expfmt_rules, &meta_text_, &bad)) {
+          return Fail("invalid escape sequence " + Quote(std::string("\\") + (bad ? std::string(1, bad) : "")) +
+                      " in help text of " + Quote(family));
+        }
+        text = meta_text_;
+      }
+      break;
+    case Kind::kType:
+      if (text.empty()) return Fail("missing type for metric " + Quote(family) + " in # TYPE");
+      type = FamilyFromType(text, om_);
+      if (type == Family::kInvalid) return Fail("invalid metric type " + Quote(text) + " for " + Quote(family));
+      break;
+    case Kind::kUnit:
+      if (om_ && !text.empty() &&
+          !(family.size() > text.size() && EndsWith(family, text) && family[family.size() - text.size() - 1] == '_')) {
+        return Fail("unit " + Quote(text) + " is not a suffix of metric family " + Quote(family));
+      }
+      if (om_ && !ValidUtf8(text)) return Fail("unit of " + Quote(family) + " is not valid UTF-8");
+      break;
+  }
+  if (om_) {
+    if (!CheckFamilyMetadata(kind, family, type)) return false;
+  } else if (opts_.expfmt_rules && kind != Kind::kUnit) {
+    // As expfmt.TextParser: one HELP and one TYPE per name, TYPE before samples.
+    uint8_t& m = expfmt_meta_[family];
+    if (kind == Kind::kHelp) {
+      if (m & 1) return Fail("second HELP line for metric name " + Quote(family));
+      m |= 1;
+    } else {
+      if ((m & 2) || expfmt_sample_names_.contains(family)) {
+        return Fail("second TYPE line for metric name " + Quote(family) + ", or TYPE reported after samples");
+      }
+      m = static_cast<uint8_t>(m | 2 | (static_cast<uint8_t>(type) << 4));
+      last_name_ = {};  // the next sample re-derives its checks
+    }
+  }
+  if (opts_.on_metadata) opts_.on_metadata(MetadataLine{kind, line_no_, family, text});
+  return true;
+}
+
+// The sample suffixes a family of `type` has in OpenMetrics (besides the bare
+// name, which Prometheus accepts for every type).
+static bool HasFamilySuffix(uint8_t type, std::string_view suffix) {
+  switch (type) {
+    case 1:  // counter
+      return suffix == "_total" || suffix == "_created";
+    case 3:  // histogram
+      return suffix == "_bucket" || suffix == "_count" || suffix == "_sum" || suffix == "_created";
+    case 4:  // gaugehistogram
+      return suffix == "_bucket" || suffix == "_gcount" || suffix == "_gsum";
+    case 5:  // summary
+      return suffix == "_count" || suffix == "_sum" || suffix == "_created";
+    case 6:  // info
+      return suffix == "_info";
+    default:
+      return false;
+  }
+}
+
+bool TextParser::CheckFamilyMetadata(MetadataLine::Kind kind, std::string_view family, Family type) {
+  last_name_ = {};
+  uint8_t bit = static_cast<uint8_t>(1u << static_cast<unsigned>(kind));
+  if (family != family_.name) {
+    if (!family_.name.empty()) closed_families_.emplace(family_.name, static_cast<uint8_t>(family_.type));
+    if (closed_families_.contains(family)) {
+      return Fail("metadata for metric family " + Quote(family) +
+                  " after other families: families must not be interleaved");
+    }
+    family_ = FamilyState{family, Family::kUnknown, false, 0};
+  } else {
+    static constexpr const char* kNames[] = {"HELP", "TYPE", "UNIT"};
+    const char* kw = kNames[static_cast<unsigned>(kind)];
+    if (family_.has_samples) return Fail(std::string("# ") + kw + " for metric family " + Quote(family) + " after its samples");
+    if (family_.seen & bit) return Fail(std::string("second # ") + kw + " for metric family " + Quote(family));
+  }
+  family_.seen |= bit;
+  if (kind == MetadataLine::Kind::kType) family_.type = type;
+  return true;
+}
+
+bool TextParser::CheckFamilySample() {
+  std::string_view name = sample_.name;
+  if (name == last_name_) return true;
+  last_name_ = name;
+  auto in_family = [&](std::string_view fam, uint8_t type) {
+    if (name.size() < fam.size() || name.substr(0, fam.size()) != fam) return false;
+    return name.size() == fam.size() || HasFamilySuffix(type, name.substr(fam.size()));
+  };
+  if (!family_.name.empty() && in_family(family_.name, static_cast<uint8_t>(family_.type))) {
+    family_.has_samples = true;
+    return true;
+  }
+  // A new family without metadata; it must not continue a closed one.
+  if (!family_.name.empty()) closed_families_.emplace(family_.name, static_cast<uint8_t>(family_.type));
+  auto closed = closed_families_.find(name);
+  if (closed == closed_families_.end()) {
+    size_t us = name.rfind('_');
+    if (us != std::string_view::npos && us > 0) {
+      auto it = closed_families_.find(name.substr(0, us));
+      if (it != closed_families_.end() && HasFamilySuffix(it->second, name.substr(us))) closed = it;
+    }
+  }
+  if (closed != closed_families_.end()) {
+    return Fail("sample " + Quote(name) + " of metric family " + Quote(closed->first) +
+                " after other families: families must not be interleaved");
+  }
+  family_ = FamilyState{name, Family::kUnknown, true, 0};
+  return true;
+}
+
+bool TextParser::CheckExpfmtSample() {
+  if (sample_.name != last_name_) {
+    last_name_ = sample_.name;
+    expfmt_sample_names_.insert(sample_.name);
+    expfmt_float_label_ = {};
+    auto type_of = [&](std::string_view n) {
+      auto it = expfmt_meta_.find(n);
+      return it == expfmt_meta_.end() ? Family::kUnknown : static_cast<Family>(it->second >> 4);
+    };
+    if (EndsWith(sample_.name, "_bucket") &&
+        type_of(sample_.name.substr(0, sample_.name.size() - 7)) == Family::kHistogram) {
+      expfmt_float_label_ = "le";
+    } else if (type_of(sample_.name) == Family::kSummary) {
+      expfmt_float_label_ = "quantile";
+    }
+  }
+  if (expfmt_float_label_.empty()) return true;
+  for (size_t i = 0; i < sample_.num_labels; i++) {
+    const LabelRef& l = sample_.labels[i];
+    double d;
+    if (l.name == expfmt_float_label_ && !ParseExpositionFloat(l.value, &d)) {
+      return Fail("expected float as value for " + Quote(l.name) + " label, got " + Quote(l.value));
+    }
+  }
+  return true;
 }
 
 bool TextParser::ParseLine(std::string_view line) {
@@ -216,7 +597,7 @@ bool TextParser::ParseLine(std::string_view line) {
   SkipSpaces(line, &pos);
   if (pos == line.size()) return Fail("missing value for metric " + Quote(sample_.name));
   std::string_view value = Token(line, &pos);
-  if (!ParseGoFloat(value, &sample_.value)) {
+  if (!ParseExpositionFloat(value, &sample_.value)) {
     return Fail("invalid value " + Quote(value) + " for metric " + Quote(sample_.name));
   }
   SkipSpaces(line, &pos);
@@ -225,8 +606,10 @@ bool TextParser::ParseLine(std::string_view line) {
   if (pos == line.size() || line[pos] == '#') return true;  // '#': an OpenMetrics exemplar
   std::string_view ts = Token(line, &pos);
   int64_t t = 0;
-  auto [end, ec] = std::from_chars(ts.data(), ts.data() + ts.size(), t);
-  if (ec != std::errc() || end != ts.data() + ts.size()) {
+  // Go's strconv.ParseInt, as Prometheus uses, accepts a leading '+'.
+  std::string_view digits = ts.size() > 1 && ts[0] == '+' && ts[1] != '-' ? ts.substr(1) : ts;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), t);
+  if (ec != std::errc() || end != digits.data() + digits.size()) {
     return Fail("invalid timestamp " + Quote(ts) + " for metric " + Quote(sample_.name));
   }
   sample_.timestamp_ms = t;
@@ -235,6 +618,55 @@ bool TextParser::ParseLine(std::string_view line) {
   if (pos < line.size() && line[pos] != '#') {
     return Fail("unexpected " + Quote(Token(line, &pos)) + " after timestamp of metric " + Quote(sample_.name));
   }
+  return true;
+}
+
+// Scans the quoted label value at line[*pos] == '"': checks escapes (\\, \"
+// and \n only) and UTF-8, and unescapes into unescaped_ when needed. On
+// success *pos is past the closing quote, *value the raw text between the
+// quotes and *slot the unescaped_ index (or -1 when nothing was escaped).
+bool TextParser::ScanLabelValue(std::string_view line, size_t* pos, std::string_view name, std::string_view* value,
+                                ptrdiff_t* slot) {
+  size_t p = *pos + 1;
+  size_t vstart = p;
+  bool escaped = false;
+  unsigned char high = 0;
+  while (p < line.size() && line[p] != '"') {
+    high |= static_cast<unsigned char>(line[p]);
+    if (line[p] == '\\') {
+      escaped = true;
+      p++;
+    }
+    p++;
+  }
+  if (p >= line.size()) return Fail("unterminated label value");
+  *value = line.substr(vstart, p - vstart);
+  *pos = p + 1;
+  if ((high & 0x80) && !ValidUtf8(*value)) return Fail("invalid UTF-8 in value of label " + Quote(name));
+  *slot = -1;
+  if (!escaped) return true;
+  if (unescaped_used_ == unescaped_.size()) unescaped_.emplace_back();
+  std::string& buf = unescaped_[unescaped_used_];
+  buf.clear();
+  for (size_t i = 0; i < value->size(); i++) {
+    char c = (*value)[i];
+    if (c != '\\') {
+      buf += c;
+      continue;
+    }
+    char e = (*value)[++i];
+    if (e == '\\' || e == '"') {
+      buf += e;
+    } else if (e == 'n') {
+      buf += '\n';
+    } else if (om_ || opts_.expfmt_rules) {
+      return Fail("invalid escape sequence " + Quote(std::string("\\") + e) + " in value of label " + Quote(name));
+    } else {
+      buf += '\\';  // Prometheus keeps an unknown escape as written
+      buf += e;
+    }
+  }
+  *slot = static_cast<ptrdiff_t>(unescaped_used_++);
   return true;
 }
 
@@ -257,9 +689,7 @@ bool TextParser::ParseLabels(std::string_view line, size_t* pos) {
       ++*pos;
     }
     std::string_view name = line.substr(start, *pos - start);
-    bool valid = !name.empty() && (Class(name[0]) & kNameStart);
-    for (size_t i = 1; valid && i < name.size(); i++) valid = Class(name[i]) & kNameChar;
-    if (!valid) return Fail("invalid label name " + Quote(name));
+    if (!IsLabelName(name)) return Fail("invalid label name " + Quote(name));
     SkipSpaces(line, pos);
     if (*pos == line.size() || line[*pos] != '=') {
       return Fail("expected \"=\" after label name " + Quote(name));
@@ -270,46 +700,12 @@ bool TextParser::ParseLabels(std::string_view line, size_t* pos) {
       return Fail("expected quoted value for label " + Quote(name));
     }
     std::string_view value;
-    bool escaped = false;
-    {
-      size_t p = *pos + 1;
-      size_t vstart = p;
-      while (p < line.size() && line[p] != '"') {
-        if (line[p] == '\\') {
-          escaped = true;
-          p++;
-        }
-        p++;
-      }
-      if (p >= line.size()) return Fail("unterminated label value");
-      value = line.substr(vstart, p - vstart);
-      *pos = p + 1;
-    }
-    if (escaped) {
-      if (unescaped_used_ == unescaped_.size()) unescaped_.emplace_back();
-      std::string& buf = unescaped_[unescaped_used_];
-      buf.clear();
-      for (size_t i = 0; i < value.size(); i++) {
-        char c = value[i];
-        if (c != '\\') {
-          buf += c;
-          continue;
-        }
-        char e = value[++i];
-        if (e == '\\' || e == '"') {
-          buf += e;
-        } else if (e == 'n') {
-          buf += '\n';
-        } else {
-          return Fail("invalid escape sequence " + Quote(std::string("\\") + e) + " in value of label " +
-                      Quote(name));
-        }
-      }
-      pending_.emplace_back(labels_.size(), unescaped_used_++);
-    }
+    ptrdiff_t slot;
+    if (!ScanLabelValue(line, pos, name, &value, &slot)) return false;
+    if (slot >= 0) pending_.emplace_back(labels_.size(), static_cast<size_t>(slot));
     if (name == "__name__") {
       if (!sample_.name.empty()) return Fail("duplicate label name \"__name__\"");
-      if (escaped) return Fail("invalid metric name " + Quote(unescaped_[unescaped_used_ - 1]));
+      if (slot >= 0) return Fail("invalid metric name " + Quote(unescaped_[static_cast<size_t>(slot)]));
       if (value.empty()) return Fail("empty metric name");
       sample_.name = value;
     } else {
@@ -331,6 +727,162 @@ bool TextParser::ParseLabels(std::string_view line, size_t* pos) {
     return Fail("expected \",\" or \"}\" after value of label " + Quote(name));
   }
   for (auto [label, slot] : pending_) labels_[label].value = unescaped_[slot];
+  return true;
+}
+
+// OpenMetrics: {name="value",...} with nothing else between the tokens, no
+// trailing comma. Sample labels go to labels_; exemplar labels are only
+// checked, and *runes gets the code points of their names and values.
+bool TextParser::ParseLabelsOpenMetrics(std::string_view line, size_t* pos, bool exemplar, size_t* runes) {
+  ++*pos;  // '{'
+  pending_.clear();
+  if (exemplar) exemplar_names_.clear();
+  if (*pos < line.size() && line[*pos] == '}') {
+    ++*pos;
+    return true;
+  }
+  while (true) {
+    size_t start = *pos;
+    while (*pos < line.size() && Class(line[*pos]) & kNameChar) ++*pos;
+    std::string_view name = line.substr(start, *pos - start);
+    if (*pos == line.size()) return Fail("unterminated label set");
+    if (name.empty() && line[*pos] == '}') return Fail("unexpected \"}\" after \",\": no trailing comma in OpenMetrics");
+    if (!IsLabelName(name) || line[*pos] != '=') {
+      if (IsLabelName(name)) return Fail("expected \"=\" after label name " + Quote(name));
+      size_t end = *pos;
+      while (end < line.size() && line[end] != '=' && line[end] != ',' && line[end] != '}') end++;
+      return Fail("invalid label name " + Quote(line.substr(start, end - start)));
+    }
+    ++*pos;
+    if (*pos == line.size() || line[*pos] != '"') return Fail("expected quoted value for label " + Quote(name));
+    std::string_view value;
+    ptrdiff_t slot;
+    if (!ScanLabelValue(line, pos, name, &value, &slot)) return false;
+    if (exemplar) {
+      for (std::string_view n : exemplar_names_) {
+        if (n == name) return Fail("duplicate label name " + Quote(name) + " in exemplar");
+      }
+      exemplar_names_.push_back(name);
+      *runes += Runes(name) + Runes(slot >= 0 ? std::string_view(unescaped_[static_cast<size_t>(slot)]) : value);
+    } else {
+      if (name == "__name__") return Fail("duplicate label name \"__name__\"");
+      for (const LabelRef& l : labels_) {
+        if (l.name == name) return Fail("duplicate label name " + Quote(name) + " for metric " + Quote(sample_.name));
+      }
+      if (slot >= 0) pending_.emplace_back(labels_.size(), static_cast<size_t>(slot));
+      labels_.push_back({name, value});
+    }
+    if (*pos == line.size()) return Fail("unterminated label set");
+    if (line[*pos] == ',') {
+      ++*pos;
+      continue;
+    }
+    if (line[*pos] == '}') {
+      ++*pos;
+      break;
+    }
+    return Fail("expected \",\" or \"}\" after value of label " + Quote(name));
+  }
+  if (!exemplar) {
+    for (auto [label, slot] : pending_) labels_[label].value = unescaped_[slot];
+  }
+  return true;
+}
+
+// Float seconds to ms as Prometheus: int64(ts * 1000), truncating.
+static bool SecondsToMs(std::string_view s, int64_t* ms) {
+  double ts;
+  if (!ParseExpositionFloat(s, &ts) || !std::isfinite(ts)) return false;
+  double v = ts * 1000;
+  if (!(v > -9.2e18 && v < 9.2e18)) return false;
+  *ms = static_cast<int64_t>(v);
+  return true;
+}
+
+bool TextParser::ParseLineOpenMetrics(std::string_view line) {
+  labels_.clear();
+  unescaped_used_ = 0;
+  sample_.line = line_no_;
+  sample_.labels_skipped = false;
+  size_t pos = NameLength(line);
+  if (pos == 0 || (pos < line.size() && line[pos] != ' ' && line[pos] != '{')) {
+    size_t p = 0;
+    while (p < line.size() && line[p] != ' ' && line[p] != '{') p++;
+    if (p == 0) return Fail("missing metric name");
+    return Fail("invalid metric name " + Quote(line.substr(0, p)));
+  }
+  sample_.name = line.substr(0, pos);
+  if (pos < line.size() && line[pos] == '{') {
+    size_t end;
+    if (opts_.known_series && LabelBlockEnd(line, pos, &end) && opts_.known_series(line.substr(0, end))) {
+      pos = end;
+      sample_.labels_skipped = true;
+    } else if (!ParseLabelsOpenMetrics(line, &pos, false, nullptr)) {
+      return false;
+    }
+  }
+  sample_.series = line.substr(0, pos);
+  sample_.labels = labels_.data();
+  sample_.num_labels = labels_.size();
+
+  if (pos == line.size()) return Fail("missing value for metric " + Quote(sample_.name));
+  if (line[pos] != ' ') {
+    return Fail("expected a space after the labels of metric " + Quote(sample_.name) + ", got " +
+                Quote(line.substr(pos, 1)));
+  }
+  auto token = [&]() {
+    size_t start = ++pos;  // past the single space
+    while (pos < line.size() && line[pos] != ' ') pos++;
+    return line.substr(start, pos - start);
+  };
+  std::string_view value = token();
+  if (value.empty()) return Fail("expected a single space before the value of metric " + Quote(sample_.name));
+  if (!ParseExpositionFloat(value, &sample_.value)) {
+    return Fail("invalid value " + Quote(value) + " for metric " + Quote(sample_.name));
+  }
+  sample_.has_timestamp = false;
+  sample_.timestamp_ms = opts_.default_timestamp_ms;
+  if (pos == line.size()) return true;
+  if (line.compare(pos, 3, " # ") == 0) return ParseExemplar(line, pos + 3);
+  std::string_view ts = token();
+  if (ts.empty()) return Fail("unexpected space after the value of metric " + Quote(sample_.name));
+  if (!SecondsToMs(ts, &sample_.timestamp_ms)) {
+    return Fail("invalid timestamp " + Quote(ts) + " for metric " + Quote(sample_.name));
+  }
+  sample_.has_timestamp = true;
+  if (pos == line.size()) return true;
+  if (line.compare(pos, 3, " # ") == 0) return ParseExemplar(line, pos + 3);
+  return Fail("unexpected " + Quote(line.substr(pos)) + " after timestamp of metric " + Quote(sample_.name));
+}
+
+// " # {labels} value [timestamp]" after a sample, at line[pos]: checked and
+// skipped, as Prometheus 2.42 without exemplar storage.
+bool TextParser::ParseExemplar(std::string_view line, size_t pos) {
+  std::string_view name = sample_.name;
+  if (!EndsWith(name, "_total") && !EndsWith(name, "_bucket")) {
+    return Fail("metric name " + Quote(name) + " does not support exemplars");
+  }
+  if (pos == line.size() || line[pos] != '{') return Fail("expected \"{\" to start the exemplar of " + Quote(name));
+  // Label sets over 128 runes are kept out of exemplar storage by Prometheus,
+  // not refused with the scrape; exemplars are skipped here, so no check.
+  size_t runes = 0;
+  if (!ParseLabelsOpenMetrics(line, &pos, true, &runes)) return false;
+  auto token = [&]() {
+    size_t start = ++pos;
+    while (pos < line.size() && line[pos] != ' ') pos++;
+    return line.substr(start, pos - start);
+  };
+  if (pos == line.size() || line[pos] != ' ') return Fail("expected a space and a value after the exemplar labels of " + Quote(name));
+  std::string_view value = token();
+  double v;
+  if (!ParseExpositionFloat(value, &v)) return Fail("invalid exemplar value " + Quote(value) + " for " + Quote(name));
+  if (pos == line.size()) return true;
+  std::string_view ts = token();
+  int64_t ms;
+  if (!SecondsToMs(ts, &ms)) return Fail("invalid exemplar timestamp " + Quote(ts) + " for " + Quote(name));
+  if (pos != line.size()) {
+    return Fail("unexpected " + Quote(line.substr(pos)) + " after exemplar timestamp of " + Quote(name));
+  }
   return true;
 }
 

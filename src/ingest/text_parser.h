@@ -1,22 +1,38 @@
 #pragma once
-// Zero-copy parser for the Prometheus text exposition format (0.0.4), as
-// POST /api/v1/import/prometheus receives it:
+// Zero-copy parser for the exposition formats a scrape or an import receives.
 //
-//   # HELP / # TYPE / other comments      (skipped)
+// Prometheus text format 0.0.4 (TextFormat::kPrometheus), as Prometheus 2.42's
+// scrape parser (model/textparse/promparse.go) reads it:
+//
+//   # HELP name text / # TYPE name type    (reported to on_metadata)
+//   other comments, blank lines            (skipped)
 //   name{k="v",...} value [timestamp_ms]  (labels optional, trailing comma ok)
 //
-// Values are Go-style floats (NaN, +Inf, -Inf, exponents); label values use
-// the \\, \" and \n escapes. An OpenMetrics exemplar (" # {...} v [t]") after
-// the sample is tolerated and ignored; full OpenMetrics is a separate mode
-// (ParseOptions::format) added later.
+// Values are Go-style decimal floats (NaN, +Inf, -Inf, exponents; no hex, as
+// Prometheus); label values use the \\, \" and \n escapes and must be UTF-8.
+// An OpenMetrics exemplar (" # {...} v [t]") after a sample is tolerated and
+// ignored. Unknown escapes in label values (\t) are kept as written, as
+// Prometheus does. ParseOptions::expfmt_rules switches to the checks of
+// prometheus/common's expfmt.TextParser (what `promtool check metrics` uses).
+//
+// OpenMetrics 1.0 (TextFormat::kOpenMetrics), as the spec and Prometheus 2.42's
+// openmetricsparse.go: single spaces, no blank lines, only HELP/TYPE/UNIT/EOF
+// comments, "# EOF" last, timestamps in float seconds (converted to ms as
+// Prometheus does: int64(ts * 1000)), exemplars on _total/_bucket samples
+// parsed, validated and skipped, metadata before the samples of its family and
+// families not interleaved. _created samples are ordinary samples, as 2.42
+// stores them.
 //
 // Not thread-safe; one parser per body. Views handed out point into the body
 // or into the parser's scratch buffers and are valid until the next Next().
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -69,8 +85,17 @@ struct ParseOptions {
   // skips parsing the labels: the caller knows this series already (the text
   // was parsed before). Malformed label blocks always get the full parse.
   std::function<bool(std::string_view series)> known_series;
-  // Optional. Called for each HELP, TYPE and UNIT line, in body order.
+  // Optional. Called for each HELP, TYPE and UNIT line, in body order
+  // (# UNIT is metadata in OpenMetrics only; the text format reports it too).
   std::function<void(const MetadataLine&)> on_metadata;
+  // Text format only: follow prometheus/common's expfmt.TextParser (the
+  // format's reference parser, used by `promtool check metrics`) where it
+  // differs from Prometheus's scrape parser. It rejects a body not ending in
+  // a newline, a second HELP or TYPE for a name, a TYPE after samples of that
+  // name, a non-float "le" of a histogram or "quantile" of a summary, and
+  // unknown escapes (\t) in label values and HELP; it ignores a HELP or TYPE
+  // line without a name or text. known_series is not consulted in this mode.
+  bool expfmt_rules = false;
 };
 
 class TextParser {
@@ -85,12 +110,35 @@ class TextParser {
   const Status& status() const { return status_; }
 
  private:
+  enum class Family : uint8_t {
+    kUnknown, kCounter, kGauge, kHistogram, kGaugeHistogram, kSummary, kInfo, kStateset, kUntyped, kInvalid
+  };
+  // OpenMetrics: the family the last metadata line or sample belongs to.
+  struct FamilyState {
+    std::string_view name;
+    Family type = Family::kUnknown;
+    bool has_samples = false;
+    uint8_t seen = 0;  // 1 << MetadataLine::Kind of the metadata lines read
+  };
+
+  static Family FamilyFromType(std::string_view type, bool om);
+  bool NextOpenMetrics();
   bool ParseLine(std::string_view line);
   bool ParseLabels(std::string_view line, size_t* pos);
+  bool ScanLabelValue(std::string_view line, size_t* pos, std::string_view name, std::string_view* value,
+                      ptrdiff_t* slot);
+  bool ParseLineOpenMetrics(std::string_view line);
+  bool ParseLabelsOpenMetrics(std::string_view line, size_t* pos, bool exemplar, size_t* runes);
+  bool ParseExemplar(std::string_view line, size_t pos);
+  bool ParseComment(std::string_view line);
+  bool CheckFamilyMetadata(MetadataLine::Kind kind, std::string_view family, Family type);
+  bool CheckFamilySample();
+  bool CheckExpfmtSample();
   bool Fail(std::string msg);
 
   std::string_view body_;
   ParseOptions opts_;
+  bool om_ = false;
   size_t pos_ = 0;
   size_t line_no_ = 0;
   TextSample sample_;
@@ -98,7 +146,18 @@ class TextParser {
   std::vector<std::string> unescaped_;  // backing store for escaped values on this line
   size_t unescaped_used_ = 0;
   std::vector<std::pair<size_t, size_t>> pending_;  // (label index, unescaped_ slot) to fix up
+  std::string meta_text_;            // unescaped HELP text
   Status status_;
+  // OpenMetrics family checks.
+  bool eof_ = false;
+  FamilyState family_;
+  std::unordered_map<std::string_view, uint8_t> closed_families_;  // name -> Family
+  std::vector<std::string_view> exemplar_names_;
+  std::string_view last_name_;       // of the previous sample (both checks)
+  // expfmt_rules checks: metadata flags and type per name, names of samples seen.
+  std::unordered_map<std::string_view, uint8_t> expfmt_meta_;
+  std::unordered_set<std::string_view> expfmt_sample_names_;
+  std::string_view expfmt_float_label_;  // "le" / "quantile" when the current name needs it
 };
 
 // Parses every sample of `body`, calling `fn` for each; stops at the first
@@ -109,5 +168,9 @@ Status ParseText(std::string_view body, int64_t default_ts_ms, const SampleFn& f
 // Parses a Go-style float: decimal, exponent, NaN, [+-]Inf (any case). False
 // when `s` is not entirely one number.
 bool ParseGoFloat(std::string_view s, double* out);
+
+// ParseGoFloat as the exposition parsers use it: Prometheus refuses hex floats
+// and '_' ("unsupported character in float").
+bool ParseExpositionFloat(std::string_view s, double* out);
 
 }  // namespace trainwatch::ingest
