@@ -16,8 +16,10 @@ PACKAGES=(
   prometheus victoria-metrics
   # test tooling
   python3 curl procps
-  # the Python client's PyTorch helpers and end-to-end training test
-  python3-torch
+  # scrape targets for the scrape e2e test (a real exporter, a real client library)
+  prometheus-node-exporter python3-prometheus-client
+  # YAML for the rule-file e2e test (writes promtool unit-test files)
+  python3-yaml
 )
 
 missing=()

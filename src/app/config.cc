@@ -68,6 +68,7 @@ Status ParsePrometheusSections(const YAML::Node& root, Config* c) {
       if (!sc[i]["job_name"] || !sc[i]["job_name"].IsScalar() || sc[i]["job_name"].Scalar().empty()) {
         return FieldError(where + ".job_name", "missing or empty" + Mark(sc[i]));
       }
+      where += " (job \"" + sc[i]["job_name"].Scalar() + "\")";
       for (std::string_view d : {"scrape_interval", "scrape_timeout"}) {
         if (sc[i][std::string(d)]) RETURN_IF_ERROR(Duration(sc[i][std::string(d)], where + "." + std::string(d)).status());
       }
@@ -94,7 +95,13 @@ Status ParsePrometheusSections(const YAML::Node& root, Config* c) {
 
 Status ParseTrainwatch(const YAML::Node& t, Config* c) {
   if (!t || t.IsNull()) return Status::OK();
-  RETURN_IF_ERROR(CheckKeys(t, "trainwatch", {"storage", "web"}));
+  RETURN_IF_ERROR(CheckKeys(t, "trainwatch", {"storage", "web", "scrape_self"}));
+  if (auto ss = t["scrape_self"]; ss && !ss.IsNull()) {
+    ASSIGN_OR_RETURN(std::string v, Scalar(ss, "trainwatch.scrape_self"));
+    if (v == "true") c->scrape_self = true;
+    else if (v == "false") c->scrape_self = false;
+    else return FieldError("trainwatch.scrape_self", "invalid boolean \"" + v + "\"" + Mark(ss));
+  }
   if (auto s = t["storage"]; s && !s.IsNull()) {
     RETURN_IF_ERROR(CheckKeys(s, "trainwatch.storage", {"data_dir", "retention_time", "retention_size", "wal_sync"}));
     if (s["data_dir"]) {

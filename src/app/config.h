@@ -6,6 +6,7 @@
 //   trainwatch:
 //     storage: {data_dir: data, retention_time: 15d, retention_size: 10GB, wal_sync: per-request}
 //     web: {listen: "127.0.0.1:9800"}
+//     scrape_self: true   # a "trainwatch" job scraping our own /metrics
 //
 // Unknown keys are errors naming the key; bad values are errors naming the
 // field ("trainwatch.storage.retention_time: invalid duration \"x\"").
@@ -32,6 +33,7 @@ struct StorageConfig {
 struct Config {
   StorageConfig storage;
   std::optional<std::string> listen;
+  std::optional<bool> scrape_self;  // trainwatch.scrape_self: scrape our own /metrics (default true)
   // From `global:` (Prometheus defaults when absent).
   int64_t scrape_interval_ms = 60000;
   int64_t scrape_timeout_ms = 10000;

@@ -1,10 +1,13 @@
 #pragma once
-// Command line: `trainwatch --version`, `trainwatch serve [flags]`. Flags
+// Command line: `trainwatch --version`, `trainwatch serve [flags]`,
+// `trainwatch query EXPR [flags]`, `trainwatch check rules FILE...`. Flags
 // override the config file, which overrides the defaults.
 
 #include <optional>
 #include <string>
 
+#include "app/check_cmd.h"
+#include "app/query_cmd.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "tsdb/db.h"
@@ -20,13 +23,17 @@ struct ServeOptions {
   uint64_t retention_bytes = 0;
   tsdb::WalSync wal_sync = tsdb::WalSync::kPerRequest;
   log::Level log_level = log::Level::kInfo;
+  int64_t runs_heartbeat_timeout_ms = 5 * 60 * 1000;  // --runs.heartbeat-timeout
+  bool scrape_self = true;  // --scrape.self / trainwatch.scrape_self
 };
 
 struct CommandLine {
-  enum class Command { kNone, kExit, kServe };
+  enum class Command { kNone, kExit, kServe, kQuery, kCheckRules };
   Command command = Command::kNone;
   int exit_code = 0;     // kExit: --help, --version or a usage error (already printed)
   ServeOptions serve;    // kServe
+  QueryOptions query;    // kQuery
+  CheckRulesOptions check_rules;  // kCheckRules
 };
 
 // Parses argv, loads the config file when given, and merges. Prints help,

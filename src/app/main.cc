@@ -1,7 +1,9 @@
 // trainwatch: parse the command line, then run the chosen subcommand.
 #include <iostream>
 
+#include "app/check_cmd.h"
 #include "app/flags.h"
+#include "app/query_cmd.h"
 #include "app/serve.h"
 
 int main(int argc, char** argv) {
@@ -13,6 +15,8 @@ int main(int argc, char** argv) {
   }
   switch (cl->command) {
     case trainwatch::app::CommandLine::Command::kServe: return trainwatch::app::RunServe(cl->serve);
+    case trainwatch::app::CommandLine::Command::kQuery: return trainwatch::app::RunQuery(cl->query);
+    case trainwatch::app::CommandLine::Command::kCheckRules: return trainwatch::app::RunCheckRules(cl->check_rules);
     case trainwatch::app::CommandLine::Command::kExit:
     case trainwatch::app::CommandLine::Command::kNone: return cl->exit_code;
   }

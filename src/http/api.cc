@@ -100,11 +100,16 @@ Response Api::Route(const Request& req, std::string_view* handler) {
       {"/api/v1/admin/tsdb/flush", kPost, &Api::Flush},
       {"/api/v1/query", kAny, &Api::Query},
       {"/api/v1/query_range", kAny, &Api::QueryRange},
+      {"/api/v1/query_exemplars", kAny, &Api::QueryExemplars},
+      {"/api/v1/format_query", kAny, &Api::FormatQuery},
       {"/api/v1/labels", kAny, &Api::Labels},
       {"/api/v1/series", kAny, &Api::Series},
       {"/api/v1/status/buildinfo", kGet, &Api::BuildInfoHandler},
       {"/api/v1/status/tsdb", kGet, &Api::TsdbStatus},
       {"/metrics", kGet, &Api::MetricsHandler},
+      {"/api/v1/targets", kGet, &Api::Targets},
+      {"/api/v1/targets/metadata", kGet, &Api::TargetsMetadata},
+      {"/api/v1/metadata", kGet, &Api::Metadata},
   };
   for (const Simple& r : kRoutes) {
     if (p != r.path) continue;
@@ -112,6 +117,12 @@ Response Api::Route(const Request& req, std::string_view* handler) {
     if (!r.allowed(get, post)) return MethodNotAllowed();
     return (this->*r.fn)(req);
   }
+  if (p == "/-/reload") {
+    *handler = "/-/reload";
+    if (req.method != "POST" && req.method != "PUT") return MethodNotAllowed();
+    return Reload(req);
+  }
+  if (p == "/api/v1/runs" || p.starts_with("/api/v1/runs/")) return Runs(req, handler);
   constexpr std::string_view kLabel = "/api/v1/label/", kValues = "/values";
   if (p.size() > kLabel.size() + kValues.size() && p.starts_with(kLabel) && p.ends_with(kValues)) {
     *handler = "/api/v1/label/:name/values";

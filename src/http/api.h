@@ -5,6 +5,7 @@
 // connections; it never throws (handler exceptions become 500).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,14 @@
 #include "http/request.h"
 #include "promql/engine.h"
 #include "tsdb/db.h"
+
+namespace trainwatch::scrape {
+class Manager;
+}
+
+namespace trainwatch::runs {
+class RunStore;
+}
 
 namespace trainwatch::http {
 
@@ -30,6 +39,9 @@ struct ApiDeps {
   tsdb::DB* db = nullptr;              // REQUIRES: non-null, outlives the Api
   promql::Engine* engine = nullptr;    // null: query endpoints answer 503
   BuildInfo build;
+  scrape::Manager* scrape = nullptr;   // null: /api/v1/targets answers 503, metadata is empty
+  std::function<Status()> reload;      // POST /-/reload: re-reads and applies the config file
+  runs::RunStore* runs = nullptr;      // null: /api/v1/runs answers 503
 };
 
 class Api {
@@ -42,6 +54,7 @@ class Api {
 
  private:
   Response Route(const Request& req, std::string_view* handler);
+  Response Runs(const Request& req, std::string_view* handler);  // api_runs.cc: /api/v1/runs...
 
   Response Healthy(const Request& req);
   Response Ready(const Request& req);
@@ -51,12 +64,19 @@ class Api {
   Response Flush(const Request& req);
   Response Query(const Request& req);
   Response QueryRange(const Request& req);
+  Response QueryExemplars(const Request& req);  // api_query.cc: validates, answers []
+  Response FormatQuery(const Request& req);     // api_query.cc
   Response Labels(const Request& req);
   Response LabelValues(const Request& req, std::string_view name);
   Response Series(const Request& req);
   Response BuildInfoHandler(const Request& req);
   Response TsdbStatus(const Request& req);
   Response MetricsHandler(const Request& req);
+  // api_scrape.cc
+  Response Targets(const Request& req);
+  Response TargetsMetadata(const Request& req);
+  Response Metadata(const Request& req);
+  Response Reload(const Request& req);
 
   ApiDeps deps_;
   Metrics metrics_;

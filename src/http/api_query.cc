@@ -1,8 +1,11 @@
-// /api/v1/query and /api/v1/query_range.
+// /api/v1/query, /api/v1/query_range, /api/v1/query_exemplars, /api/v1/format_query.
+#include <algorithm>
+
 #include "base/clock.h"
 #include "http/api.h"
 #include "http/format.h"
 #include "http/params.h"
+#include "promql/parser/parse.h"
 
 namespace trainwatch::http {
 namespace {
@@ -22,12 +25,24 @@ Result<int64_t> TimeParam(const Request& req, std::string_view name, int64_t def
   return *t;
 }
 
-Result<int64_t> TimeoutParam(const Request& req) {
+// The query's timeout: the `timeout` parameter can shorten the engine's
+// default but not extend it (Prometheus applies the lower of the two). A
+// zero or negative value, like an expired deadline, times out at once.
+Result<int64_t> TimeoutParam(const Request& req, int64_t engine_default_ms) {
   std::string_view v = req.Param("timeout");
-  if (v.empty()) return int64_t{0};
+  if (v.empty()) return engine_default_ms;
   auto d = ParseDuration(v);
   if (!d.ok()) return InvalidParam("timeout", d.error());
-  return *d;
+  if (*d <= 0) return int64_t{1};
+  return std::min(*d, engine_default_ms);
+}
+
+bool HasVectorSelector(const promql::parser::Expr& e) {
+  if (e.kind == promql::parser::NodeKind::kVectorSelector) return true;
+  for (const auto& a : e.args) {
+    if (a != nullptr && HasVectorSelector(*a)) return true;
+  }
+  return false;
 }
 
 void AppendPoint(std::string* out, int64_t t, double v) {
@@ -100,6 +115,20 @@ Response QueryError(const Status& s) {
   return ApiError(s);
 }
 
+// A failed engine call for a query that parsed: the engine reports both
+// query-level type errors and evaluation errors (many-to-many matching,
+// duplicate output series) as InvalidArgument. Prometheus answers the first
+// with 400 bad_data and the second with 422 execution, without the prefix.
+Response EngineError(const Status& s) {
+  if (s.IsInvalidArgument() && !s.message().starts_with("invalid expression type")) {
+    Response r;
+    r.status = 422;
+    r.body = ErrorJson("execution", s.message());
+    return r;
+  }
+  return QueryError(s);
+}
+
 Response Json(std::string body) {
   Response r;
   r.body = std::move(body);
@@ -112,10 +141,12 @@ Response Api::Query(const Request& req) {
   if (deps_.engine == nullptr) return ApiError(Status::Unavailable("query engine not available"));
   auto t = TimeParam(req, "time", NowMillis());
   if (!t.ok()) return ApiError(t.error());
-  auto timeout = TimeoutParam(req);
+  auto timeout = TimeoutParam(req, deps_.engine->options().timeout_ms);
   if (!timeout.ok()) return ApiError(timeout.error());
+  auto parsed = promql::parser::ParseExpr(req.Param("query"));
+  if (!parsed.ok()) return QueryError(parsed.error());
   auto r = deps_.engine->Instant(*deps_.db, req.Param("query"), *t, *timeout);
-  if (!r.ok()) return QueryError(r.error());
+  if (!r.ok()) return EngineError(r.error());
   return Json(ResultJson(*r));
 }
 
@@ -143,11 +174,37 @@ Response Api::QueryRange(const Request& req) {
     return BadData(
         "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)");
   }
-  auto timeout = TimeoutParam(req);
+  auto timeout = TimeoutParam(req, deps_.engine->options().timeout_ms);
   if (!timeout.ok()) return ApiError(timeout.error());
+  auto parsed = promql::parser::ParseExpr(req.Param("query"));
+  if (!parsed.ok()) return QueryError(parsed.error());
   auto r = deps_.engine->Range(*deps_.db, req.Param("query"), *start, *end, *step, *timeout);
-  if (!r.ok()) return QueryError(r.error());
+  if (!r.ok()) return EngineError(r.error());
   return Json(ResultJson(*r));
+}
+
+// trainwatch stores no exemplars: after validating the parameters as
+// Prometheus does, the answer is an empty list (no data at all when the
+// query selects nothing, as Prometheus).
+Response Api::QueryExemplars(const Request& req) {
+  auto start = TimeParam(req, "start", model::kMinTime);
+  if (!start.ok()) return ApiError(start.error());
+  auto end = TimeParam(req, "end", model::kMaxTime);
+  if (!end.ok()) return ApiError(end.error());
+  if (*end < *start) return BadData("end timestamp must not be before start timestamp");
+  auto expr = promql::parser::ParseExpr(req.Param("query"));
+  if (!expr.ok()) return ApiError(expr.error());
+  if (!HasVectorSelector(**expr)) return Json("{\"status\":\"success\"}");
+  return Success("[]");
+}
+
+// The query in canonical form (one line; Prometheus breaks long ones).
+Response Api::FormatQuery(const Request& req) {
+  auto expr = promql::parser::ParseExpr(req.Param("query"));
+  if (!expr.ok()) return QueryError(expr.error());
+  std::string d;
+  AppendJsonString(&d, (*expr)->String());
+  return Success(d);
 }
 
 }  // namespace trainwatch::http

@@ -1,4 +1,6 @@
 // /api/v1/labels, /api/v1/label/<name>/values, /api/v1/series, /api/v1/export.
+#include <algorithm>
+#include <charconv>
 #include <memory>
 #include <set>
 
@@ -6,6 +8,7 @@
 #include "http/api.h"
 #include "http/format.h"
 #include "http/params.h"
+#include "promql/parser/parse.h"
 
 namespace trainwatch::http {
 namespace {
@@ -38,21 +41,48 @@ Result<std::vector<model::Matchers>> MatchSets(const Request& req, bool also_pla
     for (std::string_view v : req.Params("match")) values.push_back(v);
   }
   for (std::string_view v : values) {
-    auto m = ParseSelector(v);
-    if (!m.ok()) return Status::InvalidArgument("invalid parameter \"match[]\": " + m.error().message());
+    // The PromQL selector grammar, so errors read as Prometheus's
+    // ("1:5: parse error: ...", no parameter prefix).
+    auto m = promql::parser::ParseMetricSelector(v);
+    if (!m.ok()) return m.error();
     sets.push_back(std::move(*m));
   }
   return sets;
 }
 
-Response StringList(const std::vector<std::string>& items) {
+// `limit` (Prometheus 2.49+): at most that many items; 0 or absent: all.
+Result<size_t> LimitParam(const Request& req) {
+  std::string_view v = req.Param("limit");
+  if (v.empty()) return size_t{0};
+  int64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p != v.data() + v.size()) {
+    return Status::InvalidArgument("invalid parameter \"limit\": cannot parse \"" + std::string(v) +
+                                   "\" to a valid limit");
+  }
+  if (n < 0) return Status::InvalidArgument("invalid parameter \"limit\": limit must be non-negative");
+  return static_cast<size_t>(n);
+}
+
+// {"status":"success","data":<data>} plus the truncation warning when cut.
+Response Limited(std::string data, bool truncated) {
+  Response r = Success(data);
+  if (truncated) {
+    r.body.pop_back();
+    r.body += ",\"warnings\":[\"results truncated due to limit\"]}";
+  }
+  return r;
+}
+
+Response StringList(const std::vector<std::string>& items, size_t limit) {
+  size_t n = limit > 0 ? std::min(limit, items.size()) : items.size();
   std::string d = "[";
-  for (size_t i = 0; i < items.size(); i++) {
+  for (size_t i = 0; i < n; i++) {
     if (i) d += ',';
     AppendJsonString(&d, items[i]);
   }
   d += ']';
-  return Success(d);
+  return Limited(std::move(d), n < items.size());
 }
 
 // Streams VictoriaMetrics JSON lines, one per series with samples in range.
@@ -134,6 +164,8 @@ Response Api::Labels(const Request& req) {
   if (!range.ok()) return ApiError(range.error());
   auto sets = MatchSets(req, false);
   if (!sets.ok()) return ApiError(sets.error());
+  auto limit = LimitParam(req);
+  if (!limit.ok()) return ApiError(limit.error());
   auto q = deps_.db->NewQuerier(range->start, range->end);
   if (!q.ok()) return ApiError(q.error());
   if (sets->empty()) sets->emplace_back();
@@ -143,7 +175,7 @@ Response Api::Labels(const Request& req) {
     if (!r.ok()) return ApiError(r.error());
     names.insert(r->begin(), r->end());
   }
-  return StringList(std::vector<std::string>(names.begin(), names.end()));
+  return StringList(std::vector<std::string>(names.begin(), names.end()), *limit);
 }
 
 Response Api::LabelValues(const Request& req, std::string_view name) {
@@ -152,6 +184,8 @@ Response Api::LabelValues(const Request& req, std::string_view name) {
   if (!range.ok()) return ApiError(range.error());
   auto sets = MatchSets(req, false);
   if (!sets.ok()) return ApiError(sets.error());
+  auto limit = LimitParam(req);
+  if (!limit.ok()) return ApiError(limit.error());
   auto q = deps_.db->NewQuerier(range->start, range->end);
   if (!q.ok()) return ApiError(q.error());
   if (sets->empty()) sets->emplace_back();
@@ -161,7 +195,7 @@ Response Api::LabelValues(const Request& req, std::string_view name) {
     if (!r.ok()) return ApiError(r.error());
     values.insert(r->begin(), r->end());
   }
-  return StringList(std::vector<std::string>(values.begin(), values.end()));
+  return StringList(std::vector<std::string>(values.begin(), values.end()), *limit);
 }
 
 Response Api::Series(const Request& req) {
@@ -170,6 +204,8 @@ Response Api::Series(const Request& req) {
   if (sets->empty()) return BadData("no match[] parameter provided");
   auto range = RangeParams(req);
   if (!range.ok()) return ApiError(range.error());
+  auto limit = LimitParam(req);
+  if (!limit.ok()) return ApiError(limit.error());
   auto q = deps_.db->NewQuerier(range->start, range->end);
   if (!q.ok()) return ApiError(q.error());
   std::set<model::Labels> all;
@@ -179,14 +215,14 @@ Response Api::Series(const Request& req) {
     if (!ss->Err().ok()) return ApiError(ss->Err());
   }
   std::string d = "[";
-  bool first = true;
+  size_t n = 0;
   for (const model::Labels& l : all) {
-    if (!first) d += ',';
-    first = false;
+    if (*limit > 0 && n == *limit) break;
+    if (n++ > 0) d += ',';
     AppendLabelsJson(&d, l);
   }
   d += ']';
-  return Success(d);
+  return Limited(std::move(d), n < all.size());
 }
 
 Response Api::Export(const Request& req) {

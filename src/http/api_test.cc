@@ -159,6 +159,69 @@ TEST_F(ApiTest, QueryErrors) {
   EXPECT_EQ(json::parse(ApiError(Status::Unavailable("x")).body)["errorType"], "unavailable");
 }
 
+TEST_F(ApiTest, LimitTruncatesWithWarning) {
+  ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "up{job=\"a\"} 1 1000\nup{job=\"b\"} 1 1000\nfoo 1 1000\n").status,
+            204);
+  auto r = Do("GET", "/api/v1/label/job/values", {{"limit", "1"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":[\"a\"],\"warnings\":[\"results truncated due to limit\"]}");
+  r = Do("GET", "/api/v1/label/job/values", {{"limit", "2"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":[\"a\",\"b\"]}");
+  r = Do("GET", "/api/v1/labels", {{"limit", "1"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":[\"__name__\"],\"warnings\":[\"results truncated due to limit\"]}");
+  r = Do("GET", "/api/v1/series", {{"match[]", "up"}, {"limit", "1"}});
+  EXPECT_EQ(r.body,
+            "{\"status\":\"success\",\"data\":[{\"__name__\":\"up\",\"job\":\"a\"}],\"warnings\":[\"results "
+            "truncated due to limit\"]}");
+  r = Do("GET", "/api/v1/series", {{"match[]", "up"}, {"limit", "0"}});
+  EXPECT_EQ(json::parse(r.body)["data"].size(), 2u);
+  r = Do("GET", "/api/v1/labels", {{"limit", "-1"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"], "invalid parameter \"limit\": limit must be non-negative");
+  EXPECT_EQ(Do("GET", "/api/v1/series", {{"match[]", "up"}, {"limit", "x"}}).status, 400);
+}
+
+TEST_F(ApiTest, MatchSelectorErrorsAsPrometheus) {
+  auto r = Do("GET", "/api/v1/series", {{"match[]", "{job=\"\"}"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["errorType"], "bad_data");
+  EXPECT_NE(json::parse(r.body)["error"].get<std::string>().find("non-empty matcher"), std::string::npos) << r.body;
+  r = Do("GET", "/api/v1/labels", {{"match[]", "up{"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_TRUE(json::parse(r.body)["error"].get<std::string>().starts_with("1:")) << r.body;
+}
+
+TEST_F(ApiTest, ExemplarsAreEmptyAndValidated) {
+  auto r = Do("GET", "/api/v1/query_exemplars", {{"query", "up"}, {"start", "1796207119"}, {"end", "1796207149"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":[]}");
+  r = Do("POST", "/api/v1/query_exemplars", {{"query", "sum(up"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["errorType"], "bad_data");
+  r = Do("GET", "/api/v1/query_exemplars", {{"query", "up"}, {"start", "20"}, {"end", "10"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(Do("GET", "/api/v1/query_exemplars", {{"query", "1+1"}}).body, "{\"status\":\"success\"}");
+}
+
+TEST_F(ApiTest, FormatQuery) {
+  auto r = Do("GET", "/api/v1/format_query", {{"query", "sum(rate(foo[5m]))by(job)"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":\"sum by (job) (rate(foo[5m]))\"}");
+  r = Do("GET", "/api/v1/format_query", {{"query", "sum("}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_TRUE(json::parse(r.body)["error"].get<std::string>().starts_with("invalid parameter \"query\": 1:")) << r.body;
+}
+
+TEST_F(ApiTest, TimeoutParameterIsValidatedAndCapped) {
+  ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "up 1 1000\n").status, 204);
+  auto r = Do("GET", "/api/v1/query", {{"query", "up"}, {"time", "1"}, {"timeout", "nope"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"], "invalid parameter \"timeout\": cannot parse \"nope\" to a valid duration");
+  // A timeout above the server's default is accepted (and capped to it).
+  r = Do("GET", "/api/v1/query", {{"query", "up"}, {"time", "1"}, {"timeout", "1000d"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  r = Do("GET", "/api/v1/query_range", {{"query", "up"}, {"start", "1"}, {"end", "2"}, {"step", "1"}, {"timeout", "30s"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
 TEST_F(ApiTest, StatusEndpointsAndMetrics) {
   auto r = Do("POST", "/api/v1/import/prometheus", {}, "up{job=\"a\"} 1 1700000000000\nup{job=\"b\"} 1 1700000000000\n");
   ASSERT_EQ(r.status, 204) << r.body;

@@ -1,0 +1,187 @@
+// The experiment-tracking endpoints under /api/v1/runs (docs/runs-api.md),
+// over runs::RunStore. Bodies and answers are JSON in Prometheus's envelope.
+
+#include <charconv>
+#include <cmath>
+
+#include "http/api.h"
+#include "http/params.h"
+#include "runs/filter.h"
+#include "runs/request.h"
+#include "runs/store.h"
+
+namespace trainwatch::http {
+namespace {
+
+constexpr std::string_view kPrefix = "/api/v1/runs";
+
+Response JsonSuccess(const runs::Json& data) { return Success(runs::DumpJson(data)); }
+
+Result<int64_t> IntParam(const Request& req, std::string_view name, int64_t def, int64_t min, int64_t max) {
+  std::string_view s = req.Param(name);
+  if (s.empty()) return def;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max) {
+    return Status::InvalidArgument("invalid parameter \"" + std::string(name) + "\": expected an integer in [" +
+                                   std::to_string(min) + ", " + std::to_string(max) + "], got \"" + std::string(s) +
+                                   "\"");
+  }
+  return v;
+}
+
+std::vector<std::string> SplitList(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    size_t c = s.find(',');
+    std::string_view part = s.substr(0, c);
+    if (!part.empty()) out.emplace_back(part);
+    if (c == std::string_view::npos) break;
+    s.remove_prefix(c + 1);
+  }
+  return out;
+}
+
+Response ListRuns(runs::RunStore& store, const Request& req) {
+  auto filter = runs::Filter::Parse(req.Param("filter"));
+  if (!filter.ok()) return ApiError(filter.error());
+  runs::ListOptions o;
+  if (req.Has("sort")) o.sort = std::string(req.Param("sort"));
+  if (!runs::IsKnownField(o.sort)) return BadData("invalid parameter \"sort\": unknown field \"" + o.sort + "\"");
+  std::string_view order = req.Param("order");
+  if (order == "asc") o.descending = false;
+  else if (!order.empty() && order != "desc") return BadData("invalid parameter \"order\": expected asc or desc");
+  auto limit = IntParam(req, "limit", 1000, 1, 100000);
+  if (!limit.ok()) return ApiError(limit.error());
+  auto offset = IntParam(req, "offset", 0, 0, INT64_MAX);
+  if (!offset.ok()) return ApiError(offset.error());
+  o.limit = static_cast<size_t>(*limit);
+  o.offset = static_cast<size_t>(*offset);
+  runs::Json a = runs::Json::array();
+  for (const runs::Run& r : store.List(*filter, o)) a.push_back(runs::RunToJson(r));
+  return JsonSuccess(a);
+}
+
+Response RunMetrics(runs::RunStore& store, const Request& req) {
+  runs::MetricsQuery q;
+  q.ids = SplitList(req.Param("ids"));
+  if (q.ids.empty()) return BadData("invalid parameter \"ids\": expected one or more run ids, comma-separated");
+  if (q.ids.size() > 1000) return BadData("invalid parameter \"ids\": at most 1000 runs");
+  q.keys = SplitList(req.Param("keys"));
+  std::string_view x = req.Param("x");
+  if (x == "time") q.by_step = false;
+  else if (!x.empty() && x != "step") return BadData("invalid parameter \"x\": expected step or time");
+  auto points = IntParam(req, "points", 1000, 1, 100000);
+  if (!points.ok()) return ApiError(points.error());
+  q.points = *points;
+  if (std::string_view sm = req.Param("smoothing"); !sm.empty()) {
+    double v = NAN;
+    auto [end, ec] = std::from_chars(sm.data(), sm.data() + sm.size(), v);
+    if (ec != std::errc() || end != sm.data() + sm.size() || !(v >= 0 && v < 1)) {
+      return BadData("invalid parameter \"smoothing\": expected a number in [0, 1), got \"" + std::string(sm) + "\"");
+    }
+    q.smoothing = v;
+  }
+  for (auto [name, out] : {std::pair<std::string_view, std::optional<int64_t>*>{"start", &q.start}, {"end", &q.end}}) {
+    std::string_view s = req.Param(name);
+    if (s.empty()) continue;
+    if (q.by_step) {
+      auto v = IntParam(req, name, 0, INT64_MIN, INT64_MAX);
+      if (!v.ok()) return ApiError(v.error());
+      *out = *v;
+    } else {
+      auto t = ParseTime(s);
+      if (!t.ok()) return BadData("invalid parameter \"" + std::string(name) + "\": " + t.error().message());
+      *out = *t;
+    }
+  }
+  auto res = store.ReadMetrics(q);
+  if (!res.ok()) return ApiError(res.error());
+  return JsonSuccess(*res);
+}
+
+Response GetRun(runs::RunStore& store, std::string_view id) {
+  auto r = store.Get(id);
+  if (!r.ok()) return ApiError(r.error());
+  auto alerts = store.Alerts(id);
+  if (!alerts.ok()) return ApiError(alerts.error());
+  return JsonSuccess(runs::RunToJson(*r, &*alerts));
+}
+
+Response RunAction(runs::RunStore& store, std::string_view id, std::string_view action, const Request& req) {
+  if (action == "batches") {
+    auto b = runs::ParseBatchRequest(req.body);
+    if (!b.ok()) return ApiError(b.error());
+    auto res = store.WriteBatch(id, *b);
+    if (!res.ok()) return ApiError(res.error());
+    return JsonSuccess({{"accepted", res->accepted}, {"duplicate", res->duplicate},
+                        {"rejected", runs::RejectionsJson(res->rejected)}});
+  }
+  if (action == "heartbeat") {
+    Status s = store.Heartbeat(id);
+    return s.ok() ? NoContent() : ApiError(s);
+  }
+  if (action == "finish") {
+    auto f = runs::ParseFinishRequest(req.body);
+    if (!f.ok()) return ApiError(f.error());
+    auto r = store.Finish(id, *f);
+    if (!r.ok()) return ApiError(r.error());
+    return JsonSuccess(runs::RunToJson(*r));
+  }
+  // alerts
+  auto a = runs::ParseAlertRequest(req.body);
+  if (!a.ok()) return ApiError(a.error());
+  Status s = store.AddAlert(id, std::move(*a));
+  return s.ok() ? NoContent() : ApiError(s);
+}
+
+}  // namespace
+
+Response Api::Runs(const Request& req, std::string_view* handler) {
+  std::string_view p = req.path;
+  bool get = req.method == "GET" || req.method == "HEAD";
+  bool post = req.method == "POST";
+  auto method_not_allowed = [] { return Text(405, "method not allowed\n"); };
+  runs::RunStore* store = deps_.runs;
+  auto unavailable = [] { return ApiError(Status::Unavailable("experiment tracking is not enabled")); };
+  if (p == kPrefix) {
+    *handler = kPrefix;
+    if (!get && !post) return method_not_allowed();
+    if (store == nullptr) return unavailable();
+    if (get) return ListRuns(*store, req);
+    auto c = runs::ParseCreateRequest(req.body);
+    if (!c.ok()) return ApiError(c.error());
+    auto r = store->CreateOrResume(*c);
+    if (!r.ok()) return ApiError(r.error());
+    return JsonSuccess(runs::RunToJson(*r));
+  }
+  std::string_view rest = p.substr(kPrefix.size() + 1);  // after "/api/v1/runs/"
+  if (rest == "metrics") {
+    *handler = "/api/v1/runs/metrics";
+    if (!get && !post) return method_not_allowed();
+    if (store == nullptr) return unavailable();
+    return RunMetrics(*store, req);
+  }
+  size_t slash = rest.find('/');
+  std::string_view id = rest.substr(0, slash);
+  if (slash == std::string_view::npos) {
+    *handler = "/api/v1/runs/:id";
+    if (!get) return method_not_allowed();
+    if (store == nullptr) return unavailable();
+    return GetRun(*store, id);
+  }
+  std::string_view action = rest.substr(slash + 1);
+  static constexpr std::string_view kActions[] = {"batches", "heartbeat", "finish", "alerts"};
+  static constexpr std::string_view kHandlers[] = {"/api/v1/runs/:id/batches", "/api/v1/runs/:id/heartbeat",
+                                                   "/api/v1/runs/:id/finish", "/api/v1/runs/:id/alerts"};
+  for (size_t i = 0; i < std::size(kActions); i++) {
+    if (action != kActions[i]) continue;
+    *handler = kHandlers[i];
+    if (!post) return method_not_allowed();
+    if (store == nullptr) return unavailable();
+    return RunAction(*store, id, action, req);
+  }
+  return Text(404, "404 page not found\n");
+}
+
+}  // namespace trainwatch::http

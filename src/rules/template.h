@@ -1,0 +1,84 @@
+#pragma once
+// Go text/template, as Prometheus expands alert labels and annotations:
+// actions with trim markers and comments, variables, pipelines, if / range /
+// with / define / template / block, Go's builtins (and, or, not, eq, lt, len,
+// index, print, printf, html, js, urlquery, ...) and Prometheus's functions
+// (humanize*, query, first, label, value, reReplaceAll, ...). Output and
+// error texts follow Go's, byte for byte where tests pin them.
+//
+// Templates are data, never code: no function reads files, the network or
+// the environment; output size, evaluation steps and nesting are bounded
+// (TemplateLimits), so no template can hang or exhaust memory.
+//
+// Thread safety: a parsed Template is immutable; Execute may run concurrently.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "rules/template_value.h"
+
+namespace trainwatch::rules {
+
+// Runs a PromQL instant query for the template function `query` and returns
+// the resulting vector (labels incl. __name__, value). Errors are shown as
+// "error calling query: <message>".
+using TemplateQueryFunc = std::function<Result<std::vector<tmpl::Sample>>(std::string_view expr)>;
+
+struct TemplateLimits {
+  size_t max_output_bytes = 1 << 20;    // output beyond this is an execution error
+  int64_t max_steps = 1'000'000;        // nodes evaluated + range iterations
+  int max_template_depth = 100;         // nested {{template}} calls
+};
+
+struct TemplateOptions {
+  TemplateQueryFunc query;       // empty: `query` fails with "query function not available"
+  std::string external_url;      // for externalURL / pathPrefix
+  TemplateLimits limits;
+};
+
+namespace tmpl {
+struct Tree;
+}
+
+class Template {
+ public:
+  // Parses `text` as template `name`. Errors read like Go's
+  // "template: NAME:LINE: unexpected EOF".
+  static Result<Template> Parse(std::string_view name, std::string_view text);
+
+  // Executes with `data` as dot. Errors read like Go's
+  // "template: NAME:LINE:COL: executing \"NAME\" at <NODE>: MESSAGE".
+  Result<std::string> Execute(const tmpl::Value& data, const TemplateOptions& opts) const;
+
+  const std::string& name() const;
+
+ private:
+  std::shared_ptr<const tmpl::Tree> tree_;
+};
+
+// The variables Prometheus defines before every alert template.
+inline constexpr std::string_view kAlertTemplateDefs =
+    "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}"
+    "{{$value := .Value}}";
+
+// Parse-only check of one alert label/annotation template, as promtool's
+// `check rules` does (Go's ParseTest). The error is Go's parse error text.
+Status CheckAlertTemplate(std::string_view alert_name, std::string_view text);
+
+// Expands like Prometheus's alerting rule (template name "__alert_<name>",
+// defs prepended). Errors: "error parsing template __alert_X: ..." or
+// "error executing template __alert_X: ...".
+Result<std::string> ExpandAlertTemplate(std::string_view alert_name, std::string_view text,
+                                        const tmpl::AlertData& data, const TemplateOptions& opts);
+
+// What an alert's label or annotation shows: the expansion, or
+// "<error expanding template: ERROR>" as Prometheus shows a failed one.
+std::string ExpandAlertField(std::string_view alert_name, std::string_view text, const tmpl::AlertData& data,
+                             const TemplateOptions& opts);
+
+}  // namespace trainwatch::rules

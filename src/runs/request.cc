@@ -1,0 +1,221 @@
+#include "runs/request.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "runs/metric_name.h"
+
+namespace trainwatch::runs {
+namespace {
+
+constexpr size_t kMaxBatchIdLength = 256;
+constexpr size_t kMaxNameLength = 256;
+
+Status FieldError(std::string_view field, std::string_view msg) {
+  return Status::InvalidArgument("field \"" + std::string(field) + "\": " + std::string(msg));
+}
+
+Result<Json> ParseObject(std::string_view body) {
+  Json j;
+  try {
+    j = Json::parse(body.begin(), body.end());
+  } catch (const Json::parse_error& e) {
+    return Status::InvalidArgument(std::string("body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return Status::InvalidArgument("body: expected a JSON object");
+  return j;
+}
+
+// An integer (an integral double like 1.7e12 counts); nullopt otherwise.
+std::optional<int64_t> AsInt(const Json& v) {
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return v.get<int64_t>();
+  }
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+  }
+  return std::nullopt;
+}
+
+// An optional string field; absent and null are nullopt.
+Result<std::optional<std::string>> OptString(const Json& j, const char* field, size_t max_len = 4096) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) return FieldError(field, "expected a string");
+  if (it->get_ref<const std::string&>().size() > max_len) {
+    return FieldError(field, "longer than " + std::to_string(max_len) + " bytes");
+  }
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+Result<std::optional<int64_t>> OptInt(const Json& j, const char* field, int64_t min) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return std::optional<int64_t>();
+  auto v = AsInt(*it);
+  if (!v || *v < min) return FieldError(field, "expected an integer >= " + std::to_string(min));
+  return std::optional<int64_t>(*v);
+}
+
+Result<Json> OptSummary(const Json& j) {
+  auto it = j.find("summary");
+  if (it == j.end() || it->is_null()) return Json::object();
+  if (!it->is_object()) return FieldError("summary", "expected an object");
+  return *it;
+}
+
+// A logged value: a JSON number or "NaN" / "Inf" / "+Inf" / "-Inf".
+std::optional<double> AsValue(const Json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s == "NaN") return std::nan("");
+    if (s == "Inf" || s == "+Inf") return HUGE_VAL;
+    if (s == "-Inf") return -HUGE_VAL;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+size_t BatchRequest::num_values() const {
+  size_t n = 0;
+  for (const BatchPoint& p : points) n += p.values.size();
+  return n;
+}
+
+Result<CreateRequest> ParseCreateRequest(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, ParseObject(body));
+  CreateRequest r;
+  auto id = j.find("id");
+  if (id == j.end() || !id->is_string() || !IsValidRunId(id->get_ref<const std::string&>())) {
+    return FieldError("id", "expected 1-64 characters of [A-Za-z0-9_.-]");
+  }
+  r.id = id->get<std::string>();
+  if (r.id == "metrics") return FieldError("id", "\"metrics\" is reserved (GET /api/v1/runs/metrics)");
+  ASSIGN_OR_RETURN(auto project, OptString(j, "project", kMaxNameLength));
+  if (!project || project->empty()) return FieldError("project", "expected a non-empty string");
+  r.project = *project;
+  ASSIGN_OR_RETURN(r.name, OptString(j, "name", kMaxNameLength));
+  if (r.name && r.name->empty()) r.name.reset();
+  ASSIGN_OR_RETURN(r.host, OptString(j, "host"));
+  ASSIGN_OR_RETURN(r.command, OptString(j, "command", 65536));
+  ASSIGN_OR_RETURN(r.git_commit, OptString(j, "git_commit"));
+  ASSIGN_OR_RETURN(r.total_steps, OptInt(j, "total_steps", 0));
+  ASSIGN_OR_RETURN(r.pid, OptInt(j, "pid", 0));
+  ASSIGN_OR_RETURN(r.world_size, OptInt(j, "world_size", 1));
+  ASSIGN_OR_RETURN(r.rank, OptInt(j, "rank", 0));
+  if (auto c = j.find("config"); c != j.end() && !c->is_null()) {
+    if (!c->is_object()) return FieldError("config", "expected an object");
+    r.config = *c;
+  }
+  if (auto t = j.find("tags"); t != j.end() && !t->is_null()) {
+    if (!t->is_array()) return FieldError("tags", "expected an array of strings");
+    for (size_t i = 0; i < t->size(); i++) {
+      if (!(*t)[i].is_string()) return FieldError("tags[" + std::to_string(i) + "]", "expected a string");
+    }
+    r.tags = *t;
+  }
+  return r;
+}
+
+Result<BatchRequest> ParseBatchRequest(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, ParseObject(body));
+  BatchRequest r;
+  auto bid = j.find("batch_id");
+  if (bid == j.end() || !bid->is_string() || bid->get_ref<const std::string&>().empty() ||
+      bid->get_ref<const std::string&>().size() > kMaxBatchIdLength) {
+    return FieldError("batch_id", "expected a string of 1-" + std::to_string(kMaxBatchIdLength) + " characters");
+  }
+  r.batch_id = bid->get<std::string>();
+  ASSIGN_OR_RETURN(r.rank, OptInt(j, "rank", 0));
+  ASSIGN_OR_RETURN(auto host, OptString(j, "host", kMaxNameLength));
+  if (host) r.host = *host;
+  ASSIGN_OR_RETURN(r.summary, OptSummary(j));
+  auto pts = j.find("points");
+  if (pts == j.end() || pts->is_null()) return r;
+  if (!pts->is_array()) return FieldError("points", "expected an array");
+  std::unordered_map<std::string, Result<std::string>> names;  // key -> metric name or why not
+  for (size_t i = 0; i < pts->size(); i++) {
+    const Json& p = (*pts)[i];
+    std::string where = "points[" + std::to_string(i) + "]";
+    if (!p.is_object()) return FieldError(where, "expected an object");
+    auto vals = p.find("values");
+    if (vals != p.end() && !vals->is_null() && !vals->is_object()) return FieldError(where + ".values", "expected an object");
+    auto step = p.find("step");
+    if (step == p.end() || step->is_null()) {
+      r.rejected.push_back({i, std::nullopt, "missing step"});
+      continue;
+    }
+    auto s = AsInt(*step);
+    if (!s || *s < 0) {
+      r.rejected.push_back({i, std::nullopt, "step: expected an integer >= 0"});
+      continue;
+    }
+    auto ts = p.find("ts");
+    std::optional<int64_t> t = ts == p.end() ? std::nullopt : AsInt(*ts);
+    if (!t || *t <= 0) {
+      r.rejected.push_back({i, std::nullopt, ts == p.end() ? "missing ts" : "ts: expected unix milliseconds"});
+      continue;
+    }
+    BatchPoint bp{i, *s, *t, {}, {}};
+    if (vals != p.end() && vals->is_object()) {
+      for (const auto& [key, v] : vals->items()) {
+        auto value = AsValue(v);
+        if (!value) {
+          r.rejected.push_back({i, key, "value is not a number (a JSON number or \"NaN\", \"Inf\", \"-Inf\")"});
+          continue;
+        }
+        auto it = names.find(key);
+        if (it == names.end()) it = names.emplace(key, KeyToMetricName(key)).first;
+        if (!it->second.ok()) {
+          r.rejected.push_back({i, key, "key maps to no metric name: " + it->second.error().message()});
+          continue;
+        }
+        bp.values.push_back({*it->second, *value});
+        bp.keyed.emplace_back(key, *value);
+      }
+    }
+    r.points.push_back(std::move(bp));
+  }
+  return r;
+}
+
+Json RejectionsJson(const std::vector<Rejection>& rej) {
+  Json a = Json::array();
+  for (const Rejection& r : rej) {
+    a.push_back({{"point", r.point}, {"key", r.key ? Json(*r.key) : Json(nullptr)}, {"error", r.error}});
+  }
+  return a;
+}
+
+Result<FinishRequest> ParseFinishRequest(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, ParseObject(body));
+  FinishRequest r;
+  auto st = j.find("status");
+  if (st == j.end() || !st->is_string() || (*st != kFinished && *st != kFailed)) {
+    return FieldError("status", "expected \"finished\" or \"failed\"");
+  }
+  r.status = st->get<std::string>();
+  ASSIGN_OR_RETURN(r.summary, OptSummary(j));
+  return r;
+}
+
+Result<RunAlert> ParseAlertRequest(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, ParseObject(body));
+  RunAlert a;
+  ASSIGN_OR_RETURN(auto title, OptString(j, "title", 1024));
+  if (!title || title->empty()) return FieldError("title", "expected a non-empty string");
+  a.title = *title;
+  ASSIGN_OR_RETURN(auto text, OptString(j, "text", 65536));
+  a.text = text.value_or("");
+  ASSIGN_OR_RETURN(auto level, OptString(j, "level", 16));
+  a.level = level.value_or("info");
+  if (a.level != "info" && a.level != "warning" && a.level != "error") {
+    return FieldError("level", "expected \"info\", \"warning\" or \"error\"");
+  }
+  return a;
+}
+
+}  // namespace trainwatch::runs

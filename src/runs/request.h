@@ -1,0 +1,71 @@
+#pragma once
+// The JSON request bodies of the runs API (docs/runs-api.md), parsed and
+// validated. A body that is not of the documented shape is InvalidArgument
+// naming the field ("points[3].values: expected an object"); inside a batch,
+// a value or point the server cannot store is a Rejection instead, and the
+// rest of the batch stays valid.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "runs/run.h"
+
+namespace trainwatch::runs {
+
+// POST /api/v1/runs
+struct CreateRequest {
+  std::string id, project;
+  std::optional<std::string> name, host, command, git_commit;
+  std::optional<Json> config;  // object
+  std::optional<Json> tags;    // array of strings
+  std::optional<int64_t> total_steps, pid, world_size;
+  // A rank other than 0 only makes sure the run exists: it never changes the
+  // metadata or status of a run rank 0 registered (docs/runs-api.md).
+  std::optional<int64_t> rank;
+};
+Result<CreateRequest> ParseCreateRequest(std::string_view body);
+
+struct BatchValue {
+  std::string metric;  // KeyToMetricName(key)
+  double value;
+};
+struct BatchPoint {
+  size_t index;      // in the request's points array
+  int64_t step;
+  int64_t ts_ms;
+  std::vector<BatchValue> values;
+  std::vector<std::pair<std::string, double>> keyed;  // (key, value) for the summary
+};
+struct Rejection {
+  size_t point;
+  std::optional<std::string> key;  // absent: the whole point
+  std::string error;
+};
+// POST /api/v1/runs/{id}/batches
+struct BatchRequest {
+  std::string batch_id;
+  std::optional<int64_t> rank;
+  std::string host;
+  std::vector<BatchPoint> points;  // the storable ones, in request order
+  std::vector<Rejection> rejected;
+  Json summary = Json::object();
+  size_t num_values() const;
+};
+Result<BatchRequest> ParseBatchRequest(std::string_view body);
+Json RejectionsJson(const std::vector<Rejection>& r);
+
+// POST /api/v1/runs/{id}/finish
+struct FinishRequest {
+  std::string status;  // finished or failed
+  Json summary = Json::object();
+};
+Result<FinishRequest> ParseFinishRequest(std::string_view body);
+
+// POST /api/v1/runs/{id}/alerts
+Result<RunAlert> ParseAlertRequest(std::string_view body);
+
+}  // namespace trainwatch::runs

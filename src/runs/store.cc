@@ -1,0 +1,407 @@
+#include "runs/store.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "ingest/import.h"
+#include "model/sample.h"
+#include "runs/store_internal.h"
+
+namespace trainwatch::runs {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS runs(
+  id TEXT PRIMARY KEY, project TEXT NOT NULL, name TEXT NOT NULL, status TEXT NOT NULL,
+  config TEXT NOT NULL, tags TEXT NOT NULL, summary TEXT NOT NULL,
+  total_steps INTEGER, step INTEGER, start_time_ms INTEGER NOT NULL, end_time_ms INTEGER,
+  heartbeat_time_ms INTEGER NOT NULL, host TEXT NOT NULL, pid INTEGER, command TEXT NOT NULL,
+  git_commit TEXT NOT NULL, world_size INTEGER, eta_seconds REAL,
+  UNIQUE(project, name));
+CREATE TABLE IF NOT EXISTS batches(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, batch_id TEXT NOT NULL,
+  UNIQUE(run_id, batch_id));
+CREATE INDEX IF NOT EXISTS batches_by_run ON batches(run_id, seq);
+CREATE TABLE IF NOT EXISTS alerts(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, time_ms INTEGER NOT NULL,
+  title TEXT NOT NULL, text TEXT NOT NULL, level TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS alerts_by_run ON alerts(run_id, seq);
+)sql";
+
+constexpr const char* kRunColumns =
+    "id, project, name, status, config, tags, summary, total_steps, step, start_time_ms, end_time_ms, "
+    "heartbeat_time_ms, host, pid, command, git_commit, world_size, eta_seconds";
+
+Status NotFound(std::string_view id) { return Status::NotFound("run \"" + std::string(id) + "\" not found"); }
+
+Json ParseStored(const std::string& text, Json fallback) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception&) {
+    return fallback;
+  }
+}
+
+// Summary values as stored: numbers stay, non-finite numbers become strings.
+void MergeSummary(Json* into, const Json& from) {
+  for (const auto& [k, v] : from.items()) (*into)[k] = v;
+}
+
+}  // namespace
+
+Status Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    Status s = Status::IOError(std::string("runs.db: ") + (err ? err : "error"));
+    sqlite3_free(err);
+    return s;
+  }
+  return Status::OK();
+}
+
+model::Labels RunLabels(std::string_view name, const Run& r,
+                        std::initializer_list<std::pair<std::string_view, std::string_view>> extra) {
+  std::vector<model::Label> v;
+  v.push_back({std::string(model::kMetricName), std::string(name)});
+  v.push_back({"project", r.project});
+  v.push_back({"run", r.name});
+  for (const auto& [n, val] : extra) {
+    if (!val.empty()) v.push_back({std::string(n), std::string(val)});
+  }
+  return model::Labels(std::move(v));
+}
+
+RunStore::RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Queryable* q)
+    : opts_([&] {
+        if (!opts.now_ms) opts.now_ms = [] { return NowMillis(); };
+        return std::move(opts);
+      }()),
+      app_(app),
+      queryable_(q),
+      opened_ms_(opts_.now_ms()) {}
+
+RunStore::~RunStore() {
+  Stop();
+  std::lock_guard<std::mutex> l(mu_);
+  if (db_ != nullptr) sqlite3_close(db_);
+}
+
+Result<std::unique_ptr<RunStore>> RunStore::Open(const RunStoreOptions& opts, storage::Appendable* app,
+                                                  storage::Queryable* queryable) {
+  std::unique_ptr<RunStore> s(new RunStore(opts, app, queryable));
+  Status st = s->Init();
+  if (!st.ok()) return st.Annotate("open " + opts.path);
+  return s;
+}
+
+Status RunStore::Init() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (sqlite3_open_v2(opts_.path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    return Status::IOError(db_ ? sqlite3_errmsg(db_) : "out of memory");
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  RETURN_IF_ERROR(Exec(db_, "PRAGMA journal_mode=WAL"));
+  RETURN_IF_ERROR(Exec(db_, opts_.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(Exec(db_, kSchema));
+  Stmt q(db_, std::string("SELECT ") + kRunColumns + " FROM runs");
+  while (q.Step()) {
+    Run r;
+    r.id = q.Text(0);
+    r.project = q.Text(1);
+    r.name = q.Text(2);
+    r.status = q.Text(3);
+    r.config = ParseStored(q.Text(4), Json::object());
+    r.tags = ParseStored(q.Text(5), Json::array());
+    r.summary = ParseStored(q.Text(6), Json::object());
+    r.total_steps = q.OptInt(7);
+    r.step = q.OptInt(8);
+    r.start_time_ms = q.Int(9);
+    r.end_time_ms = q.OptInt(10);
+    r.heartbeat_time_ms = q.Int(11);
+    r.host = q.Text(12);
+    r.pid = q.OptInt(13);
+    r.command = q.Text(14);
+    r.git_commit = q.Text(15);
+    r.world_size = q.OptInt(16);
+    if (!q.IsNull(17)) r.eta_seconds = q.Double(17);
+    std::string id = r.id;
+    runs_.emplace(std::move(id), std::move(r));
+  }
+  RETURN_IF_ERROR(q.status());
+  TW_LOG(Info, "runs: opened {} ({} runs, synchronous={})", opts_.path, runs_.size(), opts_.sync_full ? "FULL" : "NORMAL");
+  return Status::OK();
+}
+
+RunStore::Live& RunStore::LiveOf(const std::string& id) {
+  auto& p = live_[id];
+  if (!p) p = std::make_unique<Live>();
+  return *p;
+}
+
+Status RunStore::SaveRun(const Run& r) {
+  Stmt st(db_, std::string("INSERT INTO runs(") + kRunColumns +
+                   ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18) "
+                   "ON CONFLICT(id) DO UPDATE SET project=?2, name=?3, status=?4, config=?5, tags=?6, summary=?7, "
+                   "total_steps=?8, step=?9, start_time_ms=?10, end_time_ms=?11, heartbeat_time_ms=?12, host=?13, "
+                   "pid=?14, command=?15, git_commit=?16, world_size=?17, eta_seconds=?18");
+  st.Bind(1, r.id).Bind(2, r.project).Bind(3, r.name).Bind(4, r.status);
+  st.Bind(5, DumpJson(r.config)).Bind(6, DumpJson(r.tags)).Bind(7, DumpJson(r.summary));
+  st.Bind(8, r.total_steps).Bind(9, r.step).Bind(10, r.start_time_ms).Bind(11, r.end_time_ms);
+  st.Bind(12, r.heartbeat_time_ms).Bind(13, r.host).Bind(14, r.pid).Bind(15, r.command).Bind(16, r.git_commit);
+  st.Bind(17, r.world_size).Bind(18, r.eta_seconds);
+  return st.Run();
+}
+
+std::string RunStore::UniqueName(const std::string& project, const std::string& name) const {
+  auto taken = [&](const std::string& n) {
+    for (const auto& [id, r] : runs_) {
+      if (r.project == project && r.name == n) return true;
+    }
+    return false;
+  };
+  if (!taken(name)) return name;
+  for (int i = 2;; i++) {
+    std::string n = name + "-" + std::to_string(i);
+    if (!taken(n)) return n;
+  }
+}
+
+Status RunStore::WriteRunSeries(const Run& r, Live& live, bool progress, bool ended) {
+  int64_t t = std::max(Now(), live.last_series_ts + 1);
+  Status s = ingest::AppendAndCommit(*app_, [&](storage::Appender* app) -> Status {
+    auto add = [&](std::string_view name, double v) -> Status {
+      auto ref = app->Append(0, RunLabels(name, r), t, v);
+      return ref.ok() ? Status::OK() : ref.error();
+    };
+    RETURN_IF_ERROR(add("trainwatch_run_heartbeat_timestamp_seconds", r.heartbeat_time_ms / 1000.0));
+    RETURN_IF_ERROR(add("trainwatch_run_active", r.status == kRunning ? 1 : 0));
+    RETURN_IF_ERROR(add("trainwatch_run_start_timestamp_seconds", r.start_time_ms / 1000.0));
+    if (r.total_steps) RETURN_IF_ERROR(add("trainwatch_run_total_steps", static_cast<double>(*r.total_steps)));
+    if (progress) {
+      if (auto p = r.progress()) RETURN_IF_ERROR(add("trainwatch_run_progress_ratio", *p));
+      if (r.eta_seconds) RETURN_IF_ERROR(add("trainwatch_run_eta_seconds", *r.eta_seconds));
+    }
+    // A run that ended has no ETA: a stale marker ends the series at once,
+    // as Prometheus does for a target's vanished series.
+    if (ended) RETURN_IF_ERROR(add("trainwatch_run_eta_seconds", model::StaleNaN()));
+    return Status::OK();
+  });
+  if (s.ok()) live.last_series_ts = t;
+  return s;
+}
+
+Result<Run> RunStore::CreateOrResume(const CreateRequest& req) {
+  std::unique_lock<std::mutex> l(mu_);
+  Live& live = LiveOf(req.id);
+  l.unlock();
+  std::lock_guard<std::mutex> w(live.write_mu);
+  l.lock();
+  int64_t now = Now();
+  auto it = runs_.find(req.id);
+  bool owner = !req.rank || *req.rank == 0;
+  Run r;
+  if (it != runs_.end()) {
+    r = it->second;
+    if (r.project != req.project) {
+      return Status::InvalidArgument("field \"id\": run \"" + req.id + "\" belongs to project \"" + r.project + "\"");
+    }
+    if (!owner) return r;  // another rank joining: the run is rank 0's
+    r.status = std::string(kRunning);
+    r.end_time_ms.reset();
+  } else {
+    r.id = req.id;
+    r.project = req.project;
+    r.name = UniqueName(req.project, req.name.value_or(req.id));
+    r.start_time_ms = now;
+  }
+  r.heartbeat_time_ms = now;
+  if (req.config) r.config = *req.config;
+  if (req.tags) r.tags = *req.tags;
+  if (req.total_steps) r.total_steps = *req.total_steps;
+  if (req.host) r.host = *req.host;
+  if (req.pid) r.pid = *req.pid;
+  if (req.command) r.command = *req.command;
+  if (req.git_commit) r.git_commit = *req.git_commit;
+  if (req.world_size) r.world_size = *req.world_size;
+  RETURN_IF_ERROR(SaveRun(r));
+  runs_[r.id] = r;
+  l.unlock();
+  RETURN_IF_ERROR(WriteRunSeries(r, live, true, false));
+  return r;
+}
+
+Status RunStore::Heartbeat(std::string_view id) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!runs_.contains(std::string(id))) return NotFound(id);
+  Live& live = LiveOf(std::string(id));
+  l.unlock();
+  std::lock_guard<std::mutex> w(live.write_mu);
+  l.lock();
+  Run r = runs_.at(std::string(id));
+  r.heartbeat_time_ms = Now();
+  if (r.status == kCrashed) {  // it was only silent: alive again
+    r.status = std::string(kRunning);
+    r.end_time_ms.reset();
+  }
+  RETURN_IF_ERROR(SaveRun(r));
+  runs_[r.id] = r;
+  l.unlock();
+  return WriteRunSeries(r, live, true, false);
+}
+
+Result<Run> RunStore::Finish(std::string_view id, const FinishRequest& req) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!runs_.contains(std::string(id))) return NotFound(id);
+  Live& live = LiveOf(std::string(id));
+  l.unlock();
+  std::lock_guard<std::mutex> w(live.write_mu);
+  l.lock();
+  Run r = runs_.at(std::string(id));
+  int64_t now = Now();
+  r.status = req.status;
+  r.end_time_ms = now;
+  r.heartbeat_time_ms = now;
+  r.eta_seconds.reset();
+  MergeSummary(&r.summary, req.summary);
+  RETURN_IF_ERROR(SaveRun(r));
+  runs_[r.id] = r;
+  l.unlock();
+  live.window.clear();
+  live.last.reset();
+  RETURN_IF_ERROR(WriteRunSeries(r, live, true, true));
+  return r;
+}
+
+Status RunStore::AddAlert(std::string_view id, RunAlert a) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!runs_.contains(std::string(id))) return NotFound(id);
+  a.time_ms = Now();
+  Stmt st(db_, "INSERT INTO alerts(run_id, time_ms, title, text, level) VALUES(?1,?2,?3,?4,?5)");
+  st.Bind(1, id).Bind(2, a.time_ms).Bind(3, a.title).Bind(4, a.text).Bind(5, a.level);
+  return st.Run();
+}
+
+Result<Run> RunStore::Get(std::string_view id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = runs_.find(std::string(id));
+  if (it == runs_.end()) return NotFound(id);
+  return it->second;
+}
+
+Result<std::vector<RunAlert>> RunStore::Alerts(std::string_view id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!runs_.contains(std::string(id))) return NotFound(id);
+  std::vector<RunAlert> out;
+  Stmt q(db_, "SELECT time_ms, title, text, level FROM alerts WHERE run_id=?1 ORDER BY seq");
+  q.Bind(1, id);
+  while (q.Step()) out.push_back({q.Int(0), q.Text(1), q.Text(2), q.Text(3)});
+  RETURN_IF_ERROR(q.status());
+  return out;
+}
+
+std::vector<Run> RunStore::List(const Filter& filter, const ListOptions& o) const {
+  std::vector<Run> out;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, r] : runs_) {
+      if (filter.Matches(r)) out.push_back(r);
+    }
+  }
+  // Nulls (absent fields) sort last either way; ties by start time, then id.
+  std::vector<std::pair<Json, size_t>> keys;
+  keys.reserve(out.size());
+  for (size_t i = 0; i < out.size(); i++) keys.emplace_back(FieldValue(out[i], o.sort), i);
+  auto rank = [](const Json& j) { return j.is_null() ? 1 : 0; };
+  std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
+    if (rank(a.first) != rank(b.first)) return rank(a.first) < rank(b.first);
+    if (!a.first.is_null() && a.first != b.first) {
+      bool less = a.first < b.first;
+      return o.descending ? !less && b.first < a.first : less;
+    }
+    const Run& x = out[a.second];
+    const Run& y = out[b.second];
+    if (x.start_time_ms != y.start_time_ms) {
+      return o.descending ? x.start_time_ms > y.start_time_ms : x.start_time_ms < y.start_time_ms;
+    }
+    return o.descending ? x.id > y.id : x.id < y.id;
+  });
+  std::vector<Run> page;
+  for (size_t i = o.offset; i < keys.size() && page.size() < o.limit; i++) page.push_back(std::move(out[keys[i].second]));
+  return page;
+}
+
+int RunStore::CheckHeartbeats() {
+  int64_t now = Now();
+  std::vector<std::string> stale;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, r] : runs_) {
+      // Silence while this server was down is not the run's fault.
+      if (r.status == kRunning && std::max(r.heartbeat_time_ms, opened_ms_) + opts_.heartbeat_timeout_ms < now) {
+        stale.push_back(id);
+      }
+    }
+  }
+  int marked = 0;
+  for (const std::string& id : stale) {
+    std::unique_lock<std::mutex> l(mu_);
+    Live& live = LiveOf(id);
+    l.unlock();
+    std::lock_guard<std::mutex> w(live.write_mu);
+    l.lock();
+    Run r = runs_.at(id);
+    now = Now();
+    if (r.status != kRunning || std::max(r.heartbeat_time_ms, opened_ms_) + opts_.heartbeat_timeout_ms >= now) continue;
+    r.status = std::string(kCrashed);
+    r.end_time_ms = now;
+    r.eta_seconds.reset();
+    // Series first, so that once the API says crashed, PromQL says inactive;
+    // on failure the next check tries again.
+    l.unlock();
+    Status s = WriteRunSeries(r, live, false, true);
+    if (!s.ok()) {
+      TW_LOG(Error, "runs: write series of {}: {}", id, s.ToString());
+      continue;
+    }
+    l.lock();
+    s = SaveRun(r);
+    if (!s.ok()) {
+      TW_LOG(Error, "runs: mark {} crashed: {}", id, s.ToString());
+      continue;
+    }
+    runs_[id] = r;
+    l.unlock();
+    TW_LOG(Info, "runs: run {} ({}/{}) crashed: no heartbeat for {} s", id, r.project, r.name,
+           (now - r.heartbeat_time_ms) / 1000);
+    marked++;
+  }
+  return marked;
+}
+
+void RunStore::StartHeartbeatChecker() {
+  int64_t period = std::clamp<int64_t>(opts_.heartbeat_timeout_ms / 4, 50, 10000);
+  checker_ = std::thread([this, period] {
+    std::unique_lock<std::mutex> l(stop_mu_);
+    while (!stopping_) {
+      stop_cv_.wait_for(l, std::chrono::milliseconds(period), [&] { return stopping_; });
+      if (stopping_) break;
+      l.unlock();
+      CheckHeartbeats();
+      l.lock();
+    }
+  });
+}
+
+void RunStore::Stop() {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (checker_.joinable()) checker_.join();
+}
+
+}  // namespace trainwatch::runs

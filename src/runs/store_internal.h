@@ -1,0 +1,96 @@
+#pragma once
+// RunStore internals shared by store*.cc: per-run live state and a thin
+// SQLite statement wrapper.
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "base/status.h"
+#include "model/labels.h"
+#include "runs/store.h"
+
+namespace trainwatch::runs {
+
+struct RunStore::Live {
+  std::mutex write_mu;           // serializes the mutations of one run
+  // Guarded by write_mu:
+  std::deque<std::pair<int64_t, int64_t>> window;  // (ts ms, step) of recent rank-0 points, >= 1 s apart
+  std::optional<std::pair<int64_t, int64_t>> last;  // the newest rank-0 point
+  int64_t last_series_ts = 0;    // timestamp of the last run-series sample written
+  uint64_t batches_since_trim = 0;
+};
+
+// One prepared statement; Status-returning steps. Not thread-safe.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, std::string_view sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &st_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(st_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& Bind(int i, std::string_view s) {
+    Check(sqlite3_bind_text(st_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Stmt& Bind(int i, int64_t v) { Check(sqlite3_bind_int64(st_, i, v)); return *this; }
+  Stmt& Bind(int i, double v) { Check(sqlite3_bind_double(st_, i, v)); return *this; }
+  template <typename T>
+  Stmt& Bind(int i, const std::optional<T>& v) {
+    if (v) return Bind(i, *v);
+    Check(sqlite3_bind_null(st_, i));
+    return *this;
+  }
+  // Steps once: true with a row, false when done; errors in status().
+  bool Step() {
+    if (rc_ != SQLITE_OK) return false;
+    int rc = sqlite3_step(st_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) rc_ = rc;
+    return false;
+  }
+  // Runs to completion.
+  Status Run() {
+    while (Step()) {
+    }
+    return status();
+  }
+  Status status() const {
+    if (rc_ == SQLITE_OK) return Status::OK();
+    return Status::IOError(std::string("runs.db: ") + sqlite3_errmsg(db_));
+  }
+  bool IsNull(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
+  int64_t Int(int col) const { return sqlite3_column_int64(st_, col); }
+  double Double(int col) const { return sqlite3_column_double(st_, col); }
+  std::string Text(int col) const {
+    const unsigned char* p = sqlite3_column_text(st_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(st_, col)) : std::string();
+  }
+  std::optional<int64_t> OptInt(int col) const { return IsNull(col) ? std::nullopt : std::optional<int64_t>(Int(col)); }
+
+ private:
+  void Check(int rc) {
+    if (rc != SQLITE_OK && rc_ == SQLITE_OK) rc_ = rc;
+  }
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+Status Exec(sqlite3* db, const char* sql);
+
+// {__name__=name, project, run} plus `extra` labels (empty values dropped).
+model::Labels RunLabels(std::string_view name, const Run& r,
+                        std::initializer_list<std::pair<std::string_view, std::string_view>> extra = {});
+
+inline constexpr std::string_view kStepSeries = "trainwatch_run_step";
+
+}  // namespace trainwatch::runs

@@ -1,0 +1,377 @@
+#include "runs/store.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "base/file.h"
+#include "runs/request.h"
+#include "tsdb/temp_db_test_util.h"
+
+namespace trainwatch::runs {
+namespace {
+
+constexpr int64_t kT0 = 1796218600000;
+
+struct S {
+  int64_t t;
+  double v;
+  bool operator==(const S&) const = default;
+};
+
+class RunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tw_runs_test_XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    Open();
+  }
+  void TearDown() override {
+    store_.reset();
+    (void)file::RemoveAll(dir_);
+  }
+  void Open(const std::string& file = "runs.db") {
+    store_.reset();
+    RunStoreOptions o;
+    o.path = dir_ + "/" + file;
+    o.heartbeat_timeout_ms = 60000;
+    o.now_ms = [this] { return now_; };
+    auto s = RunStore::Open(o, db_.get(), db_.get());
+    ASSERT_TRUE(s.ok()) << s.error().ToString();
+    store_ = std::move(*s);
+  }
+  runs::Run Create(std::string_view body) {
+    auto req = ParseCreateRequest(body);
+    EXPECT_TRUE(req.ok()) << req.error().ToString();
+    auto r = store_->CreateOrResume(*req);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return r.ok() ? *r : runs::Run{};
+  }
+  BatchResult Batch(std::string_view id, std::string_view body) {
+    auto req = ParseBatchRequest(body);
+    EXPECT_TRUE(req.ok()) << req.error().ToString();
+    auto r = store_->WriteBatch(id, *req);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return r.ok() ? *r : BatchResult{};
+  }
+  // Samples of the series with exactly these labels.
+  std::vector<S> Samples(const model::Labels& ls) {
+    auto data = db_.Data();
+    std::vector<S> out;
+    if (auto it = data.find(ls); it != data.end()) {
+      for (const model::Sample& x : it->second) out.push_back({x.t, x.v});
+    }
+    return out;
+  }
+  static model::Labels L(std::string_view name, std::string_view run = "r",
+                         std::initializer_list<std::pair<std::string_view, std::string_view>> extra = {}) {
+    std::vector<model::Label> v{{"__name__", std::string(name)}, {"project", "p"}, {"run", std::string(run)}};
+    for (auto [n, x] : extra) v.push_back({std::string(n), std::string(x)});
+    return model::Labels(std::move(v));
+  }
+
+  std::string dir_;
+  int64_t now_ = kT0;
+  tsdb::testing::TempDB db_;
+  std::unique_ptr<RunStore> store_;
+};
+
+TEST_F(RunStoreTest, RunRoundTripsThroughReopen) {
+  runs::Run r = Create(R"({"id":"abc","project":"p","name":"r","config":{"lr":0.0003,"opt":{"b":[1,2]}},
+                    "tags":["x","y"],"total_steps":200,"host":"h1","pid":42,"command":"train.py --lr 3e-4",
+                    "git_commit":"9b96403","world_size":8})");
+  EXPECT_EQ(r.status, "running");
+  EXPECT_EQ(r.start_time_ms, kT0);
+  now_ += 1000;
+  Batch("abc", R"({"batch_id":"b1","points":[{"step":10,"ts":1796218601000,"values":{"loss":0.5}}],
+                  "summary":{"best":0.4}})");
+  Open();
+  auto got = store_->Get("abc");
+  ASSERT_TRUE(got.ok());
+  Json j = RunToJson(*got);
+  EXPECT_EQ(j["config"], Json::parse(R"({"lr":0.0003,"opt":{"b":[1,2]}})"));
+  EXPECT_EQ(j["tags"], Json::parse(R"(["x","y"])"));
+  EXPECT_EQ(j["total_steps"], 200);
+  EXPECT_EQ(j["step"], 10);
+  EXPECT_EQ(j["host"], "h1");
+  EXPECT_EQ(j["pid"], 42);
+  EXPECT_EQ(j["command"], "train.py --lr 3e-4");
+  EXPECT_EQ(j["git_commit"], "9b96403");
+  EXPECT_EQ(j["world_size"], 8);
+  EXPECT_EQ(j["summary"], Json::parse(R"({"loss":0.5,"best":0.4})"));
+  EXPECT_DOUBLE_EQ(j["start_time"].get<double>(), kT0 / 1000.0);
+  EXPECT_DOUBLE_EQ(j["heartbeat_time"].get<double>(), (kT0 + 1000) / 1000.0);
+  EXPECT_DOUBLE_EQ(j["progress"].get<double>(), 0.05);
+  EXPECT_TRUE(j["end_time"].is_null());
+  EXPECT_EQ(store_->Get("nope").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(RunStoreTest, KnownIdResumes) {
+  Create(R"({"id":"abc","project":"p","name":"r","config":{"lr":1},"total_steps":10})");
+  now_ += 5000;
+  auto fin = store_->Finish("abc", *ParseFinishRequest(R"({"status":"failed"})"));
+  ASSERT_TRUE(fin.ok());
+  EXPECT_EQ(fin->status, "failed");
+  EXPECT_EQ(*fin->end_time_ms, kT0 + 5000);
+  now_ += 5000;
+  runs::Run r = Create(R"({"id":"abc","project":"p","name":"other","config":{"lr":2}})");
+  EXPECT_EQ(r.status, "running");
+  EXPECT_EQ(r.name, "r");              // the run keeps its name
+  EXPECT_EQ(r.config["lr"], 2);        // updated when given
+  EXPECT_EQ(*r.total_steps, 10);       // kept when not
+  EXPECT_EQ(r.start_time_ms, kT0);
+  EXPECT_FALSE(r.end_time_ms);
+  // Another rank joining changes nothing.
+  runs::Run r2 = Create(R"({"id":"abc","project":"p","rank":3,"host":"other-host","config":{}})");
+  EXPECT_EQ(r2.config["lr"], 2);
+  // The id belongs to its project.
+  auto bad = store_->CreateOrResume(*ParseCreateRequest(R"({"id":"abc","project":"q"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.error().IsInvalidArgument());
+}
+
+TEST_F(RunStoreTest, NamesAreUniqueWithinAProject) {
+  EXPECT_EQ(Create(R"({"id":"a","project":"p","name":"x"})").name, "x");
+  EXPECT_EQ(Create(R"({"id":"b","project":"p","name":"x"})").name, "x-2");
+  EXPECT_EQ(Create(R"({"id":"c","project":"p","name":"x"})").name, "x-3");
+  EXPECT_EQ(Create(R"({"id":"d","project":"q","name":"x"})").name, "x");
+  EXPECT_EQ(Create(R"({"id":"e","project":"p"})").name, "e");  // default: the id
+  Open();
+  EXPECT_EQ(Create(R"({"id":"f","project":"p","name":"x"})").name, "x-4");
+}
+
+TEST_F(RunStoreTest, BatchIsIdempotent) {
+  Create(R"({"id":"abc","project":"p","name":"r"})");
+  const char* body = R"({"batch_id":"b1","points":[{"step":1,"ts":1796218601000,"values":{"loss":0.5,"lr":0.1}},
+                                                   {"step":2,"ts":1796218602000,"values":{"loss":0.4,"lr":0.1}}]})";
+  BatchResult a = Batch("abc", body);
+  EXPECT_EQ(a.accepted, 4u);
+  EXPECT_FALSE(a.duplicate);
+  BatchResult b = Batch("abc", body);
+  EXPECT_EQ(b.accepted, 0u);
+  EXPECT_TRUE(b.duplicate);
+  Open();
+  EXPECT_TRUE(Batch("abc", body).duplicate);  // remembered across restarts
+  EXPECT_EQ(Samples(L("loss")), (std::vector<S>{{1796218601000, 0.5}, {1796218602000, 0.4}}));
+  EXPECT_EQ(Samples(L("trainwatch_run_step")), (std::vector<S>{{1796218601000, 1}, {1796218602000, 2}}));
+  EXPECT_EQ(db_->GetStats().duplicate_samples_total, 0u);
+  auto unknown = store_->WriteBatch("nope", *ParseBatchRequest(R"({"batch_id":"x"})"));
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+}
+
+// A crash after the TSDB commit but before the batch id is recorded: the
+// retry appends the same samples again, and the TSDB keeps them once.
+TEST_F(RunStoreTest, RetryAfterLostBatchIdStoresSamplesOnce) {
+  const char* run = R"({"id":"abc","project":"p","name":"r"})";
+  const char* body = R"({"batch_id":"b1","points":[{"step":1,"ts":1796218601000,"values":{"loss":0.5}}]})";
+  Create(run);
+  Batch("abc", body);
+  now_ += 1000;       // run series of the two stores at distinct timestamps
+  Open("other.db");  // the same TSDB, a runs.db that never recorded b1
+  Create(run);
+  BatchResult r = Batch("abc", body);
+  EXPECT_FALSE(r.duplicate);
+  EXPECT_EQ(Samples(L("loss")), (std::vector<S>{{1796218601000, 0.5}}));
+  EXPECT_EQ(Samples(L("trainwatch_run_step")), (std::vector<S>{{1796218601000, 1}}));
+  EXPECT_EQ(db_->GetStats().duplicate_samples_total, 2u);
+}
+
+TEST_F(RunStoreTest, RejectedValuesDoNotLoseTheRest) {
+  Create(R"({"id":"abc","project":"p","name":"r"})");
+  BatchResult r = Batch("abc", R"({"batch_id":"b1","points":[
+      {"step":1,"ts":1796218601000,"values":{"loss":0.5,"":1,"acc":"high","trainwatch_run_active":1}},
+      {"ts":1796218602000,"values":{"loss":0.4}},
+      {"step":3,"ts":1796218603000,"values":{"loss":"NaN","train/loss":"-Inf","ok@1":2}},
+      {"step":-1,"ts":1796218604000,"values":{"loss":0.1}}]})");
+  EXPECT_EQ(r.accepted, 4u);
+  Json rej = RejectionsJson(r.rejected);
+  ASSERT_EQ(rej.size(), 5u) << rej.dump();
+  EXPECT_EQ(rej[0]["point"], 0);
+  EXPECT_EQ(rej[0]["key"], "");
+  EXPECT_NE(rej[0]["error"].get<std::string>().find("maps to no metric name"), std::string::npos);
+  EXPECT_EQ(rej[1]["key"], "acc");
+  EXPECT_NE(rej[1]["error"].get<std::string>().find("not a number"), std::string::npos);
+  EXPECT_EQ(rej[2]["key"], "trainwatch_run_active");
+  EXPECT_EQ(rej[3]["point"], 1);
+  EXPECT_TRUE(rej[3]["key"].is_null());
+  EXPECT_EQ(rej[3]["error"], "missing step");
+  EXPECT_EQ(rej[4]["point"], 3);
+  auto loss = Samples(L("loss"));
+  ASSERT_EQ(loss.size(), 2u);
+  EXPECT_EQ(loss[0].v, 0.5);
+  EXPECT_TRUE(std::isnan(loss[1].v));
+  EXPECT_EQ(Samples(L("train:loss")), (std::vector<S>{{1796218603000, -HUGE_VAL}}));
+  EXPECT_EQ(Samples(L("U__ok_40_1")), (std::vector<S>{{1796218603000, 2}}));
+  EXPECT_EQ(store_->Get("abc")->summary["loss"], "NaN");
+}
+
+TEST_F(RunStoreTest, MalformedBodiesNameTheField) {
+  auto f = [](std::string_view body, std::string_view want) {
+    auto r = ParseBatchRequest(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
+  };
+  f("{", "not valid JSON");
+  f("[]", "expected a JSON object");
+  f(R"({"points":[]})", "field \"batch_id\"");
+  f(R"({"batch_id":"b","points":{}})", "field \"points\"");
+  f(R"({"batch_id":"b","points":[{"step":1,"ts":1,"values":{}}, 3]})", "field \"points[1]\"");
+  f(R"({"batch_id":"b","points":[{"step":1,"ts":1,"values":[1]}]})", "field \"points[0].values\"");
+  f(R"({"batch_id":"b","rank":-1})", "field \"rank\"");
+  f(R"({"batch_id":"b","summary":3})", "field \"summary\"");
+  EXPECT_NE(ParseCreateRequest(R"({"id":"a b","project":"p"})").error().message().find("\"id\""), std::string::npos);
+  EXPECT_NE(ParseCreateRequest(R"({"id":"a"})").error().message().find("\"project\""), std::string::npos);
+  EXPECT_NE(ParseCreateRequest(R"({"id":"a","project":"p","tags":["x",1]})").error().message().find("tags[1]"),
+            std::string::npos);
+  EXPECT_NE(ParseCreateRequest(R"({"id":"a","project":"p","total_steps":"x"})").error().message().find("total_steps"),
+            std::string::npos);
+  EXPECT_FALSE(ParseFinishRequest(R"({"status":"crashed"})").ok());
+  EXPECT_FALSE(ParseAlertRequest(R"({"title":"t","level":"fatal"})").ok());
+}
+
+TEST_F(RunStoreTest, HeartbeatTimeoutMarksCrashed) {
+  Create(R"({"id":"a","project":"p","name":"r"})");
+  Create(R"({"id":"b","project":"p","name":"s"})");
+  now_ += 30000;
+  ASSERT_TRUE(store_->Heartbeat("b").ok());
+  now_ += 30001;  // a: 60.001 s silent; b: 30.001 s
+  EXPECT_EQ(store_->CheckHeartbeats(), 1);
+  EXPECT_EQ(store_->Get("a")->status, "crashed");
+  EXPECT_EQ(*store_->Get("a")->end_time_ms, now_);
+  EXPECT_EQ(store_->Get("b")->status, "running");
+  auto active = Samples(L("trainwatch_run_active"));
+  ASSERT_FALSE(active.empty());
+  EXPECT_EQ(active.back().v, 0);
+  EXPECT_EQ(active.back().t, now_);
+  EXPECT_EQ(store_->CheckHeartbeats(), 0);
+  // A heartbeat from a run that was only silent brings it back.
+  now_ += 1000;
+  ASSERT_TRUE(store_->Heartbeat("a").ok());
+  EXPECT_EQ(store_->Get("a")->status, "running");
+  EXPECT_EQ(Samples(L("trainwatch_run_active")).back().v, 1);
+  // Finished runs are never marked.
+  ASSERT_TRUE(store_->Finish("a", *ParseFinishRequest(R"({"status":"finished"})")).ok());
+  now_ += 120000;
+  EXPECT_EQ(store_->CheckHeartbeats(), 1);  // b only
+  EXPECT_EQ(store_->Get("a")->status, "finished");
+  // After a restart, silence while the server was down does not count.
+  Create(R"({"id":"c","project":"p","name":"t"})");
+  now_ += 120000;
+  Open();
+  now_ += 59000;
+  EXPECT_EQ(store_->CheckHeartbeats(), 0);
+  now_ += 2000;
+  EXPECT_EQ(store_->CheckHeartbeats(), 1);
+}
+
+TEST_F(RunStoreTest, ProgressAndEtaFromTheStepRate) {
+  Create(R"({"id":"a","project":"p","name":"r","total_steps":1000})");
+  // 2 steps per second for 100 s.
+  std::string body = R"({"batch_id":"b1","points":[)";
+  for (int i = 0; i <= 100; i++) {
+    if (i) body += ',';
+    body += R"({"step":)" + std::to_string(2 * i) + R"(,"ts":)" + std::to_string(kT0 + 1000 * i) +
+            R"(,"values":{"loss":1}})";
+  }
+  body += "]}";
+  now_ = kT0 + 100000;
+  Batch("a", body);
+  runs::Run r = *store_->Get("a");
+  EXPECT_EQ(*r.step, 200);
+  EXPECT_DOUBLE_EQ(*r.progress(), 0.2);
+  ASSERT_TRUE(r.eta_seconds);
+  EXPECT_DOUBLE_EQ(*r.eta_seconds, 400.0);  // 800 steps at 2/s
+  EXPECT_EQ(Samples(L("trainwatch_run_eta_seconds")).back().v, 400.0);
+  EXPECT_EQ(Samples(L("trainwatch_run_progress_ratio")).back().v, 0.2);
+  EXPECT_EQ(Samples(L("trainwatch_run_total_steps")).back().v, 1000);
+  // A non-zero rank neither moves the step nor the ETA.
+  Batch("a", R"({"batch_id":"b2","rank":1,"host":"h2","points":[{"step":900,"ts":1796218700500,"values":{"loss":2}}]})");
+  EXPECT_EQ(*store_->Get("a")->step, 200);
+  EXPECT_EQ(Samples(L("loss", "r", {{"rank", "1"}, {"host", "h2"}})),
+            (std::vector<S>{{1796218700500, 2}}));
+  // Finishing ends the ETA series with a stale marker.
+  ASSERT_TRUE(store_->Finish("a", *ParseFinishRequest(R"({"status":"finished","summary":{"acc":0.9}})")).ok());
+  EXPECT_TRUE(model::IsStaleNaN(Samples(L("trainwatch_run_eta_seconds")).back().v));
+  EXPECT_EQ(store_->Get("a")->summary["acc"], 0.9);
+}
+
+TEST_F(RunStoreTest, ListFiltersSortsAndPages) {
+  for (int i = 0; i < 5; i++) {
+    now_ = kT0 + i * 1000;
+    Create(R"({"id":"r)" + std::to_string(i) + R"(","project":"p","name":"n)" + std::to_string(i) +
+           R"(","config":{"lr":)" + std::to_string(i) + R"(},"tags":[)" + (i % 2 ? R"("odd")" : "") + "]}");
+  }
+  auto ids = [](const std::vector<runs::Run>& rs) {
+    std::string s;
+    for (const runs::Run& r : rs) s += r.id + " ";
+    return s;
+  };
+  EXPECT_EQ(ids(store_->List(*Filter::Parse(""), {})), "r4 r3 r2 r1 r0 ");  // newest first
+  EXPECT_EQ(ids(store_->List(*Filter::Parse("tags contains 'odd'"), {})), "r3 r1 ");
+  ListOptions o;
+  o.sort = "config.lr";
+  o.descending = false;
+  o.offset = 1;
+  o.limit = 2;
+  EXPECT_EQ(ids(store_->List(*Filter::Parse("config.lr >= 1"), o)), "r2 r3 ");
+}
+
+TEST_F(RunStoreTest, AlertsAreKeptWithTheRun) {
+  Create(R"({"id":"a","project":"p"})");
+  ASSERT_TRUE(store_->AddAlert("a", *ParseAlertRequest(R"({"title":"loss spike","text":"x","level":"warning"})")).ok());
+  EXPECT_EQ(store_->AddAlert("zz", RunAlert{}).code(), StatusCode::kNotFound);
+  Open();
+  auto a = store_->Alerts("a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->size(), 1u);
+  EXPECT_EQ((*a)[0].title, "loss spike");
+  EXPECT_EQ((*a)[0].level, "warning");
+  EXPECT_EQ((*a)[0].time_ms, kT0);
+}
+
+TEST_F(RunStoreTest, ReadMetricsByStepAndTime) {
+  Create(R"({"id":"a","project":"p","name":"r"})");
+  // Steps 0..999 at 1 ms apart, then a resume that logs steps 990..999 again.
+  std::string body = R"({"batch_id":"b1","points":[)";
+  for (int i = 0; i < 1000; i++) {
+    if (i) body += ',';
+    body += R"({"step":)" + std::to_string(i) + R"(,"ts":)" + std::to_string(kT0 + i) + R"(,"values":{"train/loss":)" +
+            std::to_string(1000 - i) + "}}";
+  }
+  body += "]}";
+  Batch("a", body);
+  Batch("a", R"({"batch_id":"b2","rank":1,"points":[{"step":5,"ts":1796218600003,"values":{"train/loss":-7}}]})");
+  MetricsQuery q;
+  q.ids = {"a"};
+  q.keys = {"train/loss"};
+  q.points = 10;
+  auto res = store_->ReadMetrics(q);
+  ASSERT_TRUE(res.ok()) << res.error().ToString();
+  ASSERT_EQ(res->size(), 2u) << res->dump();  // rank 1 and rankless, in label order
+  const Json& s = (*res)[1];
+  EXPECT_EQ(s["key"], "train/loss");
+  EXPECT_EQ(s["metric"], "train:loss");
+  EXPECT_EQ(s["labels"], Json::object());
+  EXPECT_EQ(s["total_points"], 1000);
+  ASSERT_EQ(s["points"].size(), 10u);
+  EXPECT_EQ(s["points"][0], Json::parse(R"({"x":0,"min":901,"max":1000,"last":901,"count":100})"));
+  EXPECT_EQ(s["points"][9], Json::parse(R"({"x":900,"min":1,"max":100,"last":1,"count":100})"));
+  EXPECT_EQ((*res)[0]["labels"], Json::parse(R"({"rank":"1"})"));
+  EXPECT_EQ((*res)[0]["points"], Json::parse(R"([{"x":5,"min":-7,"max":-7,"last":-7,"count":1}])"));
+  // By time, smoothed, within a range; all keys when none are named.
+  q.by_step = false;
+  q.keys.clear();
+  q.smoothing = 0.5;
+  q.start = kT0 + 10;
+  q.end = kT0 + 11;
+  res = store_->ReadMetrics(q);
+  ASSERT_TRUE(res.ok());
+  ASSERT_EQ(res->size(), 1u) << res->dump();
+  EXPECT_EQ((*res)[0]["points"], Json::parse(R"([{"x":1796218600.01,"min":990,"max":990,"last":990,"ema":990,"count":1},
+                                                   {"x":1796218600.011,"min":989,"max":989,"last":989,"ema":989.3333333333334,"count":1}])"));
+  q.ids = {"a", "nope"};
+  EXPECT_EQ(store_->ReadMetrics(q).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace trainwatch::runs

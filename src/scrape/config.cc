@@ -1,0 +1,342 @@
+#include "scrape/config.h"
+
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include "base/log.h"
+
+namespace trainwatch::scrape {
+namespace {
+
+Status Err(const std::string& where, const std::string& msg) { return Status::InvalidArgument(where + ": " + msg); }
+
+Result<int64_t> ParseDuration(std::string_view s) {
+  auto bad = [&] { return Status::InvalidArgument("invalid duration \"" + std::string(s) + "\""); };
+  if (s == "0") return int64_t{0};
+  if (s.empty()) return bad();
+  static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
+      {"y", 365LL * 86400000}, {"w", 7LL * 86400000}, {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
+  int64_t total = 0;
+  size_t pos = 0;
+  int last = -1;
+  while (pos < s.size()) {
+    size_t start = pos;
+    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) pos++;
+    int64_t n = 0;
+    if (pos == start || std::from_chars(s.data() + start, s.data() + pos, n).ec != std::errc()) return bad();
+    int found = -1;
+    if (s.substr(pos).starts_with("ms")) found = 6;
+    else {
+      for (int i = 0; i < 6; i++) {
+        if (s.substr(pos).starts_with(kUnits[i].first)) {
+          found = i;
+          break;
+        }
+      }
+    }
+    if (found <= last) return bad();
+    last = found;
+    pos += kUnits[found].first.size();
+    total += n * kUnits[found].second;
+  }
+  return total;
+}
+
+// alecthomas/units Base2Bytes as Prometheus's body_size_limit: "0", "100B", "10KB", "5MiB", "1GB".
+Result<uint64_t> ParseBytes(std::string_view s) {
+  auto bad = [&] { return Status::InvalidArgument("invalid size \"" + std::string(s) + "\""); };
+  size_t pos = 0;
+  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) pos++;
+  uint64_t n = 0;
+  if (pos == 0 || std::from_chars(s.data(), s.data() + pos, n).ec != std::errc()) return bad();
+  std::string unit(s.substr(pos));
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() == 3 && unit[1] == 'I' && unit[2] == 'B') unit = unit.substr(0, 1) + "B";
+  static const std::pair<std::string_view, int> kUnits[] = {{"B", 0},   {"KB", 10}, {"MB", 20}, {"GB", 30},
+                                                            {"TB", 40}, {"PB", 50}, {"EB", 60}};
+  if (unit.empty()) return n == 0 ? Result<uint64_t>(uint64_t{0}) : Result<uint64_t>(bad());
+  for (auto [name, shift] : kUnits) {
+    if (unit == name) return n << shift;
+  }
+  return bad();
+}
+
+Result<std::string> Str(const YAML::Node& n, const std::string& where) {
+  if (n.IsNull()) return std::string();
+  if (!n.IsScalar()) return Err(where, "expected a string");
+  return n.Scalar();
+}
+
+Result<bool> Bool(const YAML::Node& n, const std::string& where) {
+  if (!n.IsScalar()) return Err(where, "expected true or false");
+  const std::string& s = n.Scalar();
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  return Err(where, "invalid boolean \"" + s + "\"");
+}
+
+Result<uint64_t> Uint(const YAML::Node& n, const std::string& where) {
+  if (!n.IsScalar()) return Err(where, "expected a non-negative integer");
+  uint64_t v = 0;
+  const std::string& s = n.Scalar();
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return Err(where, "invalid integer \"" + s + "\"");
+  return v;
+}
+
+Result<int64_t> Dur(const YAML::Node& n, const std::string& where) {
+  ASSIGN_OR_RETURN(std::string s, Str(n, where));
+  auto d = ParseDuration(s);
+  if (!d.ok()) return Err(where, d.error().message());
+  return *d;
+}
+
+Status CheckKeys(const YAML::Node& n, const std::string& where, const std::set<std::string, std::less<>>& allowed) {
+  if (!n.IsMap()) return Err(where, "expected a mapping");
+  for (const auto& kv : n) {
+    std::string k = kv.first.as<std::string>();
+    if (!allowed.contains(k)) return Err(where, "unknown field \"" + k + "\"");
+  }
+  return Status::OK();
+}
+
+Result<TargetGroup> ParseGroup(const YAML::Node& n, const std::string& where) {
+  RETURN_IF_ERROR(CheckKeys(n, where, {"targets", "labels"}));
+  TargetGroup g;
+  if (auto t = n["targets"]; t && !t.IsNull()) {
+    if (!t.IsSequence()) return Err(where + ".targets", "expected a list of host:port");
+    for (const auto& e : t) {
+      ASSIGN_OR_RETURN(std::string s, Str(e, where + ".targets"));
+      if (s.find('/') != std::string::npos) return Err(where + ".targets", "\"" + s + "\" is not a valid hostname");
+      g.targets.push_back(s);
+    }
+  }
+  if (auto l = n["labels"]; l && !l.IsNull()) {
+    if (!l.IsMap()) return Err(where + ".labels", "expected a mapping");
+    for (const auto& kv : l) {
+      std::string k = kv.first.as<std::string>();
+      if (!model::IsValidLabelName(k)) return Err(where + ".labels", "\"" + k + "\" is not a valid label name");
+      ASSIGN_OR_RETURN(std::string v, Str(kv.second, where + ".labels." + k));
+      g.labels.emplace_back(k, v);
+    }
+  }
+  return g;
+}
+
+const std::set<std::string, std::less<>>& KnownUnsupported() {
+  static const std::set<std::string, std::less<>> k = {
+      "target_limit", "oauth2", "proxy_url", "no_proxy", "proxy_from_environment", "proxy_connect_header",
+      "follow_redirects", "enable_http2", "azure_sd_configs", "consul_sd_configs", "digitalocean_sd_configs",
+      "docker_sd_configs", "dockerswarm_sd_configs", "dns_sd_configs", "ec2_sd_configs", "eureka_sd_configs",
+      "gce_sd_configs", "hetzner_sd_configs", "http_sd_configs", "ionos_sd_configs", "kubernetes_sd_configs",
+      "kuma_sd_configs", "lightsail_sd_configs", "linode_sd_configs", "marathon_sd_configs", "nerve_sd_configs",
+      "nomad_sd_configs", "openstack_sd_configs", "ovhcloud_sd_configs", "puppetdb_sd_configs",
+      "scaleway_sd_configs", "serverset_sd_configs", "triton_sd_configs", "uyuni_sd_configs", "vultr_sd_configs"};
+  return k;
+}
+
+Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_where, const GlobalDefaults& g) {
+  ScrapeConfig c;
+  if (!n.IsMap()) return Err(index_where, "expected a mapping");
+  if (!n["job_name"] || !n["job_name"].IsScalar() || n["job_name"].Scalar().empty()) {
+    return Err(index_where + ".job_name", "job_name is empty");
+  }
+  c.job_name = n["job_name"].Scalar();
+  const std::string w = index_where + " (job \"" + c.job_name + "\")";
+  static const std::set<std::string, std::less<>> kKeys = {
+      "job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels",
+      "honor_timestamps", "sample_limit", "label_limit", "label_name_length_limit", "label_value_length_limit",
+      "body_size_limit", "static_configs", "file_sd_configs", "relabel_configs", "metric_relabel_configs",
+      "basic_auth", "authorization", "bearer_token", "bearer_token_file", "tls_config"};
+  for (const auto& kv : n) {
+    std::string k = kv.first.as<std::string>();
+    if (kKeys.contains(k)) continue;
+    if (KnownUnsupported().contains(k)) {
+      TW_LOG(Warn, "{}: field \"{}\" is not supported by trainwatch; ignored", w, k);
+      continue;
+    }
+    return Err(w, "unknown field \"" + k + "\"");
+  }
+  c.scrape_interval_ms = g.scrape_interval_ms;
+  if (n["scrape_interval"]) { ASSIGN_OR_RETURN(c.scrape_interval_ms, Dur(n["scrape_interval"], w + ".scrape_interval")); }
+  if (c.scrape_interval_ms <= 0) return Err(w + ".scrape_interval", "must be positive");
+  if (n["scrape_timeout"]) {
+    ASSIGN_OR_RETURN(c.scrape_timeout_ms, Dur(n["scrape_timeout"], w + ".scrape_timeout"));
+  } else {
+    c.scrape_timeout_ms = std::min(g.scrape_timeout_ms, c.scrape_interval_ms);
+  }
+  if (c.scrape_timeout_ms <= 0) return Err(w + ".scrape_timeout", "must be positive");
+  if (c.scrape_timeout_ms > c.scrape_interval_ms) {
+    return Err(w + ".scrape_timeout", "scrape timeout greater than scrape interval for scrape config with job name \"" +
+                                          c.job_name + "\"");
+  }
+  if (n["metrics_path"]) {
+    ASSIGN_OR_RETURN(c.metrics_path, Str(n["metrics_path"], w + ".metrics_path"));
+    if (c.metrics_path.empty() || c.metrics_path[0] != '/') return Err(w + ".metrics_path", "must start with \"/\"");
+  }
+  if (n["scheme"]) {
+    ASSIGN_OR_RETURN(c.scheme, Str(n["scheme"], w + ".scheme"));
+    if (c.scheme != "http" && c.scheme != "https") return Err(w + ".scheme", "invalid scheme \"" + c.scheme + "\" (want http or https)");
+  }
+  if (auto p = n["params"]; p && !p.IsNull()) {
+    if (!p.IsMap()) return Err(w + ".params", "expected a mapping of name to a list of values");
+    for (const auto& kv : p) {
+      std::string k = kv.first.as<std::string>();
+      if (!kv.second.IsSequence()) return Err(w + ".params." + k, "expected a list of values");
+      for (const auto& e : kv.second) {
+        ASSIGN_OR_RETURN(std::string v, Str(e, w + ".params." + k));
+        c.params[k].push_back(v);
+      }
+    }
+  }
+  if (n["honor_labels"]) { ASSIGN_OR_RETURN(c.honor_labels, Bool(n["honor_labels"], w + ".honor_labels")); }
+  if (n["honor_timestamps"]) { ASSIGN_OR_RETURN(c.honor_timestamps, Bool(n["honor_timestamps"], w + ".honor_timestamps")); }
+  if (n["sample_limit"]) { ASSIGN_OR_RETURN(c.sample_limit, Uint(n["sample_limit"], w + ".sample_limit")); }
+  if (n["label_limit"]) { ASSIGN_OR_RETURN(c.label_limit, Uint(n["label_limit"], w + ".label_limit")); }
+  if (n["label_name_length_limit"]) {
+    ASSIGN_OR_RETURN(c.label_name_length_limit, Uint(n["label_name_length_limit"], w + ".label_name_length_limit"));
+  }
+  if (n["label_value_length_limit"]) {
+    ASSIGN_OR_RETURN(c.label_value_length_limit, Uint(n["label_value_length_limit"], w + ".label_value_length_limit"));
+  }
+  if (n["body_size_limit"]) {
+    ASSIGN_OR_RETURN(std::string s, Str(n["body_size_limit"], w + ".body_size_limit"));
+    auto b = ParseBytes(s);
+    if (!b.ok()) return Err(w + ".body_size_limit", b.error().message());
+    c.body_size_limit = *b;
+  }
+  if (auto sc = n["static_configs"]; sc && !sc.IsNull()) {
+    if (!sc.IsSequence()) return Err(w + ".static_configs", "expected a list");
+    for (size_t i = 0; i < sc.size(); i++) {
+      ASSIGN_OR_RETURN(TargetGroup tg, ParseGroup(sc[i], w + ".static_configs[" + std::to_string(i) + "]"));
+      tg.source = std::to_string(i);
+      c.static_configs.push_back(std::move(tg));
+    }
+  }
+  if (auto fs = n["file_sd_configs"]; fs && !fs.IsNull()) {
+    if (!fs.IsSequence()) return Err(w + ".file_sd_configs", "expected a list");
+    for (size_t i = 0; i < fs.size(); i++) {
+      std::string fw = w + ".file_sd_configs[" + std::to_string(i) + "]";
+      RETURN_IF_ERROR(CheckKeys(fs[i], fw, {"files", "refresh_interval"}));
+      FileSdConfig f;
+      if (!fs[i]["files"] || !fs[i]["files"].IsSequence() || fs[i]["files"].size() == 0) {
+        return Err(fw + ".files", "file service discovery config must contain at least one path name");
+      }
+      for (const auto& e : fs[i]["files"]) {
+        ASSIGN_OR_RETURN(std::string p, Str(e, fw + ".files"));
+        std::string base = p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
+        auto ends = [&](std::string_view suf) { return base.size() >= suf.size() && base.ends_with(suf); };
+        if (!ends(".json") && !ends(".yml") && !ends(".yaml")) {
+          return Err(fw + ".files", "path name \"" + p + "\" is not valid for file discovery (want *.json, *.yml or *.yaml)");
+        }
+        f.files.push_back(p);
+      }
+      if (fs[i]["refresh_interval"]) {
+        ASSIGN_OR_RETURN(f.refresh_interval_ms, Dur(fs[i]["refresh_interval"], fw + ".refresh_interval"));
+      }
+      c.file_sd_configs.push_back(std::move(f));
+    }
+  }
+  ASSIGN_OR_RETURN(c.relabel_configs, ParseRelabelConfigs(n["relabel_configs"], w + ".relabel_configs"));
+  ASSIGN_OR_RETURN(c.metric_relabel_configs, ParseRelabelConfigs(n["metric_relabel_configs"], w + ".metric_relabel_configs"));
+  if (auto b = n["basic_auth"]; b && !b.IsNull()) {
+    RETURN_IF_ERROR(CheckKeys(b, w + ".basic_auth", {"username", "password", "password_file"}));
+    c.has_basic_auth = true;
+    if (b["username"]) { ASSIGN_OR_RETURN(c.basic_user, Str(b["username"], w + ".basic_auth.username")); }
+    if (b["password"]) { ASSIGN_OR_RETURN(c.basic_password, Str(b["password"], w + ".basic_auth.password")); }
+    if (b["password_file"]) { ASSIGN_OR_RETURN(c.basic_password_file, Str(b["password_file"], w + ".basic_auth.password_file")); }
+    if (!c.basic_password.empty() && !c.basic_password_file.empty()) {
+      return Err(w + ".basic_auth", "at most one of basic_auth password & password_file must be configured");
+    }
+  }
+  int auth_kinds = 0;
+  if (auto a = n["authorization"]; a && !a.IsNull()) {
+    auth_kinds++;
+    RETURN_IF_ERROR(CheckKeys(a, w + ".authorization", {"type", "credentials", "credentials_file"}));
+    if (a["type"]) { ASSIGN_OR_RETURN(c.auth_type, Str(a["type"], w + ".authorization.type")); }
+    if (c.auth_type.empty()) c.auth_type = "Bearer";
+    if (c.auth_type == "Basic" || c.auth_type == "basic") {
+      return Err(w + ".authorization.type", "authorization type cannot be set to \"basic\", use \"basic_auth\" instead");
+    }
+    if (a["credentials"]) { ASSIGN_OR_RETURN(c.credentials, Str(a["credentials"], w + ".authorization.credentials")); }
+    if (a["credentials_file"]) {
+      ASSIGN_OR_RETURN(c.credentials_file, Str(a["credentials_file"], w + ".authorization.credentials_file"));
+    }
+    if (!c.credentials.empty() && !c.credentials_file.empty()) {
+      return Err(w + ".authorization", "at most one of authorization credentials & credentials_file must be configured");
+    }
+  }
+  if (n["bearer_token"] || n["bearer_token_file"]) {
+    auth_kinds++;
+    if (n["authorization"]) {
+      return Err(w, "authorization is not compatible with bearer_token & bearer_token_file");
+    }
+    if (n["bearer_token"] && n["bearer_token_file"]) {
+      return Err(w, "at most one of bearer_token & bearer_token_file must be configured");
+    }
+    if (n["bearer_token"]) { ASSIGN_OR_RETURN(c.credentials, Str(n["bearer_token"], w + ".bearer_token")); }
+    if (n["bearer_token_file"]) { ASSIGN_OR_RETURN(c.credentials_file, Str(n["bearer_token_file"], w + ".bearer_token_file")); }
+  }
+  if (c.has_basic_auth && auth_kinds > 0) {
+    return Err(w, "at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
+  }
+  if (auto t = n["tls_config"]; t && !t.IsNull()) {
+    std::string tw = w + ".tls_config";
+    RETURN_IF_ERROR(CheckKeys(t, tw, {"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify", "min_version"}));
+    if (t["ca_file"]) { ASSIGN_OR_RETURN(c.tls.ca_file, Str(t["ca_file"], tw + ".ca_file")); }
+    if (t["cert_file"]) { ASSIGN_OR_RETURN(c.tls.cert_file, Str(t["cert_file"], tw + ".cert_file")); }
+    if (t["key_file"]) { ASSIGN_OR_RETURN(c.tls.key_file, Str(t["key_file"], tw + ".key_file")); }
+    if (t["server_name"]) { ASSIGN_OR_RETURN(c.tls.server_name, Str(t["server_name"], tw + ".server_name")); }
+    if (t["insecure_skip_verify"]) {
+      ASSIGN_OR_RETURN(c.tls.insecure_skip_verify, Bool(t["insecure_skip_verify"], tw + ".insecure_skip_verify"));
+    }
+    if (c.tls.cert_file.empty() != c.tls.key_file.empty()) {
+      return Err(tw, "client cert file and client key file must both be specified");
+    }
+  }
+  c.fingerprint = YAML::Dump(n) + "\n#" + std::to_string(c.scrape_interval_ms) + "/" + std::to_string(c.scrape_timeout_ms);
+  return c;
+}
+
+}  // namespace
+
+std::string FormatDuration(int64_t ms) {
+  if (ms == 0) return "0s";
+  std::string r;
+  static constexpr std::pair<char, int64_t> kUnits[] = {
+      {'y', 365LL * 86400000}, {'w', 7LL * 86400000}, {'d', 86400000}, {'h', 3600000}, {'m', 60000}, {'s', 1000}};
+  for (auto [u, size] : kUnits) {
+    if (ms >= size) {
+      r += std::to_string(ms / size);
+      r += u;
+      ms %= size;
+    }
+  }
+  if (ms > 0) r += std::to_string(ms) + "ms";
+  return r;
+}
+
+Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, const GlobalDefaults& g) {
+  std::vector<ScrapeConfig> out;
+  if (!root || !root.IsMap()) return out;
+  YAML::Node sc = root["scrape_configs"];
+  if (!sc || sc.IsNull()) return out;
+  if (!sc.IsSequence()) return Status::InvalidArgument("scrape_configs: expected a list");
+  std::set<std::string> names;
+  try {
+    for (size_t i = 0; i < sc.size(); i++) {
+      ASSIGN_OR_RETURN(ScrapeConfig c, ParseOne(sc[i], "scrape_configs[" + std::to_string(i) + "]", g));
+      if (!names.insert(c.job_name).second) {
+        return Status::InvalidArgument("scrape_configs[" + std::to_string(i) + "]: found multiple scrape configs with job name \"" +
+                                       c.job_name + "\"");
+      }
+      out.push_back(std::move(c));
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string("scrape_configs: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace trainwatch::scrape

@@ -1,0 +1,76 @@
+#pragma once
+// `scrape_configs` of a prometheus.yml, parsed and defaulted as Prometheus
+// 2.42 does (global scrape_interval/scrape_timeout, metrics_path /metrics,
+// scheme http, honor_timestamps true). Errors name the job and the field:
+// `scrape_configs[2] (job "node").tls_config: unknown field "foo"`.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/status.h"
+#include "scrape/relabel.h"
+
+namespace trainwatch::scrape {
+
+// One static_configs entry, or one group of a file_sd file.
+struct TargetGroup {
+  std::vector<std::string> targets;                  // host:port
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string source;                                // e.g. "0" for static, or the file path
+};
+
+struct FileSdConfig {
+  std::vector<std::string> files;  // paths or globs (only in the last path element, as Prometheus)
+  int64_t refresh_interval_ms = 5 * 60 * 1000;
+};
+
+struct TlsConfig {
+  std::string ca_file, cert_file, key_file, server_name;
+  bool insecure_skip_verify = false;
+};
+
+struct ScrapeConfig {
+  std::string job_name;
+  int64_t scrape_interval_ms = 0;
+  int64_t scrape_timeout_ms = 0;
+  std::string metrics_path = "/metrics";
+  std::string scheme = "http";
+  std::map<std::string, std::vector<std::string>> params;
+  bool honor_labels = false;
+  bool honor_timestamps = true;
+  uint64_t sample_limit = 0;             // 0: none
+  uint64_t label_limit = 0;
+  uint64_t label_name_length_limit = 0;
+  uint64_t label_value_length_limit = 0;
+  uint64_t body_size_limit = 0;          // bytes, 0: none
+  std::vector<TargetGroup> static_configs;
+  std::vector<FileSdConfig> file_sd_configs;
+  std::vector<RelabelConfig> relabel_configs;
+  std::vector<RelabelConfig> metric_relabel_configs;
+  // Authentication: basic_auth, or a bearer token (authorization/bearer_token*).
+  std::string basic_user, basic_password, basic_password_file;
+  bool has_basic_auth = false;
+  std::string auth_type = "Bearer", credentials, credentials_file;
+  TlsConfig tls;
+  // The job's YAML as written, to tell whether a reload changed it.
+  std::string fingerprint;
+};
+
+struct GlobalDefaults {
+  int64_t scrape_interval_ms = 60000;
+  int64_t scrape_timeout_ms = 10000;
+};
+
+// Parses `root["scrape_configs"]` (root is the whole prometheus.yml). Keys
+// Prometheus knows but trainwatch does not implement (other *_sd_configs,
+// oauth2, proxy_url, ...) are logged and ignored; other keys are errors.
+Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, const GlobalDefaults& g);
+
+// Prometheus's model.Duration.String(): "15s", "1m30s", "2h", "0s".
+std::string FormatDuration(int64_t ms);
+
+}  // namespace trainwatch::scrape

@@ -1,0 +1,132 @@
+#include "scrape/config.h"
+
+#include <gtest/gtest.h>
+
+#include "scrape/target.h"
+
+namespace trainwatch::scrape {
+namespace {
+
+Result<std::vector<ScrapeConfig>> Parse(const std::string& yaml, GlobalDefaults g = {15000, 10000}) {
+  return ParseScrapeConfigs(YAML::Load(yaml), g);
+}
+
+TEST(ScrapeConfig, DefaultsFromGlobal) {
+  auto r = Parse("scrape_configs: [{job_name: a, static_configs: [{targets: ['h:1']}]},"
+                 " {job_name: b, scrape_interval: 5s},"
+                 " {job_name: c, scrape_interval: 1m30s, scrape_timeout: 20s, metrics_path: /m, scheme: https,"
+                 "  params: {module: [x, y]}, honor_labels: true, honor_timestamps: false, sample_limit: 10,"
+                 "  body_size_limit: 1KiB, basic_auth: {username: u, password: p}}]");
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  ASSERT_EQ(r->size(), 3u);
+  const ScrapeConfig& a = (*r)[0];
+  EXPECT_EQ(a.scrape_interval_ms, 15000);
+  EXPECT_EQ(a.scrape_timeout_ms, 10000);
+  EXPECT_EQ(a.metrics_path, "/metrics");
+  EXPECT_EQ(a.scheme, "http");
+  EXPECT_TRUE(a.honor_timestamps);
+  EXPECT_FALSE(a.honor_labels);
+  ASSERT_EQ(a.static_configs.size(), 1u);
+  EXPECT_EQ(a.static_configs[0].targets[0], "h:1");
+  // Global timeout longer than the job's interval: capped to the interval.
+  EXPECT_EQ((*r)[1].scrape_timeout_ms, 5000);
+  const ScrapeConfig& c = (*r)[2];
+  EXPECT_EQ(c.scrape_interval_ms, 90000);
+  EXPECT_EQ(FormatDuration(c.scrape_interval_ms), "1m30s");
+  EXPECT_EQ(c.params.at("module").size(), 2u);
+  EXPECT_TRUE(c.honor_labels);
+  EXPECT_FALSE(c.honor_timestamps);
+  EXPECT_EQ(c.sample_limit, 10u);
+  EXPECT_EQ(c.body_size_limit, 1024u);
+  EXPECT_TRUE(c.has_basic_auth);
+}
+
+TEST(ScrapeConfig, ErrorsNameJobAndField) {
+  const std::pair<std::string, std::string> kCases[] = {
+      {"scrape_configs: [{job_name: n, colour: red}]", "scrape_configs[0] (job \"n\"): unknown field \"colour\""},
+      {"scrape_configs: [{job_name: n, scrape_interval: 5x}]", "(job \"n\").scrape_interval: invalid duration \"5x\""},
+      {"scrape_configs: [{job_name: n, scrape_interval: 5s, scrape_timeout: 10s}]",
+       "scrape timeout greater than scrape interval for scrape config with job name \"n\""},
+      {"scrape_configs: [{job_name: n}, {job_name: n}]", "found multiple scrape configs with job name \"n\""},
+      {"scrape_configs: [{scrape_interval: 5s}]", "scrape_configs[0].job_name: job_name is empty"},
+      {"scrape_configs: [{job_name: n, scheme: ftp}]", "(job \"n\").scheme: invalid scheme \"ftp\""},
+      {"scrape_configs: [{job_name: n, sample_limit: -1}]", "(job \"n\").sample_limit: invalid integer \"-1\""},
+      {"scrape_configs: [{job_name: n, honor_labels: maybe}]", "(job \"n\").honor_labels: invalid boolean \"maybe\""},
+      {"scrape_configs: [{job_name: n, static_configs: [{targets: [a], lables: {}}]}]",
+       "(job \"n\").static_configs[0]: unknown field \"lables\""},
+      {"scrape_configs: [{job_name: n, static_configs: [{targets: ['http://a:1']}]}]", "is not a valid hostname"},
+      {"scrape_configs: [{job_name: n, tls_config: {ca: x}}]", "(job \"n\").tls_config: unknown field \"ca\""},
+      {"scrape_configs: [{job_name: n, bearer_token: a, bearer_token_file: b}]",
+       "at most one of bearer_token & bearer_token_file"},
+      {"scrape_configs: [{job_name: n, basic_auth: {username: u}, bearer_token: a}]", "at most one of basic_auth"},
+      {"scrape_configs: [{job_name: n, file_sd_configs: [{files: [targets.txt]}]}]", "is not valid for file discovery"},
+      {"scrape_configs: [{job_name: n, relabel_configs: [{action: hashmod, target_label: x}]}]",
+       "(job \"n\").relabel_configs[0]: modulus"},
+      {"scrape_configs: [{job_name: n, metric_relabel_configs: [{action: nope}]}]",
+       "(job \"n\").metric_relabel_configs[0].action: unknown relabel action \"nope\""},
+      {"scrape_configs: [{job_name: n, body_size_limit: lots}]", "(job \"n\").body_size_limit: invalid size"},
+  };
+  for (const auto& [yaml, want] : kCases) {
+    auto r = Parse(yaml);
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << yaml << "\n -> " << r.error().message();
+  }
+}
+
+TEST(ScrapeConfig, KnownButUnsupportedKeysAreIgnored) {
+  auto r = Parse("scrape_configs: [{job_name: k, kubernetes_sd_configs: [{role: pod}], follow_redirects: true}]");
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+}
+
+TEST(Targets, LabelsAsPrometheusComputesThem) {
+  auto r = Parse(
+      "scrape_configs: [{job_name: node, scrape_interval: 5s, params: {module: [m1]},"
+      " static_configs: [{targets: ['h1:9100', 'h2', 'drop-me:1'], labels: {env: prod, __meta_x: y}}],"
+      " relabel_configs: [{source_labels: [__address__], regex: 'drop-me:.*', action: drop},"
+      "                   {source_labels: [__meta_x], target_label: from_meta}]}]");
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  const ScrapeConfig& c = (*r)[0];
+  auto ts = TargetsFromGroup(c, c.static_configs[0]);
+  ASSERT_EQ(ts.size(), 3u);
+  const TargetSpec& t = ts[0];
+  ASSERT_FALSE(t.dropped);
+  EXPECT_EQ(t.discovered.Get("__address__"), "h1:9100");
+  EXPECT_EQ(t.discovered.Get("__scrape_interval__"), "5s");
+  EXPECT_EQ(t.discovered.Get("__scrape_timeout__"), "5s");
+  EXPECT_EQ(t.discovered.Get("__metrics_path__"), "/metrics");
+  EXPECT_EQ(t.discovered.Get("__scheme__"), "http");
+  EXPECT_EQ(t.discovered.Get("__param_module"), "m1");
+  EXPECT_EQ(t.discovered.Get("job"), "node");
+  EXPECT_EQ(t.discovered.Get("__meta_x"), "y");
+  EXPECT_EQ(t.PublicLabels(), (model::Labels{{"env", "prod"}, {"from_meta", "y"}, {"instance", "h1:9100"}, {"job", "node"}}));
+  EXPECT_EQ(t.Url(c), "http://h1:9100/metrics?module=m1");
+  // No port: the scheme's default is added, as Prometheus 2.42 does.
+  EXPECT_EQ(ts[1].labels.Get("__address__"), "h2:80");
+  EXPECT_EQ(ts[1].PublicLabels().Get("instance"), "h2:80");
+  EXPECT_TRUE(ts[2].dropped);
+  EXPECT_TRUE(ts[2].error.empty());
+  // An empty __address__ after relabeling drops the target with an error.
+  auto r2 = Parse("scrape_configs: [{job_name: j, static_configs: [{targets: ['a:1']}],"
+                  " relabel_configs: [{target_label: __address__, replacement: ''}]}]");
+  ASSERT_TRUE(r2.ok());
+  auto t2 = TargetsFromGroup((*r2)[0], (*r2)[0].static_configs[0]);
+  EXPECT_TRUE(t2[0].dropped);
+  EXPECT_EQ(t2[0].error, "no address");
+  // __param_* from relabeling override the config's params in the URL.
+  auto r3 = Parse("scrape_configs: [{job_name: j, params: {a: ['1 2']}, static_configs: [{targets: ['x:1']}],"
+                  " relabel_configs: [{target_label: __param_b, replacement: 'q&r'}]}]");
+  ASSERT_TRUE(r3.ok());
+  auto t3 = TargetsFromGroup((*r3)[0], (*r3)[0].static_configs[0]);
+  EXPECT_EQ(t3[0].Url((*r3)[0]), "http://x:1/metrics?a=1+2&b=q%26r");
+}
+
+TEST(Targets, FormatDuration) {
+  EXPECT_EQ(FormatDuration(0), "0s");
+  EXPECT_EQ(FormatDuration(15000), "15s");
+  EXPECT_EQ(FormatDuration(60000), "1m");
+  EXPECT_EQ(FormatDuration(3600000 + 1500), "1h1s500ms");
+  EXPECT_EQ(FormatDuration(86400000LL * 8), "1w1d");
+}
+
+}  // namespace
+}  // namespace trainwatch::scrape

@@ -1,0 +1,420 @@
+#include "scrape/scrape_loop.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "model/sample.h"
+
+namespace trainwatch::scrape {
+namespace {
+
+constexpr std::string_view kReportNames[5] = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
+                                              "scrape_samples_post_metric_relabeling", "scrape_series_added"};
+// Cache entries not seen for this many scrapes are forgotten.
+constexpr uint64_t kCacheKeepIters = 10;
+
+int64_t WallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string TrimSpace(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) i++;
+  return s.substr(i);
+}
+
+const char* StatusText(int code) {
+  switch (code) {
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+ScrapeLoop::ScrapeLoop(std::shared_ptr<const ScrapeConfig> cfg, TargetSpec target, storage::Appendable* db)
+    : cfg_(std::move(cfg)), target_(std::move(target)), db_(db) {
+  public_labels_ = target_.PublicLabels();
+  url_ = target_.Url(*cfg_);
+  for (int i = 0; i < 5; i++) {
+    model::LabelsBuilder b(public_labels_);
+    b.Set(model::kMetricName, kReportNames[i]);
+    report_[i].labels = b.Build();
+  }
+}
+
+ScrapeLoop::~ScrapeLoop() { Stop(false); }
+
+void ScrapeLoop::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void ScrapeLoop::Stop(bool stale) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_ && !thread_.joinable()) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (stale) {
+    auto app = db_->NewAppender();
+    int64_t t = NowMillis();
+    AppendStale(app.get(), t);
+    for (auto& r : report_) AppendOne(app.get(), &r.ref, r.labels, t, model::StaleNaN());
+    Status s = app->Commit();
+    if (!s.ok()) TW_LOG(Warn, "scrape {}: stale markers at stop: {}", url_, s.ToString());
+    prev_success_ = 0;
+  }
+}
+
+void ScrapeLoop::Run() {
+  const int64_t interval_ns = cfg_->scrape_interval_ms * 1000000;
+  // Spread targets over the interval: each scrapes at a fixed offset within
+  // it, from the hash of its labels (Prometheus's Target.offset).
+  int64_t now = WallNanos();
+  int64_t offset = static_cast<int64_t>(target_.Hash() % static_cast<uint64_t>(interval_ns));
+  int64_t next = now - now % interval_ns + offset;
+  if (next < now) next += interval_ns;
+  auto mono_at = [&](int64_t wall_ns) {
+    return std::chrono::steady_clock::now() + std::chrono::nanoseconds(wall_ns - WallNanos());
+  };
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      if (cv_.wait_until(l, mono_at(next), [&] { return stop_; })) return;
+    }
+    ScrapeOnce(NowMillis());
+    next += interval_ns;
+    now = WallNanos();
+    if (next <= now) next += ((now - next) / interval_ns + 1) * interval_ns;  // skip missed slots
+  }
+}
+
+Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
+  const ScrapeConfig& c = *cfg_;
+  size_t scheme_end = url_.find("://");
+  size_t path_start = url_.find('/', scheme_end + 3);
+  std::string base = url_.substr(0, path_start), path = url_.substr(path_start);
+  if (!client_) {
+    if (!c.tls.cert_file.empty()) client_ = std::make_unique<httplib::Client>(base, c.tls.cert_file, c.tls.key_file);
+    else client_ = std::make_unique<httplib::Client>(base);
+    if (!client_->is_valid()) {
+      client_.reset();
+      return Status::Unavailable("Get \"" + url_ + "\": cannot create client (tls_config files readable?)");
+    }
+    time_t sec = c.scrape_timeout_ms / 1000, usec = (c.scrape_timeout_ms % 1000) * 1000;
+    client_->set_connection_timeout(sec, usec);
+    client_->set_read_timeout(sec, usec);
+    client_->set_write_timeout(sec, usec);
+    client_->set_keep_alive(true);
+    client_->set_decompress(true);
+    if (c.scheme == "https") {
+      if (!c.tls.ca_file.empty()) client_->set_ca_cert_path(c.tls.ca_file);
+      client_->enable_server_certificate_verification(!c.tls.insecure_skip_verify);
+    }
+  }
+  httplib::Headers h = {
+      {"Accept", std::string(kAcceptHeader)},
+      {"Accept-Encoding", "gzip"},
+      {"User-Agent", "trainwatch"},
+      {"X-Prometheus-Scrape-Timeout-Seconds", fmt::format("{}", static_cast<double>(c.scrape_timeout_ms) / 1000)},
+  };
+  if (c.has_basic_auth) {
+    std::string pw = c.basic_password;
+    if (!c.basic_password_file.empty()) {
+      Status s = file::ReadFile(c.basic_password_file, &pw);
+      if (!s.ok()) return Status::Unavailable("unable to read basic auth password file: " + s.message());
+      pw = TrimSpace(pw);
+    }
+    client_->set_basic_auth(c.basic_user, pw);
+  } else if (!c.credentials.empty() || !c.credentials_file.empty()) {
+    std::string cred = c.credentials;
+    if (!c.credentials_file.empty()) {
+      Status s = file::ReadFile(c.credentials_file, &cred);
+      if (!s.ok()) return Status::Unavailable("unable to read authorization credentials file: " + s.message());
+      cred = TrimSpace(cred);
+    }
+    h.emplace("Authorization", c.auth_type + " " + cred);
+  }
+  const int64_t deadline = MonoNanos() + c.scrape_timeout_ms * 1000000;
+  int status = 0;
+  bool over_size = false, over_time = false;
+  body->clear();
+  auto res = client_->Get(
+      path, h,
+      [&](const httplib::Response& r) {
+        status = r.status;
+        *content_type = r.get_header_value("Content-Type");
+        return r.status == 200;
+      },
+      [&](const char* data, size_t n) {
+        if (c.body_size_limit > 0 && body->size() + n > c.body_size_limit) {
+          over_size = true;
+          return false;
+        }
+        if (MonoNanos() > deadline) {
+          over_time = true;
+          return false;
+        }
+        body->append(data, n);
+        return true;
+      });
+  if (over_size) {
+    client_.reset();
+    return Status::ResourceExhausted("body size limit exceeded");
+  }
+  if (status != 0 && status != 200) {
+    return Status::Unavailable(fmt::format("server returned HTTP status {} {}", status, StatusText(status)));
+  }
+  if (!res || over_time || MonoNanos() > deadline) {
+    httplib::Error e = res.error();
+    client_.reset();  // drop a possibly half-read connection
+    if (over_time || MonoNanos() > deadline || e == httplib::Error::ConnectionTimeout || e == httplib::Error::Read) {
+      return Status::Unavailable("Get \"" + url_ + "\": context deadline exceeded");
+    }
+    std::string why;
+    switch (e) {
+      case httplib::Error::Connection: why = "connection refused or host unreachable"; break;
+      case httplib::Error::SSLConnection: why = "tls handshake failed"; break;
+      case httplib::Error::SSLLoadingCerts: why = "tls: cannot load certificates"; break;
+      case httplib::Error::SSLServerVerification: why = "x509: certificate verification failed"; break;
+      case httplib::Error::Compression: why = "gzip: invalid compressed body"; break;
+      default: why = httplib::to_string(e); break;
+    }
+    return Status::Unavailable("Get \"" + url_ + "\": " + why);
+  }
+  return Status::OK();
+}
+
+void ScrapeLoop::ScrapeOnce(int64_t now_ms) {
+  int64_t t0 = MonoNanos();
+  std::string body, ctype;
+  Status s = Fetch(&body, &ctype);
+  double dur = static_cast<double>(MonoNanos() - t0) / 1e9;
+  ProcessScrape(s, body, ctype, now_ms, dur);
+}
+
+void ScrapeLoop::AppendOne(storage::Appender* app, storage::SeriesRef* ref, const model::Labels& labels, int64_t t,
+                           double v) {
+  if (*ref != 0 && app->AppendByRef(*ref, t, v)) return;
+  auto r = app->Append(0, labels, t, v);
+  if (r.ok()) *ref = *r;
+  else TW_LOG(Warn, "scrape {}: append {}: {}", url_, labels.ToString(), r.error().ToString());
+}
+
+void ScrapeLoop::AppendStale(storage::Appender* app, int64_t t) {
+  if (prev_success_ == 0) return;
+  for (auto& [text, e] : cache_) {
+    if (e.last_iter == prev_success_ && !e.dropped && e.stale_tracked) {
+      AppendOne(app, &e.ref, e.labels, t, model::StaleNaN());
+    }
+  }
+}
+
+void ScrapeLoop::AppendReport(storage::Appender* app, int64_t t, bool up, double duration_s, const ScrapeCounts& c) {
+  const double v[5] = {up ? 1.0 : 0.0, duration_s, static_cast<double>(c.scraped), static_cast<double>(c.post_relabel),
+                       static_cast<double>(c.series_added)};
+  for (int i = 0; i < 5; i++) AppendOne(app, &report_[i].ref, report_[i].labels, t, v[i]);
+}
+
+Status ScrapeLoop::NewEntry(const ingest::TextSample& s, Entry* e) {
+  const ScrapeConfig& c = *cfg_;
+  std::vector<model::Label> raw;
+  raw.reserve(s.num_labels + 1 + public_labels_.size());
+  raw.push_back({std::string(model::kMetricName), std::string(s.name)});
+  for (size_t i = 0; i < s.num_labels; i++) {
+    if (s.labels[i].name == model::kMetricName) continue;
+    raw.push_back({std::string(s.labels[i].name), std::string(s.labels[i].value)});
+  }
+  LabelSet exposed(std::move(raw));
+  LabelSet lb = exposed;
+  // Target labels: honor_labels keeps the scraped value on conflict;
+  // otherwise the target wins and the scraped one becomes exported_<name>.
+  if (c.honor_labels) {
+    for (const model::Label& l : public_labels_) {
+      if (!exposed.Has(l.name)) lb.Set(l.name, l.value);
+    }
+  } else {
+    std::vector<model::Label> conflicts;
+    for (const model::Label& l : public_labels_) {
+      std::string_view v = exposed.Get(l.name);
+      if (!v.empty()) conflicts.push_back({l.name, std::string(v)});
+      lb.Set(l.name, l.value);
+    }
+    std::stable_sort(conflicts.begin(), conflicts.end(),
+                     [](const model::Label& a, const model::Label& b) { return a.name.size() < b.name.size(); });
+    for (size_t i = 0; i < conflicts.size(); i++) {
+      std::string name = conflicts[i].name;
+      for (;;) {
+        name = "exported_" + name;
+        bool taken = exposed.Has(name) || public_labels_.Has(name);
+        for (size_t j = 0; j < i && !taken; j++) taken = conflicts[j].name == name;
+        if (!taken) break;
+      }
+      conflicts[i].name = name;
+    }
+    for (const model::Label& l : conflicts) lb.Set(l.name, l.value);
+  }
+  if (!Relabel(c.metric_relabel_configs, &lb) || lb.pairs().empty()) {
+    e->dropped = true;
+    return Status::OK();
+  }
+  const auto& pairs = lb.pairs();
+  if (c.label_limit > 0 && pairs.size() > c.label_limit) {
+    return Status::ResourceExhausted(fmt::format("label_limit exceeded (metric: {:.50}, number of labels: {}, limit: {})",
+                                                 s.series, pairs.size(), c.label_limit));
+  }
+  for (const model::Label& l : pairs) {
+    if (c.label_name_length_limit > 0 && l.name.size() > c.label_name_length_limit) {
+      return Status::ResourceExhausted(
+          fmt::format("label_name_length_limit exceeded (metric: {:.50}, label name: {:.50}, length: {}, limit: {})",
+                      s.series, l.name, l.name.size(), c.label_name_length_limit));
+    }
+    if (c.label_value_length_limit > 0 && l.value.size() > c.label_value_length_limit) {
+      return Status::ResourceExhausted(
+          fmt::format("label_value_length_limit exceeded (metric: {:.50}, label name: {:.50}, value: {:.50}, length: "
+                      "{}, limit: {})",
+                      s.series, l.name, l.value, l.value.size(), c.label_value_length_limit));
+    }
+    if (!model::IsValidLabelName(l.name)) {
+      return Status::InvalidArgument("line " + std::to_string(s.line) + ": invalid label name \"" + l.name +
+                                     "\" after relabeling");
+    }
+  }
+  if (lb.Get(model::kMetricName).empty()) {
+    return Status::InvalidArgument("line " + std::to_string(s.line) + ": no metric name after relabeling");
+  }
+  e->labels = lb.ToLabels();
+  return Status::OK();
+}
+
+Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std::string_view content_type, int64_t t,
+                              ScrapeCounts* counts, std::map<std::string, MetricMetadata>* md) {
+  const ScrapeConfig& c = *cfg_;
+  ingest::ParseOptions po;
+  po.format = ingest::FormatFromContentType(content_type);
+  po.default_timestamp_ms = t;
+  // The lookup done for a line in known_series (before its labels would be
+  // parsed) is reused for the sample: one hash per known series.
+  std::string_view looked_up;
+  auto found = cache_.end();
+  po.known_series = [&](std::string_view text) {
+    looked_up = text;
+    found = cache_.find(text);
+    return found != cache_.end();
+  };
+  po.on_metadata = [md](const ingest::MetadataLine& m) {
+    MetricMetadata& x = (*md)[std::string(m.family)];
+    switch (m.kind) {
+      case ingest::MetadataLine::Kind::kHelp: x.help = std::string(m.text); break;
+      case ingest::MetadataLine::Kind::kType: x.type = std::string(m.text); break;
+      case ingest::MetadataLine::Kind::kUnit: x.unit = std::string(m.text); break;
+    }
+  };
+  ingest::TextParser p(body, std::move(po));
+  const uint64_t iter = iter_;
+  while (p.Next()) {
+    const ingest::TextSample& s = p.sample();
+    counts->scraped++;
+    std::string_view key = s.series.empty() ? s.name : s.series;
+    auto it = key.data() == looked_up.data() && key.size() == looked_up.size() ? found : cache_.find(key);
+    Entry* e;
+    if (it != cache_.end()) {
+      e = &it->second;
+      if (e->seen_iter == iter) continue;  // duplicate series in one body: first wins
+      e->seen_iter = iter;
+      seen_.push_back(e);
+    } else {
+      if (s.labels_skipped) return Status::NotSupported("BUG: labels skipped for an unknown series");
+      Entry ne;
+      RETURN_IF_ERROR(NewEntry(s, &ne));
+      ne.last_iter = iter;  // never equal to a successful iteration before this one
+      ne.seen_iter = iter;
+      e = &cache_.emplace(std::string(key), std::move(ne)).first->second;
+      seen_.push_back(e);
+      if (!e->dropped) counts->series_added++;
+    }
+    if (e->dropped) continue;
+    counts->post_relabel++;
+    if (c.sample_limit > 0 && counts->post_relabel > c.sample_limit) return Status::ResourceExhausted("sample limit exceeded");
+    bool explicit_ts = s.has_timestamp && c.honor_timestamps;
+    e->stale_tracked = !explicit_ts;
+    int64_t ts = explicit_ts ? s.timestamp_ms : t;
+    if (e->ref != 0 && app->AppendByRef(e->ref, ts, s.value)) continue;
+    auto r = app->Append(0, e->labels, ts, s.value);
+    if (!r.ok()) return r.error().Annotate("line " + std::to_string(s.line));
+    e->ref = *r;
+  }
+  return p.status();
+}
+
+void ScrapeLoop::ProcessScrape(const Status& fetch_error, std::string_view body, std::string_view content_type,
+                               int64_t now_ms, double duration_s) {
+  iter_++;
+  seen_.clear();
+  ScrapeCounts counts;
+  std::map<std::string, MetricMetadata> md;
+  auto app = db_->NewAppender();
+  Status err = fetch_error;
+  if (err.ok()) {
+    err = AppendBody(app.get(), body, content_type, now_ms, &counts, &md);
+    if (!err.ok()) {
+      app->Rollback();
+      app = db_->NewAppender();
+    }
+  }
+  if (err.ok()) {
+    for (Entry* e : seen_) e->last_iter = iter_;
+    // Series of the previous successful scrape missing from this one.
+    AppendStale(app.get(), now_ms);
+    prev_success_ = iter_;
+  } else {
+    // As an empty scrape: every series of the last successful one goes stale.
+    AppendStale(app.get(), now_ms);
+    prev_success_ = 0;
+  }
+  seen_.clear();
+  AppendReport(app.get(), now_ms, err.ok(), duration_s, counts);
+  Status cs = app->Commit();
+  if (!cs.ok()) {
+    TW_LOG(Warn, "scrape {}: commit: {}", url_, cs.ToString());
+    if (err.ok()) err = cs;
+  }
+  // Forget series not seen for a while.
+  if (iter_ % kCacheKeepIters == 0) {
+    std::erase_if(cache_, [&](const auto& kv) { return kv.second.seen_iter + kCacheKeepIters < iter_; });
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  state_.health = err.ok() ? Health::kUp : Health::kDown;
+  state_.last_error = err.ok() ? "" : err.message();
+  state_.last_scrape_unix_ns = now_ms * 1000000;
+  state_.last_duration_s = duration_s;
+  if (err.ok()) metadata_ = std::move(md);
+  if (!err.ok()) TW_LOG(Debug, "scrape {} failed: {}", url_, err.message());
+}
+
+TargetState ScrapeLoop::state() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return state_;
+}
+
+std::map<std::string, MetricMetadata> ScrapeLoop::metadata() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return metadata_;
+}
+
+}  // namespace trainwatch::scrape

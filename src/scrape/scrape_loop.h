@@ -1,0 +1,142 @@
+#pragma once
+// One target's scrape loop, as Prometheus's scrapeLoop: every interval (at an
+// offset spread over the interval by the target's hash) it fetches the
+// target over HTTP(S), parses the body with the exposition parser chosen by
+// Content-Type, and appends the samples plus the report series (up,
+// scrape_duration_seconds, scrape_samples_scraped,
+// scrape_samples_post_metric_relabeling, scrape_series_added) in one commit.
+// A failed scrape appends nothing from the body, and writes staleness markers
+// for the series of the last successful scrape; series that disappear
+// between successful scrapes get markers too, as do all series when the
+// loop is stopped for good (target gone on reload).
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/hash.h"
+#include "ingest/text_parser.h"
+#include "scrape/config.h"
+#include "scrape/target.h"
+#include "storage/storage.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace trainwatch::scrape {
+
+// Prometheus 2.42's Accept header: OpenMetrics preferred, text 0.0.4 fallback.
+inline constexpr std::string_view kAcceptHeader =
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+struct MetricMetadata {
+  std::string type = "unknown";
+  std::string help;
+  std::string unit;
+  bool operator==(const MetricMetadata&) const = default;
+};
+
+enum class Health { kUnknown, kUp, kDown };
+
+// What /api/v1/targets shows of a loop.
+struct TargetState {
+  Health health = Health::kUnknown;
+  std::string last_error;
+  int64_t last_scrape_unix_ns = 0;  // 0: never
+  double last_duration_s = 0;
+};
+
+// Counts of one scrape, as the report series carry them.
+struct ScrapeCounts {
+  uint64_t scraped = 0;         // samples in the body
+  uint64_t post_relabel = 0;    // samples left after metric_relabel_configs
+  uint64_t series_added = 0;    // series not seen in earlier scrapes
+};
+
+class ScrapeLoop {
+ public:
+  ScrapeLoop(std::shared_ptr<const ScrapeConfig> cfg, TargetSpec target, storage::Appendable* db);
+  ~ScrapeLoop();
+  ScrapeLoop(const ScrapeLoop&) = delete;
+  ScrapeLoop& operator=(const ScrapeLoop&) = delete;
+
+  // Starts the loop thread.
+  void Start();
+  // Stops the thread (an in-flight scrape finishes or times out). With
+  // `stale`, writes staleness markers for every series of the last
+  // successful scrape and the report series.
+  void Stop(bool stale);
+
+  // One scrape at wall time `now_ms`: fetch, append, report, commit.
+  void ScrapeOnce(int64_t now_ms);
+  // The part after the fetch (tests drive it with bodies directly).
+  // `fetch_error` non-OK means the fetch failed.
+  void ProcessScrape(const Status& fetch_error, std::string_view body, std::string_view content_type, int64_t now_ms,
+                     double duration_s);
+
+  const TargetSpec& target() const { return target_; }
+  const ScrapeConfig& config() const { return *cfg_; }
+  const std::string& url() const { return url_; }
+  TargetState state() const;
+  std::map<std::string, MetricMetadata> metadata() const;
+  size_t cache_size() const { return cache_.size(); }
+
+ private:
+  struct Entry {
+    storage::SeriesRef ref = 0;
+    model::Labels labels;     // final labels; empty when dropped by relabeling
+    uint64_t last_iter = 0;   // last successful scrape that had it
+    uint64_t seen_iter = 0;   // last scrape (any) that had it: duplicate check
+    bool dropped = false;
+    bool stale_tracked = true;  // false for samples with explicit timestamps
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return HashString(s); }
+  };
+
+  void Run();
+  Status Fetch(std::string* body, std::string* content_type);
+  // Appends the body's samples; on error the caller rolls back.
+  Status AppendBody(storage::Appender* app, std::string_view body, std::string_view content_type, int64_t t,
+                    ScrapeCounts* counts, std::map<std::string, MetricMetadata>* md);
+  Status NewEntry(const ingest::TextSample& s, Entry* e);
+  void AppendStale(storage::Appender* app, int64_t t);
+  void AppendReport(storage::Appender* app, int64_t t, bool up, double duration_s, const ScrapeCounts& c);
+  void AppendOne(storage::Appender* app, storage::SeriesRef* ref, const model::Labels& labels, int64_t t, double v);
+
+  std::shared_ptr<const ScrapeConfig> cfg_;
+  TargetSpec target_;
+  model::Labels public_labels_;
+  std::string url_;
+  storage::Appendable* db_;
+  std::unique_ptr<httplib::Client> client_;
+
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> cache_;
+  std::vector<Entry*> seen_;
+  uint64_t iter_ = 0;
+  uint64_t prev_success_ = 0;  // iteration of the previous scrape when it succeeded, else 0
+  struct ReportSeries {
+    model::Labels labels;
+    storage::SeriesRef ref = 0;
+  };
+  ReportSeries report_[5];
+
+  std::thread thread_;
+  mutable std::mutex mu_;  // guards state_, metadata_, stop_
+  std::condition_variable cv_;
+  bool stop_ = false;
+  TargetState state_;
+  std::map<std::string, MetricMetadata> metadata_;
+};
+
+}  // namespace trainwatch::scrape

@@ -1,0 +1,323 @@
+// Scrape loop against a real TSDB (and, for the fetch, a real HTTP server).
+#include "scrape/scrape_loop.h"
+
+#include <httplib.h>
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "model/sample.h"
+#include "scrape/manager.h"
+#include "tsdb/temp_db_test_util.h"
+
+namespace trainwatch::scrape {
+namespace {
+
+using Data = std::map<model::Labels, std::vector<model::Sample>>;
+
+std::shared_ptr<const ScrapeConfig> Config(const std::string& job_yaml) {
+  auto r = ParseScrapeConfigs(YAML::Load("scrape_configs: [" + job_yaml + "]"), GlobalDefaults{15000, 10000});
+  EXPECT_TRUE(r.ok()) << r.error().ToString();
+  return std::make_shared<const ScrapeConfig>((*r)[0]);
+}
+
+std::unique_ptr<ScrapeLoop> MakeLoop(const std::shared_ptr<const ScrapeConfig>& c, tsdb::testing::TempDB& db) {
+  auto targets = TargetsFromGroup(*c, c->static_configs[0]);
+  return std::make_unique<ScrapeLoop>(c, targets[0], db.get());
+}
+
+model::Labels L(std::initializer_list<std::pair<std::string_view, std::string_view>> extra) {
+  model::LabelsBuilder b(model::Labels{{"instance", "h:1"}, {"job", "j"}});
+  for (auto [k, v] : extra) b.Set(k, v);
+  return b.Build();
+}
+
+double Last(Data& d, const model::Labels& l) {
+  auto it = d.find(l);
+  if (it == d.end() || it->second.empty()) return -12345;
+  return it->second.back().v;
+}
+
+constexpr const char* kJob = "{job_name: j, static_configs: [{targets: ['h:1']}]";
+
+TEST(ScrapeLoop, AppendsSamplesAndReport) {
+  tsdb::testing::TempDB db;
+  auto loop = MakeLoop(Config(std::string(kJob) + "}"), db);
+  loop->ProcessScrape(Status::OK(), "# TYPE a counter\na_total{x=\"1\"} 5\nb 2.5\n", "text/plain; version=0.0.4", 1000, 0.25);
+  Data d = db.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "a_total"}, {"x", "1"}})), 5);
+  EXPECT_EQ(Last(d, L({{"__name__", "b"}})), 2.5);
+  EXPECT_EQ(Last(d, L({{"__name__", "up"}})), 1);
+  EXPECT_EQ(Last(d, L({{"__name__", "scrape_duration_seconds"}})), 0.25);
+  EXPECT_EQ(Last(d, L({{"__name__", "scrape_samples_scraped"}})), 2);
+  EXPECT_EQ(Last(d, L({{"__name__", "scrape_samples_post_metric_relabeling"}})), 2);
+  EXPECT_EQ(Last(d, L({{"__name__", "scrape_series_added"}})), 2);
+  EXPECT_EQ(d[L({{"__name__", "b"}})][0].t, 1000);
+  EXPECT_EQ(loop->state().health, Health::kUp);
+  // Second scrape: same series (cache hit path), none added.
+  loop->ProcessScrape(Status::OK(), "# TYPE a counter\na_total{x=\"1\"} 6\nb 3\n", "text/plain", 2000, 0.1);
+  d = db.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "a_total"}, {"x", "1"}})), 6);
+  EXPECT_EQ(d[L({{"__name__", "a_total"}, {"x", "1"}})].size(), 2u);
+  EXPECT_EQ(Last(d, L({{"__name__", "scrape_series_added"}})), 0);
+}
+
+TEST(ScrapeLoop, StalenessForDisappearingSeriesAndFailedScrapes) {
+  tsdb::testing::TempDB db;
+  auto loop = MakeLoop(Config(std::string(kJob) + "}"), db);
+  loop->ProcessScrape(Status::OK(), "a 1\nb 1\nc 7 500\n", "", 1000, 0);
+  loop->ProcessScrape(Status::OK(), "a 2\n", "", 2000, 0);
+  Data d = db.Data();
+  auto& b = d[L({{"__name__", "b"}})];
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[1].t, 2000);
+  EXPECT_TRUE(model::IsStaleNaN(b[1].v));
+  // A series with an explicit timestamp is not tracked for staleness.
+  EXPECT_EQ(d[L({{"__name__", "c"}})].size(), 1u);
+  EXPECT_EQ(d[L({{"__name__", "c"}})][0].t, 500);
+  // A failed scrape: nothing from its body, up=0, the last scrape's series go stale.
+  loop->ProcessScrape(Status::OK(), "a 3\nd 4\nthis is not valid\n", "", 3000, 0);
+  d = db.Data();
+  auto& a = d[L({{"__name__", "a"}})];
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_TRUE(model::IsStaleNaN(a[2].v));
+  EXPECT_EQ(d.count(L({{"__name__", "d"}})), 0u);
+  EXPECT_EQ(Last(d, L({{"__name__", "up"}})), 0);
+  TargetState st = loop->state();
+  EXPECT_EQ(st.health, Health::kDown);
+  EXPECT_NE(st.last_error.find("line 3"), std::string::npos) << st.last_error;
+  // A failed fetch after a failed scrape writes no second marker.
+  loop->ProcessScrape(Status::Unavailable("connection refused"), "", "", 4000, 0);
+  d = db.Data();
+  EXPECT_EQ(d[L({{"__name__", "a"}})].size(), 3u);
+  EXPECT_EQ(loop->state().last_error, "connection refused");
+  // Recovery, then the loop stops for good (target gone): everything goes stale.
+  loop->ProcessScrape(Status::OK(), "a 5\n", "", 5000, 0);
+  loop->Stop(true);
+  d = db.Data();
+  EXPECT_TRUE(model::IsStaleNaN(d[L({{"__name__", "a"}})].back().v));
+  EXPECT_TRUE(model::IsStaleNaN(d[L({{"__name__", "up"}})].back().v));
+}
+
+TEST(ScrapeLoop, LimitsFailTheWholeScrape) {
+  tsdb::testing::TempDB db;
+  auto loop = MakeLoop(Config(std::string(kJob) + ", sample_limit: 2, label_limit: 4}"), db);
+  loop->ProcessScrape(Status::OK(), "a 1\nb 1\nc 1\n", "", 1000, 0);
+  Data d = db.Data();
+  EXPECT_EQ(d.count(L({{"__name__", "a"}})), 0u);
+  EXPECT_EQ(Last(d, L({{"__name__", "up"}})), 0);
+  EXPECT_EQ(loop->state().last_error, "sample limit exceeded");
+  // job, instance, __name__ + 2 labels = 5 > 4.
+  loop->ProcessScrape(Status::OK(), "a{x=\"1\",y=\"2\"} 1\n", "", 2000, 0);
+  EXPECT_NE(loop->state().last_error.find("label_limit exceeded"), std::string::npos) << loop->state().last_error;
+  loop->ProcessScrape(Status::OK(), "a{x=\"1\"} 1\nb 2\n", "", 3000, 0);
+  EXPECT_EQ(loop->state().health, Health::kUp);
+  d = db.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "a"}, {"x", "1"}})), 1);
+}
+
+TEST(ScrapeLoop, HonorLabelsAndMetricRelabeling) {
+  tsdb::testing::TempDB db;
+  auto loop = MakeLoop(Config(std::string(kJob) +
+                              ", metric_relabel_configs: [{source_labels: [__name__], regex: 'drop_.*', action: drop},"
+                              " {source_labels: [__name__], regex: 'ren', target_label: __name__, replacement: renamed}]}"),
+                       db);
+  loop->ProcessScrape(Status::OK(),
+                      "m{job=\"x\",instance=\"i\",exported_job=\"e\"} 1\ndrop_me 2\nren 3\n", "", 1000, 0);
+  Data d = db.Data();
+  // Conflicts renamed with exported_, shortest name first, skipping taken names.
+  model::Labels want{{"__name__", "m"}, {"job", "j"}, {"instance", "h:1"}, {"exported_exported_job", "x"},
+                     {"exported_instance", "i"}, {"exported_job", "e"}};
+  EXPECT_EQ(Last(d, want), 1) << "got series: " << [&] {
+    std::string s;
+    for (auto& [l, v] : d) s += l.ToString() + " ";
+    return s;
+  }();
+  EXPECT_EQ(d.count(L({{"__name__", "drop_me"}})), 0u);
+  EXPECT_EQ(Last(d, L({{"__name__", "renamed"}})), 3);
+  EXPECT_EQ(Last(d, L({{"__name__", "scrape_samples_scraped"}})), 3);
+  EXPECT_EQ(Last(d, L({{"__name__", "scrape_samples_post_metric_relabeling"}})), 2);
+
+  tsdb::testing::TempDB db2;
+  auto honor = MakeLoop(Config(std::string(kJob) + ", honor_labels: true, honor_timestamps: false}"), db2);
+  honor->ProcessScrape(Status::OK(), "m{job=\"x\"} 1 123\n", "", 1000, 0);
+  Data d2 = db2.Data();
+  auto& s = d2[model::Labels{{"__name__", "m"}, {"job", "x"}, {"instance", "h:1"}}];
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].t, 1000);  // honor_timestamps: false
+}
+
+// A real HTTP target: checks what the scrape sends and gets.
+class HttpTarget {
+ public:
+  HttpTarget() {
+    srv_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+      accept_ = req.get_header_value("Accept");
+      accept_encoding_ = req.get_header_value("Accept-Encoding");
+      timeout_header_ = req.get_header_value("X-Prometheus-Scrape-Timeout-Seconds");
+      auth_ = req.get_header_value("Authorization");
+      query_ = req.get_param_value("module");
+      if (sleep_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_.load()));
+      if (status_ != 200) {
+        res.status = status_;
+        res.set_content("nope", "text/plain");
+        return;
+      }
+      std::string body = body_;
+      if (gzip_) {
+        uLongf n = compressBound(body.size()) + 64;
+        std::string out(n, '\0');
+        z_stream zs{};
+        deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+        zs.next_in = reinterpret_cast<Bytef*>(body.data());
+        zs.avail_in = static_cast<uInt>(body.size());
+        zs.next_out = reinterpret_cast<Bytef*>(out.data());
+        zs.avail_out = static_cast<uInt>(out.size());
+        deflate(&zs, Z_FINISH);
+        out.resize(zs.total_out);
+        deflateEnd(&zs);
+        res.set_header("Content-Encoding", "gzip");
+        // A content type httplib's server does not compress again by itself.
+        res.set_content(out, "application/octet-stream");
+        return;
+      }
+      res.set_content(body, "text/plain; version=0.0.4");
+    });
+    port_ = srv_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { srv_.listen_after_bind(); });
+    while (!srv_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~HttpTarget() {
+    srv_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  httplib::Server srv_;
+  int port_ = 0;
+  std::thread thread_;
+  std::string body_ = "m 1\n";
+  bool gzip_ = false;
+  int status_ = 200;
+  std::atomic<int> sleep_ms_{0};
+  std::string accept_, accept_encoding_, timeout_header_, auth_, query_;
+};
+
+TEST(ScrapeLoop, FetchesOverHttp) {
+  HttpTarget t;
+  tsdb::testing::TempDB db;
+  std::string addr = "127.0.0.1:" + std::to_string(t.port());
+  auto c = Config("{job_name: j, scrape_timeout: 2s, params: {module: [m1]}, basic_auth: {username: u, password: p},"
+                  " static_configs: [{targets: ['" + addr + "']}]}");
+  auto loop = std::make_unique<ScrapeLoop>(c, TargetsFromGroup(*c, c->static_configs[0])[0], db.get());
+  t.gzip_ = true;
+  t.body_ = "# HELP m A metric.\n# TYPE m gauge\nm 42\n";
+  loop->ScrapeOnce(1000);
+  ASSERT_EQ(loop->state().health, Health::kUp) << loop->state().last_error;
+  EXPECT_EQ(t.accept_, std::string(kAcceptHeader));
+  EXPECT_EQ(t.accept_encoding_, "gzip");
+  EXPECT_EQ(t.timeout_header_, "2");
+  EXPECT_EQ(t.auth_, "Basic dTpw");
+  EXPECT_EQ(t.query_, "m1");
+  Data d = db.Data();
+  model::Labels m{{"__name__", "m"}, {"instance", addr}, {"job", "j"}};
+  EXPECT_EQ(Last(d, m), 42);
+
+  t.status_ = 500;
+  loop->ScrapeOnce(2000);
+  EXPECT_EQ(loop->state().last_error, "server returned HTTP status 500 Internal Server Error");
+  t.status_ = 200;
+  t.gzip_ = false;
+  t.sleep_ms_ = 3000;
+  loop->ScrapeOnce(3000);
+  EXPECT_NE(loop->state().last_error.find("context deadline exceeded"), std::string::npos) << loop->state().last_error;
+  t.sleep_ms_ = 0;
+  loop->ScrapeOnce(4000);
+  EXPECT_EQ(loop->state().health, Health::kUp) << loop->state().last_error;
+
+  // Body size limit.
+  auto c2 = Config("{job_name: j, body_size_limit: 10B, static_configs: [{targets: ['" + addr + "']}]}");
+  ScrapeLoop small(c2, TargetsFromGroup(*c2, c2->static_configs[0])[0], db.get());
+  t.body_ = "a_long_metric_name 1\n";
+  small.ScrapeOnce(5000);
+  EXPECT_EQ(small.state().last_error, "body size limit exceeded");
+}
+
+TEST(ScrapeLoop, ClosedPortIsDown) {
+  tsdb::testing::TempDB db;
+  // A port that was free a moment ago and has no listener.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  int port = ntohs(a.sin_port);
+  ::close(fd);
+  auto c = Config("{job_name: j, static_configs: [{targets: ['127.0.0.1:" + std::to_string(port) + "']}]}");
+  ScrapeLoop loop(c, TargetsFromGroup(*c, c->static_configs[0])[0], db.get());
+  loop.ScrapeOnce(1000);
+  EXPECT_EQ(loop.state().health, Health::kDown);
+  EXPECT_NE(loop.state().last_error.find("connection refused"), std::string::npos) << loop.state().last_error;
+}
+
+TEST(Manager, ApplyConfigKeepsUnchangedLoopsAndStalesRemovedTargets) {
+  HttpTarget t;
+  tsdb::testing::TempDB db;
+  std::string addr = "127.0.0.1:" + std::to_string(t.port());
+  Manager m(db.get(), ManagerOptions{50});
+  auto parse = [](const std::string& y) {
+    return *ParseScrapeConfigs(YAML::Load(y), GlobalDefaults{3600000, 10000});
+  };
+  m.ApplyConfig(parse("scrape_configs: [{job_name: a, static_configs: [{targets: ['" + addr + "']}]},"
+                      " {job_name: b, static_configs: [{targets: ['" + addr + "', 'x:1']}],"
+                      "  relabel_configs: [{source_labels: [__address__], regex: 'x:1', action: drop}]}]"));
+  PoolsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.active.size(), 2u);
+  ASSERT_EQ(s.dropped.size(), 1u);
+  EXPECT_EQ(s.dropped[0].discovered.Get("__address__"), "x:1");
+  // Job b removed: its loop stops with staleness markers (for a target
+  // never scraped there is nothing to mark but the report series).
+  m.ApplyConfig(parse("scrape_configs: [{job_name: a, static_configs: [{targets: ['" + addr + "']}]}]"));
+  s = m.Snapshot();
+  ASSERT_EQ(s.active.size(), 1u);
+  EXPECT_EQ(s.active[0].pool, "a");
+  EXPECT_EQ(s.active[0].url, "http://" + addr + "/metrics");
+  m.Stop();
+}
+
+TEST(Manager, FileSdChangesArePickedUp) {
+  tsdb::testing::TempDB db;
+  char tmpl[] = "/tmp/tw_scrape_sd_XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string path = dir + "/t.json";
+  ASSERT_TRUE(file::WriteFileAtomic(path, R"([{"targets": ["h1:1"], "labels": {"team": "a"}}])").ok());
+  Manager m(db.get(), ManagerOptions{20});
+  m.ApplyConfig(*ParseScrapeConfigs(
+      YAML::Load("scrape_configs: [{job_name: f, scrape_interval: 1h, file_sd_configs: [{files: ['" + dir + "/*.json']}]}]"),
+      GlobalDefaults{}));
+  PoolsSnapshot s = m.Snapshot();
+  ASSERT_EQ(s.active.size(), 1u);
+  EXPECT_EQ(s.active[0].labels, (model::Labels{{"instance", "h1:1"}, {"job", "f"}, {"team", "a"}}));
+  EXPECT_EQ(s.active[0].discovered.Get("__meta_filepath"), path);
+  ASSERT_TRUE(file::WriteFileAtomic(path, "- targets: ['h1:1', 'h2:2']\n  labels: {team: a}\n").ok());
+  for (int i = 0; i < 3000 && m.Snapshot().active.size() != 2; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(m.Snapshot().active.size(), 2u);
+  // A broken file keeps the targets last read from it.
+  ASSERT_TRUE(file::WriteFileAtomic(path, "[{").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(m.Snapshot().active.size(), 2u);
+  m.Stop();
+  (void)file::RemoveAll(dir);
+}
+
+}  // namespace
+}  // namespace trainwatch::scrape
