@@ -5,62 +5,12 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/units.h"
 
 namespace trainwatch::scrape {
 namespace {
 
 Status Err(const std::string& where, const std::string& msg) { return Status::InvalidArgument(where + ": " + msg); }
-
-Result<int64_t> ParseDuration(std::string_view s) {
-  auto bad = [&] { return Status::InvalidArgument("invalid duration \"" + std::string(s) + "\""); };
-  if (s == "0") return int64_t{0};
-  if (s.empty()) return bad();
-  static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
-      {"y", 365LL * 86400000}, {"w", 7LL * 86400000}, {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
-  int64_t total = 0;
-  size_t pos = 0;
-  int last = -1;
-  while (pos < s.size()) {
-    size_t start = pos;
-    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) pos++;
-    int64_t n = 0;
-    if (pos == start || std::from_chars(s.data() + start, s.data() + pos, n).ec != std::errc()) return bad();
-    int found = -1;
-    if (s.substr(pos).starts_with("ms")) found = 6;
-    else {
-      for (int i = 0; i < 6; i++) {
-        if (s.substr(pos).starts_with(kUnits[i].first)) {
-          found = i;
-          break;
-        }
-      }
-    }
-    if (found <= last) return bad();
-    last = found;
-    pos += kUnits[found].first.size();
-    total += n * kUnits[found].second;
-  }
-  return total;
-}
-
-// alecthomas/units Base2Bytes as Prometheus's body_size_limit: "0", "100B", "10KB", "5MiB", "1GB".
-Result<uint64_t> ParseBytes(std::string_view s) {
-  auto bad = [&] { return Status::InvalidArgument("invalid size \"" + std::string(s) + "\""); };
-  size_t pos = 0;
-  while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) pos++;
-  uint64_t n = 0;
-  if (pos == 0 || std::from_chars(s.data(), s.data() + pos, n).ec != std::errc()) return bad();
-  std::string unit(s.substr(pos));
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.size() == 3 && unit[1] == 'I' && unit[2] == 'B') unit = unit.substr(0, 1) + "B";
-  static const std::pair<std::string_view, int> kUnits[] = {{"B", 0},   {"KB", 10}, {"MB", 20}, {"GB", 30},
-                                                            {"TB", 40}, {"PB", 50}, {"EB", 60}};
-  if (unit.empty()) return n == 0 ? Result<uint64_t>(uint64_t{0}) : Result<uint64_t>(bad());
-  for (auto [name, shift] : kUnits) {
-    if (unit == name) return n << shift;
-  }
-  return bad();
-}
 
 Result<std::string> Str(const YAML::Node& n, const std::string& where) {
   if (n.IsNull()) return std::string();
@@ -87,7 +37,7 @@ Result<uint64_t> Uint(const YAML::Node& n, const std::string& where) {
 
 Result<int64_t> Dur(const YAML::Node& n, const std::string& where) {
   ASSIGN_OR_RETURN(std::string s, Str(n, where));
-  auto d = ParseDuration(s);
+  auto d = ParseDurationMs(s);
   if (!d.ok()) return Err(where, d.error().message());
   return *d;
 }
@@ -202,7 +152,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   }
   if (n["body_size_limit"]) {
     ASSIGN_OR_RETURN(std::string s, Str(n["body_size_limit"], w + ".body_size_limit"));
-    auto b = ParseBytes(s);
+    auto b = ParseByteSize(s);
     if (!b.ok()) return Err(w + ".body_size_limit", b.error().message());
     c.body_size_limit = *b;
   }
