@@ -15,13 +15,16 @@ LEVELS = {
     "tsdb/chunkenc": 2, "tsdb/wal": 2, "tsdb/index": 2,
     "storage": 3,
     "tsdb": 4, "logs": 4, "promql/parser": 4, "ingest": 4,
-    "promql": 5, "scrape": 5, "collect": 5, "collect/gpu": 5, "collect/host": 5, "runs": 5,
+    "promql": 5, "scrape": 5, "collect/gpu": 5, "collect/host": 5, "runs": 5,
+    "collect": 4.5,  # collect/family.h, snapshot.h: the output type collect/gpu and collect/host share (model and below)
     "rules": 6, "notify": 6,
     "http": 7,
     "app": 8,
 }
 # Pairs (module, forbidden prefix) beyond the level rule.
 FORBIDDEN = [("promql", "tsdb"), ("scrape", "tsdb"), ("rules", "tsdb"), ("runs", "tsdb")]
+# Collectors use model and below only; app stores what they produce.
+FORBIDDEN += [("collect", m) for m in ("storage", "tsdb", "ingest", "logs", "promql")]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

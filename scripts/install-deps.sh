@@ -18,8 +18,19 @@ PACKAGES=(
   python3 curl procps
   # scrape targets for the scrape e2e test (a real exporter, a real client library)
   prometheus-node-exporter python3-prometheus-client
+  # headless browser for the web UI e2e test (driven by npm playwright-core);
+  # the UI build itself needs Node.js >= 20.19 + npm (not Debian 12's nodejs 18)
+  chromium
   # YAML for the rule-file e2e test (writes promtool unit-test files)
   python3-yaml
+  # the Python client's tests: a real PyTorch model (torch_e2e_test.py),
+  # `pip install ./clients/python` (pip + setuptools, no network)
+  python3-torch python3-pip python3-setuptools
+  # the notifier (src/notify): OpenSSL for SMTP STARTTLS and PagerDuty's dedup key;
+  # its e2e test: amtool (prometheus-alertmanager), an SMTP server, a test certificate
+  libssl-dev openssl prometheus-alertmanager python3-aiosmtpd
+  # logs e2e test: a real shipper (imfile + omelasticsearch into trainwatch's /_bulk)
+  rsyslog rsyslog-elasticsearch
 )
 
 missing=()

@@ -96,7 +96,14 @@ Status ParsePrometheusSections(const YAML::Node& root, Config* c) {
 
 Status ParseTrainwatch(const YAML::Node& t, Config* c) {
   if (!t || t.IsNull()) return Status::OK();
-  RETURN_IF_ERROR(CheckKeys(t, "trainwatch", {"storage", "web", "scrape_self"}));
+  RETURN_IF_ERROR(CheckKeys(t, "trainwatch", {"storage", "web", "scrape_self", "alertmanager", "logs"}));
+  RETURN_IF_ERROR(ParseLogsConfig(t["logs"], &c->logs));
+  if (auto am = t["alertmanager"]; am && !am.IsNull()) {
+    RETURN_IF_ERROR(CheckKeys(am, "trainwatch.alertmanager", {"config_file"}));
+    if (am["config_file"]) {
+      ASSIGN_OR_RETURN(c->alertmanager_config_file, Scalar(am["config_file"], "trainwatch.alertmanager.config_file"));
+    }
+  }
   if (auto ss = t["scrape_self"]; ss && !ss.IsNull()) {
     ASSIGN_OR_RETURN(std::string v, Scalar(ss, "trainwatch.scrape_self"));
     if (v == "true") c->scrape_self = true;

@@ -7,6 +7,7 @@
 //     storage: {data_dir: data, retention_time: 15d, retention_size: 10GB, wal_sync: per-request}
 //     web: {listen: "127.0.0.1:9800"}
 //     scrape_self: true   # a "trainwatch" job scraping our own /metrics
+//     alertmanager: {config_file: alertmanager.yml}  # the embedded notifier
 //
 // Unknown keys are errors naming the key; bad values are errors naming the
 // field ("trainwatch.storage.retention_time: invalid duration \"x\"").
@@ -18,6 +19,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "app/logs_config.h"
 #include "base/status.h"
 #include "tsdb/db.h"
 
@@ -33,7 +35,9 @@ struct StorageConfig {
 struct Config {
   StorageConfig storage;
   std::optional<std::string> listen;
+  std::optional<std::string> alertmanager_config_file;  // trainwatch.alertmanager.config_file (relative: to the config file)
   std::optional<bool> scrape_self;  // trainwatch.scrape_self: scrape our own /metrics (default true)
+  LogsConfig logs;  // trainwatch.logs (app/logs_config.h): file tailing, log patterns
   // From `global:` (Prometheus defaults when absent).
   int64_t scrape_interval_ms = 60000;
   int64_t scrape_timeout_ms = 10000;

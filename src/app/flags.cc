@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <tuple>
 
 #include "app/config.h"
 
@@ -28,6 +29,9 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--data-dir,--storage.tsdb.path", data_dir, "Directory for the TSDB (default \"data\")");
   serve->add_option("--listen,--web.listen-address", listen, "Address to listen on, host:port (default 127.0.0.1:9800)");
   serve->add_option("--config.file", config_file, "YAML configuration file (prometheus.yml plus a trainwatch: section)");
+  std::optional<std::string> am_config_file;
+  serve->add_option("--alertmanager.config.file", am_config_file,
+                    "alertmanager.yml for the embedded notifier (default: none, the notifier is off)");
   serve->add_option("--retention.time,--storage.tsdb.retention.time", retention_time,
                     "How long to keep samples, e.g. 15d; 0 keeps them forever (default 15d)");
   serve->add_option("--retention.size,--storage.tsdb.retention.size", retention_size,
@@ -39,6 +43,40 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                     "Mark a running run crashed after this long without a heartbeat or batch (default 5m)");
   serve->add_option("--scrape.self", scrape_self,
                     "Scrape our own /metrics as job \"trainwatch\" (true or false; default true)");
+  std::optional<bool> rules_default_pack;
+  std::optional<std::string> rules_outage, rules_grace, rules_resend, external_url;
+  serve->add_option("--rules.default-pack", rules_default_pack,
+                    "Load the built-in training rule pack (true or false; default true)");
+  serve->add_option("--rules.alert.for-outage-tolerance", rules_outage,
+                    "Max time to tolerate an outage when restoring the \"for\" state of alerts (default 1h)");
+  serve->add_option("--rules.alert.for-grace-period", rules_grace,
+                    "Minimum duration between alert and restored \"for\" state, for alerts with a longer \"for\" (default 10m)");
+  serve->add_option("--rules.alert.resend-delay", rules_resend,
+                    "Minimum wait before resending an alert to Alertmanager (default 1m)");
+  serve->add_option("--web.external-url", external_url,
+                    "URL under which trainwatch is reached, for alert generator URLs (default http://<listen>)");
+  std::optional<bool> collect_host, collect_gpu;
+  std::optional<std::string> collect_interval, collect_nvml_path;
+  serve->add_option("--collect.host", collect_host,
+                    "Collect node_exporter-compatible host metrics as job \"node\" (true or false; default true)");
+  serve->add_option("--collect.gpu", collect_gpu,
+                    "Collect dcgm-exporter-compatible GPU metrics through NVML as job \"dcgm\" (default true)");
+  serve->add_option("--collect.interval", collect_interval, "Interval of the built-in collectors (default 15s)");
+  serve->add_option("--collect.nvml-path", collect_nvml_path,
+                    "NVML library to dlopen (default libnvidia-ml.so.1)");
+  std::optional<std::string> logs_retention_time, logs_retention_size, logs_metrics_interval;
+  serve->add_option("--logs.retention.time", logs_retention_time, "How long to keep log lines (default: --retention.time)");
+  serve->add_option("--logs.retention.size", logs_retention_size, "Maximum bytes of the log store, e.g. 5GB (default 0: unlimited)");
+  serve->add_option("--logs.metrics-interval", logs_metrics_interval,
+                    "How often log-derived counters are written to the TSDB (default 10s)");
+
+  CLI::App* logs_cmd = cli.add_subcommand("logs", "Search logs on a running server (docs/logs.md) and print the lines");
+  LogsOptions& lo = out.logs;
+  logs_cmd->add_option("query", lo.query, "Log query, e.g. '{run=\"r1\"} level=ERROR CUDA'")->required();
+  logs_cmd->add_option("--since", lo.since, "How far back to search, e.g. 1h or 7d; 0 for all time")->capture_default_str();
+  logs_cmd->add_option("--limit", lo.limit, "Most lines to print (the newest)")->capture_default_str();
+  logs_cmd->add_option("--url", lo.url, "trainwatch base URL")->capture_default_str();
+  logs_cmd->add_flag("--json", lo.json, "Print each line as the API's JSON object");
 
   CLI::App* query = cli.add_subcommand("query", "Run a PromQL query against a running server and print a table");
   QueryOptions& qo = out.query;
@@ -57,6 +95,22 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   check_rules->add_option("--lint", out.check_rules.lint, "Linting checks: all, duplicate-rules or none")
       ->capture_default_str();
   check_rules->add_flag("--lint-fatal", out.check_rules.lint_fatal, "Make lint errors exit with code 3");
+  CLI::App* check_config = check->add_subcommand(
+      "config", "Check alertmanager.yml files like amtool check-config (trainwatch/prometheus configs too)");
+  check_config->add_option("files", out.check_config_files, "Configuration files to check")->required();
+
+  CLI::App* demo = cli.add_subcommand("demo", "Run a simulated training job against a server, through the C++ client");
+  DemoOptions& dm = out.demo;
+  demo->add_option("--url", dm.url, "trainwatch server base URL")->capture_default_str();
+  demo->add_option("--project", dm.project, "Project of the demo runs")->capture_default_str();
+  demo->add_option("--steps", dm.steps, "Total steps of each run")->capture_default_str();
+  demo->add_option("--rate", dm.rate, "Steps per second")->capture_default_str();
+  demo->add_option("--ranks", dm.ranks, "Ranks (distributed workers) per run")->capture_default_str();
+  demo->add_option("--runs", dm.runs, "Runs to do, then exit (0: one after another, forever)")->capture_default_str();
+  demo->add_option("--pause", dm.pause_s, "Seconds between runs")->capture_default_str();
+  demo->add_option("--baseline", dm.baseline, "First a finished run \"baseline\" (once per server; true or false)")
+      ->capture_default_str();
+  demo->add_option("--spool-dir", dm.spool_dir, "Client spool directory (default ~/.cache/trainwatch/spool)");
 
   try {
     cli.parse(argc, argv);
@@ -74,8 +128,20 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     out.command = CommandLine::Command::kCheckRules;
     return out;
   }
+  if (check_config->parsed()) {
+    out.command = CommandLine::Command::kCheckConfig;
+    return out;
+  }
+  if (demo->parsed()) {
+    out.command = CommandLine::Command::kDemo;
+    return out;
+  }
   if (query->parsed()) {
     out.command = CommandLine::Command::kQuery;
+    return out;
+  }
+  if (logs_cmd->parsed()) {
+    out.command = CommandLine::Command::kLogs;
     return out;
   }
   if (!serve->parsed()) {
@@ -100,7 +166,15 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     if (c.storage.wal_sync) o.wal_sync = *c.storage.wal_sync;
     if (c.listen) o.listen = *c.listen;
     if (c.scrape_self) o.scrape_self = *c.scrape_self;
+    if (c.alertmanager_config_file) {
+      o.alertmanager_config_file = *c.alertmanager_config_file;
+      size_t slash = config_file->rfind('/');
+      if (!o.alertmanager_config_file.starts_with("/") && slash != std::string::npos) {
+        o.alertmanager_config_file = config_file->substr(0, slash + 1) + o.alertmanager_config_file;
+      }
+    }
   }
+  if (am_config_file) o.alertmanager_config_file = *am_config_file;
   if (data_dir) {
     if (data_dir->empty()) return Status::InvalidArgument("--data-dir: must not be empty");
     o.data_dir = *data_dir;
@@ -117,6 +191,22 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     if (!b.ok()) return b.error().Annotate("--retention.size");
     o.retention_bytes = *b;
   }
+  if (logs_retention_time) {
+    auto d = ParseConfigDuration(*logs_retention_time);
+    if (!d.ok()) return d.error().Annotate("--logs.retention.time");
+    o.logs_retention_ms = *d;
+  }
+  if (logs_retention_size) {
+    auto b = ParseByteSize(*logs_retention_size);
+    if (!b.ok()) return b.error().Annotate("--logs.retention.size");
+    o.logs_retention_bytes = *b;
+  }
+  if (logs_metrics_interval) {
+    auto d = ParseConfigDuration(*logs_metrics_interval);
+    if (!d.ok()) return d.error().Annotate("--logs.metrics-interval");
+    if (*d <= 0) return Status::InvalidArgument("--logs.metrics-interval: must be positive");
+    o.logs_metrics_interval_ms = *d;
+  }
   if (runs_heartbeat_timeout) {
     auto d = ParseConfigDuration(*runs_heartbeat_timeout);
     if (!d.ok()) return d.error().Annotate("--runs.heartbeat-timeout");
@@ -127,6 +217,26 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     auto w = ParseWalSync(*wal_sync);
     if (!w.ok()) return w.error().Annotate("--wal.sync");
     o.wal_sync = *w;
+  }
+  if (rules_default_pack) o.rules_default_pack = *rules_default_pack;
+  if (external_url) o.external_url = *external_url;
+  for (auto [flag, val, dst] : {std::tuple{"--rules.alert.for-outage-tolerance", &rules_outage, &o.rules_outage_tolerance_ms},
+                                std::tuple{"--rules.alert.for-grace-period", &rules_grace, &o.rules_for_grace_period_ms},
+                                std::tuple{"--rules.alert.resend-delay", &rules_resend, &o.rules_resend_delay_ms}}) {
+    if (!*val) continue;
+    auto d = ParseConfigDuration(**val);
+    if (!d.ok()) return d.error().Annotate(flag);
+    if (*d < 0) return Status::InvalidArgument(std::string(flag) + ": must not be negative");
+    *dst = *d;
+  }
+  if (collect_host) o.collect_host = *collect_host;
+  if (collect_gpu) o.collect_gpu = *collect_gpu;
+  if (collect_nvml_path) o.collect_nvml_path = *collect_nvml_path;
+  if (collect_interval) {
+    auto d = ParseConfigDuration(*collect_interval);
+    if (!d.ok()) return d.error().Annotate("--collect.interval");
+    if (*d <= 0) return Status::InvalidArgument("--collect.interval: must be positive");
+    o.collect_interval_ms = *d;
   }
   return out;
 }

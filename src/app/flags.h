@@ -5,8 +5,11 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/check_cmd.h"
+#include "app/demo_cmd.h"
+#include "app/logs_cmd.h"
 #include "app/query_cmd.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -19,21 +22,39 @@ struct ServeOptions {
   std::string data_dir = "data";
   std::string listen = "127.0.0.1:9800";
   std::string config_file;  // empty: none
+  std::string alertmanager_config_file;  // --alertmanager.config.file; empty: the embedded notifier is off
   int64_t retention_ms = 15LL * 24 * 3600 * 1000;
   uint64_t retention_bytes = 0;
   tsdb::WalSync wal_sync = tsdb::WalSync::kPerRequest;
   log::Level log_level = log::Level::kInfo;
   int64_t runs_heartbeat_timeout_ms = 5 * 60 * 1000;  // --runs.heartbeat-timeout
   bool scrape_self = true;  // --scrape.self / trainwatch.scrape_self
+  // Rules (src/rules): the built-in training pack and Prometheus's for-state flags.
+  bool rules_default_pack = true;                       // --rules.default-pack
+  int64_t rules_outage_tolerance_ms = 3600 * 1000;      // --rules.alert.for-outage-tolerance
+  int64_t rules_for_grace_period_ms = 600 * 1000;       // --rules.alert.for-grace-period
+  int64_t rules_resend_delay_ms = 60 * 1000;            // --rules.alert.resend-delay
+  std::string external_url;                             // --web.external-url; empty: http://<listen>
+  bool collect_host = true;   // --collect.host
+  bool collect_gpu = true;    // --collect.gpu
+  int64_t collect_interval_ms = 15000;  // --collect.interval
+  std::string collect_nvml_path = "libnvidia-ml.so.1";  // --collect.nvml-path
+  // Log store (src/logs) under <data-dir>/logs: retention (time: -1 = as --retention.time) and metrics interval.
+  int64_t logs_retention_ms = -1;        // --logs.retention.time
+  uint64_t logs_retention_bytes = 0;     // --logs.retention.size
+  int64_t logs_metrics_interval_ms = 10000;  // --logs.metrics-interval
 };
 
 struct CommandLine {
-  enum class Command { kNone, kExit, kServe, kQuery, kCheckRules };
+  enum class Command { kNone, kExit, kServe, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs };
   Command command = Command::kNone;
   int exit_code = 0;     // kExit: --help, --version or a usage error (already printed)
   ServeOptions serve;    // kServe
   QueryOptions query;    // kQuery
   CheckRulesOptions check_rules;  // kCheckRules
+  std::vector<std::string> check_config_files;  // kCheckConfig
+  DemoOptions demo;      // kDemo
+  LogsOptions logs;      // kLogs
 };
 
 // Parses argv, loads the config file when given, and merges. Prints help,

@@ -45,6 +45,26 @@ TEST(FlagsTest, FlagsOverrideConfig) {
   std::remove(path.c_str());
 }
 
+TEST(FlagsTest, AlertmanagerConfigFile) {
+  std::string path = ::testing::TempDir() + "/tw_flags_am_test.yml";
+  std::ofstream(path) << "trainwatch:\n  alertmanager:\n    config_file: am.yml\n";
+  auto c = Parse({"serve", "--config.file", path.c_str()});
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  // Relative to the config file's directory.
+  EXPECT_EQ(c->serve.alertmanager_config_file, path.substr(0, path.rfind('/') + 1) + "am.yml");
+  c = Parse({"serve", "--config.file", path.c_str(), "--alertmanager.config.file", "/etc/am.yml"});
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->serve.alertmanager_config_file, "/etc/am.yml");
+  c = Parse({"serve"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->serve.alertmanager_config_file, "");
+  c = Parse({"check", "config", "a.yml", "b.yml"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->command, CommandLine::Command::kCheckConfig);
+  EXPECT_EQ(c->check_config_files, (std::vector<std::string>{"a.yml", "b.yml"}));
+  std::remove(path.c_str());
+}
+
 TEST(FlagsTest, BadValuesNameTheFlag) {
   auto c = Parse({"serve", "--retention.time", "soon"});
   ASSERT_FALSE(c.ok());
@@ -68,6 +88,46 @@ TEST(FlagsTest, VersionAndUsageErrorsExit) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->command, CommandLine::Command::kExit);
   EXPECT_NE(c->exit_code, 0);
+}
+
+TEST(FlagsTest, RulesFlags) {
+  auto c = Parse({"serve"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->serve.rules_default_pack);
+  EXPECT_EQ(c->serve.rules_outage_tolerance_ms, 3600000);
+  EXPECT_EQ(c->serve.rules_for_grace_period_ms, 600000);
+  EXPECT_EQ(c->serve.rules_resend_delay_ms, 60000);
+  c = Parse({"serve", "--rules.default-pack=false", "--rules.alert.for-outage-tolerance", "2h",
+             "--rules.alert.for-grace-period", "1s", "--rules.alert.resend-delay", "30s", "--web.external-url",
+             "https://tw.example/"});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_FALSE(c->serve.rules_default_pack);
+  EXPECT_EQ(c->serve.rules_outage_tolerance_ms, 7200000);
+  EXPECT_EQ(c->serve.rules_for_grace_period_ms, 1000);
+  EXPECT_EQ(c->serve.rules_resend_delay_ms, 30000);
+  EXPECT_EQ(c->serve.external_url, "https://tw.example/");
+  c = Parse({"serve", "--rules.alert.resend-delay", "soon"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message(), "--rules.alert.resend-delay: invalid duration \"soon\"");
+}
+
+TEST(FlagsTest, CollectFlags) {
+  auto c = Parse({"serve"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->serve.collect_host);
+  EXPECT_TRUE(c->serve.collect_gpu);
+  EXPECT_EQ(c->serve.collect_interval_ms, 15000);
+  EXPECT_EQ(c->serve.collect_nvml_path, "libnvidia-ml.so.1");
+  c = Parse({"serve", "--collect.host=false", "--collect.gpu", "false", "--collect.interval", "1s",
+             "--collect.nvml-path", "/opt/nvml.so"});
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_FALSE(c->serve.collect_host);
+  EXPECT_FALSE(c->serve.collect_gpu);
+  EXPECT_EQ(c->serve.collect_interval_ms, 1000);
+  EXPECT_EQ(c->serve.collect_nvml_path, "/opt/nvml.so");
+  c = Parse({"serve", "--collect.interval", "0s"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("--collect.interval"), std::string::npos);
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 #include <iostream>
 
 #include "app/check_cmd.h"
+#include "app/check_config_cmd.h"
+#include "app/demo_cmd.h"
 #include "app/flags.h"
+#include "app/logs_cmd.h"
 #include "app/query_cmd.h"
 #include "app/serve.h"
 
@@ -17,6 +20,9 @@ int main(int argc, char** argv) {
     case trainwatch::app::CommandLine::Command::kServe: return trainwatch::app::RunServe(cl->serve);
     case trainwatch::app::CommandLine::Command::kQuery: return trainwatch::app::RunQuery(cl->query);
     case trainwatch::app::CommandLine::Command::kCheckRules: return trainwatch::app::RunCheckRules(cl->check_rules);
+    case trainwatch::app::CommandLine::Command::kCheckConfig: return trainwatch::app::RunCheckConfig(cl->check_config_files);
+    case trainwatch::app::CommandLine::Command::kDemo: return trainwatch::app::RunDemo(cl->demo);
+    case trainwatch::app::CommandLine::Command::kLogs: return trainwatch::app::RunLogs(cl->logs);
     case trainwatch::app::CommandLine::Command::kExit:
     case trainwatch::app::CommandLine::Command::kNone: return cl->exit_code;
   }

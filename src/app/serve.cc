@@ -5,11 +5,19 @@
 
 #include <cstring>
 
+#include "app/collect_loop.h"
 #include "app/config.h"
+#include "app/notify_templates.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "http/server.h"
+#include "logs/forward.h"
+#include "logs/metrics.h"
+#include "logs/store.h"
+#include "logs/tailer.h"
+#include "notify/notifier.h"
 #include "promql/engine.h"
+#include "rules/manager.h"
 #include "runs/store.h"
 #include "scrape/manager.h"
 #include "tsdb/db.h"
@@ -56,10 +64,49 @@ Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const ServeOptions& 
       }
     }
   }
-  YAML::Node root = YAML::Load("scrape_configs: [{job_name: trainwatch, static_configs: [{targets: ['" + self + "']}]}]");
+  // The built-in collectors' series are stored directly (jobs node and dcgm);
+  // the self-scrape drops them from /metrics so they are not stored twice.
+  YAML::Node root = YAML::Load("scrape_configs: [{job_name: trainwatch, static_configs: [{targets: ['" + self +
+                               "']}], metric_relabel_configs: [{source_labels: [__name__], "
+                               "regex: 'node_.+|DCGM_.+|trainwatch_gpu_process_.+', action: drop}]}]");
   ASSIGN_OR_RETURN(auto own, scrape::ParseScrapeConfigs(root, g));
   jobs->push_back(std::move(own[0]));
   return jobs;
+}
+
+// Rules: the config's rule_files (globs relative to the config file's
+// directory) plus the built-in training pack, global.evaluation_interval and
+// global.external_labels; *alerting gets the `alerting:` section.
+Result<rules::ManagerConfig> LoadRulesConfig(const ServeOptions& o, YAML::Node* alerting) {
+  rules::ManagerConfig rc;
+  rc.external_url = o.external_url.empty() ? "http://" + SelfAddress(o.listen) : o.external_url;
+  if (o.rules_default_pack) {
+    rc.sources.push_back({std::string(rules::kDefaultRulePackName), std::string(rules::DefaultRulePack()), true});
+  }
+  if (o.config_file.empty()) return rc;
+  ASSIGN_OR_RETURN(Config cfg, LoadConfigFile(o.config_file));
+  rc.evaluation_interval_ms = cfg.evaluation_interval_ms;
+  const YAML::Node& p = cfg.prometheus;
+  if (!p || !p.IsMap()) return rc;
+  if (const YAML::Node a = p["alerting"]) *alerting = a;  // absent: a zombie node, whose assignment throws
+  if (const YAML::Node g = p["global"]; g && g.IsMap()) {
+    if (const YAML::Node ext = g["external_labels"]; ext && ext.IsMap()) {
+      std::vector<model::Label> ls;
+      for (const auto& kv : ext) ls.push_back({kv.first.Scalar(), kv.second.Scalar()});
+      auto l = model::Labels::FromUnsorted(std::move(ls));
+      if (!l.ok()) return l.error().Annotate("config file " + o.config_file + ": global.external_labels");
+      rc.external_labels = std::move(*l);
+    }
+  }
+  std::vector<std::string> patterns;
+  if (const YAML::Node rf = p["rule_files"]; rf && rf.IsSequence()) {
+    for (const auto& f : rf) patterns.push_back(f.Scalar());
+  }
+  size_t slash = o.config_file.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : o.config_file.substr(0, slash);
+  ASSIGN_OR_RETURN(std::vector<std::string> files, rules::ExpandRuleFiles(patterns, dir));
+  for (std::string& f : files) rc.sources.push_back({std::move(f), "", false});
+  return rc;
 }
 
 http::BuildInfo MakeBuildInfo() {
@@ -108,6 +155,53 @@ int RunServe(const ServeOptions& o) {
   }
   (*run_store)->StartHeartbeatChecker();
 
+  // Logs (src/logs): time-partitioned SQLite/FTS5 store in <data-dir>/logs,
+  // durable per 2xx like runs.db; log-derived counters go to the TSDB.
+  logs::StoreOptions logs_opts;
+  logs_opts.dir = o.data_dir + "/logs";
+  logs_opts.sync_full = o.wal_sync == tsdb::WalSync::kPerRequest;
+  logs_opts.retention_ms = o.logs_retention_ms >= 0 ? o.logs_retention_ms : o.retention_ms;
+  logs_opts.retention_bytes = o.logs_retention_bytes;
+  LogsConfig logs_cfg;  // trainwatch.logs: patterns and tailed files (read at start; no reload)
+  Status logs_cfg_status = ParseLogsConfig(YAML::Node(), &logs_cfg);
+  if (!o.config_file.empty()) {
+    auto c = LoadConfigFile(o.config_file);
+    if (c.ok()) logs_cfg = c->logs;
+    else logs_cfg_status = c.error();
+  }
+  auto log_store = logs::LogStore::Open(logs_opts);
+  auto log_metrics = logs::LogMetrics::Make(logs_cfg.patterns, db->get(), o.logs_metrics_interval_ms);
+  Result<std::unique_ptr<logs::Tailer>> log_tailer = Status::Unavailable("not opened");
+  if (log_store.ok() && logs_cfg_status.ok()) {
+    log_tailer = logs::Tailer::Make(logs::TailerOptions{logs_cfg.files, logs_opts.dir + "/tail-offsets.json"},
+                                    log_store->get());
+  }
+  if (!logs_cfg_status.ok() || !log_store.ok() || !log_metrics.ok() || !log_tailer.ok()) {
+    TW_LOG(Error, "{}", (!logs_cfg_status.ok() ? logs_cfg_status
+                         : !log_store.ok()     ? log_store.error()
+                         : !log_metrics.ok()   ? log_metrics.error()
+                                               : log_tailer.error())
+                            .ToString());
+    Status s = (*db)->Close();
+    if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
+    return 1;
+  }
+  (*log_store)->SetObserver(log_metrics->get());
+  std::vector<std::unique_ptr<logs::Forwarder>> log_forwarders;  // trainwatch.logs.forward
+  for (logs::ForwardTarget t : logs_cfg.forward) {
+    t.state_path = logs_opts.dir + "/forward-" +
+                   std::to_string(std::hash<std::string>{}(t.url + "|" + t.index + "|" +
+                                                           std::to_string(static_cast<int>(t.kind)))) + ".json";
+    auto f = logs::Forwarder::Make(std::move(t), log_store->get());
+    if (!f.ok()) {
+      TW_LOG(Error, "trainwatch.logs.forward: {}", f.error().ToString());
+      Status s = (*db)->Close();
+      if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
+      return 1;
+    }
+    log_forwarders.push_back(std::move(*f));
+  }
+
   auto scrape_configs = LoadScrapeConfigs(o);
   if (!scrape_configs.ok()) {
     TW_LOG(Error, "{}", scrape_configs.error().message());
@@ -116,11 +210,81 @@ int RunServe(const ServeOptions& o) {
     return 1;
   }
   scrape::Manager scraper(db->get());
+  // Recording and alerting rules (rules/), with their own query engine.
+  // Alerts leave through senders: external Alertmanagers from `alerting:`;
+  // the embedded notifier attaches with rules_manager.AddSender(...).
+  promql::Engine rules_engine{promql::EngineOptions{}};
+  rules::ManagerOptions rules_opts;
+  rules_opts.appendable = db->get();
+  rules_opts.queryable = db->get();
+  rules_opts.engine = &rules_engine;
+  rules_opts.outage_tolerance_ms = o.rules_outage_tolerance_ms;
+  rules_opts.for_grace_period_ms = o.rules_for_grace_period_ms;
+  rules_opts.resend_delay_ms = o.rules_resend_delay_ms;
+  rules::Manager rules_manager(rules_opts);
+  // Loads rules and alerting config; a bad rule file changes nothing.
+  auto apply_rules = [&]() -> Status {
+    YAML::Node alerting;
+    ASSIGN_OR_RETURN(rules::ManagerConfig rc, LoadRulesConfig(o, &alerting));
+    if (auto ac = rules::ParseAlertingConfig(alerting); !ac.ok()) return ac.error().Annotate("config file " + o.config_file);
+    RETURN_IF_ERROR(rules_manager.Update(rc));
+    return rules_manager.ApplyAlertingConfig(alerting);
+  };
+  if (Status rs = apply_rules(); !rs.ok()) {
+    TW_LOG(Error, "{}", rs.message());
+    rules_manager.Stop();
+    Status s = (*db)->Close();
+    if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
+    return 1;
+  }
+  // The embedded Alertmanager (notify/): on with --alertmanager.config.file
+  // (or trainwatch.alertmanager.config_file); silences and the notification
+  // log in <data-dir>/alertmanager. The rule evaluator's alerts go to it.
+  std::unique_ptr<notify::Notifier> notifier;
+  if (!o.alertmanager_config_file.empty()) {
+    auto am = notify::LoadConfigFile(o.alertmanager_config_file);
+    Status ns = am.status();
+    if (ns.ok()) {
+      notify::NotifierOptions no;
+      no.dir = o.data_dir + "/alertmanager";
+      no.external_url = o.external_url.empty() ? "http://" + SelfAddress(o.listen) : o.external_url;
+      no.render = MakeNotifyTemplateFunc();  // custom templates through rules/' Go template engine
+      auto n = notify::Notifier::Open(std::move(no), *am);
+      if (n.ok()) notifier = std::move(*n);
+      ns = n.status();
+    }
+    if (!ns.ok()) {
+      TW_LOG(Error, "alertmanager config: {}", ns.message());
+      rules_manager.Stop();
+      Status s = (*db)->Close();
+      if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
+      return 1;
+    }
+    TW_LOG(Info, "embedded notifier on, config {}", o.alertmanager_config_file);
+    rules_manager.AddSender([n = notifier.get()](std::vector<rules::OutgoingAlert> alerts) {
+      std::vector<notify::Alert> out;
+      out.reserve(alerts.size());
+      for (rules::OutgoingAlert& a : alerts) {
+        out.push_back(notify::Alert{std::move(a.labels), std::move(a.annotations), a.starts_at_ms, a.ends_at_ms,
+                                    std::move(a.generator_url)});
+      }
+      Status s = n->PutAlerts(std::move(out));
+      if (!s.ok()) TW_LOG(Warn, "embedded notifier rejected alerts from the rules: {}", s.message());
+    });
+  }
   // POST /-/reload and SIGHUP: re-read the config file; a bad one changes nothing.
   auto reload = [&]() -> Status {
     auto jobs = LoadScrapeConfigs(o);
     if (!jobs.ok()) return jobs.error();
+    std::shared_ptr<const notify::Config> am_cfg;
+    if (notifier != nullptr) {
+      auto am = notify::LoadConfigFile(o.alertmanager_config_file);
+      if (!am.ok()) return am.error().Annotate("alertmanager config");
+      am_cfg = std::move(*am);
+    }
+    RETURN_IF_ERROR(apply_rules());  // rules first: a bad rule file fails the whole reload
     scraper.ApplyConfig(std::move(*jobs));
+    if (notifier != nullptr) notifier->ApplyConfig(std::move(am_cfg));
     TW_LOG(Info, "completed loading of configuration file {}", o.config_file);
     return Status::OK();
   };
@@ -130,7 +294,20 @@ int RunServe(const ServeOptions& o) {
   srv_opts.listen = o.listen;
   http::ApiDeps deps{db->get(), &engine, MakeBuildInfo()};
   deps.runs = run_store->get();
+  deps.logs = log_store->get();
+  // Host and GPU collectors (job="node", job="dcgm"), stored like a scrape and shown on /metrics.
+  CollectOptions collect_opts;
+  collect_opts.host = o.collect_host;
+  collect_opts.gpu = o.collect_gpu;
+  collect_opts.nvml_path = o.collect_nvml_path;
+  collect_opts.interval_ms = o.collect_interval_ms;
+  collect_opts.hostname = HostName();
+  collect_opts.instance = collect_opts.hostname + SelfAddress(o.listen).substr(SelfAddress(o.listen).rfind(':'));
+  CollectLoop collector(collect_opts, db->get(), run_store->get());
+  deps.collected = collector.snapshot();
   deps.scrape = &scraper;
+  deps.rules = &rules_manager;
+  deps.notifier = notifier.get();
   deps.reload = reload;
   auto srv = http::Server::Start(srv_opts, std::move(deps));
   if (!srv.ok()) {
@@ -147,6 +324,10 @@ int RunServe(const ServeOptions& o) {
   // it in per-thread arenas otherwise (~20% of RSS under ingest).
   const timespec kTrimEvery{5, 0};
   scraper.ApplyConfig(std::move(*scrape_configs));
+  collector.Start();
+  (*log_metrics)->Start();
+  if (!logs_cfg.files.empty()) (*log_tailer)->Start();
+  for (auto& f : log_forwarders) f->Start();
   for (;;) {
     sig = sigtimedwait(&set, nullptr, &kTrimEvery);
     if (sig == SIGTERM || sig == SIGINT) break;
@@ -159,8 +340,15 @@ int RunServe(const ServeOptions& o) {
   }
   TW_LOG(Info, "received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   scraper.Stop();  // no scrape appends after this, before the server and the DB go
+  rules_manager.Stop();  // no rule evaluations either; queued alerts to Alertmanagers are sent
+  collector.Stop();  // nor collector appends
 
+  (*log_tailer)->Stop();  // file tailing appends no more
+  for (auto& f : log_forwarders) f->Stop();  // what is not sent yet stays queued in the store
+  (*log_store)->Shutdown();  // ends live tails, so the server's stop does not wait for them
   (*srv)->Stop();  // in-flight requests finish first, so every 2xx is in the WAL
+  (*log_metrics)->Stop();  // last write of the log-derived counters, before the DB closes
+  if (notifier != nullptr) notifier->Stop();  // after rules and the API: nothing puts alerts any more
   (*run_store)->Stop();  // no heartbeat checks after this
   Status s = (*db)->Close();
   if (!s.ok()) {

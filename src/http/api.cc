@@ -4,7 +4,10 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "collect/snapshot.h"
 #include "http/format.h"
+#include "notify/notifier.h"
+#include "rules/manager.h"
 
 namespace trainwatch::http {
 
@@ -123,12 +126,17 @@ Response Api::Route(const Request& req, std::string_view* handler) {
     return Reload(req);
   }
   if (p == "/api/v1/runs" || p.starts_with("/api/v1/runs/")) return Runs(req, handler);
+  if (LogsServes(req)) return Logs(req, handler);  // api_logs.cc
+  if (p == "/api/v1/rules" || p == "/api/v1/alerts") return RulesApi(req, handler);  // api_rules.cc
+  if (p.starts_with("/api/v2/") || p == "/api/v1/notifications") return Alertmanager(req, handler);  // api_alertmanager.cc
   constexpr std::string_view kLabel = "/api/v1/label/", kValues = "/values";
   if (p.size() > kLabel.size() + kValues.size() && p.starts_with(kLabel) && p.ends_with(kValues)) {
     *handler = "/api/v1/label/:name/values";
     if (!get_or_post) return MethodNotAllowed();
     return LabelValues(req, std::string_view(p).substr(kLabel.size(), p.size() - kLabel.size() - kValues.size()));
   }
+  // Last: the web UI and its client routes (api_ui.cc); never an API path.
+  if (UiServes(p)) return Ui(req, handler);
   Response r = Text(404, "404 page not found\n");
   return r;
 }
@@ -192,6 +200,9 @@ Response Api::MetricsHandler(const Request&) {
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   metrics_.Render(&r.body);
   RenderTsdbStats(deps_.db->GetStats(), &r.body);
+  if (deps_.rules != nullptr) deps_.rules->RenderMetrics(&r.body);  // rule groups, alerts, sending (rules/)
+  if (deps_.notifier != nullptr) deps_.notifier->RenderMetrics(&r.body);  // notifications (notify/)
+  if (deps_.collected != nullptr) deps_.collected->Render(&r.body);  // node_*, DCGM_* (collect/)
   return r;
 }
 

@@ -23,6 +23,22 @@ namespace trainwatch::runs {
 class RunStore;
 }
 
+namespace trainwatch::collect {
+class Snapshot;
+}
+
+namespace trainwatch::notify {
+class Notifier;
+}
+
+namespace trainwatch::rules {
+class Manager;
+}
+
+namespace trainwatch::logs {
+class LogStore;
+}
+
 namespace trainwatch::http {
 
 // /api/v1/status/buildinfo, in Prometheus's field names.
@@ -42,6 +58,10 @@ struct ApiDeps {
   scrape::Manager* scrape = nullptr;   // null: /api/v1/targets answers 503, metadata is empty
   std::function<Status()> reload;      // POST /-/reload: re-reads and applies the config file
   runs::RunStore* runs = nullptr;      // null: /api/v1/runs answers 503
+  logs::LogStore* logs = nullptr;      // null: /api/v1/logs..., /_bulk, /loki/api/v1/push answer 503
+  rules::Manager* rules = nullptr;     // null: /api/v1/rules and /api/v1/alerts answer 503
+  notify::Notifier* notifier = nullptr;  // null: /api/v2/* (Alertmanager) and /api/v1/notifications answer 503
+  collect::Snapshot* collected = nullptr;  // host/GPU collectors' latest series for /metrics; null: none
 };
 
 class Api {
@@ -55,6 +75,15 @@ class Api {
  private:
   Response Route(const Request& req, std::string_view* handler);
   Response Runs(const Request& req, std::string_view* handler);  // api_runs.cc: /api/v1/runs...
+  // api_logs.cc: /api/v1/logs..., /_bulk, /<index>/_bulk, /loki/api/v1/push, and / for non-browsers (ES banner).
+  static bool LogsServes(const Request& req);
+  Response Logs(const Request& req, std::string_view* handler);
+  Response RulesApi(const Request& req, std::string_view* handler);  // api_rules.cc: /api/v1/rules, /api/v1/alerts
+  Response Alertmanager(const Request& req, std::string_view* handler);  // api_alertmanager.cc: /api/v2/*, /api/v1/notifications
+  // api_ui.cc: the embedded web UI. UiServes: true only for the UI's files
+  // and client routes (/, /runs/..., /compare, ...), never for an API path.
+  static bool UiServes(std::string_view path);
+  Response Ui(const Request& req, std::string_view* handler);
 
   Response Healthy(const Request& req);
   Response Ready(const Request& req);

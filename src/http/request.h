@@ -19,6 +19,7 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> params;
   std::string_view body;     // decompressed body; valid during the call
   std::string content_type;  // Content-Type header
+  std::string accept;        // Accept header
   int64_t receive_time_ms = 0;
 
   // The first value of `name`, or empty.
@@ -32,6 +33,8 @@ struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Extra response headers (e.g. Cache-Control), in order.
+  std::vector<std::pair<std::string, std::string>> headers;
   // When set, the body is streamed instead: each call appends the next chunk
   // to *chunk; kError aborts the connection so the client sees a truncated
   // body rather than a silently short one.

@@ -42,13 +42,15 @@ Request Convert(const httplib::Request& in, std::string_view body) {
   r.path = in.path;
   r.body = body;
   r.content_type = in.get_header_value("Content-Type");
+  r.accept = in.get_header_value("Accept");
   // Parameters come from the raw target and the form body, not httplib's
   // params, so their order and the form handling are ours.
   size_t q = in.target.find('?');
   if (q != std::string::npos) ParseQueryString(std::string_view(in.target).substr(q + 1), &r.params);
   // curl --data-binary labels import bodies as forms too; they are not.
   if (in.method == "POST" && r.content_type.starts_with("application/x-www-form-urlencoded") &&
-      !r.path.starts_with("/api/v1/import")) {
+      !r.path.starts_with("/api/v1/import") && r.path != "/api/v1/logs" && !r.path.ends_with("/_bulk") &&
+      r.path != "/loki/api/v1/push") {
     ParseQueryString(body, &r.params);
   }
   return r;
@@ -65,6 +67,7 @@ void Serve(Api* api, const httplib::Request& in, std::string_view body, httplib:
     resp.body = std::string("internal error: ") + e.what() + "\n";
   }
   out.status = resp.status;
+  for (const auto& [name, value] : resp.headers) out.set_header(name, value);
   if (resp.stream) {
     auto gen = std::move(resp.stream);
     out.set_chunked_content_provider(resp.content_type, [gen](size_t, httplib::DataSink& sink) {

@@ -61,7 +61,8 @@ class RemoteWriteE2ETest(unittest.TestCase):
         self.procs = []
         self.tw_port = free_port()
         tw = Process([twtest.BINARY, "serve", "--data-dir", os.path.join(self.tmp, "tw"), "--listen",
-                   "127.0.0.1:%d" % self.tw_port, "--log.level", "info"], os.path.join(self.tmp, "tw.log"))
+                   "127.0.0.1:%d" % self.tw_port, "--log.level", "info", "--collect.host=false",
+                   "--collect.gpu=false"], os.path.join(self.tmp, "tw.log"))
         self.procs.append(tw)
         self.tw = tw
         tw.wait_ready(self.tw_port)

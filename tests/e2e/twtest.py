@@ -61,7 +61,7 @@ class Process:
 
     def logs(self):
         with open(self.log_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")[-4000:]
+            return f.read().decode("utf-8", "replace")[-int(os.environ.get("TW_TEST_LOG_TAIL", "4000")):]
 
 
 def free_port():
@@ -73,9 +73,13 @@ def free_port():
 class Server:
     """One trainwatch process on a data dir."""
 
-    def __init__(self, data_dir, extra_args=(), port=None):
+    def __init__(self, data_dir, extra_args=(), port=None, collect=False):
         self.data_dir = data_dir
         self.extra_args = list(extra_args)
+        if not collect:
+            # The built-in host/GPU collectors (on by default in serve) would add
+            # node_*/DCGM_* series to what these tests compare; collect_e2e_test.py turns them on.
+            self.extra_args = ["--collect.host=false", "--collect.gpu=false"] + self.extra_args
         self.proc = None
         self.port = port  # None: a free one at each start
         self.fixed_port = port is not None
@@ -112,7 +116,7 @@ class Server:
     def logs(self):
         try:
             with open(self.log_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")[-4000:]
+                return f.read().decode("utf-8", "replace")[-int(os.environ.get("TW_TEST_LOG_TAIL", "4000")):]
         except OSError:
             return ""
 

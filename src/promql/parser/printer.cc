@@ -1,7 +1,10 @@
 // AST helpers and the canonical printer (Prometheus's Expr.String()).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "promql/parser/ast.h"
@@ -117,14 +120,18 @@ std::string Quote(const std::string& s) {
 std::string FormatNumber(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "Inf" : "-Inf";
+  // Go's fmt.Sprint(float64): the shortest round-trip digits, in exponent
+  // form only when the exponent is < -4 or >= 21 (80 prints as "80").
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  // Shortest round-trip representation.
-  for (int prec = 1; prec <= 17; ++prec) {
-    char b2[64];
-    std::snprintf(b2, sizeof(b2), "%.*g", prec, v);
-    if (std::strtod(b2, nullptr) == v) return b2;
+  int prec = 1;
+  for (; prec < 17; ++prec) {
+    std::snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
+    if (std::strtod(buf, nullptr) == v) break;
   }
+  std::snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
+  int exp = std::atoi(std::strchr(buf, 'e') + 1);
+  if (exp < -4 || exp >= 21) return buf;
+  std::snprintf(buf, sizeof(buf), "%.*f", std::max(0, prec - 1 - exp), v);
   return buf;
 }
 

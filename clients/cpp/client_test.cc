@@ -1,0 +1,248 @@
+// The header-only C++ client, compiled as C++17, against a real trainwatch
+// server (the binary in $TW_BINARY, started on a free loopback port and
+// stopped by PID): every step once, an unreachable server at init, a server
+// killed and restarted mid-run, a refused run, bounded memory.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "trainwatch/client.h"
+
+namespace {
+
+using nlohmann::json;
+using trainwatch::client::Options;
+using trainwatch::client::Run;
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+class Server {
+ public:
+  Server(std::string data_dir, int port) : data_dir_(std::move(data_dir)), port_(port) {}
+  ~Server() { Kill(); }
+
+  void Start() {
+    const char* bin = std::getenv("TW_BINARY");
+    ASSERT_NE(bin, nullptr) << "set TW_BINARY to the trainwatch binary";
+    std::string listen = "127.0.0.1:" + std::to_string(port_);
+    std::string log = data_dir_ + ".log";
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (freopen(log.c_str(), "a", stdout) == nullptr || freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
+      execl(bin, bin, "serve", "--data-dir", data_dir_.c_str(), "--listen", listen.c_str(),
+            "--runs.heartbeat-timeout", "1h", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 600; i++) {
+      std::string body;
+      if (Get("/-/ready", &body) == 200) return;
+      usleep(50000);
+    }
+    FAIL() << "server not ready; see " << log;
+  }
+
+  void Kill() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+
+  int Get(const std::string& path, std::string* body) {
+    trainwatch::client::detail::Http h(trainwatch::client::detail::ParseUrl(Url()), 10);
+    return h.Get(path, body);
+  }
+  json GetJson(const std::string& path) {
+    std::string body;
+    int status = Get(path, &body);
+    EXPECT_EQ(status, 200) << path << ": " << body;
+    return status == 200 ? json::parse(body)["data"] : json();
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::string data_dir_;
+  int port_;
+  pid_t pid_ = -1;
+};
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tw-cpp-client-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    tmp_ = tmpl;
+    server_ = std::make_unique<Server>(tmp_ + "/data", FreePort());
+  }
+  void TearDown() override {
+    server_.reset();
+    std::string cmd = "rm -rf '" + tmp_ + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+
+  Options Opts(const std::string& name) {
+    Options o;
+    o.url = server_->Url();
+    o.project = "cpp";
+    o.name = name;
+    o.spool_dir = tmp_ + "/spool";
+    o.flush_interval_s = 0.05;
+    o.timeout_s = 2;
+    o.verbose = false;
+    return o;
+  }
+
+  // Steps of the run's loss series for `rank`, by step, as the server has them.
+  std::vector<double> StepsOf(const std::string& id, const std::string& key = "loss") {
+    json m = server_->GetJson("/api/v1/runs/metrics?x=step&points=100000&ids=" + id + "&keys=" + key);
+    std::vector<double> xs;
+    if (!m.is_array() || m.size() != 1) {
+      ADD_FAILURE() << m.dump();
+      return xs;
+    }
+    for (const json& p : m[0]["points"]) xs.push_back(p["x"].get<double>());
+    EXPECT_EQ(m[0]["total_points"].get<size_t>(), xs.size());
+    return xs;
+  }
+
+  static std::vector<double> Range(int n) {
+    std::vector<double> v;
+    for (int i = 0; i < n; i++) v.push_back(i);
+    return v;
+  }
+
+  std::string tmp_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(ClientTest, EveryStepOnceAndMetadata) {
+  server_->Start();
+  Options o = Opts("fast");
+  o.config_json = R"({"lr": 0.001, "layers": 12})";
+  o.tags = {"cpp", "unit"};
+  o.total_steps = 20000;
+  std::string err;
+  auto run = Run::Init(o, &err);
+  ASSERT_NE(run, nullptr) << err;
+  EXPECT_EQ(run->name(), "fast");
+  for (int s = 0; s < 20000; s++) run->Log({{"loss", 1.0 / (s + 1)}, {"train/acc", s * 1e-4}});  // faster than 1/ms
+  run->Log({{"bad", std::nan("")}}, 19999);
+  run->SetSummary("best", 0.25);
+  run->Alert("note", "a \"quoted\" text\n", "warning");
+  EXPECT_TRUE(run->Finish());
+  EXPECT_EQ(StepsOf(run->id()), Range(20000));
+  EXPECT_EQ(StepsOf(run->id(), "train/acc"), Range(20000));
+  json info = server_->GetJson("/api/v1/runs/" + run->id());
+  EXPECT_EQ(info["status"], "finished");
+  EXPECT_EQ(info["config"], json::parse(o.config_json));
+  EXPECT_EQ(info["tags"], json::parse(R"(["cpp", "unit"])"));
+  EXPECT_EQ(info["step"], 19999);
+  EXPECT_EQ(info["summary"]["best"], 0.25);
+  ASSERT_EQ(info["alerts"].size(), 1u);
+  EXPECT_EQ(info["alerts"][0]["text"], "a \"quoted\" text\n");
+  EXPECT_EQ(access(run->spool_dir().c_str(), F_OK), -1);  // removed once empty
+}
+
+TEST_F(ClientTest, UnreachableAtInitThenKilledAndRestarted) {
+  Options o = Opts("outage");
+  o.total_steps = 3000;
+  std::string err;
+  auto run = Run::Init(o, &err);  // no server yet: not an error, everything spools
+  ASSERT_NE(run, nullptr) << err;
+  for (int s = 0; s < 1000; s++) run->Log({{"loss", s * 0.5}});
+  for (int i = 0; i < 100 && run->spooled() == 0; i++) usleep(20000);
+  EXPECT_GT(run->spooled(), 0u);
+  server_->Start();
+  for (int s = 1000; s < 2000; s++) {
+    run->Log({{"loss", s * 0.5}});
+    usleep(500);
+  }
+  server_->Kill();  // mid-run, with batches in flight
+  for (int s = 2000; s < 3000; s++) {
+    run->Log({{"loss", s * 0.5}});
+    usleep(300);
+  }
+  server_->Start();
+  EXPECT_TRUE(run->Finish());
+  EXPECT_EQ(StepsOf(run->id()), Range(3000));
+  json info = server_->GetJson("/api/v1/runs/" + run->id());
+  EXPECT_EQ(info["status"], "finished");
+  EXPECT_EQ(info["name"], "outage");
+}
+
+TEST_F(ClientTest, RanksAndBoundedMemory) {
+  server_->Start();
+  Options o = Opts("ranks");
+  o.id = "cpp-ranks";
+  o.world_size = 2;
+  o.max_queue_points = 500;
+  o.batch_points = 100;
+  std::string err;
+  o.rank = 1;
+  auto r1 = Run::Init(o, &err);  // rank 1 first: it only makes sure the run exists
+  ASSERT_NE(r1, nullptr) << err;
+  o.rank = 0;
+  o.config_json = R"({"owner": "rank0"})";
+  auto r0 = Run::Init(o, &err);
+  ASSERT_NE(r0, nullptr) << err;
+  server_->Kill();
+  for (int s = 0; s < 5000; s++) {
+    r0->Log({{"loss", 1.0 * s}});
+    r1->Log({{"loss", 2.0 * s}});
+    ASSERT_LE(r0->Queued(), o.max_queue_points + 1);  // spilled to disk, not kept in memory
+  }
+  server_->Start();
+  EXPECT_TRUE(r1->Finish());
+  EXPECT_TRUE(r0->Finish());
+  json m = server_->GetJson("/api/v1/runs/metrics?x=step&points=100000&ids=cpp-ranks&keys=loss");
+  ASSERT_EQ(m.size(), 2u) << m.dump();
+  std::set<std::string> ranks;
+  for (const json& s : m) {
+    ranks.insert(s["labels"]["rank"].get<std::string>());
+    EXPECT_EQ(s["total_points"], 5000);
+    EXPECT_FALSE(s["labels"]["host"].get<std::string>().empty());
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1"}));
+  json info = server_->GetJson("/api/v1/runs/cpp-ranks");
+  EXPECT_EQ(info["config"]["owner"], "rank0");
+  EXPECT_EQ(info["world_size"], 2);
+  EXPECT_EQ(info["status"], "finished");
+}
+
+TEST_F(ClientTest, RefusedRunAndBadOptions) {
+  server_->Start();
+  Options o = Opts("a");
+  o.id = "shared-id";
+  std::string err;
+  auto a = Run::Init(o, &err);
+  ASSERT_NE(a, nullptr) << err;
+  a->Finish();
+  o.project = "other";  // a known id of another project is a 400
+  EXPECT_EQ(Run::Init(o, &err), nullptr);
+  EXPECT_NE(err.find("shared-id"), std::string::npos) << err;
+  o.id = "metrics";
+  EXPECT_EQ(Run::Init(o, &err), nullptr);
+  EXPECT_NE(err.find("metrics"), std::string::npos) << err;
+  o.id = "";
+  o.url = "https://example.com";
+  EXPECT_EQ(Run::Init(o, &err), nullptr);
+  EXPECT_NE(err.find("url"), std::string::npos) << err;
+}
+
+}  // namespace

@@ -1,0 +1,29 @@
+"""trainwatch client: experiment tracking for training scripts (standard library only).
+
+    import trainwatch
+    run = trainwatch.init(project="llama", config={"lr": 3e-4}, total_steps=20000)
+    for step in range(20000):
+        ...
+        run.log({"loss": loss, "lr": lr}, step=step)
+    run.finish()
+
+See README.md next to this package and docs/runs-api.md for the wire format.
+"""
+from . import run as _run
+from .run import LogHandler, Run, init
+
+__version__ = "0.1.0"
+__all__ = ["init", "Run", "LogHandler", "log", "finish"]
+
+
+def log(values, step=None):
+    """run.log() on the run of the last init()."""
+    if _run.current is None:
+        raise RuntimeError("trainwatch.log: call trainwatch.init() first")
+    _run.current.log(values, step=step)
+
+
+def finish(status="finished"):
+    """run.finish() on the run of the last init()."""
+    if _run.current is not None:
+        _run.current.finish(status)

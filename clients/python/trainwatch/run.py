@@ -1,0 +1,304 @@
+"""trainwatch.init() and Run: the user-facing side of the client."""
+import atexit
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from ._capture import Tee
+from ._sender import Sender
+
+_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_LEVELS = ("info", "warning", "error")
+
+_active = []          # runs not yet finished, for the exit hooks
+_hooks_installed = False
+_hooks_lock = threading.Lock()
+current = None        # the run of the last init(), for trainwatch.log()/finish()
+
+
+def _env_int(*names):
+    for n in names:
+        v = os.environ.get(n)
+        if v not in (None, ""):
+            try:
+                return int(v)
+            except ValueError:
+                pass
+    return None
+
+
+def _distributed_id(project, name):
+    """A run id every rank of one torchrun launch computes alike (no
+    communication): from the rendezvous id, master address/port and, on a
+    single node, the launcher's pid."""
+    parts = [project, name or "", os.environ.get("TORCHELASTIC_RUN_ID", ""),
+             os.environ.get("MASTER_ADDR", ""), os.environ.get("MASTER_PORT", "")]
+    if os.environ.get("LOCAL_WORLD_SIZE") == os.environ.get("WORLD_SIZE"):
+        parts.append(str(os.getppid()))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _git_commit():
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, timeout=2,
+                             cwd=os.path.dirname(os.path.abspath(sys.argv[0] or ".")) or ".")
+        if out.returncode == 0:
+            return out.stdout.decode().strip() or None
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+def _jsonable(obj):
+    """config as JSON: dicts, argparse.Namespace, dataclasses; anything else as str."""
+    if obj is None:
+        return {}
+    if not isinstance(obj, dict):
+        if hasattr(obj, "__dataclass_fields__"):
+            import dataclasses
+            obj = dataclasses.asdict(obj)
+        elif hasattr(obj, "__dict__"):
+            obj = vars(obj)
+        else:
+            raise TypeError("trainwatch.init: config must be a dict (or an object with attributes), not %s"
+                            % type(obj).__name__)
+    return json.loads(json.dumps(obj, default=str))
+
+
+class Summary(dict):
+    """run.summary: a dict whose updates are sent with the next batch."""
+
+    def __init__(self, run):
+        super().__init__()
+        self._run = run
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        with self._run._sender._lock:
+            self._run._sender.summary[str(key)] = value
+
+    def update(self, *args, **kw):
+        for k, v in dict(*args, **kw).items():
+            self[k] = v
+
+
+class Run:
+    """One training run (one rank of it). Create with trainwatch.init()."""
+
+    def __init__(self, project, name=None, config=None, tags=None, total_steps=None, url=None, id=None,
+                 capture_output=True, spool_dir=None, heartbeat_interval=30.0, flush_interval=0.5,
+                 rank=None, world_size=None, host=None, finish_timeout=60.0, install_hooks=True,
+                 max_queue_points=20000, timeout=10.0):
+        self.project = project or os.environ.get("TRAINWATCH_PROJECT") or "default"
+        self.url = (url or os.environ.get("TRAINWATCH_URL") or "http://127.0.0.1:9800").rstrip("/")
+        env_rank = _env_int("RANK")
+        self.rank = rank if rank is not None else (env_rank if env_rank is not None else 0)
+        ws = world_size if world_size is not None else _env_int("WORLD_SIZE")
+        self.world_size = ws or 1
+        self.local_rank = _env_int("LOCAL_RANK")
+        self.host = host or socket.gethostname()
+        if id is None:
+            id = os.environ.get("TRAINWATCH_RUN_ID")
+        if id is None:
+            id = _distributed_id(self.project, name) if self.world_size > 1 else secrets.token_hex(8)
+        if not _ID_RE.match(id) or id == "metrics":
+            raise ValueError("trainwatch.init: id %r: expected 1-64 characters of [A-Za-z0-9_.-], not \"metrics\"" % id)
+        self.id = id
+        if name is None and self.world_size > 1:
+            script = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.splitext(os.path.basename(sys.argv[0] or ""))[0])
+            name = "%s-%s" % (script.strip("-_.") or "run", self.id[:8])  # the same on every rank
+        elif name is None:
+            script = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.splitext(os.path.basename(sys.argv[0] or ""))[0])
+            name = "%s-%s" % (script.strip("-_.") or "run", time.strftime("%Y%m%d-%H%M%S"))
+        self.name = name
+        self.config = _jsonable(config)
+        self.total_steps = total_steps
+        self.finish_timeout = finish_timeout
+        self.status = "running"
+        self._lock = threading.Lock()
+        self._last_ts = 0
+        self._step = -1
+        self._finished = False
+        self._capture = None
+        self._max_queue = max_queue_points
+
+        body = {"id": self.id, "project": self.project, "rank": self.rank, "host": self.host, "pid": os.getpid(),
+                "world_size": self.world_size, "name": name}  # the name: whichever rank creates the run
+        if self.rank == 0:
+            body.update({"config": self.config, "tags": list(tags or []),
+                         "command": " ".join([os.path.basename(sys.executable)] + sys.argv)})
+            if total_steps is not None:
+                body["total_steps"] = int(total_steps)
+            commit = _git_commit()
+            if commit:
+                body["git_commit"] = commit
+        root = spool_dir or os.environ.get("TRAINWATCH_SPOOL") or os.path.join(
+            os.path.expanduser("~"), ".cache", "trainwatch", "spool")
+        self.spool_dir = os.path.join(root, "%s.r%d" % (self.id, self.rank))
+        self._sender = Sender(self.url, self.id, self.rank, self.host, self.spool_dir, body,
+                              flush_interval=flush_interval, heartbeat_interval=heartbeat_interval,
+                              max_queue_points=max_queue_points, timeout=timeout)
+        self._points = self._sender.points
+        self.summary = Summary(self)
+        self._sender.register_now()  # raises on a refused run; unreachable: registers later
+        if self._sender.name:
+            self.name = self._sender.name
+        self._sender.start()
+        if capture_output:
+            self._capture = Tee.install(self._sender.add_line)
+        with _hooks_lock:
+            _active.append(self)
+        if install_hooks:
+            _install_hooks()
+
+    # ---- logging --------------------------------------------------------------
+    def log(self, values, step=None):
+        """Queues {key: number} at `step` (default: the previous step + 1) and
+        returns at once; a background thread sends it."""
+        t = time.time_ns() // 1000000
+        with self._lock:
+            if t <= self._last_ts:
+                t = self._last_ts + 1  # strictly increasing: every step lands once
+            self._last_ts = t
+            if step is None:
+                step = self._step + 1
+            elif type(step) is not int:
+                step = int(step)
+            self._step = step
+            self._points.append((step, t, dict(values)))
+        if len(self._points) > self._max_queue:
+            self._sender.spill()
+
+    @property
+    def step(self):
+        """The last logged step (-1 before the first log)."""
+        return self._step
+
+    def alert(self, title, text="", level="info"):
+        """Records an alert with the run (kept with it on the server)."""
+        if level not in _LEVELS:
+            raise ValueError("trainwatch: alert level %r: expected one of %s" % (level, ", ".join(_LEVELS)))
+        self._sender.ops.append(("/api/v1/runs/%s/alerts" % self.id,
+                                 {"title": str(title), "text": str(text), "level": level}))
+        self._sender.wake()
+
+    def log_line(self, message, level="info", source="app", t=None):
+        """Sends one log line with the run (what the stdout capture and LogHandler use)."""
+        self._sender.add_line(time.time() if t is None else t, level, message, source)
+
+    @property
+    def logs_dropped(self):
+        """Log lines not stored: no logs endpoint on the server, or the buffer overflowed."""
+        return self._sender.logs_dropped + (self._capture.dropped if self._capture else 0)
+
+    @property
+    def spooled(self):
+        """Requests waiting in the spool dir for the server."""
+        return self._sender.spooled
+
+    # ---- end --------------------------------------------------------------------
+    def finish(self, status="finished", timeout=None):
+        """Sends everything queued and, on rank 0, the final status
+        ("finished" or "failed"). Waits up to `timeout` (default
+        finish_timeout) for the server; what is left stays spooled on disk
+        and is sent by the next run with this id or `python -m trainwatch sync`."""
+        if status not in ("finished", "failed"):
+            raise ValueError("trainwatch: finish status %r: expected \"finished\" or \"failed\"" % status)
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+        self.status = status
+        if self._capture is not None:
+            self._capture.uninstall()
+        if self.rank == 0:
+            with self._sender._lock:
+                summary = dict(self._sender.summary)
+            body = {"status": status}
+            if summary:
+                body["summary"] = {k: v for k, v in json.loads(json.dumps(summary, default=str)).items()}
+            # Queued points and summary form batches before this op (see Sender._form).
+            self._sender.ops.append(("/api/v1/runs/%s/finish" % self.id, body))
+        done = self._sender.stop(self.finish_timeout if timeout is None else timeout)
+        with _hooks_lock:
+            if self in _active:
+                _active.remove(self)
+        if not done:
+            sys.__stderr__.write("trainwatch: server %s unreachable; %d requests of run %s kept in %s: they are "
+                                 "sent when this run resumes, or by `python -m trainwatch sync`\n"
+                                 % (self.url, self._sender.spooled, self.id, self.spool_dir))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        failed = exc_type is not None and not (exc_type is SystemExit and exc.code in (None, 0))
+        self.finish("failed" if failed else "finished")
+        return False
+
+    def __repr__(self):
+        return "<trainwatch.Run %s/%s id=%s rank=%d>" % (self.project, self.name, self.id, self.rank)
+
+
+class LogHandler(logging.Handler):
+    """A logging.Handler that sends records as the run's log lines (source "logging")."""
+
+    def __init__(self, run=None, level=logging.NOTSET):
+        super().__init__(level)
+        self.run = run
+
+    def emit(self, record):
+        run = self.run or current
+        if run is None or run._finished:
+            return
+        try:
+            lvl = "error" if record.levelno >= logging.ERROR else "warning" if record.levelno >= logging.WARNING else "info"
+            run.log_line(self.format(record), level=lvl, source="logging", t=record.created)
+        except Exception:
+            self.handleError(record)
+
+
+def _install_hooks():
+    global _hooks_installed
+    with _hooks_lock:
+        if _hooks_installed:
+            return
+        _hooks_installed = True
+    prev = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        prev(exc_type, exc, tb)  # the traceback still reaches the terminal (and the capture) first
+        status = "finished" if exc_type is SystemExit and getattr(exc, "code", 1) in (None, 0) else "failed"
+        for r in list(_active):
+            r.finish(status)
+
+    sys.excepthook = hook
+    atexit.register(_finish_all)
+
+
+def _finish_all():
+    for r in list(_active):
+        r.finish("finished")
+
+
+def init(project=None, name=None, config=None, tags=None, total_steps=None, url=None, **kwargs):
+    """Starts (or, with the id of an earlier run, resumes) a run and returns it.
+
+    url defaults to $TRAINWATCH_URL, then http://127.0.0.1:9800. Keyword
+    options: id, capture_output (default True), spool_dir (default
+    $TRAINWATCH_SPOOL or ~/.cache/trainwatch/spool), heartbeat_interval,
+    flush_interval, rank / world_size / host (default from RANK, WORLD_SIZE
+    and the host name), finish_timeout, install_hooks.
+    """
+    global current
+    run = Run(project, name=name, config=config, tags=tags, total_steps=total_steps, url=url, **kwargs)
+    current = run
+    return run

@@ -1,0 +1,167 @@
+#include "app/collect_loop.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <set>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "collect/gpu/gpu.h"
+#include "collect/host/host.h"
+#include "runs/filter.h"
+#include "runs/store.h"
+
+namespace trainwatch::app {
+
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == 0) return "localhost";
+  return buf;
+}
+
+struct CollectLoop::State {
+  std::unique_ptr<collect::host::HostCollector> host;
+  std::unique_ptr<collect::gpu::GpuCollector> gpu;
+  // Series appended last cycle (labels incl. __name__, job, instance) -> ref.
+  std::unordered_map<uint64_t, std::pair<model::Labels, storage::SeriesRef>> last;
+  // pid -> run of this host, refreshed once per cycle when a GPU process is seen.
+  std::unordered_map<int64_t, collect::gpu::RunRef> pids;
+  bool pids_fresh = false;
+};
+
+CollectLoop::CollectLoop(CollectOptions o, storage::Appendable* app, runs::RunStore* runs)
+    : o_(std::move(o)), app_(app), runs_(runs), state_(std::make_unique<State>()) {
+  if (o_.hostname.empty()) o_.hostname = HostName();
+}
+
+CollectLoop::~CollectLoop() { Stop(); }
+
+void CollectLoop::Open() {
+  if (opened_) return;
+  opened_ = true;
+  if (o_.host) state_->host = std::make_unique<collect::host::HostCollector>(o_.host_options);
+  if (o_.gpu) {
+    collect::gpu::Options g;
+    g.library = o_.nvml_path;
+    g.hostname = o_.hostname;
+    if (runs_ != nullptr) {
+      State* st = state_.get();
+      runs::RunStore* rs = runs_;
+      std::string host = o_.hostname;
+      g.run_lookup = [st, rs, host](uint32_t pid) -> std::optional<collect::gpu::RunRef> {
+        if (!st->pids_fresh) {
+          st->pids.clear();
+          auto filter = runs::Filter::Parse("status = \"running\"");
+          if (filter.ok()) {
+            for (const runs::Run& r : rs->List(*filter, runs::ListOptions{})) {
+              if (r.pid && (r.host == host || r.host == "localhost")) st->pids[*r.pid] = {r.project, r.name};
+            }
+          }
+          st->pids_fresh = true;
+        }
+        auto it = st->pids.find(pid);
+        if (it == st->pids.end()) return std::nullopt;
+        return it->second;
+      };
+    }
+    auto gpu = collect::gpu::GpuCollector::Open(std::move(g));
+    if (gpu.ok()) {
+      TW_LOG(Info, "gpu collector: {} GPU(s) through {}", (*gpu)->device_count(), o_.nvml_path);
+      state_->gpu = std::move(*gpu);
+    } else {
+      TW_LOG(Info, "gpu collector off: {}", gpu.error().ToString());
+    }
+  }
+}
+
+void CollectLoop::Start() {
+  Open();
+  if (!state_->host && !state_->gpu) return;
+  TW_LOG(Info, "collectors: host {}, gpu {}, every {} ms", state_->host ? "on" : "off", state_->gpu ? "on" : "off",
+         o_.interval_ms);
+  thread_ = std::thread([this] { Run(); });
+}
+
+void CollectLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  state_->gpu.reset();  // its event thread and NVML go before the storage does
+}
+
+void CollectLoop::Run() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    l.unlock();
+    CollectOnce(NowMillis());
+    l.lock();
+    // Aligned to the interval, as a scrape loop is.
+    int64_t now = NowMillis();
+    int64_t next = (now / o_.interval_ms + 1) * o_.interval_ms;
+    cv_.wait_for(l, std::chrono::milliseconds(next - now), [this] { return stop_; });
+  }
+}
+
+void CollectLoop::CollectOnce(int64_t now_ms) {
+  State& st = *state_;
+  struct Source {
+    const char* name;
+    const char* job;
+    collect::Families fams;
+  };
+  Source sources[2] = {{"host", "node", {}}, {"gpu", "dcgm", {}}};
+  if (st.host) st.host->Collect(&sources[0].fams);
+  st.pids_fresh = false;
+  if (st.gpu) st.gpu->Collect(&sources[1].fams);
+
+  std::unordered_map<uint64_t, std::pair<model::Labels, storage::SeriesRef>> now;
+  auto appender = app_ != nullptr ? app_->NewAppender() : nullptr;
+  size_t failed = 0;
+  Status first_error;
+  for (Source& s : sources) {
+    for (const collect::Family& f : s.fams) {
+      for (const collect::Metric& m : f.metrics) {
+        if (appender == nullptr) break;
+        model::LabelsBuilder b(m.labels);  // empty values are dropped, as a scrape does
+        b.Set(model::kMetricName, f.name);
+        b.Set("job", s.job);
+        b.Set("instance", o_.instance);
+        model::Labels labels = b.Build();
+        uint64_t h = labels.Hash();
+        storage::SeriesRef ref = 0;
+        auto it = st.last.find(h);
+        if (it != st.last.end() && it->second.first == labels) ref = it->second.second;
+        if (ref == 0 || !appender->AppendByRef(ref, now_ms, m.value)) {
+          auto r = appender->Append(0, labels, now_ms, m.value);
+          if (!r.ok()) {
+            if (failed++ == 0) first_error = r.error();
+            continue;
+          }
+          ref = *r;
+        }
+        now.emplace(h, std::make_pair(std::move(labels), ref));
+      }
+    }
+  }
+  if (appender != nullptr) {
+    // A series collected last time but not now (a lost GPU, an unmounted fs) goes stale.
+    for (const auto& [h, lr] : st.last) {
+      if (now.count(h) == 0 && !appender->AppendByRef(lr.second, now_ms, model::StaleNaN())) {
+        (void)appender->Append(0, lr.first, now_ms, model::StaleNaN());
+      }
+    }
+    Status s = appender->Commit();
+    if (!s.ok()) TW_LOG(Warn, "collectors: commit: {}", s.ToString());
+    if (failed > 0) TW_LOG(Warn, "collectors: {} sample(s) not stored, first: {}", failed, first_error.ToString());
+  }
+  st.last = std::move(now);
+  snapshot_.Set("gpu", std::move(sources[1].fams));
+  snapshot_.Set("host", std::move(sources[0].fams));
+}
+
+}  // namespace trainwatch::app

@@ -1,0 +1,205 @@
+#include "app/demo_cmd.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <numbers>
+#include <vector>
+
+#include "trainwatch/client.h"
+
+namespace trainwatch::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kPeakLr = 3e-4;
+constexpr double kBatch = 256;
+
+// Sleeps up to `seconds`; true when SIGINT/SIGTERM arrived (they are blocked
+// in every thread, so sigtimedwait receives them).
+bool WaitForSignal(double seconds) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  timespec ts{static_cast<time_t>(seconds), static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
+  for (;;) {
+    int sig = sigtimedwait(&set, nullptr, &ts);
+    if (sig > 0) return true;
+    if (errno != EINTR) return false;
+  }
+}
+
+std::string RunName() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "live-%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+std::string Config(const DemoOptions& o, double peak_lr) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                R"({"model": "demo-transformer-125m", "optimizer": {"name": "adamw", "lr": %g, "betas": [0.9, 0.95],)"
+                R"( "weight_decay": 0.1}, "batch_size": %d, "world_size": %d, "schedule": "warmup+cosine", "steps": %lld})",
+                peak_lr, static_cast<int>(kBatch), o.ranks, static_cast<long long>(o.steps));
+  return buf;
+}
+
+// One run: `ranks` clients logging `steps` steps at `rate` (inf: as fast as
+// possible). False when interrupted (the run is then marked failed).
+bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name, int64_t steps, double rate,
+           uint64_t seed, double base_loss) {
+  std::vector<std::unique_ptr<client::Run>> runs;
+  std::vector<DemoModel> models;
+  for (int r = 0; r < o.ranks; r++) {
+    client::Options co;
+    co.url = o.url;
+    co.project = o.project;
+    co.name = name;
+    co.id = id;
+    co.rank = r;
+    co.world_size = o.ranks;
+    co.host = "demo-node-" + std::to_string(r / 2);
+    co.total_steps = steps;
+    co.config_json = Config(o, kPeakLr);
+    co.tags = {"demo", "simulated"};
+    co.command = "trainwatch demo";
+    co.spool_dir = o.spool_dir;
+    co.finish_timeout_s = 10;  // Ctrl-C of `make run` stops the server too
+    std::string err;
+    auto run = client::Run::Init(co, &err);
+    if (!run) {
+      std::cerr << "trainwatch demo: " << err << "\n";
+      return false;
+    }
+    runs.push_back(std::move(run));
+    models.emplace_back(steps, r, seed + static_cast<uint64_t>(r), base_loss);
+  }
+  std::cout << "trainwatch demo: run " << o.project << "/" << runs[0]->name() << " (id " << id << "), " << steps
+            << " steps x " << o.ranks << " ranks" << (std::isinf(rate) ? std::string() : " at " + std::to_string(rate) + " steps/s")
+            << ", sending to " << o.url << std::endl;
+  int64_t step = 0;
+  auto t0 = Clock::now();
+  bool interrupted = false;
+  double last_loss = 0;
+  while (step < steps && !interrupted) {
+    int64_t target = steps;
+    if (!std::isinf(rate)) {
+      double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      target = std::min<int64_t>(steps, static_cast<int64_t>(elapsed * rate) + 1);
+    }
+    for (; step < target; step++) {
+      for (int r = 0; r < o.ranks; r++) {
+        DemoModel::Values v = models[r].At(step);
+        runs[r]->Log({{"loss", v.loss},
+                      {"lr", v.lr},
+                      {"grad_norm", v.grad_norm},
+                      {"samples_per_sec", v.samples_per_sec},
+                      {"step_time_seconds", v.step_time_seconds}},
+                     step);
+        if (r == 0) last_loss = v.loss;
+      }
+    }
+    if (step < steps) interrupted = WaitForSignal(0.1);
+  }
+  runs[0]->SetSummary("final_loss", last_loss);
+  if (!interrupted && step >= steps / 2) runs[0]->Alert("demo checkpoint", "the demo run saved a checkpoint", "info");
+  bool ok = true;
+  // Rank 0 last: it sets the status once the other ranks have flushed.
+  for (int r = o.ranks - 1; r >= 0; r--) ok = runs[r]->Finish(interrupted ? "failed" : "finished") && ok;
+  std::cout << "trainwatch demo: run " << runs[0]->name() << (interrupted ? " stopped" : " finished")
+            << (ok ? "" : " (some batches left spooled: server unreachable)") << std::endl;
+  return !interrupted;
+}
+
+bool BaselineExists(const DemoOptions& o) {
+  client::detail::Url u = client::detail::ParseUrl(o.url);
+  httplib::Client cli(u.host, std::atoi(u.port.c_str()));
+  cli.set_connection_timeout(5);
+  auto res = cli.Get(u.prefix + "/api/v1/runs/demo-baseline");
+  return res && res->status == 200;
+}
+
+}  // namespace
+
+DemoModel::DemoModel(int64_t total_steps, int rank, uint64_t seed, double base_loss, double floor)
+    : total_(std::max<int64_t>(1, total_steps)),
+      rank_(rank),
+      base_loss_(base_loss),
+      floor_(floor),
+      spike_step_(total_ * 3 / 5),
+      rng_(seed) {}
+
+double DemoModel::Lr(int64_t step) const {
+  int64_t warmup = std::max<int64_t>(1, total_ / 50);
+  if (step < warmup) return kPeakLr * static_cast<double>(step + 1) / static_cast<double>(warmup);
+  double p = std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(std::max<int64_t>(1, total_ - warmup)));
+  return kPeakLr * (0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * p)));
+}
+
+DemoModel::Values DemoModel::At(int64_t step) {
+  std::normal_distribution<double> noise(0, 1);
+  double scale = static_cast<double>(total_) / 90.0;
+  double loss = floor_ + (base_loss_ - floor_) * std::pow(1 + static_cast<double>(step) / scale, -0.7);
+  loss *= std::exp(0.03 * noise(rng_));
+  double grad = 1.5 * std::pow(1 + static_cast<double>(step) / (scale * 2), -0.3) * std::exp(0.15 * noise(rng_));
+  // The spike: a bad batch around 60% of the run, decaying over ~1% of it.
+  int64_t len = std::max<int64_t>(3, total_ / 100);
+  if (step >= spike_step_ && step < spike_step_ + len) {
+    double decay = 1.0 - static_cast<double>(step - spike_step_) / static_cast<double>(len);
+    loss *= 1 + 1.8 * decay;
+    grad *= 1 + 9 * decay;
+  }
+  // Rank 3 is a slightly slower GPU: a straggler the ranks view shows.
+  double sps = (rank_ == 3 ? 1790 : 1850) + 40 * noise(rng_);
+  return Values{loss, Lr(step), grad, sps, kBatch / sps};
+}
+
+std::string ValidateDemoOptions(const DemoOptions& o) {
+  if (o.steps < 1) return "--steps: must be at least 1";
+  if (!(o.rate > 0)) return "--rate: must be positive";
+  if (o.ranks < 1 || o.ranks > 1024) return "--ranks: must be 1-1024";
+  if (o.runs < 0) return "--runs: must not be negative";
+  if (o.pause_s < 0) return "--pause: must not be negative";
+  if (!client::detail::ParseUrl(o.url).ok) return "--url: expected http://host:port";
+  return "";
+}
+
+int RunDemo(const DemoOptions& o) {
+  std::string err = ValidateDemoOptions(o);
+  if (!err.empty()) {
+    std::cerr << "trainwatch demo: " << err << "\n";
+    return 2;
+  }
+  // Wait for the server (make run starts both at once).
+  client::detail::Url u = client::detail::ParseUrl(o.url);
+  for (int i = 0; i < 300; i++) {
+    httplib::Client cli(u.host, std::atoi(u.port.c_str()));
+    cli.set_connection_timeout(1);
+    auto res = cli.Get(u.prefix + "/-/ready");
+    if (res && res->status == 200) break;
+    if (WaitForSignal(0.2)) return 0;
+  }
+  std::random_device rd;
+  if (o.baseline && !BaselineExists(o)) {
+    if (!DoRun(o, "demo-baseline", "baseline", std::min<int64_t>(o.steps, 2000), INFINITY, 1, 2.7)) return 0;
+  }
+  for (int n = 0; o.runs == 0 || n < o.runs; n++) {
+    std::string id;
+    for (int i = 0; i < 16; i++) id.push_back("0123456789abcdef"[rd() % 16]);
+    if (!DoRun(o, id, RunName(), o.steps, o.rate, rd(), 2.6)) return 0;
+    if ((o.runs == 0 || n + 1 < o.runs) && WaitForSignal(o.pause_s)) return 0;
+  }
+  return 0;
+}
+
+}  // namespace trainwatch::app

@@ -1,0 +1,52 @@
+#pragma once
+// `trainwatch demo`: a simulated training job (several ranks, loss curve with
+// noise and one spike, warm-up + cosine learning rate, throughput) driven
+// through the real C++ client (clients/cpp/trainwatch/client.h) against a
+// running server, one run after another, so a fresh server shows live data.
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace trainwatch::app {
+
+struct DemoOptions {
+  std::string url = "http://127.0.0.1:9800";
+  std::string project = "demo";
+  int64_t steps = 36000;   // total steps of each run
+  double rate = 10;        // steps per second
+  int ranks = 4;
+  int runs = 0;            // runs to do, then exit (0: forever)
+  double pause_s = 10;     // between runs
+  bool baseline = true;    // first a finished run "baseline" (id demo-baseline), once per server
+  std::string spool_dir;   // client spool root (empty: the client's default)
+};
+
+// The simulated metrics of one rank of a run; deterministic per seed.
+class DemoModel {
+ public:
+  DemoModel(int64_t total_steps, int rank, uint64_t seed, double base_loss = 2.6, double floor = 0.35);
+  double Lr(int64_t step) const;            // linear warm-up over 2% of the steps, then cosine to 10%
+  int64_t SpikeStep() const { return spike_step_; }  // where the loss spike starts
+  // loss, lr, grad_norm, samples_per_sec, step_time_seconds at `step`.
+  struct Values {
+    double loss, lr, grad_norm, samples_per_sec, step_time_seconds;
+  };
+  Values At(int64_t step);
+
+ private:
+  int64_t total_;
+  int rank_;
+  double base_loss_, floor_;
+  int64_t spike_step_;
+  std::mt19937_64 rng_;
+};
+
+// Validates the options: InvalidArgument-style message naming the flag, or "".
+std::string ValidateDemoOptions(const DemoOptions& o);
+
+// Runs the demo until `runs` runs are done or SIGINT/SIGTERM (blocked by
+// the caller, see BlockTerminationSignals). Returns the exit code.
+int RunDemo(const DemoOptions& o);
+
+}  // namespace trainwatch::app

@@ -1,0 +1,58 @@
+#include "app/demo_cmd.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "app/flags.h"
+
+namespace trainwatch::app {
+namespace {
+
+TEST(DemoTest, FlagsParse) {
+  std::vector<const char*> args = {"trainwatch", "demo", "--url", "http://127.0.0.1:9", "--steps", "500",
+                                   "--rate", "50", "--ranks", "2", "--runs", "1", "--baseline", "false"};
+  auto c = ParseCommandLine(static_cast<int>(args.size()), args.data());
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->command, CommandLine::Command::kDemo);
+  EXPECT_EQ(c->demo.url, "http://127.0.0.1:9");
+  EXPECT_EQ(c->demo.steps, 500);
+  EXPECT_EQ(c->demo.rate, 50);
+  EXPECT_EQ(c->demo.ranks, 2);
+  EXPECT_EQ(c->demo.runs, 1);
+  EXPECT_FALSE(c->demo.baseline);
+  EXPECT_EQ(ValidateDemoOptions(c->demo), "");
+}
+
+TEST(DemoTest, BadOptionsNameTheFlag) {
+  DemoOptions o;
+  o.steps = 0;
+  EXPECT_NE(ValidateDemoOptions(o).find("--steps"), std::string::npos);
+  o = DemoOptions{};
+  o.rate = 0;
+  EXPECT_NE(ValidateDemoOptions(o).find("--rate"), std::string::npos);
+  o = DemoOptions{};
+  o.url = "https://x";
+  EXPECT_NE(ValidateDemoOptions(o).find("--url"), std::string::npos);
+}
+
+TEST(DemoTest, ScheduleSpikeAndDeterminism) {
+  DemoModel m(1000, 0, 7), same(1000, 0, 7);
+  EXPECT_LT(m.Lr(0), m.Lr(19));      // warm-up over 2% of the steps
+  EXPECT_DOUBLE_EQ(m.Lr(20), 3e-4);  // peak
+  EXPECT_NEAR(m.Lr(999), 3e-5, 1e-6);  // cosine down to 10%
+  EXPECT_EQ(m.SpikeStep(), 600);
+  std::vector<double> loss;
+  for (int s = 0; s < 1000; s++) {
+    DemoModel::Values v = m.At(s);
+    EXPECT_EQ(v.loss, same.At(s).loss);
+    EXPECT_NEAR(v.step_time_seconds * v.samples_per_sec, 256, 1e-9);
+    loss.push_back(v.loss);
+  }
+  EXPECT_LT(loss[999], loss[0] / 2);          // it learns
+  EXPECT_GT(loss[600], 1.8 * loss[595]);      // the spike
+  EXPECT_LT(loss[620], 1.2 * loss[595]);      // and recovery
+}
+
+}  // namespace
+}  // namespace trainwatch::app

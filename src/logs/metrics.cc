@@ -1,0 +1,131 @@
+#include "logs/metrics.h"
+
+#include <re2/re2.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+
+namespace trainwatch::logs {
+
+std::vector<Pattern> DefaultPatterns() {
+  return {
+      {"cuda_error", R"(CUDA error|cudaError[A-Za-z]+|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|illegal memory access)"},
+      {"out_of_memory", R"((?i:out of memory)|OutOfMemoryError|\bOOM\b)"},
+      {"nccl_error", R"(NCCL (?:error|Error|ERROR)|nccl(?:System|Internal|UnhandledCuda|Remote)Error|ncclInvalidUsage)"},
+      {"nccl_timeout", R"(NCCL[^\n]*(?i:timed out|timeout)|Watchdog caught collective operation timeout)"},
+      {"traceback", R"(Traceback \(most recent call last\))"},
+      {"nan", R"(\bNaN\b|(?i:\bloss\b[^\n]*\bnan\b)|(?i:\bnan\b[^\n]*\bloss\b))"},
+  };
+}
+
+Result<std::unique_ptr<LogMetrics>> LogMetrics::Make(std::vector<Pattern> patterns, storage::Appendable* out,
+                                                      int64_t interval_ms) {
+  std::unique_ptr<LogMetrics> m(new LogMetrics());
+  for (const Pattern& p : patterns) {
+    if (p.name.empty()) {
+      return Status::InvalidArgument("logs pattern: empty name");
+    }
+    RE2::Options o;
+    o.set_log_errors(false);
+    auto re = std::make_unique<RE2>(p.regex, o);
+    if (!re->ok()) return Status::InvalidArgument("logs pattern \"" + p.name + "\": invalid regex: " + re->error());
+    m->res_.push_back(std::move(re));
+  }
+  m->patterns_ = std::move(patterns);
+  m->out_ = out;
+  m->interval_ms_ = interval_ms > 0 ? interval_ms : 10000;
+  return m;
+}
+
+LogMetrics::~LogMetrics() { Stop(); }
+
+void LogMetrics::Observe(const std::vector<Record>& records) {
+  // Matching runs outside the lock; only the counts are merged under it.
+  std::vector<std::pair<size_t, size_t>> hits;  // (record, pattern)
+  for (size_t i = 0; i < records.size(); ++i) {
+    for (size_t p = 0; p < res_.size(); ++p) {
+      if (RE2::PartialMatch(records[i].message, *res_[p])) hits.emplace_back(i, p);
+    }
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  for (const Record& r : records) {
+    lines_[Key(r.level, std::string(r.labels.Get("project")), std::string(r.labels.Get("run")))]++;
+  }
+  for (auto [i, p] : hits) {
+    const Record& r = records[i];
+    matches_[Key(patterns_[p].name, std::string(r.labels.Get("project")), std::string(r.labels.Get("run")))]++;
+  }
+}
+
+Status LogMetrics::Flush(int64_t now_ms) {
+  if (out_ == nullptr) return Status::OK();
+  std::map<Key, uint64_t> lines, matches;
+  std::vector<Key> new_lines, new_matches;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    lines = lines_;
+    matches = matches_;
+    for (auto& [k, v] : lines) {
+      if (!written_lines_[k]) new_lines.push_back(k), written_lines_[k] = true;
+    }
+    for (auto& [k, v] : matches) {
+      if (!written_matches_[k]) new_matches.push_back(k), written_matches_[k] = true;
+    }
+  }
+  auto app = out_->NewAppender();
+  auto labels = [](std::string_view name, std::string_view key_name, const Key& k) {
+    model::LabelsBuilder b;
+    b.Set(model::kMetricName, name);
+    b.Set(key_name, std::get<0>(k));
+    b.Set("project", std::get<1>(k));
+    b.Set("run", std::get<2>(k));
+    return b.Build();
+  };
+  auto put = [&](std::string_view name, std::string_view key_name, const std::map<Key, uint64_t>& m,
+                 const std::vector<Key>& fresh) -> Status {
+    for (const Key& k : fresh) {
+      RETURN_IF_ERROR(app->Append(0, labels(name, key_name, k), now_ms - interval_ms_, 0).status());
+    }
+    for (const auto& [k, v] : m) {
+      RETURN_IF_ERROR(app->Append(0, labels(name, key_name, k), now_ms, static_cast<double>(v)).status());
+    }
+    return Status::OK();
+  };
+  Status s = put("trainwatch_log_lines_total", "level", lines, new_lines);
+  if (s.ok()) s = put("trainwatch_log_pattern_matches_total", "pattern", matches, new_matches);
+  if (!s.ok()) {
+    app->Rollback();
+    return s;
+  }
+  return app->Commit();
+}
+
+void LogMetrics::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_) {
+      cv_.wait_for(l, std::chrono::milliseconds(interval_ms_));
+      if (stop_) break;
+      l.unlock();
+      Status s = Flush(NowMillis());
+      if (!s.ok()) TW_LOG(Error, "logs: write log metrics: {}", s.ToString());
+      l.lock();
+    }
+  });
+}
+
+void LogMetrics::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+    Status s = Flush(NowMillis());
+    if (!s.ok()) TW_LOG(Error, "logs: write log metrics: {}", s.ToString());
+  }
+}
+
+}  // namespace trainwatch::logs

@@ -1,0 +1,67 @@
+#pragma once
+// Log-derived metrics written to the TSDB through storage::Appendable:
+//   trainwatch_log_lines_total{project,run,level}
+//   trainwatch_log_pattern_matches_total{pattern,project,run}
+// Counters since the process started, written every interval (and at Stop);
+// a counter's first write is preceded by a 0 sample one interval earlier so
+// increase()/rate() see its first lines. Thread-safe.
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "base/status.h"
+#include "logs/store.h"
+#include "storage/storage.h"
+
+namespace re2 {
+class RE2;
+}
+
+namespace trainwatch::logs {
+
+struct Pattern {
+  std::string name;   // the `pattern` label
+  std::string regex;  // RE2, unanchored, matched against each message
+};
+
+// cuda_error, out_of_memory, nccl_error, nccl_timeout, traceback, nan.
+std::vector<Pattern> DefaultPatterns();
+
+class LogMetrics : public AppendObserver {
+ public:
+  // InvalidArgument naming the pattern whose regex does not compile.
+  static Result<std::unique_ptr<LogMetrics>> Make(std::vector<Pattern> patterns, storage::Appendable* out,
+                                                  int64_t interval_ms);
+  ~LogMetrics() override;
+
+  void Observe(const std::vector<Record>& records) override;
+  // Writes every counter at `now_ms`.
+  Status Flush(int64_t now_ms);
+  void Start();
+  void Stop();  // final flush
+
+ private:
+  LogMetrics() = default;
+  using Key = std::tuple<std::string, std::string, std::string>;  // (level|pattern, project, run)
+
+  std::vector<Pattern> patterns_;
+  std::vector<std::unique_ptr<re2::RE2>> res_;
+  storage::Appendable* out_ = nullptr;
+  int64_t interval_ms_ = 10000;
+
+  std::mutex mu_;
+  std::map<Key, uint64_t> lines_, matches_;
+  std::map<Key, bool> written_lines_, written_matches_;  // keys flushed before
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace trainwatch::logs

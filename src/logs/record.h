@@ -1,0 +1,56 @@
+#pragma once
+// One log record as stored and answered: a stream (label set), a time in
+// nanoseconds, a level, a message and structured fields; plus the parsing of
+// the native NDJSON push format (docs/logs.md) and the answer's JSON shape.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/labels.h"
+
+namespace trainwatch::logs {
+
+// Messages (and fields JSON) longer than this are kept truncated and flagged.
+inline constexpr size_t kMaxMessageBytes = 64 << 10;
+// Raw input lines longer than this are not decoded: kept as a truncated plain message.
+inline constexpr size_t kMaxLineBytes = 1 << 20;
+
+struct Record {
+  int64_t time_ns = 0;
+  model::Labels labels;  // the stream
+  std::string level;     // canonical (NormalizeLevel), empty when unknown
+  std::string message;
+  std::string fields;    // compact JSON object text; empty when there are none
+  bool truncated = false;
+};
+
+// Upper-cases and maps aliases: WARN -> WARNING, ERR -> ERROR, CRIT/FATAL ->
+// CRITICAL, TRACE kept, "E"/"W"/"I"/"D" single letters expanded.
+std::string NormalizeLevel(std::string_view level);
+// Rank of a canonical level for ordering (DEBUG 1 .. CRITICAL 5), 0 when unknown.
+int LevelRank(std::string_view canonical);
+inline constexpr std::string_view kLevels[] = {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};
+
+// RFC 3339 with optional fraction (to ns) and zone: unix nanoseconds.
+Result<int64_t> ParseRfc3339(std::string_view s);
+// Appends "2006-01-02T15:04:05.999999999Z" (trailing zeros of the fraction trimmed).
+void AppendRfc3339Nano(std::string* out, int64_t ns);
+// Cuts `s` to at most `max` bytes on a UTF-8 boundary; true when it cut.
+bool TruncateUtf8(std::string* s, size_t max);
+
+// Decodes one line of the native format into *r: a JSON object with "time"
+// (unix seconds number or RFC 3339 string; absent: `receive_ns`), "level",
+// "message" (alias "msg"), optional "labels" (object of strings, merged into
+// `*extra_labels`) and any other keys as fields. A line that is not a JSON
+// object is a plain message. InvalidArgument naming the field for a JSON
+// object whose time or labels cannot be used.
+Status ParseNativeLine(std::string_view line, int64_t receive_ns, Record* r, std::vector<model::Label>* extra_labels);
+
+// The answer's line object: {"time","labels","level","message","fields"[,"truncated"]}.
+void AppendRecordJson(std::string* out, const Record& r);
+void AppendJsonEscaped(std::string* out, std::string_view s);  // a quoted JSON string
+
+}  // namespace trainwatch::logs

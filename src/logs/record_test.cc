@@ -1,0 +1,85 @@
+#include "logs/record.h"
+
+#include <gtest/gtest.h>
+
+namespace trainwatch::logs {
+namespace {
+
+TEST(RecordTest, Rfc3339RoundTrips) {
+  auto t = ParseRfc3339("2024-03-01T12:34:56.123456789Z");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, 1709296496123456789LL);
+  std::string s;
+  AppendRfc3339Nano(&s, *t);
+  EXPECT_EQ(s, "2024-03-01T12:34:56.123456789Z");
+  auto z = ParseRfc3339("2024-03-01T13:34:56+01:00");
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ(*z, 1709296496000000000LL);
+  EXPECT_FALSE(ParseRfc3339("2024-03-01 12:34").ok());
+  EXPECT_FALSE(ParseRfc3339("2024-03-01T12:34:56").ok());  // no zone
+}
+
+TEST(RecordTest, NativeLineFieldsLevelTime) {
+  Record r;
+  std::vector<model::Label> extra;
+  ASSERT_TRUE(ParseNativeLine(R"({"time":1700000000.5,"level":"warn","msg":"hi","step":3,"labels":{"rank":"1"}})", 7, &r,
+                              &extra).ok());
+  EXPECT_EQ(r.time_ns, 1700000000500000000LL);
+  EXPECT_EQ(r.level, "WARNING");
+  EXPECT_EQ(r.message, "hi");
+  EXPECT_EQ(r.fields, R"({"step":3})");
+  ASSERT_EQ(extra.size(), 1u);
+  EXPECT_EQ(extra[0].name, "rank");
+  EXPECT_EQ(extra[0].value, "1");
+}
+
+TEST(RecordTest, NonJsonIsPlainMessageWithReceiveTime) {
+  Record r;
+  std::vector<model::Label> extra;
+  ASSERT_TRUE(ParseNativeLine("Traceback (most recent call last):", 42, &r, &extra).ok());
+  EXPECT_EQ(r.message, "Traceback (most recent call last):");
+  EXPECT_EQ(r.time_ns, 42);
+  EXPECT_TRUE(r.fields.empty());
+  Record broken;
+  ASSERT_TRUE(ParseNativeLine("{not json", 1, &broken, &extra).ok());
+  EXPECT_EQ(broken.message, "{not json");
+}
+
+TEST(RecordTest, BadTimeNamesTheField) {
+  Record r;
+  std::vector<model::Label> extra;
+  Status s = ParseNativeLine(R"({"time":"yesterday","message":"x"})", 1, &r, &extra);
+  ASSERT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("\"time\""), std::string::npos) << s.message();
+  s = ParseNativeLine(R"({"labels":{"bad name":"x"}})", 1, &r, &extra);
+  ASSERT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("labels"), std::string::npos);
+}
+
+TEST(RecordTest, OverlongMessageTruncatedAndFlagged) {
+  std::string big(kMaxMessageBytes + 100, 'x');
+  Record r;
+  std::vector<model::Label> extra;
+  ASSERT_TRUE(ParseNativeLine(big, 1, &r, &extra).ok());
+  EXPECT_EQ(r.message.size(), kMaxMessageBytes);
+  EXPECT_TRUE(r.truncated);
+  std::string json;
+  AppendRecordJson(&json, r);
+  EXPECT_NE(json.find("\"truncated\":true"), std::string::npos);
+}
+
+TEST(RecordTest, InvalidUtf8BecomesReplacementCharacter) {
+  Record r;
+  std::vector<model::Label> extra;
+  ASSERT_TRUE(ParseNativeLine("caf\xe9 ok \xc3\xa9", 1, &r, &extra).ok());
+  EXPECT_EQ(r.message, "caf\xEF\xBF\xBD ok \xc3\xa9");
+}
+
+TEST(RecordTest, TruncateKeepsUtf8Boundary) {
+  std::string s = "ab\xc3\xa9";  // "abé"
+  EXPECT_TRUE(TruncateUtf8(&s, 3));
+  EXPECT_EQ(s, "ab");
+}
+
+}  // namespace
+}  // namespace trainwatch::logs

@@ -1,0 +1,129 @@
+#pragma once
+// The embedded log store: time partitions (one SQLite database per
+// partition_ms, default a day, under <data>/logs/), each with a stream table,
+// a lines table indexed by time and by stream, and a contentless FTS5 index
+// over messages; messages over 512 bytes are zstd-compressed. An Append
+// returns once its lines are durable (synchronous=FULL: fsync per commit).
+// Retention drops whole partitions (by age and by total size). The last
+// `tail_buffer` appended records are also kept in memory for live tail.
+// Thread-safe: one mutex serializes SQLite access.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "logs/query.h"
+#include "logs/record.h"
+
+namespace trainwatch::logs {
+
+struct StoreOptions {
+  std::string dir;                 // created when missing
+  bool sync_full = true;           // synchronous=FULL (else NORMAL: survives a crash, not power loss)
+  int64_t partition_ms = 86400000;
+  int64_t retention_ms = 0;        // 0: keep; else drop partitions ending before newest - retention
+  uint64_t retention_bytes = 0;    // 0: no limit; else drop oldest partitions while above
+  size_t tail_buffer = 10000;
+};
+
+struct SelectOptions {
+  int64_t start_ns = INT64_MIN;  // inclusive
+  int64_t end_ns = INT64_MAX;    // inclusive
+  size_t limit = 100;
+  std::string cursor;            // next_cursor of the previous page, or empty
+};
+
+struct SelectResult {
+  std::vector<Record> lines;  // newest first
+  std::string next_cursor;    // empty when there is nothing more
+};
+
+// Called after each successful Append with the stored records (log-derived metrics).
+class AppendObserver {
+ public:
+  virtual ~AppendObserver() = default;
+  virtual void Observe(const std::vector<Record>& records) = 0;
+};
+
+class LogStore {
+ public:
+  static Result<std::unique_ptr<LogStore>> Open(const StoreOptions& opts);
+  ~LogStore();
+  LogStore(const LogStore&) = delete;
+  LogStore& operator=(const LogStore&) = delete;
+
+  // REQUIRES: called before the first Append; `o` outlives the store.
+  void SetObserver(AppendObserver* o) { observer_ = o; }
+
+  // Stores every record (labels must be valid); durable when OK. On error
+  // nothing of a failed partition's transaction is kept.
+  Status Append(std::vector<Record> records);
+
+  // Lines matching `q` in [start, end], newest first, with cursor paging.
+  Result<SelectResult> Select(const Query& q, const SelectOptions& o);
+  // Counts of matching lines per bucket [start + k*step, start + (k+1)*step).
+  Result<std::vector<std::pair<int64_t, uint64_t>>> Histogram(const Query& q, int64_t start_ns, int64_t end_ns,
+                                                              int64_t step_ns);
+  // Stream label names / values of partitions overlapping [start, end], sorted.
+  Result<std::vector<std::string>> LabelNames(int64_t start_ns, int64_t end_ns);
+  Result<std::vector<std::string>> LabelValues(std::string_view name, int64_t start_ns, int64_t end_ns);
+
+  // Live tail: records appended after sequence *seq (append order), waiting
+  // up to timeout_ms for the first; advances *seq. Records that fell out of
+  // the tail buffer are skipped. Returns at once after Shutdown.
+  std::vector<Record> WaitNew(uint64_t* seq, int64_t timeout_ms);
+  uint64_t LastSeq();
+  // Wakes and ends tail waiters; call before stopping the HTTP server.
+  void Shutdown();
+  bool IsShutdown();
+
+  // Lines stored after `*after` (partition start ms -> last row id read), in
+  // insertion order per partition, oldest partition first, at most `max`;
+  // advances *after. For forwarding: the store is the disk-backed queue.
+  Result<std::vector<Record>> ReadAfter(std::map<int64_t, int64_t>* after, size_t max);
+
+  // Drops partitions per the retention options; also run after appends.
+  Status ApplyRetention();
+
+  struct Stats {
+    uint64_t partitions = 0;
+    uint64_t bytes = 0;
+    uint64_t appended_lines = 0;  // since open
+  };
+  Stats GetStats();
+
+  struct Partition;
+
+ private:
+  explicit LogStore(const StoreOptions& o);
+  Status Init();
+  Result<Partition*> GetPartition(int64_t start_ms, bool create);
+  Status AppendToPartition(Partition* p, std::vector<Record*>& recs);
+  Status ScanPartition(Partition* p, const Query& q, const SelectOptions& o, bool use_cursor, int64_t cur_t,
+                       int64_t cur_id, size_t want, SelectResult* out, bool* more);
+  int64_t PartitionStart(int64_t t_ns) const;
+
+  StoreOptions opts_;
+  AppendObserver* observer_ = nullptr;
+  std::mutex mu_;  // SQLite connections and partitions_
+  std::map<int64_t, std::unique_ptr<Partition>> partitions_;  // by start ms
+  int64_t newest_ms_ = INT64_MIN;
+  int64_t last_retention_ms_ = 0;
+  uint64_t appended_ = 0;
+
+  std::mutex tail_mu_;
+  std::condition_variable tail_cv_;
+  std::deque<Record> tail_;  // the newest tail_buffer records; tail_seq_ is the last one's
+  uint64_t tail_seq_ = 0;
+  bool shutdown_ = false;
+};
+
+}  // namespace trainwatch::logs

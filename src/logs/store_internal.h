@@ -1,0 +1,54 @@
+#pragma once
+// Internal to the log store: a partition's SQLite connection, its prepared
+// statements and its streams; a small statement wrapper.
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "logs/store.h"
+#include "model/labels.h"
+
+namespace trainwatch::logs {
+
+struct LogStore::Partition {
+  int64_t start_ms = 0;
+  std::string path;
+  sqlite3* db = nullptr;
+  sqlite3_stmt* ins_line = nullptr;
+  sqlite3_stmt* ins_fts = nullptr;
+  sqlite3_stmt* ins_stream = nullptr;
+  std::unordered_map<std::string, int64_t> stream_ids;  // labels.ToString() -> id
+  std::unordered_map<int64_t, model::Labels> streams;   // id -> labels
+  ~Partition();
+};
+
+// A prepared statement; Step() true while rows remain, errors kept in status().
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql);
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void Bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  bool Step();
+  int64_t Int(int c) const { return sqlite3_column_int64(s_, c); }
+  std::string_view Text(int c) const;
+  bool IsNull(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  const Status& status() const { return status_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+  Status status_;
+};
+
+Status Exec(sqlite3* db, const char* sql);
+Status SqliteError(sqlite3* db, std::string_view what);
+
+}  // namespace trainwatch::logs

@@ -1,0 +1,145 @@
+#pragma once
+// alertmanager.yml (Alertmanager 0.25) as loaded: global, route tree,
+// inhibit_rules, time_intervals / mute_time_intervals, receivers with
+// webhook, email, slack and pagerduty configs. Unknown keys are errors, as
+// in Alertmanager; every error names the field and the YAML line
+// ("line 12: route.routes[0].group_wait: invalid duration \"x\"").
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "model/labels.h"
+#include "model/matcher.h"
+#include "notify/tz.h"
+
+namespace trainwatch::notify {
+
+// Alertmanager's matcher syntax: `name="value"`, `name=~"re"`, `name!=v`,
+// `name!~"re"`, optionally several comma-separated inside `{...}`.
+Result<std::vector<model::Matcher>> ParseMatchers(std::string_view s);
+// `{a="b", c=~"d"}` as Alertmanager prints a matcher list.
+std::string MatchersString(const std::vector<model::Matcher>& ms);
+bool MatchAll(const std::vector<model::Matcher>& ms, const model::Labels& ls);
+
+struct HttpConfig {
+  std::string basic_auth_username;
+  std::string basic_auth_password;
+  std::string authorization_type;         // "Bearer" unless given
+  std::string authorization_credentials;  // empty: no Authorization header
+  bool insecure_skip_verify = false;
+  bool follow_redirects = true;
+};
+
+struct WebhookConfig {
+  bool send_resolved = true;
+  std::string url;
+  HttpConfig http;
+  uint64_t max_alerts = 0;  // 0: all
+};
+
+struct EmailConfig {
+  bool send_resolved = false;
+  std::string to, from, hello, smarthost;  // smarthost "host:port"
+  std::string auth_username, auth_password, auth_identity, auth_secret;
+  bool require_tls = true;
+  bool insecure_skip_verify = false;
+  std::map<std::string, std::string> headers;  // Subject, To, From, ... (templates)
+  std::string html;  // template; empty: none
+  std::string text;  // template; empty: none
+};
+
+struct SlackConfig {
+  bool send_resolved = false;
+  std::string api_url;
+  std::string channel, username, color, title, title_link, pretext, text, footer, fallback, icon_emoji, icon_url;
+  HttpConfig http;
+};
+
+struct PagerdutyConfig {
+  bool send_resolved = true;
+  std::string routing_key;  // Events API v2
+  std::string service_key;  // Events API v1 (sent as v2 with routing_key)
+  std::string url;
+  std::string client, client_url, description, severity, klass, component, group;
+  std::map<std::string, std::string> details;
+  HttpConfig http;
+};
+
+struct Receiver {
+  std::string name;
+  std::vector<WebhookConfig> webhook;
+  std::vector<EmailConfig> email;
+  std::vector<SlackConfig> slack;
+  std::vector<PagerdutyConfig> pagerduty;
+  bool empty() const { return webhook.empty() && email.empty() && slack.empty() && pagerduty.empty(); }
+};
+
+struct Route {
+  std::string receiver;
+  std::vector<std::string> group_by;
+  bool group_by_all = false;  // group_by: ['...']
+  std::vector<model::Matcher> matchers;
+  bool continue_matching = false;
+  int64_t group_wait_ms = 30000;
+  int64_t group_interval_ms = 300000;
+  int64_t repeat_interval_ms = 4 * 3600000;
+  std::vector<std::string> mute_time_intervals;
+  std::vector<std::string> active_time_intervals;
+  std::vector<Route> routes;
+  std::string key;  // "{}/{env=\"prod\"}": the group key's route part
+};
+
+// One entry of a time_intervals[].time_intervals list; empty lists match all.
+struct TimeInterval {
+  std::vector<std::pair<int, int>> times;          // minutes of day [start, end)
+  std::vector<std::pair<int, int>> weekdays;       // 0 = Sunday, inclusive ranges
+  std::vector<std::pair<int, int>> days_of_month;  // 1..31 or negative from the end, inclusive
+  std::vector<std::pair<int, int>> months;         // 1..12 inclusive
+  std::vector<std::pair<int, int>> years;          // inclusive
+  std::string location = "UTC";                    // "UTC", "Local" or an IANA name
+  std::shared_ptr<const Zone> zone;                // null: UTC
+  bool Contains(int64_t unix_ms) const;
+};
+
+struct InhibitRule {
+  std::vector<model::Matcher> source;
+  std::vector<model::Matcher> target;
+  std::vector<std::string> equal;
+};
+
+struct GlobalConfig {
+  int64_t resolve_timeout_ms = 300000;
+  std::string smtp_from, smtp_hello = "localhost", smtp_smarthost;
+  std::string smtp_auth_username, smtp_auth_password, smtp_auth_identity, smtp_auth_secret;
+  bool smtp_require_tls = true;
+  std::string slack_api_url;
+  std::string pagerduty_url = "https://events.pagerduty.com/v2/enqueue";
+  HttpConfig http;
+};
+
+struct Config {
+  GlobalConfig global;
+  Route route;
+  std::vector<Receiver> receivers;
+  std::vector<InhibitRule> inhibit_rules;
+  std::map<std::string, std::vector<TimeInterval>> time_intervals;  // both time_intervals and mute_time_intervals
+  std::vector<std::string> templates;  // template file globs, relative to the config file
+  std::string template_defs;           // their text ({{ define }} blocks), read by LoadConfigFile
+  std::string original;                // the YAML as given
+
+  const Receiver* FindReceiver(std::string_view name) const;
+};
+
+Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml);
+// Errors start with the path: "alertmanager.yml: line 3: ...".
+Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path);
+
+// The routes an alert goes to, depth first as Alertmanager's Route.Match.
+std::vector<const Route*> MatchRoutes(const Route& root, const model::Labels& ls);
+
+}  // namespace trainwatch::notify

@@ -1,0 +1,187 @@
+#include "notify/config.h"
+
+#include <gtest/gtest.h>
+
+namespace trainwatch::notify {
+namespace {
+
+constexpr const char* kConfig = R"(
+global:
+  resolve_timeout: 2m
+  smtp_smarthost: 'localhost:25'
+  smtp_from: 'am@example.org'
+  smtp_require_tls: false
+route:
+  receiver: default
+  group_by: ['alertname', 'cluster']
+  group_wait: 10s
+  group_interval: 1m
+  repeat_interval: 3h
+  routes:
+    - matchers: ['severity="critical"', 'team=~"ml|infra"']
+      receiver: pager
+      continue: true
+      routes:
+        - match: {env: prod}
+          receiver: prod-pager
+          group_by: ['...']
+    - match_re: {service: '^(db|cache)$'}
+      receiver: team-db
+      group_wait: 1s
+      mute_time_intervals: [nights]
+    - matchers: ['severity="critical"']
+      receiver: mail
+inhibit_rules:
+  - source_matchers: ['severity="critical"']
+    target_matchers: ['severity="warning"']
+    equal: ['alertname']
+  - source_match: {alertname: NodeDown}
+    target_match_re: {alertname: '.+'}
+    equal: [instance]
+time_intervals:
+  - name: nights
+    time_intervals:
+      - times: [{start_time: '22:00', end_time: '24:00'}, {start_time: '00:00', end_time: '06:00'}]
+        weekdays: ['monday:friday']
+        location: 'UTC'
+receivers:
+  - name: default
+    webhook_configs:
+      - url: 'http://127.0.0.1:5001/hook'
+        max_alerts: 5
+        http_config: {authorization: {credentials: secret}}
+  - name: pager
+    pagerduty_configs: [{routing_key: abc}]
+  - name: prod-pager
+    slack_configs: [{api_url: 'http://127.0.0.1:1/slack', channel: '#alerts'}]
+  - name: team-db
+    webhook_configs: [{url: 'http://127.0.0.1:5001/db', send_resolved: false, http_config: {basic_auth: {username: u, password: p}}}]
+  - name: mail
+    email_configs: [{to: 'oncall@example.org', headers: {subject: 'Alert {{ .GroupLabels.alertname }}'}}]
+)";
+
+TEST(NotifyConfigTest, LoadsAlertmanagerYaml) {
+  auto c = ParseConfig(kConfig);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  const Config& cfg = **c;
+  EXPECT_EQ(cfg.global.resolve_timeout_ms, 120000);
+  EXPECT_EQ(cfg.route.key, "{}");
+  EXPECT_EQ(cfg.route.routes[0].key, "{}/{severity=\"critical\",team=~\"ml|infra\"}");
+  EXPECT_EQ(cfg.route.routes[0].routes[0].key, "{}/{severity=\"critical\",team=~\"ml|infra\"}/{env=\"prod\"}");
+  EXPECT_TRUE(cfg.route.routes[0].routes[0].group_by_all);
+  EXPECT_EQ(cfg.route.routes[1].group_wait_ms, 1000);
+  EXPECT_EQ(cfg.route.routes[1].group_interval_ms, 60000);  // inherited
+  EXPECT_EQ(cfg.receivers[0].webhook[0].max_alerts, 5u);
+  EXPECT_EQ(cfg.receivers[0].webhook[0].http.authorization_type, "Bearer");
+  EXPECT_EQ(cfg.receivers[3].webhook[0].http.basic_auth_username, "u");
+  EXPECT_FALSE(cfg.receivers[3].webhook[0].send_resolved);
+  EXPECT_EQ(cfg.receivers[4].email[0].smarthost, "localhost:25");
+  EXPECT_EQ(cfg.receivers[4].email[0].headers.at("Subject"), "Alert {{ .GroupLabels.alertname }}");
+  EXPECT_FALSE(cfg.receivers[4].email[0].require_tls);
+  EXPECT_EQ(cfg.inhibit_rules.size(), 2u);
+  EXPECT_EQ(cfg.time_intervals.at("nights").size(), 1u);
+}
+
+TEST(NotifyConfigTest, RoutingFollowsContinue) {
+  auto c = ParseConfig(kConfig);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  auto receivers = [&](model::Labels ls) {
+    std::vector<std::string> out;
+    for (const Route* r : MatchRoutes((*c)->route, ls)) out.push_back(r->receiver);
+    return out;
+  };
+  EXPECT_EQ(receivers({{"alertname", "X"}}), std::vector<std::string>{"default"});
+  // continue: true on the first route lets the third one match too.
+  EXPECT_EQ(receivers({{"severity", "critical"}, {"team", "ml"}}), (std::vector<std::string>{"pager", "mail"}));
+  EXPECT_EQ(receivers({{"severity", "critical"}, {"team", "ml"}, {"env", "prod"}}),
+            (std::vector<std::string>{"prod-pager", "mail"}));
+  EXPECT_EQ(receivers({{"service", "db"}}), std::vector<std::string>{"team-db"});
+  EXPECT_EQ(receivers({{"service", "dbx"}}), std::vector<std::string>{"default"});
+  EXPECT_EQ(receivers({{"severity", "critical"}}), std::vector<std::string>{"mail"});
+}
+
+TEST(NotifyConfigTest, ErrorsNameFieldAndLine) {
+  auto c = ParseConfig("route:\n  receiver: a\n  group_wait: 5x\nreceivers: [{name: a}]\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("line 3"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("route.group_wait"), std::string::npos) << c.error().message();
+
+  c = ParseConfig("route:\n  receiver: nope\nreceivers: [{name: a}]\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("undefined receiver \"nope\""), std::string::npos) << c.error().message();
+
+  c = ParseConfig("route: {receiver: a}\nreceivers:\n  - name: a\n    webhook_configs: [{url: 'x', bogus: 1}]\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("line 4"), std::string::npos) << c.error().message();
+  EXPECT_NE(c.error().message().find("bogus"), std::string::npos) << c.error().message();
+
+  c = ParseConfig("route: {receiver: a, routes: [{matchers: ['foo=~\"(\"'] }]}\nreceivers: [{name: a}]\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("route.routes[0].matchers[0]"), std::string::npos) << c.error().message();
+
+  c = ParseConfig("route: {receiver: a, routes: [{receiver: a, mute_time_intervals: [x]}]}\nreceivers: [{name: a}]\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("undefined time interval \"x\""), std::string::npos) << c.error().message();
+
+  c = ParseConfig("route: {receiver: a}\nreceivers: [{name: a, email_configs: [{to: x@y}]}]\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("smarthost"), std::string::npos) << c.error().message();
+
+  c = ParseConfig("route: {receiver: a\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("yaml"), std::string::npos) << c.error().message();
+}
+
+TEST(NotifyConfigTest, ParsesMatcherSyntax) {
+  auto ms = ParseMatchers("{alertname=\"Foo\", env!=prod, team !~ \"a|b\", msg=\"a, \\\"b\\\"\"}");
+  ASSERT_TRUE(ms.ok()) << ms.error().ToString();
+  ASSERT_EQ(ms->size(), 4u);
+  EXPECT_EQ((*ms)[1].type(), model::MatchType::kNotEqual);
+  EXPECT_EQ((*ms)[1].value(), "prod");
+  EXPECT_EQ((*ms)[2].type(), model::MatchType::kNotRegex);
+  EXPECT_EQ((*ms)[3].value(), "a, \"b\"");
+  EXPECT_TRUE(MatchAll(*ms, model::Labels{{"alertname", "Foo"}, {"env", "dev"}, {"team", "c"}, {"msg", "a, \"b\""}}));
+  EXPECT_FALSE(MatchAll(*ms, model::Labels{{"alertname", "Foo"}, {"env", "prod"}, {"team", "c"}, {"msg", "a, \"b\""}}));
+  EXPECT_FALSE(ParseMatchers("foo").ok());
+  EXPECT_FALSE(ParseMatchers("foo=\"bar").ok());
+}
+
+TEST(NotifyConfigTest, TimeIntervals) {
+  auto c = ParseConfig(R"(
+route: {receiver: a}
+receivers: [{name: a}]
+time_intervals:
+  - name: weekday-nights
+    time_intervals:
+      - times: [{start_time: '22:00', end_time: '24:00'}]
+        weekdays: ['monday:friday']
+  - name: last-days
+    time_intervals: [{days_of_month: ['-2:-1'], months: ['february'], years: ['2024']}]
+  - name: berlin-morning
+    time_intervals: [{times: [{start_time: '08:00', end_time: '09:00'}], location: 'Europe/Berlin'}]
+)");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  const auto& nights = (*c)->time_intervals.at("weekday-nights")[0];
+  // 2024-01-01 was a Monday.
+  int64_t mon = 1704067200000;
+  EXPECT_FALSE(nights.Contains(mon + 21 * 3600000LL));
+  EXPECT_TRUE(nights.Contains(mon + 22 * 3600000LL + 60000));
+  EXPECT_FALSE(nights.Contains(mon + 5 * 86400000LL + 23 * 3600000LL));  // Saturday
+  const auto& last = (*c)->time_intervals.at("last-days")[0];
+  int64_t feb28_2024 = 1709078400000, feb27_2024 = feb28_2024 - 86400000;
+  EXPECT_TRUE(last.Contains(feb28_2024 + 1000));   // leap year: 28th is the second to last day
+  EXPECT_FALSE(last.Contains(feb27_2024 + 1000));
+  const auto& berlin = (*c)->time_intervals.at("berlin-morning")[0];
+  int64_t jan1_0730utc = mon + 7 * 3600000LL + 30 * 60000;  // 08:30 in Berlin (CET, +1)
+  EXPECT_TRUE(berlin.Contains(jan1_0730utc));
+  int64_t jul1_0630utc = 1719792000000 + 6 * 3600000LL + 30 * 60000;  // 08:30 CEST (+2)
+  EXPECT_TRUE(berlin.Contains(jul1_0630utc));
+  EXPECT_FALSE(berlin.Contains(jul1_0630utc + 3600000));
+
+  auto bad = ParseConfig("route: {receiver: a}\nreceivers: [{name: a}]\ntime_intervals: [{name: x, time_intervals: [{location: Mars/Base}]}]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("location"), std::string::npos) << bad.error().message();
+}
+
+}  // namespace
+}  // namespace trainwatch::notify

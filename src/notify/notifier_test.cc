@@ -1,0 +1,452 @@
+#include "notify/notifier.h"
+
+#include <httplib.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "notify/integrations.h"
+
+namespace trainwatch::notify {
+namespace {
+
+using Json = nlohmann::json;
+
+class FakeClock : public Clock {
+ public:
+  int64_t NowMs() override { return now.load(); }
+  std::atomic<int64_t> now{1700000000000};
+};
+
+// A real HTTP receiver on loopback that records every webhook body.
+class Receiver {
+ public:
+  Receiver() {
+    srv_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (fail_next_ > 0) {
+        fail_next_--;
+        res.status = 503;
+        return;
+      }
+      bodies_.push_back(Json::parse(req.body));
+      paths_.push_back(req.path);
+      auth_.push_back(req.get_header_value("Authorization"));
+      res.status = 200;
+    });
+    port_ = srv_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { srv_.listen_after_bind(); });
+    while (!srv_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~Receiver() {
+    srv_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  std::vector<Json> Take() {
+    std::lock_guard<std::mutex> l(mu_);
+    auto b = std::move(bodies_);
+    bodies_.clear();
+    return b;
+  }
+  std::vector<std::string> Auth() {
+    std::lock_guard<std::mutex> l(mu_);
+    return auth_;
+  }
+  void FailNext(int n) {
+    std::lock_guard<std::mutex> l(mu_);
+    fail_next_ = n;
+  }
+
+ private:
+  httplib::Server srv_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::vector<Json> bodies_;
+  std::vector<std::string> paths_, auth_;
+  int fail_next_ = 0;
+};
+
+std::string ConfigFor(int port, const std::string& extra = "") {
+  return "global: {resolve_timeout: 1h}\n"
+         "route:\n"
+         "  receiver: hook\n"
+         "  group_by: [alertname]\n"
+         "  group_wait: 30s\n"
+         "  group_interval: 5m\n"
+         "  repeat_interval: 4h\n"
+         "receivers:\n"
+         "  - name: hook\n"
+         "    webhook_configs:\n"
+         "      - url: http://127.0.0.1:" + std::to_string(port) + "/hook\n"
+         "        http_config: {authorization: {credentials: tok}}\n" + extra;
+}
+
+class NotifierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("notify_test_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override {
+    n_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open(const std::string& yaml) {
+    auto cfg = ParseConfig(yaml);
+    ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+    NotifierOptions o;
+    o.dir = dir_.string();
+    o.clock = &clock_;
+    o.background = false;
+    o.external_url = "http://tw.example:9800";
+    o.retry_initial_ms = 10;
+    auto n = Notifier::Open(o, *cfg);
+    ASSERT_TRUE(n.ok()) << n.error().ToString();
+    n_ = std::move(*n);
+  }
+  void Advance(int64_t ms) {
+    clock_.now += ms;
+    n_->Tick();
+    n_->WaitIdle();
+  }
+  Alert Firing(const std::string& name, const std::string& instance, const std::string& severity = "warning") {
+    Alert a;
+    a.labels = model::Labels{{"alertname", name}, {"instance", instance}, {"severity", severity}};
+    a.annotations = model::Labels{{"summary", name + " on " + instance}};
+    a.starts_at_ms = clock_.now;
+    a.generator_url = "http://tw/graph";
+    return a;
+  }
+
+  FakeClock clock_;
+  Receiver recv_;
+  std::filesystem::path dir_;
+  std::unique_ptr<Notifier> n_;
+};
+
+TEST_F(NotifierTest, GroupWaitBatchesAlertsIntoOneNotification) {
+  Open(ConfigFor(recv_.port()));
+  ASSERT_TRUE(n_->PutAlerts({Firing("HighTemp", "gpu0"), Firing("HighTemp", "gpu1"), Firing("Other", "a")}).ok());
+  Advance(29000);
+  EXPECT_TRUE(recv_.Take().empty());
+  Advance(1000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 2u);  // two groups: HighTemp and Other
+  const Json* ht = got[0]["groupLabels"]["alertname"] == "HighTemp" ? &got[0] : &got[1];
+  EXPECT_EQ((*ht)["alerts"].size(), 2u);
+  EXPECT_EQ((*ht)["status"], "firing");
+  EXPECT_EQ((*ht)["groupKey"], "{}:{alertname=\"HighTemp\"}");
+  EXPECT_EQ(recv_.Auth()[0], "Bearer tok");
+  // Nothing new: no notification at group_interval, one again after repeat_interval.
+  Advance(5 * 60000);
+  EXPECT_TRUE(recv_.Take().empty());
+  // Keep the alerts alive (resolve_timeout is 5m), as Prometheus re-sends them.
+  for (int i = 0; i < 48; i++) {
+    ASSERT_TRUE(n_->PutAlerts({Firing("HighTemp", "gpu0"), Firing("HighTemp", "gpu1"), Firing("Other", "a")}).ok());
+    Advance(5 * 60000);
+    if (!recv_.Take().empty()) {
+      EXPECT_GE(clock_.now - 1700000000000, 4 * 3600000LL);
+      return;
+    }
+  }
+  FAIL() << "no repeat after repeat_interval";
+}
+
+TEST_F(NotifierTest, WebhookPayloadShape) {
+  Open(ConfigFor(recv_.port()));
+  Alert a = Firing("HighTemp", "gpu0");
+  a.starts_at_ms = clock_.now - 1000;  // 2023-11-14T22:13:19Z
+  ASSERT_TRUE(n_->PutAlerts({a}).ok());
+  Advance(30000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 1u);
+  const Json& p = got[0];
+  std::vector<std::string> keys;
+  for (auto it = p.begin(); it != p.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"alerts", "commonAnnotations", "commonLabels", "externalURL", "groupKey",
+                                            "groupLabels", "receiver", "status", "truncatedAlerts", "version"}));
+  EXPECT_EQ(p["version"], "4");
+  EXPECT_EQ(p["receiver"], "hook");
+  EXPECT_EQ(p["externalURL"], "http://tw.example:9800");
+  EXPECT_EQ(p["truncatedAlerts"], 0);
+  EXPECT_EQ(p["commonLabels"], (Json{{"alertname", "HighTemp"}, {"instance", "gpu0"}, {"severity", "warning"}}));
+  EXPECT_EQ(p["commonAnnotations"], (Json{{"summary", "HighTemp on gpu0"}}));
+  const Json& al = p["alerts"][0];
+  EXPECT_EQ(al["status"], "firing");
+  EXPECT_EQ(al["startsAt"], "2023-11-14T22:13:19Z");
+  EXPECT_EQ(al["endsAt"], "0001-01-01T00:00:00Z");
+  EXPECT_EQ(al["generatorURL"], "http://tw/graph");
+  EXPECT_EQ(al["fingerprint"].get<std::string>().size(), 16u);
+}
+
+TEST_F(NotifierTest, MaxAlertsTruncates) {
+  Open(ConfigFor(recv_.port()) + "        max_alerts: 1\n");
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1"), Firing("A", "2"), Firing("A", "3")}).ok());
+  Advance(30000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["alerts"].size(), 1u);
+  EXPECT_EQ(got[0]["truncatedAlerts"], 2);
+}
+
+TEST_F(NotifierTest, ResolvedIsSentOnce) {
+  Open(ConfigFor(recv_.port()));
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1")}).ok());
+  Advance(30000);
+  ASSERT_EQ(recv_.Take().size(), 1u);
+  Alert r = Firing("A", "1");
+  r.ends_at_ms = clock_.now;
+  ASSERT_TRUE(n_->PutAlerts({r}).ok());
+  Advance(5 * 60000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["status"], "resolved");
+  EXPECT_EQ(got[0]["alerts"][0]["status"], "resolved");
+  EXPECT_NE(got[0]["alerts"][0]["endsAt"], "0001-01-01T00:00:00Z");
+  Advance(5 * 60000);
+  Advance(5 * 3600000);
+  EXPECT_TRUE(recv_.Take().empty());
+  EXPECT_TRUE(n_->ListAlerts().empty());
+}
+
+TEST_F(NotifierTest, NewAlertInGroupTriggersUpdateAtGroupInterval) {
+  Open(ConfigFor(recv_.port()));
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1")}).ok());
+  Advance(30000);
+  ASSERT_EQ(recv_.Take().size(), 1u);
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1"), Firing("A", "2")}).ok());
+  Advance(60000);
+  EXPECT_TRUE(recv_.Take().empty());  // waits for group_interval
+  Advance(4 * 60000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["alerts"].size(), 2u);
+}
+
+TEST_F(NotifierTest, SilenceSuppressesAndExpires) {
+  Open(ConfigFor(recv_.port()));
+  Silence s;
+  s.matchers = *ParseMatchers("instance=\"1\"");
+  s.starts_at_ms = clock_.now;
+  s.ends_at_ms = clock_.now + 3600000;
+  s.created_by = "me";
+  s.comment = "maintenance";
+  auto id = n_->PutSilence(s);
+  ASSERT_TRUE(id.ok()) << id.error().ToString();
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1"), Firing("B", "2")}).ok());
+  auto alerts = n_->ListAlerts();
+  ASSERT_EQ(alerts.size(), 2u);
+  for (const auto& v : alerts) {
+    if (v.alert.alert.labels.Get("instance") == "1") {
+      EXPECT_EQ(v.state, "suppressed");
+      EXPECT_EQ(v.silenced_by, std::vector<std::string>{*id});
+    } else {
+      EXPECT_EQ(v.state, "active");
+    }
+  }
+  Advance(30000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["groupLabels"]["alertname"], "B");
+  ASSERT_TRUE(n_->ExpireSilence(*id).ok());
+  EXPECT_EQ(n_->GetSilence(*id)->State(clock_.now), "expired");
+  EXPECT_FALSE(n_->ExpireSilence(*id).ok());
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1"), Firing("B", "2")}).ok());
+  Advance(5 * 60000);
+  got = recv_.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["groupLabels"]["alertname"], "A");
+
+  Silence bad = s;
+  bad.comment.clear();
+  EXPECT_FALSE(n_->PutSilence(bad).ok());
+  bad = s;
+  bad.matchers = *ParseMatchers("instance=~\".*\"");
+  EXPECT_FALSE(n_->PutSilence(bad).ok());
+}
+
+TEST_F(NotifierTest, InhibitionSuppressesTargets) {
+  Open(ConfigFor(recv_.port(), "inhibit_rules:\n"
+                               "  - source_matchers: [severity=critical]\n"
+                               "    target_matchers: [severity=warning]\n"
+                               "    equal: [instance]\n"));
+  ASSERT_TRUE(n_->PutAlerts({Firing("Down", "1", "critical"), Firing("Slow", "1", "warning"),
+                             Firing("Slow2", "2", "warning")}).ok());
+  Advance(30000);
+  auto got = recv_.Take();
+  std::set<std::string> names;
+  for (const auto& g : got) names.insert(g["groupLabels"]["alertname"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"Down", "Slow2"}));
+  for (const auto& v : n_->ListAlerts()) {
+    if (v.alert.alert.labels.Get("alertname") == "Slow") {
+      EXPECT_EQ(v.state, "suppressed");
+      EXPECT_EQ(v.inhibited_by.size(), 1u);
+    }
+  }
+}
+
+TEST_F(NotifierTest, GroupByAllAndContinue) {
+  Open("route:\n  receiver: a\n  group_wait: 1s\n  routes:\n"
+       "    - {matchers: [team=ml], receiver: a, group_by: ['...'], continue: true}\n"
+       "    - {matchers: [team=ml], receiver: b}\n"
+       "receivers:\n"
+       "  - {name: a, webhook_configs: [{url: 'http://127.0.0.1:" + std::to_string(recv_.port()) + "/a'}]}\n"
+       "  - {name: b, webhook_configs: [{url: 'http://127.0.0.1:" + std::to_string(recv_.port()) + "/b'}]}\n");
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1"), Firing("A", "2")}).ok());
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "3")}).ok());
+  Alert ml1 = Firing("M", "1"), ml2 = Firing("M", "2");
+  ml1.labels = [&] { model::LabelsBuilder b(ml1.labels); b.Set("team", "ml"); return b.Build(); }();
+  ml2.labels = [&] { model::LabelsBuilder b(ml2.labels); b.Set("team", "ml"); return b.Build(); }();
+  ASSERT_TRUE(n_->PutAlerts({ml1, ml2}).ok());
+  Advance(1000);
+  auto got = recv_.Take();
+  // Root: one group (no group_by) of 3 alerts; route 1: one group per alert (`...`); route 2: one group of 2.
+  size_t a_groups = 0, b_groups = 0, root_alerts = 0;
+  for (const auto& g : got) {
+    if (g["receiver"] == "b") {
+      b_groups++;
+      EXPECT_EQ(g["alerts"].size(), 2u);
+    } else if (g["groupKey"].get<std::string>().starts_with("{}:")) {
+      root_alerts = g["alerts"].size();
+    } else {
+      a_groups++;
+      EXPECT_EQ(g["groupLabels"].size(), 4u);
+    }
+  }
+  EXPECT_EQ(root_alerts, 3u);
+  EXPECT_EQ(a_groups, 2u);
+  EXPECT_EQ(b_groups, 1u);
+  EXPECT_EQ(n_->ListGroups().size(), 4u);
+}
+
+TEST_F(NotifierTest, RetriesWithBackoffAndCountsFailures) {
+  Open(ConfigFor(recv_.port()));
+  recv_.FailNext(2);
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1")}).ok());
+  Advance(30000);
+  EXPECT_EQ(recv_.Take().size(), 1u);
+  auto h = n_->History(10);
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_TRUE(h[0].success);
+  EXPECT_EQ(h[0].attempt, 3);
+  EXPECT_FALSE(h[1].success);
+  EXPECT_NE(h[1].error.find("503"), std::string::npos) << h[1].error;
+  std::string m;
+  n_->RenderMetrics(&m);
+  EXPECT_NE(m.find("trainwatch_notifications_total{integration=\"webhook\"} 3"), std::string::npos) << m;
+  EXPECT_NE(m.find("trainwatch_notifications_failed_total{integration=\"webhook\"} 2"), std::string::npos) << m;
+}
+
+TEST_F(NotifierTest, RestartRepeatsNothingAndKeepsSilences) {
+  Open(ConfigFor(recv_.port()));
+  Silence s;
+  s.matchers = *ParseMatchers("alertname=Silenced");
+  s.starts_at_ms = clock_.now;
+  s.ends_at_ms = clock_.now + 24 * 3600000LL;
+  s.created_by = "me";
+  s.comment = "c";
+  ASSERT_TRUE(n_->PutSilence(s).ok());
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1")}).ok());
+  Advance(30000);
+  ASSERT_EQ(recv_.Take().size(), 1u);
+  n_.reset();
+  Open(ConfigFor(recv_.port()));
+  EXPECT_EQ(n_->ListSilences().size(), 1u);
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1"), Firing("Silenced", "1")}).ok());
+  Advance(30000);
+  Advance(5 * 60000);
+  EXPECT_TRUE(recv_.Take().empty());
+  // A change is still sent after the restart.
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1"), Firing("A", "2")}).ok());
+  Advance(5 * 60000);
+  EXPECT_EQ(recv_.Take().size(), 1u);
+}
+
+TEST_F(NotifierTest, MuteTimeIntervalHoldsNotifications) {
+  // 1700000000000 is Tuesday 2023-11-14 22:13:20 UTC.
+  Open("global: {resolve_timeout: 1h}\nroute:\n  receiver: hook\n  group_wait: 1s\n  routes: [{receiver: hook, matchers: [alertname=A], "
+       "group_wait: 1s, mute_time_intervals: [late]}]\n"
+       "time_intervals: [{name: late, time_intervals: [{times: [{start_time: '22:00', end_time: '23:00'}]}]}]\n"
+       "receivers: [{name: hook, webhook_configs: [{url: 'http://127.0.0.1:" + std::to_string(recv_.port()) + "/'}]}]\n");
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1")}).ok());
+  Advance(1000);
+  EXPECT_TRUE(recv_.Take().empty());
+  for (int i = 0; i < 10; i++) {
+    ASSERT_TRUE(n_->PutAlerts({Firing("A", "1")}).ok());
+    Advance(5 * 60000);  // group_interval: 5m
+  }
+  EXPECT_EQ(recv_.Take().size(), 1u);  // once 23:00 has passed
+}
+
+TEST_F(NotifierTest, SlackAndPagerdutyPayloads) {
+  std::string base = "http://127.0.0.1:" + std::to_string(recv_.port());
+  Open("global: {resolve_timeout: 1h}\nroute: {receiver: r, group_by: [alertname], group_wait: 1s}\nreceivers:\n"
+       "  - name: r\n"
+       "    slack_configs: [{api_url: '" + base + "/slack', channel: '#ml', text: 'plain text'}]\n"
+       "    pagerduty_configs: [{routing_key: rk, url: '" + base + "/pd', severity: critical}]\n");
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1")}).ok());
+  Advance(1000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 2u);
+  const Json& slack = got[0].contains("attachments") ? got[0] : got[1];
+  const Json& pd = got[0].contains("attachments") ? got[1] : got[0];
+  EXPECT_EQ(slack["channel"], "#ml");
+  EXPECT_EQ(slack["username"], "Alertmanager");
+  const Json& att = slack["attachments"][0];
+  EXPECT_EQ(att["title"], "[FIRING:1] A (1 warning)");
+  EXPECT_EQ(att["text"], "plain text");
+  EXPECT_EQ(att["color"], "danger");
+  EXPECT_EQ(att["title_link"], "http://tw.example:9800/#/alerts?receiver=r");
+  EXPECT_EQ(pd["routing_key"], "rk");
+  EXPECT_EQ(pd["event_action"], "trigger");
+  EXPECT_EQ(pd["dedup_key"].get<std::string>().size(), 64u);
+  EXPECT_EQ(pd["payload"]["summary"], "[FIRING:1] A (1 warning)");
+  EXPECT_EQ(pd["payload"]["severity"], "critical");
+  EXPECT_EQ(pd["payload"]["source"], "Alertmanager");
+  EXPECT_EQ(pd["payload"]["custom_details"]["num_firing"], "1");
+  EXPECT_NE(pd["payload"]["custom_details"]["firing"].get<std::string>().find(" - instance = 1\n"), std::string::npos);
+  std::string dedup = pd["dedup_key"];
+  Alert r = Firing("A", "1");
+  r.ends_at_ms = clock_.now;
+  ASSERT_TRUE(n_->PutAlerts({r}).ok());
+  Advance(5 * 60000);
+  got = recv_.Take();
+  ASSERT_EQ(got.size(), 1u);  // Slack's send_resolved defaults to false, PagerDuty's to true
+  EXPECT_EQ(got[0]["event_action"], "resolve");
+  EXPECT_EQ(got[0]["dedup_key"], dedup);
+  EXPECT_FALSE(got[0].contains("payload"));
+}
+
+TEST(NotifyIntegrationsTest, DefaultSubjectAndEmail) {
+  StoredAlert a;
+  a.alert.labels = model::Labels{{"alertname", "HighTemp"}, {"gpu", "0"}, {"severity", "critical"}};
+  a.alert.annotations = model::Labels{{"summary", "GPU 0 is hot"}};
+  a.alert.starts_at_ms = 1000;
+  StoredAlert b = a;
+  b.alert.labels = model::Labels{{"alertname", "HighTemp"}, {"gpu", "1"}, {"severity", "critical"}};
+  auto d = MakeNotificationData("mail", "{}:{alertname=\"HighTemp\"}", model::Labels{{"alertname", "HighTemp"}},
+                                {a, b}, "http://tw", 5000);
+  EXPECT_EQ(DefaultSubject(d), "[FIRING:2] HighTemp (critical)");
+  EmailConfig c;
+  c.to = "x@y";
+  c.from = "am@y";
+  c.html = "{{ template \"email.default.html\" . }}";
+  c.text = "{{ .CommonAnnotations.summary }} / {{ .Status }}";
+  c.headers["X-Team"] = "{{ .GroupLabels.alertname }}";
+  auto m = BuildEmailMessage(c, d, SendOptions{});
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_NE(m->find("Subject: [FIRING:2] HighTemp (critical)\r\n"), std::string::npos) << *m;
+  EXPECT_NE(m->find("X-Team: HighTemp\r\n"), std::string::npos) << *m;
+  EXPECT_NE(m->find("GPU 0 is hot / firing"), std::string::npos) << *m;  // the common annotation
+  EXPECT_NE(m->find("gpu = 1<br />"), std::string::npos) << *m;
+}
+
+}  // namespace
+}  // namespace trainwatch::notify

@@ -1,0 +1,275 @@
+#include "rules/sender.h"
+
+#include <httplib.h>
+
+#include <ctime>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/units.h"
+
+namespace trainwatch::rules {
+namespace {
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        if (c < 0x20) {
+          out->append("\\u00");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 15]);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendLabels(std::string* out, const model::Labels& l) {
+  out->push_back('{');
+  bool first = true;
+  for (const model::Label& p : l) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendJsonString(out, p.name);
+    out->push_back(':');
+    AppendJsonString(out, p.value);
+  }
+  out->push_back('}');
+}
+
+std::string Rfc3339(int64_t ms) {
+  time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
+  return buf;
+}
+
+std::string Scalar(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string(); }
+
+}  // namespace
+
+std::string AlertmanagerTarget::AlertsPath() const {
+  std::string p = path_prefix;
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  if (!p.empty() && p[0] != '/') p = "/" + p;
+  return p + "/api/v2/alerts";
+}
+
+Result<AlertingConfig> ParseAlertingConfig(const YAML::Node& alerting) {
+  AlertingConfig cfg;
+  if (!alerting || alerting.IsNull()) return cfg;
+  if (!alerting.IsMap()) return Status::InvalidArgument("alerting: expected a mapping");
+  for (const auto& kv : alerting) {
+    std::string k = kv.first.Scalar();
+    if (k != "alertmanagers" && k != "alert_relabel_configs") {
+      return Status::InvalidArgument("alerting: unknown field \"" + k + "\"");
+    }
+  }
+  ASSIGN_OR_RETURN(cfg.relabel_configs,
+                   scrape::ParseRelabelConfigs(alerting["alert_relabel_configs"], "alerting.alert_relabel_configs"));
+  const YAML::Node ams = alerting["alertmanagers"];
+  if (!ams || ams.IsNull()) return cfg;
+  if (!ams.IsSequence()) return Status::InvalidArgument("alerting.alertmanagers: expected a list");
+  for (size_t i = 0; i < ams.size(); ++i) {
+    const YAML::Node am = ams[i];
+    const std::string where = "alerting.alertmanagers[" + std::to_string(i) + "]";
+    if (!am.IsMap()) return Status::InvalidArgument(where + ": expected a mapping");
+    AlertmanagerTarget base;
+    std::vector<std::string> targets;
+    for (const auto& kv : am) {
+      const std::string k = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (k == "scheme") {
+        base.scheme = Scalar(v);
+        if (base.scheme != "http" && base.scheme != "https") {
+          return Status::InvalidArgument(where + ".scheme: unsupported \"" + base.scheme + "\"");
+        }
+      } else if (k == "path_prefix") {
+        base.path_prefix = Scalar(v);
+      } else if (k == "timeout") {
+        auto d = ParseDurationMs(Scalar(v));
+        if (!d.ok()) return d.error().Annotate(where + ".timeout");
+        if (*d <= 0) return Status::InvalidArgument(where + ".timeout: must be positive");
+        base.timeout_ms = *d;
+      } else if (k == "api_version") {
+        if (Scalar(v) != "v2") {
+          return Status::InvalidArgument(where + ".api_version: unsupported \"" + Scalar(v) +
+                                         "\" (Alertmanager 0.25 speaks v2)");
+        }
+      } else if (k == "static_configs") {
+        if (!v.IsSequence()) return Status::InvalidArgument(where + ".static_configs: expected a list");
+        for (size_t j = 0; j < v.size(); ++j) {
+          const YAML::Node t = v[j]["targets"];
+          if (!t) continue;
+          if (!t.IsSequence()) {
+            return Status::InvalidArgument(where + ".static_configs[" + std::to_string(j) + "].targets: expected a list");
+          }
+          for (const auto& x : t) targets.push_back(Scalar(x));
+        }
+      } else if (k == "relabel_configs" || k == "enable_http2" || k == "follow_redirects") {
+        // Accepted for compatibility; targets are used as written.
+      } else {
+        return Status::InvalidArgument(where + ": unsupported field \"" + k + "\"");
+      }
+    }
+    for (const std::string& t : targets) {
+      if (t.empty()) return Status::InvalidArgument(where + ".static_configs: empty target");
+      AlertmanagerTarget a = base;
+      a.host = t;
+      cfg.alertmanagers.push_back(std::move(a));
+    }
+  }
+  return cfg;
+}
+
+std::string AlertsToJson(const std::vector<OutgoingAlert>& alerts) {
+  std::string out = "[";
+  for (size_t i = 0; i < alerts.size(); ++i) {
+    const OutgoingAlert& a = alerts[i];
+    if (i) out += ',';
+    out += "{\"labels\":";
+    AppendLabels(&out, a.labels);
+    out += ",\"annotations\":";
+    AppendLabels(&out, a.annotations);
+    if (a.starts_at_ms != 0) out += ",\"startsAt\":\"" + Rfc3339(a.starts_at_ms) + "\"";
+    if (a.ends_at_ms != 0) out += ",\"endsAt\":\"" + Rfc3339(a.ends_at_ms) + "\"";
+    out += ",\"generatorURL\":";
+    AppendJsonString(&out, a.generator_url);
+    out += '}';
+  }
+  out += ']';
+  return out;
+}
+
+AlertmanagerNotifier::AlertmanagerNotifier(size_t queue_capacity) : capacity_(queue_capacity) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+AlertmanagerNotifier::~AlertmanagerNotifier() { Stop(); }
+
+void AlertmanagerNotifier::ApplyConfig(AlertingConfig cfg) {
+  std::lock_guard l(mu_);
+  cfg_ = std::move(cfg);
+}
+
+void AlertmanagerNotifier::Send(std::vector<OutgoingAlert> alerts) {
+  {
+    std::lock_guard l(mu_);
+    if (cfg_.alertmanagers.empty()) return;  // nothing configured: nothing queued
+    for (OutgoingAlert& a : alerts) {
+      if (!cfg_.relabel_configs.empty()) {
+        scrape::LabelSet ls(a.labels);
+        if (!scrape::Relabel(cfg_.relabel_configs, &ls) || ls.pairs().empty()) continue;
+        a.labels = ls.ToLabels();
+      }
+      queue_.push_back(std::move(a));
+    }
+    while (queue_.size() > capacity_) {
+      queue_.pop_front();
+      ++dropped_;
+    }
+  }
+  cv_.notify_all();
+}
+
+void AlertmanagerNotifier::Stop() {
+  {
+    std::lock_guard l(mu_);
+    if (stop_ && !thread_.joinable()) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+size_t AlertmanagerNotifier::queue_length() const {
+  std::lock_guard l(mu_);
+  return queue_.size();
+}
+
+bool AlertmanagerNotifier::Post(const AlertmanagerTarget& t, const std::string& body, std::string* err) {
+  httplib::Client c(t.scheme + "://" + t.host);
+  const time_t s = static_cast<time_t>(t.timeout_ms / 1000);
+  const time_t us = static_cast<time_t>((t.timeout_ms % 1000) * 1000);
+  c.set_connection_timeout(s, us);
+  c.set_read_timeout(s, us);
+  c.set_write_timeout(s, us);
+  auto res = c.Post(t.AlertsPath(), body, "application/json");
+  if (!res) {
+    *err = httplib::to_string(res.error());
+    return false;
+  }
+  if (res->status / 100 != 2) {
+    *err = "bad response status " + std::to_string(res->status) + ": " + res->body.substr(0, 200);
+    return false;
+  }
+  return true;
+}
+
+void AlertmanagerNotifier::Run() {
+  // At shutdown what is queued is sent for at most kDrainMs; the rest is dropped.
+  constexpr int64_t kDrainMs = 5000;
+  int64_t drain_until = 0;
+  for (;;) {
+    std::vector<OutgoingAlert> batch;
+    std::vector<AlertmanagerTarget> targets;
+    {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopped with nothing left
+      if (stop_) {
+        if (drain_until == 0) drain_until = NowMillis() + kDrainMs;
+        if (NowMillis() > drain_until) {
+          dropped_ += queue_.size();
+          queue_.clear();
+          return;
+        }
+      }
+      while (!queue_.empty() && batch.size() < kMaxBatch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      targets = cfg_.alertmanagers;
+    }
+    const std::string body = AlertsToJson(batch);
+    for (const AlertmanagerTarget& t : targets) {
+      std::string err;
+      bool ok = Post(t, body, &err);
+      if (!ok) TW_LOG(Warn, "send {} alerts to Alertmanager {}: {}", batch.size(), t.Url(), err);
+      std::lock_guard l(mu_);
+      if (ok) sent_[t.Url()] += batch.size();
+      else errors_[t.Url()] += batch.size();
+    }
+  }
+}
+
+void AlertmanagerNotifier::RenderMetrics(std::string* out) const {
+  std::lock_guard l(mu_);
+  *out += "# HELP trainwatch_alertmanager_alerts_sent_total Alerts sent to external Alertmanagers.\n"
+          "# TYPE trainwatch_alertmanager_alerts_sent_total counter\n";
+  for (const auto& [u, n] : sent_) *out += "trainwatch_alertmanager_alerts_sent_total{alertmanager=\"" + u + "\"} " + std::to_string(n) + "\n";
+  *out += "# HELP trainwatch_alertmanager_alerts_errors_total Alerts whose sending to an external Alertmanager failed.\n"
+          "# TYPE trainwatch_alertmanager_alerts_errors_total counter\n";
+  for (const auto& [u, n] : errors_) *out += "trainwatch_alertmanager_alerts_errors_total{alertmanager=\"" + u + "\"} " + std::to_string(n) + "\n";
+  *out += "# HELP trainwatch_alertmanager_alerts_dropped_total Alerts dropped because the send queue was full.\n"
+          "# TYPE trainwatch_alertmanager_alerts_dropped_total counter\n";
+  *out += "trainwatch_alertmanager_alerts_dropped_total " + std::to_string(dropped_) + "\n";
+  *out += "# HELP trainwatch_alertmanager_queue_length Alerts waiting to be sent.\n"
+          "# TYPE trainwatch_alertmanager_queue_length gauge\n";
+  *out += "trainwatch_alertmanager_queue_length " + std::to_string(queue_.size()) + "\n";
+}
+
+}  // namespace trainwatch::rules

@@ -1,0 +1,87 @@
+#pragma once
+// Forwarding alerts to external Alertmanagers, as Prometheus's notifier
+// (notifier/notifier.go) does for `alerting:` in prometheus.yml:
+// alertmanagers with static_configs targets, scheme, path_prefix, timeout
+// and api_version (v2: POST <prefix>/api/v2/alerts with a JSON array), and
+// alert_relabel_configs applied before queueing. The queue holds at most
+// 10,000 alerts; on overflow the oldest are dropped and counted. Batches of
+// up to 64 alerts go to every Alertmanager; a failed POST is counted and
+// logged (Prometheus does not retry either: the next resend covers it).
+//
+// Thread safety: every method may be called from any thread.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/status.h"
+#include "rules/alert.h"
+#include "scrape/relabel.h"
+
+namespace trainwatch::rules {
+
+struct AlertmanagerTarget {
+  std::string scheme = "http";
+  std::string host;              // host:port
+  std::string path_prefix = "/";
+  int64_t timeout_ms = 10000;
+  // POST URL path of the v2 API.
+  std::string AlertsPath() const;
+  std::string Url() const { return scheme + "://" + host + AlertsPath(); }
+};
+
+struct AlertingConfig {
+  std::vector<AlertmanagerTarget> alertmanagers;
+  std::vector<scrape::RelabelConfig> relabel_configs;  // alerting.alert_relabel_configs
+};
+
+// Parses the `alerting:` section (null: nothing configured). Errors name
+// the field, e.g. "alerting.alertmanagers[0].api_version: unsupported \"v1\"".
+Result<AlertingConfig> ParseAlertingConfig(const YAML::Node& alerting);
+
+// Alertmanager API v2 postable alerts: [{"labels":{},"annotations":{},
+// "startsAt":"...","endsAt":"...","generatorURL":"..."}].
+std::string AlertsToJson(const std::vector<OutgoingAlert>& alerts);
+
+class AlertmanagerNotifier {
+ public:
+  static constexpr size_t kDefaultQueueCapacity = 10000;
+  static constexpr size_t kMaxBatch = 64;
+
+  explicit AlertmanagerNotifier(size_t queue_capacity = kDefaultQueueCapacity);
+  ~AlertmanagerNotifier();
+
+  void ApplyConfig(AlertingConfig cfg);
+  // Relabels and queues; returns at once. The AlertSender of the rule manager.
+  void Send(std::vector<OutgoingAlert> alerts);
+  // Sends what is queued for up to 5 s (the rest is dropped and counted),
+  // then stops. Idempotent.
+  void Stop();
+  // trainwatch_alertmanager_* metrics.
+  void RenderMetrics(std::string* out) const;
+  size_t queue_length() const;
+
+ private:
+  void Run();
+  bool Post(const AlertmanagerTarget& t, const std::string& body, std::string* err);
+
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  AlertingConfig cfg_;                         // GUARDED_BY(mu_)
+  std::deque<OutgoingAlert> queue_;            // GUARDED_BY(mu_)
+  bool stop_ = false;                          // GUARDED_BY(mu_)
+  uint64_t dropped_ = 0;                       // GUARDED_BY(mu_)
+  std::map<std::string, uint64_t> sent_;       // GUARDED_BY(mu_), by Alertmanager URL
+  std::map<std::string, uint64_t> errors_;     // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace trainwatch::rules

@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""End-to-end test of the Python client (clients/python) against the real
+trainwatch binary: a loop logging faster than one step per millisecond
+lands every step exactly once; a server killed mid-run and restarted gets
+the spooled batches replayed, nothing lost, nothing duplicated; an uncaught
+exception marks the run failed; a run whose heartbeats stop is marked
+crashed while a live idle run is not; ranks of one distributed run; stdout
+capture; `pip install ./clients/python`.
+
+Usage: python_client_e2e_test.py /path/to/trainwatch [unittest args]
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+import urllib.parse
+
+import twtest
+from twtest import Server
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+CLIENT = os.path.join(ROOT, "clients", "python")
+sys.path.insert(0, CLIENT)
+
+import trainwatch  # noqa: E402
+
+
+def loss_at(step):
+    return round(3.0 / (1 + step / 50.0), 9)
+
+
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tw-pyclient-e2e-")
+        self.data = os.path.join(self.tmp, "data")
+        self.spool = os.path.join(self.tmp, "spool")
+        self.server = None
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for f in (p.stdout, p.stderr):
+                if f:
+                    f.close()
+        if self.server:
+            self.server.stop_quietly()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def start(self, *extra, port=None):
+        self.server = Server(self.data, extra_args=list(extra), port=port).start()
+        return self.server
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.server.port
+
+    def get(self, path):
+        status, body = self.server.request("GET", path)
+        self.assertEqual(status, 200, body[:500])
+        return json.loads(body)["data"]
+
+    def query(self, expr, at):
+        return self.get("/api/v1/query?query=%s&time=%.3f" % (urllib.parse.quote(expr), at))["result"]
+
+    def init(self, **kw):
+        kw.setdefault("url", self.url)
+        kw.setdefault("spool_dir", self.spool)
+        kw.setdefault("capture_output", False)
+        kw.setdefault("install_hooks", False)
+        kw.setdefault("flush_interval", 0.05)
+        return trainwatch.init(**kw)
+
+    def losses(self, run_name):
+        """Every stored loss sample of the run: [(ts, value)], via export (no lookback limits)."""
+        series = self.server.export('loss{run="%s"}' % run_name)
+        self.assertEqual(len(series), 1, series.keys())
+        return next(iter(series.values()))
+
+    def script(self, body, env=None, wait=True):
+        path = os.path.join(self.tmp, "train_%d.py" % len(self.procs))
+        with open(path, "w") as f:
+            f.write("import sys, time\nsys.path.insert(0, %r)\nimport trainwatch\n" % CLIENT)
+            f.write(textwrap.dedent(body))
+        e = dict(os.environ, TRAINWATCH_URL=self.url, TRAINWATCH_SPOOL=self.spool)
+        e.update(env or {})
+        p = subprocess.Popen([sys.executable, path], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        if wait:
+            out, err = p.communicate(timeout=120)
+            return p.returncode, out.decode(), err.decode()
+        return p
+
+    def logs_endpoint(self):
+        st, _ = self.server.request("GET", "/api/v1/logs/query?query=" + urllib.parse.quote('{project="none"}'))
+        return st == 200
+
+    def log_lines(self, run_name):
+        q = urllib.parse.quote('{run="%s"}' % run_name)
+        return [l["message"] for l in self.get("/api/v1/logs/query?limit=1000&query=" + q)["lines"]]
+
+    def test_fast_loop_every_step_exactly_once(self):
+        self.start()
+        run = self.init(project="fast", name="fast", config={"lr": 1e-3, "opt": {"name": "sgd"}}, total_steps=30000)
+        n = 30000
+        t0 = time.time()
+        for step in range(n):
+            run.log({"loss": loss_at(step), "acc": step / n}, step=step)
+        logging_ms = (time.time() - t0) * 1000
+        last_ts = run._last_ts
+        run.summary["best"] = 0.5
+        run.finish()
+        self.assertEqual(run.spooled, 0)
+        # The premise: logging outran the millisecond clock, so the client
+        # spread the timestamps past wall-clock time; query at the last one.
+        if logging_ms < n:
+            self.assertGreater(last_ts, t0 * 1000 + logging_ms)
+        samples = self.losses(run.name)
+        self.assertEqual(sorted(v for _, v in samples), sorted(loss_at(s) for s in range(n)))
+        self.assertEqual(len(set(ts for ts, _ in samples)), n)
+        at = last_ts / 1000 + 0.001
+        count = self.query('count_over_time(loss{run="%s"}[1h])' % run.name, at)
+        self.assertEqual(float(count[0]["value"][1]), n)
+        m = self.get("/api/v1/runs/metrics?ids=%s&keys=loss&x=step&points=100000" % run.id)
+        self.assertEqual(m[0]["total_points"], n)
+        self.assertEqual([p["x"] for p in m[0]["points"]], list(range(n)))
+        info = self.get("/api/v1/runs/" + run.id)
+        self.assertEqual(info["status"], "finished")
+        self.assertEqual(info["step"], n - 1)
+        self.assertEqual(info["config"], {"lr": 1e-3, "opt": {"name": "sgd"}})
+        self.assertEqual(info["summary"]["best"], 0.5)
+        self.assertEqual(info["total_steps"], n)
+        self.assertEqual(info["pid"], os.getpid())
+        self.assertFalse(os.path.exists(run.spool_dir))  # the spool dir is gone once empty
+
+    def test_server_killed_and_restarted_nothing_lost_nothing_duplicated(self):
+        port = twtest.free_port()
+        self.start("--runs.heartbeat-timeout", "1h", port=port)
+        run = self.init(project="outage", name="outage", total_steps=3000, timeout=2)
+        n, killed_at, restarted_at, max_spooled = 3000, 1000, 2000, 0
+        for step in range(n):
+            run.log({"loss": loss_at(step)}, step=step)
+            if step == killed_at:
+                time.sleep(0.3)  # some batches acknowledged, some not yet sent
+                self.server.kill9()
+            if killed_at < step < restarted_at:
+                max_spooled = max(max_spooled, run.spooled)
+            if step == restarted_at:
+                self.assertGreater(max_spooled, 0, "nothing was spooled while the server was down")
+                self.assertTrue(os.listdir(run.spool_dir))
+                self.server.start()
+            time.sleep(0.001)
+        run.alert("done", "all steps logged", "warning")
+        run.finish()
+        self.assertEqual(run.spooled, 0)
+        samples = self.losses(run.name)
+        self.assertEqual(sorted(v for _, v in samples), sorted(loss_at(s) for s in range(n)))
+        info = self.get("/api/v1/runs/" + run.id)
+        self.assertEqual(info["status"], "finished")
+        self.assertEqual(info["step"], n - 1)
+        self.assertEqual([(a["title"], a["level"]) for a in info.get("alerts", [])], [("done", "warning")])
+        steps = self.server.export('trainwatch_run_step{run="%s",rank="0"}' % run.name)
+        vals = sorted(v for _, v in next(iter(steps.values())))
+        self.assertEqual(vals, list(range(n)))
+
+    def test_spool_survives_the_process_and_is_replayed_by_the_next(self):
+        port = twtest.free_port()
+        self.start(port=port)
+        run = self.init(project="later", name="later", finish_timeout=1, timeout=1)
+        run.log({"loss": 1.0}, step=0)
+        time.sleep(0.5)
+        self.server.kill9()
+        for step in range(1, 100):
+            run.log({"loss": loss_at(step)}, step=step)
+        run.finish()  # the server is down: the rest stays spooled
+        self.assertGreater(run.spooled, 0)
+        self.server.start()
+        out = subprocess.run([sys.executable, "-m", "trainwatch", "sync", "--spool", self.spool],
+                             env=dict(os.environ, PYTHONPATH=CLIENT), capture_output=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertEqual(len(self.losses(run.name)), 100)
+        self.assertEqual(self.get("/api/v1/runs/" + run.id)["status"], "finished")
+        self.assertEqual(os.listdir(self.spool), [])
+
+    def test_uncaught_exception_marks_failed(self):
+        self.start()
+        rc, out, err = self.script("""
+            run = trainwatch.init(project="exc", name="boom", config={"a": 1}, flush_interval=0.05)
+            print("run-id", run.id, flush=True)
+            for step in range(10):
+                run.log({"loss": 1.0 / (step + 1)})
+                print("step", step)
+            raise RuntimeError("diverged")
+        """)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("RuntimeError: diverged", err)  # the terminal still sees the traceback
+        self.assertIn("step 9", out)  # ... and the output
+        run_id = out.split()[1]
+        info = self.get("/api/v1/runs/" + run_id)
+        self.assertEqual(info["status"], "failed")
+        self.assertEqual(info["step"], 9)
+        if self.logs_endpoint():
+            lines = self.log_lines("boom")
+            self.assertIn("step 9", lines)
+            self.assertTrue(any("RuntimeError: diverged" in l for l in lines), lines)
+        else:
+            print("logs endpoint absent: stdout capture assertion skipped", file=sys.stderr)
+        # The context manager: an exception inside marks the run failed too.
+        with self.assertRaises(ValueError):
+            with self.init(project="exc", name="ctx") as run:
+                run.log({"loss": 1.0})
+                raise ValueError("bad batch")
+        self.assertEqual(self.get("/api/v1/runs/" + run.id)["status"], "failed")
+        # ... and a clean exit through atexit finishes it.
+        rc, out, _ = self.script("""
+            run = trainwatch.init(project="exc", name="clean")
+            run.log({"loss": 0.5}, step=3)
+            print("run-id", run.id)
+        """)
+        self.assertEqual(rc, 0)
+        self.assertEqual(self.get("/api/v1/runs/" + out.split()[1])["status"], "finished")
+
+    def test_stopped_heartbeats_mark_crashed_live_run_stays_running(self):
+        self.start("--runs.heartbeat-timeout", "2s")
+        dead = self.script("""
+            run = trainwatch.init(project="hb", name="dead", heartbeat_interval=0.3, flush_interval=0.05)
+            run.log({"loss": 1.0}, step=0)
+            print(run.id, flush=True)
+            time.sleep(600)
+        """, wait=False)
+        dead_id = dead.stdout.readline().decode().strip()
+        alive = self.init(project="hb", name="alive", heartbeat_interval=0.3)
+        alive.log({"loss": 1.0}, step=0)
+        time.sleep(0.5)
+        dead.send_signal(signal.SIGKILL)  # no finish, no more heartbeats
+        dead.wait()
+        deadline = time.time() + 30
+        while time.time() < deadline and self.get("/api/v1/runs/" + dead_id)["status"] != "crashed":
+            time.sleep(0.2)
+        self.assertEqual(self.get("/api/v1/runs/" + dead_id)["status"], "crashed")
+        # The idle run kept heartbeating for longer than the timeout.
+        self.assertEqual(self.get("/api/v1/runs/" + alive.id)["status"], "running")
+        alive.finish()
+        self.assertEqual(self.get("/api/v1/runs/" + alive.id)["status"], "finished")
+
+    def test_distributed_ranks_one_run(self):
+        self.start()
+        world = 3
+        env = {"WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
+               "MASTER_PORT": str(twtest.free_port()), "TORCHELASTIC_RUN_ID": "e2e"}
+        body = """
+            import os
+            rank = int(os.environ["RANK"])
+            run = trainwatch.init(project="dist", name="ddp", config={"lr": 0.1, "world": 3}, total_steps=200,
+                                  flush_interval=0.05)
+            for step in range(200):
+                run.log({"loss": (rank + 1) * 1000 + step}, step=step)
+            if rank != 0:
+                time.sleep(0.5)  # rank 0 finishes while the others still run
+            print(run.id)
+        """
+        # The ranks compute the same run id from torchrun's environment (here
+        # they share a parent pid too, as under one torchrun).
+        procs = [self.script(body, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)), wait=False) for r in range(world)]
+        ids = set()
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0, err)
+            ids.add(out.decode().strip())
+        self.assertEqual(len(ids), 1)
+        run_id = ids.pop()
+        info = self.get("/api/v1/runs/" + run_id)
+        self.assertEqual(info["status"], "finished")
+        self.assertEqual(info["config"], {"lr": 0.1, "world": 3})
+        self.assertEqual(info["world_size"], world)
+        series = self.server.export('loss{run="ddp"}')
+        by_rank = {dict(k)["rank"]: sorted(v for _, v in pts) for k, pts in series.items()}
+        self.assertEqual(sorted(by_rank), ["0", "1", "2"])
+        for r in range(world):
+            self.assertEqual(by_rank[str(r)], [(r + 1) * 1000 + s for s in range(200)])
+        self.assertTrue(all(dict(k)["host"] for k in series))
+
+    def test_bad_values_and_keys_do_not_stop_the_run(self):
+        self.start()
+        run = self.init(project="bad", name="bad")
+        run.log({"loss": 1.0, "nan": float("nan"), "text": "oops", "trainwatch_run_step": 5}, step=0)
+        run.log({"loss": 2.0}, step=1)
+        run.finish()
+        self.assertEqual(sorted(v for _, v in self.losses("bad")), [1.0, 2.0])
+        nan = next(iter(self.server.export('{__name__="nan",run="bad"}').values()))
+        self.assertEqual(len(nan), 1)
+        self.assertEqual(self.get("/api/v1/runs/" + run.id)["status"], "finished")
+        with self.assertRaises(ValueError):
+            self.init(project="bad", id="metrics")
+
+    def test_capture_and_log_handler(self):
+        self.start()
+        rc, out, err = self.script("""
+            import logging
+            run = trainwatch.init(project="cap", name="cap", flush_interval=0.05)
+            log = logging.getLogger("train")
+            log.addHandler(trainwatch.LogHandler(run))
+            log.setLevel(logging.INFO)
+            print("hello stdout")
+            print("partial", end="")
+            print(" line")
+            sys.stderr.write("oops stderr\\n")
+            log.warning("from logging")
+            run.finish()
+            print("after finish")
+            print("dropped", run.logs_dropped)
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.splitlines()[:2], ["hello stdout", "partial line"])  # the terminal is unchanged
+        self.assertIn("oops stderr", err)
+        if not self.logs_endpoint():
+            self.assertIn("dropped 4", out)  # counted, never blocking
+            self.skipTest("logs endpoint absent: captured lines not checked")
+        lines = self.log_lines("cap")
+        for want in ("hello stdout", "partial line", "oops stderr", "from logging"):
+            self.assertIn(want, lines)
+        self.assertNotIn("after finish", lines)
+
+    def test_pip_install(self):
+        if subprocess.run([sys.executable, "-c", "import setuptools, wheel, pip"], capture_output=True).returncode:
+            self.skipTest("pip, setuptools or wheel missing for %s (Debian: python3-pip)" % sys.executable)
+        target = os.path.join(self.tmp, "site")
+        src = os.path.join(self.tmp, "src")  # a copy: the build leaves build/ and *.egg-info behind
+        shutil.copytree(CLIENT, src, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+        out = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+                              "--no-index", "--target", target, src], capture_output=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        check = subprocess.run([sys.executable, "-c", "import trainwatch, sys; print(trainwatch.__file__)"],
+                               env=dict(os.environ, PYTHONPATH=target), capture_output=True, cwd=self.tmp)
+        self.assertTrue(check.stdout.decode().startswith(target), check)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: python_client_e2e_test.py /path/to/trainwatch [unittest args]")
+    twtest.BINARY = os.path.abspath(sys.argv.pop(1))
+    unittest.main()

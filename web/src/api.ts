@@ -1,0 +1,156 @@
+// Fetch helpers for trainwatch's JSON APIs (Prometheus envelope, runs API,
+// Alertmanager v2). An endpoint that is not there (404/501/503) raises an
+// ApiError with `unavailable` set, so a page can say so instead of failing.
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    public status: number,
+    public unavailable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export type Params = Record<string, string | number | undefined | null>;
+
+export function url(path: string, params?: Params): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params ?? {})) if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+  const s = q.toString();
+  return s ? path + "?" + s : path;
+}
+
+async function request(method: string, path: string, params?: Params, body?: unknown, signal?: AbortSignal): Promise<unknown> {
+  let resp: Response;
+  try {
+    resp = await fetch(url(path, params), {
+      method,
+      signal,
+      headers: body !== undefined ? { "Content-Type": "application/json" } : undefined,
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+  } catch (e) {
+    if ((e as Error).name === "AbortError") throw e;
+    throw new ApiError(`${path}: server unreachable (${(e as Error).message})`, 0, true);
+  }
+  const text = await resp.text();
+  let json: unknown = undefined;
+  if (text) {
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+  }
+  if (!resp.ok) {
+    const unavailable = resp.status === 404 && json === undefined ? true : resp.status === 501 || resp.status === 503;
+    const msg =
+      (json && typeof json === "object" && "error" in json ? String((json as { error: unknown }).error) : text.trim()) ||
+      resp.statusText;
+    throw new ApiError(`${path}: ${resp.status} ${msg}`, resp.status, unavailable);
+  }
+  return json;
+}
+
+// GET with Prometheus's envelope: returns `data`.
+export async function getData<T>(path: string, params?: Params, signal?: AbortSignal): Promise<T> {
+  const j = (await request("GET", path, params, undefined, signal)) as { status?: string; data?: T; error?: string };
+  if (j && typeof j === "object" && j.status === "error") throw new ApiError(`${path}: ${j.error}`, 200, false);
+  if (j && typeof j === "object" && "data" in j) return j.data as T;
+  throw new ApiError(`${path}: unexpected answer`, 200, false);
+}
+
+// GET/POST/DELETE without an envelope (Alertmanager v2).
+export async function getRaw<T>(path: string, params?: Params): Promise<T> {
+  return (await request("GET", path, params)) as T;
+}
+export async function postRaw<T>(path: string, body: unknown): Promise<T> {
+  return (await request("POST", path, undefined, body)) as T;
+}
+export async function deleteRaw(path: string): Promise<void> {
+  await request("DELETE", path);
+}
+
+// ---- shapes ----
+
+export interface Run {
+  id: string;
+  project: string;
+  name: string;
+  status: string;
+  config?: Record<string, unknown>;
+  tags?: string[];
+  total_steps?: number | null;
+  step?: number | null;
+  start_time?: number | null;
+  end_time?: number | null;
+  heartbeat_time?: number | null;
+  host?: string | null;
+  pid?: number | null;
+  command?: string | null;
+  git_commit?: string | null;
+  world_size?: number | null;
+  summary?: Record<string, unknown>;
+  progress?: number | null;
+  eta_seconds?: number | null;
+  alerts?: { time?: number; title: string; text: string; level: string }[];
+}
+
+export interface MetricPoint {
+  x: number;
+  min: number | string | null;
+  max: number | string | null;
+  last: number | string | null;
+  ema?: number | string | null;
+  count: number;
+  nan?: number;
+}
+
+export interface RunMetrics {
+  id: string;
+  project: string;
+  name: string;
+  key: string;
+  metric: string;
+  labels: Record<string, string>;
+  total_points: number;
+  points: MetricPoint[];
+}
+
+export interface PromSeries {
+  metric: Record<string, string>;
+  value?: [number, string];
+  values?: [number, string][];
+}
+
+export interface QueryResult {
+  resultType: "vector" | "matrix" | "scalar" | "string";
+  result: PromSeries[] | [number, string];
+}
+
+export function num(v: number | string | null | undefined): number | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === "number") return v;
+  if (v === "NaN") return NaN;
+  if (v === "Inf" || v === "+Inf") return Infinity;
+  if (v === "-Inf") return -Infinity;
+  const n = Number(v);
+  return Number.isNaN(n) ? null : n;
+}
+
+export function listRuns(params: Params): Promise<Run[]> {
+  return getData<Run[]>("/api/v1/runs", params);
+}
+export function getRun(id: string): Promise<Run> {
+  return getData<Run>("/api/v1/runs/" + encodeURIComponent(id));
+}
+export function runMetrics(params: Params, signal?: AbortSignal): Promise<RunMetrics[]> {
+  return getData<RunMetrics[]>("/api/v1/runs/metrics", params, signal);
+}
+export function instantQuery(query: string, time?: number): Promise<QueryResult> {
+  return getData<QueryResult>("/api/v1/query", { query, time });
+}
+export function rangeQuery(query: string, start: number, end: number, step: number): Promise<QueryResult> {
+  return getData<QueryResult>("/api/v1/query_range", { query, start, end, step });
+}
