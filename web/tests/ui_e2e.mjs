@@ -38,7 +38,12 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "tw-ui-data-"));
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const log = fs.openSync(path.join(outDir, "server.log"), "w");
-const server = spawn(binary, ["serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`], { stdio: ["ignore", log, log] });
+// The embedded Alertmanager is on (a route to a receiver with no
+// integrations), so the Alerts page's silences work end to end.
+const amConfig = path.join(dataDir, "..", path.basename(dataDir) + "-alertmanager.yml");
+fs.writeFileSync(amConfig, "route:\n  receiver: none\nreceivers:\n  - name: none\n");
+const server = spawn(binary, ["serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`,
+                              "--alertmanager.config.file", amConfig], { stdio: ["ignore", log, log] });
 let browser = null;
 
 async function api(method, p, body) {
@@ -217,7 +222,8 @@ try {
   // page says the API is not available.
   await visit("alerts", "/alerts", "#silences");
   const silencesApi = await api("GET", "/api/v2/silences");
-  if (silencesApi.status === 200) {
+  check(silencesApi.status === 200, "alerts: /api/v2/silences answers 200 with the embedded Alertmanager on");
+  {
     await page.fill("#silence-matchers", 'alertname="UiTestAlert", Hostname=~"gpu-node-.*"');
     await page.fill("#silence-duration", "1h");
     await page.fill("#silence-creator", "ui-test");
@@ -228,9 +234,6 @@ try {
     const mine = sil.find((s) => s.createdBy === "ui-test" && s.matchers.some((m) => m.name === "alertname" && m.value === "UiTestAlert"));
     check(mine && mine.matchers.some((m) => m.name === "Hostname" && m.isRegex), "alerts: silence in /api/v2/silences");
     console.log("ok  alerts: silence created through the UI is in /api/v2/silences");
-  } else {
-    check((await page.locator("#silences").innerText()).includes("not available"), "alerts: unavailable silences API reported");
-    console.log("ok  alerts: /api/v2/silences answers " + silencesApi.status + "; the page reports it not available");
   }
   await page.screenshot({ path: path.join(outDir, "alerts.png"), fullPage: true });
 
@@ -280,4 +283,5 @@ try {
   server.kill("SIGTERM");
   await new Promise((r) => (server.exitCode !== null ? r() : server.once("exit", r)));
   fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.rmSync(amConfig, { force: true });
 }
