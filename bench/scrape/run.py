@@ -93,7 +93,8 @@ def main():
             f.write("  - " + json.dumps({"job_name": "bench", "static_configs": groups}) + "\n")
         tw = subprocess.Popen([a.trainwatch, "serve", "--data-dir", os.path.join(tmp, "tw"), "--listen",
                                "127.0.0.1:%d" % tw_port, "--config.file", cfg, "--scrape.self=false",
-                               "--wal.sync", "interval"],
+                               "--wal.sync", "interval", "--collect.host=false", "--collect.gpu=false",
+                               "--rules.default-pack=false"],
                               stdout=open(os.path.join(tmp, "tw.log"), "w"), stderr=subprocess.STDOUT)
         procs.append(tw)
         prom = subprocess.Popen(["/usr/bin/prometheus", "--config.file=" + cfg,

@@ -100,6 +100,7 @@ Response Api::Route(const Request& req, std::string_view* handler) {
       {"/api/v1/import/prometheus", kPost, &Api::Import},
       {"/api/v1/write", kPost, &Api::Write},
       {"/api/v1/export", kAny, &Api::Export},
+      {"/federate", kGet, &Api::Federate},
       {"/api/v1/admin/tsdb/flush", kPost, &Api::Flush},
       {"/api/v1/query", kAny, &Api::Query},
       {"/api/v1/query_range", kAny, &Api::QueryRange},

@@ -90,6 +90,7 @@ class Api {
   Response Import(const Request& req);
   Response Write(const Request& req);  // remote_write (api_write.cc)
   Response Export(const Request& req);
+  Response Federate(const Request& req);  // api_federate.cc
   Response Flush(const Request& req);
   Response Query(const Request& req);
   Response QueryRange(const Request& req);

@@ -4,11 +4,13 @@
 #include <memory>
 #include <set>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "http/api.h"
 #include "http/format.h"
 #include "http/params.h"
 #include "promql/parser/parse.h"
+#include "rules/manager.h"
 
 namespace trainwatch::http {
 namespace {
@@ -237,6 +239,111 @@ Response Api::Export(const Request& req) {
   Response r;
   r.content_type = "application/stream+json; charset=utf-8";
   r.stream = [stream](std::string* chunk) { return stream->Next(chunk); };
+  return r;
+}
+
+namespace {
+
+// A label value in the text exposition format: \\, \" and \n escaped.
+void AppendEscapedValue(std::string* out, std::string_view v) {
+  for (char c : v) {
+    if (c == '\\') {
+      out->append("\\\\");
+    } else if (c == '"') {
+      out->append("\\\"");
+    } else if (c == '\n') {
+      out->append("\\n");
+    } else {
+      out->push_back(c);
+    }
+  }
+}
+
+void AppendLabelPair(std::string* out, bool* first, std::string_view name, std::string_view value) {
+  out->append(*first ? "{" : ",");
+  *first = false;
+  out->append(name);
+  out->append("=\"");
+  AppendEscapedValue(out, value);
+  out->push_back('"');
+}
+
+}  // namespace
+
+// /federate, as Prometheus 2.42: for every series some match[] selects, its
+// newest sample within the 5 m lookback (none when that one is a staleness
+// marker), in the text format with its timestamp; grouped by metric name
+// under an untyped TYPE line. External labels (and instance="") are added
+// after the series' own labels where the series lacks them.
+Response Api::Federate(const Request& req) {
+  auto sets = MatchSets(req, false);
+  if (!sets.ok()) return Text(400, sets.error().message());
+  constexpr int64_t kLookbackMs = 5 * 60 * 1000;
+  const int64_t now = NowMillis();
+  auto q = deps_.db->NewQuerier(now - kLookbackMs + 1, now);
+  if (!q.ok()) return Text(500, q.error().message());
+
+  struct Point {
+    model::Labels labels;
+    model::Sample sample;
+  };
+  std::vector<Point> points;
+  std::set<model::Labels> seen;
+  for (const model::Matchers& m : *sets) {
+    auto ss = (*q)->Select(false, storage::SelectHints{now - kLookbackMs + 1, now}, m);
+    while (ss->Next()) {
+      const storage::Series& series = ss->At();
+      if (sets->size() > 1 && !seen.insert(series.labels()).second) continue;
+      auto it = series.Iterator();
+      bool found = false;
+      model::Sample last{};
+      for (bool ok = it->Seek(now - kLookbackMs + 1); ok; ok = it->Next()) {
+        model::Sample s = it->At();
+        if (s.t > now) break;
+        last = s;
+        found = true;
+      }
+      if (!it->Err().ok()) return Text(500, it->Err().message());
+      if (found && !model::IsStaleNaN(last.v)) points.push_back({series.labels(), last});
+    }
+    if (!ss->Err().ok()) return Text(500, ss->Err().message());
+  }
+  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+    std::string_view na = a.labels.MetricName(), nb = b.labels.MetricName();
+    return na != nb ? na < nb : a.labels < b.labels;
+  });
+
+  std::vector<model::Label> external = deps_.rules ? deps_.rules->ExternalLabels().pairs() : std::vector<model::Label>{};
+  if (std::none_of(external.begin(), external.end(), [](const model::Label& l) { return l.name == "instance"; })) {
+    external.push_back({"instance", ""});
+    std::sort(external.begin(), external.end());
+  }
+  Response r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  std::string_view current;
+  for (const Point& p : points) {
+    std::string_view name = p.labels.MetricName();
+    if (name != current || &p == points.data()) {
+      r.body += "# TYPE ";
+      r.body += name;
+      r.body += " untyped\n";
+      current = name;
+    }
+    r.body += name;
+    bool first = true;
+    for (const model::Label& l : p.labels) {
+      if (l.name != model::kMetricName) AppendLabelPair(&r.body, &first, l.name, l.value);
+    }
+    for (const model::Label& l : external) {
+      if (!p.labels.Has(l.name)) AppendLabelPair(&r.body, &first, l.name, l.value);
+    }
+    if (!first) r.body += '}';
+    r.body += ' ';
+    AppendExpositionFloat(&r.body, p.sample.v);
+    r.body += ' ';
+    r.body += std::to_string(p.sample.t);
+    r.body += '\n';
+  }
   return r;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::http {
@@ -65,6 +66,26 @@ TEST_F(ApiTest, ImportThenExportRoundTrips) {
   // Two selectors matching the same series write it once.
   r = Do("GET", "/api/v1/export", {{"match[]", "other"}, {"match[]", "{__name__=\"other\"}"}});
   EXPECT_EQ(Drain(r), "{\"metric\":{\"__name__\":\"other\"},\"values\":[\"Infinity\"],\"timestamps\":[5]}\n");
+}
+
+TEST_F(ApiTest, FederateWritesNewestSamplesAsPrometheus) {
+  const int64_t now = NowMillis();
+  auto ts = [&](int64_t ago) { return std::to_string(now - ago); };
+  std::string body = "up{job=\"a\",instance=\"x\"} 1 " + ts(60000) + "\nup{job=\"a\",instance=\"x\"} 2 " + ts(1000) +
+                     "\njob:up:sum{job=\"a\"} 1234567 " + ts(2000) + "\nzz{v=\"q\\\"b\\\\c\"} 0.00001 " + ts(3000) +
+                     "\nup{job=\"old\"} 1 " + ts(600000) + "\n";
+  auto r = Do("POST", "/api/v1/import/prometheus", {}, body);
+  ASSERT_EQ(r.status, 204) << r.body;
+  r = Do("GET", "/federate", {{"match[]", "up"}, {"match[]", "job:up:sum"}, {"match[]", "{__name__=~\"up|zz\"}"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  // Sorted by name; the series outside the 5 m lookback is left out; a
+  // series selected twice is written once; instance="" where it is missing.
+  EXPECT_EQ(r.body, "# TYPE job:up:sum untyped\njob:up:sum{job=\"a\",instance=\"\"} 1.234567e+06 " + ts(2000) +
+                        "\n# TYPE up untyped\nup{instance=\"x\",job=\"a\"} 2 " + ts(1000) +
+                        "\n# TYPE zz untyped\nzz{v=\"q\\\"b\\\\c\",instance=\"\"} 1e-05 " + ts(3000) + "\n");
+  EXPECT_EQ(Do("GET", "/federate", {{"match[]", "up{"}}).status, 400);
+  EXPECT_EQ(Do("GET", "/federate").body, "");
 }
 
 TEST_F(ApiTest, ImportHonoursTimestampAndExtraLabels) {

@@ -46,6 +46,31 @@ void AppendPromFloat(std::string* out, double v) {
   }
 }
 
+void AppendExpositionFloat(std::string* out, double v) {
+  if (std::isnan(v) || std::isinf(v)) {
+    AppendPromFloat(out, v);
+    return;
+  }
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string_view sci(buf, static_cast<size_t>(end - buf));  // "d.ddde+XX", shortest digits
+  size_t e = sci.find('e');
+  int exp = 0;  // to_chars writes no NUL: parse within the range ("+06", "-5")
+  const char* p = sci.data() + e + 1;
+  if (*p == '+') p++;
+  std::from_chars(p, end, exp);
+  if (exp >= -4 && exp < 6) {
+    AppendShortestFixed(out, v);
+    return;
+  }
+  out->append(sci.substr(0, e));
+  out->push_back('e');
+  out->push_back(exp < 0 ? '-' : '+');
+  int a = exp < 0 ? -exp : exp;
+  if (a < 10) out->push_back('0');  // Go writes at least two exponent digits
+  out->append(std::to_string(a));
+}
+
 void AppendPromTimestamp(std::string* out, int64_t ms) {
   // As Prometheus's jsonutil.MarshalTimestamp: integer seconds, then the
   // millisecond fraction with its leading zeros (and trailing ones) kept.

@@ -15,6 +15,10 @@ void AppendJsonString(std::string* out, std::string_view s);
 // Prometheus sample value: "NaN", "+Inf", "-Inf", else the shortest decimal
 // that round-trips, never in exponent form (Go's FormatFloat(v, 'f', -1, 64)).
 void AppendPromFloat(std::string* out, double v);
+// Prometheus text exposition value, as Go's FormatFloat(v, 'g', -1, 64):
+// "NaN", "+Inf", "-Inf", else the shortest round-trip digits, in exponent
+// form when the exponent is < -4 or >= 6 (1e+06, 1.5e-05, 123456.7).
+void AppendExpositionFloat(std::string* out, double v);
 // Prometheus JSON timestamp: unix seconds with up to 3 decimals (1796207149.698).
 void AppendPromTimestamp(std::string* out, int64_t ms);
 // VictoriaMetrics export value: NaN as null, infinities as "Infinity" /

@@ -24,6 +24,28 @@ TEST(FormatTest, PromFloatMatchesGoFormatFloatF) {
   EXPECT_EQ(f(-HUGE_VAL), "-Inf");
 }
 
+TEST(FormatTest, ExpositionFloatMatchesGoFormatFloatG) {
+  auto f = [](double v) {
+    std::string out;
+    AppendExpositionFloat(&out, v);
+    return out;
+  };
+  // strconv.FormatFloat(v, 'g', -1, 64), as Prometheus's text format writes values.
+  EXPECT_EQ(f(0), "0");
+  EXPECT_EQ(f(1), "1");
+  EXPECT_EQ(f(123456.7), "123456.7");
+  EXPECT_EQ(f(999999), "999999");
+  EXPECT_EQ(f(1e6), "1e+06");
+  EXPECT_EQ(f(1234567), "1.234567e+06");
+  EXPECT_EQ(f(0.0001), "0.0001");
+  EXPECT_EQ(f(0.00001), "1e-05");
+  EXPECT_EQ(f(-2.5e-7), "-2.5e-07");
+  EXPECT_EQ(f(1e100), "1e+100");
+  EXPECT_EQ(f(1.7962071467e9), "1.7962071467e+09");
+  EXPECT_EQ(f(NAN), "NaN");
+  EXPECT_EQ(f(-INFINITY), "-Inf");
+}
+
 TEST(FormatTest, TimestampsLikePrometheus) {
   auto f = [](int64_t ms) {
     std::string s;

@@ -217,4 +217,9 @@ Result<std::vector<std::string>> ExpandRuleFiles(const std::vector<std::string>&
   return std::vector<std::string>(out.begin(), out.end());
 }
 
+model::Labels Manager::ExternalLabels() const {
+  std::lock_guard<std::mutex> l(senders_mu_);
+  return external_labels_;
+}
+
 }  // namespace trainwatch::rules

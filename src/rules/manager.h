@@ -69,6 +69,8 @@ class Manager {
   std::vector<std::shared_ptr<Group>> Groups() const;
   // Prometheus text exposition of the manager's metrics.
   void RenderMetrics(std::string* out) const;
+  // global.external_labels of the last applied config (also used by /federate).
+  model::Labels ExternalLabels() const;
 
  private:
   void Notify(std::vector<OutgoingAlert> alerts);
