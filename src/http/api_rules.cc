@@ -80,24 +80,11 @@ void AppendStrMap(std::string* out, const std::map<std::string, std::string>& m)
   out->push_back('}');
 }
 
-void AppendLabelMap(std::string* out, const model::Labels& l) {
-  out->push_back('{');
-  bool first = true;
-  for (const model::Label& p : l) {
-    if (!first) out->push_back(',');
-    first = false;
-    AppendJsonString(out, p.name);
-    out->push_back(':');
-    AppendJsonString(out, p.value);
-  }
-  out->push_back('}');
-}
-
 void AppendAlert(std::string* out, const rules::Alert& a) {
   out->append("{\"labels\":");
-  AppendLabelMap(out, a.labels);
+  AppendLabelsJson(out, a.labels);
   out->append(",\"annotations\":");
-  AppendLabelMap(out, a.annotations);
+  AppendLabelsJson(out, a.annotations);
   out->append(",\"state\":");
   AppendJsonString(out, rules::AlertStateName(a.state));
   out->append(",\"activeAt\":");
