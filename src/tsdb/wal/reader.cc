@@ -85,43 +85,60 @@ bool Reader::Next(std::string_view* record) {
       if (!OpenNextSegment()) return false;
       continue;
     }
-    const uint64_t left = data_.size() - pos_;
-    const char* p = data_.data() + pos_;
-    if (left < kFrameHeaderSize) {
-      SetCorruption(cur_index_, pos_, "truncated frame header", true);
-      return false;
-    }
-    const uint32_t len = DecodeFixed32(p);
-    const uint32_t crc = DecodeFixed32(p + 4);
-    const auto type = static_cast<uint8_t>(p[8]);
-    if (type != internal::kFrameFull) {
-      if (type == 0 && len == 0 && crc == 0 && AllZero(data_.substr(pos_))) {
-        SetCorruption(cur_index_, pos_, "zero-filled tail", true);
-      } else {
-        SetCorruption(cur_index_, pos_, "invalid frame type " + std::to_string(type), false);
-      }
-      return false;
-    }
-    if (len > left - kFrameHeaderSize) {
-      SetCorruption(cur_index_, pos_,
-                    "frame of " + std::to_string(len) + " bytes runs past segment end (" +
-                        std::to_string(left - kFrameHeaderSize) + " left)",
-                    true);
-      return false;
-    }
-    std::string_view rec(p + kFrameHeaderSize, len);
-    if (internal::FrameCrc(type, rec) != crc) {
-      // A crash can leave a full-length last frame whose pages did not all
-      // reach the disk; only then is a checksum mismatch a torn tail.
-      SetCorruption(cur_index_, pos_, "checksum mismatch", len == left - kFrameHeaderSize);
+    std::string_view rec, rest = data_.substr(pos_);
+    size_t frame_size = 0;
+    std::string what;
+    bool torn = false;
+    if (!ParseFrame(rest, &rec, &frame_size, &what, &torn)) {
+      SetCorruption(cur_index_, pos_, what, torn);
       return false;
     }
     rec_segment_ = cur_index_;
     rec_offset_ = pos_;
-    pos_ += kFrameHeaderSize + len;
+    pos_ += frame_size;
     *record = rec;
     return true;
   }
+}
+
+bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_size, std::string* what, bool* torn) {
+  const uint64_t left = data.size();
+  const char* p = data.data();
+  if (left < kFrameHeaderSize) {
+    *what = "truncated frame header";
+    *torn = true;
+    return false;
+  }
+  const uint32_t len = DecodeFixed32(p);
+  const uint32_t crc = DecodeFixed32(p + 4);
+  const auto type = static_cast<uint8_t>(p[8]);
+  if (type != internal::kFrameFull) {
+    if (type == 0 && len == 0 && crc == 0 && AllZero(data)) {
+      *what = "zero-filled tail";
+      *torn = true;
+    } else {
+      *what = "invalid frame type " + std::to_string(type);
+      *torn = false;
+    }
+    return false;
+  }
+  if (len > left - kFrameHeaderSize) {
+    *what = "frame of " + std::to_string(len) + " bytes runs past segment end (" +
+            std::to_string(left - kFrameHeaderSize) + " left)";
+    *torn = true;
+    return false;
+  }
+  std::string_view rec(p + kFrameHeaderSize, len);
+  if (internal::FrameCrc(type, rec) != crc) {
+    // A crash can leave a full-length last frame whose pages did not all
+    // reach the disk; only then is a checksum mismatch a torn tail.
+    *what = "checksum mismatch";
+    *torn = len == left - kFrameHeaderSize;
+    return false;
+  }
+  *record = rec;
+  *frame_size = kFrameHeaderSize + len;
+  return true;
 }
 
 Status Repair(const std::string& dir, int segment, uint64_t offset) {

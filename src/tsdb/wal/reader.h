@@ -79,6 +79,14 @@ class Reader {
   std::optional<CorruptionInfo> corruption_;
 };
 
+// Decodes the frame at the start of `data` (the unread rest of a segment).
+// True: *record is its payload and *frame_size its bytes, header included.
+// False: *what is the reason (docs/format/wal.md's messages) and *torn
+// whether a crash mid-write leaves such a frame (it is the last thing in
+// `data`). For readers that tail a segment while a Writer appends: they pass
+// only bytes the writer has finished.
+bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_size, std::string* what, bool* torn);
+
 // Truncates segment `segment` to `offset` bytes (when it exists) and deletes
 // every later segment: after it the log reads cleanly up to the cut.
 // REQUIRES: no Writer is open on dir.
