@@ -17,12 +17,14 @@ LEVELS = {
     "tsdb": 4, "logs": 4, "promql/parser": 4, "ingest": 4,
     "promql": 5, "scrape": 5, "collect/gpu": 5, "collect/host": 5, "runs": 5,
     "collect": 4.5,  # collect/family.h, snapshot.h: the output type collect/gpu and collect/host share (model and below)
-    "rules": 6, "notify": 6,
+    "rules": 6, "notify": 6, "remote": 6,
     "http": 7,
     "app": 8,
 }
 # Pairs (module, forbidden prefix) beyond the level rule.
 FORBIDDEN = [("promql", "tsdb"), ("scrape", "tsdb"), ("rules", "tsdb"), ("runs", "tsdb")]
+# remote/ queues through tsdb/wal's segment format but never uses the engine.
+FORBIDDEN_EXACT = [("remote", "tsdb")]
 # Collectors use model and below only; app stores what they produce.
 FORBIDDEN += [("collect", m) for m in ("storage", "tsdb", "ingest", "logs", "promql")]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -64,6 +66,9 @@ def main():
                 if LEVELS[inc_mod] >= LEVELS[mod]:
                     errors.append(f"{path}:{line_no}: {mod} (level {LEVELS[mod]}) includes {inc} "
                                   f"from {inc_mod} (level {LEVELS[inc_mod]})")
+                for a, b in FORBIDDEN_EXACT:
+                    if (mod == a or mod.startswith(a + "/")) and inc_mod == b:
+                        errors.append(f"{path}:{line_no}: {mod} must use storage/, not {inc}")
                 for a, b in FORBIDDEN:
                     if mod == a or mod.startswith(a + "/"):
                         if inc_mod == b or inc_mod.startswith(b + "/"):

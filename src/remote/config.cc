@@ -1,0 +1,143 @@
+#include "remote/config.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <set>
+
+#include "base/crc32c.h"
+#include "base/log.h"
+#include "scrape/yaml_fields.h"
+
+namespace trainwatch::remote {
+namespace {
+
+using scrape::yaml::Bool;
+using scrape::yaml::CheckKeys;
+using scrape::yaml::Dur;
+using scrape::yaml::Err;
+using scrape::yaml::Str;
+using scrape::yaml::Uint;
+
+// Splits "http://host:port/path?q" into base and path; InvalidArgument otherwise.
+Status SplitUrl(const std::string& url, const std::string& where, RemoteWriteConfig* c) {
+  size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return Err(where, "invalid URL \"" + url + "\" (want http://host:port/path)");
+  std::string scheme = url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") return Err(where, "unsupported scheme \"" + scheme + "\" (want http or https)");
+  size_t path_start = url.find('/', scheme_end + 3);
+  std::string host = url.substr(scheme_end + 3, path_start == std::string::npos ? std::string::npos : path_start - scheme_end - 3);
+  if (host.empty()) return Err(where, "invalid URL \"" + url + "\": no host");
+  c->base = scheme + "://" + host;
+  c->path = path_start == std::string::npos ? "/" : url.substr(path_start);
+  return Status::OK();
+}
+
+const std::set<std::string, std::less<>>& IgnoredKeys() {
+  static const std::set<std::string, std::less<>> k = {
+      "send_exemplars", "send_native_histograms", "sigv4", "oauth2", "azuread", "proxy_url", "no_proxy",
+      "proxy_from_environment", "proxy_connect_header", "follow_redirects", "enable_http2", "metadata_config"};
+  return k;
+}
+
+Status ParseQueue(const YAML::Node& q, const std::string& w, QueueConfig* out) {
+  if (!q || q.IsNull()) return Status::OK();
+  RETURN_IF_ERROR(CheckKeys(q, w, {"capacity", "max_shards", "min_shards", "max_samples_per_send",
+                                   "batch_send_deadline", "min_backoff", "max_backoff", "retry_on_http_429",
+                                   "max_retries", "sample_age_limit"}));
+  for (auto [key, dst] : {std::pair{"capacity", &out->capacity}, std::pair{"max_shards", &out->max_shards},
+                          std::pair{"min_shards", &out->min_shards},
+                          std::pair{"max_samples_per_send", &out->max_samples_per_send}}) {
+    if (q[key]) { ASSIGN_OR_RETURN(*dst, Uint(q[key], w + "." + key)); }
+  }
+  for (auto [key, dst] : {std::pair{"batch_send_deadline", &out->batch_send_deadline_ms},
+                          std::pair{"min_backoff", &out->min_backoff_ms}, std::pair{"max_backoff", &out->max_backoff_ms}}) {
+    if (q[key]) { ASSIGN_OR_RETURN(*dst, Dur(q[key], w + "." + key)); }
+  }
+  if (q["retry_on_http_429"]) { ASSIGN_OR_RETURN(out->retry_on_http_429, Bool(q["retry_on_http_429"], w + ".retry_on_http_429")); }
+  if (q["max_retries"] || q["sample_age_limit"]) {
+    TW_LOG(Warn, "{}: max_retries and sample_age_limit are not used by trainwatch; failed sends retry until they succeed", w);
+  }
+  if (out->max_samples_per_send == 0) return Err(w + ".max_samples_per_send", "must be positive");
+  if (out->capacity == 0) return Err(w + ".capacity", "must be positive");
+  if (out->max_shards == 0) return Err(w + ".max_shards", "must be positive");
+  if (out->min_shards == 0) out->min_shards = 1;
+  if (out->min_shards > out->max_shards) return Err(w + ".min_shards", "must not exceed max_shards");
+  if (out->batch_send_deadline_ms <= 0) return Err(w + ".batch_send_deadline", "must be positive");
+  if (out->min_backoff_ms <= 0) return Err(w + ".min_backoff", "must be positive");
+  if (out->max_backoff_ms < out->min_backoff_ms) return Err(w + ".max_backoff", "must not be below min_backoff");
+  return Status::OK();
+}
+
+Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
+  RemoteWriteConfig c;
+  if (!n.IsMap()) return Err(w, "expected a mapping");
+  static const std::set<std::string, std::less<>> kKeys = {"url", "name", "remote_timeout", "headers",
+                                                           "write_relabel_configs", "queue_config"};
+  for (const auto& kv : n) {
+    std::string k = kv.first.as<std::string>();
+    if (kKeys.contains(k) || scrape::HttpClientConfigKeys().contains(k)) continue;
+    if (IgnoredKeys().contains(k)) {
+      TW_LOG(Warn, "{}: field \"{}\" is not supported by trainwatch; ignored", w, k);
+      continue;
+    }
+    return Err(w, "unknown field \"" + k + "\"");
+  }
+  if (!n["url"] || n["url"].IsNull()) return Err(w + ".url", "missing");
+  ASSIGN_OR_RETURN(c.url, Str(n["url"], w + ".url"));
+  RETURN_IF_ERROR(SplitUrl(c.url, w + ".url", &c));
+  if (n["name"]) { ASSIGN_OR_RETURN(c.name, Str(n["name"], w + ".name")); }
+  if (n["remote_timeout"]) {
+    ASSIGN_OR_RETURN(c.remote_timeout_ms, Dur(n["remote_timeout"], w + ".remote_timeout"));
+    if (c.remote_timeout_ms <= 0) return Err(w + ".remote_timeout", "must be positive");
+  }
+  if (auto h = n["headers"]; h && !h.IsNull()) {
+    if (!h.IsMap()) return Err(w + ".headers", "expected a mapping of header name to value");
+    for (const auto& kv : h) {
+      std::string k = kv.first.as<std::string>();
+      ASSIGN_OR_RETURN(std::string v, Str(kv.second, w + ".headers." + k));
+      // Prometheus refuses headers it sets itself (config.go reservedHeaders).
+      static const std::set<std::string, std::less<>> kReserved = {
+          "authorization", "host", "content-encoding", "content-length", "content-type", "user-agent", "connection",
+          "keep-alive", "proxy-authenticate", "proxy-authorization", "www-authenticate", "accept-encoding",
+          "x-prometheus-remote-write-version", "x-prometheus-remote-read-version"};
+      std::string lower;
+      for (char ch : k) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+      if (kReserved.contains(lower)) return Err(w + ".headers", "\"" + k + "\" is a reserved header; it cannot be set");
+      c.headers.emplace_back(k, v);
+    }
+  }
+  ASSIGN_OR_RETURN(c.write_relabel_configs,
+                   scrape::ParseRelabelConfigs(n["write_relabel_configs"], w + ".write_relabel_configs"));
+  RETURN_IF_ERROR(scrape::ParseHttpClientConfig(n, w, &c.http));
+  RETURN_IF_ERROR(ParseQueue(n["queue_config"], w + ".queue_config", &c.queue));
+  c.fingerprint = YAML::Dump(n);
+  if (c.name.empty()) c.name = fmt::format("{:06x}", crc32c::Value(c.fingerprint) & 0xffffff);
+  return c;
+}
+
+}  // namespace
+
+Result<std::vector<RemoteWriteConfig>> ParseRemoteWriteConfigs(const YAML::Node& root) {
+  std::vector<RemoteWriteConfig> out;
+  if (!root || !root.IsMap()) return out;
+  YAML::Node rw = root["remote_write"];
+  if (!rw || rw.IsNull()) return out;
+  if (!rw.IsSequence()) return Status::InvalidArgument("remote_write: expected a list");
+  std::set<std::string> names;
+  try {
+    for (size_t i = 0; i < rw.size(); i++) {
+      const std::string w = "remote_write[" + std::to_string(i) + "]";
+      ASSIGN_OR_RETURN(RemoteWriteConfig c, ParseOne(rw[i], w));
+      if (!names.insert(c.name).second) {
+        return Err(w + ".name", "found multiple remote write configs with job name \"" + c.name + "\"");
+      }
+      out.push_back(std::move(c));
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string("remote_write: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace trainwatch::remote

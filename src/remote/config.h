@@ -1,0 +1,52 @@
+#pragma once
+// `remote_write:` of a prometheus.yml, parsed and defaulted as Prometheus
+// 2.42 does (config/config.go DefaultRemoteWriteConfig, DefaultQueueConfig).
+// Errors name the entry and field: `remote_write[1].queue_config.capacity:
+// invalid integer "x"`. Keys Prometheus knows but trainwatch does not
+// implement (sigv4, oauth2, azuread, proxy_url, ...) are logged and ignored,
+// as for scrape jobs.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/status.h"
+#include "scrape/http_client.h"
+#include "scrape/relabel.h"
+
+namespace trainwatch::remote {
+
+struct QueueConfig {
+  uint64_t capacity = 2500;            // samples buffered per shard before the reader waits
+  uint64_t max_shards = 200;           // concurrent requests at most
+  uint64_t min_shards = 1;             // concurrent requests at start
+  uint64_t max_samples_per_send = 500;
+  int64_t batch_send_deadline_ms = 5000;  // a partial batch is sent after this long
+  int64_t min_backoff_ms = 30;         // first retry delay; doubles per retry
+  int64_t max_backoff_ms = 5000;
+  bool retry_on_http_429 = false;      // Prometheus 2.42's default: a 429 drops the batch
+};
+
+struct RemoteWriteConfig {
+  std::string url;   // http(s)://host[:port]/path
+  std::string name;  // as given, or the first 6 hex digits of the config hash (Prometheus's)
+  int64_t remote_timeout_ms = 30000;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<scrape::RelabelConfig> write_relabel_configs;
+  scrape::HttpClientConfig http;
+  QueueConfig queue;
+  // The entry's YAML as written: equal hashes mean an unchanged queue, whose
+  // send position a reload keeps.
+  std::string fingerprint;
+  // "scheme://host:port" and the path (with query) of url.
+  std::string base, path;
+};
+
+// Parses `root["remote_write"]` (root is the whole prometheus.yml; absent or
+// null: none). Names are unique; a duplicate is an error, as in Prometheus.
+Result<std::vector<RemoteWriteConfig>> ParseRemoteWriteConfigs(const YAML::Node& root);
+
+}  // namespace trainwatch::remote

@@ -1,0 +1,106 @@
+#include "remote/config.h"
+
+#include <gtest/gtest.h>
+
+namespace trainwatch::remote {
+namespace {
+
+Result<std::vector<RemoteWriteConfig>> Parse(const std::string& yaml) {
+  return ParseRemoteWriteConfigs(YAML::Load(yaml));
+}
+
+TEST(RemoteWriteConfigTest, DefaultsAsPrometheus242) {
+  auto c = Parse("remote_write: [{url: 'http://127.0.0.1:8428/api/v1/write?extra_label=a'}]");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  ASSERT_EQ(c->size(), 1u);
+  const RemoteWriteConfig& r = (*c)[0];
+  EXPECT_EQ(r.base, "http://127.0.0.1:8428");
+  EXPECT_EQ(r.path, "/api/v1/write?extra_label=a");
+  EXPECT_EQ(r.remote_timeout_ms, 30000);
+  EXPECT_EQ(r.queue.capacity, 2500u);
+  EXPECT_EQ(r.queue.max_shards, 200u);
+  EXPECT_EQ(r.queue.min_shards, 1u);
+  EXPECT_EQ(r.queue.max_samples_per_send, 500u);
+  EXPECT_EQ(r.queue.batch_send_deadline_ms, 5000);
+  EXPECT_EQ(r.queue.min_backoff_ms, 30);
+  EXPECT_EQ(r.queue.max_backoff_ms, 5000);
+  EXPECT_FALSE(r.queue.retry_on_http_429);
+  EXPECT_EQ(r.name.size(), 6u);  // a hash of the entry, as Prometheus names unnamed queues
+}
+
+TEST(RemoteWriteConfigTest, ReadsEveryField) {
+  auto c = Parse(R"(
+remote_write:
+  - url: https://mimir.example:443/api/v1/push
+    name: mimir
+    remote_timeout: 10s
+    headers: {X-Scope-OrgID: team-a}
+    basic_auth: {username: u, password_file: /etc/pw}
+    tls_config: {ca_file: /etc/ca.pem, insecure_skip_verify: true}
+    write_relabel_configs:
+      - {source_labels: [__name__], regex: 'go_.*', action: drop}
+    queue_config: {capacity: 10000, min_shards: 4, max_shards: 8, max_samples_per_send: 2000,
+                   batch_send_deadline: 1s, min_backoff: 100ms, max_backoff: 10s, retry_on_http_429: true}
+    metadata_config: {send: false}
+)");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  const RemoteWriteConfig& r = (*c)[0];
+  EXPECT_EQ(r.name, "mimir");
+  EXPECT_EQ(r.base, "https://mimir.example:443");
+  EXPECT_EQ(r.path, "/api/v1/push");
+  EXPECT_EQ(r.remote_timeout_ms, 10000);
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0].first, "X-Scope-OrgID");
+  EXPECT_TRUE(r.http.has_basic_auth);
+  EXPECT_EQ(r.http.basic_password_file, "/etc/pw");
+  EXPECT_EQ(r.http.tls.ca_file, "/etc/ca.pem");
+  EXPECT_TRUE(r.http.tls.insecure_skip_verify);
+  ASSERT_EQ(r.write_relabel_configs.size(), 1u);
+  EXPECT_EQ(r.queue.capacity, 10000u);
+  EXPECT_EQ(r.queue.min_shards, 4u);
+  EXPECT_EQ(r.queue.max_samples_per_send, 2000u);
+  EXPECT_EQ(r.queue.batch_send_deadline_ms, 1000);
+  EXPECT_EQ(r.queue.max_backoff_ms, 10000);
+  EXPECT_TRUE(r.queue.retry_on_http_429);
+}
+
+TEST(RemoteWriteConfigTest, AbsentOrNullIsEmpty) {
+  EXPECT_TRUE(Parse("global: {}")->empty());
+  EXPECT_TRUE(Parse("remote_write:")->empty());
+}
+
+TEST(RemoteWriteConfigTest, ErrorsNameTheField) {
+  auto f = [](const std::string& yaml, const std::string& want) {
+    auto c = Parse(yaml);
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_EQ(c.error().message(), want) << yaml;
+  };
+  f("remote_write: {url: x}", "remote_write: expected a list");
+  f("remote_write: [{name: a}]", "remote_write[0].url: missing");
+  f("remote_write: [{url: 'ftp://h/x'}]", "remote_write[0].url: unsupported scheme \"ftp\" (want http or https)");
+  f("remote_write: [{url: 'h:1/x'}]", "remote_write[0].url: invalid URL \"h:1/x\" (want http://host:port/path)");
+  f("remote_write: [{url: 'http://h/x', colour: red}]", "remote_write[0]: unknown field \"colour\"");
+  f("remote_write: [{url: 'http://h/x', headers: {Authorization: x}}]",
+    "remote_write[0].headers: \"Authorization\" is a reserved header; it cannot be set");
+  f("remote_write: [{url: 'http://h/x', queue_config: {capacity: lots}}]",
+    "remote_write[0].queue_config.capacity: invalid integer \"lots\"");
+  f("remote_write: [{url: 'http://h/x', queue_config: {min_shards: 5, max_shards: 2}}]",
+    "remote_write[0].queue_config.min_shards: must not exceed max_shards");
+  f("remote_write: [{url: 'http://h/x', remote_timeout: 5x}]", "remote_write[0].remote_timeout: invalid duration \"5x\"");
+  f("remote_write: [{url: 'http://h/x', name: a}, {url: 'http://h/y', name: a}]",
+    "remote_write[1].name: found multiple remote write configs with job name \"a\"");
+  f("remote_write: [{url: 'http://h/x', bearer_token: t, basic_auth: {username: u}}]",
+    "remote_write[0]: at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
+}
+
+TEST(RemoteWriteConfigTest, UnchangedEntryKeepsItsName) {
+  auto a = Parse("remote_write: [{url: 'http://h:1/w'}]");
+  auto b = Parse("remote_write: [{url: 'http://h:1/w'}]");
+  auto c = Parse("remote_write: [{url: 'http://h:2/w'}]");
+  EXPECT_EQ((*a)[0].name, (*b)[0].name);
+  EXPECT_EQ((*a)[0].fingerprint, (*b)[0].fingerprint);
+  EXPECT_NE((*a)[0].name, (*c)[0].name);
+}
+
+}  // namespace
+}  // namespace trainwatch::remote

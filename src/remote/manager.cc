@@ -1,0 +1,289 @@
+#include "remote/manager.h"
+
+#include <array>
+#include <unordered_map>
+
+#include "base/file.h"
+#include "base/log.h"
+#include "collect/family.h"
+
+namespace trainwatch::remote {
+namespace {
+
+// Maps the primary store's refs to queue ids, in stripes so concurrent
+// appenders rarely share a lock.
+class RefMap {
+ public:
+  uint64_t Get(uint64_t ref) {
+    Stripe& s = stripes_[ref % kStripes];
+    std::lock_guard l(s.mu);
+    auto it = s.m.find(ref);
+    return it == s.m.end() ? 0 : it->second;
+  }
+  void Set(uint64_t ref, uint64_t id) {
+    Stripe& s = stripes_[ref % kStripes];
+    std::lock_guard l(s.mu);
+    s.m[ref] = id;
+  }
+  // Drops entries whose queue id the queue forgot; about every 4096th call
+  // once the map is more than twice the queue's series.
+  void MaybeSweep(Queue* q) {
+    if (calls_.fetch_add(1, std::memory_order_relaxed) % 4096 != 0) return;
+    size_t total = 0;
+    for (Stripe& s : stripes_) {
+      std::lock_guard l(s.mu);
+      total += s.m.size();
+    }
+    if (total <= 2 * q->series() + 1024) return;
+    for (Stripe& s : stripes_) {
+      std::lock_guard l(s.mu);
+      std::erase_if(s.m, [&](const auto& kv) { return !q->Known(kv.second); });
+    }
+  }
+
+ private:
+  static constexpr size_t kStripes = 64;
+  struct Stripe {
+    std::mutex mu;
+    std::unordered_map<uint64_t, uint64_t> m;
+  };
+  std::array<Stripe, kStripes> stripes_;
+  std::atomic<uint64_t> calls_{0};
+};
+
+class FanoutAppender final : public storage::Appender {
+ public:
+  FanoutAppender(std::unique_ptr<storage::Appender> primary, Queue* q, RefMap* refs, std::atomic<uint64_t>* errors)
+      : p_(std::move(primary)), q_(q), refs_(refs), errors_(errors) {}
+
+  Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
+                                    double v) override {
+    ASSIGN_OR_RETURN(storage::SeriesRef pref, p_->Append(ref, labels, t, v));
+    if (q_ != nullptr) {
+      uint64_t id = refs_->Get(pref);
+      if (id == 0 || !q_->Known(id)) {
+        auto r = q_->Resolve(labels);
+        if (!r.ok()) return pref;  // the primary accepted it: its rules are the ones that count
+        id = *r;
+        refs_->Set(pref, id);
+      }
+      buf_.push_back({id, t, v});
+    }
+    return pref;
+  }
+
+  bool AppendByRef(storage::SeriesRef ref, int64_t t, double v) override {
+    uint64_t id = 0;
+    if (q_ != nullptr) {
+      id = refs_->Get(ref);
+      if (id == 0 || !q_->Known(id)) return false;  // the caller appends with labels
+    }
+    if (!p_->AppendByRef(ref, t, v)) return false;
+    if (q_ != nullptr) buf_.push_back({id, t, v});
+    return true;
+  }
+
+  Status Commit() override {
+    if (q_ != nullptr && !buf_.empty()) {
+      // Queued first: a crash before the primary's commit sends samples the
+      // client will retry (the receiver stores them once), never loses them.
+      Status s = q_->Log(buf_);
+      buf_.clear();
+      if (!s.ok()) {
+        // The local store still takes the batch; its 2xx is what the client
+        // relies on. Forwarding of this batch is lost: counted and logged.
+        errors_->fetch_add(1, std::memory_order_relaxed);
+        TW_LOG(Error, "remote_write: {}", s.ToString());
+      }
+      refs_->MaybeSweep(q_);
+    }
+    return p_->Commit();
+  }
+
+  void Rollback() override {
+    buf_.clear();
+    p_->Rollback();
+  }
+
+ private:
+  std::unique_ptr<storage::Appender> p_;
+  Queue* q_;  // null: no destination when this appender was made
+  RefMap* refs_;
+  std::atomic<uint64_t>* errors_;
+  std::vector<wal::RefSample> buf_;
+};
+
+class Fanout final : public storage::Appendable {
+ public:
+  Fanout(storage::Appendable* primary, std::function<Queue*()> queue, std::atomic<uint64_t>* errors)
+      : primary_(primary), queue_(std::move(queue)), errors_(errors) {}
+  std::unique_ptr<storage::Appender> NewAppender() override {
+    return std::make_unique<FanoutAppender>(primary_->NewAppender(), queue_(), &refs_, errors_);
+  }
+
+ private:
+  storage::Appendable* primary_;
+  std::function<Queue*()> queue_;
+  std::atomic<uint64_t>* errors_;
+  RefMap refs_;
+};
+
+}  // namespace
+
+Manager::Manager(ManagerOptions opts) : opts_(std::move(opts)) {
+  housekeeper_ = std::thread([this] { Housekeep(); });
+}
+
+Manager::~Manager() { Stop(); }
+
+Status Manager::ApplyConfig(std::vector<RemoteWriteConfig> cfgs) {
+  std::lock_guard l(mu_);
+  if (stopped_) return Status::Unavailable("remote write manager is stopped");
+  if (!cfgs.empty() && queue_ == nullptr) {
+    QueueOptions qo = opts_.queue;
+    qo.dir = opts_.dir + "/queue";
+    ASSIGN_OR_RETURN(queue_, Queue::Open(std::move(qo)));
+    queue_ptr_.store(queue_.get(), std::memory_order_release);
+  }
+  std::vector<std::unique_ptr<Sender>> keep, started;
+  std::vector<std::unique_ptr<Sender>> old = std::move(senders_);
+  senders_.clear();
+  for (RemoteWriteConfig& c : cfgs) {
+    auto same = std::find_if(old.begin(), old.end(), [&](const std::unique_ptr<Sender>& s) {
+      return s && s->config().name == c.name && s->config().fingerprint == c.fingerprint;
+    });
+    if (same != old.end()) {
+      keep.push_back(std::move(*same));
+      continue;
+    }
+    // A changed entry resumes from the position its name saved.
+    for (auto& s : old) {
+      if (s && s->config().name == c.name) {
+        s->Stop();
+        s.reset();
+      }
+    }
+    std::string name = c.name;
+    auto s = Sender::Start(std::move(c), queue_.get(), opts_.dir + "/" + name + ".position", opts_.user_agent);
+    if (!s.ok()) {
+      for (auto& st : started) st->Stop();
+      for (auto& o : old) {
+        if (o) keep.push_back(std::move(o));
+      }
+      senders_ = std::move(keep);
+      active_.store(!senders_.empty(), std::memory_order_release);
+      return s.error().Annotate("remote_write " + name);
+    }
+    started.push_back(std::move(*s));
+  }
+  for (auto& s : old) {
+    if (!s) continue;
+    const std::string path = opts_.dir + "/" + s->config().name + ".position";
+    s->Stop();
+    Status r = file::RemoveAll(path);  // a destination added again later starts afresh
+    if (!r.ok()) TW_LOG(Warn, "remote_write: remove {}: {}", path, r.ToString());
+  }
+  for (auto& s : started) keep.push_back(std::move(s));
+  senders_ = std::move(keep);
+  active_.store(!senders_.empty(), std::memory_order_release);
+  if (!senders_.empty()) TW_LOG(Info, "remote_write: {} destination(s)", senders_.size());
+  cv_.notify_all();
+  return Status::OK();
+}
+
+std::unique_ptr<storage::Appendable> Manager::Wrap(storage::Appendable* primary) {
+  return std::make_unique<Fanout>(primary, [this] { return active_queue(); }, &queue_errors_);
+}
+
+storage::Appendable* Manager::queue() { return queue_ptr_.load(std::memory_order_acquire); }
+
+size_t Manager::destinations() const {
+  std::lock_guard l(mu_);
+  return senders_.size();
+}
+
+void Manager::Housekeep() {
+  std::unique_lock l(mu_);
+  while (!stopped_) {
+    cv_.wait_for(l, std::chrono::seconds(1), [&] { return stopped_; });
+    if (stopped_ || queue_ == nullptr) continue;
+    // Segments every destination has sent are deleted; with none, all closed ones.
+    int keep_from = queue_->End().segment;
+    for (const auto& s : senders_) keep_from = std::min(keep_from, s->acked().segment);
+    Status st = queue_->TruncateBefore(keep_from);
+    if (!st.ok()) TW_LOG(Error, "remote_write: delete sent queue segments: {}", st.ToString());
+  }
+}
+
+void Manager::Stop() {
+  std::vector<std::unique_ptr<Sender>> senders;
+  {
+    std::lock_guard l(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    active_.store(false, std::memory_order_release);
+    senders = std::move(senders_);
+  }
+  cv_.notify_all();
+  if (housekeeper_.joinable()) housekeeper_.join();
+  for (auto& s : senders) s->Stop();
+  std::lock_guard l(mu_);
+  if (queue_ != nullptr) {
+    Status s = queue_->Close();
+    if (!s.ok()) TW_LOG(Error, "remote_write: close queue: {}", s.ToString());
+  }
+}
+
+void Manager::RenderMetrics(std::string* out) const {
+  using collect::MetricType;
+  collect::Families f;
+  std::lock_guard l(mu_);
+  struct Row {
+    model::Labels labels;
+    SenderStats st;
+  };
+  std::vector<Row> rows;
+  for (const auto& s : senders_) rows.push_back({model::Labels{{"remote_name", s->config().name}, {"url", s->config().url}}, s->stats()});
+  auto family = [&](std::string_view name, std::string_view help, MetricType type, auto value) {
+    for (const Row& r : rows) collect::Add(&f, name, help, type, r.labels, static_cast<double>(value(r.st)));
+  };
+  family("prometheus_remote_storage_samples_total", "Samples sent to remote storage (accepted with a 2xx).",
+         MetricType::kCounter, [](const SenderStats& s) { return s.samples_sent; });
+  family("prometheus_remote_storage_samples_failed_total", "Samples dropped after a non-recoverable error.",
+         MetricType::kCounter, [](const SenderStats& s) { return s.samples_failed; });
+  family("prometheus_remote_storage_samples_retried_total", "Samples whose send failed and was retried.",
+         MetricType::kCounter, [](const SenderStats& s) { return s.samples_retried; });
+  family("prometheus_remote_storage_samples_dropped_total", "Samples dropped by write_relabel_configs.",
+         MetricType::kCounter, [](const SenderStats& s) { return s.samples_dropped; });
+  family("prometheus_remote_storage_samples_pending", "Samples read from the queue and not yet sent.",
+         MetricType::kGauge, [](const SenderStats& s) { return s.samples_pending; });
+  family("prometheus_remote_storage_shards", "Concurrent senders of the destination.", MetricType::kGauge,
+         [](const SenderStats& s) { return s.shards; });
+  family("prometheus_remote_storage_bytes_total", "Compressed request bytes accepted by remote storage.",
+         MetricType::kCounter, [](const SenderStats& s) { return s.bytes_sent; });
+  family("prometheus_remote_storage_queue_highest_sent_timestamp_seconds",
+         "Timestamp of the newest sample remote storage accepted.", MetricType::kGauge,
+         [](const SenderStats& s) { return static_cast<double>(s.highest_sent_ms) / 1000; });
+  family("trainwatch_remote_write_requests_total", "Requests remote storage accepted.", MetricType::kCounter,
+         [](const SenderStats& s) { return s.requests; });
+  family("trainwatch_remote_write_request_seconds_total", "Time spent on accepted requests, retries included.",
+         MetricType::kCounter, [](const SenderStats& s) { return s.request_seconds; });
+  family("trainwatch_remote_write_segments_skipped_total",
+         "Queue segments a destination could not read (dropped by the size bound, or corrupt).", MetricType::kCounter,
+         [](const SenderStats& s) { return s.segments_skipped; });
+  if (queue_ != nullptr) {
+    collect::Add(&f, "trainwatch_remote_write_queue_bytes", "Bytes of the on-disk remote write queue.",
+                 MetricType::kGauge, {}, static_cast<double>(queue_->SizeBytes()));
+    collect::Add(&f, "trainwatch_remote_write_queue_series", "Series the remote write queue knows.",
+                 MetricType::kGauge, {}, static_cast<double>(queue_->series()));
+    collect::Add(&f, "trainwatch_remote_write_queue_segments_dropped_total",
+                 "Unsent queue segments deleted because the queue exceeded its size bound.", MetricType::kCounter, {},
+                 static_cast<double>(queue_->segments_dropped()));
+  }
+  collect::Add(&f, "trainwatch_remote_write_queue_errors_total",
+               "Committed batches that could not be written to the remote write queue.", MetricType::kCounter, {},
+               static_cast<double>(queue_errors_.load(std::memory_order_relaxed)));
+  collect::RenderText(f, out);
+}
+
+}  // namespace trainwatch::remote

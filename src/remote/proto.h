@@ -1,0 +1,24 @@
+#pragma once
+// Encoding of Prometheus remote_write 1.0 requests: a prometheus.WriteRequest
+// protobuf (prompb/remote.proto, types.proto) compressed in snappy's block
+// format. Only timeseries with labels and float samples are written; the
+// decoder on the other side is ingest/remote_write.h.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "model/labels.h"
+#include "model/sample.h"
+
+namespace trainwatch::remote {
+
+// Appends one WriteRequest.timeseries entry (field 1) holding `labels` (in
+// their sorted order) and samples[0, n) to *out, which is a WriteRequest
+// being built; an empty *out plus N calls is a WriteRequest of N series.
+void AppendTimeSeries(const model::Labels& labels, const model::Sample* samples, size_t n, std::string* out);
+
+// Replaces *out with `in` compressed in the snappy block format.
+void SnappyCompress(std::string_view in, std::string* out);
+
+}  // namespace trainwatch::remote

@@ -1,0 +1,397 @@
+#include "remote/sender.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "remote/proto.h"
+#include "scrape/relabel.h"
+#include "tsdb/wal/records.h"
+
+namespace trainwatch::remote {
+
+struct Sender::Shard {
+  std::mutex mu;
+  std::condition_variable cv;     // samples arrived, room was made, or stop
+  std::deque<Pending> pending;    // GUARDED_BY(mu): oldest first, the batch in flight included
+  int64_t batch_started_ns = 0;   // GUARDED_BY(mu): monotonic; when the next batch began to wait
+  std::mutex client_mu;           // guards the pointer `client` (Stop aborts its request)
+  std::unique_ptr<httplib::Client> client;
+  std::thread thread;
+};
+
+namespace {
+
+std::string FormatPosition(Position p) { return std::to_string(p.segment) + " " + std::to_string(p.offset) + "\n"; }
+
+// "12 4096\n" -> {12, 4096}.
+bool ParsePosition(std::string_view s, Position* p) {
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  auto r1 = std::from_chars(b, e, p->segment);
+  if (r1.ec != std::errc() || r1.ptr == e || *r1.ptr != ' ' || p->segment < 0) return false;
+  auto r2 = std::from_chars(r1.ptr + 1, e, p->offset);
+  return r2.ec == std::errc() && (r2.ptr == e || *r2.ptr == '\n');
+}
+
+// Seconds of a Retry-After header in its delay-seconds form; 0 otherwise.
+int64_t RetryAfterMs(const httplib::Response& r) {
+  std::string v = r.get_header_value("Retry-After");
+  int64_t s = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+  if (ec != std::errc() || end != v.data() + v.size() || s <= 0) return 0;
+  return s * 1000;
+}
+
+}  // namespace
+
+Sender::Sender(RemoteWriteConfig cfg, Queue* q, std::string position_path, std::string user_agent)
+    : cfg_(std::move(cfg)), q_(q), position_path_(std::move(position_path)), user_agent_(std::move(user_agent)) {}
+
+Result<std::unique_ptr<Sender>> Sender::Start(RemoteWriteConfig cfg, Queue* q, std::string position_path,
+                                              std::string user_agent) {
+  Position start = q->End();
+  bool have = false;
+  if (file::Exists(position_path)) {
+    std::string text;
+    RETURN_IF_ERROR(file::ReadFile(position_path, &text));
+    if (ParsePosition(text, &start)) {
+      have = true;
+    } else {
+      // Resending everything on disk duplicates; skipping it would lose data.
+      TW_LOG(Warn, "remote_write {}: unreadable position file {}; sending the whole queue again", cfg.name,
+             position_path);
+      start = Position{q->FirstSegment(), 0};
+    }
+  }
+  std::unique_ptr<Sender> s(new Sender(std::move(cfg), q, std::move(position_path), std::move(user_agent)));
+  s->acked_ = start;
+  if (!have) RETURN_IF_ERROR(file::WriteFileAtomic(s->position_path_, FormatPosition(start)));
+  const uint64_t n = std::clamp<uint64_t>(s->cfg_.queue.min_shards, 1, s->cfg_.queue.max_shards);
+  s->stats_.shards = static_cast<int>(n);
+  for (uint64_t i = 0; i < n; i++) s->shards_.push_back(std::make_unique<Shard>());
+  for (auto& sh : s->shards_) sh->thread = std::thread([p = s.get(), shard = sh.get()] { p->ShardLoop(shard); });
+  s->reader_ = std::thread([p = s.get(), start] { p->ReadLoop(start); });
+  TW_LOG(Info, "remote_write {}: sending to {} from queue segment {} offset {}", s->cfg_.name, s->cfg_.url,
+         start.segment, start.offset);
+  return s;
+}
+
+Sender::~Sender() { Stop(); }
+
+void Sender::Stop() {
+  {
+    std::lock_guard l(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  stop_ = true;
+  for (auto& s : shards_) {
+    { std::lock_guard l(s->mu); }  // a waiter between its check and its wait sees stop_
+    s->cv.notify_all();
+    std::lock_guard l(s->client_mu);
+    if (s->client) s->client->stop();  // aborts a request in flight
+  }
+  cv_.notify_all();
+  if (reader_.joinable()) reader_.join();
+  for (auto& s : shards_) {
+    if (s->thread.joinable()) s->thread.join();
+  }
+  SavePosition(acked());
+}
+
+Position Sender::acked() const {
+  std::lock_guard l(mu_);
+  return acked_;
+}
+
+SenderStats Sender::stats() const {
+  uint64_t pending = 0;
+  for (auto& s : shards_) {
+    std::lock_guard l(s->mu);
+    pending += s->pending.size();
+  }
+  std::lock_guard l(mu_);
+  SenderStats st = stats_;
+  st.samples_pending = pending;
+  return st;
+}
+
+void Sender::SavePosition(Position p) {
+  Status s = file::WriteFileAtomic(position_path_, FormatPosition(p));
+  if (!s.ok()) TW_LOG(Error, "remote_write {}: save position: {}", cfg_.name, s.ToString());
+}
+
+void Sender::UpdateAcked() {
+  uint64_t min_unsent = UINT64_MAX;
+  for (auto& s : shards_) {
+    std::lock_guard l(s->mu);
+    if (!s->pending.empty()) min_unsent = std::min(min_unsent, s->pending.front().seq);
+  }
+  std::lock_guard l(mu_);
+  const uint64_t done = min_unsent == UINT64_MAX ? dispatched_seq_ : std::min(dispatched_seq_, min_unsent - 1);
+  while (!record_ends_.empty() && record_ends_.front().first <= done) {
+    acked_ = record_ends_.front().second;
+    record_ends_.pop_front();
+  }
+}
+
+void Sender::ForgetOldSeries(int segment) {
+  uint64_t done;
+  {
+    std::lock_guard l(mu_);
+    done = record_ends_.empty() ? dispatched_seq_ : record_ends_.front().first - 1;
+  }
+  std::unique_lock l(series_mu_);
+  for (auto it = series_.begin(); it != series_.end();) {
+    if (it->second.last_segment < segment - 1 && it->second.last_seq <= done) it = series_.erase(it);
+    else ++it;
+  }
+}
+
+void Sender::ReadLoop(Position start) {
+  // Records of the start segment are read from its beginning for their
+  // series; samples records that end at or before `start` were sent.
+  QueueCursor cur(q_, Position{start.segment, 0});
+  std::vector<wal::RefSeries> series;
+  std::vector<wal::RefSample> samples;
+  uint64_t seq = 0;
+  int segment = start.segment;
+  Position saved = start;
+  int64_t saved_at = MonoNanos();
+  uint64_t unknown = 0;
+  const uint64_t capacity = cfg_.queue.capacity;
+  auto save_now = [&] {
+    Position a = acked();
+    if (a != saved) {
+      SavePosition(a);
+      saved = a;
+    }
+    saved_at = MonoNanos();
+  };
+  while (!stop_) {
+    if (MonoNanos() - saved_at > 1000000000) save_now();
+    std::string_view rec;
+    Position end;
+    if (!cur.Next(&rec, &end)) {
+      {
+        std::lock_guard l(mu_);
+        stats_.segments_skipped = cur.segments_skipped();
+      }
+      save_now();
+      q_->WaitPast(cur.position(), 500);
+      continue;
+    }
+    if (end.segment != segment) {
+      segment = end.segment;
+      ForgetOldSeries(segment);
+    }
+    switch (wal::Type(rec)) {
+      case wal::RecordType::kSeries: {
+        Status s = wal::DecodeSeries(rec, &series);
+        if (!s.ok()) {
+          TW_LOG(Error, "remote_write {}: queue segment {}: {}", cfg_.name, end.segment, s.ToString());
+          break;
+        }
+        std::unique_lock l(series_mu_);
+        for (wal::RefSeries& rs : series) {
+          auto [it, added] = series_.try_emplace(rs.ref);
+          SeriesEntry& e = it->second;
+          e.last_segment = end.segment;
+          if (!added) continue;
+          if (cfg_.write_relabel_configs.empty()) {
+            e.labels = std::move(rs.labels);
+          } else {
+            scrape::LabelSet ls(rs.labels);
+            e.dropped = !scrape::Relabel(cfg_.write_relabel_configs, &ls) || ls.pairs().empty();
+            if (!e.dropped) e.labels = ls.ToLabels();
+          }
+        }
+        break;
+      }
+      case wal::RecordType::kSamples: {
+        if (end <= start) break;  // sent before the restart
+        Status s = wal::DecodeSamples(rec, &samples);
+        if (!s.ok()) {
+          TW_LOG(Error, "remote_write {}: queue segment {}: {}", cfg_.name, end.segment, s.ToString());
+          break;
+        }
+        ++seq;
+        {
+          std::lock_guard l(mu_);
+          record_ends_.emplace_back(seq, end);
+        }
+        uint64_t dropped = 0;
+        for (const wal::RefSample& smp : samples) {
+          auto it = series_.find(smp.ref);  // only this thread writes series_
+          if (it == series_.end()) {
+            if (unknown++ == 0) TW_LOG(Error, "remote_write {}: sample of unknown queue series {}", cfg_.name, smp.ref);
+            continue;
+          }
+          if (it->second.dropped) {
+            dropped++;
+            continue;
+          }
+          it->second.last_seq = seq;
+          Shard* sh = shards_[HashMix(smp.ref, 0x9e3779b97f4a7c15ull) % shards_.size()].get();
+          std::unique_lock l(sh->mu);
+          sh->cv.wait(l, [&] { return stop_ || sh->pending.size() < capacity; });
+          if (stop_) return;
+          if (sh->pending.empty()) sh->batch_started_ns = MonoNanos();
+          sh->pending.push_back(Pending{smp.ref, smp.t, smp.v, seq});
+          sh->cv.notify_all();
+        }
+        {
+          std::lock_guard l(mu_);
+          dispatched_seq_ = seq;
+          stats_.samples_dropped += dropped;
+        }
+        UpdateAcked();
+        break;
+      }
+      default:
+        TW_LOG(Error, "remote_write {}: queue segment {} offset {}: unknown record type", cfg_.name, end.segment,
+               end.offset);
+    }
+  }
+}
+
+void Sender::ShardLoop(Shard* s) {
+  const size_t max_send = cfg_.queue.max_samples_per_send;
+  const int64_t deadline_ns = cfg_.queue.batch_send_deadline_ms * 1000000;
+  std::vector<Pending> batch;
+  std::unordered_map<uint64_t, size_t> index;  // queue id -> slot in by_series
+  std::vector<std::pair<uint64_t, std::vector<model::Sample>>> by_series;
+  std::string proto, body;
+  for (;;) {
+    batch.clear();
+    {
+      std::unique_lock l(s->mu);
+      for (;;) {
+        if (stop_) return;
+        if (s->pending.size() >= max_send) break;
+        if (s->pending.empty()) {
+          s->cv.wait(l);
+          continue;
+        }
+        auto due = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(s->batch_started_ns + deadline_ns));
+        if (std::chrono::steady_clock::now() >= due) break;
+        s->cv.wait_until(l, due);
+      }
+      const size_t n = std::min(max_send, s->pending.size());
+      batch.assign(s->pending.begin(), s->pending.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    // One TimeSeries per series of the batch, its samples in time order.
+    index.clear();
+    by_series.clear();
+    int64_t highest = INT64_MIN;
+    for (const Pending& p : batch) {
+      auto [it, added] = index.try_emplace(p.id, by_series.size());
+      if (added) by_series.emplace_back(p.id, std::vector<model::Sample>{});
+      by_series[it->second].second.push_back(model::Sample{p.t, p.v});
+      highest = std::max(highest, p.t);
+    }
+    proto.clear();
+    {
+      std::shared_lock l(series_mu_);
+      for (auto& [id, smps] : by_series) {
+        std::stable_sort(smps.begin(), smps.end(), [](const model::Sample& a, const model::Sample& b) { return a.t < b.t; });
+        auto it = series_.find(id);
+        if (it == series_.end()) continue;  // BUG guard: entries of unsent samples are never forgotten
+        AppendTimeSeries(it->second.labels, smps.data(), smps.size(), &proto);
+      }
+    }
+    SnappyCompress(proto, &body);
+    if (!SendWithRetries(s, body, batch.size(), highest)) return;
+    {
+      std::lock_guard l(s->mu);
+      s->pending.erase(s->pending.begin(), s->pending.begin() + static_cast<std::ptrdiff_t>(batch.size()));
+      s->batch_started_ns = MonoNanos();
+    }
+    s->cv.notify_all();
+    UpdateAcked();
+  }
+}
+
+bool Sender::SendWithRetries(Shard* s, const std::string& body, size_t samples, int64_t highest_ms) {
+  int64_t backoff = cfg_.queue.min_backoff_ms;
+  int attempt = 0;
+  const int64_t t0 = MonoNanos();
+  for (;;) {
+    if (stop_) return false;
+    attempt++;
+    std::string failure;
+    int64_t retry_after = 0;
+    bool retryable = true;
+    httplib::Client* c = nullptr;
+    {
+      std::lock_guard l(s->client_mu);
+      if (!s->client) {
+        auto nc = scrape::NewHttpClient(cfg_.base, cfg_.http, cfg_.remote_timeout_ms);
+        if (nc.ok()) s->client = std::move(*nc);
+        else failure = nc.error().message();
+      }
+      c = s->client.get();
+    }
+    std::vector<std::pair<std::string, std::string>> extra;
+    if (c != nullptr) {
+      Status a = scrape::ApplyHttpAuth(cfg_.http, c, &extra);
+      if (!a.ok()) failure = a.message();
+    }
+    if (failure.empty()) {
+      httplib::Headers h = {{"Content-Encoding", "snappy"},
+                            {"User-Agent", user_agent_},
+                            {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
+      h.insert(extra.begin(), extra.end());
+      h.insert(cfg_.headers.begin(), cfg_.headers.end());
+      auto res = c->Post(cfg_.path, h, body, "application/x-protobuf");
+      if (res && res->status / 100 == 2) {
+        std::lock_guard l(mu_);
+        stats_.samples_sent += samples;
+        stats_.bytes_sent += body.size();
+        stats_.requests++;
+        stats_.request_seconds += static_cast<double>(MonoNanos() - t0) / 1e9;
+        stats_.highest_sent_ms = std::max(stats_.highest_sent_ms, highest_ms);
+        return true;
+      }
+      if (stop_) return false;
+      if (res) {
+        failure = "server returned HTTP status " + std::to_string(res->status) + ": " + res->body.substr(0, 256);
+        while (!failure.empty() && (failure.back() == '\n' || failure.back() == ' ')) failure.pop_back();
+        retryable = res->status / 100 == 5 || (res->status == 429 && cfg_.queue.retry_on_http_429);
+        retry_after = RetryAfterMs(*res);
+      } else {
+        failure = "Post \"" + cfg_.url + "\": " + httplib::to_string(res.error());
+        std::lock_guard l(s->client_mu);
+        s->client.reset();  // a fresh connection next time
+      }
+    }
+    if (!retryable) {
+      TW_LOG(Error, "remote_write {}: non-recoverable error sending {} samples, dropped: {}", cfg_.name, samples, failure);
+      std::lock_guard l(mu_);
+      stats_.samples_failed += samples;
+      return true;
+    }
+    if (attempt == 1 || attempt % 10 == 0) {
+      TW_LOG(Warn, "remote_write {}: failed to send batch (attempt {}), retrying: {}", cfg_.name, attempt, failure);
+    }
+    {
+      std::lock_guard l(mu_);
+      stats_.samples_retried += samples;
+    }
+    const int64_t wait = retry_after > 0 ? retry_after : backoff;
+    {
+      std::unique_lock l(s->mu);
+      s->cv.wait_for(l, std::chrono::milliseconds(wait), [&] { return stop_.load(); });
+    }
+    backoff = std::min(backoff * 2, cfg_.queue.max_backoff_ms);
+  }
+}
+
+}  // namespace trainwatch::remote

@@ -1,0 +1,115 @@
+#pragma once
+// One remote_write destination: reads the Queue from its saved position,
+// applies write_relabel_configs, and sends batches of samples as Prometheus's
+// queue manager does (storage/remote/queue_manager.go): samples are spread
+// over shards by series, so each series' samples stay in order; a shard
+// sends max_samples_per_send at once or what it has after
+// batch_send_deadline; 5xx, network errors (and 429 with retry_on_http_429)
+// are retried with exponential backoff from min_backoff to max_backoff
+// until they succeed; other 4xx answers drop the batch, logged and counted.
+//
+// Nothing is lost across restarts or receiver outages: the position of the
+// first record not wholly sent is saved to a file about once a second, and
+// a restart resends from there (a receiver sees at most those samples
+// twice; trainwatch, Prometheus and VictoriaMetrics store them once).
+//
+// Thread safety: every method may be called from any thread.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "remote/config.h"
+#include "remote/queue.h"
+
+namespace trainwatch::remote {
+
+struct SenderStats {
+  uint64_t samples_sent = 0;     // accepted by the receiver (2xx)
+  uint64_t samples_failed = 0;   // dropped after a non-retryable answer
+  uint64_t samples_retried = 0;  // sample-sends repeated after a retryable failure
+  uint64_t samples_dropped = 0;  // dropped by write_relabel_configs
+  uint64_t samples_pending = 0;  // read from the queue, not yet sent
+  uint64_t bytes_sent = 0;       // compressed request bytes accepted
+  uint64_t requests = 0;         // requests answered 2xx
+  double request_seconds = 0;    // time of those requests, retries included
+  uint64_t segments_skipped = 0; // unread queue segments lost to its size bound or corruption
+  int64_t highest_sent_ms = 0;   // newest sample timestamp sent
+  int shards = 0;
+};
+
+class Sender {
+ public:
+  // Starts at the position saved in `position_path`, or at the queue's end
+  // when there is none (a new destination gets what arrives from now on).
+  static Result<std::unique_ptr<Sender>> Start(RemoteWriteConfig cfg, Queue* q, std::string position_path,
+                                               std::string user_agent);
+  ~Sender();  // Stop()s
+  Sender(const Sender&) = delete;
+  Sender& operator=(const Sender&) = delete;
+
+  // Stops reading, aborts requests in flight and saves the position. What
+  // was not acknowledged is sent again by the next Start. Idempotent.
+  void Stop();
+  // Every record before this position is sent or given up on.
+  Position acked() const;
+  const RemoteWriteConfig& config() const { return cfg_; }
+  SenderStats stats() const;
+
+ private:
+  struct Pending {
+    uint64_t id;
+    int64_t t;
+    double v;
+    uint64_t seq;  // the queue record it came from, counted from 1
+  };
+  struct Shard;  // sender.cc
+  struct SeriesEntry {
+    model::Labels labels;  // after write_relabel_configs
+    bool dropped = false;  // relabeling dropped the series
+    int last_segment = 0;  // newest segment whose records named it
+    uint64_t last_seq = 0; // newest record that sent samples of it
+  };
+
+  Sender(RemoteWriteConfig cfg, Queue* q, std::string position_path, std::string user_agent);
+  void ReadLoop(Position start);
+  void ShardLoop(Shard* s);
+  // Sends one encoded batch until it succeeds, fails for good, or Stop.
+  // Returns false only when stopped before it succeeded.
+  bool SendWithRetries(Shard* s, const std::string& body, size_t samples, int64_t highest_ms);
+  void UpdateAcked();
+  void SavePosition(Position p);
+  void ForgetOldSeries(int segment);
+
+  const RemoteWriteConfig cfg_;
+  Queue* const q_;
+  const std::string position_path_;
+  const std::string user_agent_;
+
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::thread reader_;
+  std::atomic<bool> stop_{false};
+
+  // The series met in the queue; written by the reader, read by the shards.
+  std::shared_mutex series_mu_;
+  std::unordered_map<uint64_t, SeriesEntry> series_;  // GUARDED_BY(series_mu_)
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;        // a shard made room or finished a batch
+  std::deque<std::pair<uint64_t, Position>> record_ends_;  // GUARDED_BY(mu_): seq -> end, not yet acked
+  uint64_t dispatched_seq_ = 0;       // GUARDED_BY(mu_): records wholly handed to shards
+  Position acked_;                    // GUARDED_BY(mu_)
+  SenderStats stats_;                 // GUARDED_BY(mu_)
+  bool stopped_ = false;              // GUARDED_BY(mu_)
+};
+
+}  // namespace trainwatch::remote
