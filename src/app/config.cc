@@ -6,6 +6,7 @@
 
 #include "base/file.h"
 #include "base/units.h"
+#include "remote/config.h"
 
 namespace trainwatch::app {
 namespace {
@@ -82,13 +83,12 @@ Status ParsePrometheusSections(const YAML::Node& root, Config* c) {
     }
   }
   if (auto a = root["alerting"]; a && !a.IsNull() && !a.IsMap()) return FieldError("alerting", "expected a mapping" + Mark(a));
-  for (std::string_view list : {"remote_write", "remote_read"}) {
-    auto rw = root[std::string(list)];
-    if (!rw || rw.IsNull()) continue;
-    if (!rw.IsSequence()) return FieldError(list, "expected a list" + Mark(rw));
-    for (size_t i = 0; i < rw.size(); i++) {
-      std::string where = std::string(list) + "[" + std::to_string(i) + "]";
-      if (!rw[i].IsMap() || !rw[i]["url"]) return FieldError(where + ".url", "missing" + Mark(rw[i]));
+  RETURN_IF_ERROR(remote::ParseRemoteWriteConfigs(root).status());
+  if (auto rr = root["remote_read"]; rr && !rr.IsNull()) {
+    if (!rr.IsSequence()) return FieldError("remote_read", "expected a list" + Mark(rr));
+    for (size_t i = 0; i < rr.size(); i++) {
+      std::string where = "remote_read[" + std::to_string(i) + "]";
+      if (!rr[i].IsMap() || !rr[i]["url"]) return FieldError(where + ".url", "missing" + Mark(rr[i]));
     }
   }
   return Status::OK();

@@ -15,6 +15,55 @@ std::string VersionString() {
          __VERSION__ + "\n";
 }
 
+namespace {
+
+// The built-in collectors' flags, shared by serve and agent.
+struct CollectFlags {
+  std::optional<bool> host, gpu;
+  std::optional<std::string> interval, nvml_path, procfs, sysfs, rootfs, udev;
+};
+
+void AddCollectFlags(CLI::App* app, CollectFlags* f) {
+  app->add_option("--collect.host", f->host,
+                  "Collect node_exporter-compatible host metrics as job \"node\" (true or false; default true)");
+  app->add_option("--collect.gpu", f->gpu,
+                  "Collect dcgm-exporter-compatible GPU metrics through NVML as job \"dcgm\" (default true)");
+  app->add_option("--collect.interval", f->interval, "Interval of the built-in collectors (default 15s)");
+  app->add_option("--collect.nvml-path", f->nvml_path, "NVML library to dlopen (default libnvidia-ml.so.1)");
+  // node_exporter's names, for a container that mounts the host's at /host/...
+  app->add_option("--path.procfs", f->procfs, "procfs mountpoint of the host collector (default /proc)");
+  app->add_option("--path.sysfs", f->sysfs, "sysfs mountpoint of the host collector (default /sys)");
+  app->add_option("--path.rootfs", f->rootfs, "Root of the host's mount points for filesystem metrics (default /)");
+  app->add_option("--path.udev.data", f->udev, "udev data path for disk labels (default /run/udev/data)");
+}
+
+Status ApplyCollectFlags(const CollectFlags& f, CollectOptions* o) {
+  if (f.host) o->host = *f.host;
+  if (f.gpu) o->gpu = *f.gpu;
+  if (f.nvml_path) o->nvml_path = *f.nvml_path;
+  if (f.procfs) o->host_options.proc = *f.procfs;
+  if (f.sysfs) o->host_options.sys = *f.sysfs;
+  if (f.rootfs) o->host_options.rootfs = *f.rootfs;
+  if (f.udev) o->host_options.udev_data = *f.udev;
+  if (f.interval) {
+    auto d = ParseConfigDuration(*f.interval);
+    if (!d.ok()) return d.error().Annotate("--collect.interval");
+    if (*d <= 0) return Status::InvalidArgument("--collect.interval: must be positive");
+    o->interval_ms = *d;
+  }
+  return Status::OK();
+}
+
+Status ApplyQueueSize(const std::optional<std::string>& flag, uint64_t* out) {
+  if (!flag) return Status::OK();
+  auto b = ParseByteSize(*flag);
+  if (!b.ok()) return b.error().Annotate("--remote-write.queue-max-size");
+  *out = *b;
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   CommandLine out;
   CLI::App cli{"trainwatch: training observability in one binary (metrics, PromQL, alerts)", "trainwatch"};
@@ -55,20 +104,34 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                     "Minimum wait before resending an alert to Alertmanager (default 1m)");
   serve->add_option("--web.external-url", external_url,
                     "URL under which trainwatch is reached, for alert generator URLs (default http://<listen>)");
-  std::optional<bool> collect_host, collect_gpu;
-  std::optional<std::string> collect_interval, collect_nvml_path;
-  serve->add_option("--collect.host", collect_host,
-                    "Collect node_exporter-compatible host metrics as job \"node\" (true or false; default true)");
-  serve->add_option("--collect.gpu", collect_gpu,
-                    "Collect dcgm-exporter-compatible GPU metrics through NVML as job \"dcgm\" (default true)");
-  serve->add_option("--collect.interval", collect_interval, "Interval of the built-in collectors (default 15s)");
-  serve->add_option("--collect.nvml-path", collect_nvml_path,
-                    "NVML library to dlopen (default libnvidia-ml.so.1)");
+  CollectFlags serve_collect;
+  AddCollectFlags(serve, &serve_collect);
+  std::optional<std::string> serve_queue_size;
+  serve->add_option("--remote-write.queue-max-size", serve_queue_size,
+                    "Most bytes the remote_write queue keeps on disk while destinations lag (default 1GiB)");
   std::optional<std::string> logs_retention_time, logs_retention_size, logs_metrics_interval;
   serve->add_option("--logs.retention.time", logs_retention_time, "How long to keep log lines (default: --retention.time)");
   serve->add_option("--logs.retention.size", logs_retention_size, "Maximum bytes of the log store, e.g. 5GB (default 0: unlimited)");
   serve->add_option("--logs.metrics-interval", logs_metrics_interval,
                     "How often log-derived counters are written to the TSDB (default 10s)");
+
+  CLI::App* agent = cli.add_subcommand(
+      "agent", "Collect (host, GPU, scrape jobs) and forward by remote_write through an on-disk queue; store nothing else");
+  AgentOptions& ao = out.agent;
+  std::string agent_log_level = "info";
+  std::optional<std::string> agent_config, agent_queue_size;
+  agent->add_option("--data-dir", ao.data_dir, "Directory for the remote_write queue")->capture_default_str();
+  agent->add_option("--listen,--web.listen-address", ao.listen, "Address for /metrics and health")->capture_default_str();
+  agent->add_option("--config.file", agent_config, "prometheus.yml: scrape_configs, remote_write, global");
+  agent->add_option("--remote-write", ao.remote_write_urls,
+                    "remote_write URL to forward to (repeatable; adds to the config's remote_write)");
+  agent->add_option("--remote-write.queue-max-size", agent_queue_size,
+                    "Most bytes the queue keeps on disk while a receiver is down (default 1GiB)");
+  agent->add_option("--scrape.self", ao.scrape_self, "Scrape and forward our own /metrics as job \"trainwatch\"")
+      ->capture_default_str();
+  agent->add_option("--log.level", agent_log_level, "debug, info, warn or error")->capture_default_str();
+  CollectFlags agent_collect;
+  AddCollectFlags(agent, &agent_collect);
 
   CLI::App* logs_cmd = cli.add_subcommand("logs", "Search logs on a running server (docs/logs.md) and print the lines");
   LogsOptions& lo = out.logs;
@@ -142,6 +205,20 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   }
   if (logs_cmd->parsed()) {
     out.command = CommandLine::Command::kLogs;
+    return out;
+  }
+  if (agent->parsed()) {
+    out.command = CommandLine::Command::kAgent;
+    if (!log::ParseLevel(agent_log_level, &ao.log_level)) {
+      return Status::InvalidArgument("--log.level: invalid level \"" + agent_log_level + "\"");
+    }
+    if (ao.data_dir.empty()) return Status::InvalidArgument("--data-dir: must not be empty");
+    if (agent_config) {
+      ao.config_file = *agent_config;
+      RETURN_IF_ERROR(LoadConfigFile(*agent_config).status());
+    }
+    RETURN_IF_ERROR(ApplyQueueSize(agent_queue_size, &ao.remote_write_queue_max_bytes));
+    RETURN_IF_ERROR(ApplyCollectFlags(agent_collect, &ao.collect));
     return out;
   }
   if (!serve->parsed()) {
@@ -229,15 +306,8 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     if (*d < 0) return Status::InvalidArgument(std::string(flag) + ": must not be negative");
     *dst = *d;
   }
-  if (collect_host) o.collect_host = *collect_host;
-  if (collect_gpu) o.collect_gpu = *collect_gpu;
-  if (collect_nvml_path) o.collect_nvml_path = *collect_nvml_path;
-  if (collect_interval) {
-    auto d = ParseConfigDuration(*collect_interval);
-    if (!d.ok()) return d.error().Annotate("--collect.interval");
-    if (*d <= 0) return Status::InvalidArgument("--collect.interval: must be positive");
-    o.collect_interval_ms = *d;
-  }
+  RETURN_IF_ERROR(ApplyCollectFlags(serve_collect, &o.collect));
+  RETURN_IF_ERROR(ApplyQueueSize(serve_queue_size, &o.remote_write_queue_max_bytes));
   return out;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Command line: `trainwatch --version`, `trainwatch serve [flags]`,
+// Command line: `trainwatch --version`, `trainwatch serve [flags]`, `trainwatch agent [flags]`,
 // `trainwatch query EXPR [flags]`, `trainwatch check rules FILE...`. Flags
 // override the config file, which overrides the defaults.
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/check_cmd.h"
+#include "app/collect_loop.h"
 #include "app/demo_cmd.h"
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
@@ -35,21 +36,33 @@ struct ServeOptions {
   int64_t rules_for_grace_period_ms = 600 * 1000;       // --rules.alert.for-grace-period
   int64_t rules_resend_delay_ms = 60 * 1000;            // --rules.alert.resend-delay
   std::string external_url;                             // --web.external-url; empty: http://<listen>
-  bool collect_host = true;   // --collect.host
-  bool collect_gpu = true;    // --collect.gpu
-  int64_t collect_interval_ms = 15000;  // --collect.interval
-  std::string collect_nvml_path = "libnvidia-ml.so.1";  // --collect.nvml-path
+  CollectOptions collect;  // --collect.*, --path.* (instance and hostname are set by serve)
   // Log store (src/logs) under <data-dir>/logs: retention (time: -1 = as --retention.time) and metrics interval.
   int64_t logs_retention_ms = -1;        // --logs.retention.time
   uint64_t logs_retention_bytes = 0;     // --logs.retention.size
   int64_t logs_metrics_interval_ms = 10000;  // --logs.metrics-interval
+  uint64_t remote_write_queue_max_bytes = 1ull << 30;  // --remote-write.queue-max-size
+};
+
+// `trainwatch agent`: collectors and scrape jobs forwarded by remote_write,
+// nothing stored but the send queue.
+struct AgentOptions {
+  std::string data_dir = "data-agent";  // the remote_write queue and send positions
+  std::string listen = "127.0.0.1:9801";
+  std::string config_file;              // scrape_configs, remote_write, global (prometheus.yml)
+  std::vector<std::string> remote_write_urls;  // --remote-write (repeatable)
+  uint64_t remote_write_queue_max_bytes = 1ull << 30;
+  log::Level log_level = log::Level::kInfo;
+  bool scrape_self = true;
+  CollectOptions collect;
 };
 
 struct CommandLine {
-  enum class Command { kNone, kExit, kServe, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs };
+  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs };
   Command command = Command::kNone;
   int exit_code = 0;     // kExit: --help, --version or a usage error (already printed)
   ServeOptions serve;    // kServe
+  AgentOptions agent;    // kAgent
   QueryOptions query;    // kQuery
   CheckRulesOptions check_rules;  // kCheckRules
   std::vector<std::string> check_config_files;  // kCheckConfig

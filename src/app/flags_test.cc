@@ -114,20 +114,42 @@ TEST(FlagsTest, RulesFlags) {
 TEST(FlagsTest, CollectFlags) {
   auto c = Parse({"serve"});
   ASSERT_TRUE(c.ok());
-  EXPECT_TRUE(c->serve.collect_host);
-  EXPECT_TRUE(c->serve.collect_gpu);
-  EXPECT_EQ(c->serve.collect_interval_ms, 15000);
-  EXPECT_EQ(c->serve.collect_nvml_path, "libnvidia-ml.so.1");
+  EXPECT_TRUE(c->serve.collect.host);
+  EXPECT_TRUE(c->serve.collect.gpu);
+  EXPECT_EQ(c->serve.collect.interval_ms, 15000);
+  EXPECT_EQ(c->serve.collect.nvml_path, "libnvidia-ml.so.1");
   c = Parse({"serve", "--collect.host=false", "--collect.gpu", "false", "--collect.interval", "1s",
              "--collect.nvml-path", "/opt/nvml.so"});
   ASSERT_TRUE(c.ok()) << c.error().ToString();
-  EXPECT_FALSE(c->serve.collect_host);
-  EXPECT_FALSE(c->serve.collect_gpu);
-  EXPECT_EQ(c->serve.collect_interval_ms, 1000);
-  EXPECT_EQ(c->serve.collect_nvml_path, "/opt/nvml.so");
+  EXPECT_FALSE(c->serve.collect.host);
+  EXPECT_FALSE(c->serve.collect.gpu);
+  EXPECT_EQ(c->serve.collect.interval_ms, 1000);
+  EXPECT_EQ(c->serve.collect.nvml_path, "/opt/nvml.so");
   c = Parse({"serve", "--collect.interval", "0s"});
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message().find("--collect.interval"), std::string::npos);
+}
+
+TEST(FlagsTest, AgentFlags) {
+  auto c = Parse({"agent", "--remote-write", "http://a:9800/api/v1/write", "--remote-write", "http://b/api/v1/write"});
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->command, CommandLine::Command::kAgent);
+  EXPECT_EQ(c->agent.remote_write_urls.size(), 2u);
+  EXPECT_EQ(c->agent.data_dir, "data-agent");
+  EXPECT_EQ(c->agent.listen, "127.0.0.1:9801");
+  EXPECT_EQ(c->agent.remote_write_queue_max_bytes, 1ull << 30);
+  EXPECT_TRUE(c->agent.collect.host);
+  c = Parse({"agent", "--remote-write", "http://a/w", "--path.procfs", "/host/proc", "--path.sysfs", "/host/sys",
+             "--path.rootfs", "/host/root", "--remote-write.queue-max-size", "64MB", "--collect.gpu=false"});
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->agent.collect.host_options.proc, "/host/proc");
+  EXPECT_EQ(c->agent.collect.host_options.sys, "/host/sys");
+  EXPECT_EQ(c->agent.collect.host_options.rootfs, "/host/root");
+  EXPECT_EQ(c->agent.remote_write_queue_max_bytes, 64ull << 20);
+  EXPECT_FALSE(c->agent.collect.gpu);
+  c = Parse({"agent", "--remote-write.queue-max-size", "lots"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message().find("--remote-write.queue-max-size"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // trainwatch: parse the command line, then run the chosen subcommand.
 #include <iostream>
 
+#include "app/agent_cmd.h"
 #include "app/check_cmd.h"
 #include "app/check_config_cmd.h"
 #include "app/demo_cmd.h"
@@ -8,6 +9,7 @@
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
 #include "app/serve.h"
+#include "app/wiring.h"
 
 int main(int argc, char** argv) {
   trainwatch::app::BlockTerminationSignals();
@@ -18,6 +20,7 @@ int main(int argc, char** argv) {
   }
   switch (cl->command) {
     case trainwatch::app::CommandLine::Command::kServe: return trainwatch::app::RunServe(cl->serve);
+    case trainwatch::app::CommandLine::Command::kAgent: return trainwatch::app::RunAgent(cl->agent);
     case trainwatch::app::CommandLine::Command::kQuery: return trainwatch::app::RunQuery(cl->query);
     case trainwatch::app::CommandLine::Command::kCheckRules: return trainwatch::app::RunCheckRules(cl->check_rules);
     case trainwatch::app::CommandLine::Command::kCheckConfig: return trainwatch::app::RunCheckConfig(cl->check_config_files);

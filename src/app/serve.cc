@@ -1,13 +1,11 @@
 #include "app/serve.h"
 
-#include <malloc.h>
-#include <signal.h>
-
 #include <cstring>
 
 #include "app/collect_loop.h"
 #include "app/config.h"
 #include "app/notify_templates.h"
+#include "app/wiring.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "http/server.h"
@@ -17,6 +15,7 @@
 #include "logs/tailer.h"
 #include "notify/notifier.h"
 #include "promql/engine.h"
+#include "remote/manager.h"
 #include "rules/manager.h"
 #include "runs/store.h"
 #include "scrape/manager.h"
@@ -25,54 +24,6 @@
 // TW_VERSION, TW_REVISION and TW_BRANCH come from src/app/CMakeLists.txt.
 namespace trainwatch::app {
 namespace {
-
-sigset_t TerminationSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);  // reload the config file
-  return set;
-}
-
-// The address our own /metrics is reachable at, from the listen address.
-std::string SelfAddress(const std::string& listen) {
-  size_t colon = listen.rfind(':');
-  std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
-  std::string port = colon == std::string::npos ? listen : listen.substr(colon + 1);
-  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-  if (host == "[::]") host = "[::1]";
-  return host + ":" + port;
-}
-
-// The scrape jobs of the config file, plus a "trainwatch" job scraping
-// ourselves unless disabled or some job already targets our address.
-Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const ServeOptions& o) {
-  Config cfg;
-  if (!o.config_file.empty()) { ASSIGN_OR_RETURN(cfg, LoadConfigFile(o.config_file)); }
-  scrape::GlobalDefaults g{cfg.scrape_interval_ms, cfg.scrape_timeout_ms};
-  auto jobs = scrape::ParseScrapeConfigs(cfg.prometheus, g);
-  if (!jobs.ok()) return jobs.error().Annotate(o.config_file.empty() ? "config" : "config file " + o.config_file);
-  if (!o.scrape_self) return jobs;
-  const std::string self = SelfAddress(o.listen);
-  const std::string port = self.substr(self.rfind(':') + 1);
-  for (const scrape::ScrapeConfig& j : *jobs) {
-    if (j.job_name == "trainwatch") return jobs;
-    for (const scrape::TargetGroup& tg : j.static_configs) {
-      for (const std::string& t : tg.targets) {
-        if (t == self || t == o.listen || t == "localhost:" + port) return jobs;
-      }
-    }
-  }
-  // The built-in collectors' series are stored directly (jobs node and dcgm);
-  // the self-scrape drops them from /metrics so they are not stored twice.
-  YAML::Node root = YAML::Load("scrape_configs: [{job_name: trainwatch, static_configs: [{targets: ['" + self +
-                               "']}], metric_relabel_configs: [{source_labels: [__name__], "
-                               "regex: 'node_.+|DCGM_.+|trainwatch_gpu_process_.+', action: drop}]}]");
-  ASSIGN_OR_RETURN(auto own, scrape::ParseScrapeConfigs(root, g));
-  jobs->push_back(std::move(own[0]));
-  return jobs;
-}
 
 // Rules: the config's rule_files (globs relative to the config file's
 // directory) plus the built-in training pack, global.evaluation_interval and
@@ -109,19 +60,7 @@ Result<rules::ManagerConfig> LoadRulesConfig(const ServeOptions& o, YAML::Node* 
   return rc;
 }
 
-http::BuildInfo MakeBuildInfo() {
-  return http::BuildInfo{TW_VERSION, TW_REVISION, TW_BRANCH, "trainwatch", __DATE__ " " __TIME__,
-                         std::string("gcc ") + __VERSION__};
-}
-
 }  // namespace
-
-void BlockTerminationSignals() {
-  sigset_t set = TerminationSignals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  // A peer closing a connection must not kill the process.
-  signal(SIGPIPE, SIG_IGN);
-}
 
 int RunServe(const ServeOptions& o) {
   log::SetLevel(o.log_level);
@@ -140,13 +79,34 @@ int RunServe(const ServeOptions& o) {
   }
   TW_LOG(Info, "tsdb opened in {} ms", (MonoNanos() - t0) / 1000000);
 
+  // remote_write out (remote/): while the config names destinations, every
+  // commit to the TSDB is also queued on disk (<data-dir>/remote_write) and
+  // forwarded. `store` is what every writer below appends through.
+  remote::ManagerOptions rw_opts;
+  rw_opts.dir = o.data_dir + "/remote_write";
+  rw_opts.queue.max_bytes = o.remote_write_queue_max_bytes;
+  rw_opts.user_agent = UserAgent();
+  remote::Manager remote_write(rw_opts);
+  {
+    auto rw = LoadRemoteWriteConfigs(o.config_file, {});
+    Status rs = rw.ok() ? remote_write.ApplyConfig(std::move(*rw)) : rw.status();
+    if (!rs.ok()) {
+      TW_LOG(Error, "{}", rs.message());
+      remote_write.Stop();
+      Status s = (*db)->Close();
+      if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
+      return 1;
+    }
+  }
+  std::unique_ptr<storage::Appendable> store = remote_write.Wrap(db->get());
+
   // Experiment tracking: run metadata in <data-dir>/runs.db, as durable per
   // 2xx as the WAL (synchronous=FULL with --wal.sync per-request).
   runs::RunStoreOptions runs_opts;
   runs_opts.path = o.data_dir + "/runs.db";
   runs_opts.sync_full = o.wal_sync == tsdb::WalSync::kPerRequest;
   runs_opts.heartbeat_timeout_ms = o.runs_heartbeat_timeout_ms;
-  auto run_store = runs::RunStore::Open(runs_opts, db->get(), db->get());
+  auto run_store = runs::RunStore::Open(runs_opts, store.get(), db->get());
   if (!run_store.ok()) {
     TW_LOG(Error, "{}", run_store.error().ToString());
     Status s = (*db)->Close();
@@ -170,7 +130,7 @@ int RunServe(const ServeOptions& o) {
     else logs_cfg_status = c.error();
   }
   auto log_store = logs::LogStore::Open(logs_opts);
-  auto log_metrics = logs::LogMetrics::Make(logs_cfg.patterns, db->get(), o.logs_metrics_interval_ms);
+  auto log_metrics = logs::LogMetrics::Make(logs_cfg.patterns, store.get(), o.logs_metrics_interval_ms);
   Result<std::unique_ptr<logs::Tailer>> log_tailer = Status::Unavailable("not opened");
   if (log_store.ok() && logs_cfg_status.ok()) {
     log_tailer = logs::Tailer::Make(logs::TailerOptions{logs_cfg.files, logs_opts.dir + "/tail-offsets.json"},
@@ -202,20 +162,20 @@ int RunServe(const ServeOptions& o) {
     log_forwarders.push_back(std::move(*f));
   }
 
-  auto scrape_configs = LoadScrapeConfigs(o);
+  auto scrape_configs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self);
   if (!scrape_configs.ok()) {
     TW_LOG(Error, "{}", scrape_configs.error().message());
     Status s = (*db)->Close();
     if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
     return 1;
   }
-  scrape::Manager scraper(db->get());
+  scrape::Manager scraper(store.get());
   // Recording and alerting rules (rules/), with their own query engine.
   // Alerts leave through senders: external Alertmanagers from `alerting:`;
   // the embedded notifier attaches with rules_manager.AddSender(...).
   promql::Engine rules_engine{promql::EngineOptions{}};
   rules::ManagerOptions rules_opts;
-  rules_opts.appendable = db->get();
+  rules_opts.appendable = store.get();
   rules_opts.queryable = db->get();
   rules_opts.engine = &rules_engine;
   rules_opts.outage_tolerance_ms = o.rules_outage_tolerance_ms;
@@ -274,8 +234,10 @@ int RunServe(const ServeOptions& o) {
   }
   // POST /-/reload and SIGHUP: re-read the config file; a bad one changes nothing.
   auto reload = [&]() -> Status {
-    auto jobs = LoadScrapeConfigs(o);
+    auto jobs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self);
     if (!jobs.ok()) return jobs.error();
+    auto rw = LoadRemoteWriteConfigs(o.config_file, {});
+    if (!rw.ok()) return rw.error();
     std::shared_ptr<const notify::Config> am_cfg;
     if (notifier != nullptr) {
       auto am = notify::LoadConfigFile(o.alertmanager_config_file);
@@ -285,6 +247,7 @@ int RunServe(const ServeOptions& o) {
     RETURN_IF_ERROR(apply_rules());  // rules first: a bad rule file fails the whole reload
     scraper.ApplyConfig(std::move(*jobs));
     if (notifier != nullptr) notifier->ApplyConfig(std::move(am_cfg));
+    RETURN_IF_ERROR(remote_write.ApplyConfig(std::move(*rw)));
     TW_LOG(Info, "completed loading of configuration file {}", o.config_file);
     return Status::OK();
   };
@@ -293,17 +256,15 @@ int RunServe(const ServeOptions& o) {
   http::ServerOptions srv_opts;
   srv_opts.listen = o.listen;
   http::ApiDeps deps{db->get(), &engine, MakeBuildInfo()};
+  deps.appendable = store.get();
+  deps.remote = &remote_write;
   deps.runs = run_store->get();
   deps.logs = log_store->get();
   // Host and GPU collectors (job="node", job="dcgm"), stored like a scrape and shown on /metrics.
-  CollectOptions collect_opts;
-  collect_opts.host = o.collect_host;
-  collect_opts.gpu = o.collect_gpu;
-  collect_opts.nvml_path = o.collect_nvml_path;
-  collect_opts.interval_ms = o.collect_interval_ms;
+  CollectOptions collect_opts = o.collect;
   collect_opts.hostname = HostName();
   collect_opts.instance = collect_opts.hostname + SelfAddress(o.listen).substr(SelfAddress(o.listen).rfind(':'));
-  CollectLoop collector(collect_opts, db->get(), run_store->get());
+  CollectLoop collector(collect_opts, store.get(), run_store->get());
   deps.collected = collector.snapshot();
   deps.scrape = &scraper;
   deps.rules = &rules_manager;
@@ -317,28 +278,12 @@ int RunServe(const ServeOptions& o) {
     return 1;
   }
 
-  sigset_t set = TerminationSignals();
-  int sig = 0;
-  // While waiting for a termination signal, hand memory that request
-  // buffers and queries freed back to the OS every few seconds: glibc keeps
-  // it in per-thread arenas otherwise (~20% of RSS under ingest).
-  const timespec kTrimEvery{5, 0};
   scraper.ApplyConfig(std::move(*scrape_configs));
   collector.Start();
   (*log_metrics)->Start();
   if (!logs_cfg.files.empty()) (*log_tailer)->Start();
   for (auto& f : log_forwarders) f->Start();
-  for (;;) {
-    sig = sigtimedwait(&set, nullptr, &kTrimEvery);
-    if (sig == SIGTERM || sig == SIGINT) break;
-    if (sig == SIGHUP) {
-      Status s = reload();
-      if (!s.ok()) TW_LOG(Error, "reload on SIGHUP: {}", s.message());
-      continue;
-    }
-    ::malloc_trim(0);
-  }
-  TW_LOG(Info, "received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  WaitForTermination(reload);
   scraper.Stop();  // no scrape appends after this, before the server and the DB go
   rules_manager.Stop();  // no rule evaluations either; queued alerts to Alertmanagers are sent
   collector.Stop();  // nor collector appends
@@ -350,6 +295,7 @@ int RunServe(const ServeOptions& o) {
   (*log_metrics)->Stop();  // last write of the log-derived counters, before the DB closes
   if (notifier != nullptr) notifier->Stop();  // after rules and the API: nothing puts alerts any more
   (*run_store)->Stop();  // no heartbeat checks after this
+  remote_write.Stop();  // nothing appends any more; send positions are saved
   Status s = (*db)->Close();
   if (!s.ok()) {
     TW_LOG(Error, "close tsdb: {}", s.ToString());

@@ -6,11 +6,6 @@
 
 namespace trainwatch::app {
 
-// Blocks the termination signals in the calling thread; call first thing in
-// main, before any thread starts, so every thread inherits the mask and only
-// RunServe's sigwait sees them.
-void BlockTerminationSignals();
-
 // Runs until SIGTERM or SIGINT; returns the process exit code (0 on a clean stop).
 int RunServe(const ServeOptions& opts);
 

@@ -1,5 +1,6 @@
 #include "http/api.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "base/clock.h"
@@ -7,6 +8,7 @@
 #include "collect/snapshot.h"
 #include "http/format.h"
 #include "notify/notifier.h"
+#include "remote/manager.h"
 #include "rules/manager.h"
 
 namespace trainwatch::http {
@@ -115,6 +117,19 @@ Response Api::Route(const Request& req, std::string_view* handler) {
       {"/api/v1/targets/metadata", kGet, &Api::TargetsMetadata},
       {"/api/v1/metadata", kGet, &Api::Metadata},
   };
+  if (deps_.db == nullptr) {
+    // Agent mode: no local store, so nothing to query or push into.
+    static constexpr std::string_view kAgent[] = {"/-/healthy", "/-/ready", "/metrics", "/api/v1/targets",
+                                                  "/api/v1/targets/metadata", "/api/v1/metadata",
+                                                  "/api/v1/status/buildinfo", "/-/reload"};
+    if (std::find(std::begin(kAgent), std::end(kAgent), p) == std::end(kAgent)) {
+      *handler = "agent";
+      Response r;
+      r.status = 503;
+      r.body = ErrorJson("unavailable", "unavailable in trainwatch agent mode");
+      return r;
+    }
+  }
   for (const Simple& r : kRoutes) {
     if (p != r.path) continue;
     *handler = r.path;
@@ -200,7 +215,8 @@ Response Api::MetricsHandler(const Request&) {
   Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   metrics_.Render(&r.body);
-  RenderTsdbStats(deps_.db->GetStats(), &r.body);
+  if (deps_.db != nullptr) RenderTsdbStats(deps_.db->GetStats(), &r.body);
+  if (deps_.remote != nullptr) deps_.remote->RenderMetrics(&r.body);  // prometheus_remote_storage_* (remote/)
   if (deps_.rules != nullptr) deps_.rules->RenderMetrics(&r.body);  // rule groups, alerts, sending (rules/)
   if (deps_.notifier != nullptr) deps_.notifier->RenderMetrics(&r.body);  // notifications (notify/)
   if (deps_.collected != nullptr) deps_.collected->Render(&r.body);  // node_*, DCGM_* (collect/)

@@ -39,6 +39,10 @@ namespace trainwatch::logs {
 class LogStore;
 }
 
+namespace trainwatch::remote {
+class Manager;
+}
+
 namespace trainwatch::http {
 
 // /api/v1/status/buildinfo, in Prometheus's field names.
@@ -52,7 +56,9 @@ struct BuildInfo {
 };
 
 struct ApiDeps {
-  tsdb::DB* db = nullptr;              // REQUIRES: non-null, outlives the Api
+  // null: agent mode (`trainwatch agent`): only health, /metrics, targets,
+  // metadata, buildinfo and reload answer; the rest is 503.
+  tsdb::DB* db = nullptr;
   promql::Engine* engine = nullptr;    // null: query endpoints answer 503
   BuildInfo build;
   scrape::Manager* scrape = nullptr;   // null: /api/v1/targets answers 503, metadata is empty
@@ -62,6 +68,8 @@ struct ApiDeps {
   rules::Manager* rules = nullptr;     // null: /api/v1/rules and /api/v1/alerts answer 503
   notify::Notifier* notifier = nullptr;  // null: /api/v2/* (Alertmanager) and /api/v1/notifications answer 503
   collect::Snapshot* collected = nullptr;  // host/GPU collectors' latest series for /metrics; null: none
+  remote::Manager* remote = nullptr;       // remote_write out, for /metrics; null: none
+  storage::Appendable* appendable = nullptr;  // where pushes (import, remote write) go; null: db
 };
 
 class Api {
@@ -74,6 +82,7 @@ class Api {
 
  private:
   Response Route(const Request& req, std::string_view* handler);
+  storage::Appendable& appendable() { return deps_.appendable != nullptr ? *deps_.appendable : *deps_.db; }
   Response Runs(const Request& req, std::string_view* handler);  // api_runs.cc: /api/v1/runs...
   // api_logs.cc: /api/v1/logs..., /_bulk, /<index>/_bulk, /loki/api/v1/push, and / for non-browsers (ES banner).
   static bool LogsServes(const Request& req);

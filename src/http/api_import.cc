@@ -44,7 +44,7 @@ Response Api::Import(const Request& req) {
   Status s = batch.Parse(req.body, opts);
   int64_t t1 = MonoNanos();
   if (s.ok() && batch.stats().samples > 0) {
-    s = ingest::AppendAndCommit(*deps_.db, [&](storage::Appender* app) { return batch.AppendTo(app); });
+    s = ingest::AppendAndCommit(appendable(), [&](storage::Appender* app) { return batch.AppendTo(app); });
   }
   ingest::ImportStats stats = batch.stats();
   batch.Clear();

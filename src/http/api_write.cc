@@ -16,7 +16,7 @@ Response Api::Write(const Request& req) {
   Status s = batch.ParseSnappy(req.body, &series_cache_);
   int64_t t1 = MonoNanos();
   if (s.ok() && batch.stats().samples > 0) {
-    s = ingest::AppendAndCommit(*deps_.db, [&](storage::Appender* app) { return batch.AppendTo(app); });
+    s = ingest::AppendAndCommit(appendable(), [&](storage::Appender* app) { return batch.AppendTo(app); });
   }
   ingest::RemoteWriteStats stats = batch.stats();
   batch.Clear();

@@ -124,11 +124,23 @@ Result<std::vector<RemoteWriteConfig>> ParseRemoteWriteConfigs(const YAML::Node&
   YAML::Node rw = root["remote_write"];
   if (!rw || rw.IsNull()) return out;
   if (!rw.IsSequence()) return Status::InvalidArgument("remote_write: expected a list");
+  model::Labels ext;
+  if (const YAML::Node g = root["global"]; g && g.IsMap()) {
+    if (const YAML::Node e = g["external_labels"]; e && e.IsMap()) {
+      std::vector<model::Label> ls;
+      for (const auto& kv : e) ls.push_back({kv.first.Scalar(), kv.second.Scalar()});
+      auto l = model::Labels::FromUnsorted(std::move(ls));
+      if (!l.ok()) return l.error().Annotate("global.external_labels");
+      ext = std::move(*l);
+    }
+  }
   std::set<std::string> names;
   try {
     for (size_t i = 0; i < rw.size(); i++) {
       const std::string w = "remote_write[" + std::to_string(i) + "]";
       ASSIGN_OR_RETURN(RemoteWriteConfig c, ParseOne(rw[i], w));
+      c.external_labels = ext;
+      c.fingerprint += "\n# external_labels " + ext.ToString();
       if (!names.insert(c.name).second) {
         return Err(w + ".name", "found multiple remote write configs with job name \"" + c.name + "\"");
       }

@@ -38,7 +38,10 @@ struct RemoteWriteConfig {
   std::vector<scrape::RelabelConfig> write_relabel_configs;
   scrape::HttpClientConfig http;
   QueueConfig queue;
-  // The entry's YAML as written: equal hashes mean an unchanged queue, whose
+  // global.external_labels: added to every series that lacks the label,
+  // before write_relabel_configs, as Prometheus does.
+  model::Labels external_labels;
+  // The entry's YAML (and the external labels) as written: equal hashes mean an unchanged queue, whose
   // send position a reload keeps.
   std::string fingerprint;
   // "scheme://host:port" and the path (with query) of url.

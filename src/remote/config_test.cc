@@ -64,6 +64,14 @@ remote_write:
   EXPECT_TRUE(r.queue.retry_on_http_429);
 }
 
+TEST(RemoteWriteConfigTest, ExternalLabelsComeFromGlobal) {
+  auto c = Parse("global: {external_labels: {cluster: a, dc: x}}\nremote_write: [{url: 'http://h:1/w'}]");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)[0].external_labels.Get("cluster"), "a");
+  auto d = Parse("global: {external_labels: {cluster: b}}\nremote_write: [{url: 'http://h:1/w'}]");
+  EXPECT_NE((*c)[0].fingerprint, (*d)[0].fingerprint);  // a change restarts the sender
+}
+
 TEST(RemoteWriteConfigTest, AbsentOrNullIsEmpty) {
   EXPECT_TRUE(Parse("global: {}")->empty());
   EXPECT_TRUE(Parse("remote_write:")->empty());

@@ -205,6 +205,13 @@ void Sender::ReadLoop(Position start) {
           SeriesEntry& e = it->second;
           e.last_segment = end.segment;
           if (!added) continue;
+          if (!cfg_.external_labels.empty()) {
+            model::LabelsBuilder b(rs.labels);
+            for (const model::Label& x : cfg_.external_labels) {
+              if (!rs.labels.Has(x.name)) b.Set(x.name, x.value);
+            }
+            rs.labels = b.Build();
+          }
           if (cfg_.write_relabel_configs.empty()) {
             e.labels = std::move(rs.labels);
           } else {

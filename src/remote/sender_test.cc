@@ -213,6 +213,20 @@ TEST_F(SenderTest, WriteRelabelConfigsDropAndRewrite) {
   EXPECT_EQ((*s)->stats().samples_dropped, 20u);
 }
 
+TEST_F(SenderTest, ExternalLabelsAreAddedUnlessTheSeriesHasThem) {
+  RemoteWriteConfig c = Config();
+  c.external_labels = model::Labels{{"cluster", "c9"}, {"rank", "external"}};
+  auto s = Sender::Start(c, q_.get(), dir_ + "/rx.position", "trainwatch/test");
+  Write(2, 1);
+  WaitFor(2);
+  auto data = rx_.db().Data();
+  ASSERT_EQ(data.size(), 2u);
+  for (const auto& [labels, samples] : data) {
+    EXPECT_EQ(labels.Get("cluster"), "c9");
+    EXPECT_NE(labels.Get("rank"), "external");
+  }
+}
+
 TEST_F(SenderTest, SendsAuthAndHeaders) {
   ASSERT_TRUE(file::WriteFileAtomic(dir_ + "/token", "s3cret\n").ok());
   auto s = Sender::Start(Config("max_samples_per_send: 100",

@@ -1,0 +1,119 @@
+#include "app/wiring.h"
+
+#include <malloc.h>
+#include <signal.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include "app/config.h"
+#include "base/log.h"
+
+// TW_VERSION, TW_REVISION and TW_BRANCH come from src/app/CMakeLists.txt.
+namespace trainwatch::app {
+namespace {
+
+sigset_t TerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);  // reload the config file
+  return set;
+}
+
+}  // namespace
+
+void BlockTerminationSignals() {
+  sigset_t set = TerminationSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // A peer closing a connection must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+std::string SelfAddress(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
+  std::string port = colon == std::string::npos ? listen : listen.substr(colon + 1);
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "[::]") host = "[::1]";
+  return host + ":" + port;
+}
+
+Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& config_file, const std::string& listen,
+                                                            bool scrape_self) {
+  Config cfg;
+  if (!config_file.empty()) { ASSIGN_OR_RETURN(cfg, LoadConfigFile(config_file)); }
+  scrape::GlobalDefaults g{cfg.scrape_interval_ms, cfg.scrape_timeout_ms};
+  auto jobs = scrape::ParseScrapeConfigs(cfg.prometheus, g);
+  if (!jobs.ok()) return jobs.error().Annotate(config_file.empty() ? "config" : "config file " + config_file);
+  if (!scrape_self) return jobs;
+  const std::string self = SelfAddress(listen);
+  const std::string port = self.substr(self.rfind(':') + 1);
+  for (const scrape::ScrapeConfig& j : *jobs) {
+    if (j.job_name == "trainwatch") return jobs;
+    for (const scrape::TargetGroup& tg : j.static_configs) {
+      for (const std::string& t : tg.targets) {
+        if (t == self || t == listen || t == "localhost:" + port) return jobs;
+      }
+    }
+  }
+  // The built-in collectors' series are stored directly (jobs node and dcgm);
+  // the self-scrape drops them from /metrics so they are not stored twice.
+  YAML::Node root = YAML::Load("scrape_configs: [{job_name: trainwatch, static_configs: [{targets: ['" + self +
+                               "']}], metric_relabel_configs: [{source_labels: [__name__], "
+                               "regex: 'node_.+|DCGM_.+|trainwatch_gpu_process_.+', action: drop}]}]");
+  ASSIGN_OR_RETURN(auto own, scrape::ParseScrapeConfigs(root, g));
+  jobs->push_back(std::move(own[0]));
+  return jobs;
+}
+
+Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std::string& config_file,
+                                                                      const std::vector<std::string>& urls) {
+  YAML::Node root(YAML::NodeType::Map);
+  if (!config_file.empty()) {
+    ASSIGN_OR_RETURN(Config cfg, LoadConfigFile(config_file));
+    if (cfg.prometheus && cfg.prometheus.IsMap()) root = cfg.prometheus;
+  }
+  YAML::Node list = root["remote_write"];
+  if (!list || list.IsNull()) list = YAML::Node(YAML::NodeType::Sequence);
+  for (size_t i = 0; i < urls.size(); i++) {
+    YAML::Node e(YAML::NodeType::Map);
+    e["url"] = urls[i];
+    e["name"] = "cli-" + std::to_string(i);
+    list.push_back(e);
+  }
+  root["remote_write"] = list;
+  auto cfgs = remote::ParseRemoteWriteConfigs(root);
+  if (!cfgs.ok()) return cfgs.error().Annotate(config_file.empty() ? "--remote-write" : "config file " + config_file);
+  return cfgs;
+}
+
+http::BuildInfo MakeBuildInfo() {
+  return http::BuildInfo{TW_VERSION, TW_REVISION, TW_BRANCH, "trainwatch", __DATE__ " " __TIME__,
+                         std::string("gcc ") + __VERSION__};
+}
+
+std::string UserAgent() { return std::string("trainwatch/") + TW_VERSION; }
+
+int WaitForTermination(const std::function<Status()>& reload) {
+  sigset_t set = TerminationSignals();
+  // While waiting, hand memory that request buffers and queries freed back
+  // to the OS every few seconds: glibc keeps it in per-thread arenas
+  // otherwise (~20% of RSS under ingest).
+  const timespec kTrimEvery{5, 0};
+  for (;;) {
+    int sig = sigtimedwait(&set, nullptr, &kTrimEvery);
+    if (sig == SIGTERM || sig == SIGINT) {
+      TW_LOG(Info, "received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      return sig;
+    }
+    if (sig == SIGHUP) {
+      Status s = reload();
+      if (!s.ok()) TW_LOG(Error, "reload on SIGHUP: {}", s.message());
+      continue;
+    }
+    ::malloc_trim(0);
+  }
+}
+
+}  // namespace trainwatch::app

@@ -1,0 +1,47 @@
+#pragma once
+// What `serve` and `agent` wire the same way: the scrape jobs with the
+// self-scrape, the remote_write destinations, the build info, and the wait
+// for a termination signal with SIGHUP reloads.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "http/api.h"
+#include "remote/config.h"
+#include "scrape/config.h"
+
+namespace trainwatch::app {
+
+// Blocks the termination signals in the calling thread; call first thing in
+// main, before any thread starts, so every thread inherits the mask and only
+// WaitForTermination sees them.
+void BlockTerminationSignals();
+
+// The address our own /metrics is reachable at, from the listen address
+// ("0.0.0.0:9800" -> "127.0.0.1:9800").
+std::string SelfAddress(const std::string& listen);
+
+// The scrape jobs of `config_file` (empty: none), plus a "trainwatch" job
+// scraping our own /metrics when `scrape_self` and no job already targets
+// `listen`. The self-scrape drops the built-in collectors' series, which are
+// stored directly.
+Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& config_file, const std::string& listen,
+                                                            bool scrape_self);
+
+// The `remote_write:` entries of `config_file` (empty: none), then one entry
+// per URL of `urls` (--remote-write, named "cli-<i>").
+Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std::string& config_file,
+                                                                      const std::vector<std::string>& urls);
+
+http::BuildInfo MakeBuildInfo();
+// "trainwatch/<version>", the User-Agent of outgoing requests.
+std::string UserAgent();
+
+// Waits for SIGTERM or SIGINT, calling `reload` on SIGHUP (its error is
+// logged) and returning memory to the OS every few seconds. Returns the
+// signal. REQUIRES: the signals are blocked (BlockTerminationSignals).
+int WaitForTermination(const std::function<Status()>& reload);
+
+}  // namespace trainwatch::app
