@@ -128,6 +128,8 @@ class LogsTest(unittest.TestCase):
         self.assertEqual(self.messages('{gpu="3"} level>=WARNING'), ["NCCL timeout on rank 1"])
         self.assertEqual(self.messages('|~ "step 4[89] "'), ["step 49 loss 0.040", "step 48 loss 0.041"])
         self.assertEqual(self.messages('step -loss'), [])
+        self.assertEqual(self.messages('level=ERROR CUDA or nccl'),
+                         ["NCCL timeout on rank 1", "RuntimeError: CUDA error: out of memory"])
         self.assertEqual(len(self.messages('{project=~"vis.*"}', start=T0 + 10, end=T0 + 19)), 10)
 
         # Cursor paging returns every line exactly once, in order.
@@ -165,6 +167,17 @@ class LogsTest(unittest.TestCase):
         line = self.query('{run="long"}')["lines"][0]
         self.assertTrue(line["truncated"])
         self.assertEqual(len(line["message"]), 65536)
+
+    def test_retried_batch_is_stored_once(self):
+        labels = {"project": "vision", "run": "retry", "batch_id": "client.0.abc.L1"}
+        lines = [{"time": T0 + i, "message": "line %d" % i} for i in range(3)]
+        self.push(labels, lines)
+        self.push(labels, lines)  # a retry after a lost answer: 204, nothing stored again
+        self.push(dict(labels, batch_id="client.0.abc.L2"), lines[:1])
+        self.assertEqual(self.messages('{run="retry"}'), ["line 2", "line 1", "line 0", "line 0"])
+        # batch_id is not a stream label
+        self.assertEqual(self.query('{run="retry"}')["lines"][0]["labels"], {"project": "vision", "run": "retry"})
+        self.push(dict(labels, batch_id=""), lines, expect=400)
 
     def test_elasticsearch_bulk_and_loki_push(self):
         status, body = self.server.request("GET", "/", headers={"Accept": "application/json"})
