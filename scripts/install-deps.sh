@@ -29,8 +29,9 @@ PACKAGES=(
   # the notifier (src/notify): OpenSSL for SMTP STARTTLS and PagerDuty's dedup key;
   # its e2e test: amtool (prometheus-alertmanager), an SMTP server, a test certificate
   libssl-dev openssl prometheus-alertmanager python3-aiosmtpd
-  # logs e2e test: a real shipper (imfile + omelasticsearch into trainwatch's /_bulk)
-  rsyslog rsyslog-elasticsearch
+  # logs e2e test: a real shipper (imfile + omelasticsearch into trainwatch's /_bulk);
+  # ripgrep: the physical baseline beside grep in bench/logs
+  rsyslog rsyslog-elasticsearch ripgrep
 )
 
 missing=()

@@ -122,7 +122,7 @@ int RunServe(const ServeOptions& o) {
   logs_opts.sync_full = o.wal_sync == tsdb::WalSync::kPerRequest;
   logs_opts.retention_ms = o.logs_retention_ms >= 0 ? o.logs_retention_ms : o.retention_ms;
   logs_opts.retention_bytes = o.logs_retention_bytes;
-  LogsConfig logs_cfg;  // trainwatch.logs: patterns and tailed files (read at start; no reload)
+  LogsConfig logs_cfg;  // trainwatch.logs: patterns, tailed files, forwarding (also on reload)
   Status logs_cfg_status = ParseLogsConfig(YAML::Node(), &logs_cfg);
   if (!o.config_file.empty()) {
     auto c = LoadConfigFile(o.config_file);
@@ -147,20 +147,70 @@ int RunServe(const ServeOptions& o) {
     return 1;
   }
   (*log_store)->SetObserver(log_metrics->get());
-  std::vector<std::unique_ptr<logs::Forwarder>> log_forwarders;  // trainwatch.logs.forward
-  for (logs::ForwardTarget t : logs_cfg.forward) {
-    t.state_path = logs_opts.dir + "/forward-" +
-                   std::to_string(std::hash<std::string>{}(t.url + "|" + t.index + "|" +
-                                                           std::to_string(static_cast<int>(t.kind)))) + ".json";
-    auto f = logs::Forwarder::Make(std::move(t), log_store->get());
-    if (!f.ok()) {
-      TW_LOG(Error, "trainwatch.logs.forward: {}", f.error().ToString());
+  // trainwatch.logs.forward, by state file (one per target URL, index and kind).
+  using Forwarders = std::map<std::string, std::unique_ptr<logs::Forwarder>>;
+  Forwarders log_forwarders;
+  // The forwarders for `targets`: those in *running are moved over (they keep
+  // running), the others made (not started). *running keeps the rest. On an
+  // error nothing moves.
+  auto make_forwarders = [&](const std::vector<logs::ForwardTarget>& targets, Forwarders* running,
+                             Forwarders* out) -> Status {
+    Forwarders made;
+    std::vector<std::string> kept;
+    for (logs::ForwardTarget t : targets) {
+      t.state_path = logs_opts.dir + "/forward-" +
+                     std::to_string(std::hash<std::string>{}(t.url + "|" + t.index + "|" +
+                                                             std::to_string(static_cast<int>(t.kind)))) + ".json";
+      if (running->count(t.state_path)) {
+        kept.push_back(t.state_path);
+        continue;
+      }
+      std::string path = t.state_path;
+      auto f = logs::Forwarder::Make(std::move(t), log_store->get());
+      if (!f.ok()) return f.error().Annotate("trainwatch.logs.forward");
+      made[path] = std::move(*f);
+    }
+    for (const std::string& path : kept) {
+      (*out)[path] = std::move((*running)[path]);
+      running->erase(path);
+    }
+    for (auto& [path, f] : made) (*out)[path] = std::move(f);
+    return Status::OK();
+  };
+  {
+    Forwarders none;
+    if (Status fs = make_forwarders(logs_cfg.forward, &none, &log_forwarders); !fs.ok()) {
+      TW_LOG(Error, "{}", fs.ToString());
       Status s = (*db)->Close();
       if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
       return 1;
     }
-    log_forwarders.push_back(std::move(*f));
   }
+  std::mutex logs_reload_mu;  // SIGHUP and POST /-/reload may overlap
+  bool logs_started = false;  // GUARDED_BY(logs_reload_mu): the tailer and forwarders run
+  bool tail_files = !logs_cfg.files.empty();  // GUARDED_BY(logs_reload_mu)
+  // Applies a new trainwatch.logs section (already validated by its parser):
+  // patterns at once; the tailer restarts from its saved offsets (neither
+  // skipping nor repeating a line); forwarders of removed targets stop (their
+  // positions stay on disk), new ones start, unchanged ones run on.
+  auto apply_logs = [&](const LogsConfig& cfg) -> Status {
+    std::lock_guard<std::mutex> l(logs_reload_mu);
+    Forwarders next;
+    RETURN_IF_ERROR(make_forwarders(cfg.forward, &log_forwarders, &next));
+    for (auto& [path, f] : log_forwarders) f->Stop();  // removed targets
+    for (auto& [path, f] : next) {
+      if (logs_started && !f->IsStarted()) f->Start();
+    }
+    log_forwarders = std::move(next);
+    RETURN_IF_ERROR((*log_metrics)->SetPatterns(cfg.patterns));
+    (*log_tailer)->Stop();
+    auto t = logs::Tailer::Make(logs::TailerOptions{cfg.files, logs_opts.dir + "/tail-offsets.json"}, log_store->get());
+    if (!t.ok()) return t.error().Annotate("trainwatch.logs.files");
+    *log_tailer = std::move(*t);
+    tail_files = !cfg.files.empty();
+    if (logs_started && tail_files) (*log_tailer)->Start();
+    return Status::OK();
+  };
 
   auto scrape_configs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self);
   if (!scrape_configs.ok()) {
@@ -238,6 +288,13 @@ int RunServe(const ServeOptions& o) {
     if (!jobs.ok()) return jobs.error();
     auto rw = LoadRemoteWriteConfigs(o.config_file, {});
     if (!rw.ok()) return rw.error();
+    LogsConfig new_logs;
+    RETURN_IF_ERROR(ParseLogsConfig(YAML::Node(), &new_logs));
+    if (!o.config_file.empty()) {
+      auto c = LoadConfigFile(o.config_file);
+      if (!c.ok()) return c.error();
+      new_logs = c->logs;
+    }
     std::shared_ptr<const notify::Config> am_cfg;
     if (notifier != nullptr) {
       auto am = notify::LoadConfigFile(o.alertmanager_config_file);
@@ -247,6 +304,7 @@ int RunServe(const ServeOptions& o) {
     RETURN_IF_ERROR(apply_rules());  // rules first: a bad rule file fails the whole reload
     scraper.ApplyConfig(std::move(*jobs));
     if (notifier != nullptr) notifier->ApplyConfig(std::move(am_cfg));
+    RETURN_IF_ERROR(apply_logs(new_logs));
     RETURN_IF_ERROR(remote_write.ApplyConfig(std::move(*rw)));
     TW_LOG(Info, "completed loading of configuration file {}", o.config_file);
     return Status::OK();
@@ -281,15 +339,22 @@ int RunServe(const ServeOptions& o) {
   scraper.ApplyConfig(std::move(*scrape_configs));
   collector.Start();
   (*log_metrics)->Start();
-  if (!logs_cfg.files.empty()) (*log_tailer)->Start();
-  for (auto& f : log_forwarders) f->Start();
+  {
+    std::lock_guard<std::mutex> l(logs_reload_mu);  // a POST /-/reload may have replaced them
+    if (tail_files) (*log_tailer)->Start();
+    for (auto& [path, f] : log_forwarders) f->Start();
+    logs_started = true;
+  }
   WaitForTermination(reload);
   scraper.Stop();  // no scrape appends after this, before the server and the DB go
   rules_manager.Stop();  // no rule evaluations either; queued alerts to Alertmanagers are sent
   collector.Stop();  // nor collector appends
 
-  (*log_tailer)->Stop();  // file tailing appends no more
-  for (auto& f : log_forwarders) f->Stop();  // what is not sent yet stays queued in the store
+  {
+    std::lock_guard<std::mutex> l(logs_reload_mu);
+    (*log_tailer)->Stop();  // file tailing appends no more
+    for (auto& [path, f] : log_forwarders) f->Stop();  // what is not sent yet stays queued in the store
+  }
   (*log_store)->Shutdown();  // ends live tails, so the server's stop does not wait for them
   (*srv)->Stop();  // in-flight requests finish first, so every 2xx is in the WAL
   (*log_metrics)->Stop();  // last write of the log-derived counters, before the DB closes

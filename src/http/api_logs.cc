@@ -51,14 +51,21 @@ Result<logs::Query> QueryParam(const Request& req) {
 
 Response Push(logs::LogStore& store, const Request& req) {
   model::LabelsBuilder b;
+  std::string_view batch_id;
   for (const auto& [name, value] : req.params) {
+    // batch_id: an idempotency key (a retry of a stored batch stores nothing), not a label.
+    if (name == "batch_id") {
+      if (value.empty() || value.size() > 200) return Text(400, "invalid parameter \"batch_id\": want 1..200 bytes");
+      batch_id = value;
+      continue;
+    }
     if (!model::IsValidLabelName(name)) return Text(400, "invalid stream label name \"" + name + "\" in the query string");
     b.Set(name, value);
   }
   std::vector<logs::Record> recs;
   Status s = logs::ParseNative(req.body, b.Build(), ReceiveNs(req), &recs);
   if (!s.ok()) return IngestError("/api/v1/logs", s);
-  s = store.Append(std::move(recs));
+  s = store.Append(std::move(recs), batch_id);
   if (!s.ok()) return IngestError("/api/v1/logs", s);
   return NoContent();
 }

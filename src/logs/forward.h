@@ -42,6 +42,8 @@ class Forwarder {
   Status SendOnce(bool* sent_any);
   void Start();
   void Stop();
+  // Whether Start was called (not thread-safe against Start).
+  bool IsStarted() const { return thread_.joinable(); }
   uint64_t sent() const { return sent_; }
 
  private:
@@ -50,7 +52,7 @@ class Forwarder {
 
   ForwardTarget t_;
   LogStore* store_ = nullptr;
-  std::map<int64_t, int64_t> pos_;  // partition start ms -> last row id sent
+  std::map<int64_t, int64_t> pos_;  // partition start ms -> last sequence number sent
   uint64_t sent_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -18,9 +18,8 @@ std::vector<Pattern> DefaultPatterns() {
   };
 }
 
-Result<std::unique_ptr<LogMetrics>> LogMetrics::Make(std::vector<Pattern> patterns, storage::Appendable* out,
-                                                      int64_t interval_ms) {
-  std::unique_ptr<LogMetrics> m(new LogMetrics());
+Result<std::shared_ptr<const LogMetrics::Compiled>> LogMetrics::Compile(std::vector<Pattern> patterns) {
+  auto c = std::make_shared<Compiled>();
   for (const Pattern& p : patterns) {
     if (p.name.empty()) {
       return Status::InvalidArgument("logs pattern: empty name");
@@ -29,22 +28,41 @@ Result<std::unique_ptr<LogMetrics>> LogMetrics::Make(std::vector<Pattern> patter
     o.set_log_errors(false);
     auto re = std::make_unique<RE2>(p.regex, o);
     if (!re->ok()) return Status::InvalidArgument("logs pattern \"" + p.name + "\": invalid regex: " + re->error());
-    m->res_.push_back(std::move(re));
+    c->res.push_back(std::move(re));
   }
-  m->patterns_ = std::move(patterns);
+  c->patterns = std::move(patterns);
+  return std::shared_ptr<const Compiled>(std::move(c));
+}
+
+Result<std::unique_ptr<LogMetrics>> LogMetrics::Make(std::vector<Pattern> patterns, storage::Appendable* out,
+                                                      int64_t interval_ms) {
+  std::unique_ptr<LogMetrics> m(new LogMetrics());
+  ASSIGN_OR_RETURN(m->compiled_, Compile(std::move(patterns)));
   m->out_ = out;
   m->interval_ms_ = interval_ms > 0 ? interval_ms : 10000;
   return m;
+}
+
+Status LogMetrics::SetPatterns(std::vector<Pattern> patterns) {
+  ASSIGN_OR_RETURN(auto c, Compile(std::move(patterns)));
+  std::lock_guard<std::mutex> l(patterns_mu_);
+  compiled_ = std::move(c);
+  return Status::OK();
 }
 
 LogMetrics::~LogMetrics() { Stop(); }
 
 void LogMetrics::Observe(const std::vector<Record>& records) {
   // Matching runs outside the lock; only the counts are merged under it.
+  std::shared_ptr<const Compiled> c;
+  {
+    std::lock_guard<std::mutex> l(patterns_mu_);
+    c = compiled_;
+  }
   std::vector<std::pair<size_t, size_t>> hits;  // (record, pattern)
   for (size_t i = 0; i < records.size(); ++i) {
-    for (size_t p = 0; p < res_.size(); ++p) {
-      if (RE2::PartialMatch(records[i].message, *res_[p])) hits.emplace_back(i, p);
+    for (size_t p = 0; p < c->res.size(); ++p) {
+      if (RE2::PartialMatch(records[i].message, *c->res[p])) hits.emplace_back(i, p);
     }
   }
   std::lock_guard<std::mutex> l(mu_);
@@ -53,7 +71,7 @@ void LogMetrics::Observe(const std::vector<Record>& records) {
   }
   for (auto [i, p] : hits) {
     const Record& r = records[i];
-    matches_[Key(patterns_[p].name, std::string(r.labels.Get("project")), std::string(r.labels.Get("run")))]++;
+    matches_[Key(c->patterns[p].name, std::string(r.labels.Get("project")), std::string(r.labels.Get("run")))]++;
   }
 }
 

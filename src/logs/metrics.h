@@ -42,6 +42,10 @@ class LogMetrics : public AppendObserver {
   ~LogMetrics() override;
 
   void Observe(const std::vector<Record>& records) override;
+  // Replaces the patterns (config reload); counters of every pattern seen so
+  // far keep being written. On an error (a regex that does not compile)
+  // nothing changes.
+  Status SetPatterns(std::vector<Pattern> patterns);
   // Writes every counter at `now_ms`.
   Status Flush(int64_t now_ms);
   void Start();
@@ -51,8 +55,14 @@ class LogMetrics : public AppendObserver {
   LogMetrics() = default;
   using Key = std::tuple<std::string, std::string, std::string>;  // (level|pattern, project, run)
 
-  std::vector<Pattern> patterns_;
-  std::vector<std::unique_ptr<re2::RE2>> res_;
+  struct Compiled {
+    std::vector<Pattern> patterns;
+    std::vector<std::unique_ptr<re2::RE2>> res;
+  };
+  static Result<std::shared_ptr<const Compiled>> Compile(std::vector<Pattern> patterns);
+
+  std::mutex patterns_mu_;
+  std::shared_ptr<const Compiled> compiled_;  // GUARDED_BY(patterns_mu_); matched outside it
   storage::Appendable* out_ = nullptr;
   int64_t interval_ms_ = 10000;
 

@@ -31,15 +31,26 @@ class Parser {
     Query q;
     SkipSpace();
     if (Peek() == '{') RETURN_IF_ERROR(Selector(&q));
+    Query* cur = &q;
     for (;;) {
       SkipSpace();
       if (pos_ >= s_.size()) break;
-      RETURN_IF_ERROR(Filter(&q));
+      bool alt = false;
+      RETURN_IF_ERROR(Filter(cur, &alt));
+      if (alt) {
+        if (Empty(*cur)) return Error("expected a filter before \"or\"");
+        q.alternatives.emplace_back();
+        cur = &q.alternatives.back();
+      }
     }
+    if (cur != &q && Empty(*cur)) return Error("expected a filter after \"or\"");
     return q;
   }
 
  private:
+  static bool Empty(const Query& q) {
+    return q.levels.empty() && q.fields.empty() && q.texts.empty() && q.lines.empty();
+  }
   char Peek(size_t off = 0) const { return pos_ + off < s_.size() ? s_[pos_ + off] : '\0'; }
   void SkipSpace() {
     while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
@@ -168,7 +179,8 @@ class Parser {
     return Status::OK();
   }
 
-  Status Filter(Query* q) {
+  // A filter into *q, or *alt = true for `or`.
+  Status Filter(Query* q, bool* alt) {
     if (Peek() == '|' && Peek(1) == '~') return LineFilterAt(q, true, false);
     if (Peek() == '|' && Peek(1) == '=') return LineFilterAt(q, false, false);
     if (Peek() == '!' && Peek(1) == '~') return LineFilterAt(q, true, true);
@@ -195,8 +207,8 @@ class Parser {
       if (pos_ >= s_.size() || s_[pos_] == ' ' || s_[pos_] == '\t') {
         if (ident == "and" || ident == "AND") return Status::OK();
         if (ident == "or" || ident == "OR") {
-          pos_ = start;
-          return Error("\"or\" is not supported; run one query per alternative or use |~ \"a|b\"");
+          *alt = true;
+          return Status::OK();
         }
         if (ident == "not" || ident == "NOT") {
           SkipSpace();
@@ -269,18 +281,24 @@ bool HasPhrase(const std::vector<std::string>& toks, const TextFilter& t) {
   return false;
 }
 
-std::string FtsPhrase(const TextFilter& t) {
-  std::string out = "\"";
-  for (size_t i = 0; i < t.tokens.size(); ++i) {
-    if (i) out += ' ';
-    for (char c : t.tokens[i]) {
-      if (c == '"') out += '"';
-      out += c;
+// Whether `tok` (lower-case) occurs in `s`, ASCII case folded: a cheap
+// test before tokenizing a message.
+bool ContainsFolded(std::string_view s, std::string_view tok) {
+  if (tok.empty()) return true;
+  if (s.size() < tok.size()) return false;
+  char first = tok[0];
+  char upper = (first >= 'a' && first <= 'z') ? static_cast<char>(first - 32) : first;
+  for (size_t i = 0; i + tok.size() <= s.size(); ++i) {
+    if (s[i] != first && s[i] != upper) continue;
+    size_t j = 1;
+    for (; j < tok.size(); ++j) {
+      char c = s[i + j];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+      if (c != tok[j]) break;
     }
+    if (j == tok.size()) return true;
   }
-  out += '"';
-  if (t.prefix) out += '*';
-  return out;
+  return false;
 }
 
 }  // namespace
@@ -353,8 +371,33 @@ bool Query::MatchesLevel(std::string_view level) const {
   return true;
 }
 
-bool Query::Matches(const Record& r, bool skip_text) const {
-  if (!MatchesStream(r.labels) || !MatchesLevel(r.level)) return false;
+bool Query::Matches(const Record& r) const {
+  return Matches(LineView{&r.labels, r.level, r.message, r.fields});
+}
+
+bool Query::Matches(const LineView& l) const {
+  if (!MatchesStream(*l.labels)) return false;
+  if (MatchesFilters(l)) return true;
+  for (const Query& a : alternatives) {
+    if (a.MatchesFilters(l)) return true;
+  }
+  return false;
+}
+
+std::vector<const Query*> Query::Alternatives() const {
+  std::vector<const Query*> out{this};
+  for (const Query& a : alternatives) out.push_back(&a);
+  return out;
+}
+
+bool Query::MatchesFilters(const LineView& r) const {
+  if (!MatchesLevel(r.level)) return false;
+  for (const TextFilter& t : texts) {
+    if (t.negate) continue;
+    for (const std::string& tok : t.tokens) {
+      if (!ContainsFolded(r.message, tok)) return false;
+    }
+  }
   if (!fields.empty()) {
     nlohmann::json obj;
     bool parsed = false;
@@ -375,8 +418,8 @@ bool Query::Matches(const Record& r, bool skip_text) const {
       bool ok;
       if (v != nullptr) {
         ok = v->is_string() ? f.Test(v->get_ref<const std::string&>(), false) : f.Test(v->dump(), v->is_number());
-      } else if (r.labels.Has(f.name)) {
-        ok = f.Test(r.labels.Get(f.name), false);
+      } else if (r.labels->Has(f.name)) {
+        ok = f.Test(r.labels->Get(f.name), false);
       } else {
         // Absent: only the negative comparisons hold, as for PromQL labels.
         ok = f.op == CmpOp::kNe || f.op == CmpOp::kNre;
@@ -388,7 +431,7 @@ bool Query::Matches(const Record& r, bool skip_text) const {
     bool hit = l.regex ? RE2::PartialMatch(r.message, *l.re) : r.message.find(l.text) != std::string::npos;
     if (hit == l.negate) return false;
   }
-  if (!skip_text && !texts.empty()) {
+  if (!texts.empty()) {
     std::vector<std::string> toks;
     Tokenize(r.message, &toks);
     for (const TextFilter& t : texts) {
@@ -398,32 +441,18 @@ bool Query::Matches(const Record& r, bool skip_text) const {
   return true;
 }
 
-std::string Query::FtsPositive() const {
+std::string Query::FtsTokens() const {
   std::string out;
   for (const TextFilter& t : texts) {
     if (t.negate) continue;
-    if (!out.empty()) out += " AND ";
-    out += FtsPhrase(t);
+    for (size_t i = 0; i < t.tokens.size(); ++i) {
+      if (!out.empty()) out += " AND ";
+      // Tokens hold no quotes (letters, digits, bytes >= 0x80).
+      out += '"' + t.tokens[i] + '"';
+      if (t.prefix && i + 1 == t.tokens.size()) out += '*';
+    }
   }
   return out;
-}
-
-std::string Query::FtsNegative() const {
-  std::string out;
-  for (const TextFilter& t : texts) {
-    if (!t.negate) continue;
-    if (!out.empty()) out += " OR ";
-    out += FtsPhrase(t);
-  }
-  return out;
-}
-
-bool Query::HasPostFilters() const {
-  if (!fields.empty() || !lines.empty()) return true;
-  for (const FieldFilter& f : levels) {
-    if (f.op == CmpOp::kRe || f.op == CmpOp::kNre) return true;
-  }
-  return false;
 }
 
 }  // namespace trainwatch::logs

@@ -10,7 +10,8 @@
 // "phrases" (FTS5 tokens: letters and digits, case-insensitive; `term*` is a
 // prefix; a leading `-` negates), and line filters |= "text", != "text"
 // (substring), |~ "re", !~ "re" (RE2, unanchored). `and` between filters is
-// allowed and ignored; `or` and parentheses are not supported.
+// allowed and ignored; `or` separates alternatives (binding looser than
+// `and`: `a b or c` is (a and b) or c); parentheses are not supported.
 // Immutable after Parse; safe to share between threads.
 
 #include <memory>
@@ -54,28 +55,41 @@ struct LineFilter {
   std::shared_ptr<const re2::RE2> re;
 };
 
+// A line as the store checks it, without copying it into a Record.
+struct LineView {
+  const model::Labels* labels = nullptr;  // the stream
+  std::string_view level, message, fields;
+};
+
 struct Query {
   model::Matchers matchers;          // stream selector
+  // The first alternative's filters:
   std::vector<FieldFilter> levels;   // comparisons on `level`
   std::vector<FieldFilter> fields;   // other comparisons (incl. message)
   std::vector<TextFilter> texts;
   std::vector<LineFilter> lines;
+  // Further alternatives (`or`), filters only (the selector is shared).
+  std::vector<Query> alternatives;
 
   // InvalidArgument naming the position and the problem.
   static Result<Query> Parse(std::string_view q);
 
   // Whether the stream's labels satisfy the selector.
   bool MatchesStream(const model::Labels& labels) const;
-  // Whether a record satisfies every filter; `skip_text`: the text filters
-  // were already applied (by the full-text index).
-  bool Matches(const Record& r, bool skip_text = false) const;
-  // Whether `level` filters hold for a canonical level.
+  // Whether a record satisfies the selector and every filter of one alternative.
+  bool Matches(const Record& r) const;
+  bool Matches(const LineView& l) const;
+  // This query (its first alternative) followed by the other alternatives.
+  std::vector<const Query*> Alternatives() const;
+  // Of one alternative (not the selector or the other alternatives):
+  // whether its `level` filters hold for a level; whether all its filters hold.
   bool MatchesLevel(std::string_view level) const;
-  // FTS5 expressions: all positive text filters ANDed, all negated ones ORed ("" when none).
-  std::string FtsPositive() const;
-  std::string FtsNegative() const;
-  // Filters that the store cannot evaluate in SQL (fields, line filters, level regexes).
-  bool HasPostFilters() const;
+  bool MatchesFilters(const LineView& l) const;
+  // Whether it looks at the message or fields (else time, stream and level decide).
+  bool NeedsBody() const { return !fields.empty() || !lines.empty() || !texts.empty(); }
+  // An FTS5 expression every matching message satisfies token by token: the
+  // tokens of its positive text filters ANDed (phrases as their tokens); "" when none.
+  std::string FtsTokens() const;
 };
 
 // Splits text into FTS-compatible tokens (ASCII letters and digits lower-cased, bytes >= 0x80 kept).

@@ -26,8 +26,7 @@ TEST(QueryTest, ParsesSelectorAndFilters) {
   ASSERT_EQ(q->texts.size(), 3u);
   EXPECT_EQ(q->texts[1].tokens, (std::vector<std::string>{"out", "of", "memory"}));
   EXPECT_TRUE(q->texts[2].negate);
-  EXPECT_EQ(q->FtsPositive(), R"("cuda" AND "out of memory")");
-  EXPECT_EQ(q->FtsNegative(), R"("oom")");
+  EXPECT_EQ(q->FtsTokens(), R"("cuda" AND "out" AND "of" AND "memory")");
   ASSERT_EQ(q->lines.size(), 1u);
 }
 
@@ -38,7 +37,9 @@ TEST(QueryTest, ErrorsNamePosition) {
     EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
   };
   f(R"({project="p")", "expected , or }");
-  f(R"(a or b)", "\"or\" is not supported");
+  f(R"(or b)", "expected a filter before \"or\"");
+  f(R"(a or or b)", "expected a filter before \"or\"");
+  f(R"(a or)", "expected a filter after \"or\"");
   f(R"(status>=abc)", "need a number");
   f(R"(|~ "(")", "invalid regex");
   f(R"(level>LOUD)", "has no order");
@@ -64,6 +65,22 @@ TEST(QueryTest, MatchesInMemory) {
   EXPECT_TRUE(m(R"(mem*)", err));
   EXPECT_FALSE(m(R"("memory out")", err));
   EXPECT_FALSE(m(R"({run="r2"})", err));
+  EXPECT_TRUE(m(R"(mem*)", err));
+}
+
+TEST(QueryTest, OrSeparatesAlternatives) {
+  auto q = Query::Parse(R"({project="p"} level=ERROR nccl or level=ERROR cuda OR oom*)");
+  ASSERT_TRUE(q.ok()) << q.error().message();
+  ASSERT_EQ(q->alternatives.size(), 2u);
+  EXPECT_EQ(q->Alternatives().size(), 3u);
+  EXPECT_EQ(q->alternatives[0].FtsTokens(), R"("cuda")");
+  EXPECT_EQ(q->alternatives[1].FtsTokens(), R"("oom"*)");
+  EXPECT_TRUE(q->alternatives[0].matchers.empty());  // the selector is shared
+  EXPECT_TRUE(q->Matches(Rec("CUDA error", "ERROR")));
+  EXPECT_TRUE(q->Matches(Rec("NCCL timeout", "ERROR")));
+  EXPECT_TRUE(q->Matches(Rec("OOMKilled", "INFO")));
+  EXPECT_FALSE(q->Matches(Rec("CUDA error", "INFO")));  // and binds tighter than or
+  EXPECT_FALSE(q->Matches(Rec("CUDA error", "ERROR", "", {{"project", "other"}})));
 }
 
 }  // namespace

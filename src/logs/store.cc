@@ -11,23 +11,37 @@
 #include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "logs/block.h"
 #include "logs/store_internal.h"
 
 namespace trainwatch::logs {
 
 namespace {
 
-constexpr size_t kCompressAbove = 512;
-constexpr int kFlagTruncated = 1, kFlagZstd = 2;
-
+// Schema 2: blocks (docs/format/logs.md). Schema 1 (a row per line in
+// `lines`, with its FTS5 index) is migrated when a partition is opened.
+constexpr int kSchemaVersion = 2;
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS streams(id INTEGER PRIMARY KEY, labels TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS lines(id INTEGER PRIMARY KEY, t INTEGER NOT NULL, stream INTEGER NOT NULL,
-  level TEXT NOT NULL, flags INTEGER NOT NULL, message BLOB NOT NULL, fields TEXT);
-CREATE INDEX IF NOT EXISTS lines_t ON lines(t);
-CREATE INDEX IF NOT EXISTS lines_stream_t ON lines(stream, t);
-CREATE VIRTUAL TABLE IF NOT EXISTS lines_fts USING fts5(message, content='', columnsize=0);
+CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, stream INTEGER NOT NULL, n INTEGER NOT NULL,
+  t_min INTEGER NOT NULL, t_max INTEGER NOT NULL, seq_min INTEGER NOT NULL, seq_max INTEGER NOT NULL,
+  levels INTEGER NOT NULL, meta BLOB NOT NULL, body BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS blocks_t ON blocks(t_max);
+CREATE INDEX IF NOT EXISTS blocks_seq ON blocks(seq_max);
+CREATE VIRTUAL TABLE IF NOT EXISTS blocks_fts USING fts5(text, content='', columnsize=0, detail=none,
+  tokenize='ascii');
+CREATE TABLE IF NOT EXISTS pending(seq INTEGER PRIMARY KEY, stream INTEGER NOT NULL, t INTEGER NOT NULL,
+  level TEXT NOT NULL, flags INTEGER NOT NULL, message BLOB NOT NULL, fields BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS pending_stream ON pending(stream);
+CREATE TABLE IF NOT EXISTS batches(id TEXT PRIMARY KEY) WITHOUT ROWID;
 )sql";
+
+// A block also closes at this many bytes of text, so a stream of huge lines
+// does not make huge rows.
+constexpr size_t kBlockBytes = 1u << 20;
+// Pending rows of a partition above this many blocks' worth pack the largest
+// streams early (into short blocks), bounding what every query scans.
+constexpr uint64_t kMaxPendingBlocks = 16;
 
 std::string PartitionName(int64_t start_ms) { return "logs-" + std::to_string(start_ms / 1000) + ".db"; }
 
@@ -83,14 +97,15 @@ std::string_view Stmt::Text(int c) const {
 }
 
 LogStore::Partition::~Partition() {
-  sqlite3_finalize(ins_line);
-  sqlite3_finalize(ins_fts);
-  sqlite3_finalize(ins_stream);
+  for (sqlite3_stmt* st : {ins_block, ins_fts, ins_pending, ins_stream, has_batch, ins_batch}) sqlite3_finalize(st);
   if (db) sqlite3_close(db);
 }
 
 Result<std::unique_ptr<LogStore>> LogStore::Open(const StoreOptions& opts) {
   if (opts.partition_ms <= 0) return Status::InvalidArgument("logs: partition duration must be positive");
+  if (opts.block_lines == 0 || opts.block_lines > 65536) {
+    return Status::InvalidArgument("logs: block_lines must be 1..65536");
+  }
   std::unique_ptr<LogStore> s(new LogStore(opts));
   Status st = s->Init();
   if (st.ok() && (opts.retention_ms > 0 || opts.retention_bytes > 0)) st = s->ApplyRetention();
@@ -98,8 +113,14 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(const StoreOptions& opts) {
   return s;
 }
 
-LogStore::LogStore(const StoreOptions& o) : opts_(o) {}
-LogStore::~LogStore() { Shutdown(); }
+LogStore::LogStore(const StoreOptions& o) : opts_(o), cctx_(ZSTD_createCCtx()), dctx_(ZSTD_createDCtx()) {}
+
+LogStore::~LogStore() {
+  Shutdown();
+  partitions_.clear();
+  ZSTD_freeCCtx(cctx_);
+  ZSTD_freeDCtx(dctx_);
+}
 
 Status LogStore::Init() {
   RETURN_IF_ERROR(file::MkdirAll(opts_.dir));
@@ -110,8 +131,9 @@ Status LogStore::Init() {
     int64_t secs = 0;
     if (std::sscanf(n.c_str(), "logs-%" SCNd64 ".db", &secs) != 1) continue;
     ASSIGN_OR_RETURN(Partition * p, GetPartition(secs * 1000, false));
-    Stmt q(p->db, "SELECT max(t) FROM lines");
-    if (q.Step() && !q.IsNull(0)) newest_ms_ = std::max(newest_ms_, q.Int(0) / 1000000);
+    Stmt q(p->db, "SELECT max((SELECT max(t_max) FROM blocks), coalesce((SELECT max(t) FROM pending), 0))");
+    if (q.Step() && !q.IsNull(0) && q.Int(0) != 0) newest_ms_ = std::max(newest_ms_, q.Int(0) / 1000000);
+    RETURN_IF_ERROR(q.status());
   }
   TW_LOG(Info, "logs: opened {} ({} partitions)", opts_.dir, partitions_.size());
   return Status::OK();
@@ -138,6 +160,18 @@ Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool creat
   RETURN_IF_ERROR(Exec(p->db, "PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(Exec(p->db, opts_.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(Exec(p->db, "PRAGMA cache_size=-8000"));
+  int64_t version = 0;
+  bool v1 = false;
+  {
+    Stmt q(p->db, "SELECT (SELECT user_version FROM pragma_user_version), "
+                  "EXISTS(SELECT 1 FROM sqlite_master WHERE name = 'lines')");
+    if (q.Step()) version = q.Int(0), v1 = q.Int(1) != 0;
+    RETURN_IF_ERROR(q.status());
+  }
+  if (version > kSchemaVersion) {
+    return Status::NotSupported("logs: " + p->path + ": schema " + std::to_string(version) +
+                                " is newer than this binary's " + std::to_string(kSchemaVersion));
+  }
   RETURN_IF_ERROR(Exec(p->db, kSchema));
   if (!existed) RETURN_IF_ERROR(file::SyncDir(opts_.dir));
   {
@@ -159,16 +193,180 @@ Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool creat
     }
     return Status::OK();
   };
-  RETURN_IF_ERROR(prep("INSERT INTO lines(t, stream, level, flags, message, fields) VALUES(?,?,?,?,?,?)", &p->ins_line));
-  RETURN_IF_ERROR(prep("INSERT INTO lines_fts(rowid, message) VALUES(?,?)", &p->ins_fts));
+  RETURN_IF_ERROR(prep("INSERT INTO blocks(stream, n, t_min, t_max, seq_min, seq_max, levels, meta, body) "
+                       "VALUES(?,?,?,?,?,?,?,?,?)", &p->ins_block));
+  RETURN_IF_ERROR(prep("INSERT INTO blocks_fts(rowid, text) VALUES(?,?)", &p->ins_fts));
+  RETURN_IF_ERROR(prep("INSERT INTO pending(seq, stream, t, level, flags, message, fields) VALUES(?,?,?,?,?,?,?)",
+                       &p->ins_pending));
   RETURN_IF_ERROR(prep("INSERT INTO streams(labels) VALUES(?)", &p->ins_stream));
+  RETURN_IF_ERROR(prep("SELECT 1 FROM batches WHERE id = ?", &p->has_batch));
+  RETURN_IF_ERROR(prep("INSERT INTO batches(id) VALUES(?)", &p->ins_batch));
+  if (v1) RETURN_IF_ERROR(Migrate(p.get()));
+  if (version < kSchemaVersion) {
+    RETURN_IF_ERROR(Exec(p->db, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str()));
+  }
+  {
+    Stmt q(p->db, "SELECT stream, count(*) FROM pending GROUP BY stream");
+    while (q.Step()) {
+      p->pending_count[q.Int(0)] = static_cast<uint32_t>(q.Int(1));
+      p->pending_total += static_cast<uint64_t>(q.Int(1));
+    }
+    RETURN_IF_ERROR(q.status());
+    Stmt m(p->db, "SELECT max(coalesce((SELECT max(seq_max) FROM blocks), 0), "
+                  "coalesce((SELECT max(seq) FROM pending), 0))");
+    if (m.Step()) p->next_seq = static_cast<uint64_t>(m.Int(0)) + 1;
+    RETURN_IF_ERROR(m.status());
+  }
   (void)create;
   Partition* raw = p.get();
   partitions_.emplace(start_ms, std::move(p));
   return raw;
 }
 
-Status LogStore::AppendToPartition(Partition* p, std::vector<Record*>& recs) {
+Status LogStore::WriteBlock(Partition* p, int64_t stream, const std::vector<LineRef>& lines) {
+  EncodedBlock b;
+  RETURN_IF_ERROR(EncodeBlock(cctx_, lines, &b));
+  sqlite3_stmt* s = p->ins_block;
+  sqlite3_reset(s);
+  sqlite3_bind_int64(s, 1, stream);
+  sqlite3_bind_int64(s, 2, static_cast<int64_t>(lines.size()));
+  sqlite3_bind_int64(s, 3, b.t_min);
+  sqlite3_bind_int64(s, 4, b.t_max);
+  sqlite3_bind_int64(s, 5, static_cast<int64_t>(b.seq_min));
+  sqlite3_bind_int64(s, 6, static_cast<int64_t>(b.seq_max));
+  sqlite3_bind_int64(s, 7, b.levels);
+  sqlite3_bind_blob(s, 8, b.meta.data(), static_cast<int>(b.meta.size()), SQLITE_STATIC);
+  sqlite3_bind_blob(s, 9, b.body.data(), static_cast<int>(b.body.size()), SQLITE_STATIC);
+  if (sqlite3_step(s) != SQLITE_DONE) return SqliteError(p->db, "insert block");
+  int64_t id = sqlite3_last_insert_rowid(p->db);
+  sqlite3_stmt* f = p->ins_fts;
+  sqlite3_reset(f);
+  sqlite3_bind_int64(f, 1, id);
+  sqlite3_bind_text(f, 2, b.text.data(), static_cast<int>(b.text.size()), SQLITE_STATIC);
+  if (sqlite3_step(f) != SQLITE_DONE) return SqliteError(p->db, "index block");
+  return Status::OK();
+}
+
+Status InsertPending(LogStore::Partition* p, int64_t stream, const LineRef& l) {
+  sqlite3_stmt* s = p->ins_pending;
+  sqlite3_reset(s);
+  sqlite3_bind_int64(s, 1, static_cast<int64_t>(l.seq));
+  sqlite3_bind_int64(s, 2, stream);
+  sqlite3_bind_int64(s, 3, l.t);
+  sqlite3_bind_text(s, 4, l.level.data(), static_cast<int>(l.level.size()), SQLITE_STATIC);
+  sqlite3_bind_int(s, 5, l.flags);
+  sqlite3_bind_blob(s, 6, l.message.data(), static_cast<int>(l.message.size()), SQLITE_STATIC);
+  sqlite3_bind_blob(s, 7, l.fields.data(), static_cast<int>(l.fields.size()), SQLITE_STATIC);
+  if (sqlite3_step(s) != SQLITE_DONE) return SqliteError(p->db, "insert pending line");
+  return Status::OK();
+}
+
+namespace {
+
+Status LoadPending(sqlite3* db, int64_t stream, std::vector<PendingRow>* out) {
+  Stmt q(db, "SELECT seq, t, level, flags, message, fields FROM pending WHERE stream = ? ORDER BY seq");
+  q.Bind(1, stream);
+  while (q.Step()) {
+    PendingRow r;
+    r.seq = static_cast<uint64_t>(q.Int(0));
+    r.t = q.Int(1);
+    r.level = q.Text(2);
+    r.flags = static_cast<uint8_t>(q.Int(3));
+    r.message = q.Text(4);
+    r.fields = q.Text(5);
+    out->push_back(std::move(r));
+  }
+  return q.status();
+}
+
+Status DeletePending(sqlite3* db, int64_t stream) {
+  Stmt d(db, "DELETE FROM pending WHERE stream = ?");
+  d.Bind(1, stream);
+  d.Step();
+  return d.status();
+}
+
+LineRef RefOf(const PendingRow& r) { return LineRef{r.seq, r.t, r.level, r.message, r.fields, r.flags}; }
+
+}  // namespace
+
+Status LogStore::PackPending(Partition* p, int64_t stream) {
+  std::vector<PendingRow> rows;
+  RETURN_IF_ERROR(LoadPending(p->db, stream, &rows));
+  std::vector<LineRef> refs;
+  refs.reserve(rows.size());
+  for (const PendingRow& r : rows) refs.push_back(RefOf(r));
+  if (!refs.empty()) RETURN_IF_ERROR(WriteBlock(p, stream, refs));
+  RETURN_IF_ERROR(DeletePending(p->db, stream));
+  p->pending_total -= p->pending_count[stream];
+  p->pending_count.erase(stream);
+  return Status::OK();
+}
+
+Status LogStore::AppendLocked(Partition* p, std::vector<Record*>& recs) {
+  // Lines of one stream, in append order (the order of their sequence numbers).
+  std::vector<std::pair<int64_t, std::vector<LineRef>>> groups;
+  std::unordered_map<int64_t, size_t> group_of;
+  const model::Labels* last_labels = nullptr;
+  size_t gi = 0;
+  for (Record* r : recs) {
+    if (last_labels == nullptr || !(*last_labels == r->labels)) {
+      int64_t id = p->stream_ids.at(r->labels.ToString());
+      auto [it, fresh] = group_of.emplace(id, groups.size());
+      if (fresh) groups.emplace_back(id, std::vector<LineRef>());
+      gi = it->second;
+      last_labels = &r->labels;
+    }
+    groups[gi].second.push_back(LineRef{p->next_seq++, r->time_ns, r->level, r->message, r->fields,
+                                        static_cast<uint8_t>(r->truncated ? kFlagTruncated : 0)});
+  }
+  std::vector<LineRef> block;
+  for (auto& [stream, lines] : groups) {
+    uint32_t& have = p->pending_count[stream];
+    size_t bytes = 0;
+    for (const LineRef& l : lines) bytes += l.message.size() + l.fields.size();
+    std::vector<PendingRow> old;
+    if (have + lines.size() >= opts_.block_lines || bytes >= kBlockBytes) {
+      // Enough for a block: the pending lines come first, then the new ones;
+      // full blocks are written and what is left over waits in `pending`.
+      if (have > 0) {
+        RETURN_IF_ERROR(LoadPending(p->db, stream, &old));
+        RETURN_IF_ERROR(DeletePending(p->db, stream));
+        p->pending_total -= have;
+        have = 0;
+      }
+      std::vector<LineRef> all;
+      all.reserve(old.size() + lines.size());
+      for (const PendingRow& r : old) all.push_back(RefOf(r));
+      all.insert(all.end(), lines.begin(), lines.end());
+      size_t i = 0;
+      for (;;) {
+        block.clear();
+        size_t b = 0, j = i;
+        while (j < all.size() && block.size() < opts_.block_lines && b < kBlockBytes) {
+          b += all[j].message.size() + all[j].fields.size();
+          block.push_back(all[j++]);
+        }
+        if (block.size() < opts_.block_lines && b < kBlockBytes) break;  // a short rest
+        RETURN_IF_ERROR(WriteBlock(p, stream, block));
+        i = j;
+      }
+      lines.assign(all.begin() + static_cast<std::ptrdiff_t>(i), all.end());
+    }
+    for (const LineRef& l : lines) RETURN_IF_ERROR(InsertPending(p, stream, l));
+    have += static_cast<uint32_t>(lines.size());
+    p->pending_total += lines.size();
+  }
+  while (p->pending_total > kMaxPendingBlocks * opts_.block_lines) {
+    auto big = std::max_element(p->pending_count.begin(), p->pending_count.end(),
+                                [](auto& a, auto& b) { return a.second < b.second; });
+    RETURN_IF_ERROR(PackPending(p, big->first));
+  }
+  return Status::OK();
+}
+
+Status LogStore::AppendToPartition(Partition* p, std::vector<Record*>& recs, std::string_view batch_id,
+                                   bool* duplicate) {
   // New streams first, in their own transaction: an id is never reused, so a
   // stream row without lines (a failed append) is harmless.
   std::vector<std::pair<std::string, const model::Labels*>> fresh;
@@ -206,68 +404,67 @@ Status LogStore::AppendToPartition(Partition* p, std::vector<Record*>& recs) {
     }
   }
   RETURN_IF_ERROR(Exec(p->db, "BEGIN IMMEDIATE"));
-  std::string compressed;
-  const model::Labels* last_labels = nullptr;
-  int64_t last_id = 0;
-  for (Record* r : recs) {
-    if (last_labels == nullptr || !(*last_labels == r->labels)) {
-      last_id = p->stream_ids.at(r->labels.ToString());
-      last_labels = &r->labels;
+  Status st;
+  if (!batch_id.empty()) {
+    sqlite3_reset(p->has_batch);
+    sqlite3_bind_text(p->has_batch, 1, batch_id.data(), static_cast<int>(batch_id.size()), SQLITE_STATIC);
+    int rc = sqlite3_step(p->has_batch);
+    if (rc == SQLITE_ROW) {
+      sqlite3_reset(p->has_batch);
+      *duplicate = true;
+      return Exec(p->db, "ROLLBACK");
     }
-    int flags = r->truncated ? kFlagTruncated : 0;
-    std::string_view msg = r->message;
-    if (msg.size() > kCompressAbove) {
-      compressed.resize(ZSTD_compressBound(msg.size()));
-      size_t n = ZSTD_compress(compressed.data(), compressed.size(), msg.data(), msg.size(), 3);
-      if (!ZSTD_isError(n) && n < msg.size()) {
-        compressed.resize(n);
-        msg = compressed;
-        flags |= kFlagZstd;
-      }
-    }
-    sqlite3_stmt* s = p->ins_line;
-    sqlite3_reset(s);
-    sqlite3_bind_int64(s, 1, r->time_ns);
-    sqlite3_bind_int64(s, 2, last_id);
-    sqlite3_bind_text(s, 3, r->level.data(), static_cast<int>(r->level.size()), SQLITE_STATIC);
-    sqlite3_bind_int(s, 4, flags);
-    sqlite3_bind_blob(s, 5, msg.data(), static_cast<int>(msg.size()), SQLITE_STATIC);
-    if (r->fields.empty()) sqlite3_bind_null(s, 6);
-    else sqlite3_bind_text(s, 6, r->fields.data(), static_cast<int>(r->fields.size()), SQLITE_STATIC);
-    int rc = sqlite3_step(s);
-    int64_t id = sqlite3_last_insert_rowid(p->db);
-    if (rc == SQLITE_DONE) {
-      sqlite3_stmt* f = p->ins_fts;
-      sqlite3_reset(f);
-      sqlite3_bind_int64(f, 1, id);
-      sqlite3_bind_text(f, 2, r->message.data(), static_cast<int>(r->message.size()), SQLITE_STATIC);
-      rc = sqlite3_step(f);
-    }
-    if (rc != SQLITE_DONE) {
-      Status st = SqliteError(p->db, "insert line");
-      (void)Exec(p->db, "ROLLBACK");
-      return st;
+    if (rc != SQLITE_DONE) st = SqliteError(p->db, "look up batch id");
+    sqlite3_reset(p->has_batch);
+    if (st.ok()) {
+      sqlite3_reset(p->ins_batch);
+      sqlite3_bind_text(p->ins_batch, 1, batch_id.data(), static_cast<int>(batch_id.size()), SQLITE_STATIC);
+      if (sqlite3_step(p->ins_batch) != SQLITE_DONE) st = SqliteError(p->db, "insert batch id");
     }
   }
-  if (Status s = Exec(p->db, "COMMIT"); !s.ok()) {
+  // The in-memory mirrors of `pending` and the sequence go back with a rollback.
+  uint64_t seq0 = p->next_seq, total0 = p->pending_total;
+  auto counts0 = p->pending_count;
+  if (st.ok()) st = AppendLocked(p, recs);
+  if (st.ok()) st = Exec(p->db, "COMMIT");
+  if (!st.ok()) {
     (void)Exec(p->db, "ROLLBACK");
-    return s;
+    p->next_seq = seq0;
+    p->pending_total = total0;
+    p->pending_count = std::move(counts0);
   }
-  return Status::OK();
+  return st;
 }
 
-Status LogStore::Append(std::vector<Record> records) {
+Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, bool* duplicate) {
+  if (duplicate != nullptr) *duplicate = false;
   if (records.empty()) return Status::OK();
   {
     std::lock_guard<std::mutex> l(mu_);
     std::map<int64_t, std::vector<Record*>> by_part;
     for (Record& r : records) by_part[PartitionStart(r.time_ns)].push_back(&r);
     bool new_partition = false;
+    std::vector<Record*> dup;
     for (auto& [start, recs] : by_part) {
       new_partition = new_partition || partitions_.count(start) == 0;
       ASSIGN_OR_RETURN(Partition * p, GetPartition(start, true));
-      RETURN_IF_ERROR(AppendToPartition(p, recs));
+      bool d = false;
+      RETURN_IF_ERROR(AppendToPartition(p, recs, batch_id, &d));
+      if (d) {
+        dup.insert(dup.end(), recs.begin(), recs.end());
+        continue;
+      }
       for (Record* r : recs) newest_ms_ = std::max(newest_ms_, r->time_ns / 1000000);
+    }
+    if (!dup.empty()) {
+      // A retried batch: what was stored before is neither counted nor tailed again.
+      if (duplicate != nullptr) *duplicate = true;
+      std::sort(dup.begin(), dup.end());
+      std::vector<Record> kept;
+      for (Record& r : records) {
+        if (!std::binary_search(dup.begin(), dup.end(), &r)) kept.push_back(std::move(r));
+      }
+      records = std::move(kept);
     }
     appended_ += records.size();
     int64_t now = NowMillis();
@@ -279,6 +476,7 @@ Status LogStore::Append(std::vector<Record> records) {
       if (!s.ok()) TW_LOG(Error, "logs: retention: {}", s.ToString());
     }
   }
+  if (records.empty()) return Status::OK();
   if (observer_ != nullptr) observer_->Observe(records);
   {
     std::lock_guard<std::mutex> l(tail_mu_);

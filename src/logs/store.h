@@ -1,9 +1,12 @@
 #pragma once
 // The embedded log store: time partitions (one SQLite database per
-// partition_ms, default a day, under <data>/logs/), each with a stream table,
-// a lines table indexed by time and by stream, and a contentless FTS5 index
-// over messages; messages over 512 bytes are zstd-compressed. An Append
-// returns once its lines are durable (synchronous=FULL: fsync per commit).
+// partition_ms, default a day, under <data>/logs/). Lines are kept per stream
+// in zstd-compressed blocks of up to block_lines lines (one SQLite row each,
+// with a contentless FTS5 index row per block); a stream's lines that do not
+// yet fill a block wait in a small uncompressed `pending` table and are
+// packed when they do (docs/format/logs.md). Each line has a sequence number,
+// increasing in append order within a partition. An Append returns once its
+// lines are durable (synchronous=FULL: fsync per commit).
 // Retention drops whole partitions (by age and by total size). The last
 // `tail_buffer` appended records are also kept in memory for live tail.
 // Thread-safe: one mutex serializes SQLite access.
@@ -23,7 +26,12 @@
 #include "logs/query.h"
 #include "logs/record.h"
 
+struct ZSTD_CCtx_s;
+struct ZSTD_DCtx_s;
+
 namespace trainwatch::logs {
+
+struct LineRef;
 
 struct StoreOptions {
   std::string dir;                 // created when missing
@@ -32,6 +40,7 @@ struct StoreOptions {
   int64_t retention_ms = 0;        // 0: keep; else drop partitions ending before newest - retention
   uint64_t retention_bytes = 0;    // 0: no limit; else drop oldest partitions while above
   size_t tail_buffer = 10000;
+  size_t block_lines = 1024;       // lines per compressed block
 };
 
 struct SelectOptions {
@@ -64,8 +73,11 @@ class LogStore {
   void SetObserver(AppendObserver* o) { observer_ = o; }
 
   // Stores every record (labels must be valid); durable when OK. On error
-  // nothing of a failed partition's transaction is kept.
-  Status Append(std::vector<Record> records);
+  // nothing of a failed partition's transaction is kept. A non-empty
+  // `batch_id` makes the append idempotent: the id is stored with the lines,
+  // and a later Append with the same id stores nothing again in the
+  // partitions that already hold it (*duplicate, when given, is set then).
+  Status Append(std::vector<Record> records, std::string_view batch_id = {}, bool* duplicate = nullptr);
 
   // Lines matching `q` in [start, end], newest first, with cursor paging.
   Result<SelectResult> Select(const Query& q, const SelectOptions& o);
@@ -85,7 +97,7 @@ class LogStore {
   void Shutdown();
   bool IsShutdown();
 
-  // Lines stored after `*after` (partition start ms -> last row id read), in
+  // Lines stored after `*after` (partition start ms -> last sequence number read), in
   // insertion order per partition, oldest partition first, at most `max`;
   // advances *after. For forwarding: the store is the disk-backed queue.
   Result<std::vector<Record>> ReadAfter(std::map<int64_t, int64_t>* after, size_t max);
@@ -106,14 +118,18 @@ class LogStore {
   explicit LogStore(const StoreOptions& o);
   Status Init();
   Result<Partition*> GetPartition(int64_t start_ms, bool create);
-  Status AppendToPartition(Partition* p, std::vector<Record*>& recs);
-  Status ScanPartition(Partition* p, const Query& q, const SelectOptions& o, bool use_cursor, int64_t cur_t,
-                       int64_t cur_id, size_t want, SelectResult* out, bool* more);
+  Status AppendToPartition(Partition* p, std::vector<Record*>& recs, std::string_view batch_id, bool* duplicate);
+  Status AppendLocked(Partition* p, std::vector<Record*>& recs);
+  Status WriteBlock(Partition* p, int64_t stream, const std::vector<LineRef>& lines);
+  Status PackPending(Partition* p, int64_t stream);
+  Status Migrate(Partition* p);
   int64_t PartitionStart(int64_t t_ns) const;
 
   StoreOptions opts_;
   AppendObserver* observer_ = nullptr;
-  std::mutex mu_;  // SQLite connections and partitions_
+  std::mutex mu_;  // SQLite connections, partitions_ and the zstd contexts
+  ZSTD_CCtx_s* cctx_ = nullptr;  // reused by every block written
+  ZSTD_DCtx_s* dctx_ = nullptr;
   std::map<int64_t, std::unique_ptr<Partition>> partitions_;  // by start ms
   int64_t newest_ms_ = INT64_MIN;
   int64_t last_retention_ms_ = 0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "logs/block.h"
 #include "logs/store.h"
 #include "model/labels.h"
 
@@ -19,12 +20,27 @@ struct LogStore::Partition {
   int64_t start_ms = 0;
   std::string path;
   sqlite3* db = nullptr;
-  sqlite3_stmt* ins_line = nullptr;
+  sqlite3_stmt* ins_block = nullptr;
   sqlite3_stmt* ins_fts = nullptr;
+  sqlite3_stmt* ins_pending = nullptr;
   sqlite3_stmt* ins_stream = nullptr;
+  sqlite3_stmt* has_batch = nullptr;
+  sqlite3_stmt* ins_batch = nullptr;
   std::unordered_map<std::string, int64_t> stream_ids;  // labels.ToString() -> id
   std::unordered_map<int64_t, model::Labels> streams;   // id -> labels
+  // Rows in `pending` per stream id, and their sum; mirrors the table.
+  std::unordered_map<int64_t, uint32_t> pending_count;
+  uint64_t pending_total = 0;
+  uint64_t next_seq = 1;  // the sequence number of the next line appended
   ~Partition();
+};
+
+// A line of the `pending` table, owning its text.
+struct PendingRow {
+  uint64_t seq = 0;
+  int64_t t = 0;
+  std::string level, message, fields;
+  uint8_t flags = 0;
 };
 
 // A prepared statement; Step() true while rows remain, errors kept in status().
@@ -37,6 +53,7 @@ class Stmt {
   void Bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
   void Bind(int i, const std::string& v) { sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
   bool Step();
+  void Reset() { sqlite3_reset(s_); }
   int64_t Int(int c) const { return sqlite3_column_int64(s_, c); }
   std::string_view Text(int c) const;
   bool IsNull(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
@@ -49,6 +66,8 @@ class Stmt {
 };
 
 Status Exec(sqlite3* db, const char* sql);
+// Inserts one line into the partition's `pending` table.
+Status InsertPending(LogStore::Partition* p, int64_t stream, const LineRef& l);
 Status SqliteError(sqlite3* db, std::string_view what);
 
 }  // namespace trainwatch::logs

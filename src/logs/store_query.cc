@@ -8,13 +8,12 @@
 #include <variant>
 
 #include "logs/store.h"
+#include "logs/block.h"
 #include "logs/store_internal.h"
 
 namespace trainwatch::logs {
 
 namespace {
-
-constexpr int kFlagTruncated = 1, kFlagZstd = 2;
 
 // A WHERE clause with its bound values, for one partition.
 struct Where {
@@ -44,81 +43,183 @@ std::string IdList(const std::vector<int64_t>& ids) {
   return out + ")";
 }
 
-Where BuildWhere(const LogStore::Partition& p, const Query& q, int64_t start_ns, int64_t end_ns) {
+// Level bits (block.h) a line of one alternative may have.
+uint32_t LevelMask(const Query& a) {
+  uint32_t mask = a.MatchesLevel("") ? 1u : 0u;
+  for (std::string_view l : kLevels) {
+    if (a.MatchesLevel(l)) mask |= LevelBit(l);
+  }
+  bool other = true;  // a level outside the canonical set
+  for (const FieldFilter& f : a.levels) {
+    bool ordering = f.op == CmpOp::kGt || f.op == CmpOp::kGe || f.op == CmpOp::kLt || f.op == CmpOp::kLe;
+    if (ordering || (f.op == CmpOp::kEq && LevelRank(f.value) > 0)) other = false;
+  }
+  return other ? mask | (1u << 7) : mask;
+}
+
+// Conditions on the selector and the time range, common to blocks and
+// pending lines; `stream` and the time columns are named by the caller.
+void StreamsAndTime(const LogStore::Partition& p, const Query& q, Where* w) {
+  if (q.matchers.empty()) return;
+  std::vector<int64_t> ids;
+  for (const auto& [id, labels] : p.streams) {
+    if (q.MatchesStream(labels)) ids.push_back(id);
+  }
+  if (ids.empty()) w->empty_result = true;
+  else if (ids.size() < p.streams.size()) w->Add("stream IN " + IdList(ids));
+}
+
+// Candidate blocks: their time range overlaps, their stream matches, and for
+// some alternative their level mask and full-text index admit it. Lines are
+// checked one by one after.
+Where BlockWhere(const LogStore::Partition& p, const Query& q, int64_t start_ns, int64_t end_ns) {
   Where w;
-  w.Add("t >= " + w.Param(start_ns) + " AND t <= " + w.Param(end_ns));
-  if (!q.matchers.empty()) {
-    std::vector<int64_t> ids;
-    for (const auto& [id, labels] : p.streams) {
-      if (q.MatchesStream(labels)) ids.push_back(id);
+  w.Add("t_max >= " + w.Param(start_ns) + " AND t_min <= " + w.Param(end_ns));
+  StreamsAndTime(p, q, &w);
+  std::string any;
+  bool all = false;
+  for (const Query* a : q.Alternatives()) {
+    std::string cond;
+    uint32_t mask = LevelMask(*a);
+    if (mask == 0) continue;  // no line can match this alternative
+    if (mask != 0xff) cond = "levels & " + std::to_string(mask) + " != 0";
+    std::string fts = a->FtsTokens();
+    if (!fts.empty()) {
+      std::string in = "id IN (SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH " + w.Param(fts) + ")";
+      cond = cond.empty() ? in : cond + " AND " + in;
     }
-    if (ids.empty()) {
-      w.empty_result = true;
-      return w;
-    }
-    if (ids.size() < p.streams.size()) w.Add("stream IN " + IdList(ids));
+    if (cond.empty()) all = true;
+    any += any.empty() ? "(" + cond + ")" : " OR (" + cond + ")";
   }
-  for (const FieldFilter& f : q.levels) {
-    if (f.op == CmpOp::kRe || f.op == CmpOp::kNre) continue;  // post-filter
-    if (f.op == CmpOp::kEq) { w.Add("level = " + w.Param(f.value)); continue; }
-    if (f.op == CmpOp::kNe) { w.Add("level != " + w.Param(f.value)); continue; }
-    std::string in;
-    Query one;
-    one.levels.push_back(f);
-    for (std::string_view l : kLevels) {
-      if (!one.MatchesLevel(l)) continue;
-      in += in.empty() ? "" : ",";
-      in += w.Param(std::string(l));
-    }
-    if (in.empty()) w.empty_result = true;
-    else w.Add("level IN (" + in + ")");
-  }
-  for (const FieldFilter& f : q.fields) {
-    if (f.op == CmpOp::kNe || f.op == CmpOp::kNre || f.name == "message" || f.name == "msg") continue;
-    // A positive comparison needs the field on the line or the label on its stream.
-    std::vector<int64_t> ids;
-    for (const auto& [id, labels] : p.streams) {
-      if (labels.Has(f.name)) ids.push_back(id);
-    }
-    std::string path = "'$.\"";
-    for (char c : f.name) path += c == '\'' ? std::string("''") : std::string(1, c);
-    path += "\"'";
-    std::string cond = "json_type(fields, " + path + ") IS NOT NULL";
-    if (!ids.empty()) cond = "(" + cond + " OR stream IN " + IdList(ids) + ")";
-    w.Add(cond);
-  }
-  std::string pos = q.FtsPositive(), neg = q.FtsNegative();
-  if (!pos.empty()) w.Add("id IN (SELECT rowid FROM lines_fts WHERE lines_fts MATCH " + w.Param(pos) + ")");
-  if (!neg.empty()) w.Add("id NOT IN (SELECT rowid FROM lines_fts WHERE lines_fts MATCH " + w.Param(neg) + ")");
+  if (any.empty() && !all) w.empty_result = true;
+  else if (!all) w.Add("(" + any + ")");
   return w;
 }
 
-Status DecodeRow(const LogStore::Partition& p, const Stmt& s, int col, Record* r) {
-  // Columns from `col`: t, stream, level, flags, message, fields.
-  r->time_ns = s.Int(col);
-  auto it = p.streams.find(s.Int(col + 1));
-  if (it == p.streams.end()) return Status::Corruption("logs: " + p.path + ": line of unknown stream");
-  r->labels = it->second;
-  r->level = std::string(s.Text(col + 2));
-  int64_t flags = s.Int(col + 3);
-  r->truncated = (flags & kFlagTruncated) != 0;
-  std::string_view msg = s.Text(col + 4);
-  if (flags & kFlagZstd) {
-    unsigned long long n = ZSTD_getFrameContentSize(msg.data(), msg.size());
-    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (64u << 20)) {
-      return Status::Corruption("logs: " + p.path + ": bad compressed message");
-    }
-    r->message.resize(n);
-    size_t got = ZSTD_decompress(r->message.data(), n, msg.data(), msg.size());
-    if (ZSTD_isError(got)) return Status::Corruption("logs: " + p.path + ": bad compressed message");
-    r->message.resize(got);
-  } else {
-    r->message.assign(msg);
-  }
-  r->fields = s.IsNull(col + 5) ? std::string() : std::string(s.Text(col + 5));
-  return Status::OK();
+Where PendingWhere(const LogStore::Partition& p, const Query& q, int64_t start_ns, int64_t end_ns) {
+  Where w;
+  w.Add("t >= " + w.Param(start_ns) + " AND t <= " + w.Param(end_ns));
+  StreamsAndTime(p, q, &w);
+  return w;
 }
 
+// Reads candidate blocks of a partition: meta on Open, body when asked.
+class BlockSource {
+ public:
+  BlockSource(LogStore::Partition* p, ZSTD_DCtx* dctx)
+      : p_(p), dctx_(dctx), meta_(p->db, "SELECT meta FROM blocks WHERE id = ?"),
+        body_(p->db, "SELECT body FROM blocks WHERE id = ?") {}
+  Status Open(int64_t id, BlockReader* r) {
+    RETURN_IF_ERROR(Fetch(&meta_, id));
+    id_ = id;
+    return r->Open(dctx_, meta_.Text(0), p_->path + ": block " + std::to_string(id));
+  }
+  Status Body(BlockReader* r) {
+    if (r->body_loaded()) return Status::OK();
+    RETURN_IF_ERROR(Fetch(&body_, id_));
+    return r->LoadBody(dctx_, body_.Text(0));
+  }
+
+ private:
+  Status Fetch(Stmt* s, int64_t id) {
+    RETURN_IF_ERROR(s->status());
+    s->Reset();
+    s->Bind(1, id);
+    if (!s->Step()) {
+      RETURN_IF_ERROR(s->status());
+      return Status::Corruption("logs: " + p_->path + ": block " + std::to_string(id) + " vanished");
+    }
+    return Status::OK();
+  }
+  LogStore::Partition* p_;
+  ZSTD_DCtx* dctx_;
+  Stmt meta_, body_;
+  int64_t id_ = 0;
+};
+
+const model::Labels* StreamLabels(const LogStore::Partition& p, int64_t id, Status* st) {
+  auto it = p.streams.find(id);
+  if (it != p.streams.end()) return &it->second;
+  *st = Status::Corruption("logs: " + p.path + ": line of unknown stream " + std::to_string(id));
+  return nullptr;
+}
+
+Record ToRecord(const LineView& v, int64_t t, uint8_t flags) {
+  Record r;
+  r.time_ns = t;
+  r.labels = *v.labels;
+  r.level = std::string(v.level);
+  r.message = std::string(v.message);
+  r.fields = std::string(v.fields);
+  r.truncated = (flags & kFlagTruncated) != 0;
+  return r;
+}
+
+// Visits the lines of a partition that match `q` in [start, end]: pending
+// ones first (any order), then candidate blocks in `order` (an ORDER BY over
+// blocks columns), narrowed by the SQL conditions `extra_block` and
+// `extra_pending`. `stop(block t_max, block seq_min)` is asked before each
+// block, `keep(t, seq)` before a line is checked. `fn(view, t, seq, flags)`
+// gets each match, with its message and fields when `want_body`.
+template <typename Stop, typename Keep, typename Fn>
+Status VisitLines(LogStore::Partition* p, ZSTD_DCtx* dctx, const Query& q, int64_t start_ns, int64_t end_ns,
+                  const std::string& extra_block, const std::string& extra_pending, const char* order,
+                  bool want_body, Stop stop, Keep keep, Fn fn) {
+  Status st;
+  {
+    Where w = PendingWhere(*p, q, start_ns, end_ns);
+    if (w.empty_result) return Status::OK();
+    if (!extra_pending.empty()) w.Add(extra_pending);
+    Stmt s(p->db, "SELECT seq, t, stream, level, flags, message, fields FROM pending WHERE " + w.sql);
+    w.BindTo(&s);
+    while (s.Step()) {
+      int64_t t = s.Int(1);
+      uint64_t seq = static_cast<uint64_t>(s.Int(0));
+      if (!keep(t, seq)) continue;
+      LineView v{StreamLabels(*p, s.Int(2), &st), s.Text(3), s.Text(5), s.Text(6)};
+      if (v.labels == nullptr) return st;
+      if (q.Matches(v)) fn(v, t, seq, static_cast<uint8_t>(s.Int(4)));
+    }
+    RETURN_IF_ERROR(s.status());
+  }
+  Where w = BlockWhere(*p, q, start_ns, end_ns);
+  if (w.empty_result) return Status::OK();
+  if (!extra_block.empty()) w.Add(extra_block);
+  // Blobs are fetched per block, so the ordering sorts small rows only.
+  Stmt s(p->db, "SELECT id, stream, t_max, seq_min FROM blocks WHERE " + w.sql + " ORDER BY " + order);
+  w.BindTo(&s);
+  BlockSource src(p, dctx);
+  BlockReader r;
+  std::vector<const Query*> alts = q.Alternatives();
+  bool check_body = false;
+  for (const Query* a : alts) check_body = check_body || a->NeedsBody();
+  while (s.Step()) {
+    if (stop(s.Int(2), static_cast<uint64_t>(s.Int(3)))) break;
+    const model::Labels* labels = StreamLabels(*p, s.Int(1), &st);
+    if (labels == nullptr) return st;
+    RETURN_IF_ERROR(src.Open(s.Int(0), &r));
+    for (size_t i = 0; i < r.size(); ++i) {
+      int64_t t = r.time(i);
+      if (t < start_ns || t > end_ns || !keep(t, r.seq(i))) continue;
+      LineView v{labels, r.level(i), {}, {}};
+      bool level_ok = false;
+      for (const Query* a : alts) level_ok = level_ok || a->MatchesLevel(v.level);
+      if (!level_ok) continue;
+      if (check_body || want_body) {
+        RETURN_IF_ERROR(src.Body(&r));
+        v.message = r.message(i);
+        v.fields = r.fields(i);
+      }
+      // Without body filters, the selector (one stream a block) and levels decided.
+      if (check_body && !q.Matches(v)) continue;
+      if (!check_body && alts.size() > 1 && !q.Matches(v)) continue;
+      fn(v, t, r.seq(i), r.flags(i));
+    }
+  }
+  return s.status();
+}
+
+// A matching line with its sequence number (for cursors and forwarding positions).
 bool ParseCursor(std::string_view c, int64_t* t, int64_t* id) {
   size_t colon = c.find(':');
   if (colon == std::string_view::npos) return false;
@@ -127,55 +228,71 @@ bool ParseCursor(std::string_view c, int64_t* t, int64_t* id) {
   return a.ec == std::errc() && a.ptr == c.data() + colon && b.ec == std::errc() && b.ptr == c.data() + c.size();
 }
 
-}  // namespace
 
-Status LogStore::ScanPartition(Partition* p, const Query& q, const SelectOptions& o, bool use_cursor, int64_t cur_t,
-                               int64_t cur_id, size_t want, SelectResult* out, bool* more) {
-  Where w = BuildWhere(*p, q, o.start_ns, o.end_ns);
-  if (w.empty_result) return Status::OK();
-  if (use_cursor) {
-    std::string a = w.Param(cur_t), b = w.Param(cur_id);
-    w.Add("(t < " + a + " OR (t = " + a + " AND id < " + b + "))");
-  }
-  Stmt s(p->db, "SELECT id, t, stream, level, flags, message, fields FROM lines WHERE " + w.sql +
-                    " ORDER BY t DESC, id DESC");
-  w.BindTo(&s);
-  bool post = q.HasPostFilters();
-  while (s.Step()) {
-    Record r;
-    RETURN_IF_ERROR(DecodeRow(*p, s, 1, &r));
-    if (post && !q.Matches(r, /*skip_text=*/true)) continue;
-    if (out->lines.size() == want) {
-      // One more than asked: there is a next page, starting after the last kept line.
-      *more = true;
-      return Status::OK();
-    }
-    out->lines.push_back(std::move(r));
-    out->next_cursor = std::to_string(out->lines.back().time_ns) + ":" + std::to_string(s.Int(0));
-  }
-  return s.status();
+struct Hit {
+  int64_t t;
+  uint64_t seq;
+  Record rec;
+};
+
+bool Newer(const Hit& a, const Hit& b) { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
+
+// The newest `want` lines of a partition matching `q` (and older than the
+// cursor when `use_cursor`), newest first.
+Status ScanPartition(LogStore::Partition* p, ZSTD_DCtx* dctx, const Query& q, const SelectOptions& o,
+                     bool use_cursor, int64_t cur_t, int64_t cur_seq, size_t want, std::vector<Hit>* out) {
+  std::vector<Hit>& hits = *out;
+  auto keep = [&](int64_t t, uint64_t seq) {
+    return !use_cursor || t < cur_t || (t == cur_t && seq < static_cast<uint64_t>(cur_seq));
+  };
+  // Blocks come newest t_max first; once `want` lines newer than a block's
+  // t_max are found, no later block can hold one of the newest `want`.
+  auto stop = [&](int64_t t_max, uint64_t) {
+    if (hits.size() < want) return false;
+    auto kth = hits.begin() + static_cast<std::ptrdiff_t>(want - 1);
+    std::nth_element(hits.begin(), kth, hits.end(), Newer);
+    hits.resize(want);  // the rest can never be among the newest `want`
+    return hits.back().t > t_max;
+  };
+  auto fn = [&](const LineView& v, int64_t t, uint64_t seq, uint8_t flags) {
+    hits.push_back(Hit{t, seq, ToRecord(v, t, flags)});
+  };
+  std::string block_cursor = use_cursor ? "t_min <= " + std::to_string(cur_t) : "";
+  std::string pending_cursor = use_cursor ? "t <= " + std::to_string(cur_t) : "";
+  RETURN_IF_ERROR(VisitLines(p, dctx, q, o.start_ns, o.end_ns, block_cursor, pending_cursor, "t_max DESC", true,
+                             stop, keep, fn));
+  std::sort(hits.begin(), hits.end(), Newer);
+  if (hits.size() > want) hits.resize(want);
+  return Status::OK();
 }
 
+}  // namespace
+
 Result<SelectResult> LogStore::Select(const Query& q, const SelectOptions& o) {
-  int64_t cur_t = 0, cur_id = 0;
+  int64_t cur_t = 0, cur_seq = 0;
   bool has_cursor = !o.cursor.empty();
-  if (has_cursor && !ParseCursor(o.cursor, &cur_t, &cur_id)) {
+  if (has_cursor && !ParseCursor(o.cursor, &cur_t, &cur_seq)) {
     return Status::InvalidArgument("invalid cursor \"" + o.cursor + "\"");
   }
   SelectResult out;
   if (o.limit == 0) return out;
   std::lock_guard<std::mutex> l(mu_);
   int64_t cursor_part = has_cursor ? PartitionStart(cur_t) : INT64_MAX;
-  bool more = false;
   for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
     Partition* p = it->second.get();
     int64_t pstart_ns = p->start_ms * 1000000, pend_ns = (p->start_ms + opts_.partition_ms) * 1000000 - 1;
     if (pstart_ns > o.end_ns || pend_ns < o.start_ns || p->start_ms > cursor_part) continue;
-    RETURN_IF_ERROR(ScanPartition(p, q, o, has_cursor && p->start_ms == cursor_part, cur_t, cur_id, o.limit, &out,
-                                  &more));
-    if (more) break;
+    // One more than asked: whether there is a next page.
+    std::vector<Hit> hits;
+    RETURN_IF_ERROR(ScanPartition(p, dctx_, q, o, has_cursor && p->start_ms == cursor_part, cur_t, cur_seq,
+                                  o.limit + 1 - out.lines.size(), &hits));
+    for (Hit& h : hits) {
+      if (out.lines.size() == o.limit) return out;  // more follow; next_cursor names the last line kept
+      out.lines.push_back(std::move(h.rec));
+      out.next_cursor = std::to_string(h.t) + ":" + std::to_string(h.seq);
+    }
   }
-  if (!more) out.next_cursor.clear();
+  out.next_cursor.clear();
   return out;
 }
 
@@ -187,33 +304,16 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
   if (nbuckets > 11000) return Status::InvalidArgument("too many buckets (" + std::to_string(nbuckets) + " > 11000); raise step");
   std::vector<uint64_t> counts(nbuckets, 0);
   std::lock_guard<std::mutex> l(mu_);
-  bool post = q.HasPostFilters();
+  auto never = [](int64_t, uint64_t) { return false; };
+  auto always = [](int64_t, uint64_t) { return true; };
+  auto count = [&](const LineView&, int64_t t, uint64_t, uint8_t) {
+    counts[static_cast<size_t>((t - start_ns) / step_ns)]++;
+  };
   for (auto& [pstart, up] : partitions_) {
     Partition* p = up.get();
     int64_t pstart_ns = p->start_ms * 1000000, pend_ns = (p->start_ms + opts_.partition_ms) * 1000000 - 1;
     if (pstart_ns > end_ns || pend_ns < start_ns) continue;
-    Where w = BuildWhere(*p, q, start_ns, end_ns);
-    if (w.empty_result) continue;
-    if (!post) {
-      std::string s0 = w.Param(start_ns), st = w.Param(step_ns);
-      Stmt s(p->db, "SELECT (t - " + s0 + ") / " + st + ", count(*) FROM lines WHERE " + w.sql + " GROUP BY 1");
-      w.BindTo(&s);
-      while (s.Step()) {
-        int64_t b = s.Int(0);
-        if (b >= 0 && static_cast<uint64_t>(b) < nbuckets) counts[static_cast<size_t>(b)] += static_cast<uint64_t>(s.Int(1));
-      }
-      RETURN_IF_ERROR(s.status());
-      continue;
-    }
-    Stmt s(p->db, "SELECT id, t, stream, level, flags, message, fields FROM lines WHERE " + w.sql);
-    w.BindTo(&s);
-    while (s.Step()) {
-      Record r;
-      RETURN_IF_ERROR(DecodeRow(*p, s, 1, &r));
-      if (!q.Matches(r, true)) continue;
-      counts[static_cast<size_t>((r.time_ns - start_ns) / step_ns)]++;
-    }
-    RETURN_IF_ERROR(s.status());
+    RETURN_IF_ERROR(VisitLines(p, dctx_, q, start_ns, end_ns, "", "", "id", false, never, always, count));
   }
   std::vector<std::pair<int64_t, uint64_t>> out;
   out.reserve(nbuckets);
@@ -224,19 +324,35 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
 Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* after, size_t max) {
   std::vector<Record> out;
   std::lock_guard<std::mutex> l(mu_);
+  Query all;
+  auto first = [](const Hit& a, const Hit& b) { return a.seq < b.seq; };
   for (auto& [pstart, p] : partitions_) {
     if (out.size() >= max) break;
     int64_t& last = (*after)[pstart];
-    Stmt s(p->db, "SELECT id, t, stream, level, flags, message, fields FROM lines WHERE id > ?1 ORDER BY id LIMIT ?2");
-    s.Bind(1, last);
-    s.Bind(2, static_cast<int64_t>(max - out.size()));
-    while (s.Step()) {
-      Record r;
-      RETURN_IF_ERROR(DecodeRow(*p, s, 1, &r));
-      out.push_back(std::move(r));
-      last = s.Int(0);
+    size_t want = max - out.size();
+    std::vector<Hit> hits;
+    // Blocks come by seq_min; once `want` lines below a block's seq_min are
+    // found, no later block holds one of the first `want`.
+    auto stop = [&](int64_t, uint64_t seq_min) {
+      if (hits.size() < want) return false;
+      auto kth = hits.begin() + static_cast<std::ptrdiff_t>(want - 1);
+      std::nth_element(hits.begin(), kth, hits.end(), first);
+      hits.resize(want);
+      return hits.back().seq < seq_min;
+    };
+    auto keep = [&](int64_t, uint64_t seq) { return seq > static_cast<uint64_t>(last); };
+    auto fn = [&](const LineView& v, int64_t t, uint64_t seq, uint8_t flags) {
+      hits.push_back(Hit{t, seq, ToRecord(v, t, flags)});
+    };
+    std::string after_sql = std::to_string(last);
+    RETURN_IF_ERROR(VisitLines(p.get(), dctx_, all, INT64_MIN, INT64_MAX, "seq_max > " + after_sql,
+                               "seq > " + after_sql, "seq_min", true, stop, keep, fn));
+    std::sort(hits.begin(), hits.end(), first);
+    if (hits.size() > want) hits.resize(want);
+    for (Hit& h : hits) {
+      out.push_back(std::move(h.rec));
+      last = static_cast<int64_t>(h.seq);
     }
-    RETURN_IF_ERROR(s.status());
   }
   // Partitions dropped by retention are forgotten.
   for (auto it = after->begin(); it != after->end();) {

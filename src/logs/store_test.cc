@@ -3,6 +3,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <sqlite3.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <random>
+
 #include "base/file.h"
 
 namespace trainwatch::logs {
@@ -19,6 +25,7 @@ class LogStoreTest : public ::testing::Test {
     dir_ = tmpl;
     opts_.dir = dir_ + "/logs";
     opts_.sync_full = false;
+    opts_.block_lines = 3;  // small blocks, so every test crosses blocks and pending lines
   }
   void TearDown() override { (void)file::RemoveAll(dir_); }
 
@@ -169,6 +176,178 @@ TEST_F(LogStoreTest, TailSeesNewRecords) {
   EXPECT_TRUE(s->WaitNew(&seq, 10).empty());
   s->Shutdown();
   EXPECT_TRUE(s->WaitNew(&seq, 100000).empty());  // returns at once
+}
+
+// Lines appended in batches of every size, over three streams and out of
+// time order: every query, page, histogram and ReadAfter answers what a
+// brute-force scan of the same lines answers, also after a reopen.
+TEST_F(LogStoreTest, BlocksAndPendingLinesAnswerLikeABruteForceScan) {
+  std::mt19937_64 rng(7);
+  std::vector<Record> all;  // in append order
+  const char* levels[] = {"INFO", "INFO", "WARNING", "ERROR", "", "NOTICE2"};
+  const char* words[] = {"step", "loss", "CUDA", "error", "nccl", "timeout", "out of memory", "checkpoint"};
+  for (int i = 0; i < 300; ++i) {
+    std::string msg = std::string(words[rng() % 8]) + " " + std::to_string(i) + " " + words[rng() % 8];
+    std::string fields = i % 3 ? "{\"step\":" + std::to_string(i) + "}" : "";
+    all.push_back(Rec(kT0 + static_cast<int64_t>(rng() % 100) * kSec, "r" + std::to_string(i % 3),
+                      levels[rng() % 6], msg, fields));
+  }
+  auto s = Open();
+  for (size_t pos = 0, n = 1; pos < all.size(); pos += n, n = n % 11 + 1) {
+    std::vector<Record> batch(all.begin() + static_cast<std::ptrdiff_t>(pos),
+                              all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), pos + n)));
+    ASSERT_TRUE(s->Append(batch).ok());
+  }
+  auto check = [&](LogStore* st) {
+    for (const char* qs : {"", "level=ERROR", "level>=WARNING cuda", "\"out of memory\"", "-step", "time*",
+                           R"({run="r1"} step>=100)", "level=ERROR nccl or level=WARNING cuda", "level=NOTICE2",
+                           "level!=INFO |~ \"[0-9]+ loss\""}) {
+      Query q = Q(qs);
+      std::vector<size_t> want;
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (q.Matches(all[i])) want.push_back(i);
+      }
+      std::stable_sort(want.begin(), want.end(), [&](size_t a, size_t b) {
+        return all[a].time_ns != all[b].time_ns ? all[a].time_ns > all[b].time_ns : a > b;
+      });
+      std::vector<std::string> got;
+      SelectOptions o;
+      o.limit = 7;
+      for (int page = 0; page < 100; ++page) {
+        auto r = st->Select(q, o);
+        ASSERT_TRUE(r.ok()) << r.error().ToString();
+        for (const Record& l : r->lines) got.push_back(l.message);
+        if (r->next_cursor.empty()) break;
+        o.cursor = r->next_cursor;
+      }
+      std::vector<std::string> want_msgs;
+      for (size_t i : want) want_msgs.push_back(all[i].message);
+      EXPECT_EQ(got, want_msgs) << qs;
+      auto h = st->Histogram(q, kT0, kT0 + 100 * kSec, 10 * kSec);
+      ASSERT_TRUE(h.ok());
+      uint64_t total = 0;
+      for (auto& [t, c] : *h) total += c;
+      EXPECT_EQ(total, want.size()) << qs;
+    }
+    std::map<int64_t, int64_t> pos;
+    std::vector<std::string> read;
+    for (int i = 0; i < 100; ++i) {
+      auto r = st->ReadAfter(&pos, 13);
+      ASSERT_TRUE(r.ok());
+      if (r->empty()) break;
+      for (const Record& l : *r) read.push_back(l.message);
+    }
+    std::vector<std::string> in_order;
+    for (const Record& r : all) in_order.push_back(r.message);
+    EXPECT_EQ(read, in_order);
+  };
+  check(s.get());
+  s.reset();
+  s = Open();
+  check(s.get());
+  // More lines after the reopen continue the sequence: ReadAfter sees them next.
+  std::map<int64_t, int64_t> pos;
+  ASSERT_TRUE(s->ReadAfter(&pos, 1000).ok());
+  ASSERT_TRUE(s->Append({Rec(kT0, "r0", "INFO", "after reopen")}).ok());
+  auto r = s->ReadAfter(&pos, 1000);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].message, "after reopen");
+}
+
+TEST_F(LogStoreTest, RetriedBatchIsStoredOnce) {
+  auto s = Open();
+  uint64_t seq = s->LastSeq();
+  std::vector<Record> batch = {Rec(kT0, "a", "INFO", "one"), Rec(kT0 + 86400 * kSec, "a", "INFO", "two")};
+  bool dup = true;
+  ASSERT_TRUE(s->Append(batch, "client.0.7", &dup).ok());
+  EXPECT_FALSE(dup);
+  ASSERT_TRUE(s->Append(batch, "client.0.7", &dup).ok());
+  EXPECT_TRUE(dup);
+  ASSERT_TRUE(s->Append(batch, "client.0.8", &dup).ok());  // another batch with the same lines
+  EXPECT_FALSE(dup);
+  s.reset();
+  s = Open();  // the ids are durable with the lines
+  ASSERT_TRUE(s->Append(batch, "client.0.7", &dup).ok());
+  EXPECT_TRUE(dup);
+  auto r = s->Select(Q(""), {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Messages(*r), (std::vector<std::string>{"two", "two", "one", "one"}));
+  (void)seq;
+}
+
+// A data dir written before blocks (schema 1: a row per line) is migrated
+// when opened; row ids become sequence numbers, so saved forwarding
+// positions stay valid.
+TEST_F(LogStoreTest, MigratesSchema1Partition) {
+  ASSERT_TRUE(file::MkdirAll(opts_.dir).ok());
+  std::string path = opts_.dir + "/logs-" + std::to_string(kT0 / kSec / 86400 * 86400) + ".db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* schema = R"sql(
+CREATE TABLE streams(id INTEGER PRIMARY KEY, labels TEXT NOT NULL UNIQUE);
+CREATE TABLE lines(id INTEGER PRIMARY KEY, t INTEGER NOT NULL, stream INTEGER NOT NULL,
+  level TEXT NOT NULL, flags INTEGER NOT NULL, message BLOB NOT NULL, fields TEXT);
+CREATE INDEX lines_t ON lines(t);
+CREATE INDEX lines_stream_t ON lines(stream, t);
+CREATE VIRTUAL TABLE lines_fts USING fts5(message, content='', columnsize=0);
+INSERT INTO streams VALUES(1, '{"project":"p","run":"a"}'), (2, '{"project":"p","run":"b"}');
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, schema, nullptr, nullptr, nullptr), SQLITE_OK);
+  std::string big(2000, 'x');
+  big = "CUDA error " + big;
+  std::string z(ZSTD_compressBound(big.size()), '\0');
+  z.resize(ZSTD_compress(z.data(), z.size(), big.data(), big.size(), 3));
+  sqlite3_stmt* ins = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "INSERT INTO lines(id, t, stream, level, flags, message, fields) VALUES(?,?,?,?,?,?,?)",
+                               -1, &ins, nullptr), SQLITE_OK);
+  for (int i = 1; i <= 8; ++i) {
+    std::string msg = i == 5 ? z : "line " + std::to_string(i);
+    sqlite3_reset(ins);
+    sqlite3_bind_int64(ins, 1, i * 10);  // ids need not be dense
+    sqlite3_bind_int64(ins, 2, kT0 + i * kSec);
+    sqlite3_bind_int64(ins, 3, i % 2 + 1);
+    sqlite3_bind_text(ins, 4, i == 5 ? "ERROR" : "INFO", -1, SQLITE_STATIC);
+    sqlite3_bind_int(ins, 5, i == 5 ? 2 : (i == 8 ? 1 : 0));
+    sqlite3_bind_blob(ins, 6, msg.data(), static_cast<int>(msg.size()), SQLITE_TRANSIENT);
+    if (i % 2) sqlite3_bind_text(ins, 7, "{\"k\":1}", -1, SQLITE_STATIC);
+    else sqlite3_bind_null(ins, 7);
+    ASSERT_EQ(sqlite3_step(ins), SQLITE_DONE);
+  }
+  sqlite3_finalize(ins);
+  sqlite3_close(db);
+
+  auto s = Open();
+  auto err = s->Select(Q("level=ERROR cuda"), {});
+  ASSERT_TRUE(err.ok()) << err.error().ToString();
+  ASSERT_EQ(err->lines.size(), 1u);
+  EXPECT_EQ(err->lines[0].message, big);
+  EXPECT_EQ(err->lines[0].fields, "{\"k\":1}");
+  auto all = s->Select(Q(""), {});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->lines.size(), 8u);
+  EXPECT_TRUE(all->lines[0].truncated);  // line 8
+  EXPECT_EQ(all->lines[0].labels.Get("run"), "a");
+  std::map<int64_t, int64_t> pos{{kT0 / kSec / 86400 * 86400 * 1000, 40}};  // a forwarder that had sent id 40
+  auto rest = s->ReadAfter(&pos, 100);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->size(), 4u);
+  EXPECT_EQ((*rest)[0].message, big);
+  EXPECT_EQ((*rest)[3].message, "line 8");
+  ASSERT_TRUE(s->Append({Rec(kT0 + 9 * kSec, "a", "INFO", "new")}).ok());
+  rest = s->ReadAfter(&pos, 100);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_EQ((*rest)[0].message, "new");
+  s.reset();
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('lines', 'lines_fts')", -1, &q,
+                               nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(q, 0), 0);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
 }
 
 }  // namespace

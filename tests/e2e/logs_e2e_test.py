@@ -128,6 +128,8 @@ class LogsTest(unittest.TestCase):
         self.assertEqual(self.messages('{gpu="3"} level>=WARNING'), ["NCCL timeout on rank 1"])
         self.assertEqual(self.messages('|~ "step 4[89] "'), ["step 49 loss 0.040", "step 48 loss 0.041"])
         self.assertEqual(self.messages('step -loss'), [])
+        self.assertEqual(self.messages('level=ERROR CUDA or nccl'),
+                         ["NCCL timeout on rank 1", "RuntimeError: CUDA error: out of memory"])
         self.assertEqual(len(self.messages('{project=~"vis.*"}', start=T0 + 10, end=T0 + 19)), 10)
 
         # Cursor paging returns every line exactly once, in order.
@@ -165,6 +167,17 @@ class LogsTest(unittest.TestCase):
         line = self.query('{run="long"}')["lines"][0]
         self.assertTrue(line["truncated"])
         self.assertEqual(len(line["message"]), 65536)
+
+    def test_retried_batch_is_stored_once(self):
+        labels = {"project": "vision", "run": "retry", "batch_id": "client.0.abc.L1"}
+        lines = [{"time": T0 + i, "message": "line %d" % i} for i in range(3)]
+        self.push(labels, lines)
+        self.push(labels, lines)  # a retry after a lost answer: 204, nothing stored again
+        self.push(dict(labels, batch_id="client.0.abc.L2"), lines[:1])
+        self.assertEqual(self.messages('{run="retry"}'), ["line 2", "line 1", "line 0", "line 0"])
+        # batch_id is not a stream label
+        self.assertEqual(self.query('{run="retry"}')["lines"][0]["labels"], {"project": "vision", "run": "retry"})
+        self.push(dict(labels, batch_id=""), lines, expect=400)
 
     def test_elasticsearch_bulk_and_loki_push(self):
         status, body = self.server.request("GET", "/", headers={"Accept": "application/json"})
@@ -328,6 +341,59 @@ class LogsTest(unittest.TestCase):
         self.assertEqual(sorted(got), sorted(want + ["written while down", "after rotation"]))
         status, body = self.server.request("GET", "/-/ready")
         self.assertEqual(status, 200)
+
+    def test_reload_applies_the_logs_section(self):
+        self.server.stop_quietly()
+        dir_a, dir_b = os.path.join(self.tmp, "a"), os.path.join(self.tmp, "b")
+        os.makedirs(dir_a)
+        os.makedirs(dir_b)
+        cfg = os.path.join(self.tmp, "trainwatch.yml")
+
+        def write_cfg(log_dir, patterns):
+            with open(cfg, "w") as f:
+                f.write("trainwatch:\n  logs:\n    patterns: {%s}\n    files:\n      - paths: ['%s/*.log']\n"
+                        "        labels: {project: reload}\n" % (patterns, log_dir))
+        write_cfg(dir_a, "")
+        self.server = Server(self.data, ["--config.file", cfg, "--scrape.self=false",
+                                         "--logs.metrics-interval", "1s"]).start()
+        with open(os.path.join(dir_a, "x.log"), "w") as f:
+            f.write("from a\n")
+
+        def wait_for(want):
+            deadline = time.time() + 20
+            got = []
+            while time.time() < deadline:
+                got = sorted(self.messages('{project="reload"}', limit=1000))
+                if got == want:
+                    break
+                time.sleep(0.2)
+            return got
+        self.assertEqual(wait_for(["from a"]), ["from a"])
+        write_cfg(dir_b, "disk_full: 'No space left'")
+        self.server.proc.send_signal(signal.SIGHUP)
+        time.sleep(1.5)
+        with open(os.path.join(dir_a, "x.log"), "a") as f:
+            f.write("a after reload\n")  # no longer tailed
+        with open(os.path.join(dir_b, "y.log"), "w") as f:
+            f.write("No space left on device\n")
+        self.assertEqual(wait_for(["No space left on device", "from a"]), ["No space left on device", "from a"])
+        deadline, series = time.time() + 20, []
+        while time.time() < deadline and not series:
+            status, body = self.server.request("GET", "/api/v1/query?" + q(
+                {"query": 'trainwatch_log_pattern_matches_total{pattern="disk_full"}'}))
+            series = json.loads(body)["data"]["result"]
+            time.sleep(0.3)
+        self.assertEqual([r["value"][1] for r in series], ["1"])
+        # A bad section changes nothing and says why.
+        with open(cfg, "w") as f:
+            f.write("trainwatch:\n  logs:\n    patterns: {bad: '('}\n")
+        status, body = self.server.request("POST", "/-/reload")
+        self.assertNotEqual(status, 200)
+        self.assertIn(b"bad", body)
+        with open(os.path.join(dir_b, "y.log"), "a") as f:
+            f.write("still tailed\n")
+        self.assertEqual(wait_for(["No space left on device", "from a", "still tailed"]),
+                         ["No space left on device", "from a", "still tailed"])
 
     def test_forwarding_to_elasticsearch_and_loki_queues_while_target_is_down(self):
         self.server.stop_quietly()

@@ -9,7 +9,6 @@ and the spool is replayed oldest first. Only this object writes or removes
 files in its spool dir, always under `_lock`, so nothing removes a dir
 another thread is writing into.
 """
-import itertools
 import json
 import math
 import os
@@ -104,6 +103,8 @@ class Sender:
         self._next_retry = 0.0
         self._last_contact = 0.0
         self._logs_absent_until = 0.0
+        self.log_batches = deque()  # formed requests not yet acknowledged: (query, body, lines)
+        self._log_seq = 0
         self._warned = set()
         self._open_spool()
 
@@ -336,41 +337,48 @@ class Sender:
             self.registered = False
 
     def _send_logs(self):
-        if not self.lines or self.disabled:
+        if (not self.lines and not self.log_batches) or self.disabled:
             return
         if time.monotonic() < self._logs_absent_until:
-            n = len(self.lines)  # no logs endpoint: drop (counted) rather than hold them
-            for _ in range(n):
-                self.lines.popleft()
+            n = len(self.lines) + sum(b[2] for b in self.log_batches)
+            self.lines.clear()  # no logs endpoint: drop (counted) rather than hold them
+            self.log_batches.clear()
             self.logs_dropped += n
             return
-        chunk = list(itertools.islice(self.lines, 0, 2000))
-        by_source = {}
-        for t, level, msg, source in chunk:
-            by_source.setdefault(source, []).append(
-                json.dumps({"time": t, "level": level, "message": msg}, separators=(",", ":")))
-        for source, rows in by_source.items():
-            q = urllib.parse.urlencode({"project": self.register_body.get("project", ""), "run": self.name or self.run_id,
-                                        "rank": self.rank, "host": self.host, "source": source})
+        if not self.log_batches:
+            # Form the requests once, each with its batch id, so that a retry
+            # (a timeout after the server stored it) is recognized and stored once.
+            chunk = [self.lines.popleft() for _ in range(min(2000, len(self.lines)))]
+            by_source = {}
+            for t, level, msg, source in chunk:
+                by_source.setdefault(source, []).append(
+                    json.dumps({"time": t, "level": level, "message": msg}, separators=(",", ":")))
+            for source, rows in by_source.items():
+                self._log_seq += 1
+                q = urllib.parse.urlencode({
+                    "project": self.register_body.get("project", ""), "run": self.name or self.run_id,
+                    "rank": self.rank, "host": self.host, "source": source,
+                    "batch_id": "%s.%d.%s.L%d" % (self.run_id, self.rank, self.nonce, self._log_seq)})
+                self.log_batches.append((q, "\n".join(rows) + "\n", len(rows)))
+        while self.log_batches:
+            q, body, n = self.log_batches[0]
             try:
-                status, doc = self.http.request("POST", "/api/v1/logs?" + q, "\n".join(rows) + "\n",
-                                                content_type="application/x-ndjson")
+                status, doc = self.http.request("POST", "/api/v1/logs?" + q, body, content_type="application/x-ndjson")
             except Unreachable as e:
                 self._went_offline(str(e))
-                return  # kept in memory (bounded) and sent later
+                return  # kept in memory (bounded) and sent later under the same batch id
             if status >= 500 and status != 503 or status in (408, 429):
                 self.logs_stuck = True
                 return  # try again later
             if not 200 <= status < 300:
                 # 404/503: no logs endpoint on this server; 4xx: refused. Dropped, counted.
-                self.logs_dropped += len(rows)
+                self.logs_dropped += n
                 self._warn_once("logs%d" % status, "log lines not stored (%s); dropping them (counted in run.logs_dropped)"
                                 % error_text(status, doc))
                 if status in (404, 503):
                     self._logs_absent_until = time.monotonic() + 30
+            self.log_batches.popleft()
         self.logs_stuck = False
-        for _ in range(len(chunk)):
-            self.lines.popleft()
 
     def add_line(self, t, level, message, source):
         if len(self.lines) >= self.max_log_lines:
@@ -398,7 +406,7 @@ class Sender:
             except Exception as e:  # never let the sender die: training goes on
                 self._warn_once("exc:" + repr(e), "sender error: %r" % (e,))
             self.cpu_seconds += time.thread_time() - t0
-            if stopping and self._idle() and (not self.lines or not self.online or self.disabled or self.logs_stuck):
+            if stopping and self._idle() and (not (self.lines or self.log_batches) or not self.online or self.disabled or self.logs_stuck):
                 break
             if stopping and time.monotonic() >= self._deadline:
                 break
