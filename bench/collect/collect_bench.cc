@@ -5,6 +5,8 @@
 //   collect_bench --nvml build/.../libnvidia-ml-fake.so [--cycles 60] [--interval-ms 1000]
 //   collect_bench --nvml libnvidia-ml.so.1 --print 1   (real GPUs: two cycles 1 s apart, then
 //                                                        the GPU families as /metrics shows them)
+//   collect_bench --write-nvml-config PATH  (writes the fake NVML's 8-GPU description and exits,
+//                                            for runs of the real binary on the same GPUs)
 //
 // CPU is getrusage(RUSAGE_SELF) over the whole run (idle waits and the XID
 // event thread included) divided by the cycles; "core_percent" is that CPU
@@ -44,6 +46,23 @@ long RssKiB() {
   return -1;
 }
 
+// The 8 simulated GPUs: every value the collector reads, GPM, one compute process each.
+void WriteFakeConfig(const std::string& path) {
+  std::ofstream cfg(path);
+  cfg << "gpus 8\n";
+  const char* keys[] = {"util_gpu", "util_mem", "temp", "power_mw", "sm_clock", "mem_clock", "enc", "dec",
+                        "fb_total", "fb_reserved", "fb_used", "fb_free", "pcie_tx_kbs", "pcie_rx_kbs",
+                        "clock_reasons", "field:82", "field:83", "field:94", "field:140", "field:141",
+                        "field:142", "field:143", "field:145", "field:3", "field:4", "field:5", "field:6",
+                        "field:29", "field:30", "field:31", "field:74", "field:75", "gpm:1", "gpm:2", "gpm:3",
+                        "gpm:5", "gpm:10", "gpm:20", "gpm:21", "gpm:60", "gpm:61"};
+  for (int g = 0; g < 8; ++g) {
+    for (const char* k : keys) cfg << "gpu " << g << " " << k << " " << (g + 1) * 1000 << "\n";
+    cfg << "gpu " << g << " process " << 1000 + g << " 1073741824\n";
+    cfg << "gpu " << g << " process_util " << 1000 + g << " 50\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +75,10 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--cycles") == 0) cycles = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--interval-ms") == 0) interval_ms = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--print") == 0) print = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--write-nvml-config") == 0) {
+      WriteFakeConfig(argv[i + 1]);
+      return 0;
+    }
   }
   if (nvml.empty() || cycles <= 0 || interval_ms < 0) {
     std::fprintf(stderr, "usage: %s --nvml LIB [--cycles N] [--interval-ms MS]\n", argv[0]);
@@ -64,20 +87,7 @@ int main(int argc, char** argv) {
   std::string cfg_path;
   if (std::getenv("FAKE_NVML_CONFIG") == nullptr && nvml.find("fake") != std::string::npos) {
     cfg_path = "/tmp/tw_collect_bench_" + std::to_string(::getpid()) + ".txt";
-    std::ofstream cfg(cfg_path);
-    cfg << "gpus 8\n";
-    const char* keys[] = {"util_gpu", "util_mem", "temp", "power_mw", "sm_clock", "mem_clock", "enc", "dec",
-                          "fb_total", "fb_reserved", "fb_used", "fb_free", "pcie_tx_kbs", "pcie_rx_kbs",
-                          "clock_reasons", "field:82", "field:83", "field:94", "field:140", "field:141",
-                          "field:142", "field:143", "field:145", "field:3", "field:4", "field:5", "field:6",
-                          "field:29", "field:30", "field:31", "field:74", "field:75", "gpm:1", "gpm:2", "gpm:3",
-                          "gpm:5", "gpm:10", "gpm:20", "gpm:21", "gpm:60", "gpm:61"};
-    for (int g = 0; g < 8; ++g) {
-      for (const char* k : keys) cfg << "gpu " << g << " " << k << " " << (g + 1) * 1000 << "\n";
-      cfg << "gpu " << g << " process " << 1000 + g << " 1073741824\n";
-      cfg << "gpu " << g << " process_util " << 1000 + g << " 50\n";
-    }
-    cfg.close();
+    WriteFakeConfig(cfg_path);
     ::setenv("FAKE_NVML_CONFIG", cfg_path.c_str(), 1);
   }
   collect::gpu::Options go;

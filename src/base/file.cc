@@ -71,15 +71,16 @@ static Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return Status::OK();
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view data) {
+Status WriteFileAtomic(const std::string& path, std::string_view data, Sync sync) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno("create " + tmp, errno);
   Status s = WriteAll(fd, data, tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = Status::FromErrno("fsync " + tmp, errno);
+  if (s.ok() && sync == Sync::kYes && ::fsync(fd) != 0) s = Status::FromErrno("fsync " + tmp, errno);
   ::close(fd);
   if (!s.ok()) return s;
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno("rename " + tmp, errno);
+  if (sync == Sync::kNo) return Status::OK();
   std::string dir = std::filesystem::path(path).parent_path().string();
   return SyncDir(dir.empty() ? "." : dir);
 }

@@ -31,8 +31,12 @@ class MmapFile {
 };
 
 Status ReadFile(const std::string& path, std::string* out);
+enum class Sync { kYes, kNo };
 // Writes path.tmp, fsyncs it, renames it over path and fsyncs the directory.
-Status WriteFileAtomic(const std::string& path, std::string_view data);
+// With Sync::kNo the fsyncs are skipped: a reader sees the old or the new
+// contents after a process crash, but after a power loss the file may be
+// old, new or empty (for state that is cheap to redo, e.g. a send position).
+Status WriteFileAtomic(const std::string& path, std::string_view data, Sync sync = Sync::kYes);
 Status SyncDir(const std::string& dir);
 Status MkdirAll(const std::string& dir);
 // Removes a file or a directory tree; a missing path is not an error.

@@ -101,7 +101,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
   s->srv_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s->srv_->set_payload_max_length(opts.max_body_bytes);
   s->srv_->set_keep_alive_max_count(10000);
-  s->srv_->set_keep_alive_timeout(30);
+  // cpp-httplib 0.11 waits on an idle keep-alive connection by polling it
+  // every 10 ms (plus a 1 ms sleep) in a worker thread: ~90 wake-ups a second
+  // per idle client, most of an idle agent's CPU at 30 s. A client that comes
+  // back later than this reconnects.
+  s->srv_->set_keep_alive_timeout(5);
   // httplib's default adds SO_REUSEPORT, which would let a second server
   // silently share the port; SO_REUSEADDR alone still allows quick restarts.
   s->srv_->set_socket_options([](socket_t sock) {

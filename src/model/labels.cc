@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/coding.h"
 #include "base/hash.h"
 
 namespace trainwatch::model {
@@ -118,6 +119,29 @@ bool IsValidMetricName(std::string_view s) {
 bool IsValidLabelName(std::string_view s) {
   if (s.empty() || !IsNameStart(s[0], false)) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return IsNameChar(c, false); });
+}
+
+void AppendEncodedLabels(const Labels& labels, std::string* out) {
+  PutVarint64(out, labels.size());
+  for (const Label& l : labels) {
+    PutLengthPrefixed(out, l.name);
+    PutLengthPrefixed(out, l.value);
+  }
+}
+
+bool DecodeEncodedLabels(std::string_view in, Labels* out) {
+  uint64_t n = 0;
+  if (!GetVarint64(&in, &n) || n > in.size() / 2) return false;
+  std::vector<Label> v(n);
+  for (Label& l : v) {
+    std::string_view name, value;
+    if (!GetLengthPrefixed(&in, &name) || !GetLengthPrefixed(&in, &value)) return false;
+    l.name = name;
+    l.value = value;
+  }
+  if (!in.empty()) return false;
+  *out = Labels(std::move(v));
+  return true;
 }
 
 }  // namespace trainwatch::model

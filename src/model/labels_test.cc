@@ -37,3 +37,23 @@ TEST(LabelsTest, ValidNames) {
 
 }  // namespace
 }  // namespace trainwatch::model
+
+namespace trainwatch::model {
+namespace {
+
+TEST(EncodedLabelsTest, RoundTripsAndRejectsMalformedInput) {
+  for (const Labels& l : {Labels{}, Labels{{"__name__", "up"}},
+                          Labels{{"__name__", "gpu_util"}, {"gpu", "0"}, {"k", std::string("v\0\xff", 3)},
+                                 {"long", std::string(300, 'x')}}}) {
+    std::string enc;
+    AppendEncodedLabels(l, &enc);
+    Labels got{{"stale", "x"}};
+    ASSERT_TRUE(DecodeEncodedLabels(enc, &got)) << l.ToString();
+    EXPECT_EQ(got, l);
+    for (size_t cut = 0; cut < enc.size(); cut++) EXPECT_FALSE(DecodeEncodedLabels(enc.substr(0, cut), &got)) << cut;
+    EXPECT_FALSE(DecodeEncodedLabels(enc + "x", &got));
+  }
+}
+
+}  // namespace
+}  // namespace trainwatch::model

@@ -33,11 +33,7 @@ void PutLen(std::string* out, char tag, size_t n) {
 
 }  // namespace
 
-void AppendTimeSeries(const model::Labels& labels, const model::Sample* samples, size_t n, std::string* out) {
-  size_t size = 0;
-  for (const model::Label& l : labels) size += LenField(LabelSize(l));
-  for (size_t i = 0; i < n; i++) size += LenField(SampleSize(samples[i]));
-  PutLen(out, kTagTimeSeries, size);
+void AppendLabelFields(const model::Labels& labels, std::string* out) {
   for (const model::Label& l : labels) {
     PutLen(out, kTagLabel, LabelSize(l));
     PutLen(out, kTagName, l.name.size());
@@ -45,6 +41,13 @@ void AppendTimeSeries(const model::Labels& labels, const model::Sample* samples,
     PutLen(out, kTagValue, l.value.size());
     out->append(l.value);
   }
+}
+
+void AppendTimeSeriesEncoded(std::string_view label_fields, const model::Sample* samples, size_t n, std::string* out) {
+  size_t size = label_fields.size();
+  for (size_t i = 0; i < n; i++) size += LenField(SampleSize(samples[i]));
+  PutLen(out, kTagTimeSeries, size);
+  out->append(label_fields);
   for (size_t i = 0; i < n; i++) {
     PutLen(out, kTagSample, SampleSize(samples[i]));
     out->push_back(kTagDouble);
@@ -54,6 +57,12 @@ void AppendTimeSeries(const model::Labels& labels, const model::Sample* samples,
     out->push_back(kTagTimestamp);
     PutVarint64(out, static_cast<uint64_t>(samples[i].t));  // int64: negative times are 10-byte varints
   }
+}
+
+void AppendTimeSeries(const model::Labels& labels, const model::Sample* samples, size_t n, std::string* out) {
+  std::string fields;
+  AppendLabelFields(labels, &fields);
+  AppendTimeSeriesEncoded(fields, samples, n, out);
 }
 
 void SnappyCompress(std::string_view in, std::string* out) {

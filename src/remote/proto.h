@@ -18,6 +18,12 @@ namespace trainwatch::remote {
 // being built; an empty *out plus N calls is a WriteRequest of N series.
 void AppendTimeSeries(const model::Labels& labels, const model::Sample* samples, size_t n, std::string* out);
 
+// The TimeSeries.labels fields of `labels`, encoded once per series so each
+// batch copies bytes instead of encoding labels again.
+void AppendLabelFields(const model::Labels& labels, std::string* out);
+// AppendTimeSeries with labels already encoded by AppendLabelFields.
+void AppendTimeSeriesEncoded(std::string_view label_fields, const model::Sample* samples, size_t n, std::string* out);
+
 // Replaces *out with `in` compressed in the snappy block format.
 void SnappyCompress(std::string_view in, std::string* out);
 

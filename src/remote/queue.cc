@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/coding.h"
 #include "base/file.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "tsdb/wal/reader.h"
 #include "tsdb/wal/segment.h"
@@ -120,18 +121,20 @@ std::unique_ptr<storage::Appender> Queue::NewAppender() { return std::make_uniqu
 
 Result<uint64_t> Queue::Resolve(const model::Labels& labels) {
   if (labels.empty()) return Status::InvalidArgument("series without labels");
-  const uint64_t h = labels.Hash();
+  std::string enc;
+  model::AppendEncodedLabels(labels, &enc);
+  const uint64_t h = HashString(enc);
   std::lock_guard l(mu_);
   auto [lo, hi] = by_hash_.equal_range(h);
   for (auto it = lo; it != hi; ++it) {
     Entry& e = by_id_.at(it->second);
-    if (e.labels == labels) {
+    if (e.labels == enc) {
       e.last_used = end_.segment;
       return it->second;
     }
   }
   const uint64_t id = next_id_++;
-  by_id_.emplace(id, Entry{labels, -1, end_.segment});
+  by_id_.emplace(id, Entry{std::move(enc), -1, end_.segment});
   by_hash_.emplace(h, id);
   return id;
 }
@@ -161,7 +164,7 @@ Status Queue::Log(const std::vector<wal::RefSample>& samples) {
     e.last_used = seg;
     if (e.defined_in != seg) {
       e.defined_in = seg;
-      new_series_.push_back({s.ref, e.labels});
+      new_series_.emplace_back(s.ref, e.labels);
     }
   }
   if (unknown > 0) {
@@ -178,7 +181,7 @@ Status Queue::Log(const std::vector<wal::RefSample>& samples) {
   }
   std::vector<std::string> recs;
   if (!new_series_.empty()) {
-    wal::EncodeSeries(new_series_, &series_buf_);
+    wal::EncodeSeriesEncoded(new_series_, &series_buf_);
     recs.push_back(std::move(series_buf_));
   }
   recs.push_back(std::move(samples_buf_));
@@ -190,7 +193,7 @@ Status Queue::Log(const std::vector<wal::RefSample>& samples) {
   if (recs.size() == 2) series_buf_ = std::move(recs.front());
   if (!s.ok()) {
     // The series records may not be on disk: define them again next time.
-    for (const wal::RefSeries& rs : new_series_) by_id_.at(rs.ref).defined_in = -1;
+    for (const auto& [ref, labels] : new_series_) by_id_.at(ref).defined_in = -1;
     return s.Annotate("remote write queue");
   }
   end_.offset += bytes;
@@ -206,7 +209,7 @@ Status Queue::RotateLocked() {
   // Forget series not used in the segment just closed nor since.
   for (auto it = by_id_.begin(); it != by_id_.end();) {
     if (it->second.last_used < next - 1) {
-      auto [lo, hi] = by_hash_.equal_range(it->second.labels.Hash());
+      auto [lo, hi] = by_hash_.equal_range(HashString(it->second.labels));
       for (auto h = lo; h != hi; ++h) {
         if (h->second == it->first) {
           by_hash_.erase(h);

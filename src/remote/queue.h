@@ -101,7 +101,7 @@ class Queue : public storage::Appendable {
 
  private:
   struct Entry {
-    model::Labels labels;
+    std::string labels;   // model::AppendEncodedLabels: a fifth of a model::Labels
     int defined_in = -1;  // segment whose series record holds it; -1: none yet
     int last_used = 0;    // segment of the last append (or resolve)
   };
@@ -121,12 +121,12 @@ class Queue : public storage::Appendable {
   int64_t segment_started_ms_ = 0;                  // GUARDED_BY(mu_): wall clock
   uint64_t next_id_ = 1;                            // GUARDED_BY(mu_)
   std::unordered_map<uint64_t, Entry> by_id_;       // GUARDED_BY(mu_)
-  std::unordered_multimap<uint64_t, uint64_t> by_hash_;  // GUARDED_BY(mu_): labels hash -> id
+  std::unordered_multimap<uint64_t, uint64_t> by_hash_;  // GUARDED_BY(mu_): hash of Entry::labels -> id
   uint64_t segments_dropped_ = 0;                   // GUARDED_BY(mu_)
   uint64_t unknown_ = 0;                            // GUARDED_BY(mu_)
   bool closed_ = false;                             // GUARDED_BY(mu_)
   std::string series_buf_, samples_buf_;            // GUARDED_BY(mu_): reused encodings
-  std::vector<wal::RefSeries> new_series_;          // GUARDED_BY(mu_)
+  std::vector<std::pair<uint64_t, std::string_view>> new_series_;  // GUARDED_BY(mu_)
   std::thread sync_thread_;
 };
 

@@ -103,7 +103,7 @@ void Sender::Stop() {
   for (auto& s : shards_) {
     if (s->thread.joinable()) s->thread.join();
   }
-  SavePosition(acked());
+  SavePosition(acked(), file::Sync::kYes);
 }
 
 Position Sender::acked() const {
@@ -123,8 +123,8 @@ SenderStats Sender::stats() const {
   return st;
 }
 
-void Sender::SavePosition(Position p) {
-  Status s = file::WriteFileAtomic(position_path_, FormatPosition(p));
+void Sender::SavePosition(Position p, file::Sync sync) {
+  Status s = file::WriteFileAtomic(position_path_, FormatPosition(p), sync);
   if (!s.ok()) TW_LOG(Error, "remote_write {}: save position: {}", cfg_.name, s.ToString());
 }
 
@@ -148,7 +148,6 @@ void Sender::ForgetOldSeries(int segment) {
     std::lock_guard l(mu_);
     done = record_ends_.empty() ? dispatched_seq_ : record_ends_.front().first - 1;
   }
-  std::unique_lock l(series_mu_);
   for (auto it = series_.begin(); it != series_.end();) {
     if (it->second.last_segment < segment - 1 && it->second.last_seq <= done) it = series_.erase(it);
     else ++it;
@@ -167,10 +166,11 @@ void Sender::ReadLoop(Position start) {
   int64_t saved_at = MonoNanos();
   uint64_t unknown = 0;
   const uint64_t capacity = cfg_.queue.capacity;
+  std::vector<std::vector<Pending>> groups(shards_.size());  // a record's samples by shard
   auto save_now = [&] {
     Position a = acked();
     if (a != saved) {
-      SavePosition(a);
+      SavePosition(a, file::Sync::kNo);
       saved = a;
     }
     saved_at = MonoNanos();
@@ -199,7 +199,6 @@ void Sender::ReadLoop(Position start) {
           TW_LOG(Error, "remote_write {}: queue segment {}: {}", cfg_.name, end.segment, s.ToString());
           break;
         }
-        std::unique_lock l(series_mu_);
         for (wal::RefSeries& rs : series) {
           auto [it, added] = series_.try_emplace(rs.ref);
           SeriesEntry& e = it->second;
@@ -213,11 +212,11 @@ void Sender::ReadLoop(Position start) {
             rs.labels = b.Build();
           }
           if (cfg_.write_relabel_configs.empty()) {
-            e.labels = std::move(rs.labels);
+            AppendLabelFields(rs.labels, &e.label_fields);
           } else {
             scrape::LabelSet ls(rs.labels);
             e.dropped = !scrape::Relabel(cfg_.write_relabel_configs, &ls) || ls.pairs().empty();
-            if (!e.dropped) e.labels = ls.ToLabels();
+            if (!e.dropped) AppendLabelFields(ls.ToLabels(), &e.label_fields);
           }
         }
         break;
@@ -235,8 +234,9 @@ void Sender::ReadLoop(Position start) {
           record_ends_.emplace_back(seq, end);
         }
         uint64_t dropped = 0;
+        for (auto& g : groups) g.clear();
         for (const wal::RefSample& smp : samples) {
-          auto it = series_.find(smp.ref);  // only this thread writes series_
+          auto it = series_.find(smp.ref);
           if (it == series_.end()) {
             if (unknown++ == 0) TW_LOG(Error, "remote_write {}: sample of unknown queue series {}", cfg_.name, smp.ref);
             continue;
@@ -246,13 +246,25 @@ void Sender::ReadLoop(Position start) {
             continue;
           }
           it->second.last_seq = seq;
-          Shard* sh = shards_[HashMix(smp.ref, 0x9e3779b97f4a7c15ull) % shards_.size()].get();
-          std::unique_lock l(sh->mu);
-          sh->cv.wait(l, [&] { return stop_ || sh->pending.size() < capacity; });
-          if (stop_) return;
-          if (sh->pending.empty()) sh->batch_started_ns = MonoNanos();
-          sh->pending.push_back(Pending{smp.ref, smp.t, smp.v, seq});
-          sh->cv.notify_all();
+          groups[HashMix(smp.ref, 0x9e3779b97f4a7c15ull) % shards_.size()].push_back(
+              Pending{&it->second, smp.t, smp.v, seq});
+        }
+        // One lock and one wake-up per shard and record, in parts when a
+        // shard has less room than the record brings.
+        for (size_t i = 0; i < shards_.size(); i++) {
+          const std::vector<Pending>& g = groups[i];
+          Shard* sh = shards_[i].get();
+          for (size_t k = 0; k < g.size();) {
+            std::unique_lock l(sh->mu);
+            sh->cv.wait(l, [&] { return stop_ || sh->pending.size() < capacity; });
+            if (stop_) return;
+            const size_t n = std::min<size_t>(capacity - sh->pending.size(), g.size() - k);
+            if (sh->pending.empty()) sh->batch_started_ns = MonoNanos();
+            sh->pending.insert(sh->pending.end(), g.begin() + static_cast<std::ptrdiff_t>(k),
+                               g.begin() + static_cast<std::ptrdiff_t>(k + n));
+            k += n;
+            sh->cv.notify_all();
+          }
         }
         {
           std::lock_guard l(mu_);
@@ -273,8 +285,7 @@ void Sender::ShardLoop(Shard* s) {
   const size_t max_send = cfg_.queue.max_samples_per_send;
   const int64_t deadline_ns = cfg_.queue.batch_send_deadline_ms * 1000000;
   std::vector<Pending> batch;
-  std::unordered_map<uint64_t, size_t> index;  // queue id -> slot in by_series
-  std::vector<std::pair<uint64_t, std::vector<model::Sample>>> by_series;
+  std::vector<model::Sample> run;
   std::string proto, body;
   for (;;) {
     batch.clear();
@@ -295,24 +306,19 @@ void Sender::ShardLoop(Shard* s) {
       batch.assign(s->pending.begin(), s->pending.begin() + static_cast<std::ptrdiff_t>(n));
     }
     // One TimeSeries per series of the batch, its samples in time order.
-    index.clear();
-    by_series.clear();
-    int64_t highest = INT64_MIN;
-    for (const Pending& p : batch) {
-      auto [it, added] = index.try_emplace(p.id, by_series.size());
-      if (added) by_series.emplace_back(p.id, std::vector<model::Sample>{});
-      by_series[it->second].second.push_back(model::Sample{p.t, p.v});
-      highest = std::max(highest, p.t);
-    }
+    std::sort(batch.begin(), batch.end(), [](const Pending& a, const Pending& b) {
+      return a.series != b.series ? a.series < b.series : a.t < b.t;
+    });
     proto.clear();
-    {
-      std::shared_lock l(series_mu_);
-      for (auto& [id, smps] : by_series) {
-        std::stable_sort(smps.begin(), smps.end(), [](const model::Sample& a, const model::Sample& b) { return a.t < b.t; });
-        auto it = series_.find(id);
-        if (it == series_.end()) continue;  // BUG guard: entries of unsent samples are never forgotten
-        AppendTimeSeries(it->second.labels, smps.data(), smps.size(), &proto);
+    int64_t highest = INT64_MIN;
+    for (size_t i = 0; i < batch.size();) {
+      const SeriesEntry* e = batch[i].series;
+      run.clear();
+      for (; i < batch.size() && batch[i].series == e; i++) {
+        run.push_back(model::Sample{batch[i].t, batch[i].v});
+        highest = std::max(highest, batch[i].t);
       }
+      AppendTimeSeriesEncoded(e->label_fields, run.data(), run.size(), &proto);
     }
     SnappyCompress(proto, &body);
     if (!SendWithRetries(s, body, batch.size(), highest)) return;

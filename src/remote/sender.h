@@ -9,8 +9,9 @@
 // until they succeed; other 4xx answers drop the batch, logged and counted.
 //
 // Nothing is lost across restarts or receiver outages: the position of the
-// first record not wholly sent is saved to a file about once a second, and
-// a restart resends from there (a receiver sees at most those samples
+// first record not wholly sent is saved to a file about once a second
+// (without fsync: after a power loss it may be older, which resends more),
+// and a restart resends from there (a receiver sees at most those samples
 // twice; trainwatch, Prometheus and VictoriaMetrics store them once).
 //
 // Thread safety: every method may be called from any thread.
@@ -21,12 +22,12 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "base/file.h"
 #include "base/status.h"
 #include "remote/config.h"
 #include "remote/queue.h"
@@ -66,19 +67,23 @@ class Sender {
   SenderStats stats() const;
 
  private:
+  struct SeriesEntry {
+    // After external labels and write_relabel_configs, as the protobuf
+    // fields of TimeSeries.labels (proto.h AppendLabelFields).
+    std::string label_fields;
+    bool dropped = false;  // relabeling dropped the series
+    int last_segment = 0;  // newest segment whose records named it
+    uint64_t last_seq = 0; // newest record that sent samples of it
+  };
   struct Pending {
-    uint64_t id;
+    // Stable: series_ is node-based and an entry is forgotten only once
+    // every sample of it is acknowledged (ForgetOldSeries).
+    const SeriesEntry* series;
     int64_t t;
     double v;
     uint64_t seq;  // the queue record it came from, counted from 1
   };
   struct Shard;  // sender.cc
-  struct SeriesEntry {
-    model::Labels labels;  // after write_relabel_configs
-    bool dropped = false;  // relabeling dropped the series
-    int last_segment = 0;  // newest segment whose records named it
-    uint64_t last_seq = 0; // newest record that sent samples of it
-  };
 
   Sender(RemoteWriteConfig cfg, Queue* q, std::string position_path, std::string user_agent);
   void ReadLoop(Position start);
@@ -87,7 +92,7 @@ class Sender {
   // Returns false only when stopped before it succeeded.
   bool SendWithRetries(Shard* s, const std::string& body, size_t samples, int64_t highest_ms);
   void UpdateAcked();
-  void SavePosition(Position p);
+  void SavePosition(Position p, file::Sync sync);
   void ForgetOldSeries(int segment);
 
   const RemoteWriteConfig cfg_;
@@ -99,9 +104,9 @@ class Sender {
   std::thread reader_;
   std::atomic<bool> stop_{false};
 
-  // The series met in the queue; written by the reader, read by the shards.
-  std::shared_mutex series_mu_;
-  std::unordered_map<uint64_t, SeriesEntry> series_;  // GUARDED_BY(series_mu_)
+  // The series met in the queue by queue id: only the reader thread uses
+  // the map; shards read entries through Pending::series.
+  std::unordered_map<uint64_t, SeriesEntry> series_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;        // a shard made room or finished a batch

@@ -182,11 +182,20 @@ void ScrapeLoop::AppendOne(storage::Appender* app, storage::SeriesRef* ref, cons
   else TW_LOG(Warn, "scrape {}: append {}: {}", url_, labels.ToString(), r.error().ToString());
 }
 
+Status ScrapeLoop::AppendEntry(storage::Appender* app, Entry* e, int64_t t, double v) {
+  if (e->ref != 0 && app->AppendByRef(e->ref, t, v)) return Status::OK();
+  model::Labels labels;
+  if (!model::DecodeEncodedLabels(e->labels, &labels)) return Status::Corruption("BUG: scrape cache labels undecodable");
+  ASSIGN_OR_RETURN(e->ref, app->Append(0, labels, t, v));
+  return Status::OK();
+}
+
 void ScrapeLoop::AppendStale(storage::Appender* app, int64_t t) {
   if (prev_success_ == 0) return;
   for (auto& [text, e] : cache_) {
     if (e.last_iter == prev_success_ && !e.dropped && e.stale_tracked) {
-      AppendOne(app, &e.ref, e.labels, t, model::StaleNaN());
+      Status s = AppendEntry(app, &e, t, model::StaleNaN());
+      if (!s.ok()) TW_LOG(Warn, "scrape {}: stale marker for {}: {}", url_, text, s.ToString());
     }
   }
 }
@@ -264,7 +273,7 @@ Status ScrapeLoop::NewEntry(const ingest::TextSample& s, Entry* e) {
   if (lb.Get(model::kMetricName).empty()) {
     return Status::InvalidArgument("line " + std::to_string(s.line) + ": no metric name after relabeling");
   }
-  e->labels = lb.ToLabels();
+  model::AppendEncodedLabels(lb.ToLabels(), &e->labels);
   return Status::OK();
 }
 
@@ -320,10 +329,8 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
     bool explicit_ts = s.has_timestamp && c.honor_timestamps;
     e->stale_tracked = !explicit_ts;
     int64_t ts = explicit_ts ? s.timestamp_ms : t;
-    if (e->ref != 0 && app->AppendByRef(e->ref, ts, s.value)) continue;
-    auto r = app->Append(0, e->labels, ts, s.value);
-    if (!r.ok()) return r.error().Annotate("line " + std::to_string(s.line));
-    e->ref = *r;
+    Status st = AppendEntry(app, e, ts, s.value);
+    if (!st.ok()) return st.Annotate("line " + std::to_string(s.line));
   }
   return p.status();
 }

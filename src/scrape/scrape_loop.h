@@ -93,7 +93,9 @@ class ScrapeLoop {
  private:
   struct Entry {
     storage::SeriesRef ref = 0;
-    model::Labels labels;     // final labels; empty when dropped by relabeling
+    // Final labels (model::AppendEncodedLabels: they are needed only when
+    // the ref went stale, and a cache holds many); empty when dropped.
+    std::string labels;
     uint64_t last_iter = 0;   // last successful scrape that had it
     uint64_t seen_iter = 0;   // last scrape (any) that had it: duplicate check
     bool dropped = false;
@@ -113,6 +115,8 @@ class ScrapeLoop {
   void AppendStale(storage::Appender* app, int64_t t);
   void AppendReport(storage::Appender* app, int64_t t, bool up, double duration_s, const ScrapeCounts& c);
   void AppendOne(storage::Appender* app, storage::SeriesRef* ref, const model::Labels& labels, int64_t t, double v);
+  // AppendOne of a cache entry: by ref, else with its decoded labels.
+  Status AppendEntry(storage::Appender* app, Entry* e, int64_t t, double v);
 
   std::shared_ptr<const ScrapeConfig> cfg_;
   TargetSpec target_;

@@ -55,11 +55,17 @@ void EncodeSeries(const std::vector<RefSeries>& series, std::string* out) {
   PutVarint64(out, series.size());
   for (const auto& s : series) {
     PutVarint64(out, s.ref);
-    PutVarint64(out, s.labels.size());
-    for (const auto& l : s.labels) {
-      PutLengthPrefixed(out, l.name);
-      PutLengthPrefixed(out, l.value);
-    }
+    model::AppendEncodedLabels(s.labels, out);
+  }
+}
+
+void EncodeSeriesEncoded(const std::vector<std::pair<uint64_t, std::string_view>>& series, std::string* out) {
+  out->clear();
+  out->push_back(static_cast<char>(RecordType::kSeries));
+  PutVarint64(out, series.size());
+  for (const auto& [ref, labels] : series) {
+    PutVarint64(out, ref);
+    out->append(labels);
   }
 }
 

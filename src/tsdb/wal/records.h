@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -39,6 +40,10 @@ RecordType Type(std::string_view rec);
 // Replace *out with the encoded record (its capacity is reused).
 void EncodeSeries(const std::vector<RefSeries>& series, std::string* out);
 void EncodeSamples(const std::vector<RefSample>& samples, std::string* out);
+
+// Replaces *out with a series record of (ref, labels encoded by
+// model::AppendEncodedLabels) pairs; equal to EncodeSeries of the same series.
+void EncodeSeriesEncoded(const std::vector<std::pair<uint64_t, std::string_view>>& series, std::string* out);
 
 // Replace *out with the decoded entries. Corruption on a wrong type byte,
 // truncated or trailing bytes, or invalid labels (empty or unsorted or

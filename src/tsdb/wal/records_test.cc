@@ -108,6 +108,16 @@ TEST(WalRecordsTest, SeriesRoundTrip) {
   std::vector<RefSeries> got;
   ASSERT_TRUE(DecodeSeries(rec, &got).ok());
   EXPECT_EQ(got, want);
+  // Pre-encoded label sets give the same bytes.
+  std::vector<std::string> enc(want.size());
+  std::vector<std::pair<uint64_t, std::string_view>> pairs;
+  for (size_t i = 0; i < want.size(); i++) {
+    model::AppendEncodedLabels(want[i].labels, &enc[i]);
+    pairs.emplace_back(want[i].ref, enc[i]);
+  }
+  std::string rec2;
+  EncodeSeriesEncoded(pairs, &rec2);
+  EXPECT_EQ(rec2, rec);
 }
 
 TEST(WalRecordsTest, TypeOfUnknownRecords) {
