@@ -28,6 +28,9 @@ struct QueueConfig {
   int64_t min_backoff_ms = 30;         // first retry delay; doubles per retry
   int64_t max_backoff_ms = 5000;
   bool retry_on_http_429 = false;      // Prometheus 2.42's default: a 429 drops the batch
+  // How often the shard count is reconsidered (Prometheus: 10 s). Not a
+  // YAML key; tests shorten it.
+  int64_t reshard_window_ms = 10000;
 };
 
 struct RemoteWriteConfig {

@@ -20,6 +20,7 @@ struct Sender::Shard {
   std::mutex mu;
   std::condition_variable cv;     // samples arrived, room was made, or stop
   std::deque<Pending> pending;    // GUARDED_BY(mu): oldest first, the batch in flight included
+  bool quit = false;              // GUARDED_BY(mu): resharding ends this shard
   int64_t batch_started_ns = 0;   // GUARDED_BY(mu): monotonic; when the next batch began to wait
   std::mutex client_mu;           // guards the pointer `client` (Stop aborts its request)
   std::unique_ptr<httplib::Client> client;
@@ -73,10 +74,7 @@ Result<std::unique_ptr<Sender>> Sender::Start(RemoteWriteConfig cfg, Queue* q, s
   std::unique_ptr<Sender> s(new Sender(std::move(cfg), q, std::move(position_path), std::move(user_agent)));
   s->acked_ = start;
   if (!have) RETURN_IF_ERROR(file::WriteFileAtomic(s->position_path_, FormatPosition(start)));
-  const uint64_t n = std::clamp<uint64_t>(s->cfg_.queue.min_shards, 1, s->cfg_.queue.max_shards);
-  s->stats_.shards = static_cast<int>(n);
-  for (uint64_t i = 0; i < n; i++) s->shards_.push_back(std::make_unique<Shard>());
-  for (auto& sh : s->shards_) sh->thread = std::thread([p = s.get(), shard = sh.get()] { p->ShardLoop(shard); });
+  s->StartShards(std::clamp<uint64_t>(s->cfg_.queue.min_shards, 1, s->cfg_.queue.max_shards));
   s->reader_ = std::thread([p = s.get(), start] { p->ReadLoop(start); });
   TW_LOG(Info, "remote_write {}: sending to {} from queue segment {} offset {}", s->cfg_.name, s->cfg_.url,
          start.segment, start.offset);
@@ -85,6 +83,44 @@ Result<std::unique_ptr<Sender>> Sender::Start(RemoteWriteConfig cfg, Queue* q, s
 
 Sender::~Sender() { Stop(); }
 
+void Sender::StartShards(size_t n) {
+  std::vector<std::unique_ptr<Shard>> fresh;
+  for (size_t i = 0; i < n; i++) fresh.push_back(std::make_unique<Shard>());
+  {
+    std::unique_lock l(shards_mu_);
+    shards_ = std::move(fresh);
+    for (auto& sh : shards_) sh->thread = std::thread([this, shard = sh.get()] { ShardLoop(shard); });
+  }
+  std::lock_guard l(mu_);
+  stats_.shards = static_cast<int>(n);
+}
+
+bool Sender::DrainAndStopShards() {
+  {
+    std::unique_lock l(mu_);
+    cv_.wait(l, [&] {
+      if (stop_) return true;
+      std::shared_lock sl(shards_mu_);
+      for (auto& s : shards_) {
+        std::lock_guard g(s->mu);
+        if (!s->pending.empty()) return false;
+      }
+      return true;
+    });
+  }
+  if (stop_) return false;
+  std::shared_lock sl(shards_mu_);
+  for (auto& s : shards_) {
+    {
+      std::lock_guard g(s->mu);
+      s->quit = true;
+    }
+    s->cv.notify_all();
+  }
+  for (auto& s : shards_) s->thread.join();
+  return true;
+}
+
 void Sender::Stop() {
   {
     std::lock_guard l(mu_);
@@ -92,14 +128,18 @@ void Sender::Stop() {
     stopped_ = true;
   }
   stop_ = true;
-  for (auto& s : shards_) {
-    { std::lock_guard l(s->mu); }  // a waiter between its check and its wait sees stop_
-    s->cv.notify_all();
-    std::lock_guard l(s->client_mu);
-    if (s->client) s->client->stop();  // aborts a request in flight
+  {
+    std::shared_lock sl(shards_mu_);
+    for (auto& s : shards_) {
+      { std::lock_guard l(s->mu); }  // a waiter between its check and its wait sees stop_
+      s->cv.notify_all();
+      std::lock_guard l(s->client_mu);
+      if (s->client) s->client->stop();  // aborts a request in flight
+    }
   }
+  { std::lock_guard l(mu_); }
   cv_.notify_all();
-  if (reader_.joinable()) reader_.join();
+  if (reader_.joinable()) reader_.join();  // after this nothing replaces shards_
   for (auto& s : shards_) {
     if (s->thread.joinable()) s->thread.join();
   }
@@ -113,6 +153,7 @@ Position Sender::acked() const {
 
 SenderStats Sender::stats() const {
   uint64_t pending = 0;
+  std::shared_lock sl(shards_mu_);
   for (auto& s : shards_) {
     std::lock_guard l(s->mu);
     pending += s->pending.size();
@@ -130,9 +171,12 @@ void Sender::SavePosition(Position p, file::Sync sync) {
 
 void Sender::UpdateAcked() {
   uint64_t min_unsent = UINT64_MAX;
-  for (auto& s : shards_) {
-    std::lock_guard l(s->mu);
-    if (!s->pending.empty()) min_unsent = std::min(min_unsent, s->pending.front().seq);
+  {
+    std::shared_lock sl(shards_mu_);
+    for (auto& s : shards_) {
+      std::lock_guard l(s->mu);
+      if (!s->pending.empty()) min_unsent = std::min(min_unsent, s->pending.front().seq);
+    }
   }
   std::lock_guard l(mu_);
   const uint64_t done = min_unsent == UINT64_MAX ? dispatched_seq_ : std::min(dispatched_seq_, min_unsent - 1);
@@ -167,6 +211,38 @@ void Sender::ReadLoop(Position start) {
   uint64_t unknown = 0;
   const uint64_t capacity = cfg_.queue.capacity;
   std::vector<std::vector<Pending>> groups(shards_.size());  // a record's samples by shard
+  // Resharding: time the reader waited for shard room in the current window.
+  const int64_t kWindowNs = cfg_.queue.reshard_window_ms * 1'000'000;
+  int64_t window_start = MonoNanos(), blocked_ns = 0;
+  uint64_t retried_at_start = 0;
+  int calm_windows = 0;
+  auto maybe_reshard = [&] {
+    const int64_t now = MonoNanos();
+    if (now - window_start < kWindowNs) return;
+    const double blocked = static_cast<double>(blocked_ns) / static_cast<double>(now - window_start);
+    uint64_t retried;
+    {
+      std::lock_guard l(mu_);
+      retried = stats_.samples_retried;
+    }
+    const size_t n = groups.size();
+    size_t want = n;
+    calm_windows = blocked_ns == 0 ? calm_windows + 1 : 0;
+    if (blocked > 0.5 && retried == retried_at_start && n < cfg_.queue.max_shards) {
+      want = std::min<size_t>(cfg_.queue.max_shards, n * 2);
+    } else if (calm_windows >= 6 && n > cfg_.queue.min_shards) {
+      want = std::max<size_t>(cfg_.queue.min_shards, n / 2);
+    }
+    window_start = now;
+    blocked_ns = 0;
+    retried_at_start = retried;
+    if (want == n) return;
+    if (!DrainAndStopShards()) return;
+    StartShards(want);
+    groups.assign(want, {});
+    calm_windows = 0;
+    TW_LOG(Info, "remote_write {}: {} shards (was {})", cfg_.name, want, n);
+  };
   auto save_now = [&] {
     Position a = acked();
     if (a != saved) {
@@ -177,6 +253,7 @@ void Sender::ReadLoop(Position start) {
   };
   while (!stop_) {
     if (MonoNanos() - saved_at > 1000000000) save_now();
+    maybe_reshard();
     std::string_view rec;
     Position end;
     if (!cur.Next(&rec, &end)) {
@@ -246,17 +323,21 @@ void Sender::ReadLoop(Position start) {
             continue;
           }
           it->second.last_seq = seq;
-          groups[HashMix(smp.ref, 0x9e3779b97f4a7c15ull) % shards_.size()].push_back(
+          groups[HashMix(smp.ref, 0x9e3779b97f4a7c15ull) % groups.size()].push_back(
               Pending{&it->second, smp.t, smp.v, seq});
         }
         // One lock and one wake-up per shard and record, in parts when a
         // shard has less room than the record brings.
-        for (size_t i = 0; i < shards_.size(); i++) {
+        for (size_t i = 0; i < groups.size(); i++) {
           const std::vector<Pending>& g = groups[i];
-          Shard* sh = shards_[i].get();
+          Shard* sh = shards_[i].get();  // only this thread replaces shards_
           for (size_t k = 0; k < g.size();) {
             std::unique_lock l(sh->mu);
-            sh->cv.wait(l, [&] { return stop_ || sh->pending.size() < capacity; });
+            if (sh->pending.size() >= capacity) {
+              const int64_t w0 = MonoNanos();
+              sh->cv.wait(l, [&] { return stop_ || sh->pending.size() < capacity; });
+              blocked_ns += MonoNanos() - w0;
+            }
             if (stop_) return;
             const size_t n = std::min<size_t>(capacity - sh->pending.size(), g.size() - k);
             if (sh->pending.empty()) sh->batch_started_ns = MonoNanos();
@@ -292,7 +373,7 @@ void Sender::ShardLoop(Shard* s) {
     {
       std::unique_lock l(s->mu);
       for (;;) {
-        if (stop_) return;
+        if (stop_ || s->quit) return;
         if (s->pending.size() >= max_send) break;
         if (s->pending.empty()) {
           s->cv.wait(l);
@@ -329,6 +410,7 @@ void Sender::ShardLoop(Shard* s) {
     }
     s->cv.notify_all();
     UpdateAcked();
+    cv_.notify_all();  // a reshard may wait for this shard to empty
   }
 }
 

@@ -2,7 +2,10 @@
 // One remote_write destination: reads the Queue from its saved position,
 // applies write_relabel_configs, and sends batches of samples as Prometheus's
 // queue manager does (storage/remote/queue_manager.go): samples are spread
-// over shards by series, so each series' samples stay in order; a shard
+// over shards by series, so each series' samples stay in order (min_shards
+// at start; doubled up to max_shards while the shards hold the reader back
+// more than half of a 10 s window and sends succeed, halved after a minute
+// of never holding it back; shards are drained before they change); a shard
 // sends max_samples_per_send at once or what it has after
 // batch_send_deadline; 5xx, network errors (and 429 with retry_on_http_429)
 // are retried with exponential backoff from min_backoff to max_backoff
@@ -22,6 +25,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -92,6 +96,11 @@ class Sender {
   // Returns false only when stopped before it succeeded.
   bool SendWithRetries(Shard* s, const std::string& body, size_t samples, int64_t highest_ms);
   void UpdateAcked();
+  // Starts n shard threads. REQUIRES: none running.
+  void StartShards(size_t n);
+  // Waits until every shard has sent what it holds (or Stop), then ends
+  // their threads; false when stopped first.
+  bool DrainAndStopShards();
   void SavePosition(Position p, file::Sync sync);
   void ForgetOldSeries(int segment);
 
@@ -100,6 +109,9 @@ class Sender {
   const std::string position_path_;
   const std::string user_agent_;
 
+  // Replaced only by the reader thread while resharding (exclusively
+  // locked); others iterate it under a shared lock.
+  mutable std::shared_mutex shards_mu_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::thread reader_;
   std::atomic<bool> stop_{false};

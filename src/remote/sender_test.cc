@@ -31,6 +31,7 @@ class Receiver {
         res.status = 415;
         return;
       }
+      if (int ms = delay_ms_.load(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       if (int s = fail_status_.load(); s != 0 && fail_count_.fetch_sub(1) > 0) {
         res.status = s;
         res.set_content("injected failure", "text/plain");
@@ -59,6 +60,8 @@ class Receiver {
     fail_count_ = n;
     fail_status_ = status;
   }
+  // Every request takes this long (a slow receiver).
+  void Delay(int ms) { delay_ms_ = ms; }
   tsdb::testing::TempDB& db() { return db_; }
   uint64_t samples() const { return samples_; }
   int requests() const { return requests_; }
@@ -70,7 +73,7 @@ class Receiver {
   httplib::Server srv_;
   std::thread thread_;
   int port_ = 0;
-  std::atomic<int> fail_count_{0}, fail_status_{0}, requests_{0};
+  std::atomic<int> fail_count_{0}, fail_status_{0}, requests_{0}, delay_ms_{0};
   std::atomic<uint64_t> samples_{0};
   std::string last_auth_, last_tenant_;  // read after the sender is idle
 };
@@ -238,6 +241,19 @@ TEST_F(SenderTest, SendsAuthAndHeaders) {
   (*s)->Stop();
   EXPECT_EQ(rx_.last_auth(), "Bearer s3cret");
   EXPECT_EQ(rx_.last_tenant(), "team-a");
+}
+
+TEST_F(SenderTest, ShardsGrowForASlowReceiverAndEverySampleArrivesOnce) {
+  rx_.Delay(20);
+  RemoteWriteConfig c = Config("max_samples_per_send: 50, capacity: 100, max_shards: 8");
+  c.queue.reshard_window_ms = 300;
+  auto s = Sender::Start(c, q_.get(), dir_ + "/rx.position", "trainwatch/test");
+  Write(200, 40);  // 8000 samples: 160 requests of 20 ms on one shard
+  WaitFor(8000);
+  EXPECT_EQ(rx_.db().NumSamples(), 8000u);
+  EXPECT_EQ(rx_.samples(), 8000u);
+  EXPECT_GT((*s)->stats().shards, 1);
+  for (const auto& [labels, samples] : rx_.db().Data()) ASSERT_EQ(samples.size(), 40u) << labels.ToString();
 }
 
 TEST_F(SenderTest, StaleMarkersKeepTheirBits) {
