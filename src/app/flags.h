@@ -11,6 +11,7 @@
 #include "app/demo_cmd.h"
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
+#include "app/template_cmd.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "tsdb/db.h"
@@ -46,7 +47,7 @@ struct ServeOptions {
 };
 
 struct CommandLine {
-  enum class Command { kNone, kExit, kServe, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs };
+  enum class Command { kNone, kExit, kServe, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender };
   Command command = Command::kNone;
   int exit_code = 0;     // kExit: --help, --version or a usage error (already printed)
   ServeOptions serve;    // kServe
@@ -55,6 +56,7 @@ struct CommandLine {
   std::vector<std::string> check_config_files;  // kCheckConfig
   DemoOptions demo;      // kDemo
   LogsOptions logs;      // kLogs
+  TemplateRenderOptions template_render;  // kTemplateRender
 };
 
 // Parses argv, loads the config file when given, and merges. Prints help,

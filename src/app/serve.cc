@@ -242,13 +242,12 @@ int RunServe(const ServeOptions& o) {
   // log in <data-dir>/alertmanager. The rule evaluator's alerts go to it.
   std::unique_ptr<notify::Notifier> notifier;
   if (!o.alertmanager_config_file.empty()) {
-    auto am = notify::LoadConfigFile(o.alertmanager_config_file);
+    auto am = notify::LoadConfigFile(o.alertmanager_config_file, MakeNotifyTemplates());
     Status ns = am.status();
     if (ns.ok()) {
       notify::NotifierOptions no;
       no.dir = o.data_dir + "/alertmanager";
       no.external_url = o.external_url.empty() ? "http://" + SelfAddress(o.listen) : o.external_url;
-      no.render = MakeNotifyTemplateFunc();  // custom templates through rules/' Go template engine
       auto n = notify::Notifier::Open(std::move(no), *am);
       if (n.ok()) notifier = std::move(*n);
       ns = n.status();
@@ -278,7 +277,7 @@ int RunServe(const ServeOptions& o) {
     if (!jobs.ok()) return jobs.error();
     std::shared_ptr<const notify::Config> am_cfg;
     if (notifier != nullptr) {
-      auto am = notify::LoadConfigFile(o.alertmanager_config_file);
+      auto am = notify::LoadConfigFile(o.alertmanager_config_file, MakeNotifyTemplates());
       if (!am.ok()) return am.error().Annotate("alertmanager config");
       am_cfg = std::move(*am);
     }

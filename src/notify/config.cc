@@ -414,14 +414,17 @@ Status ParseSlack(const YAML::Node& n, const std::string& w, const Config& cfg, 
   c->title_link = "{{ template \"slack.default.titlelink\" . }}";
   c->text = "{{ template \"slack.default.text\" . }}";
   c->fallback = "{{ template \"slack.default.fallback\" . }}";
+  c->callback_id = "{{ template \"slack.default.callbackid\" . }}";
   RETURN_IF_ERROR(OptBool(n, "send_resolved", w, &c->send_resolved));
   for (auto [k, p] : std::initializer_list<std::pair<const char*, std::string*>>{
            {"api_url", &c->api_url}, {"channel", &c->channel}, {"username", &c->username}, {"color", &c->color},
            {"title", &c->title}, {"title_link", &c->title_link}, {"pretext", &c->pretext}, {"text", &c->text},
            {"footer", &c->footer}, {"fallback", &c->fallback}, {"icon_emoji", &c->icon_emoji},
-           {"icon_url", &c->icon_url}}) {
+           {"icon_url", &c->icon_url}, {"callback_id", &c->callback_id}, {"image_url", &c->image_url},
+           {"thumb_url", &c->thumb_url}}) {
     RETURN_IF_ERROR(OptStr(n, k, w, p));
   }
+  RETURN_IF_ERROR(OptBool(n, "link_names", w, &c->link_names));
   if (c->api_url.empty()) return Err(n, w, "no global Slack API URL set");
   RETURN_IF_ERROR(CheckUrl(n, w + ".api_url", c->api_url));
   RETURN_IF_ERROR(ParseHttpConfig(n["http_config"], w + ".http_config", &c->http));
@@ -444,7 +447,8 @@ Status ParsePagerduty(const YAML::Node& n, const std::string& w, const Config& c
   for (auto [k, p] : std::initializer_list<std::pair<const char*, std::string*>>{
            {"routing_key", &c->routing_key}, {"service_key", &c->service_key}, {"url", &c->url},
            {"client", &c->client}, {"client_url", &c->client_url}, {"description", &c->description},
-           {"severity", &c->severity}, {"class", &c->klass}, {"component", &c->component}, {"group", &c->group}}) {
+           {"severity", &c->severity}, {"class", &c->klass}, {"component", &c->component}, {"group", &c->group},
+           {"source", &c->source}}) {
     RETURN_IF_ERROR(OptStr(n, k, w, p));
   }
   if (c->routing_key.empty() && c->service_key.empty()) return Err(n, w, "missing service or routing key in PagerDuty config");
@@ -452,6 +456,14 @@ Status ParsePagerduty(const YAML::Node& n, const std::string& w, const Config& c
   if (auto d = n["details"]; d && !d.IsNull()) {
     if (!d.IsMap()) return Err(d, w + ".details", "expected a mapping");
     for (const auto& kv : d) { ASSIGN_OR_RETURN(c->details[kv.first.as<std::string>()], Str(kv.second, w + ".details")); }
+  }
+  // Alertmanager's DefaultPagerdutyDetails, for the keys not given.
+  for (auto [k, v] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"firing", "{{ template \"pagerduty.default.instances\" .Alerts.Firing }}"},
+           {"resolved", "{{ template \"pagerduty.default.instances\" .Alerts.Resolved }}"},
+           {"num_firing", "{{ .Alerts.Firing | len }}"},
+           {"num_resolved", "{{ .Alerts.Resolved | len }}"}}) {
+    c->details.emplace(k, v);
   }
   RETURN_IF_ERROR(ParseHttpConfig(n["http_config"], w + ".http_config", &c->http));
   return Status::OK();
@@ -586,51 +598,73 @@ const Receiver* Config::FindReceiver(std::string_view name) const {
   return nullptr;
 }
 
-Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml) {
+Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml, const TemplatesFactory& templates) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument("line " + std::to_string(e.mark.line + 1) + ": yaml: " + e.msg);
   }
-  try {
-    return Parse(root, yaml);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  auto c = [&]() -> Result<std::shared_ptr<const Config>> {
+    try {
+      return Parse(root, yaml);
+    } catch (const YAML::Exception& e) {
+      return Status::InvalidArgument("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    }
+  }();
+  if (!c.ok() || !templates) return c;
+  auto t = templates({});
+  if (!t.ok()) return t.error().Annotate("templates");
+  auto cfg = std::make_shared<Config>(**c);
+  cfg->compiled_templates = std::move(*t);
+  return std::shared_ptr<const Config>(std::move(cfg));
 }
 
-Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path) {
+Result<std::vector<TemplateFile>> ReadTemplateGlobs(const std::vector<std::string>& globs, const std::string& dir) {
+  std::vector<TemplateFile> out;
+  for (const std::string& pattern : globs) {
+    std::string full = pattern.starts_with("/") || dir.empty() ? pattern : dir + "/" + pattern;
+    glob_t g{};
+    int rc = glob(full.c_str(), 0, nullptr, &g);
+    if (rc != 0 && rc != GLOB_NOMATCH) {
+      globfree(&g);
+      return Status::InvalidArgument("templates: cannot expand \"" + pattern + "\"");
+    }
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+      TemplateFile f{g.gl_pathv[i], ""};
+      Status rs = file::ReadFile(f.path, &f.text);
+      if (!rs.ok()) {
+        globfree(&g);
+        return rs.Annotate("templates");
+      }
+      out.push_back(std::move(f));
+    }
+    globfree(&g);
+  }
+  return out;
+}
+
+Result<std::vector<TemplateFile>> ReadTemplateFiles(const Config& cfg, const std::string& config_path) {
+  size_t slash = config_path.rfind('/');
+  return ReadTemplateGlobs(cfg.templates, slash == std::string::npos ? "." : config_path.substr(0, slash));
+}
+
+Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path, const TemplatesFactory& templates) {
   std::string text;
   Status s = file::ReadFile(path, &text);
   if (!s.ok()) return s.Annotate("read alertmanager config");
   auto c = ParseConfig(text);
   if (!c.ok()) return c.error().Annotate(path);
-  if ((*c)->templates.empty()) return c;
-  // Template files: globs relative to the config file, read now so a reload
-  // picks up their changes and a missing file fails the load.
+  // Template files are read now, so a reload picks up their changes and a
+  // broken one fails the load.
   auto cfg = std::make_shared<Config>(**c);
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  for (const std::string& pattern : cfg->templates) {
-    std::string full = pattern.starts_with("/") ? pattern : dir + "/" + pattern;
-    glob_t g{};
-    int rc = glob(full.c_str(), 0, nullptr, &g);
-    if (rc != 0 && rc != GLOB_NOMATCH) {
-      globfree(&g);
-      return Status::InvalidArgument(path + ": templates: cannot expand \"" + pattern + "\"");
-    }
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-      std::string t;
-      Status rs = file::ReadFile(g.gl_pathv[i], &t);
-      if (!rs.ok()) {
-        globfree(&g);
-        return rs.Annotate(path + ": templates");
-      }
-      cfg->template_defs += t;
-      cfg->template_defs += "\n";
-    }
-    globfree(&g);
+  auto files = ReadTemplateFiles(*cfg, path);
+  if (!files.ok()) return files.error().Annotate(path);
+  cfg->template_files = std::move(*files);
+  if (templates) {
+    auto t = templates(cfg->template_files);
+    if (!t.ok()) return t.error().Annotate(path + ": templates");
+    cfg->compiled_templates = std::move(*t);
   }
   return std::shared_ptr<const Config>(std::move(cfg));
 }

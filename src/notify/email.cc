@@ -213,7 +213,7 @@ Result<std::string> BuildEmailMessage(const EmailConfig& c, const NotificationDa
   if (!headers.contains("From")) headers["From"] = c.from;
   std::string msg;
   for (const auto& [k, v] : headers) {
-    auto e = Expand(v, d, o.render);
+    auto e = Expand(v, d, o.templates);
     if (!e.ok()) return e.error().Annotate("email: expand header " + k);
     msg += k + ": " + EncodeHeader(*e) + "\r\n";
   }
@@ -222,12 +222,12 @@ Result<std::string> BuildEmailMessage(const EmailConfig& c, const NotificationDa
   msg += "MIME-Version: 1.0\r\n";
   std::string html, text;
   if (!c.html.empty()) {
-    auto e = Expand(c.html, d, o.render);
+    auto e = Expand(c.html, d, o.templates, true);
     if (!e.ok()) return e.error().Annotate("email: expand html");
     html = std::move(*e);
   }
   if (!c.text.empty()) {
-    auto e = Expand(c.text, d, o.render);
+    auto e = Expand(c.text, d, o.templates);
     if (!e.ok()) return e.error().Annotate("email: expand text");
     text = std::move(*e);
   }

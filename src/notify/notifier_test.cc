@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/notify_templates.h"
 #include "notify/integrations.h"
 
 namespace trainwatch::notify {
@@ -99,7 +100,7 @@ class NotifierTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   void Open(const std::string& yaml) {
-    auto cfg = ParseConfig(yaml);
+    auto cfg = ParseConfig(yaml, app::MakeNotifyTemplates());
     ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
     NotifierOptions o;
     o.dir = dir_.string();
@@ -433,14 +434,16 @@ TEST(NotifyIntegrationsTest, DefaultSubjectAndEmail) {
   b.alert.labels = model::Labels{{"alertname", "HighTemp"}, {"gpu", "1"}, {"severity", "critical"}};
   auto d = MakeNotificationData("mail", "{}:{alertname=\"HighTemp\"}", model::Labels{{"alertname", "HighTemp"}},
                                 {a, b}, "http://tw", 5000);
-  EXPECT_EQ(DefaultSubject(d), "[FIRING:2] HighTemp (critical)");
+  auto templates = app::MakeNotifyTemplates()({});
+  ASSERT_TRUE(templates.ok()) << templates.error().ToString();
+  EXPECT_EQ(*(*templates)->ExecuteText("{{ template \"__subject\" . }}", d), "[FIRING:2] HighTemp (critical)");
   EmailConfig c;
   c.to = "x@y";
   c.from = "am@y";
   c.html = "{{ template \"email.default.html\" . }}";
   c.text = "{{ .CommonAnnotations.summary }} / {{ .Status }}";
   c.headers["X-Team"] = "{{ .GroupLabels.alertname }}";
-  auto m = BuildEmailMessage(c, d, SendOptions{});
+  auto m = BuildEmailMessage(c, d, SendOptions{10000, templates->get()});
   ASSERT_TRUE(m.ok()) << m.error().ToString();
   EXPECT_NE(m->find("Subject: [FIRING:2] HighTemp (critical)\r\n"), std::string::npos) << *m;
   EXPECT_NE(m->find("X-Team: HighTemp\r\n"), std::string::npos) << *m;
