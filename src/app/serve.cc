@@ -8,6 +8,7 @@
 #include "app/collect_loop.h"
 #include "app/config.h"
 #include "app/notify_templates.h"
+#include "app/run_alerts.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "http/server.h"
@@ -271,6 +272,15 @@ int RunServe(const ServeOptions& o) {
       if (!s.ok()) TW_LOG(Warn, "embedded notifier rejected alerts from the rules: {}", s.message());
     });
   }
+  // run.alert() of the runs API: stored with the run, then handed to the
+  // rules' senders like a rule's alert (embedded notifier, external
+  // Alertmanagers, external labels added). The HTTP server, the only caller
+  // of AddAlert, stops before rules_manager and run_store go away.
+  (*run_store)->SetAlertSink([&rules_manager, url = o.external_url.empty() ? "http://" + SelfAddress(o.listen)
+                                                                           : o.external_url](
+                                 const runs::Run& run, const runs::RunAlert& alert) {
+    rules_manager.Notify({RunAlertToOutgoing(run, alert, url)});
+  });
   // POST /-/reload and SIGHUP: re-read the config file; a bad one changes nothing.
   auto reload = [&]() -> Status {
     auto jobs = LoadScrapeConfigs(o);

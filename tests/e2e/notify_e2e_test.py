@@ -440,6 +440,36 @@ class NotifyE2ETest(unittest.TestCase):
         self.assertEqual(self.get("/api/v2/alerts"), [])
 
 
+    def test_run_alert_from_the_python_client_reaches_the_webhook(self):
+        client = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python")
+        sys.path.insert(0, os.path.abspath(client))
+        import trainwatch
+        run = trainwatch.init(project="llm", name="sweep-3", url="http://127.0.0.1:%d" % self.server.port,
+                              spool_dir=os.path.join(self.tmp, "spool"), capture_output=False,
+                              install_hooks=False, flush_interval=0.05)
+        try:
+            run.alert("Loss diverged", "loss=nan at step 1200", level="error")
+            got = self.wait_for(self.hook.take)
+        finally:
+            run.finish(timeout=10)
+        self.assertEqual(len(got), 1)
+        n = got[0]
+        self.assertEqual(n["groupLabels"], {"alertname": "Loss diverged"})
+        self.assertEqual(len(n["alerts"]), 1)
+        a = n["alerts"][0]
+        self.assertEqual(a["status"], "firing")
+        self.assertEqual(a["labels"], {"alertname": "Loss diverged", "project": "llm", "run": "sweep-3",
+                                       "severity": "error"})
+        self.assertEqual(a["annotations"], {"summary": "Loss diverged", "description": "loss=nan at step 1200",
+                                            "run_id": run.id})
+        self.assertEqual(a["generatorURL"], "http://127.0.0.1:%d/runs/%s" % (
+            self.server.port, urllib.parse.quote(run.id, safe="")))
+        # Still kept with the run, as before.
+        status, body = self.server.request("GET", "/api/v1/runs/" + urllib.parse.quote(run.id, safe=""))
+        self.assertEqual(status, 200)
+        self.assertEqual([al["title"] for al in json.loads(body)["data"]["alerts"]], ["Loss diverged"])
+
+
 class RulesToNotifierTest(unittest.TestCase):
     """The rule evaluator's alerts reach the embedded notifier (wired in app/serve.cc)."""
 
