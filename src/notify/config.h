@@ -41,11 +41,19 @@ struct TemplateFile {
 using TemplatesFactory =
     std::function<Result<std::shared_ptr<const Templates>>(const std::vector<TemplateFile>& files)>;
 
+// prometheus/common's HTTP client config as Alertmanager 0.25 takes it. The
+// *_file secrets are read (and trimmed) at each request, so a rotated file
+// is picked up; LoadConfigFile makes relative paths relative to the config
+// file, as Alertmanager.
 struct HttpConfig {
+  bool has_basic_auth = false;
   std::string basic_auth_username;
   std::string basic_auth_password;
-  std::string authorization_type;         // "Bearer" unless given
-  std::string authorization_credentials;  // empty: no Authorization header
+  std::string basic_auth_password_file;
+  std::string authorization_type;              // "Bearer" unless given
+  std::string authorization_credentials;       // both empty: no Authorization header
+  std::string authorization_credentials_file;  // also bearer_token_file
+  std::string ca_file, cert_file, key_file;    // tls_config
   bool insecure_skip_verify = false;
   bool follow_redirects = true;
 };
@@ -61,6 +69,7 @@ struct EmailConfig {
   bool send_resolved = false;
   std::string to, from, hello, smarthost;  // smarthost "host:port"
   std::string auth_username, auth_password, auth_identity, auth_secret;
+  std::string auth_password_file;  // read at each delivery; wins over auth_password
   bool require_tls = true;
   bool insecure_skip_verify = false;
   std::map<std::string, std::string> headers;  // Subject, To, From, ... (templates)
@@ -71,6 +80,7 @@ struct EmailConfig {
 struct SlackConfig {
   bool send_resolved = false;
   std::string api_url;
+  std::string api_url_file;  // read at each delivery (one of api_url, api_url_file)
   std::string channel, username, color, title, title_link, pretext, text, footer, fallback, icon_emoji, icon_url;
   std::string callback_id, image_url, thumb_url;
   bool link_names = false;
@@ -81,6 +91,7 @@ struct PagerdutyConfig {
   bool send_resolved = true;
   std::string routing_key;  // Events API v2
   std::string service_key;  // Events API v1 (sent as v2 with routing_key)
+  std::string routing_key_file, service_key_file;  // read at each delivery
   std::string url;
   std::string client, client_url, description, severity, klass, component, group;
   std::string source;  // empty: client, as Alertmanager
@@ -134,8 +145,9 @@ struct GlobalConfig {
   int64_t resolve_timeout_ms = 300000;
   std::string smtp_from, smtp_hello = "localhost", smtp_smarthost;
   std::string smtp_auth_username, smtp_auth_password, smtp_auth_identity, smtp_auth_secret;
+  std::string smtp_auth_password_file;
   bool smtp_require_tls = true;
-  std::string slack_api_url;
+  std::string slack_api_url, slack_api_url_file;
   std::string pagerduty_url = "https://events.pagerduty.com/v2/enqueue";
   HttpConfig http;
 };

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
+
+#include "base/file.h"
 
 namespace trainwatch::notify {
 namespace {
@@ -35,20 +38,43 @@ Url SplitUrl(const std::string& url) {
 Status Post(const std::string& url, const HttpConfig& h, const std::string& body, const SendOptions& o,
             const std::string& what) {
   Url u = SplitUrl(url);
-  httplib::Client cli(u.base);
-  if (!cli.is_valid()) return Status::InvalidArgument(what + ": invalid URL \"" + url + "\"");
-  int64_t t = o.timeout_ms;
-  cli.set_connection_timeout(std::chrono::milliseconds(t));
-  cli.set_read_timeout(std::chrono::milliseconds(t));
-  cli.set_write_timeout(std::chrono::milliseconds(t));
-  cli.set_follow_location(h.follow_redirects);
-  cli.enable_server_certificate_verification(!h.insecure_skip_verify);
-  httplib::Headers headers = {{"User-Agent", "Alertmanager/0.25.0 (trainwatch)"}};
-  if (!h.basic_auth_username.empty()) cli.set_basic_auth(h.basic_auth_username, h.basic_auth_password);
-  if (!h.authorization_credentials.empty()) {
-    headers.emplace("Authorization", h.authorization_type + " " + h.authorization_credentials);
+  // A client certificate goes to the constructor; httplib reads the files there.
+  std::unique_ptr<httplib::Client> cli = h.cert_file.empty()
+                                             ? std::make_unique<httplib::Client>(u.base)
+                                             : std::make_unique<httplib::Client>(u.base, h.cert_file, h.key_file);
+  if (!cli->is_valid()) {
+    return Status::InvalidArgument(what + ": invalid URL \"" + url + "\"" +
+                                   (h.cert_file.empty() ? "" : " or unreadable tls_config cert_file / key_file"));
   }
-  auto res = cli.Post(u.path, headers, body, "application/json");
+  int64_t t = o.timeout_ms;
+  cli->set_connection_timeout(std::chrono::milliseconds(t));
+  cli->set_read_timeout(std::chrono::milliseconds(t));
+  cli->set_write_timeout(std::chrono::milliseconds(t));
+  cli->set_follow_location(h.follow_redirects);
+  if (!h.ca_file.empty()) cli->set_ca_cert_path(h.ca_file);
+  cli->enable_server_certificate_verification(!h.insecure_skip_verify);
+  httplib::Headers headers = {{"User-Agent", "Alertmanager/0.25.0 (trainwatch)"}};
+  // prometheus/common reads the secret files at each request: a network-like
+  // failure, so the delivery is retried.
+  if (h.has_basic_auth) {
+    std::string pw = h.basic_auth_password;
+    if (!h.basic_auth_password_file.empty()) {
+      auto r = ReadSecretFile(h.basic_auth_password_file);
+      if (!r.ok()) return Status::Unavailable(what + ": unable to read basic auth password file: " + r.error().message());
+      pw = std::move(*r);
+    }
+    cli->set_basic_auth(h.basic_auth_username, pw);
+  }
+  if (!h.authorization_credentials.empty() || !h.authorization_credentials_file.empty()) {
+    std::string cred = h.authorization_credentials;
+    if (!h.authorization_credentials_file.empty()) {
+      auto r = ReadSecretFile(h.authorization_credentials_file);
+      if (!r.ok()) return Status::Unavailable(what + ": unable to read authorization credentials file: " + r.error().message());
+      cred = std::move(*r);
+    }
+    headers.emplace("Authorization", h.authorization_type + " " + cred);
+  }
+  auto res = cli->Post(u.path, headers, body, "application/json");
   if (!res) return Status::Unavailable(what + ": " + httplib::to_string(res.error()));
   int code = res->status;
   if (code / 100 == 2) return Status::OK();
@@ -100,6 +126,13 @@ std::string TruncateRunes(const std::string& s, size_t n) {
 }
 
 }  // namespace
+
+Result<std::string> ReadSecretFile(const std::string& path) {
+  std::string text;
+  RETURN_IF_ERROR(file::ReadFile(path, &text));
+  size_t b = text.find_first_not_of(" \t\r\n\v\f"), e = text.find_last_not_of(" \t\r\n\v\f");
+  return b == std::string::npos ? std::string() : text.substr(b, e - b + 1);
+}
 
 size_t NotificationData::NumFiring() const {
   size_t n = 0;
@@ -213,7 +246,13 @@ Status SendSlack(const SlackConfig& c, const NotificationData& d, const SendOpti
       true, &body));
   if (c.link_names) body["link_names"] = true;
   body["attachments"] = Json::array({att});
-  return Post(c.api_url, c.http, body.dump(), o, "slack");
+  std::string api_url = c.api_url;
+  if (!c.api_url_file.empty()) {
+    auto r = ReadSecretFile(c.api_url_file);
+    if (!r.ok()) return r.error().Annotate("slack: api_url_file");
+    api_url = std::move(*r);
+  }
+  return Post(api_url, c.http, body.dump(), o, "slack");
 }
 
 Status SendPagerduty(const PagerdutyConfig& c, const NotificationData& d, const SendOptions& o) {
@@ -234,7 +273,21 @@ Status SendPagerduty(const PagerdutyConfig& c, const NotificationData& d, const 
   payload["custom_details"] = details;
   Json body;
   RETURN_IF_ERROR(ExpandFields("pagerduty", d, o, {{"client", &c.client}, {"client_url", &c.client_url}}, false, &body));
-  body["routing_key"] = c.routing_key.empty() ? c.service_key : c.routing_key;
+  // The routing key, else the service key (sent as a v2 routing key); each may come from its file.
+  std::string key;
+  for (auto [value, path, name] : std::initializer_list<std::tuple<const std::string*, const std::string*, const char*>>{
+           {&c.routing_key, &c.routing_key_file, "routing_key_file"}, {&c.service_key, &c.service_key_file, "service_key_file"}}) {
+    if (!value->empty()) {
+      key = *value;
+    } else if (!path->empty()) {
+      auto r = ReadSecretFile(*path);
+      if (!r.ok()) return r.error().Annotate(std::string("pagerduty: ") + name);
+      key = std::move(*r);
+    }
+    if (!key.empty()) break;
+  }
+  if (key.empty()) return Status::InvalidArgument("pagerduty: routing key cannot be empty");
+  body["routing_key"] = key;
   body["dedup_key"] = Sha256Hex(d.group_key);
   body["event_action"] = d.status == "firing" ? "trigger" : "resolve";
   if (d.status == "firing") body["payload"] = payload;

@@ -32,6 +32,11 @@ std::string WebhookPayload(const NotificationData& d, uint64_t max_alerts);
 // escaping). Without templates only a text without actions expands (to itself).
 Result<std::string> Expand(std::string_view text, const NotificationData& d, const Templates* t, bool html = false);
 
+// A *_file secret as Alertmanager reads it: the file's text, whitespace trimmed.
+Result<std::string> ReadSecretFile(const std::string& path);
+// RFC 2195 CRAM-MD5: "<user> <hex HMAC-MD5(secret, challenge)>" (before base64).
+std::string CramMd5Response(std::string_view user, std::string_view secret, std::string_view challenge);
+
 struct SendOptions {
   int64_t timeout_ms = 10000;
   const Templates* templates = nullptr;  // the config's compiled_templates
