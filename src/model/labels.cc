@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/hash.h"
+#include "base/json.h"
 
 namespace trainwatch::model {
 
@@ -118,6 +119,19 @@ bool IsValidMetricName(std::string_view s) {
 bool IsValidLabelName(std::string_view s) {
   if (s.empty() || !IsNameStart(s[0], false)) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return IsNameChar(c, false); });
+}
+
+void AppendLabelsJson(std::string* out, const Labels& labels) {
+  out->push_back('{');
+  bool first = true;
+  for (const Label& l : labels) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendJsonString(out, l.name);
+    out->push_back(':');
+    AppendJsonString(out, l.value);
+  }
+  out->push_back('}');
 }
 
 }  // namespace trainwatch::model

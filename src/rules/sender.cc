@@ -5,47 +5,12 @@
 #include <ctime>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/units.h"
 
 namespace trainwatch::rules {
 namespace {
-
-void AppendJsonString(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
-
-void AppendLabels(std::string* out, const model::Labels& l) {
-  out->push_back('{');
-  bool first = true;
-  for (const model::Label& p : l) {
-    if (!first) out->push_back(',');
-    first = false;
-    AppendJsonString(out, p.name);
-    out->push_back(':');
-    AppendJsonString(out, p.value);
-  }
-  out->push_back('}');
-}
 
 std::string Rfc3339(int64_t ms) {
   time_t secs = static_cast<time_t>(ms / 1000);
@@ -141,9 +106,9 @@ std::string AlertsToJson(const std::vector<OutgoingAlert>& alerts) {
     const OutgoingAlert& a = alerts[i];
     if (i) out += ',';
     out += "{\"labels\":";
-    AppendLabels(&out, a.labels);
+    model::AppendLabelsJson(&out, a.labels);
     out += ",\"annotations\":";
-    AppendLabels(&out, a.annotations);
+    model::AppendLabelsJson(&out, a.annotations);
     if (a.starts_at_ms != 0) out += ",\"startsAt\":\"" + Rfc3339(a.starts_at_ms) + "\"";
     if (a.ends_at_ms != 0) out += ",\"endsAt\":\"" + Rfc3339(a.ends_at_ms) + "\"";
     out += ",\"generatorURL\":";
