@@ -1,7 +1,5 @@
 #include "rules/sender.h"
 
-#include <httplib.h>
-
 #include <ctime>
 
 #include "base/clock.h"
@@ -84,12 +82,15 @@ Result<AlertingConfig> ParseAlertingConfig(const YAML::Node& alerting) {
           }
           for (const auto& x : t) targets.push_back(Scalar(x));
         }
+      } else if (scrape::HttpClientConfigKeys().contains(k)) {
+        // Read below, as one HTTP client config.
       } else if (k == "relabel_configs" || k == "enable_http2" || k == "follow_redirects") {
         // Accepted for compatibility; targets are used as written.
       } else {
         return Status::InvalidArgument(where + ": unsupported field \"" + k + "\"");
       }
     }
+    RETURN_IF_ERROR(scrape::ParseHttpClientConfig(am, where, &base.http));
     for (const std::string& t : targets) {
       if (t.empty()) return Status::InvalidArgument(where + ".static_configs: empty target");
       AlertmanagerTarget a = base;
@@ -166,13 +167,17 @@ size_t AlertmanagerNotifier::queue_length() const {
 }
 
 bool AlertmanagerNotifier::Post(const AlertmanagerTarget& t, const std::string& body, std::string* err) {
-  httplib::Client c(t.scheme + "://" + t.host);
-  const time_t s = static_cast<time_t>(t.timeout_ms / 1000);
-  const time_t us = static_cast<time_t>((t.timeout_ms % 1000) * 1000);
-  c.set_connection_timeout(s, us);
-  c.set_read_timeout(s, us);
-  c.set_write_timeout(s, us);
-  auto res = c.Post(t.AlertsPath(), body, "application/json");
+  auto c = scrape::NewHttpClient(t.scheme + "://" + t.host, t.http, t.timeout_ms);
+  if (!c.ok()) {
+    *err = c.error().message();
+    return false;
+  }
+  httplib::Headers headers = {{"User-Agent", "trainwatch"}};
+  if (Status s = scrape::ApplyHttpAuth(t.http, c->get(), &headers); !s.ok()) {
+    *err = s.message();
+    return false;
+  }
+  auto res = (*c)->Post(t.AlertsPath(), headers, body, "application/json");
   if (!res) {
     *err = httplib::to_string(res.error());
     return false;

@@ -6,25 +6,15 @@
 
 #include "base/log.h"
 #include "base/units.h"
+#include "scrape/yaml_fields.h"
 
 namespace trainwatch::scrape {
 namespace {
 
-Status Err(const std::string& where, const std::string& msg) { return Status::InvalidArgument(where + ": " + msg); }
-
-Result<std::string> Str(const YAML::Node& n, const std::string& where) {
-  if (n.IsNull()) return std::string();
-  if (!n.IsScalar()) return Err(where, "expected a string");
-  return n.Scalar();
-}
-
-Result<bool> Bool(const YAML::Node& n, const std::string& where) {
-  if (!n.IsScalar()) return Err(where, "expected true or false");
-  const std::string& s = n.Scalar();
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  return Err(where, "invalid boolean \"" + s + "\"");
-}
+using yaml::Bool;
+using yaml::CheckKeys;
+using yaml::Err;
+using yaml::Str;
 
 Result<uint64_t> Uint(const YAML::Node& n, const std::string& where) {
   if (!n.IsScalar()) return Err(where, "expected a non-negative integer");
@@ -40,15 +30,6 @@ Result<int64_t> Dur(const YAML::Node& n, const std::string& where) {
   auto d = ParseDurationMs(s);
   if (!d.ok()) return Err(where, d.error().message());
   return *d;
-}
-
-Status CheckKeys(const YAML::Node& n, const std::string& where, const std::set<std::string, std::less<>>& allowed) {
-  if (!n.IsMap()) return Err(where, "expected a mapping");
-  for (const auto& kv : n) {
-    std::string k = kv.first.as<std::string>();
-    if (!allowed.contains(k)) return Err(where, "unknown field \"" + k + "\"");
-  }
-  return Status::OK();
 }
 
 Result<TargetGroup> ParseGroup(const YAML::Node& n, const std::string& where) {
@@ -190,61 +171,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   }
   ASSIGN_OR_RETURN(c.relabel_configs, ParseRelabelConfigs(n["relabel_configs"], w + ".relabel_configs"));
   ASSIGN_OR_RETURN(c.metric_relabel_configs, ParseRelabelConfigs(n["metric_relabel_configs"], w + ".metric_relabel_configs"));
-  if (auto b = n["basic_auth"]; b && !b.IsNull()) {
-    RETURN_IF_ERROR(CheckKeys(b, w + ".basic_auth", {"username", "password", "password_file"}));
-    c.has_basic_auth = true;
-    if (b["username"]) { ASSIGN_OR_RETURN(c.basic_user, Str(b["username"], w + ".basic_auth.username")); }
-    if (b["password"]) { ASSIGN_OR_RETURN(c.basic_password, Str(b["password"], w + ".basic_auth.password")); }
-    if (b["password_file"]) { ASSIGN_OR_RETURN(c.basic_password_file, Str(b["password_file"], w + ".basic_auth.password_file")); }
-    if (!c.basic_password.empty() && !c.basic_password_file.empty()) {
-      return Err(w + ".basic_auth", "at most one of basic_auth password & password_file must be configured");
-    }
-  }
-  int auth_kinds = 0;
-  if (auto a = n["authorization"]; a && !a.IsNull()) {
-    auth_kinds++;
-    RETURN_IF_ERROR(CheckKeys(a, w + ".authorization", {"type", "credentials", "credentials_file"}));
-    if (a["type"]) { ASSIGN_OR_RETURN(c.auth_type, Str(a["type"], w + ".authorization.type")); }
-    if (c.auth_type.empty()) c.auth_type = "Bearer";
-    if (c.auth_type == "Basic" || c.auth_type == "basic") {
-      return Err(w + ".authorization.type", "authorization type cannot be set to \"basic\", use \"basic_auth\" instead");
-    }
-    if (a["credentials"]) { ASSIGN_OR_RETURN(c.credentials, Str(a["credentials"], w + ".authorization.credentials")); }
-    if (a["credentials_file"]) {
-      ASSIGN_OR_RETURN(c.credentials_file, Str(a["credentials_file"], w + ".authorization.credentials_file"));
-    }
-    if (!c.credentials.empty() && !c.credentials_file.empty()) {
-      return Err(w + ".authorization", "at most one of authorization credentials & credentials_file must be configured");
-    }
-  }
-  if (n["bearer_token"] || n["bearer_token_file"]) {
-    auth_kinds++;
-    if (n["authorization"]) {
-      return Err(w, "authorization is not compatible with bearer_token & bearer_token_file");
-    }
-    if (n["bearer_token"] && n["bearer_token_file"]) {
-      return Err(w, "at most one of bearer_token & bearer_token_file must be configured");
-    }
-    if (n["bearer_token"]) { ASSIGN_OR_RETURN(c.credentials, Str(n["bearer_token"], w + ".bearer_token")); }
-    if (n["bearer_token_file"]) { ASSIGN_OR_RETURN(c.credentials_file, Str(n["bearer_token_file"], w + ".bearer_token_file")); }
-  }
-  if (c.has_basic_auth && auth_kinds > 0) {
-    return Err(w, "at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
-  }
-  if (auto t = n["tls_config"]; t && !t.IsNull()) {
-    std::string tw = w + ".tls_config";
-    RETURN_IF_ERROR(CheckKeys(t, tw, {"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify", "min_version"}));
-    if (t["ca_file"]) { ASSIGN_OR_RETURN(c.tls.ca_file, Str(t["ca_file"], tw + ".ca_file")); }
-    if (t["cert_file"]) { ASSIGN_OR_RETURN(c.tls.cert_file, Str(t["cert_file"], tw + ".cert_file")); }
-    if (t["key_file"]) { ASSIGN_OR_RETURN(c.tls.key_file, Str(t["key_file"], tw + ".key_file")); }
-    if (t["server_name"]) { ASSIGN_OR_RETURN(c.tls.server_name, Str(t["server_name"], tw + ".server_name")); }
-    if (t["insecure_skip_verify"]) {
-      ASSIGN_OR_RETURN(c.tls.insecure_skip_verify, Bool(t["insecure_skip_verify"], tw + ".insecure_skip_verify"));
-    }
-    if (c.tls.cert_file.empty() != c.tls.key_file.empty()) {
-      return Err(tw, "client cert file and client key file must both be specified");
-    }
-  }
+  RETURN_IF_ERROR(ParseHttpClientConfig(n, w, &c.http));
   c.fingerprint = YAML::Dump(n) + "\n#" + std::to_string(c.scrape_interval_ms) + "/" + std::to_string(c.scrape_timeout_ms);
   return c;
 }

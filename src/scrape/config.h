@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/status.h"
+#include "scrape/http_client.h"
 #include "scrape/relabel.h"
 
 namespace trainwatch::scrape {
@@ -26,11 +27,6 @@ struct TargetGroup {
 struct FileSdConfig {
   std::vector<std::string> files;  // paths or globs (only in the last path element, as Prometheus)
   int64_t refresh_interval_ms = 5 * 60 * 1000;
-};
-
-struct TlsConfig {
-  std::string ca_file, cert_file, key_file, server_name;
-  bool insecure_skip_verify = false;
 };
 
 struct ScrapeConfig {
@@ -51,11 +47,7 @@ struct ScrapeConfig {
   std::vector<FileSdConfig> file_sd_configs;
   std::vector<RelabelConfig> relabel_configs;
   std::vector<RelabelConfig> metric_relabel_configs;
-  // Authentication: basic_auth, or a bearer token (authorization/bearer_token*).
-  std::string basic_user, basic_password, basic_password_file;
-  bool has_basic_auth = false;
-  std::string auth_type = "Bearer", credentials, credentials_file;
-  TlsConfig tls;
+  HttpClientConfig http;  // basic_auth, authorization, bearer_token*, tls_config
   // The job's YAML as written, to tell whether a reload changed it.
   std::string fingerprint;
 };

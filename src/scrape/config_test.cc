@@ -38,7 +38,7 @@ TEST(ScrapeConfig, DefaultsFromGlobal) {
   EXPECT_FALSE(c.honor_timestamps);
   EXPECT_EQ(c.sample_limit, 10u);
   EXPECT_EQ(c.body_size_limit, 1024u);
-  EXPECT_TRUE(c.has_basic_auth);
+  EXPECT_TRUE(c.http.has_basic_auth);
 }
 
 TEST(ScrapeConfig, ErrorsNameJobAndField) {

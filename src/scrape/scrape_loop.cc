@@ -23,13 +23,6 @@ int64_t WallNanos() {
       .count();
 }
 
-std::string TrimSpace(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) i++;
-  return s.substr(i);
-}
-
 const char* StatusText(int code) {
   switch (code) {
     case 301: return "Moved Permanently";
@@ -110,22 +103,11 @@ Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
   size_t path_start = url_.find('/', scheme_end + 3);
   std::string base = url_.substr(0, path_start), path = url_.substr(path_start);
   if (!client_) {
-    if (!c.tls.cert_file.empty()) client_ = std::make_unique<httplib::Client>(base, c.tls.cert_file, c.tls.key_file);
-    else client_ = std::make_unique<httplib::Client>(base);
-    if (!client_->is_valid()) {
-      client_.reset();
-      return Status::Unavailable("Get \"" + url_ + "\": cannot create client (tls_config files readable?)");
-    }
-    time_t sec = c.scrape_timeout_ms / 1000, usec = (c.scrape_timeout_ms % 1000) * 1000;
-    client_->set_connection_timeout(sec, usec);
-    client_->set_read_timeout(sec, usec);
-    client_->set_write_timeout(sec, usec);
+    auto cli = NewHttpClient(base, c.http, c.scrape_timeout_ms);
+    if (!cli.ok()) return Status::Unavailable("Get \"" + url_ + "\": " + cli.error().message());
+    client_ = std::move(*cli);
     client_->set_keep_alive(true);
     client_->set_decompress(true);
-    if (c.scheme == "https") {
-      if (!c.tls.ca_file.empty()) client_->set_ca_cert_path(c.tls.ca_file);
-      client_->enable_server_certificate_verification(!c.tls.insecure_skip_verify);
-    }
   }
   httplib::Headers h = {
       {"Accept", std::string(kAcceptHeader)},
@@ -133,23 +115,7 @@ Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
       {"User-Agent", "trainwatch"},
       {"X-Prometheus-Scrape-Timeout-Seconds", fmt::format("{}", static_cast<double>(c.scrape_timeout_ms) / 1000)},
   };
-  if (c.has_basic_auth) {
-    std::string pw = c.basic_password;
-    if (!c.basic_password_file.empty()) {
-      Status s = file::ReadFile(c.basic_password_file, &pw);
-      if (!s.ok()) return Status::Unavailable("unable to read basic auth password file: " + s.message());
-      pw = TrimSpace(pw);
-    }
-    client_->set_basic_auth(c.basic_user, pw);
-  } else if (!c.credentials.empty() || !c.credentials_file.empty()) {
-    std::string cred = c.credentials;
-    if (!c.credentials_file.empty()) {
-      Status s = file::ReadFile(c.credentials_file, &cred);
-      if (!s.ok()) return Status::Unavailable("unable to read authorization credentials file: " + s.message());
-      cred = TrimSpace(cred);
-    }
-    h.emplace("Authorization", c.auth_type + " " + cred);
-  }
+  RETURN_IF_ERROR(ApplyHttpAuth(c.http, client_.get(), &h));
   const int64_t deadline = MonoNanos() + c.scrape_timeout_ms * 1000000;
   int status = 0;
   bool over_size = false, over_time = false;

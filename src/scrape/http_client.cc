@@ -1,0 +1,125 @@
+#include "scrape/http_client.h"
+
+#include "base/file.h"
+#include "scrape/yaml_fields.h"
+
+namespace trainwatch::scrape {
+namespace {
+
+using yaml::Bool;
+using yaml::CheckKeys;
+using yaml::Err;
+using yaml::Str;
+
+Result<std::string> ReadSecret(const std::string& path) {
+  std::string s;
+  RETURN_IF_ERROR(file::ReadFile(path, &s));
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+const std::set<std::string, std::less<>>& HttpClientConfigKeys() {
+  static const std::set<std::string, std::less<>> k = {"basic_auth", "authorization", "bearer_token",
+                                                       "bearer_token_file", "tls_config"};
+  return k;
+}
+
+Status ParseHttpClientConfig(const YAML::Node& n, const std::string& w, HttpClientConfig* c) {
+  if (auto b = n["basic_auth"]; b && !b.IsNull()) {
+    RETURN_IF_ERROR(CheckKeys(b, w + ".basic_auth", {"username", "password", "password_file"}));
+    c->has_basic_auth = true;
+    if (b["username"]) { ASSIGN_OR_RETURN(c->basic_user, Str(b["username"], w + ".basic_auth.username")); }
+    if (b["password"]) { ASSIGN_OR_RETURN(c->basic_password, Str(b["password"], w + ".basic_auth.password")); }
+    if (b["password_file"]) { ASSIGN_OR_RETURN(c->basic_password_file, Str(b["password_file"], w + ".basic_auth.password_file")); }
+    if (!c->basic_password.empty() && !c->basic_password_file.empty()) {
+      return Err(w + ".basic_auth", "at most one of basic_auth password & password_file must be configured");
+    }
+  }
+  int auth_kinds = 0;
+  if (auto a = n["authorization"]; a && !a.IsNull()) {
+    auth_kinds++;
+    RETURN_IF_ERROR(CheckKeys(a, w + ".authorization", {"type", "credentials", "credentials_file"}));
+    if (a["type"]) { ASSIGN_OR_RETURN(c->auth_type, Str(a["type"], w + ".authorization.type")); }
+    if (c->auth_type.empty()) c->auth_type = "Bearer";
+    if (c->auth_type == "Basic" || c->auth_type == "basic") {
+      return Err(w + ".authorization.type", "authorization type cannot be set to \"basic\", use \"basic_auth\" instead");
+    }
+    if (a["credentials"]) { ASSIGN_OR_RETURN(c->credentials, Str(a["credentials"], w + ".authorization.credentials")); }
+    if (a["credentials_file"]) {
+      ASSIGN_OR_RETURN(c->credentials_file, Str(a["credentials_file"], w + ".authorization.credentials_file"));
+    }
+    if (!c->credentials.empty() && !c->credentials_file.empty()) {
+      return Err(w + ".authorization", "at most one of authorization credentials & credentials_file must be configured");
+    }
+  }
+  if (n["bearer_token"] || n["bearer_token_file"]) {
+    auth_kinds++;
+    if (n["authorization"]) {
+      return Err(w, "authorization is not compatible with bearer_token & bearer_token_file");
+    }
+    if (n["bearer_token"] && n["bearer_token_file"]) {
+      return Err(w, "at most one of bearer_token & bearer_token_file must be configured");
+    }
+    if (n["bearer_token"]) { ASSIGN_OR_RETURN(c->credentials, Str(n["bearer_token"], w + ".bearer_token")); }
+    if (n["bearer_token_file"]) { ASSIGN_OR_RETURN(c->credentials_file, Str(n["bearer_token_file"], w + ".bearer_token_file")); }
+  }
+  if (c->has_basic_auth && auth_kinds > 0) {
+    return Err(w, "at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
+  }
+  if (auto t = n["tls_config"]; t && !t.IsNull()) {
+    std::string tw = w + ".tls_config";
+    RETURN_IF_ERROR(CheckKeys(t, tw, {"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify", "min_version"}));
+    if (t["ca_file"]) { ASSIGN_OR_RETURN(c->tls.ca_file, Str(t["ca_file"], tw + ".ca_file")); }
+    if (t["cert_file"]) { ASSIGN_OR_RETURN(c->tls.cert_file, Str(t["cert_file"], tw + ".cert_file")); }
+    if (t["key_file"]) { ASSIGN_OR_RETURN(c->tls.key_file, Str(t["key_file"], tw + ".key_file")); }
+    if (t["server_name"]) { ASSIGN_OR_RETURN(c->tls.server_name, Str(t["server_name"], tw + ".server_name")); }
+    if (t["insecure_skip_verify"]) {
+      ASSIGN_OR_RETURN(c->tls.insecure_skip_verify, Bool(t["insecure_skip_verify"], tw + ".insecure_skip_verify"));
+    }
+    if (c->tls.cert_file.empty() != c->tls.key_file.empty()) {
+      return Err(tw, "client cert file and client key file must both be specified");
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::unique_ptr<httplib::Client>> NewHttpClient(const std::string& base, const HttpClientConfig& c,
+                                                       int64_t timeout_ms) {
+  auto cli = c.tls.cert_file.empty() ? std::make_unique<httplib::Client>(base)
+                                     : std::make_unique<httplib::Client>(base, c.tls.cert_file, c.tls.key_file);
+  if (!cli->is_valid()) return Status::Unavailable("cannot create a client for " + base + " (tls_config files readable?)");
+  time_t sec = static_cast<time_t>(timeout_ms / 1000), usec = static_cast<time_t>((timeout_ms % 1000) * 1000);
+  cli->set_connection_timeout(sec, usec);
+  cli->set_read_timeout(sec, usec);
+  cli->set_write_timeout(sec, usec);
+  if (base.starts_with("https://")) {
+    if (!c.tls.ca_file.empty()) cli->set_ca_cert_path(c.tls.ca_file);
+    cli->enable_server_certificate_verification(!c.tls.insecure_skip_verify);
+  }
+  return cli;
+}
+
+Status ApplyHttpAuth(const HttpClientConfig& c, httplib::Client* cli, httplib::Headers* headers) {
+  if (c.has_basic_auth) {
+    std::string pw = c.basic_password;
+    if (!c.basic_password_file.empty()) {
+      auto r = ReadSecret(c.basic_password_file);
+      if (!r.ok()) return Status::Unavailable("unable to read basic auth password file: " + r.error().message());
+      pw = std::move(*r);
+    }
+    cli->set_basic_auth(c.basic_user, pw);
+  } else if (!c.credentials.empty() || !c.credentials_file.empty()) {
+    std::string cred = c.credentials;
+    if (!c.credentials_file.empty()) {
+      auto r = ReadSecret(c.credentials_file);
+      if (!r.ok()) return Status::Unavailable("unable to read authorization credentials file: " + r.error().message());
+      cred = std::move(*r);
+    }
+    headers->emplace("Authorization", c.auth_type + " " + cred);
+  }
+  return Status::OK();
+}
+
+}  // namespace trainwatch::scrape
