@@ -403,6 +403,14 @@ Status ParseEmail(const YAML::Node& n, const std::string& w, const Config& cfg, 
   if (auto t = n["tls_config"]; t && !t.IsNull()) {
     RETURN_IF_ERROR(CheckKeys(t, w + ".tls_config", {"insecure_skip_verify", "ca_file", "cert_file", "key_file", "server_name", "min_version"}));
     RETURN_IF_ERROR(OptBool(t, "insecure_skip_verify", w + ".tls_config", &c->insecure_skip_verify));
+    for (auto [k, p] : std::initializer_list<std::pair<const char*, std::string*>>{
+             {"ca_file", &c->ca_file}, {"cert_file", &c->cert_file}, {"key_file", &c->key_file},
+             {"server_name", &c->server_name}}) {
+      RETURN_IF_ERROR(OptStr(t, k, w + ".tls_config", p));
+    }
+    if (c->cert_file.empty() != c->key_file.empty()) {
+      return Err(t, w + ".tls_config", "exactly one of cert_file and key_file is set; both are needed for a client certificate");
+    }
   }
   if (auto h = n["headers"]; h && !h.IsNull()) {
     if (!h.IsMap()) return Err(h, w + ".headers", "expected a mapping");

@@ -72,6 +72,7 @@ struct EmailConfig {
   std::string auth_password_file;  // read at each delivery; wins over auth_password
   bool require_tls = true;
   bool insecure_skip_verify = false;
+  std::string ca_file, cert_file, key_file, server_name;  // tls_config
   std::map<std::string, std::string> headers;  // Subject, To, From, ... (templates)
   std::string html;  // template; empty: none
   std::string text;  // template; empty: none

@@ -178,6 +178,9 @@ TEST(NotifyConfigTest, SecretFileKeysAsAlertmanager025) {
             "ok");
   EXPECT_EQ(err("global: {smtp_auth_password: x, smtp_auth_password_file: /p}\nreceivers: [{name: a}]"),
             "line 2: global: at most one of smtp_auth_password & smtp_auth_password_file must be configured");
+  EXPECT_EQ(err("receivers: [{name: a, email_configs: [{to: a@b, from: c@d, smarthost: 'h:25', tls_config: {cert_file: /c}}]}]"),
+            "line 2: receivers[0].email_configs[0].tls_config: exactly one of cert_file and key_file is set; both are "
+            "needed for a client certificate");
   auto c = ParseConfig("global: {smtp_auth_password_file: /p, smtp_smarthost: 'h:25', smtp_from: a@b}\n"
                        "route: {receiver: a}\nreceivers: [{name: a, email_configs: [{to: x@y}]}]\n");
   ASSERT_TRUE(c.ok()) << c.error().ToString();

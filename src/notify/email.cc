@@ -122,17 +122,28 @@ class SmtpConn {
     return Status::OK();
   }
 
-  Status StartTls(const std::string& host, bool insecure) {
+  // tls_config: ca_file (else the system CAs), a client certificate, and
+  // server_name for SNI and the certificate check (else the smarthost).
+  Status StartTls(const std::string& host, const EmailConfig& c) {
     ctx_ = SSL_CTX_new(TLS_client_method());
     if (ctx_ == nullptr) return Status::Unavailable("tls: cannot create context");
-    if (!insecure) {
-      SSL_CTX_set_default_verify_paths(ctx_);
+    if (!c.insecure_skip_verify) {
+      if (c.ca_file.empty()) {
+        SSL_CTX_set_default_verify_paths(ctx_);
+      } else if (SSL_CTX_load_verify_locations(ctx_, c.ca_file.c_str(), nullptr) != 1) {
+        return Status::InvalidArgument("tls: cannot load ca_file " + c.ca_file);
+      }
       SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     }
+    if (!c.cert_file.empty() && (SSL_CTX_use_certificate_chain_file(ctx_, c.cert_file.c_str()) != 1 ||
+                                 SSL_CTX_use_PrivateKey_file(ctx_, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1)) {
+      return Status::InvalidArgument("tls: cannot load cert_file " + c.cert_file + " / key_file " + c.key_file);
+    }
+    const std::string& name = c.server_name.empty() ? host : c.server_name;
     ssl_ = SSL_new(ctx_);
     SSL_set_fd(ssl_, fd_);
-    SSL_set_tlsext_host_name(ssl_, host.c_str());
-    if (!insecure) SSL_set1_host(ssl_, host.c_str());
+    SSL_set_tlsext_host_name(ssl_, name.c_str());
+    if (!c.insecure_skip_verify) SSL_set1_host(ssl_, name.c_str());
     if (SSL_connect(ssl_) != 1) {
       char buf[256];
       ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
@@ -330,7 +341,7 @@ Status SendEmail(const EmailConfig& c, const NotificationData& d, const SendOpti
   if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
   SmtpConn conn;
   RETURN_IF_ERROR(conn.Connect(host, port, o.timeout_ms));
-  if (port == "465") RETURN_IF_ERROR(conn.StartTls(host, c.insecure_skip_verify));
+  if (port == "465") RETURN_IF_ERROR(conn.StartTls(host, c));
   ASSIGN_OR_RETURN(auto greet, conn.Cmd("", 220, "greeting"));
   ASSIGN_OR_RETURN(auto ehlo, conn.Cmd("EHLO " + c.hello, 250, "EHLO"));
   if (port != "465" && c.require_tls) {
@@ -339,7 +350,7 @@ Status SendEmail(const EmailConfig& c, const NotificationData& d, const SendOpti
                                      "\" does not advertise the STARTTLS extension");
     }
     ASSIGN_OR_RETURN(auto st, conn.Cmd("STARTTLS", 220, "STARTTLS"));
-    RETURN_IF_ERROR(conn.StartTls(host, c.insecure_skip_verify));
+    RETURN_IF_ERROR(conn.StartTls(host, c));
     ASSIGN_OR_RETURN(ehlo, conn.Cmd("EHLO " + c.hello, 250, "EHLO"));
   }
   if (!c.auth_username.empty()) {

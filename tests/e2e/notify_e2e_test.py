@@ -143,7 +143,7 @@ receivers:
       - to: 'tls@example.org'
         smarthost: '127.0.0.1:{smtp_tls}'
         require_tls: true
-        tls_config: {{insecure_skip_verify: true}}
+        tls_config: {{ca_file: '{ca_file}', server_name: localhost}}
 """
 
 
@@ -241,7 +241,7 @@ class NotifyE2ETest(unittest.TestCase):
         with open(self.am_path, "w") as f:
             f.write(text if text is not None else CONFIG.format(
                 hook=self.hook.port, smtp=self.smtp.port if self.smtp else 1, password_file=self.password_file,
-                smtp_tls=self.smtp_tls.port if self.smtp_tls else 1))
+                smtp_tls=self.smtp_tls.port if self.smtp_tls else 1, ca_file=os.path.join(self.tmp, "cert.pem")))
 
     def post_alerts(self, alerts):
         status, body = self.server.request("POST", "/api/v2/alerts", json.dumps(alerts),
