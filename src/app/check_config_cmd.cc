@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "app/config.h"
+#include "app/notify_templates.h"
 #include "base/file.h"
 #include "notify/config.h"
 
@@ -51,7 +52,19 @@ int RunCheckConfig(const std::vector<std::string>& files) {
     const notify::Config& cfg = **c;
     std::cout << "Checking '" << f << "'  SUCCESS\nFound:\n - global config\n - route\n - "
               << cfg.inhibit_rules.size() << " inhibit rules\n - " << cfg.receivers.size() << " receivers\n - "
-              << cfg.templates.size() << " templates\n\n";
+              << cfg.templates.size() << " templates\n";
+    if (!cfg.templates.empty()) {
+      // As amtool: the default templates and every file the globs match, parsed together.
+      auto files = notify::ReadTemplateFiles(cfg, f);
+      Status ts = files.ok() ? MakeNotifyTemplates()(*files).status() : files.error();
+      if (ts.ok()) {
+        std::cout << "  SUCCESS\n";
+      } else {
+        std::cout << "  FAILED: " << ts.message() << "\n";
+        failed++;
+      }
+    }
+    std::cout << "\n";
   }
   if (failed > 0) {
     std::cerr << "trainwatch: error: failed to validate " << failed << " file(s)\n";

@@ -162,6 +162,16 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       "config", "Check alertmanager.yml files like amtool check-config (trainwatch/prometheus configs too)");
   check_config->add_option("files", out.check_config_files, "Configuration files to check")->required();
 
+  CLI::App* tmpl = cli.add_subcommand("template", "Notification templates (like amtool template)");
+  tmpl->require_subcommand(1);
+  CLI::App* tmpl_render = tmpl->add_subcommand(
+      "render", "Render a notification template against template data, like amtool template render");
+  TemplateRenderOptions& tr = out.template_render;
+  tmpl_render->add_option("--template.glob", tr.globs, "Glob of template files to parse after the defaults (repeatable)");
+  tmpl_render->add_option("--template.text", tr.text, "The template to render")->required();
+  tmpl_render->add_option("--template.type", tr.type, "text or html (html/template escaping)")->capture_default_str();
+  tmpl_render->add_option("--template.data", tr.data_file, "JSON file with the template data (template.Data)")->required();
+
   CLI::App* demo = cli.add_subcommand("demo", "Run a simulated training job against a server, through the C++ client");
   DemoOptions& dm = out.demo;
   demo->add_option("--url", dm.url, "trainwatch server base URL")->capture_default_str();
@@ -193,6 +203,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   }
   if (check_config->parsed()) {
     out.command = CommandLine::Command::kCheckConfig;
+    return out;
+  }
+  if (tmpl_render->parsed()) {
+    out.command = CommandLine::Command::kTemplateRender;
     return out;
   }
   if (demo->parsed()) {

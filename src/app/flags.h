@@ -12,6 +12,7 @@
 #include "app/demo_cmd.h"
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
+#include "app/template_cmd.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "tsdb/db.h"
@@ -58,7 +59,7 @@ struct AgentOptions {
 };
 
 struct CommandLine {
-  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs };
+  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender };
   Command command = Command::kNone;
   int exit_code = 0;     // kExit: --help, --version or a usage error (already printed)
   ServeOptions serve;    // kServe
@@ -68,6 +69,7 @@ struct CommandLine {
   std::vector<std::string> check_config_files;  // kCheckConfig
   DemoOptions demo;      // kDemo
   LogsOptions logs;      // kLogs
+  TemplateRenderOptions template_render;  // kTemplateRender
 };
 
 // Parses argv, loads the config file when given, and merges. Prints help,

@@ -9,6 +9,7 @@
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
 #include "app/serve.h"
+#include "app/template_cmd.h"
 #include "app/wiring.h"
 
 int main(int argc, char** argv) {
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
     case trainwatch::app::CommandLine::Command::kCheckConfig: return trainwatch::app::RunCheckConfig(cl->check_config_files);
     case trainwatch::app::CommandLine::Command::kDemo: return trainwatch::app::RunDemo(cl->demo);
     case trainwatch::app::CommandLine::Command::kLogs: return trainwatch::app::RunLogs(cl->logs);
+    case trainwatch::app::CommandLine::Command::kTemplateRender:
+      return trainwatch::app::RunTemplateRender(cl->template_render);
     case trainwatch::app::CommandLine::Command::kExit:
     case trainwatch::app::CommandLine::Command::kNone: return cl->exit_code;
   }

@@ -1,67 +1,273 @@
 #include "app/notify_templates.h"
 
+#include <algorithm>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
+#include "base/check.h"
 #include "rules/template.h"
 
 namespace trainwatch::app {
 namespace {
 
-using Json = nlohmann::json;
+using rules::tmpl::FuncError;
+using rules::tmpl::GoType;
+using rules::tmpl::Method;
+using rules::tmpl::Param;
+using rules::tmpl::StrMap;
 using rules::tmpl::Value;
+using TypePtr = std::shared_ptr<const GoType>;
 
-bool IsLabelMap(const std::string& key) {
-  return key == "Labels" || key == "Annotations" || key == "GroupLabels" || key == "CommonLabels" ||
-         key == "CommonAnnotations";
+// ---- Alertmanager's template types (template/template.go) ----
+
+const TypePtr& PairType() {
+  static const TypePtr t = std::make_shared<const GoType>(GoType{"template.Pair", {}});
+  return t;
 }
 
-Value ToValue(const Json& j, const std::string& key) {
-  if (j.is_object()) {
-    if (IsLabelMap(key)) {
-      rules::tmpl::StrMap m;
-      for (auto it = j.begin(); it != j.end(); ++it) m[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-      return Value::Map(std::move(m));
-    }
-    rules::tmpl::ValueMap m;
-    for (auto it = j.begin(); it != j.end(); ++it) m[it.key()] = ToValue(it.value(), it.key());
-    return Value::AnyMap(std::move(m));
-  }
-  if (j.is_array()) {
-    std::vector<Value> items;
-    for (const Json& e : j) items.push_back(ToValue(e, ""));
-    return Value::List(std::move(items), "template.Alert");
-  }
-  if (j.is_string()) {
-    const std::string& s = j.get_ref<const std::string&>();
-    if (key == "StartsAt" || key == "EndsAt") {
-      // Go's zero time (0001-01-01, a firing alert's EndsAt) is outside
-      // what nanoseconds since 1970 can hold: it stays the text as sent.
-      auto t = notify::ParseTime(s);
-      int64_t ns = 0;
-      if (t.ok() && !__builtin_mul_overflow(*t, int64_t{1000000}, &ns)) return Value::Time(ns);
-    }
-    return Value::String(s);
-  }
-  if (j.is_boolean()) return Value::Bool(j.get<bool>());
-  if (j.is_number_integer()) return Value::Int(j.get<int64_t>());
-  if (j.is_number()) return Value::Float(j.get<double>());
-  return Value();
+// Pairs.Names / Pairs.Values: the Name or Value field of each pair.
+Value PairsColumn(const Value& pairs, std::string_view field) {
+  std::vector<Value> out;
+  for (const Value& p : pairs.list()) out.push_back(*p.Field(field));
+  return Value::List(std::move(out), "string");
 }
+
+const TypePtr& PairsType() {
+  static const TypePtr t = [] {
+    GoType g{"template.Pairs", {}};
+    g.methods["Names"] = Method{{}, false, Param::kAny, [](const Value& r, std::vector<Value>&) { return PairsColumn(r, "Name"); }};
+    g.methods["Values"] = Method{{}, false, Param::kAny, [](const Value& r, std::vector<Value>&) { return PairsColumn(r, "Value"); }};
+    return std::make_shared<const GoType>(std::move(g));
+  }();
+  return t;
+}
+
+// KV.SortedPairs: by name, except that alertname comes first.
+Value SortedPairs(const StrMap& m) {
+  std::vector<Value> pairs;
+  auto add = [&](const std::string& k, const std::string& v) {
+    pairs.push_back(Value::Struct(PairType(), {{"Name", Value::String(k)}, {"Value", Value::String(v)}}));
+  };
+  if (auto it = m.find("alertname"); it != m.end()) add(it->first, it->second);
+  for (const auto& [k, v] : m) {
+    if (k != "alertname") add(k, v);
+  }
+  return Value::List(std::move(pairs), "template.Pair").WithType(PairsType());
+}
+
+const TypePtr& KVType();
+
+Value KV(StrMap m) { return Value::Map(std::move(m)).WithType(KVType()); }
+
+const TypePtr& KVType() {
+  static const TypePtr t = [] {
+    GoType g{"template.KV", {}};
+    g.methods["SortedPairs"] = Method{{}, false, Param::kAny, [](const Value& r, std::vector<Value>&) { return SortedPairs(r.strmap()); }};
+    g.methods["Names"] = Method{{}, false, Param::kAny, [](const Value& r, std::vector<Value>&) {
+      return PairsColumn(SortedPairs(r.strmap()), "Name");
+    }};
+    g.methods["Values"] = Method{{}, false, Param::kAny, [](const Value& r, std::vector<Value>&) {
+      return PairsColumn(SortedPairs(r.strmap()), "Value");
+    }};
+    g.methods["Remove"] = Method{{Param::kStringSlice}, false, Param::kAny, [](const Value& r, std::vector<Value>& a) {
+      std::set<std::string> drop;
+      for (const Value& k : a[0].list()) drop.insert(k.str());
+      StrMap out;
+      for (const auto& [k, v] : r.strmap()) {
+        if (!drop.contains(k)) out.emplace(k, v);
+      }
+      return KV(std::move(out));
+    }};
+    return std::make_shared<const GoType>(std::move(g));
+  }();
+  return t;
+}
+
+// Alerts.Firing / Alerts.Resolved: a plain []Alert (no methods), as 0.25.
+Value AlertsWithStatus(const Value& alerts, std::string_view status) {
+  std::vector<Value> out;
+  for (const Value& a : alerts.list()) {
+    if (a.Field("Status")->str() == status) out.push_back(a);
+  }
+  return Value::List(std::move(out), "template.Alert");
+}
+
+const TypePtr& AlertsType() {
+  static const TypePtr t = [] {
+    GoType g{"template.Alerts", {}};
+    g.methods["Firing"] = Method{{}, false, Param::kAny, [](const Value& r, std::vector<Value>&) { return AlertsWithStatus(r, "firing"); }};
+    g.methods["Resolved"] = Method{{}, false, Param::kAny, [](const Value& r, std::vector<Value>&) { return AlertsWithStatus(r, "resolved"); }};
+    return std::make_shared<const GoType>(std::move(g));
+  }();
+  return t;
+}
+
+const TypePtr& AlertType() {
+  static const TypePtr t = std::make_shared<const GoType>(GoType{"template.Alert", {}});
+  return t;
+}
+
+const TypePtr& DataType() {
+  static const TypePtr t = std::make_shared<const GoType>(GoType{"template.Data", {}});
+  return t;
+}
+
+StrMap ToMap(const model::Labels& ls) {
+  StrMap m;
+  for (const auto& l : ls) m.emplace(l.name, l.value);
+  return m;
+}
+
+// time.Time of a millisecond timestamp; 0 is Go's zero time (a firing alert's EndsAt).
+Value TimeOf(int64_t ms) {
+  if (ms == 0) return Value::TimeValue(Value::kGoZeroTimeSecs, 0);
+  int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  return Value::TimeValue(secs, (ms - secs * 1000) * 1'000'000);
+}
+
+Value DataValue(const notify::NotificationData& d) {
+  std::vector<Value> alerts;
+  alerts.reserve(d.alerts.size());
+  for (const notify::StoredAlert& a : d.alerts) {
+    alerts.push_back(Value::Struct(
+        AlertType(), {{"Status", Value::String(a.Resolved(d.now_ms) ? "resolved" : "firing")},
+                      {"Labels", KV(ToMap(a.alert.labels))},
+                      {"Annotations", KV(ToMap(a.alert.annotations))},
+                      {"StartsAt", TimeOf(a.alert.starts_at_ms)},
+                      {"EndsAt", TimeOf(a.alert.ends_at_ms)},
+                      {"GeneratorURL", Value::String(a.alert.generator_url)},
+                      {"Fingerprint", Value::String(notify::FingerprintString(a.fingerprint))}}));
+  }
+  return Value::Struct(DataType(), {{"Receiver", Value::String(d.receiver)},
+                                    {"Status", Value::String(d.status)},
+                                    {"Alerts", Value::List(std::move(alerts), "template.Alert").WithType(AlertsType())},
+                                    {"GroupLabels", KV(ToMap(d.group_labels))},
+                                    {"CommonLabels", KV(ToMap(d.common_labels))},
+                                    {"CommonAnnotations", KV(ToMap(d.common_annotations))},
+                                    {"ExternalURL", Value::String(d.external_url)}});
+}
+
+// Alertmanager's template.Template: one set holding the defaults and the
+// files; each text is parsed as template "" beside them (ExecuteTextString).
+class GoTemplates final : public notify::Templates {
+ public:
+  explicit GoTemplates(rules::Template set) : set_(std::move(set)) {}
+
+  Result<std::string> ExecuteText(std::string_view text, const notify::NotificationData& d) const override {
+    return Run(text, d, false);
+  }
+  Result<std::string> ExecuteHtml(std::string_view text, const notify::NotificationData& d) const override {
+    return Run(text, d, true);
+  }
+
+ private:
+  Result<std::string> Run(std::string_view text, const notify::NotificationData& d, bool html) const {
+    if (text.empty()) return std::string();
+    ASSIGN_OR_RETURN(rules::Template t, set_.Extend("", text));
+    rules::TemplateOptions o;
+    o.escape_html = html;
+    return t.Execute(DataValue(d), o);
+  }
+
+  const rules::Template set_;
+};
 
 }  // namespace
 
-notify::TemplateFunc MakeNotifyTemplateFunc() {
-  return [](std::string_view text, const std::string& data_json) -> Result<std::string> {
-    auto t = rules::Template::Parse("notify", text);
-    if (!t.ok()) return t.error();
-    Json j;
-    try {
-      j = Json::parse(data_json);
-    } catch (const std::exception& e) {
-      return Status::InvalidArgument(std::string("BUG: notification data is not JSON: ") + e.what());
+notify::TemplatesFactory MakeNotifyTemplates() {
+  return [](const std::vector<notify::TemplateFile>& files) -> Result<std::shared_ptr<const notify::Templates>> {
+    auto set = rules::Template::Parse("", notify::DefaultTemplates(), rules::FuncSet::kAlertmanager);
+    CHECK(set.ok(), "BUG: notify/default.tmpl does not parse");
+    for (const notify::TemplateFile& f : files) {
+      // As Go's ParseGlob: each file is a template named after its base name.
+      auto next = set->Extend(f.path.substr(f.path.rfind('/') + 1), f.text);
+      if (!next.ok()) return next.error();
+      set = std::move(next);
     }
-    return t->Execute(ToValue(j, ""), rules::TemplateOptions{});
+    return std::shared_ptr<const notify::Templates>(std::make_shared<GoTemplates>(std::move(*set)));
   };
+}
+
+Result<notify::NotificationData> ParseTemplateData(std::string_view text) {
+  using Json = nlohmann::json;
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("template data: ") + e.what());
+  }
+  if (!j.is_object()) return Status::InvalidArgument("template data: expected a JSON object");
+  auto str = [](const Json& o, const char* key, const std::string& where, std::string* out) -> Status {
+    if (!o.contains(key) || o[key].is_null()) return Status::OK();
+    if (!o[key].is_string()) return Status::InvalidArgument("template data: " + where + key + ": expected a string");
+    *out = o[key].get<std::string>();
+    return Status::OK();
+  };
+  auto labels = [](const Json& o, const char* key, const std::string& where, model::Labels* out) -> Status {
+    if (!o.contains(key) || o[key].is_null()) return Status::OK();
+    if (!o[key].is_object()) return Status::InvalidArgument("template data: " + where + key + ": expected an object");
+    std::vector<model::Label> ls;
+    for (auto it = o[key].begin(); it != o[key].end(); ++it) {
+      if (!it.value().is_string()) {
+        return Status::InvalidArgument("template data: " + where + key + "." + it.key() + ": expected a string");
+      }
+      ls.push_back({it.key(), it.value().get<std::string>()});
+    }
+    *out = model::Labels(std::move(ls));
+    return Status::OK();
+  };
+  notify::NotificationData d;
+  RETURN_IF_ERROR(str(j, "receiver", "", &d.receiver));
+  RETURN_IF_ERROR(str(j, "status", "", &d.status));
+  RETURN_IF_ERROR(str(j, "externalURL", "", &d.external_url));
+  RETURN_IF_ERROR(labels(j, "groupLabels", "", &d.group_labels));
+  RETURN_IF_ERROR(labels(j, "commonLabels", "", &d.common_labels));
+  RETURN_IF_ERROR(labels(j, "commonAnnotations", "", &d.common_annotations));
+  if (j.contains("alerts") && !j["alerts"].is_array()) return Status::InvalidArgument("template data: alerts: expected a list");
+  // An alert is resolved when its end is at or before now_ms, so now_ms is
+  // the latest end of a resolved alert and firing alerts get no end.
+  for (size_t i = 0; j.contains("alerts") && i < j["alerts"].size(); i++) {
+    const Json& a = j["alerts"][i];
+    std::string w = "alerts[" + std::to_string(i) + "].";
+    if (!a.is_object()) return Status::InvalidArgument("template data: alerts[" + std::to_string(i) + "]: expected an object");
+    notify::StoredAlert sa;
+    std::string status, starts, ends, fp;
+    RETURN_IF_ERROR(str(a, "status", w, &status));
+    if (status != "firing" && status != "resolved") {
+      return Status::InvalidArgument("template data: " + w + "status: want \"firing\" or \"resolved\", got \"" + status + "\"");
+    }
+    RETURN_IF_ERROR(labels(a, "labels", w, &sa.alert.labels));
+    RETURN_IF_ERROR(labels(a, "annotations", w, &sa.alert.annotations));
+    RETURN_IF_ERROR(str(a, "generatorURL", w, &sa.alert.generator_url));
+    RETURN_IF_ERROR(str(a, "startsAt", w, &starts));
+    RETURN_IF_ERROR(str(a, "endsAt", w, &ends));
+    RETURN_IF_ERROR(str(a, "fingerprint", w, &fp));
+    auto time = [&](const std::string& s, const char* key, int64_t* ms) -> Status {
+      if (s.empty() || s.starts_with("0001-01-01T00:00:00")) return Status::OK();
+      auto t = notify::ParseTime(s);
+      if (!t.ok()) return Status::InvalidArgument("template data: " + w + key + ": " + t.error().message());
+      *ms = *t;
+      return Status::OK();
+    };
+    RETURN_IF_ERROR(time(starts, "startsAt", &sa.alert.starts_at_ms));
+    if (status == "resolved") {
+      RETURN_IF_ERROR(time(ends, "endsAt", &sa.alert.ends_at_ms));
+      if (sa.alert.ends_at_ms == 0) return Status::InvalidArgument("template data: " + w + "endsAt: a resolved alert needs an end time");
+      d.now_ms = std::max(d.now_ms, sa.alert.ends_at_ms);
+    }
+    if (!fp.empty()) {
+      size_t used = 0;
+      try {
+        sa.fingerprint = std::stoull(fp, &used, 16);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != fp.size()) return Status::InvalidArgument("template data: " + w + "fingerprint: want hex digits, got \"" + fp + "\"");
+    }
+    d.alerts.push_back(std::move(sa));
+  }
+  return d;
 }
 
 }  // namespace trainwatch::app

@@ -1,18 +1,30 @@
 #pragma once
-// Notification templates for the embedded notifier (notify/) through the Go
+// Notification templates for the embedded notifier (notify/) on the Go
 // text/template engine of rules/: app/ is the one module that may join them.
-// Custom texts in alertmanager.yml (email html/text/headers, Slack fields,
-// PagerDuty description, ...) see Alertmanager's template.Data field names:
-// .Receiver, .Status, .Alerts (each .Status, .Labels, .Annotations,
-// .StartsAt, .EndsAt, .GeneratorURL, .Fingerprint), .GroupLabels,
-// .CommonLabels, .CommonAnnotations, .ExternalURL. Alertmanager's methods
-// (.Alerts.Firing, .SortedPairs, ...) are not available; the default
-// templates are rendered by notify/ itself.
+// Templates see Alertmanager 0.25's template.Data with its types and
+// methods: .Receiver, .Status, .Alerts (template.Alerts: .Firing, .Resolved;
+// each alert .Status, .Labels, .Annotations, .StartsAt, .EndsAt,
+// .GeneratorURL, .Fingerprint), .GroupLabels, .CommonLabels,
+// .CommonAnnotations (template.KV: .SortedPairs, .Names, .Values, .Remove),
+// .ExternalURL; Alertmanager's functions; notify's default templates, then
+// the `templates:` files.
 
-#include "notify/notifier.h"
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "notify/config.h"
+#include "notify/templates.h"
 
 namespace trainwatch::app {
 
-notify::TemplateFunc MakeNotifyTemplateFunc();
+// Parses notify::DefaultTemplates() and the files into a notify::Templates.
+notify::TemplatesFactory MakeNotifyTemplates();
+
+// template.Data as amtool's --template.data file holds it (JSON with
+// receiver, status, alerts[{status, labels, annotations, startsAt, endsAt,
+// generatorURL, fingerprint}], groupLabels, commonLabels, commonAnnotations,
+// externalURL). Errors name the field.
+Result<notify::NotificationData> ParseTemplateData(std::string_view json);
 
 }  // namespace trainwatch::app

@@ -5,6 +5,7 @@
 #include "app/collect_loop.h"
 #include "app/config.h"
 #include "app/notify_templates.h"
+#include "app/run_alerts.h"
 #include "app/wiring.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -252,13 +253,12 @@ int RunServe(const ServeOptions& o) {
   // log in <data-dir>/alertmanager. The rule evaluator's alerts go to it.
   std::unique_ptr<notify::Notifier> notifier;
   if (!o.alertmanager_config_file.empty()) {
-    auto am = notify::LoadConfigFile(o.alertmanager_config_file);
+    auto am = notify::LoadConfigFile(o.alertmanager_config_file, MakeNotifyTemplates());
     Status ns = am.status();
     if (ns.ok()) {
       notify::NotifierOptions no;
       no.dir = o.data_dir + "/alertmanager";
       no.external_url = o.external_url.empty() ? "http://" + SelfAddress(o.listen) : o.external_url;
-      no.render = MakeNotifyTemplateFunc();  // custom templates through rules/' Go template engine
       auto n = notify::Notifier::Open(std::move(no), *am);
       if (n.ok()) notifier = std::move(*n);
       ns = n.status();
@@ -282,6 +282,15 @@ int RunServe(const ServeOptions& o) {
       if (!s.ok()) TW_LOG(Warn, "embedded notifier rejected alerts from the rules: {}", s.message());
     });
   }
+  // run.alert() of the runs API: stored with the run, then handed to the
+  // rules' senders like a rule's alert (embedded notifier, external
+  // Alertmanagers, external labels added). The HTTP server, the only caller
+  // of AddAlert, stops before rules_manager and run_store go away.
+  (*run_store)->SetAlertSink([&rules_manager, url = o.external_url.empty() ? "http://" + SelfAddress(o.listen)
+                                                                           : o.external_url](
+                                 const runs::Run& run, const runs::RunAlert& alert) {
+    rules_manager.Notify({RunAlertToOutgoing(run, alert, url)});
+  });
   // POST /-/reload and SIGHUP: re-read the config file; a bad one changes nothing.
   auto reload = [&]() -> Status {
     auto jobs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self);
@@ -297,7 +306,7 @@ int RunServe(const ServeOptions& o) {
     }
     std::shared_ptr<const notify::Config> am_cfg;
     if (notifier != nullptr) {
-      auto am = notify::LoadConfigFile(o.alertmanager_config_file);
+      auto am = notify::LoadConfigFile(o.alertmanager_config_file, MakeNotifyTemplates());
       if (!am.ok()) return am.error().Annotate("alertmanager config");
       am_cfg = std::move(*am);
     }

@@ -5,31 +5,6 @@
 
 namespace trainwatch::http {
 
-void AppendJsonString(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  size_t run = 0;  // start of the pending run of plain bytes
-  for (size_t i = 0; i < s.size(); i++) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out->append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default:
-        out->append("\\u00");
-        out->push_back(kHex[c >> 4]);
-        out->push_back(kHex[c & 15]);
-    }
-  }
-  out->append(s.data() + run, s.size() - run);
-  out->push_back('"');
-}
-
 static void AppendShortestFixed(std::string* out, double v) {
   char buf[400];  // fixed notation of DBL_MAX has 309 digits
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
@@ -94,19 +69,6 @@ void AppendExportValue(std::string* out, double v) {
   } else {
     AppendShortestFixed(out, v);
   }
-}
-
-void AppendLabelsJson(std::string* out, const model::Labels& labels) {
-  out->push_back('{');
-  bool first = true;
-  for (const model::Label& l : labels) {
-    if (!first) out->push_back(',');
-    first = false;
-    AppendJsonString(out, l.name);
-    out->push_back(':');
-    AppendJsonString(out, l.value);
-  }
-  out->push_back('}');
 }
 
 std::string ErrorJson(std::string_view error_type, std::string_view msg) {

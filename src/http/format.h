@@ -6,12 +6,15 @@
 #include <string>
 #include <string_view>
 
+#include "base/json.h"
 #include "model/labels.h"
 
 namespace trainwatch::http {
 
-// A JSON string literal with quotes; control characters as \uXXXX.
-void AppendJsonString(std::string* out, std::string_view s);
+// A JSON string literal with quotes (base/json.h); label sets as JSON
+// objects (model/labels.h). Both live low so that rules/ can use them too.
+using ::trainwatch::AppendJsonString;
+using ::trainwatch::model::AppendLabelsJson;
 // Prometheus sample value: "NaN", "+Inf", "-Inf", else the shortest decimal
 // that round-trips, never in exponent form (Go's FormatFloat(v, 'f', -1, 64)).
 void AppendPromFloat(std::string* out, double v);
@@ -24,8 +27,6 @@ void AppendPromTimestamp(std::string* out, int64_t ms);
 // VictoriaMetrics export value: NaN as null, infinities as "Infinity" /
 // "-Infinity", else as AppendPromFloat without quotes.
 void AppendExportValue(std::string* out, double v);
-// {"__name__":"up","job":"a"} in label order.
-void AppendLabelsJson(std::string* out, const model::Labels& labels);
 // {"status":"error","errorType":"bad_data","error":"..."}
 std::string ErrorJson(std::string_view error_type, std::string_view msg);
 

@@ -4,6 +4,7 @@
 
 #include "base/coding.h"
 #include "base/hash.h"
+#include "base/json.h"
 
 namespace trainwatch::model {
 
@@ -142,6 +143,19 @@ bool DecodeEncodedLabels(std::string_view in, Labels* out) {
   if (!in.empty()) return false;
   *out = Labels(std::move(v));
   return true;
+}
+
+void AppendLabelsJson(std::string* out, const Labels& labels) {
+  out->push_back('{');
+  bool first = true;
+  for (const Label& l : labels) {
+    if (!first) out->push_back(',');
+    first = false;
+    AppendJsonString(out, l.name);
+    out->push_back(':');
+    AppendJsonString(out, l.value);
+  }
+  out->push_back('}');
 }
 
 }  // namespace trainwatch::model

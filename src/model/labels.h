@@ -84,4 +84,7 @@ uint64_t HashLabelPairs(const std::pair<std::string_view, std::string_view>* pai
 bool IsValidMetricName(std::string_view s);
 bool IsValidLabelName(std::string_view s);
 
+// Appends the set as a JSON object in label order: {"__name__":"up","job":"a"}.
+void AppendLabelsJson(std::string* out, const Labels& labels);
+
 }  // namespace trainwatch::model

@@ -35,6 +35,15 @@ TEST(LabelsTest, ValidNames) {
   EXPECT_TRUE(IsValidLabelName("_x9"));
 }
 
+TEST(LabelsTest, AppendLabelsJsonInLabelOrder) {
+  std::string out;
+  AppendLabelsJson(&out, Labels{{"job", "a\"b"}, {"__name__", "up"}});
+  EXPECT_EQ(out, "{\"__name__\":\"up\",\"job\":\"a\\\"b\"}");
+  out.clear();
+  AppendLabelsJson(&out, Labels());
+  EXPECT_EQ(out, "{}");
+}
+
 }  // namespace
 }  // namespace trainwatch::model
 

@@ -78,38 +78,71 @@ Status OptBool(const YAML::Node& parent, const char* key, const std::string& whe
   return Status::OK();
 }
 
+std::string Lower(std::string_view s) {
+  std::string o(s);
+  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+// prometheus/common's HTTPClientConfig with its validation messages.
 Status ParseHttpConfig(const YAML::Node& n, const std::string& where, HttpConfig* h) {
   if (!n || n.IsNull()) return Status::OK();
   RETURN_IF_ERROR(CheckKeys(n, where, {"basic_auth", "authorization", "bearer_token", "bearer_token_file",
                                        "tls_config", "proxy_url", "follow_redirects", "enable_http2", "oauth2"}));
   if (n["oauth2"]) return Err(n["oauth2"], where + ".oauth2", "not supported by trainwatch");
-  if (n["bearer_token_file"]) return Err(n["bearer_token_file"], where + ".bearer_token_file", "not supported by trainwatch (use authorization.credentials)");
-  if (auto b = n["basic_auth"]; b && !b.IsNull()) {
-    RETURN_IF_ERROR(CheckKeys(b, where + ".basic_auth", {"username", "password", "password_file"}));
-    if (b["password_file"]) return Err(b["password_file"], where + ".basic_auth.password_file", "not supported by trainwatch");
-    RETURN_IF_ERROR(OptStr(b, "username", where + ".basic_auth", &h->basic_auth_username));
-    RETURN_IF_ERROR(OptStr(b, "password", where + ".basic_auth", &h->basic_auth_password));
-  }
+  bool auth = false;
   if (auto a = n["authorization"]; a && !a.IsNull()) {
     RETURN_IF_ERROR(CheckKeys(a, where + ".authorization", {"type", "credentials", "credentials_file"}));
-    if (a["credentials_file"]) return Err(a["credentials_file"], where + ".authorization.credentials_file", "not supported by trainwatch");
     RETURN_IF_ERROR(OptStr(a, "type", where + ".authorization", &h->authorization_type));
     RETURN_IF_ERROR(OptStr(a, "credentials", where + ".authorization", &h->authorization_credentials));
-    if (h->authorization_type.empty()) h->authorization_type = "Bearer";
+    RETURN_IF_ERROR(OptStr(a, "credentials_file", where + ".authorization", &h->authorization_credentials_file));
+    if (Lower(h->authorization_type) == "basic") {
+      return Err(a, where + ".authorization", "authorization type cannot be set to \"basic\", use \"basic_auth\" instead");
+    }
+    if (!h->authorization_credentials.empty() && !h->authorization_credentials_file.empty()) {
+      return Err(a, where + ".authorization", "at most one of authorization credentials & credentials_file must be configured");
+    }
+    auth = true;
   }
-  if (auto t = n["bearer_token"]; t) {
-    if (!h->authorization_credentials.empty()) return Err(t, where, "at most one of bearer_token and authorization may be configured");
-    h->authorization_type = "Bearer";
-    ASSIGN_OR_RETURN(h->authorization_credentials, Str(t, where + ".bearer_token"));
+  if (n["bearer_token"] || n["bearer_token_file"]) {
+    if (auth) return Err(n, where, "authorization is not compatible with bearer_token & bearer_token_file");
+    if (n["bearer_token"] && n["bearer_token_file"]) {
+      return Err(n, where, "at most one of bearer_token & bearer_token_file must be configured");
+    }
+    RETURN_IF_ERROR(OptStr(n, "bearer_token", where, &h->authorization_credentials));
+    RETURN_IF_ERROR(OptStr(n, "bearer_token_file", where, &h->authorization_credentials_file));
+    auth = true;
   }
-  if (!h->basic_auth_username.empty() && !h->authorization_credentials.empty()) {
-    return Err(n, where, "at most one of basic_auth and authorization may be configured");
+  if (auth && h->authorization_type.empty()) h->authorization_type = "Bearer";
+  if (auto b = n["basic_auth"]; b && !b.IsNull()) {
+    RETURN_IF_ERROR(CheckKeys(b, where + ".basic_auth", {"username", "password", "password_file"}));
+    if (n["authorization"]) return Err(n, where, "at most one of basic_auth, oauth2 & authorization must be configured");
+    if (auth) return Err(n, where, "at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
+    h->has_basic_auth = true;
+    RETURN_IF_ERROR(OptStr(b, "username", where + ".basic_auth", &h->basic_auth_username));
+    RETURN_IF_ERROR(OptStr(b, "password", where + ".basic_auth", &h->basic_auth_password));
+    RETURN_IF_ERROR(OptStr(b, "password_file", where + ".basic_auth", &h->basic_auth_password_file));
+    if (!h->basic_auth_password.empty() && !h->basic_auth_password_file.empty()) {
+      return Err(b, where + ".basic_auth", "at most one of basic_auth password & password_file must be configured");
+    }
   }
   if (auto t = n["tls_config"]; t && !t.IsNull()) {
     RETURN_IF_ERROR(CheckKeys(t, where + ".tls_config", {"insecure_skip_verify", "ca_file", "cert_file", "key_file", "server_name", "min_version"}));
     RETURN_IF_ERROR(OptBool(t, "insecure_skip_verify", where + ".tls_config", &h->insecure_skip_verify));
+    RETURN_IF_ERROR(OptStr(t, "ca_file", where + ".tls_config", &h->ca_file));
+    RETURN_IF_ERROR(OptStr(t, "cert_file", where + ".tls_config", &h->cert_file));
+    RETURN_IF_ERROR(OptStr(t, "key_file", where + ".tls_config", &h->key_file));
+    if (h->cert_file.empty() != h->key_file.empty()) {
+      return Err(t, where + ".tls_config", "exactly one of cert_file and key_file is set; both are needed for a client certificate");
+    }
   }
   RETURN_IF_ERROR(OptBool(n, "follow_redirects", where, &h->follow_redirects));
+  return Status::OK();
+}
+
+// Alertmanager's "at most one of a & b must be configured" for a config's own keys.
+Status AtMostOne(const YAML::Node& n, const std::string& where, const char* a, const char* b) {
+  if (n[a] && n[b]) return Err(n, where, std::string("at most one of ") + a + " & " + b + " must be configured");
   return Status::OK();
 }
 
@@ -249,12 +282,6 @@ Result<int> ParseInt(std::string_view s) {
   return v;
 }
 
-std::string Lower(std::string_view s) {
-  std::string o(s);
-  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return o;
-}
-
 Result<int> ParseWeekday(std::string_view s) {
   static const char* kDays[] = {"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};
   std::string l = Lower(s);
@@ -334,12 +361,11 @@ template <typename T>
 using Parser = Status (*)(const YAML::Node&, const std::string&, const Config&, T*);
 
 Status ParseWebhook(const YAML::Node& n, const std::string& w, const Config& cfg, WebhookConfig* c) {
-  RETURN_IF_ERROR(CheckKeys(n, w, {"send_resolved", "url", "url_file", "http_config", "max_alerts"}));
-  if (n["url_file"]) return Err(n["url_file"], w + ".url_file", "not supported by trainwatch (use url)");
+  RETURN_IF_ERROR(CheckKeys(n, w, {"send_resolved", "url", "http_config", "max_alerts"}));
   c->http = cfg.global.http;
   RETURN_IF_ERROR(OptBool(n, "send_resolved", w, &c->send_resolved));
   RETURN_IF_ERROR(OptStr(n, "url", w, &c->url));
-  if (c->url.empty()) return Err(n, w, "one of url or url_file must be configured");
+  if (c->url.empty()) return Err(n, w, "one of url or url_file must be configured");  // 0.25's text
   RETURN_IF_ERROR(CheckUrl(n["url"], w + ".url", c->url));
   RETURN_IF_ERROR(ParseHttpConfig(n["http_config"], w + ".http_config", &c->http));
   if (auto m = n["max_alerts"]; m && !m.IsNull()) {
@@ -354,13 +380,13 @@ Status ParseEmail(const YAML::Node& n, const std::string& w, const Config& cfg, 
   RETURN_IF_ERROR(CheckKeys(n, w, {"send_resolved", "to", "from", "hello", "smarthost", "auth_username",
                                    "auth_password", "auth_password_file", "auth_secret", "auth_identity", "headers",
                                    "html", "text", "require_tls", "tls_config"}));
-  if (n["auth_password_file"]) return Err(n["auth_password_file"], w + ".auth_password_file", "not supported by trainwatch (use auth_password)");
   const GlobalConfig& g = cfg.global;
   c->from = g.smtp_from;
   c->hello = g.smtp_hello;
   c->smarthost = g.smtp_smarthost;
   c->auth_username = g.smtp_auth_username;
   c->auth_password = g.smtp_auth_password;
+  c->auth_password_file = g.smtp_auth_password_file;
   c->auth_identity = g.smtp_auth_identity;
   c->auth_secret = g.smtp_auth_secret;
   c->require_tls = g.smtp_require_tls;
@@ -370,13 +396,21 @@ Status ParseEmail(const YAML::Node& n, const std::string& w, const Config& cfg, 
            {"to", &c->to}, {"from", &c->from}, {"hello", &c->hello}, {"smarthost", &c->smarthost},
            {"auth_username", &c->auth_username}, {"auth_password", &c->auth_password},
            {"auth_secret", &c->auth_secret}, {"auth_identity", &c->auth_identity}, {"html", &c->html},
-           {"text", &c->text}}) {
+           {"text", &c->text}, {"auth_password_file", &c->auth_password_file}}) {
     RETURN_IF_ERROR(OptStr(n, k, w, p));
   }
   RETURN_IF_ERROR(OptBool(n, "require_tls", w, &c->require_tls));
   if (auto t = n["tls_config"]; t && !t.IsNull()) {
     RETURN_IF_ERROR(CheckKeys(t, w + ".tls_config", {"insecure_skip_verify", "ca_file", "cert_file", "key_file", "server_name", "min_version"}));
     RETURN_IF_ERROR(OptBool(t, "insecure_skip_verify", w + ".tls_config", &c->insecure_skip_verify));
+    for (auto [k, p] : std::initializer_list<std::pair<const char*, std::string*>>{
+             {"ca_file", &c->ca_file}, {"cert_file", &c->cert_file}, {"key_file", &c->key_file},
+             {"server_name", &c->server_name}}) {
+      RETURN_IF_ERROR(OptStr(t, k, w + ".tls_config", p));
+    }
+    if (c->cert_file.empty() != c->key_file.empty()) {
+      return Err(t, w + ".tls_config", "exactly one of cert_file and key_file is set; both are needed for a client certificate");
+    }
   }
   if (auto h = n["headers"]; h && !h.IsNull()) {
     if (!h.IsMap()) return Err(h, w + ".headers", "expected a mapping");
@@ -405,25 +439,31 @@ Status ParseSlack(const YAML::Node& n, const std::string& w, const Config& cfg, 
                                    "color", "title", "title_link", "pretext", "text", "footer", "fallback",
                                    "icon_emoji", "icon_url", "fields", "actions", "short_fields", "image_url",
                                    "thumb_url", "link_names", "mrkdwn_in", "callback_id"}));
-  if (n["api_url_file"]) return Err(n["api_url_file"], w + ".api_url_file", "not supported by trainwatch (use api_url)");
+  RETURN_IF_ERROR(AtMostOne(n, w, "api_url", "api_url_file"));
   c->http = cfg.global.http;
-  c->api_url = cfg.global.slack_api_url;
+  if (!n["api_url"] && !n["api_url_file"]) {
+    c->api_url = cfg.global.slack_api_url;
+    c->api_url_file = cfg.global.slack_api_url_file;
+  }
   c->username = "{{ template \"slack.default.username\" . }}";
   c->color = "{{ if eq .Status \"firing\" }}danger{{ else }}good{{ end }}";
   c->title = "{{ template \"slack.default.title\" . }}";
   c->title_link = "{{ template \"slack.default.titlelink\" . }}";
   c->text = "{{ template \"slack.default.text\" . }}";
   c->fallback = "{{ template \"slack.default.fallback\" . }}";
+  c->callback_id = "{{ template \"slack.default.callbackid\" . }}";
   RETURN_IF_ERROR(OptBool(n, "send_resolved", w, &c->send_resolved));
   for (auto [k, p] : std::initializer_list<std::pair<const char*, std::string*>>{
            {"api_url", &c->api_url}, {"channel", &c->channel}, {"username", &c->username}, {"color", &c->color},
            {"title", &c->title}, {"title_link", &c->title_link}, {"pretext", &c->pretext}, {"text", &c->text},
            {"footer", &c->footer}, {"fallback", &c->fallback}, {"icon_emoji", &c->icon_emoji},
-           {"icon_url", &c->icon_url}}) {
+           {"icon_url", &c->icon_url}, {"callback_id", &c->callback_id}, {"image_url", &c->image_url},
+           {"thumb_url", &c->thumb_url}, {"api_url_file", &c->api_url_file}}) {
     RETURN_IF_ERROR(OptStr(n, k, w, p));
   }
-  if (c->api_url.empty()) return Err(n, w, "no global Slack API URL set");
-  RETURN_IF_ERROR(CheckUrl(n, w + ".api_url", c->api_url));
+  RETURN_IF_ERROR(OptBool(n, "link_names", w, &c->link_names));
+  if (c->api_url.empty() && c->api_url_file.empty()) return Err(n, w, "no global Slack API URL set either inline or in a file");
+  if (!c->api_url.empty()) RETURN_IF_ERROR(CheckUrl(n, w + ".api_url", c->api_url));
   RETURN_IF_ERROR(ParseHttpConfig(n["http_config"], w + ".http_config", &c->http));
   return Status::OK();
 }
@@ -433,7 +473,8 @@ Status ParsePagerduty(const YAML::Node& n, const std::string& w, const Config& c
                                    "service_key_file", "url", "http_config", "client", "client_url", "description",
                                    "details", "images", "links", "source", "severity", "class", "component",
                                    "group"}));
-  if (n["routing_key_file"] || n["service_key_file"]) return Err(n, w, "routing_key_file/service_key_file are not supported by trainwatch");
+  RETURN_IF_ERROR(AtMostOne(n, w, "routing_key", "routing_key_file"));
+  RETURN_IF_ERROR(AtMostOne(n, w, "service_key", "service_key_file"));
   c->http = cfg.global.http;
   c->url = cfg.global.pagerduty_url;
   c->client = "{{ template \"pagerduty.default.client\" . }}";
@@ -444,14 +485,26 @@ Status ParsePagerduty(const YAML::Node& n, const std::string& w, const Config& c
   for (auto [k, p] : std::initializer_list<std::pair<const char*, std::string*>>{
            {"routing_key", &c->routing_key}, {"service_key", &c->service_key}, {"url", &c->url},
            {"client", &c->client}, {"client_url", &c->client_url}, {"description", &c->description},
-           {"severity", &c->severity}, {"class", &c->klass}, {"component", &c->component}, {"group", &c->group}}) {
+           {"severity", &c->severity}, {"class", &c->klass}, {"component", &c->component}, {"group", &c->group},
+           {"source", &c->source}, {"routing_key_file", &c->routing_key_file},
+           {"service_key_file", &c->service_key_file}}) {
     RETURN_IF_ERROR(OptStr(n, k, w, p));
   }
-  if (c->routing_key.empty() && c->service_key.empty()) return Err(n, w, "missing service or routing key in PagerDuty config");
+  if (c->routing_key.empty() && c->service_key.empty() && c->routing_key_file.empty() && c->service_key_file.empty()) {
+    return Err(n, w, "missing service or routing key in PagerDuty config");
+  }
   RETURN_IF_ERROR(CheckUrl(n, w + ".url", c->url));
   if (auto d = n["details"]; d && !d.IsNull()) {
     if (!d.IsMap()) return Err(d, w + ".details", "expected a mapping");
     for (const auto& kv : d) { ASSIGN_OR_RETURN(c->details[kv.first.as<std::string>()], Str(kv.second, w + ".details")); }
+  }
+  // Alertmanager's DefaultPagerdutyDetails, for the keys not given.
+  for (auto [k, v] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"firing", "{{ template \"pagerduty.default.instances\" .Alerts.Firing }}"},
+           {"resolved", "{{ template \"pagerduty.default.instances\" .Alerts.Resolved }}"},
+           {"num_firing", "{{ .Alerts.Firing | len }}"},
+           {"num_resolved", "{{ .Alerts.Resolved | len }}"}}) {
+    c->details.emplace(k, v);
   }
   RETURN_IF_ERROR(ParseHttpConfig(n["http_config"], w + ".http_config", &c->http));
   return Status::OK();
@@ -522,9 +575,12 @@ Result<std::shared_ptr<const Config>> Parse(const YAML::Node& root, std::string_
              {"smtp_from", &gc.smtp_from}, {"smtp_hello", &gc.smtp_hello}, {"smtp_smarthost", &gc.smtp_smarthost},
              {"smtp_auth_username", &gc.smtp_auth_username}, {"smtp_auth_password", &gc.smtp_auth_password},
              {"smtp_auth_secret", &gc.smtp_auth_secret}, {"smtp_auth_identity", &gc.smtp_auth_identity},
-             {"slack_api_url", &gc.slack_api_url}, {"pagerduty_url", &gc.pagerduty_url}}) {
+             {"slack_api_url", &gc.slack_api_url}, {"pagerduty_url", &gc.pagerduty_url},
+             {"smtp_auth_password_file", &gc.smtp_auth_password_file}, {"slack_api_url_file", &gc.slack_api_url_file}}) {
       RETURN_IF_ERROR(OptStr(g, k, "global", p));
     }
+    RETURN_IF_ERROR(AtMostOne(g, "global", "smtp_auth_password", "smtp_auth_password_file"));
+    RETURN_IF_ERROR(AtMostOne(g, "global", "slack_api_url", "slack_api_url_file"));
     RETURN_IF_ERROR(OptBool(g, "smtp_require_tls", "global", &gc.smtp_require_tls));
     RETURN_IF_ERROR(ParseHttpConfig(g["http_config"], "global.http_config", &gc.http));
   }
@@ -586,51 +642,99 @@ const Receiver* Config::FindReceiver(std::string_view name) const {
   return nullptr;
 }
 
-Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml) {
+Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml, const TemplatesFactory& templates) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument("line " + std::to_string(e.mark.line + 1) + ": yaml: " + e.msg);
   }
-  try {
-    return Parse(root, yaml);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  auto c = [&]() -> Result<std::shared_ptr<const Config>> {
+    try {
+      return Parse(root, yaml);
+    } catch (const YAML::Exception& e) {
+      return Status::InvalidArgument("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    }
+  }();
+  if (!c.ok() || !templates) return c;
+  auto t = templates({});
+  if (!t.ok()) return t.error().Annotate("templates");
+  auto cfg = std::make_shared<Config>(**c);
+  cfg->compiled_templates = std::move(*t);
+  return std::shared_ptr<const Config>(std::move(cfg));
+}
+
+Result<std::vector<TemplateFile>> ReadTemplateGlobs(const std::vector<std::string>& globs, const std::string& dir) {
+  std::vector<TemplateFile> out;
+  for (const std::string& pattern : globs) {
+    std::string full = pattern.starts_with("/") || dir.empty() ? pattern : dir + "/" + pattern;
+    glob_t g{};
+    int rc = glob(full.c_str(), 0, nullptr, &g);
+    if (rc != 0 && rc != GLOB_NOMATCH) {
+      globfree(&g);
+      return Status::InvalidArgument("templates: cannot expand \"" + pattern + "\"");
+    }
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+      TemplateFile f{g.gl_pathv[i], ""};
+      Status rs = file::ReadFile(f.path, &f.text);
+      if (!rs.ok()) {
+        globfree(&g);
+        return rs.Annotate("templates");
+      }
+      out.push_back(std::move(f));
+    }
+    globfree(&g);
+  }
+  return out;
+}
+
+Result<std::vector<TemplateFile>> ReadTemplateFiles(const Config& cfg, const std::string& config_path) {
+  size_t slash = config_path.rfind('/');
+  return ReadTemplateGlobs(cfg.templates, slash == std::string::npos ? "." : config_path.substr(0, slash));
+}
+
+namespace {
+
+// Alertmanager's resolveFilepaths: http_config files are relative to the
+// config file's directory (the receivers' own *_file keys are used as given).
+void ResolveHttpFiles(Config* cfg, const std::string& dir) {
+  auto join = [&](std::string* p) {
+    if (!p->empty() && (*p)[0] != '/') *p = dir + "/" + *p;
+  };
+  auto http = [&](HttpConfig& h) {
+    for (std::string* p : {&h.basic_auth_password_file, &h.authorization_credentials_file, &h.ca_file, &h.cert_file,
+                           &h.key_file}) {
+      join(p);
+    }
+  };
+  http(cfg->global.http);
+  for (Receiver& r : cfg->receivers) {
+    for (auto& c : r.webhook) http(c.http);
+    for (auto& c : r.slack) http(c.http);
+    for (auto& c : r.pagerduty) http(c.http);
   }
 }
 
-Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path) {
+}  // namespace
+
+Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path, const TemplatesFactory& templates) {
   std::string text;
   Status s = file::ReadFile(path, &text);
   if (!s.ok()) return s.Annotate("read alertmanager config");
   auto c = ParseConfig(text);
   if (!c.ok()) return c.error().Annotate(path);
-  if ((*c)->templates.empty()) return c;
-  // Template files: globs relative to the config file, read now so a reload
-  // picks up their changes and a missing file fails the load.
+  // Template files are read now, so a reload picks up their changes and a
+  // broken one fails the load.
   auto cfg = std::make_shared<Config>(**c);
   size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  for (const std::string& pattern : cfg->templates) {
-    std::string full = pattern.starts_with("/") ? pattern : dir + "/" + pattern;
-    glob_t g{};
-    int rc = glob(full.c_str(), 0, nullptr, &g);
-    if (rc != 0 && rc != GLOB_NOMATCH) {
-      globfree(&g);
-      return Status::InvalidArgument(path + ": templates: cannot expand \"" + pattern + "\"");
-    }
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-      std::string t;
-      Status rs = file::ReadFile(g.gl_pathv[i], &t);
-      if (!rs.ok()) {
-        globfree(&g);
-        return rs.Annotate(path + ": templates");
-      }
-      cfg->template_defs += t;
-      cfg->template_defs += "\n";
-    }
-    globfree(&g);
+  ResolveHttpFiles(cfg.get(), slash == std::string::npos ? "." : path.substr(0, slash));
+  auto files = ReadTemplateFiles(*cfg, path);
+  if (!files.ok()) return files.error().Annotate(path);
+  cfg->template_files = std::move(*files);
+  if (templates) {
+    auto t = templates(cfg->template_files);
+    if (!t.ok()) return t.error().Annotate(path + ": templates");
+    cfg->compiled_templates = std::move(*t);
   }
   return std::shared_ptr<const Config>(std::move(cfg));
 }

@@ -6,6 +6,7 @@
 // ("line 12: route.routes[0].group_wait: invalid duration \"x\"").
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,11 +27,33 @@ Result<std::vector<model::Matcher>> ParseMatchers(std::string_view s);
 std::string MatchersString(const std::vector<model::Matcher>& ms);
 bool MatchAll(const std::vector<model::Matcher>& ms, const model::Labels& ls);
 
+class Templates;  // notify/templates.h
+
+// One `templates:` file as read.
+struct TemplateFile {
+  std::string path;
+  std::string text;
+};
+
+// Parses the default templates plus `files` (in order; a later definition
+// replaces an earlier one) into a Templates set. Errors name the file and
+// line as Go's ("template: slack.tmpl:3: unexpected ...").
+using TemplatesFactory =
+    std::function<Result<std::shared_ptr<const Templates>>(const std::vector<TemplateFile>& files)>;
+
+// prometheus/common's HTTP client config as Alertmanager 0.25 takes it. The
+// *_file secrets are read (and trimmed) at each request, so a rotated file
+// is picked up; LoadConfigFile makes relative paths relative to the config
+// file, as Alertmanager.
 struct HttpConfig {
+  bool has_basic_auth = false;
   std::string basic_auth_username;
   std::string basic_auth_password;
-  std::string authorization_type;         // "Bearer" unless given
-  std::string authorization_credentials;  // empty: no Authorization header
+  std::string basic_auth_password_file;
+  std::string authorization_type;              // "Bearer" unless given
+  std::string authorization_credentials;       // both empty: no Authorization header
+  std::string authorization_credentials_file;  // also bearer_token_file
+  std::string ca_file, cert_file, key_file;    // tls_config
   bool insecure_skip_verify = false;
   bool follow_redirects = true;
 };
@@ -46,8 +69,10 @@ struct EmailConfig {
   bool send_resolved = false;
   std::string to, from, hello, smarthost;  // smarthost "host:port"
   std::string auth_username, auth_password, auth_identity, auth_secret;
+  std::string auth_password_file;  // read at each delivery; wins over auth_password
   bool require_tls = true;
   bool insecure_skip_verify = false;
+  std::string ca_file, cert_file, key_file, server_name;  // tls_config
   std::map<std::string, std::string> headers;  // Subject, To, From, ... (templates)
   std::string html;  // template; empty: none
   std::string text;  // template; empty: none
@@ -56,7 +81,10 @@ struct EmailConfig {
 struct SlackConfig {
   bool send_resolved = false;
   std::string api_url;
+  std::string api_url_file;  // read at each delivery (one of api_url, api_url_file)
   std::string channel, username, color, title, title_link, pretext, text, footer, fallback, icon_emoji, icon_url;
+  std::string callback_id, image_url, thumb_url;
+  bool link_names = false;
   HttpConfig http;
 };
 
@@ -64,8 +92,10 @@ struct PagerdutyConfig {
   bool send_resolved = true;
   std::string routing_key;  // Events API v2
   std::string service_key;  // Events API v1 (sent as v2 with routing_key)
+  std::string routing_key_file, service_key_file;  // read at each delivery
   std::string url;
   std::string client, client_url, description, severity, klass, component, group;
+  std::string source;  // empty: client, as Alertmanager
   std::map<std::string, std::string> details;
   HttpConfig http;
 };
@@ -116,8 +146,9 @@ struct GlobalConfig {
   int64_t resolve_timeout_ms = 300000;
   std::string smtp_from, smtp_hello = "localhost", smtp_smarthost;
   std::string smtp_auth_username, smtp_auth_password, smtp_auth_identity, smtp_auth_secret;
+  std::string smtp_auth_password_file;
   bool smtp_require_tls = true;
-  std::string slack_api_url;
+  std::string slack_api_url, slack_api_url_file;
   std::string pagerduty_url = "https://events.pagerduty.com/v2/enqueue";
   HttpConfig http;
 };
@@ -128,16 +159,29 @@ struct Config {
   std::vector<Receiver> receivers;
   std::vector<InhibitRule> inhibit_rules;
   std::map<std::string, std::vector<TimeInterval>> time_intervals;  // both time_intervals and mute_time_intervals
-  std::vector<std::string> templates;  // template file globs, relative to the config file
-  std::string template_defs;           // their text ({{ define }} blocks), read by LoadConfigFile
-  std::string original;                // the YAML as given
+  std::vector<std::string> templates;       // template file globs, relative to the config file
+  std::vector<TemplateFile> template_files;  // the files they matched, read by LoadConfigFile
+  // The defaults plus template_files, parsed by the loader's TemplatesFactory;
+  // null without one (then only texts without actions can be expanded).
+  std::shared_ptr<const Templates> compiled_templates;
+  std::string original;                      // the YAML as given
 
   const Receiver* FindReceiver(std::string_view name) const;
 };
 
-Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml);
-// Errors start with the path: "alertmanager.yml: line 3: ...".
-Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path);
+// With `templates`, the default templates are parsed too (no files: a YAML
+// text has no directory to resolve `templates:` globs in).
+Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml, const TemplatesFactory& templates = nullptr);
+// Also reads the `templates:` files (globs relative to the file; a glob that
+// matches nothing is fine, as in Alertmanager) and parses them with
+// `templates`. Errors start with the path: "alertmanager.yml: line 3: ...".
+Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path,
+                                                     const TemplatesFactory& templates = nullptr);
+// Reads the files the globs match (relative ones under `dir`; "" for the
+// working directory), in glob order; a glob that matches nothing adds nothing.
+Result<std::vector<TemplateFile>> ReadTemplateGlobs(const std::vector<std::string>& globs, const std::string& dir);
+// The same for the `templates:` globs of `cfg`, relative to the directory of `config_path`.
+Result<std::vector<TemplateFile>> ReadTemplateFiles(const Config& cfg, const std::string& config_path);
 
 // The routes an alert goes to, depth first as Alertmanager's Route.Match.
 std::vector<const Route*> MatchRoutes(const Route& root, const model::Labels& ls);

@@ -1,6 +1,10 @@
 #include "notify/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace trainwatch::notify {
 namespace {
@@ -130,6 +134,71 @@ TEST(NotifyConfigTest, ErrorsNameFieldAndLine) {
   c = ParseConfig("route: {receiver: a\n");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().message().find("yaml"), std::string::npos) << c.error().message();
+}
+
+TEST(NotifyConfigTest, SecretFileKeysAsAlertmanager025) {
+  auto err = [](const std::string& receiver_or_global) {
+    auto c = ParseConfig("route: {receiver: a}\n" + receiver_or_global + "\n");
+    return c.ok() ? std::string("ok") : c.error().message();
+  };
+  const std::string hook = "receivers: [{name: a, webhook_configs: [{url: 'http://x', http_config: ";
+  EXPECT_EQ(err(hook + "{basic_auth: {username: u, password_file: /p}}}]}]"), "ok");
+  EXPECT_EQ(err(hook + "{bearer_token_file: /p}}]}]"), "ok");
+  EXPECT_EQ(err(hook + "{authorization: {credentials_file: /p}}}]}]"), "ok");
+  EXPECT_EQ(err(hook + "{basic_auth: {username: u, password: x, password_file: /p}}}]}]"),
+            "line 2: receivers[0].webhook_configs[0].http_config.basic_auth: at most one of basic_auth password & "
+            "password_file must be configured");
+  EXPECT_EQ(err(hook + "{bearer_token: t, bearer_token_file: /p}}]}]"),
+            "line 2: receivers[0].webhook_configs[0].http_config: at most one of bearer_token & bearer_token_file "
+            "must be configured");
+  EXPECT_EQ(err(hook + "{bearer_token_file: /p, authorization: {credentials: c}}}]}]"),
+            "line 2: receivers[0].webhook_configs[0].http_config: authorization is not compatible with bearer_token & "
+            "bearer_token_file");
+  EXPECT_EQ(err(hook + "{basic_auth: {username: u}, bearer_token_file: /p}}]}]"),
+            "line 2: receivers[0].webhook_configs[0].http_config: at most one of basic_auth, oauth2, bearer_token & "
+            "bearer_token_file must be configured");
+  EXPECT_EQ(err(hook + "{authorization: {type: Basic, credentials: c}}}]}]"),
+            "line 2: receivers[0].webhook_configs[0].http_config.authorization: authorization type cannot be set to "
+            "\"basic\", use \"basic_auth\" instead");
+  // 0.25 has no webhook url_file.
+  EXPECT_EQ(err("receivers: [{name: a, webhook_configs: [{url_file: /p}]}]"),
+            "line 2: receivers[0].webhook_configs[0]: field url_file not found in type config");
+  EXPECT_EQ(err("receivers: [{name: a, slack_configs: [{api_url_file: /p}]}]"), "ok");
+  EXPECT_EQ(err("receivers: [{name: a, slack_configs: [{api_url: 'http://x', api_url_file: /p}]}]"),
+            "line 2: receivers[0].slack_configs[0]: at most one of api_url & api_url_file must be configured");
+  EXPECT_EQ(err("global: {slack_api_url_file: /p}\nreceivers: [{name: a, slack_configs: [{channel: x}]}]"), "ok");
+  EXPECT_EQ(err("global: {slack_api_url: 'http://x', slack_api_url_file: /p}\nreceivers: [{name: a}]"),
+            "line 2: global: at most one of slack_api_url & slack_api_url_file must be configured");
+  EXPECT_EQ(err("receivers: [{name: a, slack_configs: [{channel: x}]}]"),
+            "line 2: receivers[0].slack_configs[0]: no global Slack API URL set either inline or in a file");
+  EXPECT_EQ(err("receivers: [{name: a, pagerduty_configs: [{routing_key_file: /p}]}]"), "ok");
+  EXPECT_EQ(err("receivers: [{name: a, pagerduty_configs: [{routing_key: k, routing_key_file: /p}]}]"),
+            "line 2: receivers[0].pagerduty_configs[0]: at most one of routing_key & routing_key_file must be configured");
+  EXPECT_EQ(err("receivers: [{name: a, email_configs: [{to: a@b, from: c@d, smarthost: 'h:25', auth_password_file: /p}]}]"),
+            "ok");
+  EXPECT_EQ(err("global: {smtp_auth_password: x, smtp_auth_password_file: /p}\nreceivers: [{name: a}]"),
+            "line 2: global: at most one of smtp_auth_password & smtp_auth_password_file must be configured");
+  EXPECT_EQ(err("receivers: [{name: a, email_configs: [{to: a@b, from: c@d, smarthost: 'h:25', tls_config: {cert_file: /c}}]}]"),
+            "line 2: receivers[0].email_configs[0].tls_config: exactly one of cert_file and key_file is set; both are "
+            "needed for a client certificate");
+  auto c = ParseConfig("global: {smtp_auth_password_file: /p, smtp_smarthost: 'h:25', smtp_from: a@b}\n"
+                       "route: {receiver: a}\nreceivers: [{name: a, email_configs: [{to: x@y}]}]\n");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ((*c)->receivers[0].email[0].auth_password_file, "/p");
+}
+
+TEST(NotifyConfigTest, HttpConfigFilesAreRelativeToTheConfigFile) {
+  auto dir = std::filesystem::temp_directory_path() / ("notify_cfg_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "am.yml") << "route: {receiver: a}\nreceivers: [{name: a, webhook_configs: [{url: 'http://x', "
+                                   "http_config: {basic_auth: {username: u, password_file: pw}, tls_config: "
+                                   "{ca_file: /etc/ca.pem}}}], slack_configs: [{api_url_file: url}]}]\n";
+  auto c = LoadConfigFile((dir / "am.yml").string());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ((*c)->receivers[0].webhook[0].http.basic_auth_password_file, (dir / "pw").string());
+  EXPECT_EQ((*c)->receivers[0].webhook[0].http.ca_file, "/etc/ca.pem");
+  EXPECT_EQ((*c)->receivers[0].slack[0].api_url_file, "url");  // as Alertmanager: only http_config files move
 }
 
 TEST(NotifyConfigTest, ParsesMatcherSyntax) {

@@ -1,10 +1,12 @@
 // Email integration: the message (headers, HTML and text parts) and an SMTP
 // client with implicit TLS on port 465, STARTTLS (required unless
-// require_tls: false) and AUTH PLAIN or LOGIN, as Alertmanager's email notifier.
+// require_tls: false) and AUTH CRAM-MD5, PLAIN or LOGIN, as Alertmanager's
+// email notifier.
 
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -120,17 +122,28 @@ class SmtpConn {
     return Status::OK();
   }
 
-  Status StartTls(const std::string& host, bool insecure) {
+  // tls_config: ca_file (else the system CAs), a client certificate, and
+  // server_name for SNI and the certificate check (else the smarthost).
+  Status StartTls(const std::string& host, const EmailConfig& c) {
     ctx_ = SSL_CTX_new(TLS_client_method());
     if (ctx_ == nullptr) return Status::Unavailable("tls: cannot create context");
-    if (!insecure) {
-      SSL_CTX_set_default_verify_paths(ctx_);
+    if (!c.insecure_skip_verify) {
+      if (c.ca_file.empty()) {
+        SSL_CTX_set_default_verify_paths(ctx_);
+      } else if (SSL_CTX_load_verify_locations(ctx_, c.ca_file.c_str(), nullptr) != 1) {
+        return Status::InvalidArgument("tls: cannot load ca_file " + c.ca_file);
+      }
       SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     }
+    if (!c.cert_file.empty() && (SSL_CTX_use_certificate_chain_file(ctx_, c.cert_file.c_str()) != 1 ||
+                                 SSL_CTX_use_PrivateKey_file(ctx_, c.key_file.c_str(), SSL_FILETYPE_PEM) != 1)) {
+      return Status::InvalidArgument("tls: cannot load cert_file " + c.cert_file + " / key_file " + c.key_file);
+    }
+    const std::string& name = c.server_name.empty() ? host : c.server_name;
     ssl_ = SSL_new(ctx_);
     SSL_set_fd(ssl_, fd_);
-    SSL_set_tlsext_host_name(ssl_, host.c_str());
-    if (!insecure) SSL_set1_host(ssl_, host.c_str());
+    SSL_set_tlsext_host_name(ssl_, name.c_str());
+    if (!c.insecure_skip_verify) SSL_set1_host(ssl_, name.c_str());
     if (SSL_connect(ssl_) != 1) {
       char buf[256];
       ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
@@ -204,7 +217,85 @@ bool HasExt(const std::vector<std::string>& ehlo, std::string_view ext, std::str
   return false;
 }
 
+bool IsLocalhost(const std::string& host) { return host == "localhost" || host == "127.0.0.1" || host == "::1"; }
+
+std::string Base64Decode(std::string_view s) {
+  std::string out(3 * (s.size() / 4) + 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(s.data()),
+                          static_cast<int>(s.size()));
+  if (n < 0) return std::string();
+  out.resize(static_cast<size_t>(n));
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  for (size_t i = s.size(); i > 0 && s[i - 1] == '='; --i) out.pop_back();
+  return out;
+}
+
+// Alertmanager's auth(): the first mechanism in the server's list that the
+// config can do (CRAM-MD5 with auth_secret, PLAIN and LOGIN with a
+// password); the reasons the others were skipped make the error otherwise.
+Status Authenticate(SmtpConn& conn, const EmailConfig& c, const std::string& mechs, bool tls, const std::string& host) {
+  std::string password = c.auth_password;
+  if (!c.auth_password_file.empty()) {
+    auto r = ReadSecretFile(c.auth_password_file);
+    if (!r.ok()) return Status::Unavailable("email: could not read " + c.auth_password_file + ": " + r.error().message());
+    password = std::move(*r);
+  }
+  std::string errors;
+  auto skip = [&](const std::string& why) { errors += (errors.empty() ? "" : "; ") + why; };
+  size_t i = 0;
+  while (i < mechs.size()) {
+    size_t sp = mechs.find(' ', i);
+    std::string mech = mechs.substr(i, sp == std::string::npos ? std::string::npos : sp - i);
+    i = sp == std::string::npos ? mechs.size() : sp + 1;
+    if (mech == "CRAM-MD5") {
+      if (c.auth_secret.empty()) {
+        skip("missing secret for CRAM-MD5 auth mechanism");
+        continue;
+      }
+      ASSIGN_OR_RETURN(auto ch, conn.Cmd("AUTH CRAM-MD5", 334, "AUTH CRAM-MD5"));
+      std::string challenge = Base64Decode(ch.empty() ? "" : ch.back());
+      ASSIGN_OR_RETURN(auto ok, conn.Cmd(Base64(CramMd5Response(c.auth_username, c.auth_secret, challenge)), 235,
+                                         "AUTH CRAM-MD5 response"));
+      return Status::OK();
+    }
+    if (mech == "PLAIN" || mech == "LOGIN") {
+      if (password.empty()) {
+        skip("missing password for " + mech + " auth mechanism");
+        continue;
+      }
+      if (mech == "PLAIN") {
+        // Go's smtp.PlainAuth sends credentials only over TLS or to localhost.
+        if (!tls && !IsLocalhost(host)) return Status::InvalidArgument("email: PLAIN auth: unencrypted connection");
+        std::string cred = c.auth_identity + std::string(1, '\0') + c.auth_username + std::string(1, '\0') + password;
+        ASSIGN_OR_RETURN(auto r, conn.Cmd("AUTH PLAIN " + Base64(cred), 235, "AUTH PLAIN"));
+        return Status::OK();
+      }
+      ASSIGN_OR_RETURN(auto r1, conn.Cmd("AUTH LOGIN", 334, "AUTH LOGIN"));
+      ASSIGN_OR_RETURN(auto r2, conn.Cmd(Base64(c.auth_username), 334, "AUTH LOGIN username"));
+      ASSIGN_OR_RETURN(auto r3, conn.Cmd(Base64(password), 235, "AUTH LOGIN password"));
+      return Status::OK();
+    }
+  }
+  if (errors.empty()) errors = "unknown auth mechanism: " + mechs;
+  return Status::InvalidArgument("email: find auth mechanism: " + errors);
+}
+
 }  // namespace
+
+std::string CramMd5Response(std::string_view user, std::string_view secret, std::string_view challenge) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_md5(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(challenge.data()),
+       challenge.size(), mac, &len);
+  static const char* kHex = "0123456789abcdef";
+  std::string out(user);
+  out += ' ';
+  for (unsigned int k = 0; k < len; k++) {
+    out += kHex[mac[k] >> 4];
+    out += kHex[mac[k] & 15];
+  }
+  return out;
+}
 
 Result<std::string> BuildEmailMessage(const EmailConfig& c, const NotificationData& d, const SendOptions& o) {
   std::map<std::string, std::string> headers = c.headers;
@@ -213,7 +304,7 @@ Result<std::string> BuildEmailMessage(const EmailConfig& c, const NotificationDa
   if (!headers.contains("From")) headers["From"] = c.from;
   std::string msg;
   for (const auto& [k, v] : headers) {
-    auto e = Expand(v, d, o.render);
+    auto e = Expand(v, d, o.templates);
     if (!e.ok()) return e.error().Annotate("email: expand header " + k);
     msg += k + ": " + EncodeHeader(*e) + "\r\n";
   }
@@ -222,12 +313,12 @@ Result<std::string> BuildEmailMessage(const EmailConfig& c, const NotificationDa
   msg += "MIME-Version: 1.0\r\n";
   std::string html, text;
   if (!c.html.empty()) {
-    auto e = Expand(c.html, d, o.render);
+    auto e = Expand(c.html, d, o.templates, true);
     if (!e.ok()) return e.error().Annotate("email: expand html");
     html = std::move(*e);
   }
   if (!c.text.empty()) {
-    auto e = Expand(c.text, d, o.render);
+    auto e = Expand(c.text, d, o.templates);
     if (!e.ok()) return e.error().Annotate("email: expand text");
     text = std::move(*e);
   }
@@ -250,7 +341,7 @@ Status SendEmail(const EmailConfig& c, const NotificationData& d, const SendOpti
   if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
   SmtpConn conn;
   RETURN_IF_ERROR(conn.Connect(host, port, o.timeout_ms));
-  if (port == "465") RETURN_IF_ERROR(conn.StartTls(host, c.insecure_skip_verify));
+  if (port == "465") RETURN_IF_ERROR(conn.StartTls(host, c));
   ASSIGN_OR_RETURN(auto greet, conn.Cmd("", 220, "greeting"));
   ASSIGN_OR_RETURN(auto ehlo, conn.Cmd("EHLO " + c.hello, 250, "EHLO"));
   if (port != "465" && c.require_tls) {
@@ -259,7 +350,7 @@ Status SendEmail(const EmailConfig& c, const NotificationData& d, const SendOpti
                                      "\" does not advertise the STARTTLS extension");
     }
     ASSIGN_OR_RETURN(auto st, conn.Cmd("STARTTLS", 220, "STARTTLS"));
-    RETURN_IF_ERROR(conn.StartTls(host, c.insecure_skip_verify));
+    RETURN_IF_ERROR(conn.StartTls(host, c));
     ASSIGN_OR_RETURN(ehlo, conn.Cmd("EHLO " + c.hello, 250, "EHLO"));
   }
   if (!c.auth_username.empty()) {
@@ -267,17 +358,7 @@ Status SendEmail(const EmailConfig& c, const NotificationData& d, const SendOpti
     if (!HasExt(ehlo, "AUTH", &mechs)) {
       return Status::InvalidArgument("email: server does not advertise the AUTH extension but auth_username is set");
     }
-    std::string spaced = " " + mechs + " ";
-    if (spaced.find(" PLAIN ") != std::string::npos) {
-      std::string cred = c.auth_identity + std::string(1, '\0') + c.auth_username + std::string(1, '\0') + c.auth_password;
-      ASSIGN_OR_RETURN(auto r, conn.Cmd("AUTH PLAIN " + Base64(cred), 235, "AUTH PLAIN"));
-    } else if (spaced.find(" LOGIN ") != std::string::npos) {
-      ASSIGN_OR_RETURN(auto r1, conn.Cmd("AUTH LOGIN", 334, "AUTH LOGIN"));
-      ASSIGN_OR_RETURN(auto r2, conn.Cmd(Base64(c.auth_username), 334, "AUTH LOGIN username"));
-      ASSIGN_OR_RETURN(auto r3, conn.Cmd(Base64(c.auth_password), 235, "AUTH LOGIN password"));
-    } else {
-      return Status::InvalidArgument("email: no supported authentication mechanism (PLAIN, LOGIN) in \"" + mechs + "\"");
-    }
+    RETURN_IF_ERROR(Authenticate(conn, c, mechs, port == "465" || c.require_tls, host));
   }
   std::vector<std::string> from = Addresses(c.from);
   if (from.size() != 1) return Status::InvalidArgument("email: from must be one address, got \"" + c.from + "\"");

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
+
+#include "base/file.h"
 
 namespace trainwatch::notify {
 namespace {
@@ -17,135 +20,6 @@ using OJson = nlohmann::ordered_json;
 Json LabelsJson(const model::Labels& ls) {
   Json o = Json::object();
   for (const auto& l : ls) o[l.name] = l.value;
-  return o;
-}
-
-std::string JoinValues(const model::Labels& ls) {
-  std::string o;
-  for (const auto& l : ls) {
-    if (!o.empty()) o += ' ';
-    o += l.value;
-  }
-  return o;
-}
-
-std::string ToUpper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string UrlQueryEscape(std::string_view s) {
-  std::string o;
-  static const char* kHex = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') o += static_cast<char>(c);
-    else if (c == ' ') o += '+';
-    else { o += '%'; o += kHex[c >> 4]; o += kHex[c & 15]; }
-  }
-  return o;
-}
-
-std::string AlertmanagerUrl(const NotificationData& d) {
-  return d.external_url + "/#/alerts?receiver=" + UrlQueryEscape(d.receiver);
-}
-
-// Alertmanager's "__text_alert_list" for `alerts`.
-std::string TextAlertList(const std::vector<const StoredAlert*>& alerts) {
-  std::string o;
-  for (const StoredAlert* a : alerts) {
-    o += "Labels:\n";
-    for (const auto& l : a->alert.labels) o += " - " + l.name + " = " + l.value + "\n";
-    o += "Annotations:\n";
-    for (const auto& l : a->alert.annotations) o += " - " + l.name + " = " + l.value + "\n";
-    o += "Source: " + a->alert.generator_url + "\n";
-  }
-  return o;
-}
-
-std::string HtmlEscape(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&#34;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
-// A compact rendering of Alertmanager's "email.default.html": the same
-// sections (title, firing and resolved lists with labels, annotations, source).
-std::string DefaultEmailHtml(const NotificationData& d) {
-  std::vector<const StoredAlert*> firing, resolved;
-  for (const auto& a : d.alerts) (a.Resolved(d.now_ms) ? resolved : firing).push_back(&a);
-  std::string o =
-      "<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.0 Transitional//EN\" "
-      "\"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd\">\n<html xmlns=\"http://www.w3.org/1999/xhtml\">\n"
-      "<head>\n<meta name=\"viewport\" content=\"width=device-width\" />\n"
-      "<meta http-equiv=\"Content-Type\" content=\"text/html; charset=UTF-8\" />\n<title>" +
-      HtmlEscape(DefaultSubject(d)) + "</title>\n</head>\n<body>\n";
-  o += "<h2>" + std::to_string(firing.size()) + " alert" + (firing.size() == 1 ? "" : "s") + " for " +
-       HtmlEscape(JoinValues(d.group_labels)) + "</h2>\n";
-  o += "<p><a href=\"" + HtmlEscape(AlertmanagerUrl(d)) + "\">View in Alertmanager</a></p>\n";
-  auto list = [&](const char* title, const std::vector<const StoredAlert*>& as) {
-    if (as.empty()) return;
-    o += std::string("<h3>[") + title + "] " + std::to_string(as.size()) + "</h3>\n";
-    for (const StoredAlert* a : as) {
-      o += "<p><strong>Labels</strong><br />\n";
-      for (const auto& l : a->alert.labels) o += HtmlEscape(l.name) + " = " + HtmlEscape(l.value) + "<br />\n";
-      if (!a->alert.annotations.empty()) {
-        o += "<strong>Annotations</strong><br />\n";
-        for (const auto& l : a->alert.annotations) o += HtmlEscape(l.name) + " = " + HtmlEscape(l.value) + "<br />\n";
-      }
-      o += "<a href=\"" + HtmlEscape(a->alert.generator_url) + "\">Source</a></p>\n";
-    }
-  };
-  list("FIRING", firing);
-  list("RESOLVED", resolved);
-  o += "<p>Sent by trainwatch</p>\n</body>\n</html>\n";
-  return o;
-}
-
-// Resolves {{ .Status }}, {{ .Receiver }}, {{ .ExternalURL }},
-// {{ .GroupLabels.x }}, {{ .CommonLabels.x }}, {{ .CommonAnnotations.x }}.
-Result<std::string> ExpandFieldRefs(std::string_view text, const NotificationData& d) {
-  std::string o;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t open = text.find("{{", i);
-    if (open == std::string_view::npos) { o += text.substr(i); break; }
-    o += text.substr(i, open - i);
-    size_t close = text.find("}}", open);
-    if (close == std::string_view::npos) return Status::InvalidArgument("template: unclosed action");
-    std::string_view act = text.substr(open + 2, close - open - 2);
-    while (!act.empty() && (act.front() == ' ' || act.front() == '-')) act.remove_prefix(1);
-    while (!act.empty() && (act.back() == ' ' || act.back() == '-')) act.remove_suffix(1);
-    auto field = [&](std::string_view prefix, const model::Labels& ls, std::string* out) {
-      if (!act.starts_with(prefix)) return false;
-      *out = std::string(ls.Get(act.substr(prefix.size())));
-      return true;
-    };
-    std::string v;
-    if (act == ".Status") v = d.status;
-    else if (act == ".Receiver") v = d.receiver;
-    else if (act == ".ExternalURL") v = d.external_url;
-    else if (act == ".GroupKey") v = d.group_key;
-    else if (act == "len .Alerts.Firing" || act == ".Alerts.Firing | len") v = std::to_string(d.NumFiring());
-    else if (act == "len .Alerts.Resolved" || act == ".Alerts.Resolved | len") v = std::to_string(d.alerts.size() - d.NumFiring());
-    else if (act == "len .Alerts" || act == ".Alerts | len") v = std::to_string(d.alerts.size());
-    else if (field(".GroupLabels.", d.group_labels, &v) || field(".CommonLabels.", d.common_labels, &v) ||
-             field(".CommonAnnotations.", d.common_annotations, &v)) {
-    } else {
-      return Status::NotSupported("template action {{" + std::string(act) +
-                                  "}} needs the template engine (only field references are expanded)");
-    }
-    o += v;
-    i = close + 2;
-  }
   return o;
 }
 
@@ -164,20 +38,43 @@ Url SplitUrl(const std::string& url) {
 Status Post(const std::string& url, const HttpConfig& h, const std::string& body, const SendOptions& o,
             const std::string& what) {
   Url u = SplitUrl(url);
-  httplib::Client cli(u.base);
-  if (!cli.is_valid()) return Status::InvalidArgument(what + ": invalid URL \"" + url + "\"");
-  int64_t t = o.timeout_ms;
-  cli.set_connection_timeout(std::chrono::milliseconds(t));
-  cli.set_read_timeout(std::chrono::milliseconds(t));
-  cli.set_write_timeout(std::chrono::milliseconds(t));
-  cli.set_follow_location(h.follow_redirects);
-  cli.enable_server_certificate_verification(!h.insecure_skip_verify);
-  httplib::Headers headers = {{"User-Agent", "Alertmanager/0.25.0 (trainwatch)"}};
-  if (!h.basic_auth_username.empty()) cli.set_basic_auth(h.basic_auth_username, h.basic_auth_password);
-  if (!h.authorization_credentials.empty()) {
-    headers.emplace("Authorization", h.authorization_type + " " + h.authorization_credentials);
+  // A client certificate goes to the constructor; httplib reads the files there.
+  std::unique_ptr<httplib::Client> cli = h.cert_file.empty()
+                                             ? std::make_unique<httplib::Client>(u.base)
+                                             : std::make_unique<httplib::Client>(u.base, h.cert_file, h.key_file);
+  if (!cli->is_valid()) {
+    return Status::InvalidArgument(what + ": invalid URL \"" + url + "\"" +
+                                   (h.cert_file.empty() ? "" : " or unreadable tls_config cert_file / key_file"));
   }
-  auto res = cli.Post(u.path, headers, body, "application/json");
+  int64_t t = o.timeout_ms;
+  cli->set_connection_timeout(std::chrono::milliseconds(t));
+  cli->set_read_timeout(std::chrono::milliseconds(t));
+  cli->set_write_timeout(std::chrono::milliseconds(t));
+  cli->set_follow_location(h.follow_redirects);
+  if (!h.ca_file.empty()) cli->set_ca_cert_path(h.ca_file);
+  cli->enable_server_certificate_verification(!h.insecure_skip_verify);
+  httplib::Headers headers = {{"User-Agent", "Alertmanager/0.25.0 (trainwatch)"}};
+  // prometheus/common reads the secret files at each request: a network-like
+  // failure, so the delivery is retried.
+  if (h.has_basic_auth) {
+    std::string pw = h.basic_auth_password;
+    if (!h.basic_auth_password_file.empty()) {
+      auto r = ReadSecretFile(h.basic_auth_password_file);
+      if (!r.ok()) return Status::Unavailable(what + ": unable to read basic auth password file: " + r.error().message());
+      pw = std::move(*r);
+    }
+    cli->set_basic_auth(h.basic_auth_username, pw);
+  }
+  if (!h.authorization_credentials.empty() || !h.authorization_credentials_file.empty()) {
+    std::string cred = h.authorization_credentials;
+    if (!h.authorization_credentials_file.empty()) {
+      auto r = ReadSecretFile(h.authorization_credentials_file);
+      if (!r.ok()) return Status::Unavailable(what + ": unable to read authorization credentials file: " + r.error().message());
+      cred = std::move(*r);
+    }
+    headers.emplace("Authorization", h.authorization_type + " " + cred);
+  }
+  auto res = cli->Post(u.path, headers, body, "application/json");
   if (!res) return Status::Unavailable(what + ": " + httplib::to_string(res.error()));
   int code = res->status;
   if (code / 100 == 2) return Status::OK();
@@ -199,7 +96,43 @@ std::string Sha256Hex(std::string_view s) {
   return o;
 }
 
+// Expands each (key, template) into (*out)[key]; omit_empty: an empty result leaves the key out.
+Status ExpandFields(const char* integration, const NotificationData& d, const SendOptions& o,
+                    std::initializer_list<std::pair<const char*, const std::string*>> fields, bool omit_empty,
+                    Json* out) {
+  for (auto [k, t] : fields) {
+    auto v = Expand(*t, d, o.templates);
+    if (!v.ok()) return v.error().Annotate(std::string(integration) + ": expand " + k);
+    if (!omit_empty || !v->empty()) (*out)[k] = std::move(*v);
+  }
+  return Status::OK();
+}
+
+// The first `n` UTF-8 characters of `s` (Alertmanager's notify.Truncate keeps
+// n-1 and appends "…" when it cuts).
+std::string TruncateRunes(const std::string& s, size_t n) {
+  size_t runes = 0, i = 0, cut = 0;
+  for (; i < s.size(); ++runes) {
+    if (runes == n - 1) cut = i;
+    size_t len = 1;
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0xF0) len = 4;
+    else if (c >= 0xE0) len = 3;
+    else if (c >= 0xC0) len = 2;
+    i += len;
+  }
+  if (runes <= n) return s;
+  return s.substr(0, cut) + "\xE2\x80\xA6";
+}
+
 }  // namespace
+
+Result<std::string> ReadSecretFile(const std::string& path) {
+  std::string text;
+  RETURN_IF_ERROR(file::ReadFile(path, &text));
+  size_t b = text.find_first_not_of(" \t\r\n\v\f"), e = text.find_last_not_of(" \t\r\n\v\f");
+  return b == std::string::npos ? std::string() : text.substr(b, e - b + 1);
+}
 
 size_t NotificationData::NumFiring() const {
   size_t n = 0;
@@ -210,7 +143,12 @@ size_t NotificationData::NumFiring() const {
 NotificationData MakeNotificationData(std::string receiver, std::string group_key, model::Labels group_labels,
                                       std::vector<StoredAlert> alerts, std::string external_url, int64_t now_ms) {
   NotificationData d;
-  d.receiver = std::move(receiver);
+  // Alertmanager's template.Data holds regexp.QuoteMeta(receiver): templates
+  // and the webhook payload see `team\.ml` for a receiver "team.ml".
+  for (char c : receiver) {
+    if (std::string_view("\\.+*?()|[]{}^$").find(c) != std::string_view::npos) d.receiver += '\\';
+    d.receiver += c;
+  }
   d.group_key = std::move(group_key);
   d.group_labels = std::move(group_labels);
   d.external_url = std::move(external_url);
@@ -277,69 +215,10 @@ std::string WebhookPayload(const NotificationData& d, uint64_t max_alerts) {
   return o.dump();
 }
 
-std::string TemplateDataJson(const NotificationData& d) {
-  Json o;
-  o["Receiver"] = d.receiver;
-  o["Status"] = d.status;
-  Json alerts = Json::array();
-  for (const auto& a : d.alerts) {
-    Json j;
-    j["Status"] = a.Resolved(d.now_ms) ? "resolved" : "firing";
-    j["Labels"] = LabelsJson(a.alert.labels);
-    j["Annotations"] = LabelsJson(a.alert.annotations);
-    j["StartsAt"] = FormatTime(a.alert.starts_at_ms);
-    j["EndsAt"] = FormatTime(a.alert.ends_at_ms);
-    j["GeneratorURL"] = a.alert.generator_url;
-    j["Fingerprint"] = FingerprintString(a.fingerprint);
-    alerts.push_back(std::move(j));
-  }
-  o["Alerts"] = std::move(alerts);
-  o["GroupLabels"] = LabelsJson(d.group_labels);
-  o["CommonLabels"] = LabelsJson(d.common_labels);
-  o["CommonAnnotations"] = LabelsJson(d.common_annotations);
-  o["ExternalURL"] = d.external_url;
-  return o.dump();
-}
-
-std::string DefaultSubject(const NotificationData& d) {
-  std::string o = "[" + ToUpper(d.status);
-  if (d.status == "firing") o += ":" + std::to_string(d.NumFiring());
-  o += "] " + JoinValues(d.group_labels) + " ";
-  if (d.common_labels.size() > d.group_labels.size()) {
-    std::vector<model::Label> rest;
-    for (const auto& l : d.common_labels) if (!d.group_labels.Has(l.name)) rest.push_back(l);
-    o += "(" + JoinValues(model::Labels(std::move(rest))) + ")";
-  }
-  return o;
-}
-
-Result<std::string> Expand(std::string_view text, const NotificationData& d, const TemplateFunc& render) {
-  auto is = [&](std::string_view name) {
-    std::string a = "{{ template \"" + std::string(name) + "\" . }}";
-    std::string b = "{{ template \"" + std::string(name) + "\" .}}";
-    return text == a || text == b;
-  };
-  std::vector<const StoredAlert*> all;
-  for (const auto& a : d.alerts) all.push_back(&a);
-  if (is("__subject") || is("email.default.subject") || is("slack.default.title") ||
-      is("pagerduty.default.description")) {
-    return DefaultSubject(d);
-  }
-  if (is("__alertmanager") || is("slack.default.username") || is("pagerduty.default.client")) return std::string("Alertmanager");
-  if (is("__alertmanagerURL") || is("slack.default.titlelink") || is("pagerduty.default.clientURL")) return AlertmanagerUrl(d);
-  if (is("slack.default.fallback")) return DefaultSubject(d) + " | " + AlertmanagerUrl(d);
-  if (is("slack.default.text") || is("slack.default.pretext") || is("slack.default.footer") ||
-      is("__description")) {
-    return std::string();
-  }
-  if (is("pagerduty.default.instances") || is("__text_alert_list")) return TextAlertList(all);
-  if (is("email.default.html")) return DefaultEmailHtml(d);
-  if (text == "{{ if eq .Status \"firing\" }}danger{{ else }}good{{ end }}") {
-    return std::string(d.status == "firing" ? "danger" : "good");
-  }
+Result<std::string> Expand(std::string_view text, const NotificationData& d, const Templates* t, bool html) {
+  if (t != nullptr) return html ? t->ExecuteHtml(text, d) : t->ExecuteText(text, d);
   if (text.find("{{") == std::string_view::npos) return std::string(text);
-  if (render) return render(text, TemplateDataJson(d));
-  return ExpandFieldRefs(text, d);
+  return Status::InvalidArgument("no template engine to expand \"" + std::string(text) + "\"");
 }
 
 Status SendWebhook(const WebhookConfig& c, const NotificationData& d, const SendOptions& o) {
@@ -348,64 +227,70 @@ Status SendWebhook(const WebhookConfig& c, const NotificationData& d, const Send
 
 Status SendSlack(const SlackConfig& c, const NotificationData& d, const SendOptions& o) {
   Json att;
-  std::vector<std::pair<const char*, const std::string*>> fields = {
-      {"title", &c.title}, {"title_link", &c.title_link}, {"pretext", &c.pretext}, {"text", &c.text},
-      {"fallback", &c.fallback}, {"footer", &c.footer}, {"color", &c.color}};
-  for (auto [k, t] : fields) {
-    auto v = Expand(*t, d, o.render);
-    if (!v.ok()) return v.error().Annotate(std::string("slack: expand ") + k);
-    if (!v->empty()) att[k] = *v;
-  }
+  // Alertmanager 0.25's attachment: text, fallback, callback_id and footer
+  // are sent even when empty; the others are omitempty.
+  RETURN_IF_ERROR(ExpandFields("slack", d, o,
+                               {{"title", &c.title}, {"title_link", &c.title_link}, {"pretext", &c.pretext},
+                                {"image_url", &c.image_url}, {"thumb_url", &c.thumb_url}, {"color", &c.color}},
+                               true, &att));
+  RETURN_IF_ERROR(ExpandFields("slack", d, o,
+                               {{"text", &c.text}, {"fallback", &c.fallback}, {"callback_id", &c.callback_id},
+                                {"footer", &c.footer}},
+                               false, &att));
+  if (att.contains("title")) att["title"] = TruncateRunes(att["title"].get<std::string>(), 1024);
   att["mrkdwn_in"] = Json::array({"fallback", "pretext", "text"});
   Json body;
-  for (auto [k, t] : std::vector<std::pair<const char*, const std::string*>>{
-           {"channel", &c.channel}, {"username", &c.username}, {"icon_emoji", &c.icon_emoji}, {"icon_url", &c.icon_url}}) {
-    auto v = Expand(*t, d, o.render);
-    if (!v.ok()) return v.error().Annotate(std::string("slack: expand ") + k);
-    if (!v->empty()) body[k] = *v;
-  }
+  RETURN_IF_ERROR(ExpandFields(
+      "slack", d, o,
+      {{"channel", &c.channel}, {"username", &c.username}, {"icon_emoji", &c.icon_emoji}, {"icon_url", &c.icon_url}},
+      true, &body));
+  if (c.link_names) body["link_names"] = true;
   body["attachments"] = Json::array({att});
-  return Post(c.api_url, c.http, body.dump(), o, "slack");
+  std::string api_url = c.api_url;
+  if (!c.api_url_file.empty()) {
+    auto r = ReadSecretFile(c.api_url_file);
+    if (!r.ok()) return r.error().Annotate("slack: api_url_file");
+    api_url = std::move(*r);
+  }
+  return Post(api_url, c.http, body.dump(), o, "slack");
 }
 
 Status SendPagerduty(const PagerdutyConfig& c, const NotificationData& d, const SendOptions& o) {
-  Json body;
-  body["routing_key"] = c.routing_key.empty() ? c.service_key : c.routing_key;
-  body["dedup_key"] = Sha256Hex(d.group_key);
-  body["event_action"] = d.status == "firing" ? "trigger" : "resolve";
-  auto desc = Expand(c.description, d, o.render);
-  if (!desc.ok()) return desc.error().Annotate("pagerduty: expand description");
-  auto client = Expand(c.client, d, o.render);
-  if (!client.ok()) return client.error().Annotate("pagerduty: expand client");
-  auto client_url = Expand(c.client_url, d, o.render);
-  if (!client_url.ok()) return client_url.error().Annotate("pagerduty: expand client_url");
-  Json payload;
-  std::string summary = *desc;
-  if (summary.size() > 1024) summary.resize(1024);  // Events API v2 limit, as Alertmanager truncates
-  payload["summary"] = summary;
-  payload["source"] = *client;
-  auto sev = Expand(c.severity, d, o.render);
-  if (!sev.ok()) return sev.error().Annotate("pagerduty: expand severity");
-  payload["severity"] = *sev;
   Json details = Json::object();
-  std::vector<const StoredAlert*> firing, resolved;
-  for (const auto& a : d.alerts) (a.Resolved(d.now_ms) ? resolved : firing).push_back(&a);
-  details["firing"] = TextAlertList(firing);
-  details["resolved"] = TextAlertList(resolved);
-  details["num_firing"] = std::to_string(firing.size());
-  details["num_resolved"] = std::to_string(resolved.size());
   for (const auto& [k, v] : c.details) {
-    auto e = Expand(v, d, o.render);
+    auto e = Expand(v, d, o.templates);
     if (!e.ok()) return e.error().Annotate("pagerduty: expand details." + k);
     details[k] = *e;
   }
+  const std::string& source = c.source.empty() ? c.client : c.source;
+  Json payload;
+  RETURN_IF_ERROR(ExpandFields("pagerduty", d, o,
+                               {{"summary", &c.description}, {"source", &source}, {"severity", &c.severity},
+                                {"class", &c.klass}, {"component", &c.component}, {"group", &c.group}},
+                               true, &payload));
+  // Events API v2 limit, as Alertmanager truncates.
+  payload["summary"] = TruncateRunes(payload.value("summary", ""), 1024);
   payload["custom_details"] = details;
-  if (!c.component.empty()) payload["component"] = c.component;
-  if (!c.group.empty()) payload["group"] = c.group;
-  if (!c.klass.empty()) payload["class"] = c.klass;
+  Json body;
+  RETURN_IF_ERROR(ExpandFields("pagerduty", d, o, {{"client", &c.client}, {"client_url", &c.client_url}}, false, &body));
+  // The routing key, else the service key (sent as a v2 routing key); each may come from its file.
+  std::string key;
+  for (auto [value, path, name] : std::initializer_list<std::tuple<const std::string*, const std::string*, const char*>>{
+           {&c.routing_key, &c.routing_key_file, "routing_key_file"}, {&c.service_key, &c.service_key_file, "service_key_file"}}) {
+    if (!value->empty()) {
+      key = *value;
+    } else if (!path->empty()) {
+      auto r = ReadSecretFile(*path);
+      if (!r.ok()) return r.error().Annotate(std::string("pagerduty: ") + name);
+      key = std::move(*r);
+    }
+    if (!key.empty()) break;
+  }
+  if (key.empty()) return Status::InvalidArgument("pagerduty: routing key cannot be empty");
+  body["routing_key"] = key;
+  body["dedup_key"] = Sha256Hex(d.group_key);
+  body["event_action"] = d.status == "firing" ? "trigger" : "resolve";
   if (d.status == "firing") body["payload"] = payload;
-  body["client"] = *client;
-  body["client_url"] = *client_url;
   return Post(c.url, c.http, body.dump(), o, "pagerduty");
 }
 

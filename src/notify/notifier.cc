@@ -157,6 +157,23 @@ std::string LabelSetString(const model::Labels& ls) {
   return o + "}";
 }
 
+uint64_t AlertFingerprint(const model::Labels& ls) {
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a 64 offset basis
+  auto add = [&h](std::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+  };
+  for (const auto& l : ls) {  // sorted by name
+    add(l.name);
+    add("\xff");
+    add(l.value);
+    add("\xff");
+  }
+  return h;
+}
+
 std::string FingerprintString(uint64_t fp) {
   char buf[20];
   std::snprintf(buf, sizeof(buf), "%016" PRIx64, fp);
@@ -260,7 +277,7 @@ Status Notifier::PutAlerts(std::vector<Alert> alerts) {
         s.timeout = true;
         s.alert.ends_at_ms = now + cfg_->global.resolve_timeout_ms;
       }
-      s.fingerprint = s.alert.labels.Hash();
+      s.fingerprint = AlertFingerprint(s.alert.labels);
       auto it = alerts_.find(s.fingerprint);
       if (it != alerts_.end()) {
         const StoredAlert& o = it->second;
@@ -555,18 +572,7 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
   bool ok = true;
   if (j->send) {
     const Receiver* recv = j->cfg->FindReceiver(j->receiver);
-    SendOptions so{opts_.send_timeout_ms, opts_.render};
-    if (so.render && !j->cfg->template_defs.empty()) {
-      // The `templates:` files' {{ define }}s come before every custom text.
-      // Their top-level text (blank lines between defines) is cut from the output.
-      so.render = [r = opts_.render, defs = j->cfg->template_defs](std::string_view text,
-                                                                   const std::string& data) -> Result<std::string> {
-        ASSIGN_OR_RETURN(std::string prefix, r(defs, data));
-        ASSIGN_OR_RETURN(std::string out, r(defs + std::string(text), data));
-        if (out.starts_with(prefix)) out.erase(0, prefix.size());
-        return out;
-      };
-    }
+    SendOptions so{opts_.send_timeout_ms, j->cfg->compiled_templates.get()};
     int64_t backoff = opts_.retry_initial_ms;
     for (int attempt = 1;; attempt++) {
       Status s;

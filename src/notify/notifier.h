@@ -94,13 +94,6 @@ class Clock {
   virtual int64_t NowMs() = 0;
 };
 
-// Renders a notification template (Go text/template) against the
-// notification data as JSON (Alertmanager's template.Data field names). Set
-// by app/ when a template engine is available; without it, templates other
-// than Alertmanager's defaults (rendered in C++) expand only plain field
-// references like {{ .CommonAnnotations.summary }}.
-using TemplateFunc = std::function<Result<std::string>(std::string_view text, const std::string& data_json)>;
-
 struct NotifierOptions {
   std::string dir;            // state dir (<data>/alertmanager); empty: nothing persisted
   std::string external_url;   // externalURL in payloads
@@ -112,7 +105,6 @@ struct NotifierOptions {
   int64_t retry_max_ms = 30000;
   int64_t send_timeout_ms = 10000;
   int64_t nflog_retention_ms = 120LL * 3600 * 1000;  // as Alertmanager's --data.retention
-  TemplateFunc render;
 };
 
 class Notifier {
@@ -201,6 +193,9 @@ std::string FormatTime(int64_t unix_ms);
 Result<int64_t> ParseTime(std::string_view s);
 // `{a="1", b="2"}` as Go's model.LabelSet.String.
 std::string LabelSetString(const model::Labels& ls);
+// An alert's identity, Alertmanager's fingerprint (Prometheus's
+// model.LabelSet.Fingerprint: FNV-1a 64 over name, 0xff, value, 0xff in name order).
+uint64_t AlertFingerprint(const model::Labels& ls);
 // 16 hex digits.
 std::string FingerprintString(uint64_t fp);
 

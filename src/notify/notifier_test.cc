@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "app/notify_templates.h"
 #include "notify/integrations.h"
 
 namespace trainwatch::notify {
@@ -57,6 +60,14 @@ class Receiver {
     std::lock_guard<std::mutex> l(mu_);
     return auth_;
   }
+  // (path, Authorization header) of every request taken so far.
+  std::vector<std::pair<std::string, std::string>> PathsAndAuth() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (size_t i = 0; i < paths_.size(); i++) out.emplace_back(paths_[i], auth_[i]);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
   void FailNext(int n) {
     std::lock_guard<std::mutex> l(mu_);
     fail_next_ = n;
@@ -99,7 +110,7 @@ class NotifierTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   void Open(const std::string& yaml) {
-    auto cfg = ParseConfig(yaml);
+    auto cfg = ParseConfig(yaml, app::MakeNotifyTemplates());
     ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
     NotifierOptions o;
     o.dir = dir_.string();
@@ -424,6 +435,66 @@ TEST_F(NotifierTest, SlackAndPagerdutyPayloads) {
   EXPECT_FALSE(got[0].contains("payload"));
 }
 
+TEST_F(NotifierTest, SecretFilesAreReadAtEachDelivery) {
+  std::filesystem::path secrets = dir_ / "secrets";
+  std::filesystem::create_directories(secrets);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(secrets / name) << text;
+    return (secrets / name).string();
+  };
+  std::string base = "http://127.0.0.1:" + std::to_string(recv_.port());
+  std::string pw = write("pw", "s3cret\n");
+  std::string tok = write("tok", "  tok-1 \n");
+  std::string url = write("slack_url", base + "/slack-from-file\n");
+  std::string rk = write("rk", "rk-from-file\n");
+  Open("global: {resolve_timeout: 1h}\nroute: {receiver: r, group_by: [alertname], group_wait: 1s}\nreceivers:\n"
+       "  - name: r\n"
+       "    webhook_configs:\n"
+       "      - {url: '" + base + "/basic', http_config: {basic_auth: {username: tw, password_file: '" + pw + "'}}}\n"
+       "      - {url: '" + base + "/bearer', http_config: {bearer_token_file: '" + tok + "'}}\n"
+       "    slack_configs: [{api_url_file: '" + url + "'}]\n"
+       "    pagerduty_configs: [{routing_key_file: '" + rk + "', url: '" + base + "/pd'}]\n");
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1")}).ok());
+  Advance(1000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 4u);
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(recv_.PathsAndAuth(), (std::vector<P>{{"/basic", "Basic dHc6czNjcmV0"}, {"/bearer", "Bearer tok-1"},
+                                                  {"/pd", ""}, {"/slack-from-file", ""}}));
+  for (const Json& b : got) {
+    if (b.contains("routing_key")) {
+      EXPECT_EQ(b["routing_key"], "rk-from-file");
+    }
+  }
+  // A rotated password is used by the next delivery.
+  write("pw", "n3w");
+  ASSERT_TRUE(n_->PutAlerts({Firing("B", "1")}).ok());
+  Advance(1000);
+  EXPECT_EQ(recv_.Take().size(), 4u);
+  auto seen = recv_.PathsAndAuth();
+  EXPECT_NE(std::find(seen.begin(), seen.end(), P{"/basic", "Basic dHc6bjN3"}), seen.end());
+  // A missing file fails the attempt with the file named (and is retried:
+  // the first failed attempt is enough here; the notifier's stop ends the retries).
+  std::filesystem::remove(secrets / "tok");
+  ASSERT_TRUE(n_->PutAlerts({Firing("C", "1")}).ok());
+  clock_.now += 1000;
+  n_->Tick();
+  bool named = false;
+  for (int i = 0; i < 500 && !named; i++) {
+    for (const auto& h : n_->History(100)) {
+      if (!h.success && h.error.find("unable to read authorization credentials file") != std::string::npos) named = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST(NotifyIntegrationsTest, CramMd5AsRfc2195) {
+  // RFC 2195 section 2's example.
+  EXPECT_EQ(CramMd5Response("tim", "tanstaaftanstaaf", "<1896.697170952@postoffice.reston.mci.net>"),
+            "tim b913a602c7eda7a495b4e6e7334d3890");
+}
+
 TEST(NotifyIntegrationsTest, DefaultSubjectAndEmail) {
   StoredAlert a;
   a.alert.labels = model::Labels{{"alertname", "HighTemp"}, {"gpu", "0"}, {"severity", "critical"}};
@@ -433,14 +504,16 @@ TEST(NotifyIntegrationsTest, DefaultSubjectAndEmail) {
   b.alert.labels = model::Labels{{"alertname", "HighTemp"}, {"gpu", "1"}, {"severity", "critical"}};
   auto d = MakeNotificationData("mail", "{}:{alertname=\"HighTemp\"}", model::Labels{{"alertname", "HighTemp"}},
                                 {a, b}, "http://tw", 5000);
-  EXPECT_EQ(DefaultSubject(d), "[FIRING:2] HighTemp (critical)");
+  auto templates = app::MakeNotifyTemplates()({});
+  ASSERT_TRUE(templates.ok()) << templates.error().ToString();
+  EXPECT_EQ(*(*templates)->ExecuteText("{{ template \"__subject\" . }}", d), "[FIRING:2] HighTemp (critical)");
   EmailConfig c;
   c.to = "x@y";
   c.from = "am@y";
   c.html = "{{ template \"email.default.html\" . }}";
   c.text = "{{ .CommonAnnotations.summary }} / {{ .Status }}";
   c.headers["X-Team"] = "{{ .GroupLabels.alertname }}";
-  auto m = BuildEmailMessage(c, d, SendOptions{});
+  auto m = BuildEmailMessage(c, d, SendOptions{10000, templates->get()});
   ASSERT_TRUE(m.ok()) << m.error().ToString();
   EXPECT_NE(m->find("Subject: [FIRING:2] HighTemp (critical)\r\n"), std::string::npos) << *m;
   EXPECT_NE(m->find("X-Team: HighTemp\r\n"), std::string::npos) << *m;

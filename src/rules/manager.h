@@ -72,8 +72,12 @@ class Manager {
   // global.external_labels of the last applied config (also used by /federate).
   model::Labels ExternalLabels() const;
 
- private:
+  // Hands alerts to every sender, with the external labels added where the
+  // alert lacks them: the groups' alerts, and alerts from outside the rules
+  // (run alerts of the runs API, which app/ routes here).
   void Notify(std::vector<OutgoingAlert> alerts);
+
+ private:
 
   const ManagerOptions opts_;
   QueryFunc query_;

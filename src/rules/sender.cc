@@ -5,47 +5,12 @@
 #include <ctime>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/units.h"
 
 namespace trainwatch::rules {
 namespace {
-
-void AppendJsonString(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
-
-void AppendLabels(std::string* out, const model::Labels& l) {
-  out->push_back('{');
-  bool first = true;
-  for (const model::Label& p : l) {
-    if (!first) out->push_back(',');
-    first = false;
-    AppendJsonString(out, p.name);
-    out->push_back(':');
-    AppendJsonString(out, p.value);
-  }
-  out->push_back('}');
-}
 
 std::string Rfc3339(int64_t ms) {
   time_t secs = static_cast<time_t>(ms / 1000);
@@ -119,12 +84,15 @@ Result<AlertingConfig> ParseAlertingConfig(const YAML::Node& alerting) {
           }
           for (const auto& x : t) targets.push_back(Scalar(x));
         }
+      } else if (scrape::HttpClientConfigKeys().contains(k)) {
+        // Read below, as one HTTP client config.
       } else if (k == "relabel_configs" || k == "enable_http2" || k == "follow_redirects") {
         // Accepted for compatibility; targets are used as written.
       } else {
         return Status::InvalidArgument(where + ": unsupported field \"" + k + "\"");
       }
     }
+    RETURN_IF_ERROR(scrape::ParseHttpClientConfig(am, where, &base.http));
     for (const std::string& t : targets) {
       if (t.empty()) return Status::InvalidArgument(where + ".static_configs: empty target");
       AlertmanagerTarget a = base;
@@ -141,9 +109,9 @@ std::string AlertsToJson(const std::vector<OutgoingAlert>& alerts) {
     const OutgoingAlert& a = alerts[i];
     if (i) out += ',';
     out += "{\"labels\":";
-    AppendLabels(&out, a.labels);
+    model::AppendLabelsJson(&out, a.labels);
     out += ",\"annotations\":";
-    AppendLabels(&out, a.annotations);
+    model::AppendLabelsJson(&out, a.annotations);
     if (a.starts_at_ms != 0) out += ",\"startsAt\":\"" + Rfc3339(a.starts_at_ms) + "\"";
     if (a.ends_at_ms != 0) out += ",\"endsAt\":\"" + Rfc3339(a.ends_at_ms) + "\"";
     out += ",\"generatorURL\":";
@@ -201,13 +169,19 @@ size_t AlertmanagerNotifier::queue_length() const {
 }
 
 bool AlertmanagerNotifier::Post(const AlertmanagerTarget& t, const std::string& body, std::string* err) {
-  httplib::Client c(t.scheme + "://" + t.host);
-  const time_t s = static_cast<time_t>(t.timeout_ms / 1000);
-  const time_t us = static_cast<time_t>((t.timeout_ms % 1000) * 1000);
-  c.set_connection_timeout(s, us);
-  c.set_read_timeout(s, us);
-  c.set_write_timeout(s, us);
-  auto res = c.Post(t.AlertsPath(), body, "application/json");
+  auto c = scrape::NewHttpClient(t.scheme + "://" + t.host, t.http, t.timeout_ms);
+  if (!c.ok()) {
+    *err = c.error().message();
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> auth;
+  if (Status s = scrape::ApplyHttpAuth(t.http, c->get(), &auth); !s.ok()) {
+    *err = s.message();
+    return false;
+  }
+  httplib::Headers headers = {{"User-Agent", "trainwatch"}};
+  headers.insert(auth.begin(), auth.end());
+  auto res = (*c)->Post(t.AlertsPath(), headers, body, "application/json");
   if (!res) {
     *err = httplib::to_string(res.error());
     return false;

@@ -1,9 +1,10 @@
 #pragma once
 // Forwarding alerts to external Alertmanagers, as Prometheus's notifier
 // (notifier/notifier.go) does for `alerting:` in prometheus.yml:
-// alertmanagers with static_configs targets, scheme, path_prefix, timeout
-// and api_version (v2: POST <prefix>/api/v2/alerts with a JSON array), and
-// alert_relabel_configs applied before queueing. The queue holds at most
+// alertmanagers with static_configs targets, scheme, path_prefix, timeout,
+// api_version (v2: POST <prefix>/api/v2/alerts with a JSON array) and the
+// HTTP client config (basic_auth, authorization, bearer_token*, tls_config:
+// scrape/http_client.h), and alert_relabel_configs applied before queueing. The queue holds at most
 // 10,000 alerts; on overflow the oldest are dropped and counted. Batches of
 // up to 64 alerts go to every Alertmanager; a failed POST is counted and
 // logged (Prometheus does not retry either: the next resend covers it).
@@ -23,6 +24,7 @@
 
 #include "base/status.h"
 #include "rules/alert.h"
+#include "scrape/http_client.h"
 #include "scrape/relabel.h"
 
 namespace trainwatch::rules {
@@ -32,6 +34,7 @@ struct AlertmanagerTarget {
   std::string host;              // host:port
   std::string path_prefix = "/";
   int64_t timeout_ms = 10000;
+  scrape::HttpClientConfig http;  // auth and TLS, as a scrape config's
   // POST URL path of the v2 API.
   std::string AlertsPath() const;
   std::string Url() const { return scheme + "://" + host + AlertsPath(); }

@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -46,6 +47,16 @@ TEST(AlertingConfigTest, ErrorsNameTheField) {
   f("alertmanagers: [{timeout: soon}]", "alerting.alertmanagers[0].timeout: invalid duration \"soon\"");
   f("alertmanagers: [{scheme: ftp}]", "alerting.alertmanagers[0].scheme: unsupported \"ftp\"");
   f("foo: 1", "alerting: unknown field \"foo\"");
+  f("alertmanagers: [{basic_auth: {username: u, password: p, password_file: /f}}]",
+    "alerting.alertmanagers[0].basic_auth: at most one of basic_auth password & password_file must be configured");
+  f("alertmanagers: [{bearer_token: t, authorization: {credentials: c}}]",
+    "alerting.alertmanagers[0]: authorization is not compatible with bearer_token & bearer_token_file");
+  f("alertmanagers: [{basic_auth: {username: u}, bearer_token: t}]",
+    "alerting.alertmanagers[0]: at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
+  f("alertmanagers: [{tls_config: {cert_file: /c}}]",
+    "alerting.alertmanagers[0].tls_config: client cert file and client key file must both be specified");
+  f("alertmanagers: [{tls_config: {bogus: 1}}]", "alerting.alertmanagers[0].tls_config: unknown field \"bogus\"");
+  f("alertmanagers: [{oauth2: {client_id: x}}]", "alerting.alertmanagers[0]: unsupported field \"oauth2\"");
 }
 
 TEST(AlertsToJsonTest, WritesAlertmanagerV2PostableAlerts) {
@@ -67,6 +78,7 @@ class FakeAlertmanager {
     srv_.Post("/api/v2/alerts", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard l(mu_);
       bodies_.push_back(req.body);
+      auth_.push_back(req.get_header_value("Authorization"));
       res.status = 200;
     });
     port_ = srv_.bind_to_any_port("127.0.0.1");
@@ -81,6 +93,10 @@ class FakeAlertmanager {
     std::lock_guard l(mu_);
     return bodies_;
   }
+  std::vector<std::string> auth() {
+    std::lock_guard l(mu_);
+    return auth_;
+  }
   bool WaitFor(size_t n) {
     for (int i = 0; i < 500; ++i) {
       if (bodies().size() >= n) return true;
@@ -94,7 +110,7 @@ class FakeAlertmanager {
   int port_ = 0;
   std::thread thread_;
   std::mutex mu_;
-  std::vector<std::string> bodies_;
+  std::vector<std::string> bodies_, auth_;
 };
 
 AlertingConfig ConfigFor(const std::string& target, const char* extra = "") {
@@ -124,6 +140,34 @@ TEST(AlertmanagerNotifierTest, PostsRelabeledAlerts) {
                    "/api/v2/alerts\"} 1"),
             std::string::npos)
       << m;
+}
+
+TEST(AlertmanagerNotifierTest, SendsTheConfiguredAuthorization) {
+  FakeAlertmanager am;
+  std::string tok = ::testing::TempDir() + "sender_test_token";
+  {
+    std::FILE* f = std::fopen(tok.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("  tok-1\n", f);
+    std::fclose(f);
+  }
+  auto send = [&](const std::string& http) {
+    AlertmanagerNotifier n;
+    auto c = ParseAlertingConfig(YAML::Load("alertmanagers: [{static_configs: [{targets: ['" + am.target() + "']}], " +
+                                            http + "}]"));
+    ASSERT_TRUE(c.ok()) << c.error().message();
+    n.ApplyConfig(*c);
+    OutgoingAlert a;
+    a.labels = model::Labels{{"alertname", "A"}};
+    n.Send({a});
+    n.Stop();
+  };
+  send("basic_auth: {username: tw, password: s3cret}");
+  send("authorization: {type: Token, credentials_file: '" + tok + "'}");
+  send("bearer_token: abc");
+  ASSERT_TRUE(am.WaitFor(3));
+  EXPECT_EQ(am.auth(), (std::vector<std::string>{"Basic dHc6czNjcmV0", "Token tok-1", "Bearer abc"}));
+  std::remove(tok.c_str());
 }
 
 TEST(AlertmanagerNotifierTest, FullQueueDropsTheOldestAndCountsThem) {

@@ -20,16 +20,16 @@ struct ContinueSignal {};
 
 class Exec {
  public:
-  Exec(const Tree& tree, const TemplateOptions& opts) : tree_(tree), opts_(opts) {}
+  Exec(const DefMap& defs, FuncSet funcs, const TemplateOptions& opts) : defs_(defs), funcs_(funcs), opts_(opts) {}
 
-  std::string Run(const Value& data) {
-    tmpl_name_ = tree_.name;
-    auto it = tree_.templates.find(tree_.name);
-    if (it == tree_.templates.end()) {
-      throw ExecError{"template: " + GoQuote(tree_.name) + " is an incomplete or empty template"};
+  std::string Run(const std::string& name, const Def& main, const Value& data) {
+    tmpl_name_ = name;
+    if (main.root == nullptr) {
+      throw ExecError{"template: " + GoQuote(name) + " is an incomplete or empty template"};
     }
+    tree_ = main.tree.get();
     vars_.push_back({"$", data});
-    Walk(data, *it->second);
+    Walk(data, *main.root);
     return std::move(out_);
   }
 
@@ -42,12 +42,12 @@ class Exec {
   [[noreturn]] void Errorf(const std::string& msg) {
     if (node_ == nullptr) throw ExecError{"template: " + tmpl_name_ + ": " + msg};
     int pos = node_->pos;
-    std::string_view before = std::string_view(tree_.text).substr(0, static_cast<size_t>(pos));
+    std::string_view before = std::string_view(tree_->text).substr(0, static_cast<size_t>(pos));
     size_t nl = before.rfind('\n');
     int line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
     int col = nl == std::string_view::npos ? pos : pos - static_cast<int>(nl + 1);
     std::string context = node_->String();
-    throw ExecError{"template: " + tree_.name + ":" + std::to_string(line) + ":" + std::to_string(col) +
+    throw ExecError{"template: " + tree_->name + ":" + std::to_string(line) + ":" + std::to_string(col) +
                     ": executing " + GoQuote(tmpl_name_) + " at <" + context + ">: " + msg};
   }
 
@@ -74,7 +74,11 @@ class Exec {
         Value v = EvalPipeline(dot, n.pipe.get());
         if (n.pipe->decl.empty()) {
           At(n);
-          Write(FormatV(v));
+          if (opts_.escape_html && v.kind() != Value::Kind::kHTML) {
+            Write(HtmlTextEscape(FormatV(v)));
+          } else {
+            Write(FormatV(v));
+          }
         }
         return;
       }
@@ -165,19 +169,22 @@ class Exec {
 
   void WalkTemplate(const Value& dot, const Node& t) {
     At(t);
-    auto it = tree_.templates.find(t.str);
-    if (it == tree_.templates.end()) Errorf("template " + GoQuote(t.str) + " not defined");
+    auto it = defs_.find(t.str);
+    if (it == defs_.end()) Errorf("template " + GoQuote(t.str) + " not defined");
     if (depth_ >= opts_.limits.max_template_depth) {
       Errorf("exceeded maximum template depth (" + std::to_string(opts_.limits.max_template_depth) + ")");
     }
     Value new_dot = t.pipe ? EvalPipeline(dot, t.pipe.get()) : Value();
     std::vector<Var> saved = std::move(vars_);
     std::string saved_name = tmpl_name_;
+    const Tree* saved_tree = tree_;
     vars_ = {{"$", new_dot}};
     tmpl_name_ = t.str;
+    tree_ = it->second.tree.get();
     ++depth_;
-    Walk(new_dot, *it->second);
+    Walk(new_dot, *it->second.root);
     --depth_;
+    tree_ = saved_tree;
     tmpl_name_ = saved_name;
     vars_ = std::move(saved);
   }
@@ -292,7 +299,17 @@ class Exec {
     auto no_args = [&] {
       if (has_args) Errorf(field + " has arguments but cannot be invoked as function");
     };
+    if (receiver.type()) {
+      auto m = receiver.type()->methods.find(field);
+      if (m != receiver.type()->methods.end()) return EvalMethod(dot, receiver, field, m->second, node, cmd, final);
+    }
     switch (receiver.kind()) {
+      case K::kStruct: {
+        const Value* f = receiver.Field(field);
+        if (f == nullptr) break;
+        no_args();
+        return *f;
+      }
       case K::kAlertData: {
         const AlertData& d = receiver.alert();
         if (field == "Labels") return no_args(), Value::Map(d.labels);
@@ -323,10 +340,21 @@ class Exec {
     Errorf("can't evaluate field " + field + " in type " + receiver.TypeName());
   }
 
+  Value EvalMethod(const Value& dot, const Value& recv, const std::string& name, const Method& m, const Node& node,
+                   const Node* cmd, const Value* final) {
+    std::vector<Value> argv = EvalCallArgs(dot, m.params, m.variadic, m.variadic_param, name, cmd, final);
+    try {
+      return m.fn(recv, argv);
+    } catch (const FuncError& e) {
+      At(node);
+      Errorf("error calling " + name + ": " + e.msg);
+    }
+  }
+
   Value EvalTimeMethod(const Value& dot, const std::string& name, const Node& node, const Node* cmd,
                        const Value* final, const Value& t) {
     size_t nargs = (cmd ? cmd->args.size() - 1 : 0) + (final ? 1 : 0);
-    int64_t ns = t.int_value();
+    int64_t secs = t.time_secs(), nanos = t.time_nanos();
     auto want = [&](size_t n) {
       if (nargs != n) {
         Errorf("wrong number of args for " + name + ": want " + std::to_string(n) + " got " + std::to_string(nargs));
@@ -336,48 +364,79 @@ class Exec {
       want(1);
       Value layout = cmd && cmd->args.size() > 1 ? EvalArg(dot, Param::kString, *cmd->args[1])
                                                    : ValidateType(*final, Param::kString);
-      return Value::String(TimeFormat(ns, layout.str()));
+      return Value::String(TimeFormat(secs, nanos, layout.str()));
     }
-    int64_t secs = ns >= 0 ? ns / 1'000'000'000 : -((-ns + 999'999'999) / 1'000'000'000);
     if (name == "Unix") return want(0), Value::Int(secs);
-    if (name == "UnixMilli") return want(0), Value::Int(ns >= 0 ? ns / 1'000'000 : -((-ns + 999'999) / 1'000'000));
-    if (name == "UnixNano") return want(0), Value::Int(ns);
+    // Go's UnixMilli / UnixNano wrap outside int64 (e.g. for the zero time) as their int64 arithmetic does.
+    auto wrap = [](int64_t s, int64_t mul, int64_t add) {
+      return static_cast<int64_t>(static_cast<uint64_t>(s) * static_cast<uint64_t>(mul) + static_cast<uint64_t>(add));
+    };
+    if (name == "UnixMilli") return want(0), Value::Int(wrap(secs, 1000, nanos / 1'000'000));
+    if (name == "UnixNano") return want(0), Value::Int(wrap(secs, 1'000'000'000, nanos));
     if (name == "UTC" || name == "Local") return want(0), t;
-    if (name == "String") return want(0), Value::String(TimeString(ns));
-    if (name == "Year") return want(0), Value::Int(std::stoll(TimeFormat(ns, "2006")));
-    if (name == "Day") return want(0), Value::Int(std::stoll(TimeFormat(ns, "2")));
-    if (name == "Hour") return want(0), Value::Int(std::stoll(TimeFormat(ns, "15")));
-    if (name == "Minute") return want(0), Value::Int(std::stoll(TimeFormat(ns, "4")));
-    if (name == "Second") return want(0), Value::Int(std::stoll(TimeFormat(ns, "5")));
+    if (name == "IsZero") return want(0), Value::Bool(secs == Value::kGoZeroTimeSecs && nanos == 0);
+    if (name == "String") return want(0), Value::String(TimeString(secs, nanos));
+    if (name == "Year") return want(0), Value::Int(std::stoll(TimeFormat(secs, nanos, "2006")));
+    if (name == "Day") return want(0), Value::Int(std::stoll(TimeFormat(secs, nanos, "2")));
+    if (name == "Hour") return want(0), Value::Int(std::stoll(TimeFormat(secs, nanos, "15")));
+    if (name == "Minute") return want(0), Value::Int(std::stoll(TimeFormat(secs, nanos, "4")));
+    if (name == "Second") return want(0), Value::Int(std::stoll(TimeFormat(secs, nanos, "5")));
     (void)node;
-    Errorf("can't evaluate field " + name + " in type *time.Time");
+    Errorf("can't evaluate field " + name + " in type " + t.TypeName());
   }
 
   Value EvalFunction(const Value& dot, const Node& ident, const Node* cmd, const Value* final) {
     At(ident);
-    const FuncDef* fn = FindFunction(ident.text);
+    const FuncDef* fn = FindFunction(ident.text, funcs_);
     if (fn == nullptr) Errorf(GoQuote(ident.text) + " is not a defined function");
     return EvalCall(dot, *fn, cmd ? *cmd : ident, ident.text, cmd, final);
   }
 
-  Value EvalCall(const Value& dot, const FuncDef& fn, const Node& node, const std::string& name, const Node* cmd,
-                 const Value* final) {
+  // The argument nodes of a call (cmd->args[0] is the function or method itself).
+  static std::vector<const Node*> CallArgs(const Node* cmd) {
     std::vector<const Node*> args;
     if (cmd) {
       for (size_t i = 1; i < cmd->args.size(); ++i) args.push_back(cmd->args[i].get());
     }
-    size_t num_in = args.size() + (final ? 1 : 0);
-    size_t num_fixed = fn.params.size();
-    if (fn.variadic) {
+    return args;
+  }
+
+  void CheckArgCount(size_t nargs, size_t num_fixed, bool variadic, const std::string& name, const Value* final) {
+    size_t num_in = nargs + (final ? 1 : 0);
+    if (variadic) {
       if (num_in < num_fixed) {
         Errorf("wrong number of args for " + name + ": want at least " + std::to_string(num_fixed) + " got " +
-               std::to_string(args.size()));
+               std::to_string(nargs));
       }
     } else if (num_in != num_fixed) {
       Errorf("wrong number of args for " + name + ": want " + std::to_string(num_fixed) + " got " +
              std::to_string(num_in));
     }
+  }
+
+  // Checks the count and evaluates each argument against its parameter type, as Go's evalCall.
+  std::vector<Value> EvalCallArgs(const Value& dot, const std::vector<Param>& params, bool variadic, Param vparam,
+                                  const std::string& name, const Node* cmd, const Value* final) {
+    std::vector<const Node*> args = CallArgs(cmd);
+    size_t num_fixed = params.size();
+    CheckArgCount(args.size(), num_fixed, variadic, name, final);
+    std::vector<Value> argv;
+    argv.reserve(args.size() + 1);
+    size_t i = 0;
+    for (; i < num_fixed && i < args.size(); ++i) argv.push_back(EvalArg(dot, params[i], *args[i]));
+    for (; i < args.size(); ++i) argv.push_back(EvalArg(dot, vparam, *args[i]));
+    if (final) {
+      Param p = argv.size() < num_fixed ? params[argv.size()] : vparam;
+      argv.push_back(ValidateType(*final, p));
+    }
+    return argv;
+  }
+
+  Value EvalCall(const Value& dot, const FuncDef& fn, const Node& node, const std::string& name, const Node* cmd,
+                 const Value* final) {
     if (fn.short_circuit) {
+      std::vector<const Node*> args = CallArgs(cmd);
+      CheckArgCount(args.size(), fn.params.size(), fn.variadic, name, final);
       bool is_or = name == "or";
       Value v;
       for (const Node* a : args) {
@@ -387,15 +446,7 @@ class Exec {
       if (final) v = *final;
       return v;
     }
-    std::vector<Value> argv;
-    argv.reserve(num_in);
-    size_t i = 0;
-    for (; i < num_fixed && i < args.size(); ++i) argv.push_back(EvalArg(dot, fn.params[i], *args[i]));
-    for (; i < args.size(); ++i) argv.push_back(EvalArg(dot, fn.variadic_param, *args[i]));
-    if (final) {
-      Param p = argv.size() < num_fixed ? fn.params[argv.size()] : fn.variadic_param;
-      argv.push_back(ValidateType(*final, p));
-    }
+    std::vector<Value> argv = EvalCallArgs(dot, fn.params, fn.variadic, fn.variadic_param, name, cmd, final);
     try {
       return fn.fn(opts_, argv);
     } catch (const FuncError& e) {
@@ -449,13 +500,16 @@ class Exec {
       case Param::kString: ok = v.kind() == K::kString; break;
       case Param::kQuery: ok = v.kind() == K::kQueryResult; break;
       case Param::kSample: ok = v.kind() == K::kSample; break;
+      case Param::kStringSlice: ok = v.kind() == K::kList && v.str() == "string"; break;
     }
     if (!ok) Errorf(std::string("wrong type for value; expected ") + ParamTypeName(p) + "; got " + v.TypeName());
     return v;
   }
 
-  const Tree& tree_;
+  const DefMap& defs_;
+  const FuncSet funcs_;
   const TemplateOptions& opts_;
+  const Tree* tree_ = nullptr;  // the parse of the template being executed (error locations)
   std::string out_;
   std::vector<Var> vars_;
   const Node* node_ = nullptr;
@@ -467,24 +521,44 @@ class Exec {
 }  // namespace
 }  // namespace tmpl
 
-Result<Template> Template::Parse(std::string_view name, std::string_view text) {
-  auto tree = std::make_shared<tmpl::Tree>();
-  RETURN_IF_ERROR(tmpl::ParseTree(name, text, tree.get()));
+Result<Template> Template::Parse(std::string_view name, std::string_view text, FuncSet funcs) {
   Template t;
-  t.tree_ = std::move(tree);
+  t.name_ = std::string(name);
+  t.funcs_ = funcs;
+  t.defs_ = std::make_shared<const tmpl::DefMap>();
+  return t.Extend(name, text);
+}
+
+Result<Template> Template::Extend(std::string_view name, std::string_view text) const {
+  auto tree = std::make_shared<tmpl::Tree>();
+  RETURN_IF_ERROR(tmpl::ParseTree(name, text, funcs_, tree.get()));
+  auto defs = std::make_shared<tmpl::DefMap>(*defs_);
+  for (const auto& [n, root] : tree->templates) {
+    auto it = defs->find(n);
+    // Go's associate: an empty body does not replace an existing template.
+    if (it != defs->end() && tmpl::IsEmptyTree(*root)) continue;
+    (*defs)[n] = tmpl::Def{tree, root.get()};
+  }
+  Template t;
+  t.name_ = std::string(name);
+  t.funcs_ = funcs_;
+  auto main = tree->templates.find(name);
+  t.main_ = main == tree->templates.end() ? nullptr : main->second.get();
+  t.main_tree_ = std::move(tree);
+  t.defs_ = std::move(defs);
   return t;
 }
 
-const std::string& Template::name() const { return tree_->name; }
+bool Template::Defines(std::string_view name) const { return defs_->contains(name); }
 
 Result<std::string> Template::Execute(const tmpl::Value& data, const TemplateOptions& opts) const {
   try {
-    tmpl::Exec ex(*tree_, opts);
-    return ex.Run(data);
+    tmpl::Exec ex(*defs_, funcs_, opts);
+    return ex.Run(name_, tmpl::Def{main_tree_, main_}, data);
   } catch (const tmpl::ExecError& e) {
     return Status::InvalidArgument(e.msg);
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("template: " + tree_->name + ": out of memory");
+    return Status::ResourceExhausted("template: " + name_ + ": out of memory");
   }
 }
 

@@ -104,6 +104,7 @@ void AppendRune(std::string* out, uint32_t r) {
 
 struct Flags {
   bool plus = false, minus = false, sharp = false, space = false, zero = false;
+  bool plus_v = false;  // %+v: struct field names (Go clears plus for %v and sets plusV)
   int width = -1, prec = -1;
 };
 
@@ -257,9 +258,9 @@ std::string SampleBody(const Sample& s, char verb, const Flags& f, int depth) {
     first = false;
   }
   labels += "]";
-  if (f.plus) labels = "Labels:" + labels;
+  if (f.plus_v) labels = "Labels:" + labels;
   std::string value = FormatArg(Value::Float(s.value), verb, plain, depth + 1);
-  if (f.plus) value = "Value:" + value;
+  if (f.plus_v) value = "Value:" + value;
   return "{" + labels + " " + value + "}";
 }
 
@@ -308,7 +309,7 @@ std::string FormatArg(const Value& v, char verb, const Flags& f, int depth) {
     case K::kString:
     case K::kHTML:
     case K::kTime: {
-      std::string s = v.kind() == K::kTime ? TimeString(v.int_value()) : v.str();
+      std::string s = v.kind() == K::kTime ? TimeString(v.time_secs(), v.time_nanos()) : v.str();
       switch (verb) {
         case 'v': case 's': {
           if (f.prec >= 0) {
@@ -368,6 +369,15 @@ std::string FormatArg(const Value& v, char verb, const Flags& f, int depth) {
       for (const auto& s : v.query()) parts.push_back("&" + SampleBody(*s, verb, f, depth + 1));
       return "[" + Join(parts) + "]";
     }
+    case K::kStruct: {
+      Flags plain = f;
+      plain.width = -1;
+      std::vector<std::string> parts;
+      for (const auto& [name, val] : v.fields()) {
+        parts.push_back((f.plus_v ? name + ":" : "") + FormatArg(val, verb, plain, depth + 1));
+      }
+      return "{" + Join(parts) + "}";
+    }
     case K::kAlertData: {
       const AlertData& d = v.alert();
       Flags plain = f;
@@ -376,7 +386,7 @@ std::string FormatArg(const Value& v, char verb, const Flags& f, int depth) {
       std::string el = FormatArg(Value::Map(d.external_labels), verb, plain, depth + 1);
       std::string url = FormatArg(Value::String(d.external_url), verb, plain, depth + 1);
       std::string val = FormatArg(Value::Float(d.value), verb, plain, depth + 1);
-      if (f.plus) {
+      if (f.plus_v) {
         return "{Labels:" + l + " ExternalLabels:" + el + " ExternalURL:" + url + " Value:" + val + "}";
       }
       return "{" + l + " " + el + " " + url + " " + val + "}";
@@ -505,6 +515,10 @@ std::string Sprintf(std::string_view format, const std::vector<Value>& args) {
       out += '%';
       continue;
     }
+    if (verb == 'v' && f.plus) {
+      f.plus = false;
+      f.plus_v = true;
+    }
     if (argi >= args.size()) {
       out += "%!" + std::string(verb_text) + "(MISSING)";
       continue;
@@ -538,10 +552,7 @@ struct Civil {
   int64_t nanos;
 };
 
-Civil ToCivil(int64_t unix_ns) {
-  int64_t secs = unix_ns / 1'000'000'000;
-  int64_t ns = unix_ns % 1'000'000'000;
-  if (ns < 0) ns += 1'000'000'000, --secs;
+Civil ToCivil(int64_t secs, int64_t ns) {
   int64_t days = secs / 86400;
   int64_t rem = secs % 86400;
   if (rem < 0) rem += 86400, --days;
@@ -580,8 +591,8 @@ std::string Num(int64_t v, int width, char pad = '0') {
 
 }  // namespace
 
-std::string TimeFormat(int64_t unix_ns, std::string_view layout) {
-  Civil c = ToCivil(unix_ns);
+std::string TimeFormat(int64_t secs, int64_t nanos, std::string_view layout) {
+  Civil c = ToCivil(secs, nanos);
   std::string out;
   size_t i = 0;
   auto starts = [&](std::string_view p) { return layout.substr(i, p.size()) == p; };
@@ -635,9 +646,52 @@ std::string TimeFormat(int64_t unix_ns, std::string_view layout) {
   return out;
 }
 
-std::string TimeString(int64_t unix_ns) { return TimeFormat(unix_ns, "2006-01-02 15:04:05.999999999 -0700 MST"); }
+std::string TimeString(int64_t secs, int64_t nanos) {
+  return TimeFormat(secs, nanos, "2006-01-02 15:04:05.999999999 -0700 MST");
+}
+
+std::string HtmlTextEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '\0': out += "\xEF\xBF\xBD"; break;
+      case '"': out += "&#34;"; break;
+      case '&': out += "&amp;"; break;
+      case '\'': out += "&#39;"; break;
+      case '+': out += "&#43;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+Value Value::Time(int64_t unix_ns) {
+  int64_t secs = unix_ns >= 0 ? unix_ns / 1'000'000'000 : -((-(unix_ns + 1)) / 1'000'000'000) - 1;
+  Value v = TimeValue(secs, unix_ns - secs * 1'000'000'000);
+  v.b_ = true;
+  return v;
+}
+
+Value Value::TimeValue(int64_t secs, int64_t nanos) {
+  Value v(Kind::kTime);
+  v.i_ = secs;
+  v.u_ = static_cast<uint64_t>(nanos);
+  return v;
+}
+
+const Value* Value::Field(std::string_view name) const {
+  if (kind_ != Kind::kStruct) return nullptr;
+  for (const auto& [n, v] : *fields_) {
+    if (n == name) return &v;
+  }
+  return nullptr;
+}
 
 std::string Value::TypeName() const {
+  if (type_) return type_->name;
   switch (kind_) {
     case Kind::kInvalid: return "<nil>";
     case Kind::kBool: return "bool";
@@ -651,7 +705,8 @@ std::string Value::TypeName() const {
     case Kind::kList: return "[]" + s_;
     case Kind::kSample: return "*template.sample";
     case Kind::kQueryResult: return "template.queryResult";
-    case Kind::kTime: return "*time.Time";
+    case Kind::kTime: return b_ ? "*time.Time" : "time.Time";
+    case Kind::kStruct: return "struct";
     case Kind::kAlertData:
       return "struct { Labels map[string]string; ExternalLabels map[string]string; ExternalURL string; Value "
              "float64 }";

@@ -1,6 +1,7 @@
-// The functions alert templates can call: Go text/template's builtins and
-// Prometheus's template functions (template/template.go), with Go's
-// semantics and error texts. None of them touches files, network or env.
+// The functions templates can call: Go text/template's builtins, and
+// Prometheus's template functions (prometheus template/template.go) or
+// Alertmanager's (alertmanager template/template.go DefaultFuncs, 0.25),
+// with Go's semantics and error texts. None touches files, network or env.
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -142,7 +143,8 @@ int64_t FloatToTimeNs(double v) {
 Value HumanizeTimestamp(const TemplateOptions&, Args& a) {
   double v = ToFloat(a[0]);
   if (std::isnan(v) || std::isinf(v)) return Value::String(G4(v));
-  return Value::String(TimeString(FloatToTimeNs(v)));
+  Value t = Value::Time(FloatToTimeNs(v));
+  return Value::String(TimeString(t.time_secs(), t.time_nanos()));
 }
 
 Value ToTime(const TemplateOptions&, Args& a) {
@@ -318,6 +320,56 @@ std::string MapCase(const std::string& s, bool upper, bool title_only) {
 Value ToUpper(const TemplateOptions&, Args& a) { return Value::String(MapCase(a[0].str(), true, false)); }
 Value ToLower(const TemplateOptions&, Args& a) { return Value::String(MapCase(a[0].str(), false, false)); }
 Value Title(const TemplateOptions&, Args& a) { return Value::String(MapCase(a[0].str(), true, true)); }
+
+// Alertmanager 0.25's title, cases.Title(language.AmericanEnglish): the first
+// letter of each word upper, the rest lower. Words follow Unicode word
+// breaking: letters, digits and '_' join, and so do ' . : between letters
+// ("it's", "x.y"). ASCII and Latin-1 letters are mapped, as MapCase.
+std::string TitleWords(const std::string& s) {
+  std::string out;
+  bool in_word = false, seen_letter = false;
+  auto is_word = [&](size_t i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    return std::isalnum(c) || c == '_' || c >= 0x80;
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    bool joiner = (c == '\'' || c == '.' || c == ':') && in_word && i + 1 < s.size() &&
+                  std::isalpha(static_cast<unsigned char>(s[i + 1])) && i > 0 &&
+                  std::isalpha(static_cast<unsigned char>(s[i - 1]));
+    if (!is_word(i) && !joiner) {
+      in_word = seen_letter = false;
+      out += static_cast<char>(c);
+      continue;
+    }
+    in_word = true;
+    size_t len = c == 0xC3 && i + 1 < s.size() ? 2 : 1;
+    std::string ch = s.substr(i, len);
+    bool letter = std::isalpha(c) || len == 2;
+    if (letter) {
+      ch = MapCase(ch, !seen_letter, false);
+      seen_letter = true;
+    }
+    out += ch;
+    i += len - 1;
+  }
+  return out;
+}
+
+Value AmTitle(const TemplateOptions&, Args& a) { return Value::String(TitleWords(a[0].str())); }
+
+// join(sep string, s []string): strings.Join with the arguments swapped for pipelines.
+Value Join(const TemplateOptions&, Args& a) {
+  std::string out;
+  const auto& items = a[1].list();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += a[0].str();
+    out += items[i].str();
+  }
+  return Value::String(std::move(out));
+}
+
+Value StringSlice(const TemplateOptions&, Args& a) { return Value::List(a, "string"); }
 Value SafeHtml(const TemplateOptions&, Args& a) { return Value::HTML(a[0].str()); }
 
 // net.SplitHostPort; false on error.
@@ -535,7 +587,7 @@ Value SliceFn(const TemplateOptions&, Args& a) {
     return Value::String(item.str().substr(static_cast<size_t>(idx[0]), static_cast<size_t>(idx[1] - idx[0])));
   }
   std::vector<Value> out(item.list().begin() + idx[0], item.list().begin() + idx[1]);
-  return Value::List(std::move(out), item.str());
+  return Value::List(std::move(out), item.str()).WithType(item.type());  // a named slice type stays named
 }
 
 Value CallFn(const TemplateOptions&, Args& a) {
@@ -624,10 +676,12 @@ Value LeFn(const TemplateOptions&, Args& a) { return Value::Bool(Lt(a[0], a[1]) 
 Value GtFn(const TemplateOptions&, Args& a) { return Value::Bool(!(Lt(a[0], a[1]) || Eq1(a[0], a[1]))); }
 Value GeFn(const TemplateOptions&, Args& a) { return Value::Bool(!Lt(a[0], a[1])); }
 
-const std::unordered_map<std::string_view, FuncDef>& Table() {
+using FuncTable = std::unordered_map<std::string_view, FuncDef>;
+
+// Go's builtins plus `own`.
+FuncTable WithBuiltins(std::initializer_list<FuncTable::value_type> own) {
   using P = Param;
-  static const auto* table = new std::unordered_map<std::string_view, FuncDef>{
-      // Go builtins.
+  FuncTable t{
       {"and", {{P::kReflect}, true, P::kReflect, true, nullptr}},
       {"or", {{P::kReflect}, true, P::kReflect, true, nullptr}},
       {"not", {{P::kReflect}, false, P::kAny, false, NotFn}},
@@ -647,6 +701,27 @@ const std::unordered_map<std::string_view, FuncDef>& Table() {
       {"le", {{P::kReflect, P::kReflect}, false, P::kAny, false, LeFn}},
       {"gt", {{P::kReflect, P::kReflect}, false, P::kAny, false, GtFn}},
       {"ge", {{P::kReflect, P::kReflect}, false, P::kAny, false, GeFn}},
+  };
+  t.insert(own.begin(), own.end());
+  return t;
+}
+
+// Go's builtins plus the function set's own.
+const FuncTable& Table(FuncSet funcs) {
+  using P = Param;
+  static const FuncTable* am = new FuncTable(WithBuiltins({
+      // Alertmanager 0.25's DefaultFuncs.
+      {"toUpper", {{P::kString}, false, P::kAny, false, ToUpper}},
+      {"toLower", {{P::kString}, false, P::kAny, false, ToLower}},
+      {"title", {{P::kString}, false, P::kAny, false, AmTitle}},
+      {"join", {{P::kString, P::kStringSlice}, false, P::kAny, false, Join}},
+      {"match", {{P::kString, P::kString}, false, P::kAny, false, Match}},
+      {"safeHtml", {{P::kString}, false, P::kAny, false, SafeHtml}},
+      {"reReplaceAll", {{P::kString, P::kString, P::kString}, false, P::kAny, false, ReReplaceAll}},
+      {"stringSlice", {{}, true, P::kString, false, StringSlice}},
+  }));
+  if (funcs == FuncSet::kAlertmanager) return *am;
+  static const FuncTable* table = new FuncTable(WithBuiltins({
       // Prometheus's template functions.
       {"query", {{P::kString}, false, P::kAny, false, Query}},
       {"first", {{P::kQuery}, false, P::kAny, false, First}},
@@ -674,7 +749,7 @@ const std::unordered_map<std::string_view, FuncDef>& Table() {
       {"pathPrefix", {{}, false, P::kAny, false, PathPrefix}},
       {"externalURL", {{}, false, P::kAny, false, ExternalURL}},
       {"parseDuration", {{P::kString}, false, P::kAny, false, ParseDurationFn}},
-  };
+  }));
   return *table;
 }
 
@@ -693,7 +768,7 @@ bool IsTrue(const Value& v) {
     case K::kList: return !v.list().empty();
     case K::kQueryResult: return !v.query().empty();
     case K::kSample: return v.sample() != nullptr;
-    case K::kTime: case K::kAlertData: return true;
+    case K::kTime: case K::kAlertData: case K::kStruct: return true;
   }
   return false;
 }
@@ -705,15 +780,17 @@ const char* ParamTypeName(Param p) {
     case Param::kString: return "string";
     case Param::kQuery: return "template.queryResult";
     case Param::kSample: return "*template.sample";
+    case Param::kStringSlice: return "[]string";
   }
   return "?";
 }
 
-const FuncDef* FindFunction(std::string_view name) {
-  auto it = Table().find(name);
-  return it == Table().end() ? nullptr : &it->second;
+const FuncDef* FindFunction(std::string_view name, FuncSet funcs) {
+  const FuncTable& t = Table(funcs);
+  auto it = t.find(name);
+  return it == t.end() ? nullptr : &it->second;
 }
 
-bool HasFunction(std::string_view name) { return FindFunction(name) != nullptr; }
+bool HasFunction(std::string_view name, FuncSet funcs) { return FindFunction(name, funcs) != nullptr; }
 
 }  // namespace trainwatch::rules::tmpl

@@ -53,32 +53,30 @@ struct Node {
 };
 
 // All templates of one parse: the main one under `name` plus {{define}}s.
+// `name` is Go's ParseName, shown in error locations ("template: NAME:3:5").
 struct Tree {
   std::string name;
   std::string text;
   std::map<std::string, NodePtr, std::less<>> templates;  // name -> kList
 };
 
-// Whether `name` is a function templates may call (parse-time check).
-bool HasFunction(std::string_view name);
+// One template of a set: its body and the parse that holds it.
+struct Def {
+  std::shared_ptr<const Tree> tree;
+  const Node* root = nullptr;  // a kList inside tree->templates
+};
+using DefMap = std::map<std::string, Def, std::less<>>;
+
+// Go's parse.IsEmptyTree: only whitespace text (and comments) in `list`.
+bool IsEmptyTree(const Node& list);
+
+// Whether `name` is a function templates of `funcs` may call (parse-time check).
+bool HasFunction(std::string_view name, FuncSet funcs);
 
 // Parses `text` into `tree` (template_parse.cc).
-Status ParseTree(std::string_view name, std::string_view text, Tree* tree);
+Status ParseTree(std::string_view name, std::string_view text, FuncSet funcs, Tree* tree);
 
-// How an argument is evaluated and checked, after the Go parameter type.
-enum class Param {
-  kAny,      // interface{}: literals become int / float64 / string / bool
-  kReflect,  // reflect.Value (Go builtins): like kAny, but nil is rejected
-  kString,   // string
-  kQuery,    // template.queryResult
-  kSample,   // *template.sample
-};
 const char* ParamTypeName(Param p);
-
-// Thrown by a function body; reported as "error calling NAME: msg".
-struct FuncError {
-  std::string msg;
-};
 
 struct FuncDef {
   std::vector<Param> params;  // fixed parameters
@@ -88,7 +86,7 @@ struct FuncDef {
   bool short_circuit = false;
   Value (*fn)(const TemplateOptions& opts, std::vector<Value>& args) = nullptr;
 };
-const FuncDef* FindFunction(std::string_view name);
+const FuncDef* FindFunction(std::string_view name, FuncSet funcs);
 // Go's truth of a value (if / with / and / or / not).
 bool IsTrue(const Value& v);
 
@@ -102,8 +100,10 @@ std::string Sprintf(std::string_view format, const std::vector<Value>& args);
 std::string FormatFloat(double v, char fmt, int prec);
 // strconv.Quote.
 std::string GoQuote(std::string_view s);
-// time.Time.String() and Format(layout) for a UTC time in unix nanoseconds.
-std::string TimeString(int64_t unix_ns);
-std::string TimeFormat(int64_t unix_ns, std::string_view layout);
+// time.Time.String() and Format(layout) for a UTC time at unix seconds + nanoseconds.
+std::string TimeString(int64_t secs, int64_t nanos);
+std::string TimeFormat(int64_t secs, int64_t nanos, std::string_view layout);
+// html/template's escaper for text context (Go's htmlEscaper): NUL, ", &, ', +, <, >.
+std::string HtmlTextEscape(std::string_view s);
 
 }  // namespace trainwatch::rules::tmpl

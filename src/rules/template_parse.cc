@@ -369,8 +369,8 @@ bool ParseGoInt(std::string_view text, bool is_signed, int64_t* i, uint64_t* u) 
 
 class Parser {
  public:
-  Parser(std::string_view name, std::string_view text, Tree* tree)
-      : name_(name), tree_(tree), items_(Lexer(text).Run()) {}
+  Parser(std::string_view name, std::string_view text, FuncSet funcs, Tree* tree)
+      : name_(name), funcs_(funcs), tree_(tree), items_(Lexer(text).Run()) {}
 
   void Parse() {
     vars_ = {"$"};
@@ -406,11 +406,19 @@ class Parser {
   }
 
   // Reading past the end keeps returning the final item (EOF or an error).
-  const Item& Peek() const { return items_[std::min(i_, items_.size() - 1)]; }
+  // Go's errors carry the line of the newest item taken from the lexer
+  // (token[0]), peeked or read, so looking ahead moves it too.
+  const Item& Peek() {
+    const Item& it = items_[std::min(i_, items_.size() - 1)];
+    if (i_ >= frontier_) {
+      frontier_ = i_ + 1;
+      last_line_ = it.line;
+    }
+    return it;
+  }
   const Item& Next() {
     const Item& it = Peek();
     ++i_;
-    last_line_ = it.line;
     if (it.typ == It::kError) Fail(it.val);
     return it;
   }
@@ -427,9 +435,10 @@ class Parser {
 
   void AddTemplate(const std::string& name, NodePtr list) {
     auto it = tree_->templates.find(name);
-    if (it != tree_->templates.end() && !it->second->nodes.empty() && !list->nodes.empty()) {
+    if (it != tree_->templates.end() && !IsEmptyTree(*it->second) && !IsEmptyTree(*list)) {
       Fail("template: multiple definition of template " + GoQuote(name));
     }
+    if (it != tree_->templates.end() && IsEmptyTree(*list)) return;
     tree_->templates[name] = std::move(list);
   }
 
@@ -690,7 +699,7 @@ class Parser {
     const Item& tok = NextNonSpace();
     switch (tok.typ) {
       case It::kIdentifier: {
-        if (!HasFunction(tok.val)) Fail("function " + GoQuote(tok.val) + " not defined");
+        if (!HasFunction(tok.val, funcs_)) Fail("function " + GoQuote(tok.val) + " not defined");
         auto n = NewNode(NodeType::kIdentifier, tok);
         n->text = tok.val;
         return n;
@@ -795,10 +804,12 @@ class Parser {
 
   static constexpr int kMaxDepth = 1000;
   std::string name_;
+  FuncSet funcs_;
   Tree* tree_;
   std::vector<Item> items_;
   size_t i_ = 0;
-  int last_line_ = 1;
+  int last_line_ = 1;      // line of items_[frontier_ - 1]
+  size_t frontier_ = 0;    // items looked at so far
   std::vector<std::string> vars_;
   int range_depth_ = 0;
   int depth_ = 0;
@@ -891,11 +902,25 @@ std::string Node::String() const {
   return out;
 }
 
-Status ParseTree(std::string_view name, std::string_view text, Tree* tree) {
+bool IsEmptyTree(const Node& n) {
+  switch (n.type) {
+    case NodeType::kList:
+      for (const auto& c : n.nodes) {
+        if (!IsEmptyTree(*c)) return false;
+      }
+      return true;
+    case NodeType::kText:
+      return std::all_of(n.text.begin(), n.text.end(), [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); });
+    case NodeType::kComment: return true;
+    default: return false;
+  }
+}
+
+Status ParseTree(std::string_view name, std::string_view text, FuncSet funcs, Tree* tree) {
   tree->name = std::string(name);
   tree->text = std::string(text);
   try {
-    Parser p(name, tree->text, tree);
+    Parser p(name, tree->text, funcs, tree);
     p.Parse();
   } catch (const ParseFail& f) {
     return Status::InvalidArgument(f.msg);

@@ -325,5 +325,111 @@ TEST(TemplateTest, RegexpErrors) {
   EXPECT_NE(Expand("{{ match \"[\" \"y\" }}").find("error calling match: error parsing regexp: "), std::string::npos);
 }
 
+// ---- template sets, named types and Alertmanager's function set ----
+
+std::string RunSet(const Result<Template>& t, const Value& data = Value(), const TemplateOptions& opts = {}) {
+  if (!t.ok()) return "parse: " + t.error().message();
+  auto out = t->Execute(data, opts);
+  return out.ok() ? *out : "exec: " + out.error().message();
+}
+
+TEST(TemplateSetTest, ExtendSeesEarlierDefinitionsAndReplacesNonEmptyOnes) {
+  auto base = Template::Parse("", "{{ define \"a\" }}A1{{ end }}{{ define \"b\" }}B{{ end }}", FuncSet::kAlertmanager);
+  ASSERT_TRUE(base.ok()) << base.error().ToString();
+  auto file = base->Extend("f.tmpl", "{{ define \"a\" }}A2{{ end }}\n{{ define \"b\" }} \n{{ end }}\n");
+  ASSERT_TRUE(file.ok()) << file.error().ToString();
+  EXPECT_TRUE(file->Defines("a"));
+  EXPECT_TRUE(file->Defines("f.tmpl"));
+  EXPECT_FALSE(base->Defines("f.tmpl"));  // a copy: the base set is unchanged
+  // A non-empty redefinition replaces; a blank one keeps the earlier body (Go's associate).
+  EXPECT_EQ(RunSet(file->Extend("", "{{ template \"a\" }}{{ template \"b\" }}")), "A2B");
+  EXPECT_EQ(RunSet(base->Extend("", "{{ template \"a\" }}")), "A1");
+  // The text itself may define templates, and a blank text still runs.
+  EXPECT_EQ(RunSet(file->Extend("", "{{ define \"c\" }}C{{ end }}{{ template \"c\" }}")), "C");
+  EXPECT_EQ(RunSet(file->Extend("", "  ")), "  ");
+  // Parse errors carry the line of the newest token read, as Go's (EOF after the newline: line 2).
+  EXPECT_EQ(RunSet(Template::Parse("f.tmpl", "{{ range . }}\n", FuncSet::kAlertmanager)),
+            "parse: template: f.tmpl:2: unexpected EOF");
+  // Within one parse a second non-empty definition is still an error.
+  EXPECT_EQ(RunSet(file->Extend("", "{{ define \"d\" }}1{{ end }}{{ define \"d\" }}2{{ end }}")),
+            "parse: template: :1: template: multiple definition of template \"d\"");
+}
+
+TEST(TemplateSetTest, ErrorsNameTheParseThatHoldsTheNode) {
+  auto set = Template::Parse("", "", FuncSet::kAlertmanager)->Extend("f.tmpl", "{{ define \"x\" }}\n  {{ .Nope }}{{ end }}");
+  ASSERT_TRUE(set.ok());
+  EXPECT_EQ(RunSet(set->Extend("", "{{ template \"x\" . }}"), Value::Int(1)),
+            "exec: template: f.tmpl:2:5: executing \"x\" at <.Nope>: can't evaluate field Nope in type int");
+  EXPECT_EQ(RunSet(set->Extend("", "{{ template \"y\" . }}")),
+            "exec: template: :1:12: executing \"\" at <{{template \"y\" .}}>: template \"y\" not defined");
+}
+
+TEST(TemplateSetTest, FunctionSets) {
+  EXPECT_EQ(RunSet(Template::Parse("", "{{ humanize 1 }}", FuncSet::kAlertmanager)),
+            "parse: template: :1: function \"humanize\" not defined");
+  EXPECT_EQ(RunSet(Template::Parse("", "{{ join \",\" . }}")), "parse: template: :1: function \"join\" not defined");
+  auto am = [](const std::string& text, const Value& dot = Value()) {
+    return RunSet(Template::Parse("", text, FuncSet::kAlertmanager), dot);
+  };
+  EXPECT_EQ(am("{{ join \", \" (stringSlice \"a\" \"b\") }}|{{ stringSlice }}|{{ . | join \"-\" }}", Strings({"x", "y"})),
+            "a, b|[]|x-y");
+  EXPECT_EQ(am("{{ join \",\" \"ab\" }}"), "exec: template: :1:12: executing \"\" at <\"ab\">: can't handle \"ab\" for arg of type []string");
+  EXPECT_EQ(am("{{ join \",\" . }}", Value::Int(3)),
+            "exec: template: :1:12: executing \"\" at <.>: wrong type for value; expected []string; got int");
+  // cases.Title: first letter of each word upper, the rest lower; Prometheus's title keeps the rest.
+  EXPECT_EQ(am("{{ title \"hELLO wORLD it's x.y foo_bar 3dx\" }}"), "Hello World It's X.y Foo_bar 3Dx");
+  EXPECT_EQ(Expand("{{ title \"hELLO\" }}"), "HELLO");
+  EXPECT_EQ(am("{{ toUpper \"ab\" }}{{ toLower \"CD\" }}{{ match \"^a\" \"abc\" }}{{ reReplaceAll \"(b)\" \"<$1>\" \"abc\" }}"),
+            "ABcdtruea<b>c");
+}
+
+// A struct type with a field and a method taking []string, as Alertmanager's types.
+Value Person() {
+  auto t = std::make_shared<tmpl::GoType>();
+  t->name = "test.Person";
+  t->methods["Greet"] = tmpl::Method{{tmpl::Param::kStringSlice}, false, tmpl::Param::kAny,
+                                     [](const Value& self, std::vector<Value>& a) {
+                                       std::string out = self.Field("Name")->str() + ":";
+                                       for (const Value& v : a[0].list()) out += " " + v.str();
+                                       return Value::String(out);
+                                     }};
+  t->methods["Fail"] = tmpl::Method{{}, false, tmpl::Param::kAny, [](const Value&, std::vector<Value>&) -> Value {
+                                      throw tmpl::FuncError{"no luck"};
+                                    }};
+  return Value::Struct(t, {{"Name", Value::String("ann")}, {"Age", Value::Int(7)}, {"Tags", Strings({"a", "b"})}});
+}
+
+TEST(TemplateSetTest, StructsAndMethods) {
+  auto run = [](const std::string& text) { return RunSet(Template::Parse("", text, FuncSet::kAlertmanager), Person()); };
+  EXPECT_EQ(run("{{ . }}|{{ printf \"%+v\" . }}|{{ .Name }}"), "{ann 7 [a b]}|{Name:ann Age:7 Tags:[a b]}|ann");
+  EXPECT_EQ(run("{{ .Greet .Tags }}|{{ .Tags | .Greet }}|{{ .Greet (stringSlice) }}"), "ann: a b|ann: a b|ann:");
+  EXPECT_EQ(run("{{ .Greet }}"), "exec: template: :1:3: executing \"\" at <.Greet>: wrong number of args for Greet: want 1 got 0");
+  EXPECT_EQ(run("{{ .Name 1 }}"),
+            "exec: template: :1:3: executing \"\" at <.Name>: Name has arguments but cannot be invoked as function");
+  EXPECT_EQ(run("{{ .Nope }}"), "exec: template: :1:3: executing \"\" at <.Nope>: can't evaluate field Nope in type test.Person");
+  EXPECT_EQ(run("{{ .Fail }}"), "exec: template: :1:3: executing \"\" at <.Fail>: error calling Fail: no luck");
+  EXPECT_EQ(run("{{ len . }}"), "exec: template: :1:3: executing \"\" at <len .>: error calling len: len of type test.Person");
+  EXPECT_EQ(run("{{ if . }}yes{{ end }}"), "yes");
+}
+
+TEST(TemplateSetTest, TimeValuesAndGoZeroTime) {
+  auto run = [](const std::string& text, const Value& v) { return RunSet(Template::Parse("", text, FuncSet::kAlertmanager), v); };
+  Value zero = Value::TimeValue(Value::kGoZeroTimeSecs, 0);
+  EXPECT_EQ(run("{{ . }}|{{ .IsZero }}|{{ .Unix }}|{{ .Format \"2006-01-02\" }}", zero),
+            "0001-01-01 00:00:00 +0000 UTC|true|-62135596800|0001-01-01");
+  Value t = Value::TimeValue(1714557600, 123000000);
+  EXPECT_EQ(run("{{ . }}|{{ .IsZero }}|{{ .UnixMilli }}|{{ .Foo }}", t),
+            "exec: template: :1:42: executing \"\" at <.Foo>: can't evaluate field Foo in type time.Time");
+  EXPECT_EQ(run("{{ . }}|{{ .IsZero }}|{{ .UnixMilli }}", t), "2024-05-01 10:00:00.123 +0000 UTC|false|1714557600123");
+}
+
+TEST(TemplateSetTest, HtmlEscapingSparesSafeHtml) {
+  TemplateOptions o;
+  o.escape_html = true;
+  auto t = Template::Parse("", "<p title=\"{{ . }}\">{{ . }} {{ safeHtml \"<b>\" }}</p>", FuncSet::kAlertmanager);
+  EXPECT_EQ(RunSet(t, Value::String("a+b <c> & 'd' \"e\""), o),
+            "<p title=\"a&#43;b &lt;c&gt; &amp; &#39;d&#39; &#34;e&#34;\">a&#43;b &lt;c&gt; &amp; &#39;d&#39; &#34;e&#34; <b></p>");
+}
+
 }  // namespace
 }  // namespace trainwatch::rules

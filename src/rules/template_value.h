@@ -1,13 +1,17 @@
 #pragma once
-// Values a Go text/template sees when Prometheus expands alert templates:
-// the alert data struct, label maps, query results, samples, numbers,
-// strings and times. Each kind prints and compares as its Go type does, and
-// TypeName() is the Go type name that appears in error messages.
+// Values a Go text/template sees: for Prometheus's alert templates the alert
+// data struct, label maps, query results, samples, numbers, strings and
+// times; for other embedders (Alertmanager's notification data) structs and
+// named types with methods (GoType). Each kind prints and compares as its Go
+// type does, and TypeName() is the Go type name that appears in errors.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace trainwatch::rules::tmpl {
@@ -31,6 +35,38 @@ struct AlertData {
 class Value;
 using ValueMap = std::map<std::string, Value>;
 
+// How an argument is evaluated and checked, after the Go parameter type.
+enum class Param {
+  kAny,          // interface{}: literals become int / float64 / string / bool
+  kReflect,      // reflect.Value (Go builtins): like kAny, but nil is rejected
+  kString,       // string
+  kQuery,        // template.queryResult
+  kSample,       // *template.sample
+  kStringSlice,  // []string
+};
+
+// Thrown by a function or method body; reported as "error calling NAME: msg".
+struct FuncError {
+  std::string msg;
+};
+
+// A method of a named Go type, called as `.Recv.Name arg...`. REQUIRES: fn
+// is set; it may throw FuncError (template_internal.h) to fail the call.
+struct Method {
+  std::vector<Param> params;
+  bool variadic = false;
+  Param variadic_param = Param::kAny;
+  std::function<Value(const Value& recv, std::vector<Value>& args)> fn;
+};
+
+// A named Go type over a kind (Alertmanager's template.KV over
+// map[string]string, template.Alerts over a slice, a struct type). Methods
+// come before fields and map keys, as Go's method lookup.
+struct GoType {
+  std::string name;  // "template.KV"
+  std::map<std::string, Method, std::less<>> methods;
+};
+
 class Value {
  public:
   enum class Kind : uint8_t {
@@ -46,9 +82,11 @@ class Value {
     kList,         // a slice of values, element type in elem_type
     kSample,       // *template.sample
     kQueryResult,  // template.queryResult
-    kTime,         // *time.Time, UTC
+    kTime,         // *time.Time or time.Time, UTC
     kAlertData,    // the alert template data struct
+    kStruct,       // a struct of a GoType: named fields in declaration order
   };
+  using Fields = std::vector<std::pair<std::string, Value>>;
 
   Value() = default;
   static Value Bool(bool b) { Value v(Kind::kBool); v.b_ = b; return v; }
@@ -84,17 +122,36 @@ class Value {
     v.query_ = std::make_shared<const std::vector<std::shared_ptr<const Sample>>>(std::move(r));
     return v;
   }
-  static Value Time(int64_t unix_ns) { Value v(Kind::kTime); v.i_ = unix_ns; return v; }
+  // A *time.Time (Prometheus's toTime) at unix nanoseconds.
+  static Value Time(int64_t unix_ns);
+  // A time.Time value at unix seconds + nanoseconds; Go's zero time
+  // (0001-01-01) is kGoZeroTimeSecs.
+  static Value TimeValue(int64_t secs, int64_t nanos);
+  static constexpr int64_t kGoZeroTimeSecs = -62135596800;
   static Value Alert(std::shared_ptr<const AlertData> d) {
     Value v(Kind::kAlertData);
     v.alert_ = std::move(d);
     return v;
   }
 
+  // REQUIRES: type has no name clash with the kind's fields.
+  static Value Struct(std::shared_ptr<const GoType> type, Fields fields) {
+    Value v(Kind::kStruct);
+    v.fields_ = std::make_shared<const Fields>(std::move(fields));
+    v.type_ = std::move(type);
+    return v;
+  }
+  // The same value as a named type (methods and type name from `type`).
+  Value WithType(std::shared_ptr<const GoType> type) const {
+    Value v = *this;
+    v.type_ = std::move(type);
+    return v;
+  }
+
   Kind kind() const { return kind_; }
   bool valid() const { return kind_ != Kind::kInvalid; }
   bool boolean() const { return b_; }
-  int64_t int_value() const { return i_; }  // kInt; kTime: unix nanoseconds
+  int64_t int_value() const { return i_; }  // kInt
   uint64_t uint_value() const { return u_; }
   double float_value() const { return f_; }
   const std::string& str() const { return s_; }  // kString, kHTML; kList: element type
@@ -104,6 +161,12 @@ class Value {
   const std::shared_ptr<const Sample>& sample() const { return sample_; }
   const std::vector<std::shared_ptr<const Sample>>& query() const { return *query_; }
   const AlertData& alert() const { return *alert_; }
+  const Fields& fields() const { return *fields_; }          // kStruct
+  const Value* Field(std::string_view name) const;           // kStruct; null if absent
+  const std::shared_ptr<const GoType>& type() const { return type_; }  // null: unnamed
+  int64_t time_secs() const { return i_; }    // kTime: unix seconds
+  int64_t time_nanos() const { return static_cast<int64_t>(u_); }  // kTime: 0..999999999
+  bool time_is_pointer() const { return b_; }  // kTime: *time.Time (Prometheus) vs time.Time
 
   // The Go type name, e.g. "float64", "map[string]string", "*template.sample".
   std::string TypeName() const;
@@ -122,6 +185,8 @@ class Value {
   std::shared_ptr<const Sample> sample_;
   std::shared_ptr<const std::vector<std::shared_ptr<const Sample>>> query_;
   std::shared_ptr<const AlertData> alert_;
+  std::shared_ptr<const Fields> fields_;
+  std::shared_ptr<const GoType> type_;
 };
 
 }  // namespace trainwatch::rules::tmpl

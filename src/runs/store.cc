@@ -276,12 +276,23 @@ Result<Run> RunStore::Finish(std::string_view id, const FinishRequest& req) {
 }
 
 Status RunStore::AddAlert(std::string_view id, RunAlert a) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (!runs_.contains(std::string(id))) return NotFound(id);
+  std::unique_lock<std::mutex> l(mu_);
+  auto it = runs_.find(std::string(id));
+  if (it == runs_.end()) return NotFound(id);
   a.time_ms = Now();
   Stmt st(db_, "INSERT INTO alerts(run_id, time_ms, title, text, level) VALUES(?1,?2,?3,?4,?5)");
   st.Bind(1, id).Bind(2, a.time_ms).Bind(3, a.title).Bind(4, a.text).Bind(5, a.level);
-  return st.Run();
+  RETURN_IF_ERROR(st.Run());
+  AlertSink sink = alert_sink_;
+  Run run = it->second;
+  l.unlock();
+  if (sink) sink(run, a);
+  return Status::OK();
+}
+
+void RunStore::SetAlertSink(AlertSink sink) {
+  std::lock_guard<std::mutex> l(mu_);
+  alert_sink_ = std::move(sink);
 }
 
 Result<Run> RunStore::Get(std::string_view id) const {

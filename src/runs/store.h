@@ -82,8 +82,14 @@ class RunStore {
   Result<BatchResult> WriteBatch(std::string_view id, const BatchRequest& batch);
   Status Heartbeat(std::string_view id);
   Result<Run> Finish(std::string_view id, const FinishRequest& req);
-  // Keeps `alert` with the run; its time is set to now.
+  // Keeps `alert` with the run; its time is set to now. Once stored, the
+  // alert goes to the alert sink, if one is set.
   Status AddAlert(std::string_view id, RunAlert alert);
+  // Called after each stored run alert with the run and the alert, on the
+  // thread of the request, without the store's lock held (so it may call the
+  // store). app/ routes them to the notifier. Empty: none.
+  using AlertSink = std::function<void(const Run& run, const RunAlert& alert)>;
+  void SetAlertSink(AlertSink sink);
 
   Result<Run> Get(std::string_view id) const;
   Result<std::vector<RunAlert>> Alerts(std::string_view id) const;
@@ -120,6 +126,7 @@ class RunStore {
   sqlite3* db_ = nullptr;             // guarded by mu_
   std::map<std::string, Run> runs_;   // by id; guarded by mu_
   std::map<std::string, std::unique_ptr<Live>> live_;  // by id; never erased; guarded by mu_
+  AlertSink alert_sink_;              // guarded by mu_
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -329,6 +329,23 @@ TEST_F(RunStoreTest, AlertsAreKeptWithTheRun) {
   EXPECT_EQ((*a)[0].time_ms, kT0);
 }
 
+TEST_F(RunStoreTest, StoredAlertsGoToTheSinkWithTheRun) {
+  Create(R"({"id":"a","project":"p","name":"sweep"})");
+  std::vector<std::pair<runs::Run, RunAlert>> got;
+  store_->SetAlertSink([&](const runs::Run& r, const RunAlert& al) {
+    EXPECT_TRUE(store_->Get(r.id).ok());  // called without the store's lock
+    got.emplace_back(r, al);
+  });
+  ASSERT_TRUE(store_->AddAlert("a", *ParseAlertRequest(R"({"title":"NaN loss","level":"error"})")).ok());
+  EXPECT_EQ(store_->AddAlert("zz", RunAlert{}).code(), StatusCode::kNotFound);
+  ASSERT_EQ(got.size(), 1u);  // not for an unknown run
+  EXPECT_EQ(got[0].first.name, "sweep");
+  EXPECT_EQ(got[0].first.project, "p");
+  EXPECT_EQ(got[0].second.title, "NaN loss");
+  EXPECT_EQ(got[0].second.level, "error");
+  EXPECT_EQ(got[0].second.time_ms, kT0);
+}
+
 TEST_F(RunStoreTest, ReadMetricsByStepAndTime) {
   Create(R"({"id":"a","project":"p","name":"r"})");
   // Steps 0..999 at 1 ms apart, then a resume that logs steps 990..999 again.

@@ -10,7 +10,9 @@ Usage: notify_e2e_test.py /path/to/trainwatch [unittest args]
   keeps silences; a failing receiver is retried and every attempt is in
   /api/v1/notifications and /metrics.
 - Email reaches a local SMTP server (Debian's python3-aiosmtpd) with AUTH
+  (LOGIN with auth_password_file, CRAM-MD5 checked by an RFC 2195 handler)
   and STARTTLS, with the rendered subject, header and body.
+- run.alert() of the real Python client reaches the webhook.
 - A rule (--config.file rule_files) crossing its threshold fires after `for`
   and reaches the webhook once with its templated annotation, and resolves once.
 - A bad alertmanager.yml fails /-/reload with the line and field and the
@@ -18,6 +20,8 @@ Usage: notify_e2e_test.py /path/to/trainwatch [unittest args]
   `amtool check-config`, and `amtool silence query` / `alert query` work
   against trainwatch (skipped when /usr/bin/amtool is missing).
 """
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -111,6 +115,8 @@ route:
       receiver: mail
     - matchers: ['team="tls"']
       receiver: mail-tls
+    - matchers: ['team="cram"']
+      receiver: mail-cram
 inhibit_rules:
   - source_matchers: [severity="critical"]
     target_matchers: [severity="warning"]
@@ -124,15 +130,20 @@ receivers:
     email_configs:
       - to: 'oncall@example.org'
         auth_username: alice
-        auth_password: wonderland
+        auth_password_file: '{password_file}'
         headers: {{X-Group: '{{{{ .GroupLabels.alertname | toUpper }}}}', X-Custom: '{{{{ template "mail.custom" . }}}}'}}
         text: '{{{{ range .Alerts }}}}{{{{ .Annotations.summary }}}}{{{{ end }}}} ({{{{ .Status }}}})'
+  - name: mail-cram
+    email_configs:
+      - to: 'cram@example.org'
+        auth_username: alice
+        auth_secret: looking-glass
   - name: mail-tls
     email_configs:
       - to: 'tls@example.org'
         smarthost: '127.0.0.1:{smtp_tls}'
         require_tls: true
-        tls_config: {{insecure_skip_verify: true}}
+        tls_config: {{ca_file: '{ca_file}', server_name: localhost}}
 """
 
 
@@ -151,6 +162,18 @@ class Smtp:
                 outer.messages.append((envelope.mail_from, list(envelope.rcpt_tos),
                                        envelope.content.decode("utf-8", "replace")))
                 return "250 OK"
+
+            async def auth_CRAM__MD5(self, server, args):
+                # RFC 2195: the server's challenge, the client's "user hex(HMAC-MD5(secret, challenge))".
+                challenge = b"<%d.%d@trainwatch.test>" % (os.getpid(), time.time_ns())
+                resp = await server.challenge_auth(challenge)
+                if not isinstance(resp, bytes):
+                    return AuthResult(success=False)
+                user, _, digest = resp.partition(b" ")
+                want = hmac.new(b"looking-glass", challenge, hashlib.md5).hexdigest().encode()
+                ok = user == b"alice" and digest == want
+                outer.logins.append(("CRAM-MD5", ok))
+                return AuthResult(success=ok)
 
         def auth(server, session, envelope, mechanism, data):
             ok = isinstance(data, LoginPassword) and data.login == b"alice" and data.password == b"wonderland"
@@ -193,6 +216,9 @@ class NotifyE2ETest(unittest.TestCase):
                             os.path.join(self.tmp, "cert.pem")], check=True, capture_output=True)
             self.smtp_tls = Smtp(tls_dir=self.tmp)
         self.am_path = os.path.join(self.tmp, "alertmanager.yml")
+        self.password_file = os.path.join(self.tmp, "smtp-password")
+        with open(self.password_file, "w") as f:
+            f.write("wonderland\n")  # Alertmanager trims the file's whitespace
         with open(os.path.join(self.tmp, "custom.tmpl"), "w") as f:
             f.write('{{ define "mail.custom" }}custom {{ .GroupLabels.alertname }}{{ end }}\n\n'
                     '{{ define "unused" }}x{{ end }}\n')
@@ -214,8 +240,8 @@ class NotifyE2ETest(unittest.TestCase):
     def write_config(self, text=None):
         with open(self.am_path, "w") as f:
             f.write(text if text is not None else CONFIG.format(
-                hook=self.hook.port, smtp=self.smtp.port if self.smtp else 1,
-                smtp_tls=self.smtp_tls.port if self.smtp_tls else 1))
+                hook=self.hook.port, smtp=self.smtp.port if self.smtp else 1, password_file=self.password_file,
+                smtp_tls=self.smtp_tls.port if self.smtp_tls else 1, ca_file=os.path.join(self.tmp, "cert.pem")))
 
     def post_alerts(self, alerts):
         status, body = self.server.request("POST", "/api/v2/alerts", json.dumps(alerts),
@@ -290,7 +316,8 @@ class NotifyE2ETest(unittest.TestCase):
         self.assertEqual(s["createdBy"], "e2e")
         groups = self.get("/api/v2/alerts/groups")
         self.assertEqual(sorted(g["labels"]["alertname"] for g in groups), ["Noisy", "Quiet"])
-        self.assertEqual(self.get("/api/v2/receivers"), [{"name": "hook"}, {"name": "mail"}, {"name": "mail-tls"}])
+        self.assertEqual(self.get("/api/v2/receivers"),
+                         [{"name": "hook"}, {"name": "mail"}, {"name": "mail-cram"}, {"name": "mail-tls"}])
         st = self.get("/api/v2/status")
         self.assertEqual(st["cluster"]["status"], "disabled")
         self.assertIn("receivers:", st["config"]["original"])
@@ -389,7 +416,16 @@ class NotifyE2ETest(unittest.TestCase):
         self.assertIn("To: oncall@example.org", content)
         self.assertIn("LossNaN on rank0 (firing)", content)  # the text part, from the template
         self.assertIn("instance = rank0", content)          # the HTML part lists the labels
-        self.assertEqual(self.smtp.logins, [("PLAIN", True)])
+        # As Alertmanager: the first mechanism the server lists (CRAM-MD5 LOGIN PLAIN) that the
+        # config can do; without auth_secret that is LOGIN, with the password from auth_password_file.
+        self.assertEqual(self.smtp.logins, [("LOGIN", True)])
+
+    @unittest.skipUnless(have_aiosmtpd(), "needs python3-aiosmtpd")
+    def test_email_cram_md5(self):
+        self.post_alerts([alert("Cram", "x", team="cram")])
+        msgs = self.wait_for(lambda: self.smtp.messages)
+        self.assertEqual(msgs[0][1], ["cram@example.org"])
+        self.assertEqual(self.smtp.logins, [("CRAM-MD5", True)])
 
     @unittest.skipUnless(have_aiosmtpd() and shutil.which("openssl"), "needs python3-aiosmtpd and openssl")
     def test_email_starttls(self):
@@ -438,6 +474,36 @@ class NotifyE2ETest(unittest.TestCase):
         self.assertEqual(status, 400)
         self.assertIn("startsAt", json.loads(body))
         self.assertEqual(self.get("/api/v2/alerts"), [])
+
+
+    def test_run_alert_from_the_python_client_reaches_the_webhook(self):
+        client = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python")
+        sys.path.insert(0, os.path.abspath(client))
+        import trainwatch
+        run = trainwatch.init(project="llm", name="sweep-3", url="http://127.0.0.1:%d" % self.server.port,
+                              spool_dir=os.path.join(self.tmp, "spool"), capture_output=False,
+                              install_hooks=False, flush_interval=0.05)
+        try:
+            run.alert("Loss diverged", "loss=nan at step 1200", level="error")
+            got = self.wait_for(self.hook.take)
+        finally:
+            run.finish(timeout=10)
+        self.assertEqual(len(got), 1)
+        n = got[0]
+        self.assertEqual(n["groupLabels"], {"alertname": "Loss diverged"})
+        self.assertEqual(len(n["alerts"]), 1)
+        a = n["alerts"][0]
+        self.assertEqual(a["status"], "firing")
+        self.assertEqual(a["labels"], {"alertname": "Loss diverged", "project": "llm", "run": "sweep-3",
+                                       "severity": "error"})
+        self.assertEqual(a["annotations"], {"summary": "Loss diverged", "description": "loss=nan at step 1200",
+                                            "run_id": run.id})
+        self.assertEqual(a["generatorURL"], "http://127.0.0.1:%d/runs/%s" % (
+            self.server.port, urllib.parse.quote(run.id, safe="")))
+        # Still kept with the run, as before.
+        status, body = self.server.request("GET", "/api/v1/runs/" + urllib.parse.quote(run.id, safe=""))
+        self.assertEqual(status, 200)
+        self.assertEqual([al["title"] for al in json.loads(body)["data"]["alerts"]], ["Loss diverged"])
 
 
 class RulesToNotifierTest(unittest.TestCase):

@@ -6,13 +6,15 @@ the import API, pending -> firing -> resolved seen through /api/v1/alerts,
 restore), a bad rule file failing the reload while the old rules keep
 running, the built-in pack loaded unless disabled, and the alerts forwarded
 to Debian's real Alertmanager 0.25 (/usr/bin/prometheus-alertmanager),
-seen in its /api/v2/alerts.
+seen in its /api/v2/alerts, also behind its --web.config.file with HTTPS
+and basic auth (tls_config.ca_file, basic_auth.password_file).
 
 Usage: rules_e2e_test.py /path/to/trainwatch [unittest args]
 """
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -310,6 +312,97 @@ class RulesTest(unittest.TestCase):
         srv.stop_quietly()
         self.assertIn("bad.rules.yml: 6:15: group \"broken\", rule 1, \"Oops\": could not parse expression",
                       str(cm.exception))
+
+
+class SecuredAlertmanagerTest(unittest.TestCase):
+    """Forwarding to the real Alertmanager 0.25 behind its --web.config.file:
+    HTTPS with a self-signed certificate (trusted through tls_config.ca_file)
+    and basic auth with a bcrypt hash (password from basic_auth.password_file)."""
+
+    def setUp(self):
+        if not os.path.exists(ALERTMANAGER) or not shutil.which("openssl"):
+            self.skipTest("needs %s and openssl" % ALERTMANAGER)
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # crypt: in Debian's 3.11, gone in 3.13
+            import crypt  # bcrypt ($2b$) hashes for the web config
+        self.tmp = tempfile.mkdtemp(prefix="tw-secure-am-")
+        self.server = self.am = None
+        self.cert, self.key = os.path.join(self.tmp, "cert.pem"), os.path.join(self.tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", self.key, "-out", self.cert],
+                       check=True, capture_output=True)
+        self.password = "s3cret-%d" % os.getpid()
+        with open(os.path.join(self.tmp, "web.yml"), "w") as f:
+            f.write("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  tw: '%s'\n" % (
+                self.cert, self.key, crypt.crypt(self.password, crypt.mksalt(crypt.METHOD_BLOWFISH))))
+        with open(os.path.join(self.tmp, "am.yml"), "w") as f:
+            f.write("route:\n  receiver: blackhole\nreceivers:\n  - name: blackhole\n")
+        self.am_port = twtest.free_port()
+        self.am = Process([ALERTMANAGER, "--config.file=" + os.path.join(self.tmp, "am.yml"),
+                           "--storage.path=" + os.path.join(self.tmp, "am"), "--cluster.listen-address=",
+                           "--web.listen-address=127.0.0.1:%d" % self.am_port,
+                           "--web.config.file=" + os.path.join(self.tmp, "web.yml")],
+                          os.path.join(self.tmp, "alertmanager.log"))
+        deadline = time.time() + 30
+        while self.am_get("/-/ready")[0] != 200:
+            self.assertLess(time.time(), deadline, "alertmanager not ready: " + self.am.logs())
+            time.sleep(0.1)
+
+    def tearDown(self):
+        if self.server:
+            self.server.stop_quietly()
+        if self.am:
+            self.am.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def am_get(self, path, password=None):
+        import base64
+        import http.client
+        import ssl
+        ctx = ssl.create_default_context(cafile=self.cert)
+        conn = http.client.HTTPSConnection("127.0.0.1", self.am_port, context=ctx, timeout=5)
+        auth = base64.b64encode(("tw:" + (password or self.password)).encode()).decode()
+        try:
+            conn.request("GET", path, headers={"Authorization": "Basic " + auth})
+            r = conn.getresponse()
+            return r.status, r.read()
+        except OSError:
+            return 0, b""
+        finally:
+            conn.close()
+
+    def test_basic_auth_and_tls(self):
+        self.assertEqual(self.am_get("/api/v2/alerts", password="wrong")[0], 401)  # the web config is on
+        pw_file = os.path.join(self.tmp, "am-password")
+        with open(pw_file, "w") as f:
+            f.write(self.password + "\n")
+        os.makedirs(os.path.join(self.tmp, "rules"))
+        with open(os.path.join(self.tmp, "rules", "always.yml"), "w") as f:
+            f.write("groups:\n  - name: g\n    interval: 1s\n    rules:\n"
+                    "      - alert: Always\n        expr: vector(1)\n        labels: {severity: none}\n")
+        config = os.path.join(self.tmp, "trainwatch.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  evaluation_interval: 1s\nrule_files: ['rules/*.yml']\n"
+                    "alerting:\n  alertmanagers:\n    - scheme: https\n      timeout: 5s\n"
+                    "      basic_auth: {username: tw, password_file: '%s'}\n"
+                    "      tls_config: {ca_file: '%s'}\n"
+                    "      static_configs: [{targets: ['127.0.0.1:%d']}]\n" % (pw_file, self.cert, self.am_port))
+        self.server = Server(os.path.join(self.tmp, "data"), extra_args=[
+            "--config.file", config, "--scrape.self=false", "--rules.default-pack=false",
+            "--rules.alert.resend-delay=1s"]).start()
+        deadline = time.time() + 30
+        names = []
+        while time.time() < deadline:
+            status, body = self.am_get("/api/v2/alerts")
+            names = [a["labels"]["alertname"] for a in json.loads(body)] if status == 200 else []
+            if "Always" in names:
+                break
+            time.sleep(0.2)
+        self.assertIn("Always", names, self.server.logs())
+        status, body = self.server.request("GET", "/metrics")
+        self.assertIn(('trainwatch_alertmanager_alerts_sent_total{alertmanager="https://127.0.0.1:%d/api/v2/alerts"}'
+                       % self.am_port).encode(), body)
 
 
 if __name__ == "__main__":
