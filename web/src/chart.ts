@@ -39,6 +39,24 @@ export interface ChartHandle {
 
 const live = new Set<ChartHandle>();
 
+// Performance hooks, read by bench/ui/compare_bench.mjs: `tw:first-chart`
+// marks the document's first chart drawn with data, `tw:chart-drawn` each
+// chart's draw of new data (not its redraws on zoom or cursor moves).
+let firstChartMarked = false;
+let drawnMarks = 0;
+function markDrawn(): void {
+  if (!firstChartMarked) {
+    firstChartMarked = true;
+    performance.mark("tw:first-chart");
+  }
+  // Bounded, so a page left open for days keeps no growing timeline.
+  if (++drawnMarks > 1000) {
+    performance.clearMarks("tw:chart-drawn");
+    drawnMarks = 1;
+  }
+  performance.mark("tw:chart-drawn");
+}
+
 // Destroys every chart (the router calls this when the page changes).
 export function destroyAllCharts(): void {
   for (const c of [...live]) c.destroy();
@@ -104,6 +122,7 @@ export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
   const tooltip = h("div", { class: "tooltip", hidden: true });
   const valueEls: HTMLElement[] = [];
   let zoomed = false;
+  let fresh = true; // data not yet drawn: the next draw is marked
 
   const opts: uPlot.Options = {
     width: Math.max(200, plotEl.clientWidth || parent.clientWidth || 600),
@@ -124,6 +143,13 @@ export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
       },
     ],
     hooks: {
+      draw: [
+        () => {
+          if (!fresh) return;
+          fresh = false;
+          markDrawn();
+        },
+      ],
       setCursor: [
         (u) => {
           const i = u.cursor.idx;
@@ -170,6 +196,8 @@ export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
   };
   const plot = new uPlot(opts, data, plotEl);
   handle.plot = plot;
+  // The instance on its figure, for tools driving the chart (bench/ui).
+  (wrap as HTMLElement & { uplot?: uPlot }).uplot = plot;
   plot.over.appendChild(tooltip);
   plot.over.addEventListener("mouseleave", () => (tooltip.hidden = true));
   plot.over.addEventListener("dblclick", () => {
