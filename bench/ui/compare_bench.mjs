@@ -9,6 +9,7 @@
 //   --data-dir DIR    keep the server's data here; a DIR that already holds
 //                     the runs is reused without loading (default: a temp dir, removed)
 //   --out FILE        write the figures as JSON too
+//   --shots DIR       screenshots of the first page load, as loaded and zoomed
 //
 // Figures, per page load:
 //   first_chart_ms   navigation start to the UI's `tw:first-chart` mark (the
@@ -35,7 +36,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const webRequire = createRequire(path.join(here, "..", "..", "web", "package.json"));
 
 function parseArgs(argv) {
-  const o = { runs: 50, steps: 100000, repeat: 5, dataDir: null, out: null, binary: null };
+  const o = { runs: 50, steps: 100000, repeat: 5, dataDir: null, out: null, shots: null, binary: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -47,6 +48,7 @@ function parseArgs(argv) {
     else if (a === "--repeat") o.repeat = Number(val());
     else if (a === "--data-dir") o.dataDir = val();
     else if (a === "--out") o.out = val();
+    else if (a === "--shots") o.shots = val();
     else if (a.startsWith("--")) throw new Error("unknown option " + a);
     else o.binary = a;
   }
@@ -192,7 +194,7 @@ function pageProbe() {
   window.addEventListener("mouseup", () => window.__twMouseUp.push(performance.now()), true);
 }
 
-async function measure(browser, base, ids) {
+async function measure(browser, base, ids, shots) {
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   await ctx.addInitScript(pageProbe);
   const page = await ctx.newPage();
@@ -201,8 +203,12 @@ async function measure(browser, base, ids) {
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
   const url = `${base}/compare?ids=${ids.join(",")}&keys=${KEYS.join(",")}`;
   const chartsDrawn = (n) => page.waitForFunction((n) => window.__twDrawn.length >= n, n, { timeout: 120000 });
+  page.on("crash", () => errors.push("page crashed"));
+  const phase = (m) => process.env.BENCH_VERBOSE && console.log(`  [${new Date().toISOString().slice(11, 19)}] ${m}`);
+  phase("open " + url.slice(0, 80));
   await page.goto(url);
   await chartsDrawn(KEYS.length);
+  phase("charts drawn");
   await page.waitForLoadState("networkidle");
   const load = await page.evaluate(() => {
     const res = performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/v1/runs/metrics"));
@@ -215,6 +221,7 @@ async function measure(browser, base, ids) {
   });
   // Every chart drawn with its first data: the KEYS.length-th draw.
   const allCharts = load.drawn[KEYS.length - 1];
+  if (shots) await page.locator("#compare-charts").screenshot({ path: path.join(shots, "compare-50-runs.png") });
 
   // Programmatic zoom: 60 frames, each narrowing x to 0.93 of the last range
   // around the middle, on every chart at once (their uPlot instances).
@@ -238,6 +245,7 @@ async function measure(browser, base, ids) {
       return work;
     `,
   );
+  phase("setScale steps done");
   // Back to the page as loaded, then zoom as a person does: drag-select the
   // middle half of the loss chart, 4 times, each waiting for the refined
   // data of every chart (KEYS.length more draws of new data).
@@ -265,6 +273,7 @@ async function measure(browser, base, ids) {
         }),
       before + KEYS.length,
     );
+    phase(`drag ${d + 1}`);
     const y = box.y + box.height / 2;
     await page.mouse.move(box.x + box.width * 0.25, y);
     await page.mouse.down();
@@ -275,6 +284,7 @@ async function measure(browser, base, ids) {
     refined.push(f.refined);
     await page.waitForLoadState("networkidle");
   }
+  if (shots) await page.locator("#compare-charts").screenshot({ path: path.join(shots, "compare-50-runs-zoomed.png") });
   const zoomedTo = await page.evaluate(() => {
     const u = document.querySelector('#compare-charts [data-key="loss"] figure.chart')?.uplot;
     return u ? [u.scales.x.min, u.scales.x.max] : null;
@@ -300,6 +310,14 @@ async function main() {
   const log = fs.openSync(logPath, "w");
   const server = spawn(opt.binary, ["serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`], { stdio: ["ignore", log, log] });
   let browser = null;
+  // Stopped from outside: take the server and the browser down too.
+  for (const sig of ["SIGINT", "SIGTERM"]) {
+    process.once(sig, () => {
+      server.kill("SIGTERM");
+      if (browser) browser.close().catch(() => {});
+      setTimeout(() => process.exit(130), 500);
+    });
+  }
   try {
     for (let i = 0; ; i++) {
       try {
@@ -322,7 +340,8 @@ async function main() {
     });
     const results = [];
     for (let i = 0; i < opt.repeat; i++) {
-      const r = await measure(browser, base, ids);
+      if (opt.shots) fs.mkdirSync(opt.shots, { recursive: true });
+      const r = await measure(browser, base, ids, i === 0 ? opt.shots : null);
       results.push(r);
       console.log(`load ${i + 1}: first chart ${r.first_chart_ms} ms, all ${r.all_charts_ms} ms; setScale frames median ${r.set_scale.median_ms} ms p95 ${r.set_scale.p95_ms} ms (work ${r.set_scale.work_median_ms}/${r.set_scale.work_p95_ms} ms); drag zoom frames median ${r.drag_zoom.median_ms} p95 ${r.drag_zoom.p95_ms} ms, refined in ${r.drag_zoom.refined_ms.join("/")} ms`);
       console.log("        metrics requests: " + r.metrics_requests.map((m) => `[${m.start_ms}..${m.end_ms} ms, server ${m.server_wait_ms} ms, ${Math.round(m.bytes / 1024)} KiB]`).join(" "));
