@@ -1,13 +1,16 @@
 // Compare: N runs overlaid by step or time, server-side EMA smoothing, a
-// min/max envelope where buckets hold several points (zoom in to refetch at
-// full resolution), a sortable hyper-parameter table with final metrics and
-// a parallel-coordinates view of config vs final metrics.
+// min/max envelope where buckets hold several points (on by default for up
+// to 10 runs; zoom in to refetch at full resolution), a sortable
+// hyper-parameter table with final metrics and a parallel-coordinates view
+// of config vs final metrics.
 import { listRuns, num, runMetrics, type Run, type RunMetrics } from "../api";
 import { lineChart, PALETTE, type ChartHandle, type Line } from "../chart";
 import { h, link } from "../dom";
 import { fmtNum, unitOf } from "../format";
 import type { PageContext } from "../main";
 import { errorNotice, flatten, orderKeys, sortableTable, summaryNumbers, valueText, type Column } from "./common";
+
+const kEnvelopeRuns = 10;
 
 export async function renderCompare(ctx: PageContext): Promise<() => void> {
   const { main, query } = ctx;
@@ -54,6 +57,12 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
   if (!keys.length) keys = allKeys.filter((k) => ["loss", "lr", "grad_norm", "samples_per_sec"].includes(k));
   if (!keys.length) keys = allKeys.slice(0, 4);
   let range: [number, number] | null = null;
+  // Min/max envelopes: on by default for up to 10 runs. With more, each
+  // run's band lies over the others' (one blur), and their fill is most of
+  // a redraw's cost without a GPU (bench/ui); the tooltip still gives each
+  // bucket's [min … max], and the box turns them on.
+  const envDefault = runs.length <= kEnvelopeRuns;
+  let envelopes = query.get("envelope") === null ? envDefault : query.get("envelope") === "1";
 
   const save = () => {
     const q = new URLSearchParams();
@@ -61,6 +70,7 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
     if (x !== "step") q.set("x", x);
     if (smoothing) q.set("smoothing", String(smoothing));
     q.set("keys", keys.join(","));
+    if (envelopes !== envDefault) q.set("envelope", envelopes ? "1" : "0");
     ctx.setQuery(q);
   };
 
@@ -68,6 +78,12 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
   xSel.value = x;
   const slider = h("input", { type: "range", min: "0", max: "0.99", step: "0.01", value: String(smoothing), "aria-label": "smoothing" });
   const sliderVal = h("output", null, smoothing.toFixed(2));
+  const envBox = h("input", { type: "checkbox", checked: envelopes, "aria-label": "min/max envelope" });
+  envBox.addEventListener("change", () => {
+    envelopes = envBox.checked;
+    save();
+    void draw(true);
+  });
   const keyBoxes = allKeys.map((k) => {
     const cb = h("input", { type: "checkbox", value: k, checked: keys.includes(k) });
     cb.addEventListener("change", () => {
@@ -79,7 +95,7 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
   });
   main.append(
     h("p", null, runs.map((r) => [h("span", { class: "swatch", style: `background:${color.get(r.id)}` }), " ", link("/runs/" + encodeURIComponent(r.id), r.name), "  "])),
-    h("div", { class: "toolbar" }, xSel, h("label", { class: "inline" }, "smoothing (EMA) ", slider, sliderVal), h("span", { class: "muted" }, "drag on a chart to zoom, double-click to reset")),
+    h("div", { class: "toolbar" }, xSel, h("label", { class: "inline" }, "smoothing (EMA) ", slider, sliderVal), h("label", { class: "inline" }, envBox, " min/max envelope"), h("span", { class: "muted" }, "drag on a chart to zoom, double-click to reset")),
     h("fieldset", { class: "toolbar" }, h("legend", null, "metrics"), keyBoxes.map((b) => h("label", { class: "inline" }, b, b.value))),
   );
   const charts = h("div", { class: "grid", id: "compare-charts" });
@@ -95,7 +111,7 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
     ms
       .filter((m) => m.key === key && (!m.labels?.rank || m.labels.rank === "0"))
       .map((m) => {
-        const env = m.points.some((p) => p.count > 1);
+        const env = envelopes && m.points.some((p) => p.count > 1);
         return {
           label: m.name,
           color: color.get(m.id),
