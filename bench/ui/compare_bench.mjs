@@ -10,6 +10,7 @@
 //                     the runs is reused without loading (default: a temp dir, removed)
 //   --out FILE        write the figures as JSON too
 //   --shots DIR       screenshots of the first page load, as loaded and zoomed
+//   --envelope        with min/max envelopes (the page's default is off above 10 runs)
 //
 // Figures, per page load:
 //   first_chart_ms   navigation start to the UI's `tw:first-chart` mark (the
@@ -36,7 +37,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const webRequire = createRequire(path.join(here, "..", "..", "web", "package.json"));
 
 function parseArgs(argv) {
-  const o = { runs: 50, steps: 100000, repeat: 5, dataDir: null, out: null, shots: null, binary: null };
+  const o = { runs: 50, steps: 100000, repeat: 5, dataDir: null, out: null, shots: null, envelope: false, binary: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -49,6 +50,7 @@ function parseArgs(argv) {
     else if (a === "--data-dir") o.dataDir = val();
     else if (a === "--out") o.out = val();
     else if (a === "--shots") o.shots = val();
+    else if (a === "--envelope") o.envelope = true;
     else if (a.startsWith("--")) throw new Error("unknown option " + a);
     else o.binary = a;
   }
@@ -201,7 +203,7 @@ async function measure(browser, base, ids, shots) {
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-  const url = `${base}/compare?ids=${ids.join(",")}&keys=${KEYS.join(",")}`;
+  const url = `${base}/compare?ids=${ids.join(",")}&keys=${KEYS.join(",")}` + (opt.envelope ? "&envelope=1" : "");
   const chartsDrawn = (n) => page.waitForFunction((n) => window.__twDrawn.length >= n, n, { timeout: 120000 });
   page.on("crash", () => errors.push("page crashed"));
   const phase = (m) => process.env.BENCH_VERBOSE && console.log(`  [${new Date().toISOString().slice(11, 19)}] ${m}`);
@@ -217,6 +219,8 @@ async function measure(browser, base, ids, shots) {
       drawn: [...window.__twDrawn],
       metrics: res.map((e) => ({ start: e.startTime, wait: e.responseStart - e.requestStart, end: e.responseEnd, bytes: e.encodedBodySize })),
       api: performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/")).length,
+      runsList: performance.getEntriesByType("resource").filter((e) => /\/api\/v1\/runs\?/.test(e.name)).map((e) => [e.startTime, e.responseEnd])[0],
+      domReady: performance.getEntriesByType("navigation")[0]?.domContentLoadedEventEnd,
     };
   });
   // Every chart drawn with its first data: the KEYS.length-th draw.
@@ -296,6 +300,8 @@ async function measure(browser, base, ids, shots) {
     all_charts_ms: r1(allCharts),
     metrics_requests: load.metrics.map((m) => ({ start_ms: r1(m.start), server_wait_ms: r1(m.wait), end_ms: r1(m.end), bytes: m.bytes })),
     api_requests: load.api,
+    dom_content_loaded_ms: r1(load.domReady),
+    runs_request_ms: load.runsList ? load.runsList.map(r1) : null,
     set_scale: { ...frameStats(setScale.dts), work_median_ms: r1(median(setScale.extra)), work_p95_ms: r1(quantile(setScale.extra, 0.95)) },
     drag_zoom: { ...frameStats(dragDts), refined_ms: refined.map(r1), zoomed_to: zoomedTo },
   };
@@ -344,12 +350,14 @@ async function main() {
       const r = await measure(browser, base, ids, i === 0 ? opt.shots : null);
       results.push(r);
       console.log(`load ${i + 1}: first chart ${r.first_chart_ms} ms, all ${r.all_charts_ms} ms; setScale frames median ${r.set_scale.median_ms} ms p95 ${r.set_scale.p95_ms} ms (work ${r.set_scale.work_median_ms}/${r.set_scale.work_p95_ms} ms); drag zoom frames median ${r.drag_zoom.median_ms} p95 ${r.drag_zoom.p95_ms} ms, refined in ${r.drag_zoom.refined_ms.join("/")} ms`);
+      console.log(`        DOMContentLoaded ${r.dom_content_loaded_ms} ms, runs list ${r.runs_request_ms?.join("..")} ms`);
       console.log("        metrics requests: " + r.metrics_requests.map((m) => `[${m.start_ms}..${m.end_ms} ms, server ${m.server_wait_ms} ms, ${Math.round(m.bytes / 1024)} KiB]`).join(" "));
     }
     const pick = (f) => results.map(f);
     const summary = {
       runs: opt.runs,
       steps: opt.steps,
+      envelope: opt.envelope,
       keys: KEYS,
       repeat: opt.repeat,
       loadavg: os.loadavg().map((v) => Math.round(v * 100) / 100),
@@ -361,7 +369,7 @@ async function main() {
       results,
     };
     console.log(
-      `SUMMARY ${opt.runs} runs x ${opt.steps} steps, ${opt.repeat} loads, load avg ${summary.loadavg.join(" ")}: ` +
+      `SUMMARY ${opt.runs} runs x ${opt.steps} steps${opt.envelope ? ", envelopes on" : ""}, ${opt.repeat} loads, load avg ${summary.loadavg.join(" ")}: ` +
         `first chart median ${summary.first_chart_ms.median} ms (${summary.first_chart_ms.min}-${summary.first_chart_ms.max}); ` +
         `setScale zoom frame median ${summary.set_scale_frame_ms.median} ms, p95 ${summary.set_scale_frame_ms.p95} ms (${r1(1000 / summary.set_scale_frame_ms.p95)} fps at p95); ` +
         `drag zoom frame median ${summary.drag_zoom_frame_ms.median} ms, p95 ${summary.drag_zoom_frame_ms.p95} ms; refined data in ${summary.drag_zoom_refined_ms} ms`,
