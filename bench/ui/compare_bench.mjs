@@ -86,6 +86,13 @@ function quantile(a, q) {
 }
 const r1 = (v) => Math.round(v * 10) / 10;
 
+// CPU time (user + system) of a process so far, in ms (Linux /proc).
+function processCpuMs(pid) {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime at 100 ticks/s
+}
+
 // Deterministic noise per run (xorshift32), so every load logs the same data.
 function rng(seed) {
   let x = seed >>> 0 || 1;
@@ -217,7 +224,7 @@ async function measure(browser, base, ids, shots) {
     return {
       first: performance.getEntriesByName("tw:first-chart")[0].startTime,
       drawn: [...window.__twDrawn],
-      metrics: res.map((e) => ({ start: e.startTime, wait: e.responseStart - e.requestStart, end: e.responseEnd, bytes: e.encodedBodySize })),
+      metrics: res.map((e) => ({ url: e.name, start: e.startTime, wait: e.responseStart - e.requestStart, end: e.responseEnd, bytes: e.encodedBodySize })),
       api: performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/")).length,
       runsList: performance.getEntriesByType("resource").filter((e) => /\/api\/v1\/runs\?/.test(e.name)).map((e) => [e.startTime, e.responseEnd])[0],
       domReady: performance.getEntriesByType("navigation")[0]?.domContentLoadedEventEnd,
@@ -299,6 +306,7 @@ async function measure(browser, base, ids, shots) {
     first_chart_ms: r1(load.first),
     all_charts_ms: r1(allCharts),
     metrics_requests: load.metrics.map((m) => ({ start_ms: r1(m.start), server_wait_ms: r1(m.wait), end_ms: r1(m.end), bytes: m.bytes })),
+    first_request_url: [...load.metrics].sort((a, b) => a.end - b.end)[0]?.url,
     api_requests: load.api,
     dom_content_loaded_ms: r1(load.domReady),
     runs_request_ms: load.runsList ? load.runsList.map(r1) : null,
@@ -353,6 +361,17 @@ async function main() {
       console.log(`        DOMContentLoaded ${r.dom_content_loaded_ms} ms, runs list ${r.runs_request_ms?.join("..")} ms`);
       console.log("        metrics requests: " + r.metrics_requests.map((m) => `[${m.start_ms}..${m.end_ms} ms, server ${m.server_wait_ms} ms, ${Math.round(m.bytes / 1024)} KiB]`).join(" "));
     }
+    // The first chart's request again, alone, with the server's CPU time
+    // (utime + stime of /proc/PID/stat): what the first chart costs the
+    // server whatever else the machine runs.
+    const replay = [];
+    for (let i = 0; i < 3 && results[0]?.first_request_url; i++) {
+      const cpu0 = processCpuMs(server.pid), t0 = performance.now();
+      const r = await fetch(results[0].first_request_url);
+      const body = await r.arrayBuffer();
+      replay.push({ wall_ms: r1(performance.now() - t0), cpu_ms: processCpuMs(server.pid) - cpu0, bytes: body.byteLength });
+    }
+    if (replay.length) console.log(`first chart's request alone: wall ${replay.map((x) => x.wall_ms).join("/")} ms, server CPU ${replay.map((x) => x.cpu_ms).join("/")} ms`);
     const pick = (f) => results.map(f);
     const summary = {
       runs: opt.runs,
@@ -366,6 +385,7 @@ async function main() {
       set_scale_frame_ms: { median: r1(median(pick((r) => r.set_scale.median_ms))), p95: r1(median(pick((r) => r.set_scale.p95_ms))), p95_max: Math.max(...pick((r) => r.set_scale.p95_ms)) },
       drag_zoom_frame_ms: { median: r1(median(pick((r) => r.drag_zoom.median_ms))), p95: r1(median(pick((r) => r.drag_zoom.p95_ms))), p95_max: Math.max(...pick((r) => r.drag_zoom.p95_ms)) },
       drag_zoom_refined_ms: r1(median(results.flatMap((r) => r.drag_zoom.refined_ms))),
+      first_request_alone: replay,
       results,
     };
     console.log(
