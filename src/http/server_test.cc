@@ -33,6 +33,25 @@ TEST(ServerTest, ServesOverTcpWithFormBodiesAndStreaming) {
   r = c.Post("/api/v1/query", "query=1%2B1&time=1796207149", "application/x-www-form-urlencoded");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->body, "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[1796207149,\"2\"]}}");
+  // JSON goes out gzipped when the client takes gzip (browsers offer br too,
+  // which the server does not use), and as it is otherwise.
+  const std::string series = "/api/v1/series?match[]=m";
+  auto plain = c.Get(series, {{"Accept-Encoding", "identity"}});
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->get_header_value("Content-Encoding"), "");
+  EXPECT_GT(plain->body.size(), 1024u);
+  for (const char* ae : {"gzip, deflate, br, zstd", "br;q=1, gzip;q=0.5"}) {
+    auto z = c.Get(series, {{"Accept-Encoding", ae}});
+    ASSERT_TRUE(z);
+    EXPECT_EQ(z->get_header_value("Content-Encoding"), "gzip") << ae;
+    EXPECT_EQ(z->body, plain->body) << ae;  // httplib's client inflated it
+  }
+  for (const char* ae : {"br", "gzip;q=0, br", "gzip;q=0.0"}) {
+    auto z = c.Get(series, {{"Accept-Encoding", ae}});
+    ASSERT_TRUE(z);
+    EXPECT_EQ(z->get_header_value("Content-Encoding"), "") << ae;
+    EXPECT_EQ(z->body, plain->body) << ae;
+  }
   r = c.Post("/api/v1/import/prometheus", "bad line here\n", "text/plain");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);

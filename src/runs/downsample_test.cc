@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
+#include <vector>
 
 namespace trainwatch::runs {
 namespace {
@@ -133,6 +135,36 @@ TEST(DownsampleTest, EqualWidthBucketsOverTheRange) {
   auto wide = Downsample({{INT64_MIN / 2, 1}, {0, 2}, {INT64_MAX / 2, 3}}, 2, {});
   ASSERT_EQ(wide.size(), 2u);
   EXPECT_EQ(wide[1].last, 3);
+}
+
+TEST(DownsampleTest, BucketOfEachPointIsItsEqualWidthRange) {
+  // Uneven spans, gaps and repeated x: every point lands in bucket
+  // floor((x - x0) * n / span), as the definition says.
+  uint64_t seed = 42;
+  auto next = [&] { return (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  for (int64_t n : {1, 3, 7, 64, 999}) {
+    std::vector<XY> pts;
+    int64_t x = -5000;
+    for (int i = 0; i < 5000; i++) {
+      x += static_cast<int64_t>(next() % 4);  // 0 repeats the step
+      pts.push_back({x, static_cast<double>(i)});
+    }
+    auto b = Downsample(pts, n, {});
+    const __int128 x0 = pts.front().x, span = static_cast<__int128>(pts.back().x) - x0 + 1;
+    std::vector<std::tuple<int64_t, int64_t, double>> want;  // x, count, last per bucket
+    int64_t cur = -1;
+    for (const XY& p : pts) {
+      auto k = static_cast<int64_t>((p.x - x0) * n / span);
+      if (k != cur) want.emplace_back(p.x, 0, 0);
+      cur = k;
+      std::get<1>(want.back())++;
+      std::get<2>(want.back()) = p.y;
+    }
+    std::vector<std::tuple<int64_t, int64_t, double>> got;
+    for (const Bucket& k : b) got.emplace_back(k.x, k.count, k.last);
+    EXPECT_EQ(got, want) << "n=" << n;
+    EXPECT_LE(static_cast<int64_t>(b.size()), n);
+  }
 }
 
 }  // namespace

@@ -390,5 +390,42 @@ TEST_F(RunStoreTest, ReadMetricsByStepAndTime) {
   EXPECT_EQ(store_->ReadMetrics(q).status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(RunStoreTest, ReadMetricsStepRangeKeepsBothLogsOfAResumedStep) {
+  Create(R"({"id":"a","project":"p","name":"r"})");
+  // Steps 0..99 at kT0 + i, then a resume from step 50 logs 50..79 again
+  // later, with other values: a step range reads both logs, the later last.
+  auto points = [](int from, int to, int64_t t0, int base) {
+    std::string s;
+    for (int i = from; i <= to; i++) {
+      if (!s.empty()) s += ',';
+      s += R"({"step":)" + std::to_string(i) + R"(,"ts":)" + std::to_string(t0 + i) + R"(,"values":{"loss":)" +
+           std::to_string(base + i) + "}}";
+    }
+    return s;
+  };
+  Batch("a", R"({"batch_id":"b1","points":[)" + points(0, 99, kT0, 0) + "]}");
+  Batch("a", R"({"batch_id":"b2","points":[)" + points(50, 79, kT0 + 1000, 1000) + "]}");
+  MetricsQuery q;
+  q.ids = {"a"};
+  q.keys = {"loss"};
+  q.start = 78;
+  q.end = 81;
+  auto res = store_->ReadMetrics(q);
+  ASSERT_TRUE(res.ok()) << res.error().ToString();
+  ASSERT_EQ(res->size(), 1u) << res->dump();
+  std::vector<std::pair<int64_t, double>> got;
+  for (const Json& p : (*res)[0]["points"]) got.emplace_back(p["x"].get<int64_t>(), p["last"].get<double>());
+  EXPECT_EQ(got, (std::vector<std::pair<int64_t, double>>{{78, 78}, {78, 1078}, {79, 79}, {79, 1079}, {80, 80}, {81, 81}}));
+  EXPECT_EQ((*res)[0]["total_points"], 6);
+  // A range with no step in it: the series, with no points.
+  q.start = 500;
+  q.end = 600;
+  res = store_->ReadMetrics(q);
+  ASSERT_TRUE(res.ok());
+  ASSERT_EQ(res->size(), 1u);
+  EXPECT_EQ((*res)[0]["total_points"], 0);
+  EXPECT_TRUE((*res)[0]["points"].empty());
+}
+
 }  // namespace
 }  // namespace trainwatch::runs

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 namespace trainwatch::storage {
 namespace {
 
@@ -60,6 +64,54 @@ TEST(MergeTest, SeriesSetsJoinEqualLabels) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"x", "y", "z"}));
   EXPECT_EQ(counts, (std::vector<size_t>{2, 1, 1}));
+}
+
+TEST(MergeTest, MatchesAReferenceMergeUnderNextAndSeek) {
+  // Sources that overlap, touch, tie and run disjoint (as blocks and the
+  // head do), read by a random mix of Next and Seek: the merge is the
+  // time-ordered union, the lowest source winning a timestamp.
+  uint64_t seed = 7;
+  auto rnd = [&](uint64_t n) { return ((seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % n; };
+  for (int round = 0; round < 300; round++) {
+    size_t k = 1 + rnd(4);
+    std::vector<std::vector<Sample>> src(k);
+    for (size_t i = 0; i < k; i++) {
+      int64_t t = static_cast<int64_t>(rnd(2) ? rnd(50) : i * 40);  // disjoint ranges half the time
+      for (int n = static_cast<int>(rnd(30)); n > 0; n--) {
+        t += 1 + static_cast<int64_t>(rnd(3));
+        src[i].push_back({t, static_cast<double>(i * 1000 + t)});
+      }
+    }
+    std::vector<Sample> want;  // reference: union by t, first source wins
+    for (const auto& v : src) want.insert(want.end(), v.begin(), v.end());
+    std::stable_sort(want.begin(), want.end(), [](const Sample& a, const Sample& b) { return a.t < b.t; });
+    want.erase(std::unique(want.begin(), want.end(), [](const Sample& a, const Sample& b) { return a.t == b.t; }), want.end());
+    std::vector<std::unique_ptr<SeriesIterator>> its;
+    for (const auto& v : src) its.push_back(VectorIterator(&v));
+    auto m = MergeIterators(std::move(its));
+    size_t pos = SIZE_MAX;  // index in want of the merge's current sample
+    for (int step = 0; step < 80; step++) {
+      bool ok;
+      if (rnd(4) == 0) {
+        int64_t t = static_cast<int64_t>(rnd(200));
+        ok = m->Seek(t);
+        size_t from = pos == SIZE_MAX ? 0 : pos;
+        if (pos != SIZE_MAX && pos < want.size() && want[pos].t >= t) {
+          // stays put
+        } else {
+          pos = from;
+          while (pos < want.size() && want[pos].t < t) pos++;
+        }
+      } else {
+        ok = m->Next();
+        pos = pos == SIZE_MAX ? 0 : pos + 1;
+      }
+      ASSERT_EQ(ok, pos < want.size()) << "round " << round << " step " << step;
+      if (!ok) break;
+      ASSERT_EQ(m->At().t, want[pos].t) << "round " << round << " step " << step;
+      ASSERT_EQ(m->At().v, want[pos].v) << "round " << round << " step " << step;
+    }
+  }
 }
 
 }  // namespace

@@ -34,10 +34,35 @@ export interface ChartSpec {
 export interface ChartHandle {
   el: HTMLElement;
   plot: uPlot | null;
+  // Replaces the data in place (no new canvas), keeping the x range shown
+  // unless `resetX`; false when the new lines need another chart (a line or
+  // an envelope more or less), which the caller then builds.
+  update(lines: Line[], resetX?: boolean): boolean;
+  // Shows x in `range` (null: all of the data) as a drag-zoom would, without
+  // calling onZoom; a double-click then resets it.
+  setX(range: [number, number] | null): void;
   destroy(): void;
 }
 
 const live = new Set<ChartHandle>();
+
+// Performance hooks, read by bench/ui/compare_bench.mjs: `tw:first-chart`
+// marks the document's first chart drawn with data, `tw:chart-drawn` each
+// chart's draw of new data (not its redraws on zoom or cursor moves).
+let firstChartMarked = false;
+let drawnMarks = 0;
+function markDrawn(): void {
+  if (!firstChartMarked) {
+    firstChartMarked = true;
+    performance.mark("tw:first-chart");
+  }
+  // Bounded, so a page left open for days keeps no growing timeline.
+  if (++drawnMarks > 1000) {
+    performance.clearMarks("tw:chart-drawn");
+    drawnMarks = 1;
+  }
+  performance.mark("tw:chart-drawn");
+}
 
 // Destroys every chart (the router calls this when the page changes).
 export function destroyAllCharts(): void {
@@ -71,6 +96,33 @@ function align(lines: Line[]): { data: uPlot.AlignedData; index: number[][] } {
   return { data: uPlot.join(tables), index };
 }
 
+// Paths of an envelope drawn by its max column: the polygon along max and
+// back along min, filled without a stroke. uPlot's bands fill between two
+// series through a clip of the lower one's path, which costs several times
+// more to rasterize without a GPU.
+function envelope(minCol: number): uPlot.Series.PathBuilder {
+  return (u, si, i0, i1) => {
+    const xs = u.data[0], hi = u.data[si], lo = u.data[minCol];
+    const p = new Path2D();
+    let n = 0;
+    const to = (x: number, y: number | null | undefined) => {
+      if (y === null || y === undefined || !Number.isFinite(y)) return;
+      const px = u.valToPos(x, "x", true), py = u.valToPos(y, "y", true);
+      if (n++ === 0) p.moveTo(px, py);
+      else p.lineTo(px, py);
+    };
+    for (let i = i0; i <= i1; i++) to(xs[i], hi[i]);
+    for (let i = i1; i >= i0; i--) to(xs[i], lo[i]);
+    p.closePath();
+    return { stroke: null, fill: p, clip: null, band: null };
+  };
+}
+
+// The column layout of lines in uPlot's data: which have an envelope.
+function layout(lines: Line[]): string {
+  return lines.map((l) => (l.min && l.max ? "b" : "l") + l.label).join("\u0000");
+}
+
 export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
   const unit = spec.unit ?? "";
   const wrap = h("figure", { class: "chart" });
@@ -80,7 +132,7 @@ export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
   wrap.append(plotEl, legend);
   parent.appendChild(wrap);
 
-  const handle: ChartHandle = { el: wrap, plot: null, destroy: () => {} };
+  const handle: ChartHandle = { el: wrap, plot: null, update: () => false, setX: () => {}, destroy: () => {} };
   const nonEmpty = spec.lines.some((l) => l.x.length > 0);
   if (!nonEmpty) {
     plotEl.appendChild(h("div", { class: "empty" }, "no data"));
@@ -90,27 +142,30 @@ export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
   const { data, index } = align(spec.lines);
   const axisColor = css("--fg-muted"), gridColor = css("--grid");
   const series: uPlot.Series[] = [{ label: spec.xKind }];
-  const bands: uPlot.Band[] = [];
+  // Many lines at 1 px: a canvas without a GPU draws strokes of at most one
+  // device pixel as hairlines, several times faster than wider ones.
+  const width = spec.lines.length > 8 ? 1 : 1.5;
   spec.lines.forEach((l, i) => {
     const color = l.color ?? PALETTE[i % PALETTE.length];
-    series.push({ label: l.label, stroke: color, width: 1.5, spanGaps: true, points: { show: false } });
+    series.push({ label: l.label, stroke: color, width, spanGaps: true, points: { show: false } });
     if (index[i].length === 3) {
-      series.push({ label: l.label + " min", stroke: color + "55", width: 0.5, spanGaps: true, points: { show: false } });
-      series.push({ label: l.label + " max", stroke: color + "55", width: 0.5, spanGaps: true, points: { show: false } });
-      bands.push({ series: [index[i][2], index[i][1]], fill: color + "22" });
+      // The envelope is one filled polygon drawn with the max column; the min
+      // column only feeds it (and the y range and tooltip).
+      series.push({ label: l.label + " min", width: 0, spanGaps: true, points: { show: false }, paths: () => null });
+      series.push({ label: l.label + " max", width: 0, fill: color + "22", spanGaps: true, points: { show: false }, paths: envelope(index[i][1]) });
     }
   });
 
   const tooltip = h("div", { class: "tooltip", hidden: true });
   const valueEls: HTMLElement[] = [];
   let zoomed = false;
+  let fresh = true; // data not yet drawn: the next draw is marked
 
   const opts: uPlot.Options = {
     width: Math.max(200, plotEl.clientWidth || parent.clientWidth || 600),
     height: spec.height ?? 220,
     scales: { x: { time: spec.xKind === "time" } },
     series,
-    bands,
     legend: { show: false },
     cursor: { drag: { x: true, y: false, setScale: true }, points: { size: 5 } },
     axes: [
@@ -124,6 +179,13 @@ export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
       },
     ],
     hooks: {
+      draw: [
+        () => {
+          if (!fresh) return;
+          fresh = false;
+          markDrawn();
+        },
+      ],
       setCursor: [
         (u) => {
           const i = u.cursor.idx;
@@ -170,6 +232,8 @@ export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
   };
   const plot = new uPlot(opts, data, plotEl);
   handle.plot = plot;
+  // The instance on its figure, for tools driving the chart (bench/ui).
+  (wrap as HTMLElement & { uplot?: uPlot }).uplot = plot;
   plot.over.appendChild(tooltip);
   plot.over.addEventListener("mouseleave", () => (tooltip.hidden = true));
   plot.over.addEventListener("dblclick", () => {
@@ -203,6 +267,28 @@ export function lineChart(parent: HTMLElement, spec: ChartSpec): ChartHandle {
     if (w > 0 && Math.abs(w - plot.width) > 2) plot.setSize({ width: w, height: plot.height });
   });
   ro.observe(plotEl);
+  const shape = layout(spec.lines);
+  handle.update = (lines, resetX = false) => {
+    if (layout(lines) !== shape || !lines.some((l) => l.x.length > 0)) return false;
+    const x = plot.scales.x;
+    const keep = !resetX && zoomed && x.min !== undefined && x.max !== undefined ? { min: x.min, max: x.max } : null;
+    fresh = true;
+    plot.setData(align(lines).data, keep === null);
+    // setData without a reset keeps y as it was: setting x again fits y to
+    // the new data in view.
+    if (keep) plot.setScale("x", keep);
+    if (resetX) zoomed = false;
+    lines.forEach((l, li) => (valueEls[li].textContent = withUnit(lastValue(l.y), unit)));
+    return true;
+  };
+  handle.setX = (range) => {
+    zoomed = range !== null;
+    if (range) plot.setScale("x", { min: range[0], max: range[1] });
+    else {
+      const xs = plot.data[0];
+      if (xs.length) plot.setScale("x", { min: xs[0], max: xs[xs.length - 1] });
+    }
+  };
   handle.destroy = () => {
     ro.disconnect();
     plot.destroy();

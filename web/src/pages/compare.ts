@@ -1,13 +1,16 @@
 // Compare: N runs overlaid by step or time, server-side EMA smoothing, a
-// min/max envelope where buckets hold several points (zoom in to refetch at
-// full resolution), a sortable hyper-parameter table with final metrics and
-// a parallel-coordinates view of config vs final metrics.
-import { getRun, listRuns, num, runMetrics, type Run, type RunMetrics } from "../api";
-import { lineChart, PALETTE } from "../chart";
+// min/max envelope where buckets hold several points (on by default for up
+// to 10 runs; zoom in to refetch at full resolution), a sortable
+// hyper-parameter table with final metrics and a parallel-coordinates view
+// of config vs final metrics.
+import { listRuns, num, runMetrics, type Run, type RunMetrics } from "../api";
+import { lineChart, PALETTE, type ChartHandle, type Line } from "../chart";
 import { h, link } from "../dom";
 import { fmtNum, unitOf } from "../format";
 import type { PageContext } from "../main";
 import { errorNotice, flatten, orderKeys, sortableTable, summaryNumbers, valueText, type Column } from "./common";
+
+const kEnvelopeRuns = 10;
 
 export async function renderCompare(ctx: PageContext): Promise<() => void> {
   const { main, query } = ctx;
@@ -28,13 +31,26 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
       return () => {};
     }
   }
+  // One request for every run (their ids as a filter), in the order asked.
   const runs: Run[] = [];
-  for (const id of ids) {
-    try {
-      runs.push(await getRun(id));
-    } catch (e) {
-      main.appendChild(errorNotice("run " + id, e));
+  try {
+    // Run ids are [A-Za-z0-9_.-] (docs/runs-api.md): others are no run, and
+    // quoting the rest needs no escapes.
+    // 50 ids a request keep the URL within the server's 8 KiB limit.
+    const valid = ids.filter((id) => /^[A-Za-z0-9_.-]{1,64}$/.test(id));
+    const parts: string[][] = [];
+    for (let i = 0; i < valid.length; i += 50) parts.push(valid.slice(i, i + 50));
+    const found = (
+      await Promise.all(parts.map((p) => listRuns({ filter: p.map((id) => `id = "${id}"`).join(" or "), limit: p.length })))
+    ).flat();
+    const byId = new Map(found.map((r) => [r.id, r]));
+    for (const id of ids) {
+      const r = byId.get(id);
+      if (r) runs.push(r);
+      else main.appendChild(errorNotice("run " + id, new Error("not found")));
     }
+  } catch (e) {
+    main.appendChild(errorNotice("runs", e));
   }
   if (!runs.length) return () => {};
   const color = new Map(runs.map((r, i) => [r.id, PALETTE[i % PALETTE.length]]));
@@ -46,6 +62,12 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
   if (!keys.length) keys = allKeys.filter((k) => ["loss", "lr", "grad_norm", "samples_per_sec"].includes(k));
   if (!keys.length) keys = allKeys.slice(0, 4);
   let range: [number, number] | null = null;
+  // Min/max envelopes: on by default for up to 10 runs. With more, each
+  // run's band lies over the others' (one blur), and their fill is most of
+  // a redraw's cost without a GPU (bench/ui); the tooltip still gives each
+  // bucket's [min … max], and the box turns them on.
+  const envDefault = runs.length <= kEnvelopeRuns;
+  let envelopes = query.get("envelope") === null ? envDefault : query.get("envelope") === "1";
 
   const save = () => {
     const q = new URLSearchParams();
@@ -53,6 +75,7 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
     if (x !== "step") q.set("x", x);
     if (smoothing) q.set("smoothing", String(smoothing));
     q.set("keys", keys.join(","));
+    if (envelopes !== envDefault) q.set("envelope", envelopes ? "1" : "0");
     ctx.setQuery(q);
   };
 
@@ -60,72 +83,128 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
   xSel.value = x;
   const slider = h("input", { type: "range", min: "0", max: "0.99", step: "0.01", value: String(smoothing), "aria-label": "smoothing" });
   const sliderVal = h("output", null, smoothing.toFixed(2));
+  const envBox = h("input", { type: "checkbox", checked: envelopes, "aria-label": "min/max envelope" });
+  envBox.addEventListener("change", () => {
+    envelopes = envBox.checked;
+    save();
+    void draw(true);
+  });
   const keyBoxes = allKeys.map((k) => {
     const cb = h("input", { type: "checkbox", value: k, checked: keys.includes(k) });
     cb.addEventListener("change", () => {
       keys = allKeys.filter((kk) => keyBoxes.find((b) => b.value === kk)!.checked);
       save();
-      void draw();
+      void draw(true);
     });
     return cb;
   });
   main.append(
     h("p", null, runs.map((r) => [h("span", { class: "swatch", style: `background:${color.get(r.id)}` }), " ", link("/runs/" + encodeURIComponent(r.id), r.name), "  "])),
-    h("div", { class: "toolbar" }, xSel, h("label", { class: "inline" }, "smoothing (EMA) ", slider, sliderVal), h("span", { class: "muted" }, "drag on a chart to zoom, double-click to reset")),
+    h("div", { class: "toolbar" }, xSel, h("label", { class: "inline" }, "smoothing (EMA) ", slider, sliderVal), h("label", { class: "inline" }, envBox, " min/max envelope"), h("span", { class: "muted" }, "drag on a chart to zoom, double-click to reset")),
     h("fieldset", { class: "toolbar" }, h("legend", null, "metrics"), keyBoxes.map((b) => h("label", { class: "inline" }, b, b.value))),
   );
   const charts = h("div", { class: "grid", id: "compare-charts" });
   main.appendChild(charts);
 
+  // One chart per key, drawn as its data comes, at about one bucket per
+  // pixel of the chart's width: more than that is not seen, and each bucket
+  // keeps its min and max.
+  const views = new Map<string, { cell: HTMLElement; chart: ChartHandle | null }>();
+  // The plot area is the cell less the y axis (64 px) and the padding.
+  const budget = (cell: HTMLElement) => Math.max(200, Math.min(2000, Math.round(((cell.clientWidth || 600) - 84) * (window.devicePixelRatio || 1))));
+  const linesOf = (ms: RunMetrics[], key: string): Line[] =>
+    ms
+      .filter((m) => m.key === key && (!m.labels?.rank || m.labels.rank === "0"))
+      .map((m) => {
+        const env = envelopes && m.points.some((p) => p.count > 1);
+        return {
+          label: m.name,
+          color: color.get(m.id),
+          x: m.points.map((p) => p.x),
+          y: m.points.map((p) => num(smoothing ? p.ema : p.last)),
+          min: env ? m.points.map((p) => num(p.min)) : undefined,
+          max: env ? m.points.map((p) => num(p.max)) : undefined,
+        };
+      });
+
+  // A zoom on one chart shows the same range on all of them at once, from the
+  // data they have; the range's finer data is fetched once the zooming stops.
+  let refineTimer = 0;
+  const zoom = (from: string, r: [number, number] | null) => {
+    range = r ? (x === "step" ? [Math.floor(r[0]), Math.ceil(r[1])] : r) : null;
+    // The dragged chart zooms itself; a reset (double-click) is for all.
+    for (const [key, v] of views) if (key !== from || r === null) v.chart?.setX(r);
+    clearTimeout(refineTimer);
+    refineTimer = window.setTimeout(() => void draw(false), 150);
+  };
+
   let controller: AbortController | null = null;
-  const draw = async () => {
+  // rebuild: new charts for the keys shown (keys, x or smoothing changed);
+  // else new data for the charts there are (zoomed, or zoom reset).
+  const draw = async (rebuild: boolean) => {
     controller?.abort();
-    controller = new AbortController();
-    const t0 = performance.now();
-    let ms: RunMetrics[];
-    try {
-      ms = await runMetrics(
-        { ids: runs.map((r) => r.id).join(","), keys: keys.join(","), x, points: 1000, smoothing: smoothing || undefined, start: range?.[0], end: range?.[1] },
-        controller.signal,
-      );
-    } catch (e) {
-      if ((e as Error).name === "AbortError") return;
-      charts.replaceChildren(errorNotice("metrics", e));
-      return;
+    const ctl = (controller = new AbortController());
+    if (rebuild) {
+      for (const v of views.values()) v.chart?.destroy();
+      views.clear();
+      charts.replaceChildren();
+      for (const key of keys) {
+        const cell = h("div", { "data-key": key });
+        charts.appendChild(cell);
+        views.set(key, { cell, chart: null });
+      }
     }
-    charts.replaceChildren();
-    for (const key of keys) {
-      const list = ms.filter((m) => m.key === key && (!m.labels?.rank || m.labels.rank === "0"));
-      const cell = h("div", { "data-key": key });
-      charts.appendChild(cell);
-      lineChart(cell, {
+    const t0 = performance.now();
+    // The first chart's key on its own, the others in one request: each
+    // request reads every run's step series once (x=step joins on it), so
+    // this reads it twice, not once per key, and the first chart needs
+    // only its own key read.
+    const shown = [...views.keys()];
+    const groups = [shown.slice(0, 1), shown.slice(1)].filter((g) => g.length);
+    const width = Math.max(...[...views.values()].map((v) => budget(v.cell)));
+    const show = (key: string, ms: RunMetrics[]) => {
+      const v = views.get(key)!;
+      const lines = linesOf(ms, key);
+      if (v.chart?.update(lines, range === null)) return;
+      v.chart?.destroy();
+      v.cell.replaceChildren();
+      v.chart = lineChart(v.cell, {
         title: key + (smoothing ? ` (EMA ${smoothing.toFixed(2)})` : ""),
         xKind: x,
-        unit: unitOf(list[0]?.metric ?? key),
-        onZoom: (r) => {
-          range = r ? (x === "step" ? [Math.floor(r[0]), Math.ceil(r[1])] : r) : null;
-          void draw();
-        },
-        lines: list.map((m) => {
-          const env = m.points.some((p) => p.count > 1);
-          return {
-            label: m.name,
-            color: color.get(m.id),
-            x: m.points.map((p) => p.x),
-            y: m.points.map((p) => num(smoothing ? p.ema : p.last)),
-            min: env ? m.points.map((p) => num(p.min)) : undefined,
-            max: env ? m.points.map((p) => num(p.max)) : undefined,
-          };
-        }),
+        unit: unitOf(ms.find((m) => m.key === key)?.metric ?? key),
+        onZoom: (r) => zoom(key, r),
+        lines,
       });
-    }
-    charts.dataset.firstChartMs = String(Math.round(performance.now() - t0));
+    };
+    await Promise.all(
+      groups.map(async (group) => {
+        let ms: RunMetrics[];
+        try {
+          ms = await runMetrics(
+            { ids: runs.map((r) => r.id).join(","), keys: group.join(","), x, points: width, smoothing: smoothing || undefined, start: range?.[0], end: range?.[1] },
+            ctl.signal,
+          );
+        } catch (e) {
+          if ((e as Error).name === "AbortError") return;
+          for (const key of group) {
+            const v = views.get(key)!;
+            v.chart?.destroy();
+            v.chart = null;
+            v.cell.replaceChildren(errorNotice("metrics " + key, e));
+          }
+          return;
+        }
+        if (ctl.signal.aborted) return;
+        for (const key of group) show(key, ms);
+      }),
+    );
+    if (!ctl.signal.aborted) charts.dataset.firstChartMs = String(Math.round(performance.now() - t0));
   };
   xSel.addEventListener("change", () => {
     x = xSel.value as "step" | "time";
     range = null;
     save();
-    void draw();
+    void draw(true);
   });
   let slideTimer = 0;
   slider.addEventListener("input", () => {
@@ -134,11 +213,11 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
     clearTimeout(slideTimer);
     slideTimer = window.setTimeout(() => {
       save();
-      void draw();
+      void draw(true);
     }, 200);
   });
   save();
-  await draw();
+  await draw(true);
 
   // ---- hyper-parameters and final metrics ----
   const cfgs = runs.map((r) => flatten(r.config));
@@ -157,7 +236,10 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
   const axes = [...numeric.map((k) => ({ name: "config." + k, get: (i: number) => cfgs[i][k] as number | undefined })),
     ...(metricKey ? [{ name: metricKey, get: (i: number) => summaryNumbers(runs[i])[metricKey] }] : [])];
   if (axes.length >= 2) main.append(h("h2", null, "Parallel coordinates"), parallelCoords(axes, runs, color));
-  return () => controller?.abort();
+  return () => {
+    clearTimeout(refineTimer);
+    controller?.abort();
+  };
 }
 
 function parallelCoords(axes: { name: string; get: (i: number) => number | undefined }[], runs: Run[], color: Map<string, string>): HTMLElement {
