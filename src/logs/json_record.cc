@@ -101,24 +101,33 @@ void Erase(std::vector<JsonMember>& ms, std::string_view key) {
   p->value.spaced = false;
 }
 
-int64_t NanosFromSeconds(double x) {
-  // Unix seconds; magnitudes from 1e11/1e14/1e17 are ms/us/ns.
+// Unix seconds, or from magnitudes 1e11/1e14/1e17 on ms/us/ns, as ns in
+// *ns; false when that does not fit in 64 bits (before 1678, after 2262).
+bool NanosFromSeconds(double x, int64_t* ns) {
   double a = std::fabs(x);
-  if (a >= 1e17) return static_cast<int64_t>(x);
-  if (a >= 1e14) return static_cast<int64_t>(x * 1e3);
-  if (a >= 1e11) return static_cast<int64_t>(x * 1e6);
-  return static_cast<int64_t>(std::llround(x * 1e9));
+  double v = a >= 1e17 ? x : a >= 1e14 ? x * 1e3 : a >= 1e11 ? x * 1e6 : x * 1e9;
+  if (!(std::fabs(v) < 0x1p63)) return false;
+  *ns = a >= 1e11 ? static_cast<int64_t>(v) : static_cast<int64_t>(std::llround(v));
+  return true;
 }
 
-int64_t NanosFromInteger(int64_t x) {
-  if (x >= 100000000000000000LL || x <= -100000000000000000LL) return x;
-  return NanosFromSeconds(static_cast<double>(x));
+bool NanosFromInteger(int64_t x, int64_t* ns) {
+  if (x >= 100000000000000000LL || x <= -100000000000000000LL) {
+    *ns = x;
+    return true;
+  }
+  return NanosFromSeconds(static_cast<double>(x), ns);
 }
 
 Status BadTime(std::string_view key, std::string got) {
   TruncateUtf8(&got, 64);
   return Status::InvalidArgument("field \"" + std::string(key) + "\": expected unix seconds or an RFC 3339 string, got " +
                                  got);
+}
+
+Status OutOfRange(std::string_view key, std::string got) {
+  TruncateUtf8(&got, 64);
+  return Status::InvalidArgument("field \"" + std::string(key) + "\": " + got + " is out of range (years 1678 to 2262)");
 }
 
 // A time value: unix seconds (fraction allowed; see NanosFromSeconds), a
@@ -128,21 +137,28 @@ Result<int64_t> TimeFromValue(const JsonValue& v, std::string_view key, std::str
   if (v.type == JsonType::kNumber) {
     const char* b = v.text.data();
     const char* e = b + v.text.size();
+    int64_t ns;
     if (v.integer) {
       // As a JSON parser types it: int64, else uint64 (taken modulo 2^64),
       // else a double.
+      bool fits = false;
       if (*b == '-') {
         int64_t x;
-        if (std::from_chars(b, e, x).ec == std::errc()) return NanosFromInteger(x);
+        if (std::from_chars(b, e, x).ec == std::errc()) fits = true, ns = x;
       } else {
         uint64_t u;
-        if (std::from_chars(b, e, u).ec == std::errc()) return NanosFromInteger(static_cast<int64_t>(u));
+        if (std::from_chars(b, e, u).ec == std::errc()) fits = true, ns = static_cast<int64_t>(u);
+      }
+      if (fits) {
+        if (NanosFromInteger(ns, &ns)) return ns;
+        return OutOfRange(key, std::string(v.text));
       }
     }
     double x = 0;
     if (std::from_chars(b, e, x).ec != std::errc()) x = 0;  // an underflow; the scanner refused overflows
-    if (std::fabs(x) < 9e18) return NanosFromSeconds(x);
-    return BadTime(key, std::string(v.text));
+    if (!(std::fabs(x) < 9e18)) return BadTime(key, std::string(v.text));
+    if (NanosFromSeconds(x, &ns)) return ns;
+    return OutOfRange(key, std::string(v.text));
   }
   if (v.type == JsonType::kString) {
     std::string_view s = JsonScalarText(v, buf);
@@ -160,7 +176,13 @@ Result<int64_t> TimeFromValue(const JsonValue& v, std::string_view key, std::str
       std::string z(s);  // strtod for the forms it takes ("5.", ".5")
       char* end = nullptr;
       double x = std::strtod(z.c_str(), &end);
-      if (end == z.c_str() + z.size() && std::isfinite(x)) return NanosFromSeconds(x);
+      if (end == z.c_str() + z.size() && std::isfinite(x)) {
+        int64_t ns;
+        if (NanosFromSeconds(x, &ns)) return ns;
+        std::string got;
+        AppendJsonQuoted(&got, s);
+        return OutOfRange(key, std::move(got));
+      }
     }
     std::string got;
     AppendJsonQuoted(&got, s);

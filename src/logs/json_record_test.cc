@@ -53,6 +53,9 @@ TEST(RecordDecoderTest, TimeForms) {
   EXPECT_EQ(t("\"2024-03-01T12:34:56.5+00:00\""), 1709296496500000000LL);
   EXPECT_EQ(t("null"), 7);  // the receive time; "time" stays a field
   EXPECT_EQ(t("1e-400"), 0);
+  // 2262 and 1677, still 64-bit ns (to a double's precision).
+  EXPECT_NEAR(static_cast<double>(t("9223372035.5")), 9223372035.5e9, 2048);
+  EXPECT_NEAR(static_cast<double>(t("-9223372035")), -9223372035e9, 2048);
   EXPECT_EQ(Native(R"({"time":null})").r.fields, R"({"time":null})");
   Decoded ts = Native(R"({"ts":5,"time":6})");  // the first of the names present wins
   EXPECT_EQ(ts.r.time_ns, 6000000000LL);
@@ -70,6 +73,12 @@ TEST(RecordDecoderTest, BadTimesNameTheField) {
   EXPECT_EQ(err(R"({"time":1e19})"), R"(field "time": expected unix seconds or an RFC 3339 string, got 1e19)");
   EXPECT_EQ(err(R"({"time":"1-2"})"), R"(field "time": expected unix seconds or an RFC 3339 string, got "1-2")");
   EXPECT_EQ(err(R"({"time":"yesterday"})"), R"(field "time": invalid RFC 3339 time "yesterday")");
+  // Beyond 64-bit nanoseconds.
+  EXPECT_EQ(err(R"({"time":17000000001234567})"), R"(field "time": 17000000001234567 is out of range (years 1678 to 2262))");
+  EXPECT_EQ(err(R"({"time":9.3e9})"), R"(field "time": 9.3e9 is out of range (years 1678 to 2262))");
+  EXPECT_EQ(err(R"({"ts":"-9300000000"})"), R"(field "ts": "-9300000000" is out of range (years 1678 to 2262))");
+  EXPECT_EQ(err(R"({"time":"3024-01-01T00:00:00Z"})"),
+            R"(field "time": RFC 3339 time "3024-01-01T00:00:00Z" is out of range (years 1678 to 2262))");
   // 18 characters or more without a point must be an int64 (this threw std::out_of_range before).
   EXPECT_EQ(err(R"({"time":"99999999999999999999"})"),
             R"(field "time": expected unix seconds or an RFC 3339 string, got "99999999999999999999")");

@@ -89,6 +89,10 @@ Result<int64_t> ParseRfc3339(std::string_view s) {
   if (pos != s.size()) return bad();
   int64_t secs = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 + mi * 60 +
                  sec - offset_s;
+  if (secs >= INT64_MAX / 1000000000 || secs <= INT64_MIN / 1000000000) {
+    return Status::InvalidArgument("RFC 3339 time \"" + std::string(s.substr(0, 64)) +
+                                   "\" is out of range (years 1678 to 2262)");
+  }
   return secs * 1000000000 + frac;
 }
 
