@@ -44,8 +44,16 @@ int LevelCode(std::string_view level) {
   return static_cast<int>(kCodeOther);
 }
 
-Status EncodeBlock(ZSTD_CCtx* cctx, const std::vector<LineRef>& lines, EncodedBlock* out) {
-  std::string meta, body;
+namespace {
+
+// The meta and body columns of `lines`, uncompressed; the messages joined
+// into out->text when `index`.
+void EncodeColumns(const std::vector<LineRef>& lines, std::string* meta_out, std::string* body_out, bool index,
+                   EncodedBlock* out) {
+  std::string& meta = *meta_out;
+  std::string& body = *body_out;
+  meta.clear();
+  body.clear();
   size_t text_bytes = 0;
   for (const LineRef& l : lines) text_bytes += l.message.size() + l.fields.size();
   meta.reserve(lines.size() * 12 + 8);
@@ -79,21 +87,44 @@ Status EncodeBlock(ZSTD_CCtx* cctx, const std::vector<LineRef>& lines, EncodedBl
   for (const LineRef& l : lines) PutVarint64(&meta, l.message.size());
   for (const LineRef& l : lines) PutVarint64(&meta, l.fields.size());
   out->text.clear();
-  out->text.reserve(text_bytes + lines.size());
+  if (index) out->text.reserve(text_bytes + lines.size());
   for (const LineRef& l : lines) {
     body.append(l.message);
+    if (!index) continue;
     if (!out->text.empty()) out->text += '\n';
     out->text.append(l.message);
   }
   for (const LineRef& l : lines) body.append(l.fields);
+}
+
+}  // namespace
+
+Status EncodeBlock(ZSTD_CCtx* cctx, const std::vector<LineRef>& lines, EncodedBlock* out) {
+  std::string meta, body;
+  EncodeColumns(lines, &meta, &body, true, out);
   RETURN_IF_ERROR(Compress(cctx, meta, &out->meta));
   return Compress(cctx, body, &out->body);
+}
+
+void EncodeChunk(const std::vector<LineRef>& lines, EncodedBlock* out) {
+  EncodeColumns(lines, &out->meta, &out->body, false, out);
 }
 
 Status BlockReader::Open(ZSTD_DCtx* dctx, std::string_view meta, std::string where) {
   where_ = std::move(where);
   body_loaded_ = false;
   RETURN_IF_ERROR(Decompress(dctx, meta, &meta_, where_ + " meta"));
+  return ParseMeta();
+}
+
+Status BlockReader::OpenRaw(std::string_view meta, std::string where) {
+  where_ = std::move(where);
+  body_loaded_ = false;
+  meta_.assign(meta);
+  return ParseMeta();
+}
+
+Status BlockReader::ParseMeta() {
   std::string_view in(meta_);
   auto bad = [&](const char* what) { return Status::Corruption("logs: " + where_ + ": meta: bad " + what); };
   uint64_t n = 0;
@@ -146,6 +177,15 @@ Status BlockReader::Open(ZSTD_DCtx* dctx, std::string_view meta, std::string whe
 
 Status BlockReader::LoadBody(ZSTD_DCtx* dctx, std::string_view body) {
   RETURN_IF_ERROR(Decompress(dctx, body, &body_, where_ + " body"));
+  return IndexBody();
+}
+
+Status BlockReader::LoadRawBody(std::string_view body) {
+  body_.assign(body);
+  return IndexBody();
+}
+
+Status BlockReader::IndexBody() {
   size_t n = seq_.size(), off = 0;
   msg_off_.resize(n);
   fld_off_.resize(n);

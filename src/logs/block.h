@@ -34,7 +34,7 @@ struct LineRef {
 };
 
 struct EncodedBlock {
-  std::string meta, body;  // zstd frames
+  std::string meta, body;  // zstd frames (EncodeChunk: uncompressed)
   int64_t t_min = 0, t_max = 0;
   uint64_t seq_min = 0, seq_max = 0;
   uint32_t levels = 0;     // LevelBit of every line, ORed
@@ -43,6 +43,9 @@ struct EncodedBlock {
 
 // REQUIRES: !lines.empty(), seqs strictly increasing. `cctx` is reused between calls.
 Status EncodeBlock(ZSTD_CCtx* cctx, const std::vector<LineRef>& lines, EncodedBlock* out);
+// The same columns with both frames left uncompressed and no `text`: a chunk
+// of lines waiting for their block (the store's `chunks` table).
+void EncodeChunk(const std::vector<LineRef>& lines, EncodedBlock* out);
 
 // Decodes one block; the meta frame on Open, the body frame on LoadBody.
 // Not thread-safe; reusable (Open again).
@@ -57,12 +60,18 @@ class BlockReader {
   uint8_t flags(size_t i) const { return flags_[i]; }
 
   Status LoadBody(ZSTD_DCtx* dctx, std::string_view body);
+  // A chunk's uncompressed frames (EncodeChunk), copied.
+  Status OpenRaw(std::string_view meta, std::string where);
+  Status LoadRawBody(std::string_view body);
   bool body_loaded() const { return body_loaded_; }
   // REQUIRES: LoadBody succeeded.
   std::string_view message(size_t i) const { return std::string_view(body_).substr(msg_off_[i], msg_len_[i]); }
   std::string_view fields(size_t i) const { return std::string_view(body_).substr(fld_off_[i], fld_len_[i]); }
 
  private:
+  Status ParseMeta();
+  Status IndexBody();
+
   std::string where_;
   std::string meta_, body_;  // decompressed frames
   bool body_loaded_ = false;

@@ -17,6 +17,12 @@ TEST(RecordTest, Rfc3339RoundTrips) {
   EXPECT_EQ(*z, 1709296496000000000LL);
   EXPECT_FALSE(ParseRfc3339("2024-03-01 12:34").ok());
   EXPECT_FALSE(ParseRfc3339("2024-03-01T12:34:56").ok());  // no zone
+  // The range of int64 nanoseconds, not an overflow.
+  EXPECT_EQ(*ParseRfc3339("2262-04-11T23:47:15.999999999Z"), 9223372035999999999LL);
+  EXPECT_FALSE(ParseRfc3339("2262-04-11T23:47:16Z").ok());
+  EXPECT_EQ(*ParseRfc3339("1677-09-21T00:12:45Z"), -9223372035000000000LL);
+  EXPECT_FALSE(ParseRfc3339("1677-09-21T00:12:44Z").ok());
+  EXPECT_FALSE(ParseRfc3339("9999-12-31T23:59:59Z").ok());
 }
 
 TEST(RecordTest, NativeLineFieldsLevelTime) {

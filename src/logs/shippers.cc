@@ -55,10 +55,11 @@ std::string NewDocId() {
 
 Status ParseNative(std::string_view body, const model::Labels& stream, int64_t receive_ns, std::vector<Record>* out) {
   std::vector<model::Label> extra;
+  RecordDecoder decoder;
   return ForEachLine(body, [&](size_t n, std::string_view line) -> Status {
     Record r;
     extra.clear();
-    Status s = ParseNativeLine(line, receive_ns, &r, &extra);
+    Status s = decoder.NativeLine(line, receive_ns, &r, &extra);
     if (!s.ok()) return s.Annotate("line " + std::to_string(n));
     auto labels = MergeLabels(stream, extra);
     if (!labels.ok()) return labels.error().Annotate("line " + std::to_string(n) + ": field \"labels\"");
@@ -72,19 +73,31 @@ Status ParseBulk(std::string_view body, std::string_view default_index, int64_t 
   bool want_source = false;
   BulkItem pending;
   std::vector<model::Label> extra;
+  RecordDecoder decoder;
+  std::vector<JsonMember> action, meta;
+  std::string buf;
   Status st = ForEachLine(body, [&](size_t n, std::string_view line) -> Status {
     if (!want_source) {
-      json a = json::parse(line, nullptr, false);
-      if (!a.is_object() || a.size() != 1 || !a.begin()->is_object()) {
+      // Exactly one (live) member, an object.
+      const JsonMember* a = nullptr;
+      size_t members = 0;
+      if (ScanJsonObject(line, &action)) {
+        for (const JsonMember& m : action) {
+          if (m.live) ++members, a = &m;
+        }
+      }
+      if (members != 1 || a->value.type != JsonType::kObject) {
         return Status::InvalidArgument("line " + std::to_string(n) + ": malformed action/metadata line, expected {\"index\":{...}}");
       }
       pending = BulkItem{};
-      pending.action = a.begin().key();
-      const json& meta = *a.begin();
-      auto idx = meta.find("_index");
-      pending.index = idx != meta.end() && idx->is_string() ? idx->get<std::string>() : std::string(default_index);
-      auto id = meta.find("_id");
-      pending.id = id != meta.end() && id->is_string() ? id->get<std::string>() : NewDocId();
+      pending.action = std::string(a->key);
+      ScanJsonObject(a->value.text, &meta);  // scanned before: valid
+      const JsonMember* idx = FindMember(meta, "_index");
+      pending.index = idx != nullptr && idx->value.type == JsonType::kString ? std::string(JsonScalarText(idx->value, &buf))
+                                                                            : std::string(default_index);
+      const JsonMember* id = FindMember(meta, "_id");
+      pending.id = id != nullptr && id->value.type == JsonType::kString ? std::string(JsonScalarText(id->value, &buf))
+                                                                       : NewDocId();
       if (pending.action == "delete") {
         pending.status = 400;
         pending.error_type = "illegal_argument_exception";
@@ -109,12 +122,11 @@ Status ParseBulk(std::string_view body, std::string_view default_index, int64_t 
     };
     if (item.action == "update") return fail("illegal_argument_exception", "update is not supported by trainwatch's log store");
     if (item.index.empty()) return fail("action_request_validation_exception", "index is missing");
-    json doc = json::parse(line, nullptr, false);
-    if (!doc.is_object()) return fail("mapper_parsing_exception", "failed to parse: the document is not a JSON object");
     Record r;
     extra.clear();
-    Status s = RecordFromJson(doc, ElasticKeys(), receive_ns, &r, &extra);
-    if (!s.ok()) return fail("mapper_parsing_exception", s.message());
+    Result<bool> decoded = decoder.Decode(line, ElasticKeys(), receive_ns, &r, &extra);
+    if (!decoded.ok()) return fail("mapper_parsing_exception", decoded.error().message());
+    if (!*decoded) return fail("mapper_parsing_exception", "failed to parse: the document is not a JSON object");
     extra.insert(extra.begin(), model::Label{"index", item.index});
     auto labels = MergeLabels(model::Labels(), extra);
     if (!labels.ok()) return fail("mapper_parsing_exception", labels.error().message());
@@ -172,11 +184,11 @@ std::string ElasticErrorJson(std::string_view type, std::string_view reason, int
 namespace {
 
 // A Loki line: a JSON object is decoded like a native line; else a plain message.
-Status LokiEntry(std::string_view line, int64_t t, const model::Labels& stream,
+Status LokiEntry(RecordDecoder& decoder, std::string_view line, int64_t t, const model::Labels& stream,
                  const std::vector<model::Label>& metadata, std::vector<Record>* out, std::string_view where) {
   Record r;
   std::vector<model::Label> extra;
-  Status s = ParseNativeLine(line, t, &r, &extra);
+  Status s = decoder.NativeLine(line, t, &r, &extra);
   if (!s.ok()) return s.Annotate(where);
   r.time_ns = t;  // Loki's own timestamp wins over one inside the line
   if (r.level.empty()) {
@@ -233,6 +245,7 @@ Result<model::Labels> LabelsFromSelector(std::string_view sel, std::string_view 
 
 Status ParseLokiJson(std::string_view body, int64_t receive_ns, std::vector<Record>* out) {
   (void)receive_ns;
+  RecordDecoder decoder;
   json j = json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("streams") || !j["streams"].is_array()) {
     return Status::InvalidArgument("expected {\"streams\":[...]}");
@@ -266,7 +279,7 @@ Status ParseLokiJson(std::string_view body, int64_t receive_ns, std::vector<Reco
       if (e.size() > 2 && e[2].is_object()) {
         for (auto& [k, v] : e[2].items()) md.push_back({k, v.is_string() ? v.get<std::string>() : v.dump()});
       }
-      RETURN_IF_ERROR(LokiEntry(e[1].get_ref<const std::string&>(), t, *labels, md, out, w));
+      RETURN_IF_ERROR(LokiEntry(decoder, e[1].get_ref<const std::string&>(), t, *labels, md, out, w));
     }
   }
   return Status::OK();
@@ -320,6 +333,7 @@ Status ParseLokiProto(std::string_view body, int64_t receive_ns, std::vector<Rec
   }
   std::string raw;
   if (!snappy::Uncompress(body.data(), body.size(), &raw)) return Status::InvalidArgument("snappy: corrupt body");
+  RecordDecoder decoder;
   Pb req{raw};
   uint32_t f, wt;
   std::string_view b;
@@ -371,7 +385,7 @@ Status ParseLokiProto(std::string_view body, int64_t receive_ns, std::vector<Rec
         }
       }
       if (err) return Status::InvalidArgument("protobuf: " + w + ": malformed");
-      RETURN_IF_ERROR(LokiEntry(line, secs * 1000000000 + nanos, labels, md, out, w));
+      RETURN_IF_ERROR(LokiEntry(decoder, line, secs * 1000000000 + nanos, labels, md, out, w));
     }
   }
   if (err) return Status::InvalidArgument("protobuf: malformed PushRequest");

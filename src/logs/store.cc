@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <deque>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
@@ -18,9 +19,11 @@ namespace trainwatch::logs {
 
 namespace {
 
-// Schema 2: blocks (docs/format/logs.md). Schema 1 (a row per line in
-// `lines`, with its FTS5 index) is migrated when a partition is opened.
-constexpr int kSchemaVersion = 2;
+// Schema 3: blocks, and chunks of the lines waiting for one
+// (docs/format/logs.md). Schema 1 (a row per line in `lines`, with its FTS5
+// index) and schema 2 (a `pending` row per waiting line) are migrated when a
+// partition is opened.
+constexpr int kSchemaVersion = 3;
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS streams(id INTEGER PRIMARY KEY, labels TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, stream INTEGER NOT NULL, n INTEGER NOT NULL,
@@ -30,17 +33,18 @@ CREATE INDEX IF NOT EXISTS blocks_t ON blocks(t_max);
 CREATE INDEX IF NOT EXISTS blocks_seq ON blocks(seq_max);
 CREATE VIRTUAL TABLE IF NOT EXISTS blocks_fts USING fts5(text, content='', columnsize=0, detail=none,
   tokenize='ascii');
-CREATE TABLE IF NOT EXISTS pending(seq INTEGER PRIMARY KEY, stream INTEGER NOT NULL, t INTEGER NOT NULL,
-  level TEXT NOT NULL, flags INTEGER NOT NULL, message BLOB NOT NULL, fields BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS pending_stream ON pending(stream);
+CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, stream INTEGER NOT NULL, n INTEGER NOT NULL,
+  t_min INTEGER NOT NULL, t_max INTEGER NOT NULL, seq_min INTEGER NOT NULL, seq_max INTEGER NOT NULL,
+  levels INTEGER NOT NULL, meta BLOB NOT NULL, body BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_stream ON chunks(stream);
 CREATE TABLE IF NOT EXISTS batches(id TEXT PRIMARY KEY) WITHOUT ROWID;
 )sql";
 
 // A block also closes at this many bytes of text, so a stream of huge lines
 // does not make huge rows.
 constexpr size_t kBlockBytes = 1u << 20;
-// Pending rows of a partition above this many blocks' worth pack the largest
-// streams early (into short blocks), bounding what every query scans.
+// Waiting lines of a partition above this many blocks' worth pack the
+// largest streams early (into short blocks), bounding what every query scans.
 constexpr uint64_t kMaxPendingBlocks = 16;
 
 std::string PartitionName(int64_t start_ms) { return "logs-" + std::to_string(start_ms / 1000) + ".db"; }
@@ -97,7 +101,9 @@ std::string_view Stmt::Text(int c) const {
 }
 
 LogStore::Partition::~Partition() {
-  for (sqlite3_stmt* st : {ins_block, ins_fts, ins_pending, ins_stream, has_batch, ins_batch}) sqlite3_finalize(st);
+  for (sqlite3_stmt* st : {ins_block, ins_fts, ins_chunk, ins_stream, has_batch, ins_batch, begin, commit}) {
+    sqlite3_finalize(st);
+  }
   if (db) sqlite3_close(db);
 }
 
@@ -131,7 +137,7 @@ Status LogStore::Init() {
     int64_t secs = 0;
     if (std::sscanf(n.c_str(), "logs-%" SCNd64 ".db", &secs) != 1) continue;
     ASSIGN_OR_RETURN(Partition * p, GetPartition(secs * 1000, false));
-    Stmt q(p->db, "SELECT max((SELECT max(t_max) FROM blocks), coalesce((SELECT max(t) FROM pending), 0))");
+    Stmt q(p->db, "SELECT max(coalesce((SELECT max(t_max) FROM blocks), 0), coalesce((SELECT max(t_max) FROM chunks), 0))");
     if (q.Step() && !q.IsNull(0) && q.Int(0) != 0) newest_ms_ = std::max(newest_ms_, q.Int(0) / 1000000);
     RETURN_IF_ERROR(q.status());
   }
@@ -161,11 +167,12 @@ Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool creat
   RETURN_IF_ERROR(Exec(p->db, opts_.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(Exec(p->db, "PRAGMA cache_size=-8000"));
   int64_t version = 0;
-  bool v1 = false;
+  bool v1 = false, v2_pending = false;
   {
     Stmt q(p->db, "SELECT (SELECT user_version FROM pragma_user_version), "
-                  "EXISTS(SELECT 1 FROM sqlite_master WHERE name = 'lines')");
-    if (q.Step()) version = q.Int(0), v1 = q.Int(1) != 0;
+                  "EXISTS(SELECT 1 FROM sqlite_master WHERE name = 'lines'), "
+                  "EXISTS(SELECT 1 FROM sqlite_master WHERE name = 'pending')");
+    if (q.Step()) version = q.Int(0), v1 = q.Int(1) != 0, v2_pending = q.Int(2) != 0;
     RETURN_IF_ERROR(q.status());
   }
   if (version > kSchemaVersion) {
@@ -196,24 +203,27 @@ Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool creat
   RETURN_IF_ERROR(prep("INSERT INTO blocks(stream, n, t_min, t_max, seq_min, seq_max, levels, meta, body) "
                        "VALUES(?,?,?,?,?,?,?,?,?)", &p->ins_block));
   RETURN_IF_ERROR(prep("INSERT INTO blocks_fts(rowid, text) VALUES(?,?)", &p->ins_fts));
-  RETURN_IF_ERROR(prep("INSERT INTO pending(seq, stream, t, level, flags, message, fields) VALUES(?,?,?,?,?,?,?)",
-                       &p->ins_pending));
+  RETURN_IF_ERROR(prep("INSERT INTO chunks(stream, n, t_min, t_max, seq_min, seq_max, levels, meta, body) "
+                       "VALUES(?,?,?,?,?,?,?,?,?)", &p->ins_chunk));
   RETURN_IF_ERROR(prep("INSERT INTO streams(labels) VALUES(?)", &p->ins_stream));
   RETURN_IF_ERROR(prep("SELECT 1 FROM batches WHERE id = ?", &p->has_batch));
   RETURN_IF_ERROR(prep("INSERT INTO batches(id) VALUES(?)", &p->ins_batch));
+  RETURN_IF_ERROR(prep("BEGIN IMMEDIATE", &p->begin));
+  RETURN_IF_ERROR(prep("COMMIT", &p->commit));
   if (v1) RETURN_IF_ERROR(Migrate(p.get()));
+  if (v2_pending) RETURN_IF_ERROR(MigratePending(p.get()));
   if (version < kSchemaVersion) {
     RETURN_IF_ERROR(Exec(p->db, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str()));
   }
   {
-    Stmt q(p->db, "SELECT stream, count(*) FROM pending GROUP BY stream");
+    Stmt q(p->db, "SELECT stream, sum(n) FROM chunks GROUP BY stream");
     while (q.Step()) {
       p->pending_count[q.Int(0)] = static_cast<uint32_t>(q.Int(1));
       p->pending_total += static_cast<uint64_t>(q.Int(1));
     }
     RETURN_IF_ERROR(q.status());
     Stmt m(p->db, "SELECT max(coalesce((SELECT max(seq_max) FROM blocks), 0), "
-                  "coalesce((SELECT max(seq) FROM pending), 0))");
+                  "coalesce((SELECT max(seq_max) FROM chunks), 0))");
     if (m.Step()) p->next_seq = static_cast<uint64_t>(m.Int(0)) + 1;
     RETURN_IF_ERROR(m.status());
   }
@@ -223,13 +233,13 @@ Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool creat
   return raw;
 }
 
-Status LogStore::WriteBlock(Partition* p, int64_t stream, const std::vector<LineRef>& lines) {
-  EncodedBlock b;
-  RETURN_IF_ERROR(EncodeBlock(cctx_, lines, &b));
-  sqlite3_stmt* s = p->ins_block;
+namespace {
+
+// Binds a block's or chunk's row (the same columns) and inserts it.
+Status InsertEncoded(sqlite3* db, sqlite3_stmt* s, int64_t stream, size_t n, const EncodedBlock& b, const char* what) {
   sqlite3_reset(s);
   sqlite3_bind_int64(s, 1, stream);
-  sqlite3_bind_int64(s, 2, static_cast<int64_t>(lines.size()));
+  sqlite3_bind_int64(s, 2, static_cast<int64_t>(n));
   sqlite3_bind_int64(s, 3, b.t_min);
   sqlite3_bind_int64(s, 4, b.t_max);
   sqlite3_bind_int64(s, 5, static_cast<int64_t>(b.seq_min));
@@ -237,7 +247,16 @@ Status LogStore::WriteBlock(Partition* p, int64_t stream, const std::vector<Line
   sqlite3_bind_int64(s, 7, b.levels);
   sqlite3_bind_blob(s, 8, b.meta.data(), static_cast<int>(b.meta.size()), SQLITE_STATIC);
   sqlite3_bind_blob(s, 9, b.body.data(), static_cast<int>(b.body.size()), SQLITE_STATIC);
-  if (sqlite3_step(s) != SQLITE_DONE) return SqliteError(p->db, "insert block");
+  if (sqlite3_step(s) != SQLITE_DONE) return SqliteError(db, what);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status LogStore::WriteBlock(Partition* p, int64_t stream, const std::vector<LineRef>& lines) {
+  EncodedBlock b;
+  RETURN_IF_ERROR(EncodeBlock(cctx_, lines, &b));
+  RETURN_IF_ERROR(InsertEncoded(p->db, p->ins_block, stream, lines.size(), b, "insert block"));
   int64_t id = sqlite3_last_insert_rowid(p->db);
   sqlite3_stmt* f = p->ins_fts;
   sqlite3_reset(f);
@@ -247,57 +266,51 @@ Status LogStore::WriteBlock(Partition* p, int64_t stream, const std::vector<Line
   return Status::OK();
 }
 
-Status InsertPending(LogStore::Partition* p, int64_t stream, const LineRef& l) {
-  sqlite3_stmt* s = p->ins_pending;
-  sqlite3_reset(s);
-  sqlite3_bind_int64(s, 1, static_cast<int64_t>(l.seq));
-  sqlite3_bind_int64(s, 2, stream);
-  sqlite3_bind_int64(s, 3, l.t);
-  sqlite3_bind_text(s, 4, l.level.data(), static_cast<int>(l.level.size()), SQLITE_STATIC);
-  sqlite3_bind_int(s, 5, l.flags);
-  sqlite3_bind_blob(s, 6, l.message.data(), static_cast<int>(l.message.size()), SQLITE_STATIC);
-  sqlite3_bind_blob(s, 7, l.fields.data(), static_cast<int>(l.fields.size()), SQLITE_STATIC);
-  if (sqlite3_step(s) != SQLITE_DONE) return SqliteError(p->db, "insert pending line");
-  return Status::OK();
+Status InsertChunk(LogStore::Partition* p, int64_t stream, const std::vector<LineRef>& lines) {
+  EncodedBlock b;
+  EncodeChunk(lines, &b);
+  return InsertEncoded(p->db, p->ins_chunk, stream, lines.size(), b, "insert chunk");
 }
 
-namespace {
-
-Status LoadPending(sqlite3* db, int64_t stream, std::vector<PendingRow>* out) {
-  Stmt q(db, "SELECT seq, t, level, flags, message, fields FROM pending WHERE stream = ? ORDER BY seq");
+Status LoadChunks(LogStore::Partition* p, int64_t stream, std::deque<BlockReader>* readers,
+                  std::vector<LineRef>* lines) {
+  Stmt q(p->db, "SELECT id, meta, body FROM chunks WHERE stream = ? ORDER BY seq_min");
   q.Bind(1, stream);
   while (q.Step()) {
-    PendingRow r;
-    r.seq = static_cast<uint64_t>(q.Int(0));
-    r.t = q.Int(1);
-    r.level = q.Text(2);
-    r.flags = static_cast<uint8_t>(q.Int(3));
-    r.message = q.Text(4);
-    r.fields = q.Text(5);
-    out->push_back(std::move(r));
+    BlockReader& r = readers->emplace_back();
+    RETURN_IF_ERROR(r.OpenRaw(q.Text(1), p->path + ": chunk " + std::to_string(q.Int(0))));
+    RETURN_IF_ERROR(r.LoadRawBody(q.Text(2)));
+    for (size_t i = 0; i < r.size(); ++i) {
+      lines->push_back(LineRef{r.seq(i), r.time(i), r.level(i), r.message(i), r.fields(i), r.flags(i)});
+    }
   }
   return q.status();
 }
 
-Status DeletePending(sqlite3* db, int64_t stream) {
-  Stmt d(db, "DELETE FROM pending WHERE stream = ?");
+namespace {
+
+Status DeleteChunks(sqlite3* db, int64_t stream) {
+  Stmt d(db, "DELETE FROM chunks WHERE stream = ?");
   d.Bind(1, stream);
   d.Step();
   return d.status();
 }
 
-LineRef RefOf(const PendingRow& r) { return LineRef{r.seq, r.t, r.level, r.message, r.fields, r.flags}; }
+// Runs a prepared BEGIN or COMMIT.
+Status Run(sqlite3* db, sqlite3_stmt* s) {
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  return rc == SQLITE_DONE ? Status::OK() : SqliteError(db, sqlite3_sql(s));
+}
 
 }  // namespace
 
 Status LogStore::PackPending(Partition* p, int64_t stream) {
-  std::vector<PendingRow> rows;
-  RETURN_IF_ERROR(LoadPending(p->db, stream, &rows));
+  std::deque<BlockReader> readers;
   std::vector<LineRef> refs;
-  refs.reserve(rows.size());
-  for (const PendingRow& r : rows) refs.push_back(RefOf(r));
+  RETURN_IF_ERROR(LoadChunks(p, stream, &readers, &refs));
   if (!refs.empty()) RETURN_IF_ERROR(WriteBlock(p, stream, refs));
-  RETURN_IF_ERROR(DeletePending(p->db, stream));
+  RETURN_IF_ERROR(DeleteChunks(p->db, stream));
   p->pending_total -= p->pending_count[stream];
   p->pending_count.erase(stream);
   return Status::OK();
@@ -325,19 +338,18 @@ Status LogStore::AppendLocked(Partition* p, std::vector<Record*>& recs) {
     uint32_t& have = p->pending_count[stream];
     size_t bytes = 0;
     for (const LineRef& l : lines) bytes += l.message.size() + l.fields.size();
-    std::vector<PendingRow> old;
+    std::deque<BlockReader> old;  // the waiting lines' chunks, which `all` points into
     if (have + lines.size() >= opts_.block_lines || bytes >= kBlockBytes) {
-      // Enough for a block: the pending lines come first, then the new ones;
-      // full blocks are written and what is left over waits in `pending`.
+      // Enough for a block: the waiting lines come first, then the new ones;
+      // full blocks are written and what is left over waits as one chunk.
+      std::vector<LineRef> all;
+      all.reserve(have + lines.size());
       if (have > 0) {
-        RETURN_IF_ERROR(LoadPending(p->db, stream, &old));
-        RETURN_IF_ERROR(DeletePending(p->db, stream));
+        RETURN_IF_ERROR(LoadChunks(p, stream, &old, &all));
+        RETURN_IF_ERROR(DeleteChunks(p->db, stream));
         p->pending_total -= have;
         have = 0;
       }
-      std::vector<LineRef> all;
-      all.reserve(old.size() + lines.size());
-      for (const PendingRow& r : old) all.push_back(RefOf(r));
       all.insert(all.end(), lines.begin(), lines.end());
       size_t i = 0;
       for (;;) {
@@ -353,7 +365,7 @@ Status LogStore::AppendLocked(Partition* p, std::vector<Record*>& recs) {
       }
       lines.assign(all.begin() + static_cast<std::ptrdiff_t>(i), all.end());
     }
-    for (const LineRef& l : lines) RETURN_IF_ERROR(InsertPending(p, stream, l));
+    if (!lines.empty()) RETURN_IF_ERROR(InsertChunk(p, stream, lines));
     have += static_cast<uint32_t>(lines.size());
     p->pending_total += lines.size();
   }
@@ -403,7 +415,7 @@ Status LogStore::AppendToPartition(Partition* p, std::vector<Record*>& recs, std
       p->streams[ids[i].second] = *fresh[i].second;
     }
   }
-  RETURN_IF_ERROR(Exec(p->db, "BEGIN IMMEDIATE"));
+  RETURN_IF_ERROR(Run(p->db, p->begin));
   Status st;
   if (!batch_id.empty()) {
     sqlite3_reset(p->has_batch);
@@ -422,11 +434,11 @@ Status LogStore::AppendToPartition(Partition* p, std::vector<Record*>& recs, std
       if (sqlite3_step(p->ins_batch) != SQLITE_DONE) st = SqliteError(p->db, "insert batch id");
     }
   }
-  // The in-memory mirrors of `pending` and the sequence go back with a rollback.
+  // The in-memory mirrors of `chunks` and the sequence go back with a rollback.
   uint64_t seq0 = p->next_seq, total0 = p->pending_total;
   auto counts0 = p->pending_count;
   if (st.ok()) st = AppendLocked(p, recs);
-  if (st.ok()) st = Exec(p->db, "COMMIT");
+  if (st.ok()) st = Run(p->db, p->commit);
   if (!st.ok()) {
     (void)Exec(p->db, "ROLLBACK");
     p->next_seq = seq0;

@@ -3,8 +3,8 @@
 // partition_ms, default a day, under <data>/logs/). Lines are kept per stream
 // in zstd-compressed blocks of up to block_lines lines (one SQLite row each,
 // with a contentless FTS5 index row per block); a stream's lines that do not
-// yet fill a block wait in a small uncompressed `pending` table and are
-// packed when they do (docs/format/logs.md). Each line has a sequence number,
+// yet fill a block wait in `chunks`, one uncompressed row per append, and
+// are packed when they do (docs/format/logs.md). Each line has a sequence number,
 // increasing in append order within a partition. An Append returns once its
 // lines are durable (synchronous=FULL: fsync per commit).
 // Retention drops whole partitions (by age and by total size). The last
@@ -122,7 +122,8 @@ class LogStore {
   Status AppendLocked(Partition* p, std::vector<Record*>& recs);
   Status WriteBlock(Partition* p, int64_t stream, const std::vector<LineRef>& lines);
   Status PackPending(Partition* p, int64_t stream);
-  Status Migrate(Partition* p);
+  Status Migrate(Partition* p);         // schema 1
+  Status MigratePending(Partition* p);  // schema 2
   int64_t PartitionStart(int64_t t_ns) const;
 
   StoreOptions opts_;

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -22,20 +23,22 @@ struct LogStore::Partition {
   sqlite3* db = nullptr;
   sqlite3_stmt* ins_block = nullptr;
   sqlite3_stmt* ins_fts = nullptr;
-  sqlite3_stmt* ins_pending = nullptr;
+  sqlite3_stmt* ins_chunk = nullptr;
   sqlite3_stmt* ins_stream = nullptr;
   sqlite3_stmt* has_batch = nullptr;
   sqlite3_stmt* ins_batch = nullptr;
+  sqlite3_stmt* begin = nullptr;   // BEGIN IMMEDIATE
+  sqlite3_stmt* commit = nullptr;  // COMMIT
   std::unordered_map<std::string, int64_t> stream_ids;  // labels.ToString() -> id
   std::unordered_map<int64_t, model::Labels> streams;   // id -> labels
-  // Rows in `pending` per stream id, and their sum; mirrors the table.
+  // Lines in `chunks` per stream id, and their sum; mirrors the table.
   std::unordered_map<int64_t, uint32_t> pending_count;
   uint64_t pending_total = 0;
   uint64_t next_seq = 1;  // the sequence number of the next line appended
   ~Partition();
 };
 
-// A line of the `pending` table, owning its text.
+// A line read for migration (schema 1 `lines`, schema 2 `pending`), owning its text.
 struct PendingRow {
   uint64_t seq = 0;
   int64_t t = 0;
@@ -66,8 +69,12 @@ class Stmt {
 };
 
 Status Exec(sqlite3* db, const char* sql);
-// Inserts one line into the partition's `pending` table.
-Status InsertPending(LogStore::Partition* p, int64_t stream, const LineRef& l);
+// Inserts `lines` (of one stream, in sequence order) as one row of `chunks`.
+Status InsertChunk(LogStore::Partition* p, int64_t stream, const std::vector<LineRef>& lines);
+// Appends the lines of a stream's chunks, in sequence order, to *lines; they
+// point into *readers.
+Status LoadChunks(LogStore::Partition* p, int64_t stream, std::deque<BlockReader>* readers,
+                  std::vector<LineRef>* lines);
 Status SqliteError(sqlite3* db, std::string_view what);
 
 }  // namespace trainwatch::logs

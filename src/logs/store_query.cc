@@ -57,8 +57,7 @@ uint32_t LevelMask(const Query& a) {
   return other ? mask | (1u << 7) : mask;
 }
 
-// Conditions on the selector and the time range, common to blocks and
-// pending lines; `stream` and the time columns are named by the caller.
+// Conditions on the selector, common to blocks and chunks.
 void StreamsAndTime(const LogStore::Partition& p, const Query& q, Where* w) {
   if (q.matchers.empty()) return;
   std::vector<int64_t> ids;
@@ -96,9 +95,10 @@ Where BlockWhere(const LogStore::Partition& p, const Query& q, int64_t start_ns,
   return w;
 }
 
-Where PendingWhere(const LogStore::Partition& p, const Query& q, int64_t start_ns, int64_t end_ns) {
+// Chunks of waiting lines (not in the full-text index): time and streams.
+Where ChunkWhere(const LogStore::Partition& p, const Query& q, int64_t start_ns, int64_t end_ns) {
   Where w;
-  w.Add("t >= " + w.Param(start_ns) + " AND t <= " + w.Param(end_ns));
+  w.Add("t_max >= " + w.Param(start_ns) + " AND t_min <= " + w.Param(end_ns));
   StreamsAndTime(p, q, &w);
   return w;
 }
@@ -155,41 +155,44 @@ Record ToRecord(const LineView& v, int64_t t, uint8_t flags) {
   return r;
 }
 
-// Visits the lines of a partition that match `q` in [start, end]: pending
-// ones first (any order), then candidate blocks in `order` (an ORDER BY over
-// blocks columns), narrowed by the SQL conditions `extra_block` and
-// `extra_pending`. `stop(block t_max, block seq_min)` is asked before each
+// Visits the lines of a partition that match `q` in [start, end]: those of
+// chunks first (any order), then of candidate blocks in `order` (an ORDER BY
+// over blocks columns); `extra` narrows both with an SQL condition on their
+// common columns. `stop(block t_max, block seq_min)` is asked before each
 // block, `keep(t, seq)` before a line is checked. `fn(view, t, seq, flags)`
 // gets each match, with its message and fields when `want_body`.
 template <typename Stop, typename Keep, typename Fn>
 Status VisitLines(LogStore::Partition* p, ZSTD_DCtx* dctx, const Query& q, int64_t start_ns, int64_t end_ns,
-                  const std::string& extra_block, const std::string& extra_pending, const char* order,
-                  bool want_body, Stop stop, Keep keep, Fn fn) {
+                  const std::string& extra, const char* order, bool want_body, Stop stop, Keep keep, Fn fn) {
   Status st;
+  BlockReader r;
   {
-    Where w = PendingWhere(*p, q, start_ns, end_ns);
+    Where w = ChunkWhere(*p, q, start_ns, end_ns);
     if (w.empty_result) return Status::OK();
-    if (!extra_pending.empty()) w.Add(extra_pending);
-    Stmt s(p->db, "SELECT seq, t, stream, level, flags, message, fields FROM pending WHERE " + w.sql);
+    if (!extra.empty()) w.Add(extra);
+    Stmt s(p->db, "SELECT id, stream, meta, body FROM chunks WHERE " + w.sql);
     w.BindTo(&s);
     while (s.Step()) {
-      int64_t t = s.Int(1);
-      uint64_t seq = static_cast<uint64_t>(s.Int(0));
-      if (!keep(t, seq)) continue;
-      LineView v{StreamLabels(*p, s.Int(2), &st), s.Text(3), s.Text(5), s.Text(6)};
-      if (v.labels == nullptr) return st;
-      if (q.Matches(v)) fn(v, t, seq, static_cast<uint8_t>(s.Int(4)));
+      const model::Labels* labels = StreamLabels(*p, s.Int(1), &st);
+      if (labels == nullptr) return st;
+      RETURN_IF_ERROR(r.OpenRaw(s.Text(2), p->path + ": chunk " + std::to_string(s.Int(0))));
+      RETURN_IF_ERROR(r.LoadRawBody(s.Text(3)));
+      for (size_t i = 0; i < r.size(); ++i) {
+        int64_t t = r.time(i);
+        if (t < start_ns || t > end_ns || !keep(t, r.seq(i))) continue;
+        LineView v{labels, r.level(i), r.message(i), r.fields(i)};
+        if (q.Matches(v)) fn(v, t, r.seq(i), r.flags(i));
+      }
     }
     RETURN_IF_ERROR(s.status());
   }
   Where w = BlockWhere(*p, q, start_ns, end_ns);
   if (w.empty_result) return Status::OK();
-  if (!extra_block.empty()) w.Add(extra_block);
+  if (!extra.empty()) w.Add(extra);
   // Blobs are fetched per block, so the ordering sorts small rows only.
   Stmt s(p->db, "SELECT id, stream, t_max, seq_min FROM blocks WHERE " + w.sql + " ORDER BY " + order);
   w.BindTo(&s);
   BlockSource src(p, dctx);
-  BlockReader r;
   std::vector<const Query*> alts = q.Alternatives();
   bool check_body = false;
   for (const Query* a : alts) check_body = check_body || a->NeedsBody();
@@ -257,10 +260,8 @@ Status ScanPartition(LogStore::Partition* p, ZSTD_DCtx* dctx, const Query& q, co
   auto fn = [&](const LineView& v, int64_t t, uint64_t seq, uint8_t flags) {
     hits.push_back(Hit{t, seq, ToRecord(v, t, flags)});
   };
-  std::string block_cursor = use_cursor ? "t_min <= " + std::to_string(cur_t) : "";
-  std::string pending_cursor = use_cursor ? "t <= " + std::to_string(cur_t) : "";
-  RETURN_IF_ERROR(VisitLines(p, dctx, q, o.start_ns, o.end_ns, block_cursor, pending_cursor, "t_max DESC", true,
-                             stop, keep, fn));
+  std::string cursor = use_cursor ? "t_min <= " + std::to_string(cur_t) : "";
+  RETURN_IF_ERROR(VisitLines(p, dctx, q, o.start_ns, o.end_ns, cursor, "t_max DESC", true, stop, keep, fn));
   std::sort(hits.begin(), hits.end(), Newer);
   if (hits.size() > want) hits.resize(want);
   return Status::OK();
@@ -313,7 +314,7 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
     Partition* p = up.get();
     int64_t pstart_ns = p->start_ms * 1000000, pend_ns = (p->start_ms + opts_.partition_ms) * 1000000 - 1;
     if (pstart_ns > end_ns || pend_ns < start_ns) continue;
-    RETURN_IF_ERROR(VisitLines(p, dctx_, q, start_ns, end_ns, "", "", "id", false, never, always, count));
+    RETURN_IF_ERROR(VisitLines(p, dctx_, q, start_ns, end_ns, "", "id", false, never, always, count));
   }
   std::vector<std::pair<int64_t, uint64_t>> out;
   out.reserve(nbuckets);
@@ -345,8 +346,8 @@ Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* afte
       hits.push_back(Hit{t, seq, ToRecord(v, t, flags)});
     };
     std::string after_sql = std::to_string(last);
-    RETURN_IF_ERROR(VisitLines(p.get(), dctx_, all, INT64_MIN, INT64_MAX, "seq_max > " + after_sql,
-                               "seq > " + after_sql, "seq_min", true, stop, keep, fn));
+    RETURN_IF_ERROR(VisitLines(p.get(), dctx_, all, INT64_MIN, INT64_MAX, "seq_max > " + after_sql, "seq_min", true,
+                               stop, keep, fn));
     std::sort(hits.begin(), hits.end(), first);
     if (hits.size() > want) hits.resize(want);
     for (Hit& h : hits) {

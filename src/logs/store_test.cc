@@ -350,5 +350,69 @@ INSERT INTO streams VALUES(1, '{"project":"p","run":"a"}'), (2, '{"project":"p",
   sqlite3_close(db);
 }
 
+// A schema 2 partition kept a `pending` row per waiting line; opening it
+// moves them into chunks with their sequence numbers, and the next append
+// that fills a block packs them.
+TEST_F(LogStoreTest, MigratesSchema2PendingRows) {
+  ASSERT_TRUE(file::MkdirAll(opts_.dir).ok());
+  std::string path = opts_.dir + "/logs-" + std::to_string(kT0 / kSec / 86400 * 86400) + ".db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* schema = R"sql(
+CREATE TABLE streams(id INTEGER PRIMARY KEY, labels TEXT NOT NULL UNIQUE);
+CREATE TABLE blocks(id INTEGER PRIMARY KEY, stream INTEGER NOT NULL, n INTEGER NOT NULL,
+  t_min INTEGER NOT NULL, t_max INTEGER NOT NULL, seq_min INTEGER NOT NULL, seq_max INTEGER NOT NULL,
+  levels INTEGER NOT NULL, meta BLOB NOT NULL, body BLOB NOT NULL);
+CREATE INDEX blocks_t ON blocks(t_max);
+CREATE INDEX blocks_seq ON blocks(seq_max);
+CREATE VIRTUAL TABLE blocks_fts USING fts5(text, content='', columnsize=0, detail=none, tokenize='ascii');
+CREATE TABLE pending(seq INTEGER PRIMARY KEY, stream INTEGER NOT NULL, t INTEGER NOT NULL,
+  level TEXT NOT NULL, flags INTEGER NOT NULL, message BLOB NOT NULL, fields BLOB NOT NULL);
+CREATE INDEX pending_stream ON pending(stream);
+CREATE TABLE batches(id TEXT PRIMARY KEY) WITHOUT ROWID;
+INSERT INTO streams VALUES(1, '{"project":"p","run":"a"}'), (2, '{"project":"p","run":"b"}');
+INSERT INTO pending VALUES(5, 1, 1700000001000000000, 'INFO', 0, 'a one', '{"step":1}'),
+  (6, 1, 1700000002000000000, 'ERROR', 1, 'a two', ''), (7, 2, 1700000003000000000, 'odd', 0, 'b one', '');
+PRAGMA user_version=2;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, schema, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+
+  auto s = Open();
+  auto all = s->Select(Q(""), {});
+  ASSERT_TRUE(all.ok()) << all.error().ToString();
+  EXPECT_EQ(Messages(*all), (std::vector<std::string>{"b one", "a two", "a one"}));
+  EXPECT_EQ(all->lines[0].level, "odd");
+  EXPECT_TRUE(all->lines[1].truncated);
+  EXPECT_EQ(all->lines[2].fields, "{\"step\":1}");
+  std::map<int64_t, int64_t> pos{{kT0 / kSec / 86400 * 86400 * 1000, 5}};
+  auto rest = s->ReadAfter(&pos, 100);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->size(), 2u);
+  EXPECT_EQ((*rest)[0].message, "a two");
+  // The third line of run a fills a block (block_lines 3): numbered after the old ones.
+  ASSERT_TRUE(s->Append({Rec(kT0 + 4 * kSec, "a", "INFO", "a three")}).ok());
+  rest = s->ReadAfter(&pos, 100);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_EQ((*rest)[0].message, "a three");
+  auto text = s->Select(Q("{run=\"a\"} two"), {});
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(Messages(*text), (std::vector<std::string>{"a two"}));
+  s.reset();
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM sqlite_master WHERE name = 'pending'), "
+                               "(SELECT count(*) FROM blocks), (SELECT group_concat(seq_min || '-' || seq_max) FROM chunks), "
+                               "(SELECT user_version FROM pragma_user_version)", -1, &q, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(q, 0), 0);
+  EXPECT_EQ(sqlite3_column_int(q, 1), 1);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(sqlite3_column_text(q, 2))), "7-7");
+  EXPECT_EQ(sqlite3_column_int(q, 3), 3);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
 }  // namespace
 }  // namespace trainwatch::logs

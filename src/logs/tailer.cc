@@ -112,6 +112,7 @@ Status Tailer::ReadFile(Input& in, File& f, bool final_pass) {
   before.pending = f.pending, before.in_traceback = f.in_traceback;
   std::vector<Record> out;
   int64_t now_ns = NowMillis() * 1000000;
+  RecordDecoder decoder;
   auto emit = [&](std::vector<std::string>& lines) {
     if (lines.empty()) return;
     std::string text;
@@ -125,12 +126,9 @@ Status Tailer::ReadFile(Input& in, File& f, bool final_pass) {
     std::vector<model::Label> extra;
     bool decoded = false;
     if (in.cfg.json && !text.empty() && text[0] == '{') {
-      json obj = json::parse(text, nullptr, false);
-      if (obj.is_object()) {
-        Status s = RecordFromJson(obj, NativeKeys(), now_ns, &r, &extra);
-        decoded = s.ok();
-        if (!s.ok()) TW_LOG(Warn, "logs: {}: {}; kept as a plain line", f.path, s.message());
-      }
+      Result<bool> d = decoder.Decode(text, NativeKeys(), now_ns, &r, &extra);
+      decoded = d.ok() && *d;
+      if (!d.ok()) TW_LOG(Warn, "logs: {}: {}; kept as a plain line", f.path, d.error().message());
     }
     if (!decoded) {
       r = Record{};
