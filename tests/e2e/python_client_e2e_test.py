@@ -5,7 +5,8 @@ lands every step exactly once; a server killed mid-run and restarted gets
 the spooled batches replayed, nothing lost, nothing duplicated; an uncaught
 exception marks the run failed; a run whose heartbeats stop is marked
 crashed while a live idle run is not; ranks of one distributed run; stdout
-capture; `pip install ./clients/python`.
+capture; a sender cycle sends only what was queued when it began;
+`pip install ./clients/python`.
 
 Usage: python_client_e2e_test.py /path/to/trainwatch [unittest args]
 """
@@ -170,6 +171,44 @@ class ClientTest(unittest.TestCase):
         steps = self.server.export('trainwatch_run_step{run="%s",rank="0"}' % run.name)
         vals = sorted(v for _, v in next(iter(steps.values())))
         self.assertEqual(vals, list(range(n)))
+
+    def test_a_cycle_sends_what_was_queued_when_it_began(self):
+        # Points and alerts queued while a request is in flight wait for the
+        # next cycle (one batch), and an alert still follows the points
+        # logged before it. The Sender runs here without its thread, so each
+        # cycle is the test's call.
+        from trainwatch._sender import Sender
+        self.start()
+        body = {"id": "cycle1", "project": "cycle", "rank": 0, "host": "h", "pid": os.getpid(), "world_size": 1,
+                "name": "cycle"}
+        s = Sender(self.url, "cycle1", 0, "h", os.path.join(self.spool, "cycle1.r0"), body)
+        self.assertTrue(s.register_now())
+        now = time.time_ns() // 1000000
+        real = s.http.request
+        requests = []
+
+        def request(method, path, body=None, **kw):
+            out = real(method, path, body, **kw)
+            requests.append(path)
+            if len(requests) == 1:  # what the training thread logs meanwhile
+                s.points.append((1, now + 1, {"loss": 1.0}))
+                s.ops.append(("/api/v1/runs/cycle1/alerts", {"title": "second", "text": "", "level": "info"}))
+            return out
+
+        s.http.request = request
+        s.points.append((0, now, {"loss": 0.5}))
+        s.ops.append(("/api/v1/runs/cycle1/alerts", {"title": "first", "text": "", "level": "info"}))
+        s._cycle()
+        self.assertEqual(requests, ["/api/v1/runs/cycle1/batches", "/api/v1/runs/cycle1/alerts"])
+        self.assertEqual((len(s.points), len(s.ops)), (1, 1))
+        self.assertEqual([a["title"] for a in self.get("/api/v1/runs/cycle1").get("alerts", [])], ["first"])
+        s._cycle()
+        self.assertEqual(requests[2:], ["/api/v1/runs/cycle1/batches", "/api/v1/runs/cycle1/alerts"])
+        self.assertEqual((len(s.points), len(s.ops), s.sent_batches), (0, 0, 2))
+        self.assertEqual([a["title"] for a in self.get("/api/v1/runs/cycle1").get("alerts", [])], ["first", "second"])
+        self.assertEqual(sorted(v for _, v in self.losses("cycle")), [0.5, 1.0])
+        s.http.close()
+        s.remove_spool_dir()
 
     def test_spool_survives_the_process_and_is_replayed_by_the_next(self):
         port = twtest.free_port()
