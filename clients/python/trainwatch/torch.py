@@ -55,14 +55,16 @@ class Watch:
 
     @staticmethod
     def _norm(tensors):
-        tensors = [t.detach() for t in tensors]
+        """The global L2 norm of `tensors` as a 0-dim tensor, read later (no
+        device sync here); None if there are none."""
         if not tensors:
-            return 0.0
-        if _foreach_norm is not None and all(t.dtype == _torch.float32 and not t.is_sparse for t in tensors):
-            norms = _foreach_norm(tensors)  # one op for all tensors instead of one per tensor
-        else:
-            norms = [t.float().norm(2) for t in tensors]  # half/bf16: summed in float32
-        return _torch.norm(_torch.stack(norms), 2).item()
+            return None
+        with _torch.no_grad():  # params require grad: no graph, and no detach() op per tensor
+            if _foreach_norm is not None and all(t.dtype == _torch.float32 and not t.is_sparse for t in tensors):
+                norms = _foreach_norm(tensors)  # one op for all tensors instead of one per tensor
+            else:
+                norms = [t.float().norm(2) for t in tensors]  # half/bf16: summed in float32
+            return _torch.norm(_torch.stack(norms), 2)
 
     def _step(self, *args, **kwargs):
         if self.profile:
@@ -83,10 +85,14 @@ class Watch:
             c2 = time.thread_time()
         if log_now:
             window = now - self._window_start
+            pnorm = self._norm(list(self._params()))
+            norms = [n for n in (pnorm, grad) if n is not None]
+            # Both norms read with one device sync, after the step was queued.
+            got = _torch.stack(norms).tolist() if norms else []
             values = {"lr": float(self.optimizer.param_groups[0].get("lr", 0.0)),
-                      "param_norm": self._norm(list(self._params()))}
-            if grad is not None:
-                values["grad_norm"] = grad
+                      "param_norm": got.pop(0) if pnorm is not None else 0.0}
+            if self.log_grad_norm:
+                values["grad_norm"] = got.pop(0) if grad is not None else 0.0
             if window > 0:
                 values["step_time_seconds"] = window / self.every
                 if self._samples:
