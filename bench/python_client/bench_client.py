@@ -15,6 +15,7 @@ How 2 is measured, so that it resolves 1 % on a shared, noisy machine:
 - A "with" block is a whole client life: init() and watch() before the
   block's clock starts, finish() (which sends everything the block logged)
   after it stops; a "without" block has no client at all (no thread).
+  Each block's first --warm-steps steps are not timed (both sides).
 - Per block: wall time of the loop, CPU time of the training thread
   (time.thread_time) and, for "with", the sender thread's CPU for the
   block's data, the final flush included.
@@ -24,6 +25,15 @@ How 2 is measured, so that it resolves 1 % on a shared, noisy machine:
 - The figure per pair is the relative difference with/without; the result
   is the median over pairs with a 95 % percentile-bootstrap interval
   (fixed seed), and how many pairs came out slower with the client.
+- Wall time is split (Linux schedstat) into the training thread's CPU, its
+  time runnable but waiting for a CPU (other load) and its time blocked
+  (GIL, locks); "wall - waiting" is the loop's time had nothing else
+  wanted its CPU.
+- A last pass of long blocks counts the client's own CPU where it runs:
+  thread CPU around log(), inside watch()'s wrapper (its profile flag),
+  and the sender thread's cycles. It resolves far below 1 % but charges
+  the client with cache misses that the training code after it would
+  otherwise pay. bench/python_client/instr_client.py counts instructions.
 
 Which quantity is the slowdown a user feels: with a spare core for the
 sender, the loop's wall time (the sender's work runs beside training; what
@@ -33,6 +43,7 @@ cycle the sender uses is taken from training.
 
 Usage: bench_client.py --binary build/release/src/app/trainwatch [--calls N]
        [--pairs N] [--block-steps N] [--scenarios spare,one] [--cpus 0,1]
+       [--warm-steps N] [--profile-blocks N] [--profile-steps N]
 Standard library + (for 2) Debian's python3-torch; run with /usr/bin/python3.
 """
 import argparse
@@ -130,6 +141,22 @@ class Loop:
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
         self.i = 0
         self.blocks = 0
+        self.warm_steps = 0
+
+    def run_steps(self, steps, run):
+        """`steps` training steps, logging the loss to `run` (None: no client)."""
+        torch, model, opt = self.torch, self.model, self.opt
+        x, y, n = self.x, self.y, len(self.x)
+        for _ in range(steps):
+            i = self.i
+            self.i += 1
+            loss = torch.nn.functional.cross_entropy(model(x[i % n]), y[i % n])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            value = loss.item()  # both loops read the loss, as a training loop prints it
+            if run is not None:
+                run.log({"loss": value, "lr": 1e-3}, step=i)
 
     def block(self, steps, with_client, sender_cpu=None, profile=False):
         """Runs `steps` steps. Returns (wall s, training-thread CPU s,
@@ -147,29 +174,33 @@ class Loop:
             if sender_cpu is not None:
                 os.sched_setaffinity(run._sender._thread.native_id, {sender_cpu})
             w = twt.watch(model, opt, every=10, run=run)
+            w.steps = self.i  # steps count on across blocks: every 10th step logs, however short the block
+        # Untimed first steps on both sides: right after init() (HTTP, files,
+        # a thread start) the first ~10 steps run measurably slower (cold
+        # caches), a once-per-run cost that short blocks would repeat.
+        self.run_steps(self.warm_steps, run)
+        if w is not None:
             w.profile = profile
         x, y, n = self.x, self.y, len(self.x)
         log_s = timer_s = 0.0
         clock = time.thread_time
         q0 = sched_wait_ns()
         w0, c0 = time.perf_counter(), time.thread_time()
-        for s in range(steps):
-            i = self.i % n
+        if not profile:
+            self.run_steps(steps, run)
+        for _ in range(steps if profile else 0):
+            i = self.i
             self.i += 1
-            loss = torch.nn.functional.cross_entropy(model(x[i]), y[i])
+            loss = torch.nn.functional.cross_entropy(model(x[i % n]), y[i % n])
             opt.zero_grad()
             loss.backward()
             opt.step()
-            value = loss.item()  # both loops read the loss, as a training loop prints it
-            if run is not None:
-                if profile:
-                    c = clock()
-                    run.log({"loss": value, "lr": 1e-3}, step=s)
-                    log_s += clock() - c
-                    c = clock()
-                    timer_s += clock() - c  # what one timed region costs with nothing in it
-                else:
-                    run.log({"loss": value, "lr": 1e-3}, step=s)
+            value = loss.item()
+            c = clock()
+            run.log({"loss": value, "lr": 1e-3}, step=i)
+            log_s += clock() - c
+            c = clock()
+            timer_s += clock() - c  # what one timed region costs with nothing in it
         wall, cpu = time.perf_counter() - w0, time.thread_time() - c0
         q1 = sched_wait_ns()
         wait = (q1 - q0) / 1e9 if q0 is not None and q1 is not None else 0.0
@@ -178,7 +209,8 @@ class Loop:
         if run is not None:
             w.remove()
             run.finish()
-            sender = run._sender.cpu_seconds  # its cycles for this block, the final flush included
+            # Its cycles for this block, the final flush included, for the timed steps' share of the points.
+            sender = run._sender.cpu_seconds * steps / (steps + self.warm_steps)
             # log() and watch() (two timed regions a step) net of the timers' own cost
             extra = (log_s - timer_s, w.overhead_seconds - 2 * timer_s, run._sender.sent_batches + 1, timer_s)
         return wall, cpu, sender, wait, extra
@@ -234,11 +266,12 @@ def deciles(xs):
     return xs[len(xs) // 10], xs[(len(xs) * 9) // 10]
 
 
-def bench_torch(url, spool, pairs, steps, scenarios, cpus):
+def bench_torch(url, spool, pairs, steps, scenarios, cpus, profile_blocks, profile_steps, warm_steps):
     import torch
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     loop = Loop(torch, url, spool)
+    loop.warm_steps = warm_steps
     rng = random.Random(7)
     base_cpu = []
     for sc in scenarios:
@@ -259,7 +292,9 @@ def bench_torch(url, spool, pairs, steps, scenarios, cpus):
     # indirect costs (the forward pre-hook, cache, GC) that the pairs include.
     # The timers cost a little themselves, so this pass is kept out of the pairs.
     os.sched_setaffinity(0, {cpus[0]})
-    parts = [loop.block(steps, True, cpus[-1], profile=True) for _ in range(pairs // 3 or 1)]
+    # Long blocks: the one request a block's finish adds weighs little.
+    steps = profile_steps
+    parts = [loop.block(steps, True, cpus[-1], profile=True) for _ in range(profile_blocks)]
     log_s = statistics.median(p[4][0] for p in parts) / steps
     watch_s = statistics.median(p[4][1] for p in parts) / steps
     sender_s = statistics.median(p[2] for p in parts) / steps
@@ -278,8 +313,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", required=True)
     ap.add_argument("--calls", type=int, default=100000)
-    ap.add_argument("--pairs", type=int, default=30)
-    ap.add_argument("--block-steps", type=int, default=200)
+    ap.add_argument("--pairs", type=int, default=150)
+    ap.add_argument("--block-steps", type=int, default=30,
+                    help="steps per A/B block: short blocks pair up closely in time")
+    ap.add_argument("--warm-steps", type=int, default=15, help="untimed steps at the start of every block")
+    ap.add_argument("--profile-blocks", type=int, default=8)
+    ap.add_argument("--profile-steps", type=int, default=600)
     ap.add_argument("--scenarios", default="spare,one", help="comma-separated: spare (a spare core for the sender "
                     "and server), one (sender on the training thread's core)")
     ap.add_argument("--cpus", default=None, help="training CPU, then the spare one (default: the first two allowed)")
@@ -299,7 +338,8 @@ def main():
                 print("torch not installed: training-loop slowdown skipped")
             else:
                 bench_torch(url, os.path.join(tmp, "spool"), args.pairs, args.block_steps,
-                            [s for s in args.scenarios.split(",") if s], cpus)
+                            [s for s in args.scenarios.split(",") if s], cpus, args.profile_blocks, args.profile_steps,
+                            args.warm_steps)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
