@@ -5,7 +5,9 @@ lands every step exactly once; a server killed mid-run and restarted gets
 the spooled batches replayed, nothing lost, nothing duplicated; an uncaught
 exception marks the run failed; a run whose heartbeats stop is marked
 crashed while a live idle run is not; ranks of one distributed run; stdout
-capture; `pip install ./clients/python`.
+capture; a sender cycle sends only what was queued when it began; the
+client's HTTP reader on chunked and connection-delimited answers;
+`pip install ./clients/python`.
 
 Usage: python_client_e2e_test.py /path/to/trainwatch [unittest args]
 """
@@ -170,6 +172,91 @@ class ClientTest(unittest.TestCase):
         steps = self.server.export('trainwatch_run_step{run="%s",rank="0"}' % run.name)
         vals = sorted(v for _, v in next(iter(steps.values())))
         self.assertEqual(vals, list(range(n)))
+
+    def test_a_cycle_sends_what_was_queued_when_it_began(self):
+        # Points and alerts queued while a request is in flight wait for the
+        # next cycle (one batch), and an alert still follows the points
+        # logged before it. The Sender runs here without its thread, so each
+        # cycle is the test's call.
+        from trainwatch._sender import Sender
+        self.start()
+        body = {"id": "cycle1", "project": "cycle", "rank": 0, "host": "h", "pid": os.getpid(), "world_size": 1,
+                "name": "cycle"}
+        s = Sender(self.url, "cycle1", 0, "h", os.path.join(self.spool, "cycle1.r0"), body)
+        self.assertTrue(s.register_now())
+        now = time.time_ns() // 1000000
+        real = s.http.request
+        requests = []
+
+        def request(method, path, body=None, **kw):
+            out = real(method, path, body, **kw)
+            requests.append(path)
+            if len(requests) == 1:  # what the training thread logs meanwhile
+                s.points.append((1, now + 1, {"loss": 1.0}))
+                s.ops.append(("/api/v1/runs/cycle1/alerts", {"title": "second", "text": "", "level": "info"}))
+            return out
+
+        s.http.request = request
+        s.points.append((0, now, {"loss": 0.5}))
+        s.ops.append(("/api/v1/runs/cycle1/alerts", {"title": "first", "text": "", "level": "info"}))
+        s._cycle()
+        self.assertEqual(requests, ["/api/v1/runs/cycle1/batches", "/api/v1/runs/cycle1/alerts"])
+        self.assertEqual((len(s.points), len(s.ops)), (1, 1))
+        self.assertEqual([a["title"] for a in self.get("/api/v1/runs/cycle1").get("alerts", [])], ["first"])
+        s._cycle()
+        self.assertEqual(requests[2:], ["/api/v1/runs/cycle1/batches", "/api/v1/runs/cycle1/alerts"])
+        self.assertEqual((len(s.points), len(s.ops), s.sent_batches), (0, 0, 2))
+        self.assertEqual([a["title"] for a in self.get("/api/v1/runs/cycle1").get("alerts", [])], ["first", "second"])
+        self.assertEqual(sorted(v for _, v in self.losses("cycle")), [0.5, 1.0])
+        s.http.close()
+        s.remove_spool_dir()
+
+    def test_http_reads_chunked_and_close_delimited_answers(self):
+        # The client's own HTTP/1.1 reader: trainwatch streams /api/v1/export
+        # chunked; Python's http.server answers HTTP/1.0 without a length.
+        import http.server
+        import threading
+        import urllib.request
+        from trainwatch._http import Http
+        self.start()
+        run = self.init(project="http", name="http")
+        for step in range(500):
+            run.log({"loss": loss_at(step)}, step=step)
+        run.finish()
+        h = Http(self.url)
+        path = "/api/v1/export?match[]=%s" % urllib.parse.quote('loss{run="http"}')
+        status, body = h.request("GET", path)
+        self.assertEqual(status, 200)
+        with urllib.request.urlopen(self.url + path) as r:
+            self.assertEqual(body, r.read())
+        self.assertEqual(len(json.loads(body.splitlines()[0])["values"]), 500)
+        status, doc = h.request("GET", "/api/v1/runs/" + run.id)  # the same connection, still in step
+        self.assertEqual((status, doc["data"]["name"]), (200, "http"))
+        h.close()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers["Content-Length"])
+                got = self.rfile.read(n)
+                self.send_response(201)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()  # no Content-Length: the body ends with the connection
+                self.wfile.write(b"got " + got)
+
+            def log_message(self, *args):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        t = threading.Thread(target=srv.serve_forever, daemon=True)
+        t.start()
+        try:
+            h10 = Http("http://127.0.0.1:%d" % srv.server_address[1])
+            for i in range(2):  # the second request needs a fresh connection
+                self.assertEqual(h10.request("POST", "/x", "body %d" % i, content_type="text/plain"),
+                                 (201, b"got body %d" % i))
+        finally:
+            srv.shutdown()
+            srv.server_close()
 
     def test_spool_survives_the_process_and_is_replayed_by_the_next(self):
         port = twtest.free_port()

@@ -1,6 +1,6 @@
-"""A small keep-alive HTTP client (standard library) for the trainwatch API."""
-import http.client
+"""A small keep-alive HTTP/1.1 client (standard library) for the trainwatch API."""
 import json
+import socket
 import urllib.parse
 
 
@@ -11,6 +11,9 @@ class Unreachable(Exception):
 class Http:
     """One persistent connection to the server at `url`; reconnects as needed.
 
+    HTTP/1.1 over a plain (or TLS-wrapped) socket rather than http.client:
+    one send per request and no email-module header parsing, which was
+    about half of the sender thread's CPU per batch (docs/performance.md).
     Not thread-safe: each user (the sender thread, init) has its own.
     """
 
@@ -23,12 +26,95 @@ class Http:
         self.port = u.port or (443 if u.scheme == "https" else 80)
         self.prefix = u.path.rstrip("/")
         self.timeout = timeout
-        self._conn = None
+        default_port = 443 if u.scheme == "https" else 80
+        host = "[%s]" % self.host if ":" in self.host else self.host
+        self._host_header = host if self.port == default_port else "%s:%d" % (host, self.port)
+        self._sock = None
+        self._buf = b""  # bytes read past the end of the last response
 
     def close(self):
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self._sock = None
+        self._buf = b""
+
+    def _connect(self):
+        sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.scheme == "https":
+            import ssl  # only where https is used: some Python builds lack it
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+        self._sock = sock
+
+    def _read(self):
+        data = self._sock.recv(65536)
+        if not data:
+            raise ConnectionError("connection closed by the server")
+        return data
+
+    def _until(self, sep):
+        """Bytes up to and without `sep`, read as needed."""
+        while True:
+            i = self._buf.find(sep)
+            if i >= 0:
+                out, self._buf = self._buf[:i], self._buf[i + len(sep):]
+                return out
+            if len(self._buf) > (1 << 20):
+                raise ValueError("response header too long")
+            self._buf += self._read()
+
+    def _exactly(self, n):
+        while len(self._buf) < n:
+            self._buf += self._read()
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def _response(self, method):
+        """(status, headers with lowercase names, body bytes) of one response."""
+        while True:
+            head = self._until(b"\r\n\r\n").decode("latin-1").split("\r\n")
+            parts = head[0].split(" ", 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+                raise ValueError("bad status line %r" % head[0][:100])
+            status = int(parts[1])
+            headers = {}
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            if status >= 200 or status == 101:
+                break  # 1xx interim answers (100 Continue) are skipped
+        keep = parts[0] == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+            body = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            chunks = []
+            while True:
+                size = int(self._until(b"\r\n").split(b";")[0], 16)
+                if size == 0:
+                    while self._until(b"\r\n"):  # trailers
+                        pass
+                    break
+                chunks.append(self._exactly(size))
+                self._exactly(2)
+            body = b"".join(chunks)
+        elif "content-length" in headers:
+            body = self._exactly(int(headers["content-length"]))
+        else:  # delimited by the end of the connection
+            chunks = [self._buf]
+            self._buf = b""
+            while True:
+                data = self._sock.recv(65536)
+                if not data:
+                    break
+                chunks.append(data)
+            body = b"".join(chunks)
+            keep = False
+        if not keep or self._buf:
+            self.close()  # not reusable (or out of step): the next request connects afresh
+        return status, headers, body
 
     def request(self, method, path, body=None, content_type="application/json"):
         """Sends one request: (status, parsed JSON or raw bytes). Raises Unreachable."""
@@ -36,29 +122,29 @@ class Http:
             body = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
         elif isinstance(body, str):
             body = body.encode()
-        headers = {"Content-Type": content_type} if body is not None else {}
+        head = "%s %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: identity\r\n" % (
+            method, self.prefix + path, self._host_header)
+        if body is not None:
+            head += "Content-Type: %s\r\nContent-Length: %d\r\n" % (content_type, len(body))
+        msg = (head + "\r\n").encode("latin-1") + (body or b"")
         for attempt in (0, 1):  # a kept-alive connection the server closed: retry once on a fresh one
-            fresh = self._conn is None
-            if fresh:
-                cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-                self._conn = cls(self.host, self.port, timeout=self.timeout)
+            fresh = self._sock is None
             try:
-                self._conn.request(method, self.prefix + path, body=body, headers=headers)
-                resp = self._conn.getresponse()
-                data = resp.read()
-                if resp.getheader("Connection", "").lower() == "close":
-                    self.close()
-            except (OSError, http.client.HTTPException) as e:
+                if fresh:
+                    self._connect()
+                self._sock.sendall(msg)
+                status, headers, data = self._response(method)
+            except (OSError, ValueError) as e:
                 self.close()
                 if fresh or attempt == 1:
                     raise Unreachable(str(e) or e.__class__.__name__) from None
                 continue
-            if data and resp.getheader("Content-Type", "").startswith("application/json"):
+            if data and headers.get("content-type", "").startswith("application/json"):
                 try:
-                    return resp.status, json.loads(data)
+                    return status, json.loads(data)
                 except ValueError:
                     pass
-            return resp.status, data
+            return status, data
         raise Unreachable("unreachable")  # not reached
 
 

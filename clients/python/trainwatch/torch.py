@@ -17,6 +17,8 @@ import torch as _torch
 
 from . import run as _run
 
+_foreach_norm = getattr(_torch, "_foreach_norm", None)  # torch >= 1.13
+
 
 class Watch:
     """What watch() returns: remove() undoes the wrapping."""
@@ -29,7 +31,7 @@ class Watch:
         self.batch_size = batch_size
         self.log_grad_norm = log_grad_norm
         self.steps = 0
-        self.profile = False  # True: measure overhead_seconds, the time watch() adds to steps (benchmarks)
+        self.profile = False  # True: measure overhead_seconds, the thread CPU watch() adds to steps (benchmarks)
         self.overhead_seconds = 0.0
         self._samples = 0
         self._window_start = None
@@ -53,12 +55,20 @@ class Watch:
 
     @staticmethod
     def _norm(tensors):
-        norms = [t.detach().float().norm(2) for t in tensors]
-        if not norms:
-            return 0.0
-        return _torch.norm(_torch.stack(norms), 2).item()
+        """The global L2 norm of `tensors` as a 0-dim tensor, read later (no
+        device sync here); None if there are none."""
+        if not tensors:
+            return None
+        with _torch.no_grad():  # params require grad: no graph, and no detach() op per tensor
+            if _foreach_norm is not None and all(t.dtype == _torch.float32 and not t.is_sparse for t in tensors):
+                norms = _foreach_norm(tensors)  # one op for all tensors instead of one per tensor
+            else:
+                norms = [t.float().norm(2) for t in tensors]  # half/bf16: summed in float32
+            return _torch.norm(_torch.stack(norms), 2)
 
     def _step(self, *args, **kwargs):
+        if self.profile:
+            c0 = time.thread_time()
         now = time.perf_counter()
         if self._window_start is None:
             self._window_start = now
@@ -69,16 +79,20 @@ class Watch:
         if log_now and self.log_grad_norm:
             grad = self._norm([p.grad for p in self._params() if p.grad is not None])
         if self.profile:
-            c1 = time.perf_counter()
+            c1 = time.thread_time()
         out = self._orig_step(*args, **kwargs)
         if self.profile:
-            c2 = time.perf_counter()
+            c2 = time.thread_time()
         if log_now:
             window = now - self._window_start
+            pnorm = self._norm(list(self._params()))
+            norms = [n for n in (pnorm, grad) if n is not None]
+            # Both norms read with one device sync, after the step was queued.
+            got = _torch.stack(norms).tolist() if norms else []
             values = {"lr": float(self.optimizer.param_groups[0].get("lr", 0.0)),
-                      "param_norm": self._norm(list(self._params()))}
-            if grad is not None:
-                values["grad_norm"] = grad
+                      "param_norm": got.pop(0) if pnorm is not None else 0.0}
+            if self.log_grad_norm:
+                values["grad_norm"] = got.pop(0) if grad is not None else 0.0
             if window > 0:
                 values["step_time_seconds"] = window / self.every
                 if self._samples:
@@ -90,7 +104,7 @@ class Watch:
             self._samples = bs or 0
         self.steps += 1
         if self.profile:
-            self.overhead_seconds += (c1 - now) + (time.perf_counter() - c2)
+            self.overhead_seconds += (c1 - c0) + (time.thread_time() - c2)
         return out
 
     def remove(self):
