@@ -19,14 +19,13 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scrape"))
-from run import cpu_seconds, free_port, query, rss_mib, wait_http  # noqa: E402  (bench/scrape/run.py)
+from run import cpu_seconds, free_port, query, rss_mib, stop_all, wait_http  # noqa: E402  (bench/scrape/run.py)
 
 PROMETHEUS = "/usr/bin/prometheus"
 VMAGENT = "/usr/bin/vmagent"
@@ -121,14 +120,7 @@ def main():
             res["ratio_rss_vs_" + n] = round(res["trainwatch"]["rss_mib"] / max(res[n]["rss_mib"], 1e-9), 3)
         print(json.dumps(res, indent=1))
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop_all(procs)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -67,6 +67,18 @@ def wait_http(port, path, timeout=120):
     raise RuntimeError("port %d not ready" % port)
 
 
+def stop_all(procs):
+    """SIGTERM by PID, newest first; SIGKILL what is still running after 30 s."""
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trainwatch")
@@ -126,14 +138,7 @@ def main():
         res["ratio_cpu"] = round(res["trainwatch"]["cpu_s"] / max(res["prometheus"]["cpu_s"], 1e-9), 3)
         print(json.dumps(res, indent=1))
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop_all(procs)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
