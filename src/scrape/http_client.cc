@@ -1,6 +1,8 @@
 #include "scrape/http_client.h"
 
 #include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
 #include "base/file.h"
 #include "scrape/yaml_fields.h"
@@ -18,6 +20,39 @@ std::string TrimSpace(std::string s) {
   size_t i = 0;
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) i++;
   return s.substr(i);
+}
+
+// "scheme://host[:port]" → host (an IPv6 literal without its brackets) and
+// port (the scheme's default when absent).
+void SplitBase(std::string_view base, std::string* host, std::string* port) {
+  bool https = base.starts_with("https://");
+  std::string_view a = base.substr(base.find("://") + 3);
+  if (a.starts_with('[')) {
+    size_t close = a.find(']');
+    *host = std::string(a.substr(1, close - 1));
+    a = a.substr(close + 1);
+    *port = a.starts_with(':') ? std::string(a.substr(1)) : (https ? "443" : "80");
+    return;
+  }
+  size_t colon = a.rfind(':');
+  *host = std::string(a.substr(0, colon));
+  *port = colon == std::string_view::npos ? (https ? "443" : "80") : std::string(a.substr(colon + 1));
+}
+
+// The first address of `host` in numeric form.
+Result<std::string> ResolveNumeric(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0) {
+    return Status::Unavailable("lookup " + host + ": " + gai_strerror(rc));
+  }
+  char buf[NI_MAXHOST];
+  int rc = getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST);
+  freeaddrinfo(res);
+  if (rc != 0) return Status::Unavailable("lookup " + host + ": " + gai_strerror(rc));
+  return std::string(buf);
 }
 
 }  // namespace
@@ -90,16 +125,33 @@ Status ParseHttpClientConfig(const YAML::Node& n, const std::string& w, HttpClie
 
 Result<std::unique_ptr<httplib::Client>> NewHttpClient(const std::string& base, const HttpClientConfig& c,
                                                        int64_t timeout_ms) {
+  // tls_config.server_name: httplib takes the TLS name (SNI and the
+  // certificate check) from the host it connects to, so the client is made
+  // for server_name, pointed at the target's address, and sends the target's
+  // own Host header, as Go's client does.
+  std::string connect = base, host, port, ip;
+  const bool https = base.starts_with("https://");
+  SplitBase(base, &host, &port);
+  const bool rename = https && !c.tls.server_name.empty() && c.tls.server_name != host;
+  if (rename) {
+    ASSIGN_OR_RETURN(ip, ResolveNumeric(host));
+    const bool v6 = c.tls.server_name.find(':') != std::string::npos;
+    connect = "https://" + (v6 ? "[" + c.tls.server_name + "]" : c.tls.server_name) + ":" + port;
+  }
   std::unique_ptr<httplib::Client> client;
-  if (!c.tls.cert_file.empty()) client = std::make_unique<httplib::Client>(base, c.tls.cert_file, c.tls.key_file);
-  else client = std::make_unique<httplib::Client>(base);
+  if (!c.tls.cert_file.empty()) client = std::make_unique<httplib::Client>(connect, c.tls.cert_file, c.tls.key_file);
+  else client = std::make_unique<httplib::Client>(connect);
   if (!client->is_valid()) return Status::Unavailable("cannot create client for " + base + " (tls_config files readable?)");
+  if (rename) {
+    client->set_hostname_addr_map({{c.tls.server_name, ip}});
+    client->set_default_headers({{"Host", std::string(base.substr(base.find("://") + 3))}});
+  }
   const time_t sec = static_cast<time_t>(timeout_ms / 1000), usec = static_cast<time_t>((timeout_ms % 1000) * 1000);
   client->set_connection_timeout(sec, usec);
   client->set_read_timeout(sec, usec);
   client->set_write_timeout(sec, usec);
   client->set_keep_alive(true);
-  if (base.starts_with("https://")) {
+  if (https) {
     if (!c.tls.ca_file.empty()) client->set_ca_cert_path(c.tls.ca_file);
     client->enable_server_certificate_verification(!c.tls.insecure_skip_verify);
   }

@@ -46,8 +46,11 @@ const std::set<std::string, std::less<>>& HttpClientConfigKeys();
 Status ParseHttpClientConfig(const YAML::Node& n, const std::string& where, HttpClientConfig* out);
 
 // A client for `base` ("http://host:port" or "https://host:port") with the
-// TLS settings of `c` and every timeout set to timeout_ms. Unavailable when
-// the TLS files can not be used.
+// TLS settings of `c` and every timeout set to timeout_ms. With
+// tls_config.server_name, the TLS name (SNI, certificate check) is that name
+// while the connection goes to base's host (resolved now) with base's Host
+// header. Unavailable when the TLS files can not be used or the host does not
+// resolve.
 Result<std::unique_ptr<httplib::Client>> NewHttpClient(const std::string& base, const HttpClientConfig& c,
                                                        int64_t timeout_ms);
 

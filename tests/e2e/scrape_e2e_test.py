@@ -4,7 +4,9 @@ targets (Debian's prometheus-node-exporter, a training-like script using
 Debian's python3-prometheus-client) beside Debian's Prometheus 2.42 scraping
 the same targets with the same scrape config, and the two stored series sets
 are compared. Also /api/v1/targets, file_sd changes, SIGHUP and
-POST /-/reload, and staleness when targets go away.
+POST /-/reload, staleness when targets go away, and scraping over TLS
+(tls_config: CA, client certificate, server_name, insecure_skip_verify)
+beside Prometheus with certificates made by Debian's openssl.
 
 Usage: scrape_e2e_test.py /path/to/trainwatch [unittest args]
 
@@ -46,6 +48,61 @@ TRAIN_SCRIPT = textwrap.dedent("""
     while True:
         time.sleep(1)
 """)
+
+
+# A metrics endpoint over TLS that requires a client certificate, and shows
+# the Host header and TLS server name (SNI) each request came with.
+TLS_SCRIPT = textwrap.dedent("""
+    import http.server, socketserver, ssl, sys
+    port, cert, key, client_ca = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ctx.load_verify_locations(client_ca)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    def sni(sock, name, _ctx):
+        sock.tw_sni = name or ""
+    ctx.sni_callback = sni
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        def do_GET(self):
+            body = ('# TYPE tls_probe_info gauge\\ntls_probe_info{host="%s",sni="%s"} 1\\n'
+                    '# TYPE tls_probe_value gauge\\ntls_probe_value 42\\n'
+                    % (self.headers.get("Host", ""), getattr(self.request, "tw_sni", ""))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *args):
+            pass
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+    srv = Server(("127.0.0.1", port), Handler)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print("ready", flush=True)
+    srv.serve_forever()
+""")
+
+
+def make_certs(d):
+    """Two CAs, a server certificate for DNS name tw-test.local only (no IP
+    SAN, so the name must come from server_name) and a client certificate,
+    both from the first CA. Returns {name: path}."""
+    def ossl(*args):
+        subprocess.run(["openssl"] + list(args), check=True, capture_output=True, cwd=d)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for ca in ("ca", "other_ca"):
+        ossl("req", "-x509", *ec, "-keyout", ca + ".key", "-out", ca + ".crt", "-days", "2",
+             "-subj", "/CN=trainwatch test " + ca)
+    for name, ext in (("server", "subjectAltName=DNS:tw-test.local\nextendedKeyUsage=serverAuth\n"),
+                      ("client", "extendedKeyUsage=clientAuth\n")):
+        with open(os.path.join(d, name + ".ext"), "w") as f:
+            f.write("basicConstraints=CA:FALSE\n" + ext)
+        ossl("req", *ec, "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name)
+        ossl("x509", "-req", "-in", name + ".csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", name + ".crt", "-days", "2", "-extfile", name + ".ext")
+    return {n: os.path.join(d, n) for n in ("ca.crt", "other_ca.crt", "server.crt", "server.key",
+                                            "client.crt", "client.key")}
 
 
 def wait_for(fn, what, timeout=90, every=0.2):
@@ -306,6 +363,59 @@ class ScrapeE2E(unittest.TestCase):
         wait_for(lambda: "node" in by_pool() and "dropper" not in by_pool(), "SIGHUP reload")
         wait_for(lambda: instant(tw.port, 'up{job="node"} == 1'), "node scraped again after SIGHUP")
         self.assertIsNone(tw.proc.poll())
+
+    @unittest.skipUnless(os.path.exists(PROMETHEUS), "needs Debian's prometheus")
+    def test_tls_like_prometheus(self):
+        c = make_certs(self.dir)
+        port = free_port()
+        script = os.path.join(self.dir, "tls_server.py")
+        with open(script, "w") as f:
+            f.write(TLS_SCRIPT)
+        srv = Process([PYTHON, script, str(port), c["server.crt"], c["server.key"], c["ca.crt"]],
+                      os.path.join(self.dir, "tls.log"))
+        self.addCleanup(srv.stop)
+        wait_for(lambda: b"ready" in open(srv.log_path, "rb").read(), "the TLS server")
+        client = {"cert_file": c["client.crt"], "key_file": c["client.key"]}
+        tls = {  # job → (tls_config, scrape should succeed)
+            "tls_ok": (dict(client, ca_file=c["ca.crt"], server_name="tw-test.local"), True),
+            "tls_insecure": (dict(client, insecure_skip_verify=True), True),
+            "tls_wrong_ca": (dict(client, ca_file=c["other_ca.crt"], server_name="tw-test.local"), False),
+            "tls_no_server_name": (dict(client, ca_file=c["ca.crt"]), False),
+            "tls_no_client_cert": ({"ca_file": c["ca.crt"], "server_name": "tw-test.local"}, False),
+        }
+        jobs = [{"job_name": j, "scheme": "https", "tls_config": t,
+                 "static_configs": [{"targets": ["127.0.0.1:%d" % port]}]} for j, (t, _) in tls.items()]
+        config = scrape_config(jobs)
+        tw, _ = self.trainwatch(config, extra=["--scrape.self=false", "--rules.default-pack=false"])
+        prom = self.prometheus(config)
+
+        def health(p):
+            got = {t["scrapePool"]: t for t in get_json(p, "/api/v1/targets")["data"]["activeTargets"]}
+            return got if all(got.get(j, {}).get("health") in ("up", "down") for j in tls) else None
+        for p in (tw.port, prom):
+            targets = wait_for(lambda: health(p), "every TLS target scraped on port %d" % p)
+            for j, (_, ok) in tls.items():
+                self.assertEqual(targets[j]["health"], "up" if ok else "down", (p, j, targets[j]))
+                self.assertEqual(targets[j]["lastError"] == "", ok, (p, j, targets[j]))
+            for j in ("tls_ok", "tls_insecure"):
+                self.wait_scrapes(p, j, 2)
+        ours = {j: health(tw.port)[j]["lastError"] for j in tls}
+        self.assertIn("x509", ours["tls_wrong_ca"])
+        self.assertIn("x509", ours["tls_no_server_name"])
+        # The same series as Prometheus stores, with the target's own Host
+        # header and server_name as the TLS name.
+        inst = "127.0.0.1:%d" % port
+        ok_info = series_set(tw.port, 'tls_probe_info{job="tls_ok"}')
+        self.assertEqual(ok_info, series_set(prom, 'tls_probe_info{job="tls_ok"}'))
+        self.assertEqual(ok_info, {(("__name__", "tls_probe_info"), ("host", inst), ("instance", inst),
+                                    ("job", "tls_ok"), ("sni", "tw-test.local"))})
+        for j in ("tls_ok", "tls_insecure"):
+            q = 'tls_probe_value{job="%s"}' % j
+            self.assertEqual(instant(tw.port, q), instant(prom, q), j)
+            self.assertEqual(list(instant(tw.port, q).values()), [42.0], j)
+        for j in ("tls_wrong_ca", "tls_no_server_name", "tls_no_client_cert"):
+            self.assertEqual(instant(tw.port, '{job="%s",__name__!~"up|scrape_.*"}' % j), {}, j)
+            self.assertEqual(instant(tw.port, 'up{job="%s"}' % j), instant(prom, 'up{job="%s"}' % j), j)
 
 
 if __name__ == "__main__":
