@@ -180,7 +180,7 @@ std::string Quote(std::string_view s) {
 
 }  // namespace
 
-Status SnappyBlockDecode(std::string_view body, std::string* out) {
+Result<std::string_view> SnappyBlockDecodeInto(std::string_view body, std::string* buf) {
   size_t n = 0;
   if (!snappy::GetUncompressedLength(body.data(), body.size(), &n)) {
     return Status::InvalidArgument("snappy: corrupt input (bad length header)");
@@ -189,11 +189,21 @@ Status SnappyBlockDecode(std::string_view body, std::string* out) {
     return Status::InvalidArgument("snappy: decoded length " + std::to_string(n) + " exceeds limit " +
                                    std::to_string(kMaxRemoteWriteBytes));
   }
-  out->resize(n);
-  if (!snappy::RawUncompress(body.data(), body.size(), out->data())) {
-    out->clear();
+  if (buf->size() < n) buf->resize(n);
+  if (!snappy::RawUncompress(body.data(), body.size(), buf->data())) {
     return Status::InvalidArgument("snappy: corrupt input");
   }
+  return std::string_view(buf->data(), n);
+}
+
+Status SnappyBlockDecode(std::string_view body, std::string* out) {
+  out->clear();
+  auto r = SnappyBlockDecodeInto(body, out);
+  if (!r.ok()) {
+    out->clear();
+    return r.error();
+  }
+  out->resize(r->size());
   return Status::OK();
 }
 
@@ -246,18 +256,44 @@ void RemoteWriteBatch::Clear() {
   constexpr size_t kKeepEntries = 1u << 16;
   ClearBounded(&series_, kKeepEntries);
   ClearBounded(&samples_, 4 * kKeepEntries);
-  ClearBounded(&buf_, size_t{16} << 20);
+  if (buf_.capacity() > (size_t{16} << 20)) std::string().swap(buf_);  // else kept: see SnappyBlockDecodeInto
   scratch_.clear();
-  by_fields_.clear();
+  if (index_.size() > 4 * kKeepEntries) std::vector<uint32_t>().swap(index_);
+  else std::fill(index_.begin(), index_.end(), 0);
   stats_ = {};
 }
 
 Status RemoteWriteBatch::ParseSnappy(std::string_view body, SeriesCache* cache) {
   Clear();
-  Status s = SnappyBlockDecode(body, &buf_);
-  if (s.ok()) s = ParseProto(buf_, cache);
+  auto proto = SnappyBlockDecodeInto(body, &buf_);
+  Status s = proto.ok() ? ParseProto(*proto, cache) : proto.error();
   if (!s.ok()) Clear();
   return s;
+}
+
+uint32_t RemoteWriteBatch::FindSeries(std::string_view fields, const SeriesCache::Key& key) {
+  if (!index_.empty()) {
+    const size_t mask = index_.size() - 1;
+    for (size_t i = key.a & mask; index_[i] != 0; i = (i + 1) & mask) {
+      const Series& s = series_[index_[i] - 1];
+      if (s.key == key && s.label_fields == fields) return index_[i] - 1;
+    }
+  }
+  return static_cast<uint32_t>(series_.size());
+}
+
+void RemoteWriteBatch::IndexSeries(uint32_t idx) {
+  auto place = [this](uint32_t j) {
+    const size_t mask = index_.size() - 1;
+    size_t i = series_[j].key.a & mask;
+    while (index_[i] != 0) i = (i + 1) & mask;
+    index_[i] = j + 1;
+  };
+  if (2 * (size_t{idx} + 1) > index_.size()) {  // rebuild at twice the size
+    index_.assign(std::max<size_t>(1024, 2 * index_.size()), 0);
+    for (uint32_t j = 0; j < idx; j++) place(j);
+  }
+  place(idx);
 }
 
 Status RemoteWriteBatch::Parse(std::string_view proto, SeriesCache* cache) {
@@ -363,11 +399,9 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
   };
   if (!have_labels) return annotate(Status::InvalidArgument("empty label set"));
   bool has_samples = first_sample != samples_.size();
-  uint32_t idx;
-  if (auto it = by_fields_.find(fields); it != by_fields_.end()) {
-    idx = it->second;
-  } else {
-    SeriesCache::Key key = SeriesCache::KeyOf(fields, kCacheSalt);
+  const SeriesCache::Key key = SeriesCache::KeyOf(fields, kCacheSalt);
+  uint32_t idx = FindSeries(fields, key);
+  if (idx == series_.size()) {
     storage::SeriesRef cached = cache_ != nullptr ? cache_->Get(key) : 0;
     model::Labels labels;
     if (cached == 0) {
@@ -377,9 +411,8 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
     }
     // Series with only histograms or exemplars are validated, not stored.
     if (!has_samples) return Status::OK();
-    idx = static_cast<uint32_t>(series_.size());
     series_.push_back(Series{std::move(labels), cached, fields, key});
-    by_fields_.emplace(fields, idx);
+    IndexSeries(idx);
   }
   for (size_t i = first_sample; i < samples_.size(); i++) samples_[i].series = idx;
   return Status::OK();

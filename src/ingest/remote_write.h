@@ -11,7 +11,6 @@
 #include <deque>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -34,6 +33,9 @@ struct RemoteWriteStats {
 // Decompresses a snappy block-format `body` into `out`. InvalidArgument on a
 // malformed body or one declaring more than kMaxRemoteWriteBytes.
 Status SnappyBlockDecode(std::string_view body, std::string* out);
+// The same into the front of *buf, which only grows (a reused buffer is not
+// zero-filled again); the result views *buf.
+Result<std::string_view> SnappyBlockDecodeInto(std::string_view body, std::string* buf);
 
 // Decodes a sorted-or-not label set from the concatenated Label submessages
 // of a TimeSeries (field 1 of TimeSeries, tags included). Validates names,
@@ -70,12 +72,18 @@ class RemoteWriteBatch {
   };
   Status ParseProto(std::string_view proto, SeriesCache* cache);
   Status ParseTimeSeries(std::string_view msg, size_t base, size_t index);
+  // The index in series_ of the series with these label fields and key, or
+  // one past the end after adding nothing (the caller then appends it).
+  uint32_t FindSeries(std::string_view fields, const SeriesCache::Key& key);
+  void IndexSeries(uint32_t idx);
 
-  std::string buf_;                    // decompressed body
+  std::string buf_;                    // decompressed body (its front; the size is a high-water mark)
   std::deque<std::string> scratch_;    // label fields that were not contiguous
   std::vector<Series> series_;
   std::vector<Entry> samples_;
-  std::unordered_map<std::string_view, uint32_t> by_fields_;  // label fields -> index in series_
+  // Open addressing over series_ by key (index + 1; 0 is empty), at most half
+  // full: the series seen in this body, without a node allocation each.
+  std::vector<uint32_t> index_;
   RemoteWriteStats stats_;
   SeriesCache* cache_ = nullptr;
 };

@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "ingest/import.h"
 #include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::ingest {
@@ -304,6 +305,40 @@ TEST(RemoteWriteTest, InterleavedLabelsAndRepeatedSeries) {
   ASSERT_EQ(data.size(), 1u);
   EXPECT_EQ(data.begin()->first, model::Labels({{"__name__", "m"}, {"z", "1"}}));
   EXPECT_EQ(data.begin()->second.size(), 3u);
+}
+
+// One batch reused for bodies of different sizes, as a server worker does:
+// thousands of series, each written twice in one body, then a smaller body
+// with other series; the series index grows and is emptied between bodies.
+TEST(RemoteWriteTest, ReusedBatchWithManyRepeatedSeries) {
+  TestStorage db;
+  SeriesCache cache;
+  RemoteWriteBatch batch;
+  auto body = [](int n, int64_t t, std::string_view name) {
+    std::vector<std::string> ts;
+    for (int round = 0; round < 2; round++) {
+      for (int i = 0; i < n; i++) {
+        ts.push_back(Series({{"__name__", std::string(name)}, {"i", std::to_string(i)}},
+                            {{static_cast<double>(i), t + round}}));
+      }
+    }
+    return Snappy(Request(ts));
+  };
+  for (auto [n, name] : {std::pair{3000, "big"}, std::pair{10, "small"}}) {
+    ASSERT_TRUE(batch.ParseSnappy(body(n, 1000, name), &cache).ok());
+    EXPECT_EQ(batch.stats().series, static_cast<uint64_t>(n));
+    EXPECT_EQ(batch.stats().samples, 2u * n);
+    ASSERT_TRUE(AppendAndCommit(db, [&](storage::Appender* app) { return batch.AppendTo(app); }).ok());
+    batch.Clear();
+  }
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 3010u);
+  for (const auto& [labels, samples] : data) {
+    ASSERT_EQ(samples.size(), 2u) << labels.ToString();
+    EXPECT_EQ(samples[0].t, 1000);
+    EXPECT_EQ(samples[1].t, 1001);
+    EXPECT_EQ(samples[0].v, std::stod(std::string(labels.Get("i"))));
+  }
 }
 
 // A body from the peer benchmark's encoder (/work/shared/bench/peers/wire.py:
