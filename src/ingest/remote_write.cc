@@ -27,7 +27,15 @@ class Reader {
   size_t offset() const { return base_ + pos_; }
   size_t pos() const { return pos_; }
 
-  Status Varint(uint64_t* v) {
+  [[gnu::always_inline]] Status Varint(uint64_t* v) {
+    if (pos_ < msg_.size() && (static_cast<uint8_t>(msg_[pos_]) & 0x80) == 0) {  // one byte: most tags and lengths
+      *v = static_cast<uint8_t>(msg_[pos_++]);
+      return Status::OK();
+    }
+    return VarintSlow(v);
+  }
+
+  Status VarintSlow(uint64_t* v) {
     uint64_t r = 0;
     for (int i = 0; i < 10; i++) {
       if (pos_ >= msg_.size()) return Err("truncated varint");
@@ -41,7 +49,7 @@ class Reader {
     return Err("varint longer than 10 bytes");
   }
 
-  Status Tag(uint32_t* field, uint32_t* wire) {
+  [[gnu::always_inline]] Status Tag(uint32_t* field, uint32_t* wire) {
     size_t at = pos_;
     uint64_t t = 0;
     RETURN_IF_ERROR(Varint(&t));
@@ -61,11 +69,11 @@ class Reader {
   }
 
   // A length-delimited payload; `*at` is its offset in the whole request.
-  Status Bytes(std::string_view* out, size_t* at = nullptr) {
+  [[gnu::always_inline]] Status Bytes(std::string_view* out, size_t* at = nullptr) {
     size_t start = pos_;
     uint64_t n = 0;
     RETURN_IF_ERROR(Varint(&n));
-    if (n > msg_.size() - pos_) return ErrAt(start, "length " + std::to_string(n) + " past end of message");
+    if (n > msg_.size() - pos_) return PastEnd(start, n);
     if (at != nullptr) *at = base_ + pos_;
     *out = msg_.substr(pos_, n);
     pos_ += n;
@@ -98,12 +106,19 @@ class Reader {
     }
   }
 
-  Status Expect(uint32_t wire, uint32_t want, std::string_view what) {
+  [[gnu::always_inline]] Status Expect(uint32_t wire, uint32_t want, std::string_view what) {
     if (wire == want) return Status::OK();
-    return Err(std::string(what) + ": wire type " + std::to_string(wire) + ", want " + std::to_string(want));
+    return WrongWire(wire, want, what);
   }
 
   Status Err(std::string_view msg) const { return ErrAt(pos_, msg); }
+  // The error paths of the inlined readers, kept out of line.
+  [[gnu::noinline]] Status PastEnd(size_t start, uint64_t n) const {
+    return ErrAt(start, "length " + std::to_string(n) + " past end of message");
+  }
+  [[gnu::noinline]] Status WrongWire(uint32_t wire, uint32_t want, std::string_view what) const {
+    return Err(std::string(what) + ": wire type " + std::to_string(wire) + ", want " + std::to_string(want));
+  }
   Status ErrAt(size_t pos, std::string_view msg) const {
     return Status::InvalidArgument("protobuf: offset " + std::to_string(base_ + pos) + ": " + std::string(msg));
   }
@@ -132,6 +147,28 @@ class Reader {
   size_t base_;
   size_t pos_ = 0;
 };
+
+// A Sample as every sender writes it: the value (tag 0x09, fixed64) then
+// the timestamp (tag 0x10, varint), nothing else. Other encodings (a field
+// left out for being zero, reordered or unknown fields) return false and
+// take the general path.
+bool DecodeCanonicalSample(std::string_view v, double* value, int64_t* t) {
+  const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+  if (v.size() < 11 || v.size() > 20 || p[0] != 0x09 || p[9] != 0x10) return false;
+  uint64_t bits = 0;
+  for (int i = 8; i >= 1; i--) bits = (bits << 8) | p[i];
+  uint64_t ts = 0;
+  for (size_t i = 10, shift = 0; i < v.size(); i++, shift += 7) {
+    ts |= uint64_t{p[i] & 0x7fu} << shift;
+    if ((p[i] & 0x80) == 0) {
+      if (i + 1 != v.size()) return false;
+      *value = std::bit_cast<double>(bits);
+      *t = static_cast<int64_t>(ts);
+      return true;
+    }
+  }
+  return false;
+}
 
 bool ValidUtf8(std::string_view s) {
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
@@ -357,8 +394,12 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
         std::string_view v;
         size_t at = 0;
         RETURN_IF_ERROR(r.Bytes(&v, &at));
-        Reader sr(v, at);
         Entry e{0, 0, 0.0};
+        if (DecodeCanonicalSample(v, &e.v, &e.t)) {
+          samples_.push_back(e);
+          break;
+        }
+        Reader sr(v, at);
         while (!sr.done()) {
           uint32_t sf = 0, sw = 0;
           RETURN_IF_ERROR(sr.Tag(&sf, &sw));

@@ -294,8 +294,6 @@ bool Head::ApplySample(MemSeries* s, int64_t t, double v) {
     o.insert(it, model::Sample{t, v});
     ooo_total_.fetch_add(1, std::memory_order_relaxed);
   }
-  num_samples_.fetch_add(1, std::memory_order_relaxed);
-  appended_total_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -497,17 +495,19 @@ void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
 
 void Head::ReplaySamples(const std::vector<wal::RefSample>& samples) {
   int64_t mint = INT64_MAX, maxt = INT64_MIN;
+  uint64_t applied = 0;
   for (const auto& s : samples) {
     MemSeries* ms = GetByRef(s.ref);
     if (ms == nullptr) {
       replay_unknown_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    ApplySample(ms, s.t, s.v);
+    applied += ApplySample(ms, s.t, s.v) ? 1 : 0;
     mint = std::min(mint, s.t);
     maxt = std::max(maxt, s.t);
   }
   UpdateTimes(mint, maxt);
+  CountApplied(applied);
 }
 
 Head::MemoryStats Head::GetMemoryStats() const {

@@ -221,11 +221,16 @@ class Head : public storage::Queryable {
   MemSeries* Lookup(const model::Labels& labels, uint64_t hash) const;
   // The series with these labels, created (not yet logged) when missing.
   MemSeries* GetOrCreate(const model::Labels& labels);
-  // Applies one sample. Returns false for a duplicate timestamp. The head's
-  // time range is not updated: callers pass the batch's range to
-  // UpdateTimes once (one contended atomic per batch, not per sample).
+  // Applies one sample. Returns false for a duplicate timestamp. Neither the
+  // head's time range nor its sample counts are updated: callers pass the
+  // batch's range to UpdateTimes and its number of applied samples to
+  // CountApplied once (a few contended atomics per batch, not per sample).
   bool ApplySample(MemSeries* s, int64_t t, double v);
   void UpdateTimes(int64_t mint, int64_t maxt);
+  void CountApplied(uint64_t n) {
+    num_samples_.fetch_add(n, std::memory_order_relaxed);
+    appended_total_.fetch_add(n, std::memory_order_relaxed);
+  }
   model::Labels LabelsOf(const MemSeries* s) const;
   SeriesSnapshot Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) const;
   // Snapshot with labels of the series `ref`; false when it no longer exists.

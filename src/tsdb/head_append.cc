@@ -45,6 +45,7 @@ class HeadAppender : public storage::Appender {
     Status st = head_->LogCommit(unlogged_, samples_);
     if (st.ok()) {
       int64_t mint = INT64_MAX, maxt = INT64_MIN;
+      uint64_t applied = 0;
       for (size_t i = 0; i < samples_.size(); i++) {
         // Series are scattered over memory; fetching a few ahead hides most
         // of the cache misses of a batch that touches each series once.
@@ -54,11 +55,12 @@ class HeadAppender : public storage::Appender {
           __builtin_prefetch(p + 64, 1);
           __builtin_prefetch(p + 128, 1);
         }
-        head_->ApplySample(series_[i], samples_[i].t, samples_[i].v);
+        applied += head_->ApplySample(series_[i], samples_[i].t, samples_[i].v) ? 1 : 0;
         mint = std::min(mint, samples_[i].t);
         maxt = std::max(maxt, samples_[i].t);
       }
       head_->UpdateTimes(mint, maxt);
+      head_->CountApplied(applied);
     }
     Rollback();  // clears buffers and releases the lock
     return st.ok() ? st : st.Annotate("write wal");
