@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "app/config.h"
+#include "base/idle_pool.h"
 #include "base/log.h"
 
 // TW_VERSION, TW_REVISION and TW_BRANCH come from src/app/CMakeLists.txt.
@@ -97,12 +98,14 @@ std::string UserAgent() { return std::string("trainwatch/") + TW_VERSION; }
 
 int WaitForTermination(const std::function<Status()>& reload) {
   sigset_t set = TerminationSignals();
-  // While waiting, hand memory that request buffers and queries freed back
-  // to the OS every few seconds: glibc keeps it in per-thread arenas
-  // otherwise (~20% of RSS under ingest).
-  const timespec kTrimEvery{5, 0};
-  for (;;) {
-    int sig = sigtimedwait(&set, nullptr, &kTrimEvery);
+  // While waiting: free request buffers idle for a second (base/idle_pool.h),
+  // and hand memory that they and queries freed back to the OS, at once
+  // after a release and every 5 s otherwise: glibc keeps it in per-thread
+  // arenas (~20% of RSS under ingest).
+  const timespec kTick{1, 0};
+  constexpr int64_t kIdleNs = 1'000'000'000;
+  for (int tick = 1;; tick++) {
+    int sig = sigtimedwait(&set, nullptr, &kTick);
     if (sig == SIGTERM || sig == SIGINT) {
       TW_LOG(Info, "received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
       return sig;
@@ -112,7 +115,7 @@ int WaitForTermination(const std::function<Status()>& reload) {
       if (!s.ok()) TW_LOG(Error, "reload on SIGHUP: {}", s.message());
       continue;
     }
-    ::malloc_trim(0);
+    if (ReleaseIdlePools(kIdleNs) > 0 || tick % 5 == 0) ::malloc_trim(0);
   }
 }
 

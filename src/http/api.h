@@ -10,6 +10,9 @@
 #include <string_view>
 
 #include "http/metrics.h"
+#include "base/idle_pool.h"
+#include "ingest/import.h"
+#include "ingest/remote_write.h"
 #include "ingest/series_cache.h"
 #include "http/request.h"
 #include "promql/engine.h"
@@ -120,6 +123,10 @@ class Api {
   ApiDeps deps_;
   Metrics metrics_;
   ingest::SeriesCache series_cache_;  // import and remote write: series as sent -> ref
+  // Decode batches of the ingest endpoints, reused by worker threads and
+  // freed when idle (base/idle_pool.h).
+  IdlePool<ingest::ImportBatch> import_batches_;
+  IdlePool<ingest::RemoteWriteBatch> write_batches_;
 };
 
 // A text/plain response; a final newline is added when missing.

@@ -39,8 +39,9 @@ Response Api::Import(const Request& req) {
   }
   // Parse the whole body before the first Append: a bad body stores nothing.
   int64_t t0 = MonoNanos();
-  // Reused per worker thread, like the body buffer (see server.cc).
-  thread_local ingest::ImportBatch batch;
+  // Reused across requests, like the body buffer (see server.cc).
+  auto lease = import_batches_.Acquire();
+  ingest::ImportBatch& batch = *lease;
   Status s = batch.Parse(req.body, opts);
   int64_t t1 = MonoNanos();
   if (s.ok() && batch.stats().samples > 0) {

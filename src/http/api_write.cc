@@ -11,8 +11,9 @@ Response Api::Write(const Request& req) {
   // Decode and validate the whole body before the first Append: a bad body
   // stores nothing. 400s are not retried by senders; 5xx are.
   int64_t t0 = MonoNanos();
-  // Reused per worker thread, like the body buffer (see server.cc).
-  thread_local ingest::RemoteWriteBatch batch;
+  // Reused across requests, like the body buffer (see server.cc).
+  auto lease = write_batches_.Acquire();
+  ingest::RemoteWriteBatch& batch = *lease;
   Status s = batch.ParseSnappy(req.body, &series_cache_);
   int64_t t1 = MonoNanos();
   if (s.ok() && batch.stats().samples > 0) {

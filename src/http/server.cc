@@ -186,11 +186,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
   // rejects form-encoded bodies over 8 KiB (413), which is what curl
   // --data-binary sends to the import endpoint. Size limit and gzip/br
   // decoding still apply.
-  auto with_body = [api](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    // Reused per worker thread: fresh multi-megabyte buffers per request
-    // cost page faults and allocator churn (a fifth of ingest CPU). Bodies
-    // beyond kKeepBodyBytes are not kept.
-    thread_local std::string body;
+  IdlePool<std::string>* bodies = &s->bodies_;
+  auto with_body = [api, bodies](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) {
+    // Reused: fresh multi-megabyte buffers per request cost page faults and
+    // allocator churn (a fifth of ingest CPU). Bodies beyond kKeepBodyBytes
+    // are not kept; idle ones are freed (base/idle_pool.h).
+    auto lease = bodies->Acquire();
+    std::string& body = *lease;
     body.clear();
     std::string len = req.get_header_value("Content-Length");
     size_t n = 0;

@@ -38,6 +38,9 @@ class Server {
 
  private:
   Server() = default;
+  // Request bodies, reused by the worker threads, freed when idle; declared
+  // before srv_ so it outlives the workers.
+  IdlePool<std::string> bodies_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<httplib::Server> srv_;
   std::thread thread_;

@@ -1,0 +1,96 @@
+#pragma once
+// Reusable request buffers (bodies, decode batches) shared by the HTTP worker
+// threads. A burst of requests reuses warm objects, so large buffers are not
+// allocated and page-faulted per request; ReleaseIdlePools() frees the ones
+// nobody used for a while, so an idle server does not hold the last burst's
+// buffers (a thread_local buffer would stay until its thread ends, i.e. for
+// the life of the worker pool).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+
+namespace trainwatch {
+
+class IdlePoolBase {
+ public:
+  IdlePoolBase();  // registers with ReleaseIdlePools
+  virtual ~IdlePoolBase();
+  IdlePoolBase(const IdlePoolBase&) = delete;
+  IdlePoolBase& operator=(const IdlePoolBase&) = delete;
+  // Frees the pooled objects last returned idle_ns or more ago; how many.
+  virtual size_t ReleaseIdle(int64_t idle_ns) = 0;
+};
+
+// Calls ReleaseIdle on every live pool; the total freed.
+size_t ReleaseIdlePools(int64_t idle_ns);
+
+// T: default-constructible. Objects come back as they were left: callers
+// clear them (keeping capacity) before or after use.
+template <typename T>
+class IdlePool final : public IdlePoolBase {
+ public:
+  class Lease {
+   public:
+    Lease(IdlePool* pool, std::unique_ptr<T> obj) : pool_(pool), obj_(std::move(obj)) {}
+    Lease(Lease&& o) noexcept = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+      if (obj_) pool_->Return(std::move(obj_));
+    }
+    T& operator*() const { return *obj_; }
+    T* operator->() const { return obj_.get(); }
+
+   private:
+    IdlePool* pool_;
+    std::unique_ptr<T> obj_;
+  };
+
+  // The most recently returned object (the warmest), or a new one.
+  Lease Acquire() {
+    std::unique_ptr<T> obj;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!free_.empty()) {
+        obj = std::move(free_.back().first);
+        free_.pop_back();
+      }
+    }
+    if (!obj) obj = std::make_unique<T>();
+    return Lease(this, std::move(obj));
+  }
+
+  size_t ReleaseIdle(int64_t idle_ns) override {
+    std::vector<std::unique_ptr<T>> drop;  // freed outside the lock
+    {
+      const int64_t before = MonoNanos() - idle_ns;
+      std::lock_guard<std::mutex> l(mu_);
+      // free_ is ordered by return time: the idle ones are at the front.
+      size_t n = 0;
+      while (n < free_.size() && free_[n].second <= before) n++;
+      for (size_t i = 0; i < n; i++) drop.push_back(std::move(free_[i].first));
+      free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    return drop.size();
+  }
+
+  size_t pooled() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return free_.size();
+  }
+
+ private:
+  void Return(std::unique_ptr<T> obj) {
+    std::lock_guard<std::mutex> l(mu_);
+    free_.emplace_back(std::move(obj), MonoNanos());
+  }
+
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::unique_ptr<T>, int64_t>> free_;  // (object, returned at), oldest first
+};
+
+}  // namespace trainwatch
