@@ -168,10 +168,11 @@ Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
 
 void ScrapeLoop::ScrapeOnce(int64_t now_ms) {
   int64_t t0 = MonoNanos();
-  std::string body, ctype;
-  Status s = Fetch(&body, &ctype);
+  std::string ctype;
+  Status s = Fetch(&body_, &ctype);
   double dur = static_cast<double>(MonoNanos() - t0) / 1e9;
-  ProcessScrape(s, body, ctype, now_ms, dur);
+  ProcessScrape(s, body_, ctype, now_ms, dur);
+  if (body_.capacity() > (size_t{16} << 20)) std::string().swap(body_);
 }
 
 void ScrapeLoop::AppendOne(storage::Appender* app, storage::SeriesRef* ref, const model::Labels& labels, int64_t t,
@@ -190,9 +191,23 @@ Status ScrapeLoop::AppendEntry(storage::Appender* app, Entry* e, int64_t t, doub
   return Status::OK();
 }
 
+ScrapeLoop::Node* ScrapeLoop::Lookup(std::string_view text, size_t* next) {
+  Node* n = nullptr;
+  if (*next < order_.size() && order_[*next]->first == text) {
+    n = order_[*next];
+  } else if (auto it = cache_.find(text); it != cache_.end()) {
+    n = &*it;
+  }
+  if (n != nullptr) *next = size_t{n->second.pos} + 1;  // resync after a series came or went
+  return n;
+}
+
 void ScrapeLoop::AppendStale(storage::Appender* app, int64_t t) {
   if (prev_success_ == 0) return;
-  for (auto& [text, e] : cache_) {
+  // Entries of the previous successful scrape whose last_iter this one did
+  // not move on (see ProcessScrape).
+  for (Node* n : order_) {
+    auto& [text, e] = *n;
     if (e.last_iter == prev_success_ && !e.dropped && e.stale_tracked) {
       Status s = AppendEntry(app, &e, t, model::StaleNaN());
       if (!s.ok()) TW_LOG(Warn, "scrape {}: stale marker for {}: {}", url_, text, s.ToString());
@@ -284,13 +299,14 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
   po.format = ingest::FormatFromContentType(content_type);
   po.default_timestamp_ms = t;
   // The lookup done for a line in known_series (before its labels would be
-  // parsed) is reused for the sample: one hash per known series.
+  // parsed) is reused for the sample: one lookup per known series.
   std::string_view looked_up;
-  auto found = cache_.end();
+  Node* found = nullptr;
+  size_t next = 0;
   po.known_series = [&](std::string_view text) {
     looked_up = text;
-    found = cache_.find(text);
-    return found != cache_.end();
+    found = Lookup(text, &next);
+    return found != nullptr;
   };
   po.on_metadata = [md](const ingest::MetadataLine& m) {
     MetricMetadata& x = (*md)[std::string(m.family)];
@@ -306,21 +322,22 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
     const ingest::TextSample& s = p.sample();
     counts->scraped++;
     std::string_view key = s.series.empty() ? s.name : s.series;
-    auto it = key.data() == looked_up.data() && key.size() == looked_up.size() ? found : cache_.find(key);
+    Node* node = key.data() == looked_up.data() && key.size() == looked_up.size() ? found : Lookup(key, &next);
     Entry* e;
-    if (it != cache_.end()) {
-      e = &it->second;
+    if (node != nullptr) {
+      e = &node->second;
       if (e->seen_iter == iter) continue;  // duplicate series in one body: first wins
       e->seen_iter = iter;
-      seen_.push_back(e);
+      seen_.push_back(node);
     } else {
       if (s.labels_skipped) return Status::NotSupported("BUG: labels skipped for an unknown series");
       Entry ne;
       RETURN_IF_ERROR(NewEntry(s, &ne));
       ne.last_iter = iter;  // never equal to a successful iteration before this one
       ne.seen_iter = iter;
-      e = &cache_.emplace(std::string(key), std::move(ne)).first->second;
-      seen_.push_back(e);
+      node = &*cache_.emplace(std::string(key), std::move(ne)).first;
+      e = &node->second;
+      seen_.push_back(node);
       if (!e->dropped) counts->series_added++;
     }
     if (e->dropped) continue;
@@ -351,14 +368,17 @@ void ScrapeLoop::ProcessScrape(const Status& fetch_error, std::string_view body,
     }
   }
   if (err.ok()) {
-    for (Entry* e : seen_) e->last_iter = iter_;
+    for (Node* n : seen_) n->second.last_iter = iter_;
     // Series of the previous successful scrape missing from this one.
     AppendStale(app.get(), now_ms);
     prev_success_ = iter_;
+    order_.swap(seen_);
+    for (size_t i = 0; i < order_.size(); i++) order_[i]->second.pos = static_cast<uint32_t>(i);
   } else {
     // As an empty scrape: every series of the last successful one goes stale.
     AppendStale(app.get(), now_ms);
     prev_success_ = 0;
+    order_.clear();
   }
   seen_.clear();
   AppendReport(app.get(), now_ms, err.ok(), duration_s, counts);
@@ -367,7 +387,8 @@ void ScrapeLoop::ProcessScrape(const Status& fetch_error, std::string_view body,
     TW_LOG(Warn, "scrape {}: commit: {}", url_, cs.ToString());
     if (err.ok()) err = cs;
   }
-  // Forget series not seen for a while.
+  // Forget series not seen for a while (never one in order_: those were
+  // seen in this scrape).
   if (iter_ % kCacheKeepIters == 0) {
     std::erase_if(cache_, [&](const auto& kv) { return kv.second.seen_iter + kCacheKeepIters < iter_; });
   }

@@ -98,6 +98,7 @@ class ScrapeLoop {
     std::string labels;
     uint64_t last_iter = 0;   // last successful scrape that had it
     uint64_t seen_iter = 0;   // last scrape (any) that had it: duplicate check
+    uint32_t pos = 0;         // index in order_ (when in it)
     bool dropped = false;
     bool stale_tracked = true;  // false for samples with explicit timestamps
   };
@@ -125,8 +126,16 @@ class ScrapeLoop {
   storage::Appendable* db_;
   std::unique_ptr<httplib::Client> client_;
 
-  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> cache_;
-  std::vector<Entry*> seen_;
+  using Cache = std::unordered_map<std::string, Entry, Hash, std::equal_to<>>;
+  using Node = Cache::value_type;  // stable address: the map only grows between erase_if passes
+  // The cache entry of `text`: first the one after the previous hit in the
+  // last successful scrape's order (targets expose series in the same order
+  // each time: a compare, no hash), else a map lookup. Advances *next.
+  Node* Lookup(std::string_view text, size_t* next);
+  Cache cache_;
+  std::vector<Node*> order_;  // the last successful scrape's entries in body order; empty after a failure
+  std::vector<Node*> seen_;   // this scrape's, in body order
+  std::string body_;          // reused between scrapes
   uint64_t iter_ = 0;
   uint64_t prev_success_ = 0;  // iteration of the previous scrape when it succeeded, else 0
   struct ReportSeries {

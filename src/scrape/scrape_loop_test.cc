@@ -10,7 +10,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <numeric>
+#include <random>
+#include <set>
 #include <cmath>
 #include <thread>
 
@@ -105,6 +109,67 @@ TEST(ScrapeLoop, StalenessForDisappearingSeriesAndFailedScrapes) {
   d = db.Data();
   EXPECT_TRUE(model::IsStaleNaN(d[L({{"__name__", "a"}})].back().v));
   EXPECT_TRUE(model::IsStaleNaN(d[L({{"__name__", "up"}})].back().v));
+}
+
+// Bodies whose series come and go, change order, repeat, and scrapes that
+// fail, against a model of what Prometheus stores: each series' value when
+// present, a stale marker when it was in the last successful scrape and is
+// not in this one (or this one failed). Exercises the loop's order-predicted
+// cache lookups and their fallback.
+TEST(ScrapeLoop, SeriesComingGoingAndReorderedMatchModel) {
+  tsdb::testing::TempDB db;
+  auto loop = MakeLoop(Config(std::string(kJob) + "}"), db);
+  std::mt19937 rng(7);
+  constexpr int kPool = 40;
+  auto name = [](int i) { return i % 3 == 0 ? "n" + std::to_string(i) : "m{k=\"" + std::to_string(i) + "\"}"; };
+  auto labels = [](int i) {
+    return i % 3 == 0 ? L({{"__name__", "n" + std::to_string(i)}}) : L({{"__name__", "m"}, {"k", std::to_string(i)}});
+  };
+  std::map<int, std::vector<std::pair<int64_t, double>>> want;  // NaN: stale marker
+  std::vector<int> prev;  // series of the last successful scrape
+  std::vector<int> order(kPool);
+  std::iota(order.begin(), order.end(), 0);
+  for (int scrape = 1; scrape <= 60; scrape++) {
+    const int64_t t = scrape * 1000;
+    int mode = static_cast<int>(rng() % 10);
+    if (mode == 0) {  // a failed fetch
+      loop->ProcessScrape(Status::Unavailable("refused"), "", "", t, 0);
+      for (int i : prev) want[i].push_back({t, NAN});
+      prev.clear();
+      continue;
+    }
+    if (mode == 1) std::shuffle(order.begin(), order.end(), rng);  // else the same order as last time
+    std::vector<int> body_series;
+    std::string body;
+    std::set<int> in;
+    for (int i : order) {
+      if (rng() % 5 == 0) continue;  // absent this time
+      body_series.push_back(i);
+      body += name(i) + " " + std::to_string(scrape * 100 + i) + "\n";
+      if (rng() % 20 == 0) body += name(i) + " -1\n";  // a repeat: the first one wins
+    }
+    loop->ProcessScrape(Status::OK(), body, "text/plain; version=0.0.4", t, 0);
+    for (int i : body_series) {
+      if (in.insert(i).second) want[i].push_back({t, static_cast<double>(scrape * 100 + i)});
+    }
+    for (int i : prev) {
+      if (in.count(i) == 0) want[i].push_back({t, NAN});
+    }
+    prev = body_series;
+  }
+  Data d = db.Data();
+  for (const auto& [i, samples] : want) {
+    const auto& got = d[labels(i)];
+    ASSERT_EQ(got.size(), samples.size()) << name(i);
+    for (size_t k = 0; k < got.size(); k++) {
+      EXPECT_EQ(got[k].t, samples[k].first) << name(i) << " #" << k;
+      if (std::isnan(samples[k].second)) {
+        EXPECT_TRUE(model::IsStaleNaN(got[k].v)) << name(i) << " at " << got[k].t;
+      } else {
+        EXPECT_EQ(got[k].v, samples[k].second) << name(i) << " at " << got[k].t;
+      }
+    }
+  }
 }
 
 TEST(ScrapeLoop, LimitsFailTheWholeScrape) {
