@@ -293,7 +293,7 @@ Status ScrapeLoop::NewEntry(const ingest::TextSample& s, Entry* e) {
 }
 
 Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std::string_view content_type, int64_t t,
-                              ScrapeCounts* counts, std::map<std::string, MetricMetadata>* md) {
+                              ScrapeCounts* counts) {
   const ScrapeConfig& c = *cfg_;
   ingest::ParseOptions po;
   po.format = ingest::FormatFromContentType(content_type);
@@ -308,12 +308,22 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
     found = Lookup(text, &next);
     return found != nullptr;
   };
-  po.on_metadata = [md](const ingest::MetadataLine& m) {
-    MetricMetadata& x = (*md)[std::string(m.family)];
+  // Into the reused md_work_: a family seen before keeps its node and
+  // strings (no allocation when its metadata did not change).
+  po.on_metadata = [this](const ingest::MetadataLine& m) {
+    auto it = md_work_.find(m.family);
+    if (it == md_work_.end()) it = md_work_.emplace(std::string(m.family), std::pair{MetricMetadata{}, iter_}).first;
+    auto& [x, at] = it->second;
+    if (at != iter_) {  // first line of this family in this scrape: start from the defaults
+      x.type = "unknown";
+      x.help.clear();
+      x.unit.clear();
+      at = iter_;
+    }
     switch (m.kind) {
-      case ingest::MetadataLine::Kind::kHelp: x.help = std::string(m.text); break;
-      case ingest::MetadataLine::Kind::kType: x.type = std::string(m.text); break;
-      case ingest::MetadataLine::Kind::kUnit: x.unit = std::string(m.text); break;
+      case ingest::MetadataLine::Kind::kHelp: x.help.assign(m.text); break;
+      case ingest::MetadataLine::Kind::kType: x.type.assign(m.text); break;
+      case ingest::MetadataLine::Kind::kUnit: x.unit.assign(m.text); break;
     }
   };
   ingest::TextParser p(body, std::move(po));
@@ -357,11 +367,10 @@ void ScrapeLoop::ProcessScrape(const Status& fetch_error, std::string_view body,
   iter_++;
   seen_.clear();
   ScrapeCounts counts;
-  std::map<std::string, MetricMetadata> md;
   auto app = db_->NewAppender();
   Status err = fetch_error;
   if (err.ok()) {
-    err = AppendBody(app.get(), body, content_type, now_ms, &counts, &md);
+    err = AppendBody(app.get(), body, content_type, now_ms, &counts);
     if (!err.ok()) {
       app->Rollback();
       app = db_->NewAppender();
@@ -392,12 +401,24 @@ void ScrapeLoop::ProcessScrape(const Status& fetch_error, std::string_view body,
   if (iter_ % kCacheKeepIters == 0) {
     std::erase_if(cache_, [&](const auto& kv) { return kv.second.seen_iter + kCacheKeepIters < iter_; });
   }
+  // This scrape's metadata: the families it had; published when it changed.
+  bool md_changed = false;
+  if (err.ok()) {
+    std::erase_if(md_work_, [&](const auto& kv) { return kv.second.second != iter_; });
+    md_changed = md_work_.size() != metadata_.size() ||
+                 !std::equal(md_work_.begin(), md_work_.end(), metadata_.begin(), [](const auto& a, const auto& b) {
+                   return a.first == b.first && a.second.first == b.second;
+                 });
+  }
   std::lock_guard<std::mutex> l(mu_);
+  if (md_changed) {
+    metadata_.clear();
+    for (const auto& [family, md] : md_work_) metadata_.emplace_hint(metadata_.end(), family, md.first);
+  }
   state_.health = err.ok() ? Health::kUp : Health::kDown;
   state_.last_error = err.ok() ? "" : err.message();
   state_.last_scrape_unix_ns = now_ms * 1000000;
   state_.last_duration_s = duration_s;
-  if (err.ok()) metadata_ = std::move(md);
   if (!err.ok()) TW_LOG(Debug, "scrape {} failed: {}", url_, err.message());
 }
 

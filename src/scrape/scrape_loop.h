@@ -111,7 +111,7 @@ class ScrapeLoop {
   Status Fetch(std::string* body, std::string* content_type);
   // Appends the body's samples; on error the caller rolls back.
   Status AppendBody(storage::Appender* app, std::string_view body, std::string_view content_type, int64_t t,
-                    ScrapeCounts* counts, std::map<std::string, MetricMetadata>* md);
+                    ScrapeCounts* counts);
   Status NewEntry(const ingest::TextSample& s, Entry* e);
   void AppendStale(storage::Appender* app, int64_t t);
   void AppendReport(storage::Appender* app, int64_t t, bool up, double duration_s, const ScrapeCounts& c);
@@ -136,6 +136,9 @@ class ScrapeLoop {
   std::vector<Node*> order_;  // the last successful scrape's entries in body order; empty after a failure
   std::vector<Node*> seen_;   // this scrape's, in body order
   std::string body_;          // reused between scrapes
+  // Metadata as this scrape sets it, reused between scrapes: family ->
+  // (metadata, iteration that last set it).
+  std::map<std::string, std::pair<MetricMetadata, uint64_t>, std::less<>> md_work_;
   uint64_t iter_ = 0;
   uint64_t prev_success_ = 0;  // iteration of the previous scrape when it succeeded, else 0
   struct ReportSeries {
@@ -149,7 +152,7 @@ class ScrapeLoop {
   std::condition_variable cv_;
   bool stop_ = false;
   TargetState state_;
-  std::map<std::string, MetricMetadata> metadata_;
+  std::map<std::string, MetricMetadata> metadata_;  // written by the loop thread only, which reads it without mu_
 };
 
 }  // namespace trainwatch::scrape

@@ -172,6 +172,23 @@ TEST(ScrapeLoop, SeriesComingGoingAndReorderedMatchModel) {
   }
 }
 
+TEST(ScrapeLoop, MetadataFollowsTheLastSuccessfulScrape) {
+  tsdb::testing::TempDB db;
+  auto loop = MakeLoop(Config(std::string(kJob) + "}"), db);
+  using MD = std::map<std::string, MetricMetadata>;
+  loop->ProcessScrape(Status::OK(), "# HELP a First.\n# TYPE a gauge\na 1\n# TYPE b counter\nb_total 1\n", "", 1000, 0);
+  EXPECT_EQ(loop->metadata(), (MD{{"a", {"gauge", "First.", ""}}, {"b", {"counter", "", ""}}}));
+  // HELP gone, b gone: the families and fields of this scrape only.
+  loop->ProcessScrape(Status::OK(), "# TYPE a gauge\na 2\n", "", 2000, 0);
+  EXPECT_EQ(loop->metadata(), (MD{{"a", {"gauge", "", ""}}}));
+  // A failed scrape leaves it; so does a body with a parse error after a TYPE line.
+  loop->ProcessScrape(Status::Unavailable("down"), "", "", 3000, 0);
+  loop->ProcessScrape(Status::OK(), "# TYPE a counter\n# TYPE c gauge\nnot valid\n", "", 4000, 0);
+  EXPECT_EQ(loop->metadata(), (MD{{"a", {"gauge", "", ""}}}));
+  loop->ProcessScrape(Status::OK(), "# HELP a Again.\na 3\n", "", 5000, 0);
+  EXPECT_EQ(loop->metadata(), (MD{{"a", {"unknown", "Again.", ""}}}));
+}
+
 TEST(ScrapeLoop, LimitsFailTheWholeScrape) {
   tsdb::testing::TempDB db;
   auto loop = MakeLoop(Config(std::string(kJob) + ", sample_limit: 2, label_limit: 4}"), db);

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/idle_pool.h"
 #include "model/labels.h"
 #include "model/sample.h"
 #include "storage/storage.h"
@@ -243,6 +244,13 @@ class Head : public storage::Queryable {
   Result<std::vector<std::string>> LabelValuesFor(std::string_view name, const model::Matchers& ms) const;
   Result<std::vector<std::string>> LabelNamesFor(const model::Matchers& ms) const;
 
+  // An appender's per-commit vectors, reused across appenders (a scrape or
+  // push opens one per commit) and freed when idle.
+  struct AppendBuffers {
+    std::vector<MemSeries*> series;  // parallel to samples
+    std::vector<wal::RefSample> samples;
+    std::vector<MemSeries*> unlogged;  // series whose record this commit logs (may repeat until Commit)
+  };
  private:
   struct Stripe;
   static constexpr size_t kStripeBits = 10;
@@ -273,6 +281,7 @@ class Head : public storage::Queryable {
   bool sync_each_commit_ = true;
 
   std::atomic<int64_t> min_time_{INT64_MAX}, max_time_{INT64_MIN};
+  IdlePool<AppendBuffers> append_buffers_;
   std::atomic<uint64_t> num_series_{0}, num_samples_{0}, num_chunks_{0};
   std::atomic<uint64_t> appended_total_{0}, ooo_total_{0}, dup_total_{0}, replay_unknown_{0};
 };

@@ -15,7 +15,12 @@ class HeadAppender : public storage::Appender {
   static constexpr size_t kPrefetch = 8;
 
  public:
-  explicit HeadAppender(Head* head) : head_(head) {}
+  HeadAppender(Head* head, IdlePool<Head::AppendBuffers>::Lease buf)
+      : head_(head),
+        buf_(std::move(buf)),
+        series_(buf_->series),
+        samples_(buf_->samples),
+        unlogged_(buf_->unlogged) {}
   ~HeadAppender() override { Rollback(); }
 
   Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
@@ -67,6 +72,13 @@ class HeadAppender : public storage::Appender {
   }
 
   void Rollback() override {
+    // Kept for the next appender unless one commit made them large.
+    constexpr size_t kKeep = size_t{1} << 16;
+    if (samples_.capacity() > kKeep) {
+      std::vector<MemSeries*>().swap(series_);
+      std::vector<wal::RefSample>().swap(samples_);
+      std::vector<MemSeries*>().swap(unlogged_);
+    }
     series_.clear();
     samples_.clear();
     unlogged_.clear();
@@ -88,14 +100,17 @@ class HeadAppender : public storage::Appender {
   }
 
   Head* head_;
-  std::vector<MemSeries*> series_;     // parallel to samples_
-  std::vector<wal::RefSample> samples_;
-  std::vector<MemSeries*> unlogged_;   // series whose record this commit logs (may repeat until Commit)
+  IdlePool<Head::AppendBuffers>::Lease buf_;
+  std::vector<MemSeries*>& series_;
+  std::vector<wal::RefSample>& samples_;
+  std::vector<MemSeries*>& unlogged_;
   std::shared_lock<std::shared_mutex> lock_;
 };
 
 }  // namespace
 
-std::unique_ptr<storage::Appender> Head::NewAppender() { return std::make_unique<HeadAppender>(this); }
+std::unique_ptr<storage::Appender> Head::NewAppender() {
+  return std::make_unique<HeadAppender>(this, append_buffers_.Acquire());
+}
 
 }  // namespace trainwatch::tsdb
