@@ -1,8 +1,8 @@
 #pragma once
 // Reusable request buffers (bodies, decode batches) shared by the HTTP worker
 // threads. A burst of requests reuses warm objects, so large buffers are not
-// allocated and page-faulted per request; ReleaseIdlePools() frees the ones
-// nobody used for a while, so an idle server does not hold the last burst's
+// allocated and page-faulted per request; ReleaseIdlePools() frees them once
+// their pool went unused for a while, so an idle server does not hold the last burst's
 // buffers (a thread_local buffer would stay until its thread ends, i.e. for
 // the life of the worker pool).
 
@@ -22,7 +22,7 @@ class IdlePoolBase {
   virtual ~IdlePoolBase();
   IdlePoolBase(const IdlePoolBase&) = delete;
   IdlePoolBase& operator=(const IdlePoolBase&) = delete;
-  // Frees the pooled objects last returned idle_ns or more ago; how many.
+  // Frees the pooled objects when the pool was idle for idle_ns; how many.
   virtual size_t ReleaseIdle(int64_t idle_ns) = 0;
 };
 
@@ -55,8 +55,9 @@ class IdlePool final : public IdlePoolBase {
     std::unique_ptr<T> obj;
     {
       std::lock_guard<std::mutex> l(mu_);
+      last_acquire_ns_ = MonoNanos();
       if (!free_.empty()) {
-        obj = std::move(free_.back().first);
+        obj = std::move(free_.back());
         free_.pop_back();
       }
     }
@@ -64,16 +65,16 @@ class IdlePool final : public IdlePoolBase {
     return Lease(this, std::move(obj));
   }
 
+  // Frees every pooled object once the pool as a whole was idle (no
+  // Acquire) for idle_ns: while requests keep coming, even the spare objects
+  // of the last burst stay (freeing and trimming under load costs more than
+  // it saves).
   size_t ReleaseIdle(int64_t idle_ns) override {
     std::vector<std::unique_ptr<T>> drop;  // freed outside the lock
     {
-      const int64_t before = MonoNanos() - idle_ns;
       std::lock_guard<std::mutex> l(mu_);
-      // free_ is ordered by return time: the idle ones are at the front.
-      size_t n = 0;
-      while (n < free_.size() && free_[n].second <= before) n++;
-      for (size_t i = 0; i < n; i++) drop.push_back(std::move(free_[i].first));
-      free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(n));
+      if (free_.empty() || MonoNanos() - last_acquire_ns_ < idle_ns) return 0;
+      drop.swap(free_);
     }
     return drop.size();
   }
@@ -86,11 +87,12 @@ class IdlePool final : public IdlePoolBase {
  private:
   void Return(std::unique_ptr<T> obj) {
     std::lock_guard<std::mutex> l(mu_);
-    free_.emplace_back(std::move(obj), MonoNanos());
+    free_.push_back(std::move(obj));
   }
 
   mutable std::mutex mu_;
-  std::vector<std::pair<std::unique_ptr<T>, int64_t>> free_;  // (object, returned at), oldest first
+  std::vector<std::unique_ptr<T>> free_;  // the warmest last
+  int64_t last_acquire_ns_ = 0;
 };
 
 }  // namespace trainwatch
