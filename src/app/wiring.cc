@@ -98,10 +98,10 @@ std::string UserAgent() { return std::string("trainwatch/") + TW_VERSION; }
 
 int WaitForTermination(const std::function<Status()>& reload) {
   sigset_t set = TerminationSignals();
-  // While waiting: free request buffers idle for a second (base/idle_pool.h),
-  // and hand memory that they and queries freed back to the OS, at once
-  // after a release and every 5 s otherwise: glibc keeps it in per-thread
-  // arenas (~20% of RSS under ingest).
+  // While waiting: free the request buffers of pools unused for a second
+  // (base/idle_pool.h), and hand memory that they and queries freed back to
+  // the OS, at once after a release and every 5 s otherwise: glibc keeps it
+  // in per-thread arenas (~20% of RSS under ingest).
   const timespec kTick{1, 0};
   constexpr int64_t kIdleNs = 1'000'000'000;
   for (int tick = 1;; tick++) {

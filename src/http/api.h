@@ -9,12 +9,12 @@
 #include <string>
 #include <string_view>
 
-#include "http/metrics.h"
 #include "base/idle_pool.h"
+#include "http/metrics.h"
+#include "http/request.h"
 #include "ingest/import.h"
 #include "ingest/remote_write.h"
 #include "ingest/series_cache.h"
-#include "http/request.h"
 #include "promql/engine.h"
 #include "tsdb/db.h"
 

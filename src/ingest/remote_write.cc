@@ -217,7 +217,7 @@ std::string Quote(std::string_view s) {
 
 }  // namespace
 
-Result<std::string_view> SnappyBlockDecodeInto(std::string_view body, std::string* buf) {
+Result<std::string_view> SnappyBlockDecode(std::string_view body, std::string* buf) {
   size_t n = 0;
   if (!snappy::GetUncompressedLength(body.data(), body.size(), &n)) {
     return Status::InvalidArgument("snappy: corrupt input (bad length header)");
@@ -231,17 +231,6 @@ Result<std::string_view> SnappyBlockDecodeInto(std::string_view body, std::strin
     return Status::InvalidArgument("snappy: corrupt input");
   }
   return std::string_view(buf->data(), n);
-}
-
-Status SnappyBlockDecode(std::string_view body, std::string* out) {
-  out->clear();
-  auto r = SnappyBlockDecodeInto(body, out);
-  if (!r.ok()) {
-    out->clear();
-    return r.error();
-  }
-  out->resize(r->size());
-  return Status::OK();
 }
 
 Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields) {
@@ -293,7 +282,7 @@ void RemoteWriteBatch::Clear() {
   constexpr size_t kKeepEntries = 1u << 16;
   ClearBounded(&series_, kKeepEntries);
   ClearBounded(&samples_, 4 * kKeepEntries);
-  if (buf_.capacity() > (size_t{16} << 20)) std::string().swap(buf_);  // else kept: see SnappyBlockDecodeInto
+  if (buf_.capacity() > (size_t{16} << 20)) std::string().swap(buf_);  // else kept: see SnappyBlockDecode
   scratch_.clear();
   if (index_.size() > 4 * kKeepEntries) std::vector<uint32_t>().swap(index_);
   else std::fill(index_.begin(), index_.end(), 0);
@@ -302,7 +291,7 @@ void RemoteWriteBatch::Clear() {
 
 Status RemoteWriteBatch::ParseSnappy(std::string_view body, SeriesCache* cache) {
   Clear();
-  auto proto = SnappyBlockDecodeInto(body, &buf_);
+  auto proto = SnappyBlockDecode(body, &buf_);
   Status s = proto.ok() ? ParseProto(*proto, cache) : proto.error();
   if (!s.ok()) Clear();
   return s;

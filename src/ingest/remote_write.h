@@ -30,12 +30,11 @@ struct RemoteWriteStats {
   uint64_t exemplars = 0;   // skipped
 };
 
-// Decompresses a snappy block-format `body` into `out`. InvalidArgument on a
-// malformed body or one declaring more than kMaxRemoteWriteBytes.
-Status SnappyBlockDecode(std::string_view body, std::string* out);
-// The same into the front of *buf, which only grows (a reused buffer is not
-// zero-filled again); the result views *buf.
-Result<std::string_view> SnappyBlockDecodeInto(std::string_view body, std::string* buf);
+// Decompresses a snappy block-format `body` into the front of *buf, which
+// only grows (a reused buffer is not zero-filled again); the result views
+// *buf. InvalidArgument on a malformed body or one declaring more than
+// kMaxRemoteWriteBytes.
+Result<std::string_view> SnappyBlockDecode(std::string_view body, std::string* buf);
 
 // Decodes a sorted-or-not label set from the concatenated Label submessages
 // of a TimeSeries (field 1 of TimeSeries, tags included). Validates names,

@@ -22,11 +22,9 @@ std::string TrimSpace(std::string s) {
   return s.substr(i);
 }
 
-// "scheme://host[:port]" → host (an IPv6 literal without its brackets) and
-// port (the scheme's default when absent).
-void SplitBase(std::string_view base, std::string* host, std::string* port) {
-  bool https = base.starts_with("https://");
-  std::string_view a = base.substr(base.find("://") + 3);
+// "host[:port]" → host (an IPv6 literal without its brackets) and port (the
+// scheme's default when absent).
+void SplitAuthority(std::string_view a, bool https, std::string* host, std::string* port) {
   if (a.starts_with('[')) {
     size_t close = a.find(']');
     *host = std::string(a.substr(1, close - 1));
@@ -129,9 +127,10 @@ Result<std::unique_ptr<httplib::Client>> NewHttpClient(const std::string& base, 
   // certificate check) from the host it connects to, so the client is made
   // for server_name, pointed at the target's address, and sends the target's
   // own Host header, as Go's client does.
-  std::string connect = base, host, port, ip;
   const bool https = base.starts_with("https://");
-  SplitBase(base, &host, &port);
+  const std::string authority = base.substr(base.find("://") + 3);
+  std::string connect = base, host, port, ip;
+  SplitAuthority(authority, https, &host, &port);
   const bool rename = https && !c.tls.server_name.empty() && c.tls.server_name != host;
   if (rename) {
     ASSIGN_OR_RETURN(ip, ResolveNumeric(host));
@@ -144,7 +143,7 @@ Result<std::unique_ptr<httplib::Client>> NewHttpClient(const std::string& base, 
   if (!client->is_valid()) return Status::Unavailable("cannot create client for " + base + " (tls_config files readable?)");
   if (rename) {
     client->set_hostname_addr_map({{c.tls.server_name, ip}});
-    client->set_default_headers({{"Host", std::string(base.substr(base.find("://") + 3))}});
+    client->set_default_headers({{"Host", authority}});
   }
   const time_t sec = static_cast<time_t>(timeout_ms / 1000), usec = static_cast<time_t>((timeout_ms % 1000) * 1000);
   client->set_connection_timeout(sec, usec);

@@ -12,10 +12,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <set>
-#include <cmath>
 #include <thread>
 
 #include "model/sample.h"
