@@ -88,7 +88,9 @@ def export(port, selector):
         if line:
             obj = json.loads(line)
             key = tuple(sorted(obj["metric"].items()))
-            out.setdefault(key, []).extend(zip(obj["timestamps"], (float(v) for v in obj["values"])))
+            # A stale marker (NaN) is exported as null.
+            values = (float("nan") if v is None else float(v) for v in obj["values"])
+            out.setdefault(key, []).extend(zip(obj["timestamps"], values))
     return real(out)
 
 
