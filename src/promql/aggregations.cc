@@ -357,6 +357,7 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
         for (size_t s = 0; s < steps; ++s) {
           auto& v = vals[g * steps + s];
           if (v.empty()) continue;
+          WarnIfInvalidQuantile(*this, param[s], *e.args[1]);
           es.points.push_back({r.At(s), Quantile(param[s], &v)});
         }
         if (es.points.empty()) continue;
@@ -409,8 +410,9 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
         for (double& p : param) {
           if (std::isnan(p)) ThrowEval("Ratio value is NaN");
           if (p < -1 || p > 1) {
-            warnings_.push_back("ratio value should be between -1 and 1, got " + FormatFloat(p) + ", capping to " +
-                                (p < 0 ? "-1" : "1"));
+            Warn("ratio value should be between -1 and 1, got " + FormatFloat(p) + ", capping to " +
+                     (p < 0 ? "-1" : "1"),
+                 *e.args[1]);
             p = p < 0 ? -1 : 1;
           }
         }

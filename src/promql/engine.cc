@@ -28,6 +28,16 @@ Engine::~Engine() { delete state_; }
 
 namespace {
 
+// "PromQL warning: <text> (<line>:<column>)", the position 1-based as
+// Prometheus's annotations print it.
+std::string FormatWarning(std::string_view query, const Evaluator::Warning& w) {
+  size_t pos = std::min(static_cast<size_t>(std::max(w.pos, 0)), query.size());
+  size_t nl = pos == 0 ? std::string_view::npos : query.rfind('\n', pos - 1);
+  size_t line_start = nl == std::string_view::npos ? 0 : nl + 1;
+  auto line = 1 + std::count(query.begin(), query.begin() + static_cast<std::ptrdiff_t>(pos), '\n');
+  return "PromQL warning: " + w.text + " (" + std::to_string(line) + ":" + std::to_string(pos - line_start + 1) + ")";
+}
+
 // Resolves @ start()/end() to fixed timestamps.
 void ResolveAt(Expr* e, int64_t start, int64_t end) {
   if (e->at == parser::AtKind::kStart) {
@@ -196,7 +206,7 @@ Result<QueryResult> Exec(const EngineOptions& opts, storage::Queryable& db, std:
   } catch (const EvalError& err) {
     return err.status;
   }
-  res.warnings = std::move(ev.warnings());
+  for (const Evaluator::Warning& w : ev.warnings()) res.warnings.push_back(FormatWarning(query, w));
   return res;
 }
 

@@ -44,6 +44,17 @@ TEST_F(EngineTest, RateSumBy) {
   for (const auto& p : r->matrix[0].points) EXPECT_NEAR(p.v, 1.0, 1e-9);
 }
 
+TEST_F(EngineTest, WarningsNameTheirPositionByLineAndColumn) {
+  auto r = engine_.Range(db_, "sum(\n  sort(node_cpu_seconds_total))", 0, 60'000, 60'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->warnings, std::vector<std::string>{"PromQL warning: sort is ineffective for range queries since "
+                                                  "results are always ordered by labels (2:3)"});
+  // An instant query keeps its sort order: no warning.
+  auto i = engine_.Instant(db_, "sort(node_cpu_seconds_total)", 60'000);
+  ASSERT_TRUE(i.ok()) << i.status().ToString();
+  EXPECT_TRUE(i->warnings.empty());
+}
+
 // Aggregations over range functions stream series into the accumulators;
 // `* 1` forces the general (materializing) path. Both must agree bit for bit.
 TEST_F(EngineTest, StreamedAggregationMatchesGeneralPath) {

@@ -186,7 +186,7 @@ Value Evaluator::EvalNode(const Expr& e, const StepRange& r) {
     }
     case NodeKind::kVectorSelector:
       out.type = Type::kVector;
-      out.series = EvalVectorSelector(e, r, false);
+      out.series = EvalVectorSelector(e, r, SelectorValue::kValue);
       return out;
     case NodeKind::kMatrixSelector:
     case NodeKind::kSubquery:
@@ -201,46 +201,71 @@ Value Evaluator::EvalNode(const Expr& e, const StepRange& r) {
   ThrowEval("unknown expression");
 }
 
+void Evaluator::Warn(std::string text, const parser::Expr& at) {
+  for (const Warning& w : warnings_) {
+    if (w.pos == at.pos_start && w.text == text) return;
+  }
+  warnings_.push_back({std::move(text), at.pos_start});
+}
+
+void Evaluator::WarnSortInRange(const parser::Expr& e, const StepRange& r) {
+  if (query_start_ == query_end_ && r.Steps() == 1) return;
+  Warn("sort is ineffective for range queries since results are always ordered by labels", e);
+}
+
+void WarnIfInvalidQuantile(Evaluator& ev, double q, const parser::Expr& param) {
+  if (q >= 0 && q <= 1) return;  // false for NaN
+  ev.Warn("quantile value should be between 0 and 1, got " + FormatFloat(q), param);
+}
+
 void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb) {
   storage::SelectHints hints;
   hints.start = mint;
   hints.end = maxt;
   auto set = querier_->Select(false, hints, vs.matchers);
   std::vector<model::Sample> buf;
+  std::vector<int64_t> st_buf;
   while (set->Next()) {
     CheckDeadline();
     const storage::Series& s = set->At();
     buf.clear();
+    st_buf.clear();
     auto it = s.Iterator();
     if (it->Seek(mint)) {
+      const bool has_st = it->HasST();
       do {
         model::Sample smp = it->At();
         if (smp.t > maxt) break;
         if (smp.t < mint) continue;
         if (!keep_stale && model::IsStaleNaN(smp.v)) continue;
         buf.push_back(smp);
+        if (has_st) st_buf.push_back(it->AtST());
       } while (it->Next());
+      // A series whose samples in range carry no start timestamp reads as one without.
+      if (std::all_of(st_buf.begin(), st_buf.end(), [](int64_t x) { return x == 0; })) st_buf.clear();
     }
     if (Status st = it->Err(); !st.ok()) ThrowEval(st);
     int64_t n = static_cast<int64_t>(buf.size());
     AddSamples(n);
-    cb(s.labels(), false, buf);
+    cb(s.labels(), false, buf, st_buf);
     ReleaseSamples(n);
   }
   if (Status st = set->Err(); !st.ok()) ThrowEval(st);
 }
 
-SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, bool timestamps) {
+SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, SelectorValue what) {
+  const bool timestamps = what == SelectorValue::kTimestamp;
   const int64_t lookback = opts_.lookback_delta_ms;
   bool has_at = e.at != parser::AtKind::kNone;
   int64_t first_ref = (has_at ? e.at_ms : r.start) - e.offset_ms;
   int64_t last_ref = (has_at ? e.at_ms : r.end) - e.offset_ms;
   size_t steps = r.Steps();
   SeriesList out;
-  if (e.range_mod == parser::RangeMod::kSmoothed) {
-    // The value at each step is interpolated between the samples around it.
+  if (e.range_mod == parser::RangeMod::kSmoothed && what != SelectorValue::kStartTimestamp) {
+    // The value at each step is interpolated between the samples around it
+    // (a start timestamp is not: it is the selected sample's).
     SelectRaw(e, first_ref - lookback + 1, last_ref + lookback - 1, false,
-              [&](const model::Labels& l, bool, std::vector<model::Sample>& smp) {
+              [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>&) {
                 EvalSeries es;
                 for (size_t i = 0; i < steps; ++i) {
                   int64_t t = r.At(i);
@@ -263,7 +288,8 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, bool
               });
     return out;
   }
-  SelectRaw(e, first_ref - lookback + 1, last_ref, true, [&](const model::Labels& l, bool, std::vector<model::Sample>& smp) {
+  SelectRaw(e, first_ref - lookback + 1, last_ref, true,
+            [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>& st) {
     if (smp.empty()) return;
     EvalSeries es;
     size_t j = 0;
@@ -275,7 +301,10 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, bool
       const model::Sample& s = smp[j - 1];
       if (s.t <= ref - lookback || model::IsStaleNaN(s.v)) continue;
       if (es.points.empty()) es.points.reserve(steps - i);
-      es.points.push_back({t, timestamps ? static_cast<double>(s.t) / 1000.0 : s.v});
+      double v = s.v;
+      if (what == SelectorValue::kTimestamp) v = static_cast<double>(s.t) / 1000.0;
+      if (what == SelectorValue::kStartTimestamp) v = st.empty() ? 0 : static_cast<double>(st[j - 1]) / 1000.0;
+      es.points.push_back({t, v});
     }
     if (!es.points.empty()) {
       es.labels = l;
@@ -309,9 +338,10 @@ Evaluator::WindowSpec Evaluator::ForEachRangeSeries(const Expr& arg0, const Step
   spec.at_ms = arg.at_ms;
   int64_t min_ref = spec.Ref(r.start), max_ref = spec.Ref(r.end);
   std::vector<RawSeries> raw = EvalSubqueryRaw(arg, min_ref, max_ref);
+  const std::vector<int64_t> no_st;
   for (auto& s : raw) {
     CheckDeadline();
-    cb(s.labels, s.drop_name, s.samples);
+    cb(s.labels, s.drop_name, s.samples, no_st);
   }
   return spec;
 }
@@ -347,7 +377,8 @@ std::vector<RawSeries> Evaluator::EvalMatrixAt(const Expr& e, int64_t t) {
   StepRange r{t, t, 1};
   std::vector<RawSeries> out;
   WindowSpec spec;
-  spec = ForEachRangeSeries(e, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp) {
+  spec = ForEachRangeSeries(e, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp,
+                                      const std::vector<int64_t>&) {
     // Window filtering happens below once the spec is known; keep all.
     RawSeries rs;
     rs.labels = l;

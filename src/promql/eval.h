@@ -80,7 +80,10 @@ class Evaluator {
     // Window for step t is (Ref(t) - range_ms, Ref(t)].
     int64_t Ref(int64_t t) const { return (has_at ? at_ms : t) - offset_ms; }
   };
-  using RawCallback = std::function<void(const model::Labels&, bool drop_name, std::vector<model::Sample>& samples)>;
+  // `st` is empty, or holds each sample's start timestamp (0 = unknown).
+  // Subquery points carry none: a subquery cuts start timestamps off.
+  using RawCallback = std::function<void(const model::Labels&, bool drop_name, std::vector<model::Sample>& samples,
+                                         const std::vector<int64_t>& st)>;
   // Streams every series of a matrix selector or subquery with all samples
   // any step of `r` needs (stale markers removed), one series at a time.
   WindowSpec ForEachRangeSeries(const parser::Expr& matrix_arg, const StepRange& r, const RawCallback& cb);
@@ -96,14 +99,28 @@ class Evaluator {
   void ReleaseSamples(int64_t n) { cur_samples_ -= n; }
   const StepRange& query_range() const { return query_range_; }
   void set_query_range(const StepRange& r) { query_range_ = r; }
-  std::vector<std::string>& warnings() { return warnings_; }
+  // Warns that sorting `e` (a sort function call evaluated over `r`) is lost:
+  // series of a range result are always ordered by labels.
+  void WarnSortInRange(const parser::Expr& e, const StepRange& r);
+  // Adds a warning about `at` (once: a repeat is dropped). Engine prefixes
+  // "PromQL warning: " and appends `at`'s position, as Prometheus does.
+  struct Warning {
+    std::string text;
+    int pos = 0;  // byte offset into the query
+  };
+  void Warn(std::string text, const parser::Expr& at);
+  const std::vector<Warning>& warnings() const { return warnings_; }
 
   // Pieces implemented in separate files.
   Value EvalCall(const parser::Expr& e, const StepRange& r);
   Value EvalAggregate(const parser::Expr& e, const StepRange& r);
   Value EvalBinary(const parser::Expr& e, const StepRange& r);
 
-  SeriesList EvalVectorSelector(const parser::Expr& e, const StepRange& r, bool timestamps);
+  // What a vector selector yields at each step: the selected sample's value,
+  // its timestamp (timestamp()) or its start timestamp (start_timestamp(), 0
+  // when unknown), the last two in seconds.
+  enum class SelectorValue { kValue, kTimestamp, kStartTimestamp };
+  SeriesList EvalVectorSelector(const parser::Expr& e, const StepRange& r, SelectorValue what);
   void SelectRaw(const parser::Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb);
   Value EvalNode(const parser::Expr& e, const StepRange& r);
   std::vector<RawSeries> EvalSubqueryRaw(const parser::Expr& sq, int64_t min_ref, int64_t max_ref);
@@ -118,7 +135,7 @@ class Evaluator {
   int64_t cur_samples_ = 0;
   int checks_ = 127;  // the first CheckDeadline() looks at the clock
   StepRange query_range_;
-  std::vector<std::string> warnings_;
+  std::vector<Warning> warnings_;
 };
 
 // Helpers shared by the evaluator files.
@@ -144,6 +161,8 @@ void MergeSameLabels(SeriesList* s);
 // Applies delayed __name__ removal to every flagged series, then merges.
 void FinalizeNames(SeriesList* s);
 const parser::Expr& Unparen(const parser::Expr& e);
+// Prometheus's warning for a quantile outside [0, 1] (or NaN), at `param`.
+void WarnIfInvalidQuantile(Evaluator& ev, double q, const parser::Expr& param);
 // Scalar value as a dense vector over steps.
 std::vector<double> ScalarArg(Evaluator& ev, const parser::Expr& e, const StepRange& r);
 

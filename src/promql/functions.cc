@@ -128,6 +128,7 @@ Value Absent(Evaluator& ev, const Expr& e, const StepRange& r, bool over_time) {
 
 // Orders series for instant queries (range results are sorted by labels).
 Value Sort(Evaluator& ev, const Expr& e, const StepRange& r, bool desc) {
+  ev.WarnSortInRange(e, r);
   Value v = ev.Eval(*e.args[0], r);
   if (r.Steps() == 1) {
     std::stable_sort(v.series.begin(), v.series.end(), [desc](const EvalSeries& a, const EvalSeries& b) {
@@ -270,12 +271,22 @@ Value Evaluator::EvalCall(const Expr& e, const StepRange& r) {
     }
     return out;
   }
+  if (name == "start_timestamp") {
+    // Start timestamps exist only on stored samples: any other argument
+    // (an expression over them) yields nothing.
+    const Expr& arg = Unparen(*e.args[0]);
+    Value v;
+    v.type = Type::kVector;
+    if (arg.kind == NodeKind::kVectorSelector) v.series = EvalVectorSelector(arg, r, SelectorValue::kStartTimestamp);
+    for (auto& s : v.series) s.drop_name = true;
+    return v;
+  }
   if (name == "timestamp") {
     const Expr& arg = Unparen(*e.args[0]);
     Value v;
     if (arg.kind == NodeKind::kVectorSelector) {
       v.type = Type::kVector;
-      v.series = EvalVectorSelector(arg, r, true);
+      v.series = EvalVectorSelector(arg, r, SelectorValue::kTimestamp);
     } else {
       v = Eval(*e.args[0], r);
       for (auto& s : v.series) {

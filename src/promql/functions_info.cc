@@ -134,7 +134,7 @@ Value EvalInfo(Evaluator& ev, const Expr& e, const StepRange& r) {
     Expr vs(NodeKind::kVectorSelector);
     vs.matchers = select;
     ev.SelectRaw(vs, min_ref - lookback + 1, max_ref, true,
-                 [&](const model::Labels& l, bool, std::vector<model::Sample>& smp) {
+                 [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>&) {
                    for (size_t k = 0; k < std::size(kIdentifying); ++k) {
                      std::string_view v = l.Get(kIdentifying[k]);
                      if (!v.empty() && id_values[k].count(std::string(v)) == 0) return;

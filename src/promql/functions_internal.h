@@ -17,6 +17,12 @@ struct RangeCtx {
   double range_sec = 0;
   double p0 = 0, p1 = 0;    // scalar parameters at this step
   bool no_resets = false;   // the whole series never decreases (lets rate skip its reset scan)
+  // The window's start timestamps, one per sample (0 = unknown); null when
+  // the series has none.
+  const int64_t* st = nullptr;
+  // Set by rate and increase when a sample's start time overlaps the sample
+  // before it (a broken producer); the caller warns once per metric.
+  bool* st_overlap = nullptr;
 };
 
 struct RangeFnDef {

@@ -216,6 +216,7 @@ Value EvalLabelJoin(Evaluator& ev, const Expr& e, const StepRange& r) {
 Value EvalSortByLabel(Evaluator& ev, const Expr& e, const StepRange& r, bool desc) {
   std::vector<std::string> names;
   for (size_t i = 1; i < e.args.size(); ++i) names.push_back(StringArg(*e.args[i]));
+  ev.WarnSortInRange(e, r);
   Value v = ev.Eval(*e.args[0], r);
   std::stable_sort(v.series.begin(), v.series.end(), [&](const EvalSeries& a, const EvalSeries& b) {
     for (const auto& n : names) {
@@ -278,10 +279,10 @@ double BucketFraction(double lower, double upper, std::vector<Bucket>* bp) {
   return (hi - lo) / count;
 }
 
-// `le` groups of the classic histogram series in `in`; calls fn(group, step,
-// buckets) for every step where the group has buckets.
+// `le` groups of the classic histogram series in `in` (the value of `arg`);
+// calls fn(group, step, buckets) for every step where the group has buckets.
 template <typename Fn>
-SeriesList ForEachBucketGroup(Evaluator& ev, const Value& in, const StepRange& r, Fn fn) {
+SeriesList ForEachBucketGroup(Evaluator& ev, const Expr& arg, const Value& in, const StepRange& r, Fn fn) {
   size_t steps = r.Steps();
   struct Group {
     model::Labels labels;
@@ -291,14 +292,14 @@ SeriesList ForEachBucketGroup(Evaluator& ev, const Value& in, const StepRange& r
   std::unordered_map<uint64_t, std::vector<size_t>> by_hash;
   for (size_t i = 0; i < in.series.size(); ++i) {
     const auto& s = in.series[i];
-    std::string_view le_s = s.labels.Get("le");
-    if (le_s.empty() && !s.labels.Has("le")) continue;
-    std::string les(le_s);
+    std::string les(s.labels.Get("le"));
     char* end = nullptr;
     double le = std::strtod(les.c_str(), &end);
     if (les == "+Inf" || les == "Inf" || les == "inf" || les == "+inf") le = INFINITY;
     else if (end != les.c_str() + les.size() || les.empty()) {
-      ev.warnings().push_back("bucket label \"le\" is missing or has a malformed value of \"" + les + "\"");
+      ev.Warn("bucket label \"le\" is missing or has a malformed value of \"" + les + "\" for metric name \"" +
+                  std::string(s.labels.MetricName()) + "\"",
+              arg);
       continue;
     }
     model::LabelsBuilder b(s.labels);
@@ -353,10 +354,12 @@ std::string QuantileLabel(double q) {
 
 Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
   std::vector<double> q = ScalarArg(ev, *e.args[0], r);
+  for (double x : q) WarnIfInvalidQuantile(ev, x, *e.args[0]);
   Value in = ev.Eval(*e.args[1], r);
   Value out;
   out.type = parser::Type::kVector;
-  out.series = ForEachBucketGroup(ev, in, r, [&](size_t i, std::vector<Bucket>* b) { return BucketQuantile(q[i], b); });
+  out.series = ForEachBucketGroup(ev, *e.args[1], in, r,
+                                  [&](size_t i, std::vector<Bucket>* b) { return BucketQuantile(q[i], b); });
   return out;
 }
 
@@ -370,8 +373,9 @@ Value EvalHistogramQuantiles(Evaluator& ev, const Expr& e, const StepRange& r) {
   out.type = parser::Type::kVector;
   for (size_t a = 2; a < e.args.size(); ++a) {
     std::vector<double> q = ScalarArg(ev, *e.args[a], r);
-    SeriesList part =
-        ForEachBucketGroup(ev, in, r, [&](size_t i, std::vector<Bucket>* b) { return BucketQuantile(q[i], b); });
+    for (double x : q) WarnIfInvalidQuantile(ev, x, *e.args[a]);
+    SeriesList part = ForEachBucketGroup(ev, *e.args[0], in, r,
+                                         [&](size_t i, std::vector<Bucket>* b) { return BucketQuantile(q[i], b); });
     // The label carries the quantile of the first step (constant in practice).
     std::string v = QuantileLabel(q.empty() ? NAN : q[0]);
     for (auto& s : part) {
@@ -392,7 +396,8 @@ Value EvalHistogramFraction(Evaluator& ev, const Expr& e, const StepRange& r) {
   Value out;
   out.type = parser::Type::kVector;
   out.series =
-      ForEachBucketGroup(ev, in, r, [&](size_t i, std::vector<Bucket>* b) { return BucketFraction(lo[i], hi[i], b); });
+      ForEachBucketGroup(ev, *e.args[2], in, r,
+                         [&](size_t i, std::vector<Bucket>* b) { return BucketFraction(lo[i], hi[i], b); });
   return out;
 }
 

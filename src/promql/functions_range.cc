@@ -14,26 +14,55 @@ namespace {
 
 using W = std::span<const model::Sample>;
 
+// Whether the sample (st, t) started its counter after the sample before it
+// (prev_st, prev_t): its start time is after the previous sample, or equal to
+// it while the previous sample's own start time was known and before it
+// (a delta series). A start time equal to the previous sample's time after an
+// unknown one (or one equal to that sample's time) is OTel's "cumulative with
+// unknown start": no reset. A start time at or after the sample itself is
+// invalid and ignored.
+bool StartTimestampReset(int64_t prev_st, int64_t prev_t, int64_t st, int64_t t) {
+  if (st == 0 || st >= t || st < prev_t) return false;
+  if (st > prev_t) return true;
+  return prev_st != 0 && prev_st < prev_t;
+}
+
+bool CounterReset(W w, const int64_t* st, size_t i) {
+  return w[i].v < w[i - 1].v || (st != nullptr && StartTimestampReset(st[i - 1], w[i - 1].t, st[i], w[i].t));
+}
+
 bool ExtrapolatedRate(W w, const RangeCtx& c, bool is_counter, bool is_rate, double* out) {
-  if (w.size() < 2) return false;
-  double result = w.back().v - w.front().v;
-  if (is_counter && !c.no_resets) {
-    double prev = w[0].v;
+  const int64_t* st = is_counter ? c.st : nullptr;
+  // A counter whose first sample in the window started inside the window was
+  // 0 at its start time: that point replaces the extrapolation to the left.
+  const bool zero_at_st = st != nullptr && st[0] > c.range_start && st[0] < w.front().t;
+  if (w.size() < 2 && !zero_at_st) return false;
+  double result = w.back().v - (zero_at_st ? 0 : w.front().v);
+  if (is_counter && (!c.no_resets || st != nullptr)) {
     for (size_t i = 1; i < w.size(); ++i) {
-      if (w[i].v < prev) result += prev;
-      prev = w[i].v;
+      if (CounterReset(w, st, i)) result += w[i - 1].v;
+    }
+  }
+  if (st != nullptr && c.st_overlap != nullptr) {
+    for (size_t i = 1; i < w.size(); ++i) {
+      if (st[i] != 0 && st[i] < w[i - 1].t && st[i] != st[i - 1]) *c.st_overlap = true;
     }
   }
   double first_t = static_cast<double>(w.front().t), last_t = static_cast<double>(w.back().t);
   double duration_to_start = (first_t - static_cast<double>(c.range_start)) / 1000.0;
   double duration_to_end = (static_cast<double>(c.range_end) - last_t) / 1000.0;
   double sampled = (last_t - first_t) / 1000.0;
-  double avg = sampled / static_cast<double>(w.size() - 1);
+  double avg = w.size() > 1 ? sampled / static_cast<double>(w.size() - 1) : 0;
   double threshold = avg * 1.1;
-  if (duration_to_start >= threshold) duration_to_start = avg / 2;
-  if (is_counter && result > 0 && w.front().v >= 0) {
-    double to_zero = sampled * (w.front().v / result);
-    if (to_zero < duration_to_start) duration_to_start = to_zero;
+  if (zero_at_st) {
+    sampled = (last_t - static_cast<double>(st[0])) / 1000.0;
+    duration_to_start = 0;
+  } else {
+    if (duration_to_start >= threshold) duration_to_start = avg / 2;
+    if (is_counter && result > 0 && w.front().v >= 0) {
+      double to_zero = sampled * (w.front().v / result);
+      if (to_zero < duration_to_start) duration_to_start = to_zero;
+    }
   }
   if (duration_to_end >= threshold) duration_to_end = avg / 2;
   double factor = (sampled + duration_to_start + duration_to_end) / sampled;
@@ -46,11 +75,11 @@ bool Rate(W w, const RangeCtx& c, double* out) { return ExtrapolatedRate(w, c, t
 bool Increase(W w, const RangeCtx& c, double* out) { return ExtrapolatedRate(w, c, true, false, out); }
 bool Delta(W w, const RangeCtx& c, double* out) { return ExtrapolatedRate(w, c, false, false, out); }
 
-bool InstantValue(W w, bool is_rate, double* out) {
+bool InstantValue(W w, const int64_t* st, bool is_rate, double* out) {
   if (w.size() < 2) return false;
   const auto& last = w[w.size() - 1];
   const auto& prev = w[w.size() - 2];
-  double r = (is_rate && last.v < prev.v) ? last.v : last.v - prev.v;
+  double r = (is_rate && CounterReset(w, st, w.size() - 1)) ? last.v : last.v - prev.v;
   if (is_rate) {
     int64_t dt = last.t - prev.t;
     if (dt == 0) return false;
@@ -59,8 +88,8 @@ bool InstantValue(W w, bool is_rate, double* out) {
   *out = r;
   return true;
 }
-bool Irate(W w, const RangeCtx&, double* out) { return InstantValue(w, true, out); }
-bool Idelta(W w, const RangeCtx&, double* out) { return InstantValue(w, false, out); }
+bool Irate(W w, const RangeCtx& c, double* out) { return InstantValue(w, c.st, true, out); }
+bool Idelta(W w, const RangeCtx&, double* out) { return InstantValue(w, nullptr, false, out); }
 
 void LinearRegression(W w, int64_t intercept_time, double* slope, double* intercept) {
   double n = 0, sx = 0, cx = 0, sy = 0, cy = 0, sxy = 0, cxy = 0, sx2 = 0, cx2 = 0;
@@ -111,10 +140,10 @@ bool PredictLinear(W w, const RangeCtx& c, double* out) {
   return true;
 }
 
-bool Resets(W w, const RangeCtx&, double* out) {
+bool Resets(W w, const RangeCtx& c, double* out) {
   double n = 0;
   for (size_t i = 1; i < w.size(); ++i) {
-    if (w[i].v < w[i - 1].v) ++n;
+    if (CounterReset(w, c.st, i)) ++n;
   }
   *out = n;
   return !w.empty();
@@ -489,9 +518,14 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
   ctx.range_sec = static_cast<double>(spec.range_ms) / 1000.0;
   std::vector<StepValue> vals;
   vals.reserve(steps);
-  ev.ForEachRangeSeries(arg, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp) {
+  const bool reads_st = counter || def.fn == Irate || def.fn == Resets;
+  ev.ForEachRangeSeries(arg, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp,
+                                    const std::vector<int64_t>& st) {
     if (smp.empty()) return;
     vals.clear();
+    const int64_t* st_data = reads_st && !st.empty() && mod == parser::RangeMod::kNone ? st.data() : nullptr;
+    bool overlap = false;
+    ctx.st_overlap = &overlap;
     if (counter) {
       // One scan per series instead of one per window.
       bool no_resets = true;
@@ -522,8 +556,16 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
       ctx.range_end = ref;
       ctx.p0 = p0 != nullptr ? p0[i] : 0;
       ctx.p1 = p1 != nullptr ? p1[i] : 0;
+      ctx.st = st_data != nullptr ? st_data + lo : nullptr;
       double v;
-      if (def.fn(W(data + lo, hi - lo), ctx, &v)) vals.push_back({static_cast<uint32_t>(i), v});
+      if (!def.fn(W(data + lo, hi - lo), ctx, &v)) continue;
+      if (def.fn == QuantileOverTime) WarnIfInvalidQuantile(ev, ctx.p0, *e.args[0]);
+      vals.push_back({static_cast<uint32_t>(i), v});
+    }
+    if (overlap) {
+      ev.Warn("sample has start time that overlaps with previous sample timestamp for metric \"" +
+                  std::string(l.MetricName()) + "\"",
+              *e.args[matrix_idx]);
     }
     if (!vals.empty()) cb(l, def.keeps_name ? drop : true, vals);
   });

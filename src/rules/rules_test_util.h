@@ -49,7 +49,7 @@ class TestDb : public storage::Appendable, public storage::Queryable {
   std::vector<model::Sample> Samples(const model::Labels& l) {
     std::lock_guard lk(mu_);
     auto it = store_.series().find(l);
-    return it == store_.series().end() ? std::vector<model::Sample>{} : it->second;
+    return it == store_.series().end() ? std::vector<model::Sample>{} : it->second.samples;
   }
 
  private:

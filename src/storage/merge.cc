@@ -18,7 +18,7 @@ class ErrSet : public SeriesSet {
 
 class VecIter : public SeriesIterator {
  public:
-  explicit VecIter(const std::vector<model::Sample>* s) : s_(s) {}
+  VecIter(const std::vector<model::Sample>* s, const std::vector<int64_t>* st) : s_(s), st_(st) {}
   bool Next() override { return ++i_ < s_->size(); }
   bool Seek(int64_t t) override {
     if (i_ == SIZE_MAX) i_ = 0;
@@ -30,11 +30,14 @@ class VecIter : public SeriesIterator {
     return i_ < s_->size();
   }
   model::Sample At() const override { return (*s_)[i_]; }
+  int64_t AtST() const override { return st_ != nullptr ? (*st_)[i_] : 0; }
+  bool HasST() const override { return st_ != nullptr; }
   Status Err() const override { return Status::OK(); }
 
  private:
   const std::vector<model::Sample>* s_;
-  size_t i_ = SIZE_MAX;  // before the first sample
+  const std::vector<int64_t>* st_;  // null: no start timestamps
+  size_t i_ = SIZE_MAX;              // before the first sample
 };
 
 // K-way merge of iterators; ties on timestamp go to the lowest index.
@@ -79,6 +82,13 @@ class MergeIter : public SeriesIterator {
   }
 
   model::Sample At() const override { return cur_; }
+  int64_t AtST() const override { return its_[lead_]->AtST(); }
+  bool HasST() const override {
+    for (auto& it : its_) {
+      if (it->HasST()) return true;
+    }
+    return false;
+  }
   Status Err() const override {
     for (auto& it : its_) {
       Status s = it->Err();
@@ -216,14 +226,21 @@ std::unique_ptr<SeriesIterator> MergeIterators(std::vector<std::unique_ptr<Serie
   return std::make_unique<MergeIter>(std::move(its));
 }
 
-std::unique_ptr<SeriesIterator> ListSeries::Iterator() const { return VectorIterator(&samples_); }
+ListSeries::ListSeries(model::Labels labels, std::vector<model::Sample> samples, std::vector<int64_t> st)
+    : labels_(std::move(labels)), samples_(std::move(samples)), st_(std::move(st)) {
+  CHECK(st_.empty() || st_.size() == samples_.size(), "BUG: one start timestamp per sample");
+}
+
+std::unique_ptr<SeriesIterator> ListSeries::Iterator() const {
+  return std::make_unique<VecIter>(&samples_, st_.empty() ? nullptr : &st_);
+}
 
 std::unique_ptr<SeriesSet> ListSeriesSet(std::vector<std::shared_ptr<Series>> series) {
   return std::make_unique<ListSet>(std::move(series));
 }
 
 std::unique_ptr<SeriesIterator> VectorIterator(const std::vector<model::Sample>* samples) {
-  return std::make_unique<VecIter>(samples);
+  return std::make_unique<VecIter>(samples, nullptr);
 }
 
 }  // namespace trainwatch::storage

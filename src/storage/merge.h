@@ -17,11 +17,11 @@ std::unique_ptr<SeriesSet> MergeSeriesSets(std::vector<std::unique_ptr<SeriesSet
 // Merges iterators of one series; earlier iterators win timestamp ties.
 std::unique_ptr<SeriesIterator> MergeIterators(std::vector<std::unique_ptr<SeriesIterator>> its);
 
-// An in-memory series, for tests and small results.
+// An in-memory series, for tests and small results. `st` is empty or holds
+// one start timestamp per sample (0 = unknown).
 class ListSeries : public Series {
  public:
-  ListSeries(model::Labels labels, std::vector<model::Sample> samples)
-      : labels_(std::move(labels)), samples_(std::move(samples)) {}
+  ListSeries(model::Labels labels, std::vector<model::Sample> samples, std::vector<int64_t> st = {});
   const model::Labels& labels() const override { return labels_; }
   std::unique_ptr<SeriesIterator> Iterator() const override;
   const std::vector<model::Sample>& samples() const { return samples_; }
@@ -29,6 +29,7 @@ class ListSeries : public Series {
  private:
   model::Labels labels_;
   std::vector<model::Sample> samples_;
+  std::vector<int64_t> st_;
 };
 
 // A SeriesSet over owned series, in the given order.

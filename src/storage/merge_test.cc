@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace trainwatch::storage {
@@ -29,6 +30,22 @@ TEST(MergeTest, EarlierSourceWinsTimestampTies) {
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got[2].t, 3);
   EXPECT_EQ(got[2].v, 30);
+}
+
+TEST(MergeTest, StartTimestampsFollowTheSampleThatWon) {
+  // A source with start timestamps (winning the tie at t=3) and one without.
+  ListSeries a(Labels{{"__name__", "c"}}, {{1, 10}, {3, 30}}, {0, 2});
+  ListSeries b(Labels{{"__name__", "c"}}, {{2, 20}, {3, 99}, {4, 40}});
+  EXPECT_TRUE(a.Iterator()->HasST());
+  EXPECT_FALSE(b.Iterator()->HasST());
+  std::vector<std::unique_ptr<SeriesIterator>> its;
+  its.push_back(a.Iterator());
+  its.push_back(b.Iterator());
+  auto m = MergeIterators(std::move(its));
+  EXPECT_TRUE(m->HasST());
+  std::vector<std::pair<int64_t, int64_t>> got;  // t, st
+  while (m->Next()) got.emplace_back(m->At().t, m->AtST());
+  EXPECT_EQ(got, (std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {2, 0}, {3, 2}, {4, 0}}));
 }
 
 TEST(MergeTest, SeekThenNextContinuesMerge) {

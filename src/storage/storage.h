@@ -57,6 +57,14 @@ class SeriesIterator {
   // Advances to the first sample with timestamp >= t (may stay put); false when none.
   virtual bool Seek(int64_t t) = 0;
   virtual model::Sample At() const = 0;
+  // Start timestamp of the sample at At(): when the counter behind it last
+  // started (OpenMetrics/OTel start time, ms; 0 = unknown). PromQL's
+  // rate/increase/irate/resets read it to see resets and the counter's zero
+  // point; start_timestamp() returns it.
+  virtual int64_t AtST() const { return 0; }
+  // False when no sample of this iterator carries a start timestamp, so a
+  // reader can skip AtST() per sample.
+  virtual bool HasST() const { return false; }
   virtual Status Err() const = 0;
 };
 

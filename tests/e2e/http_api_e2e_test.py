@@ -39,6 +39,12 @@ NOT_COMPARED = {
     # data is older: its output is checked byte for byte in api_test.cc.
     "federate_up.txt": "needs samples within 5 m of now",
 }
+# Warnings Prometheus 3.x gives where the 2.42 capture has none (the engine
+# follows 3.x; docs/compatibility.md): checked, then left out of the shape.
+WARNINGS_3X = {
+    "query_histogram_quantile_on_gauge.json":
+        'PromQL warning: bucket label "le" is missing or has a malformed value of "" for metric name "up" (1:25)',
+}
 # Error strings that must match byte for byte (the others may be worded differently).
 EXACT_ERRORS = {"query_parse_error.json", "query_range_bad_step.json"}
 CAPTURE_TIME = 1796207149
@@ -143,6 +149,8 @@ class HttpApiShapeTest(unittest.TestCase):
                     ref = json.loads(f.read())
                 self.assertEqual(got_status, status, body[:300])
                 got = json.loads(body)
+                if name in WARNINGS_3X:
+                    self.assertEqual(got.pop("warnings", None), [WARNINGS_3X[name]], full)
                 self.assertIsNone(shape_diff(got, ref), "%s: %s" % (full, body[:400]))
                 if ref["status"] == "error":
                     self.assertEqual(got["errorType"], ref["errorType"])
@@ -160,7 +168,7 @@ class HttpApiShapeTest(unittest.TestCase):
                     p_status, p_body = self.tw.request(
                         "POST", path, urllib.parse.urlencode(params).encode(),
                         {"Content-Type": "application/x-www-form-urlencoded"})
-                    self.assertEqual((p_status, json.loads(p_body)), (got_status, got))
+                    self.assertEqual((p_status, json.loads(p_body)), (got_status, json.loads(body)))
                 compared += 1
         self.assertEqual(compared, 18)
 

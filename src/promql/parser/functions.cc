@@ -89,6 +89,7 @@ const std::vector<FunctionDef>& Defs() {
       {"sort_desc", {V}, 0, V},
       {"sqrt", {V}, 0, V},
       {"start", {}, 0, S, true},
+      {"start_timestamp", {V}, 0, V, true},
       {"step", {}, 0, S, true},
       {"stddev_over_time", {M}, 0, V},
       {"stdvar_over_time", {M}, 0, V},

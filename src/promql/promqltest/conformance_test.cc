@@ -88,8 +88,8 @@ TEST(PromqlConformance, NoFileRegresses) {
   }
   std::printf("%-28s passed %4d  failed %4d  skipped %4d\n", "TOTAL", total_pass, total_fail, total_skip);
   EXPECT_GT(total_pass, 0);
-  // Every eval that does not depend on native histograms (or start
-  // timestamps, which storage does not keep) passes; skips carry a reason.
+  // Every eval that does not depend on native histograms passes; skips
+  // carry a reason.
   EXPECT_EQ(total_fail, 0) << "the FAIL lines above name each failing eval";
   if (std::getenv("TW_UPDATE_BASELINE") != nullptr) {
     std::ofstream out(BaselinePath());

@@ -2,10 +2,12 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -217,6 +219,10 @@ struct EvalCmd {
   std::vector<ExpectedSeries> series;
   bool histogram = false;
   std::string bad;  // unparseable expectation
+  // `expect warn` / `expect no_warn`: whether the query must (not) warn, and
+  // the warning it must give.
+  enum class Warn { kAny, kWarn, kNoWarn } warn = Warn::kAny;
+  std::string warn_msg, warn_regex;
 };
 
 int64_t Dur(const std::string& s) {
@@ -227,6 +233,62 @@ int64_t Dur(const std::string& s) {
     return 0;
   }
   return *d;
+}
+
+// A duration with an optional sign ("-30s", "+1m", "0"); false when malformed.
+bool SignedDur(std::string s, int64_t* out) {
+  int64_t sign = 1;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    if (s[0] == '-') sign = -1;
+    s.erase(0, 1);
+  }
+  if (s.empty()) return false;
+  if (s == "0") {
+    *out = 0;
+    return true;
+  }
+  auto d = parser::ParseDuration(s);
+  if (!d.ok()) return false;
+  *out = sign * *d;
+  return true;
+}
+
+// Expands one item of a start-timestamp (`@st`) line into per-slot offsets
+// from the sample time (nullopt: no start timestamp): `_`, `_xN`, `<dur>`,
+// `<dur>xN` (N+1 slots), `<dur>+<dur>xN`, `<dur>-<dur>xN`. False on bad syntax.
+bool ExpandStItem(const std::string& it, std::vector<std::optional<int64_t>>* out) {
+  if (it == "_") {
+    out->push_back(std::nullopt);
+    return true;
+  }
+  std::string head = it;
+  long n = -1;  // -1: a single slot
+  if (size_t x = it.rfind('x'); x != std::string::npos && x > 0 && x + 1 < it.size()) {
+    head = it.substr(0, x);
+    char* e = nullptr;
+    n = std::strtol(it.c_str() + x + 1, &e, 10);
+    if (*e != 0 || n < 0) return false;
+  }
+  if (head == "_") {
+    for (long i = 0; i < std::max(n, 1L); ++i) out->push_back(std::nullopt);
+    return true;
+  }
+  size_t op = std::string::npos;
+  for (size_t i = 1; i < head.size(); ++i) {
+    if (head[i] == '+' || head[i] == '-') {
+      op = i;
+      break;
+    }
+  }
+  int64_t a = 0, b = 0;
+  if (op == std::string::npos) {
+    if (!SignedDur(head, &a)) return false;
+  } else {
+    if (n < 0 || !SignedDur(head.substr(0, op), &a) || !SignedDur(head.substr(op + 1), &b)) return false;
+    if (head[op] == '-') b = -b;
+  }
+  for (long i = 0; i <= std::max(n, 0L); ++i) out->push_back(a + b * i);
+  return true;
 }
 
 std::string CheckResult(const EvalCmd& c, const QueryResult& res) {
@@ -432,11 +494,25 @@ std::string CheckFailure(const EvalCmd& c, const Result<QueryResult>& res) {
   return "";
 }
 
+std::string CheckAnnotations(const EvalCmd& c, const QueryResult& res) {
+  if (c.warn == EvalCmd::Warn::kNoWarn && !res.warnings.empty()) return "unexpected warning: " + res.warnings[0];
+  if (c.warn != EvalCmd::Warn::kWarn) return "";
+  if (res.warnings.empty()) return "expected a warning, got none";
+  for (const auto& w : res.warnings) {
+    if (!c.warn_msg.empty() && w == c.warn_msg) return "";
+    if (!c.warn_regex.empty() && RE2::PartialMatch(w, c.warn_regex)) return "";
+    if (c.warn_msg.empty() && c.warn_regex.empty()) return "";
+  }
+  return "expected warning \"" + (c.warn_msg.empty() ? c.warn_regex : c.warn_msg) + "\", got \"" + res.warnings[0] +
+         "\"";
+}
+
 std::string RunRangeEval(Engine& engine, TestStorage& db, const EvalCmd& c) {
   auto res = engine.Range(db, c.expr, c.start, c.end, c.step);
   if (c.expect_fail) return CheckFailure(c, res);
   if (!res.ok()) return "unexpected error: " + res.error().ToString();
-  return CheckResult(c, *res);
+  std::string why = CheckResult(c, *res);
+  return why.empty() ? CheckAnnotations(c, *res) : why;
 }
 
 std::string RunInstantEval(Engine& engine, TestStorage& db, const EvalCmd& c) {
@@ -455,6 +531,7 @@ std::string RunInstantEval(Engine& engine, TestStorage& db, const EvalCmd& c) {
     }
     if (!res.ok()) return "unexpected error: " + res.error().ToString() + where;
     std::string why = CheckResult(c, *res);
+    if (why.empty() && where.empty()) why = CheckAnnotations(c, *res);
     if (!why.empty()) return why + where;
     if (!range_check) continue;
     // The same query as a range query from t-1m to t+1m: its middle step must match.
@@ -511,7 +588,6 @@ FileResult RunScript(std::string_view name, std::string_view content) {
   }
   TestStorage db;
   std::vector<model::Labels> hist_series;  // series holding native histograms
-  std::vector<model::Labels> st_series;    // series with start timestamps (@st lines)
   EngineOptions opts;
   opts.max_samples = 10000;
   opts.timeout_ms = 100'000;
@@ -531,22 +607,38 @@ FileResult RunScript(std::string_view name, std::string_view content) {
     if (kw == "clear") {
       db.Clear();
       hist_series.clear();
-      st_series.clear();
       ++i;
       continue;
     }
     if (kw.starts_with("load")) {
       int64_t step = f.size() > 1 ? Dur(f[1]) : 0;
       bool nhcb = kw == "load_with_nhcb";
+      // The `name{...}@st` line just read: start-timestamp offsets for the
+      // next line's samples, which must be of the same series.
+      std::optional<model::Labels> st_labels;
+      std::vector<std::optional<int64_t>> st_slots;
       for (size_t j = i + 1; j < block_end; ++j) {
         model::Labels l;
         std::string rest;
         const std::string& line = lines[j];
         if (!ParseSeriesDesc(line, &l, &rest)) continue;
         if (rest.starts_with("@st")) {
-          // Start timestamps (3.x, start_timestamps.test) are not stored.
-          st_series.push_back(l);
+          st_labels = l;
+          st_slots.clear();
+          for (const auto& it : Fields(rest.substr(3))) {
+            if (!ExpandStItem(it, &st_slots)) {
+              fr.failed++;
+              fr.failures.push_back("line " + std::to_string(j + 1) + ": bad start-timestamp item " + it);
+              break;
+            }
+          }
           continue;
+        }
+        std::vector<std::optional<int64_t>> st;
+        if (st_labels.has_value()) {
+          if (*st_labels == l) st = std::move(st_slots);
+          st_labels.reset();
+          st_slots.clear();
         }
         std::vector<Item> items;
         bool hist = false;
@@ -570,7 +662,10 @@ FileResult RunScript(std::string_view name, std::string_view content) {
           }
         }
         for (size_t k = 0; k < items.size(); ++k) {
-          if (items[k].present) db.Add(l, static_cast<int64_t>(k) * step, items[k].v);
+          if (!items[k].present) continue;
+          int64_t t = static_cast<int64_t>(k) * step;
+          int64_t start = k < st.size() && st[k].has_value() ? t + *st[k] : 0;
+          db.Add(l, t, items[k].v, start);
         }
       }
       i = block_end;
@@ -619,6 +714,11 @@ FileResult RunScript(std::string_view name, std::string_view content) {
           std::string m = Trim(r.substr(4));
           if (m.starts_with("msg:")) c.fail_msg = Trim(m.substr(4));
           if (m.starts_with("regex:")) c.fail_regex = Trim(m.substr(6));
+        } else if (r.starts_with("warn") || r.starts_with("no_warn")) {
+          c.warn = r.starts_with("warn") ? EvalCmd::Warn::kWarn : EvalCmd::Warn::kNoWarn;
+          std::string m = Trim(r.substr(r.find("warn") + 4));
+          if (m.starts_with("msg:")) c.warn_msg = Trim(m.substr(4));
+          if (m.starts_with("regex:")) c.warn_regex = Trim(m.substr(6));
         } else if (r.starts_with("ordered")) {
           c.ordered = true;
         } else if (r.starts_with("range vector")) {
@@ -676,14 +776,9 @@ FileResult RunScript(std::string_view name, std::string_view content) {
     // does not store) still counts when it passes; when it fails it is
     // skipped, as its expected result may depend on the histograms.
     bool touches_hist = !hist_series.empty() && TouchesSeries(c.expr, hist_series);
-    bool touches_st = !st_series.empty() && TouchesSeries(c.expr, st_series);
     auto fail = [&](const std::string& why) {
       if (touches_hist) {
         skip("native histogram");
-        return;
-      }
-      if (touches_st) {
-        skip("start timestamps (@st) not stored");
         return;
       }
       fr.failed++;

@@ -11,14 +11,20 @@ namespace trainwatch::promql::promqltest {
 
 class TestStorage : public storage::Queryable {
  public:
-  // Adds (or overwrites at equal timestamp) one sample.
-  void Add(const model::Labels& l, int64_t t, double v);
+  struct Data {
+    std::vector<model::Sample> samples;  // increasing t
+    std::vector<int64_t> st;             // start timestamp per sample (0 = unknown)
+    bool has_st = false;                 // some sample has a start timestamp
+  };
+  // Adds (or overwrites at equal timestamp) one sample; `st` is its start
+  // timestamp, 0 when unknown.
+  void Add(const model::Labels& l, int64_t t, double v, int64_t st = 0);
   void Clear() { series_.clear(); }
   Result<std::unique_ptr<storage::Querier>> NewQuerier(int64_t mint, int64_t maxt) override;
-  const std::map<model::Labels, std::vector<model::Sample>>& series() const { return series_; }
+  const std::map<model::Labels, Data>& series() const { return series_; }
 
  private:
-  std::map<model::Labels, std::vector<model::Sample>> series_;
+  std::map<model::Labels, Data> series_;
 };
 
 }  // namespace trainwatch::promql::promqltest
