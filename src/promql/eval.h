@@ -99,17 +99,17 @@ class Evaluator {
   void ReleaseSamples(int64_t n) { cur_samples_ -= n; }
   const StepRange& query_range() const { return query_range_; }
   void set_query_range(const StepRange& r) { query_range_ = r; }
-  // Warns that sorting `e` (a sort function call evaluated over `r`) is lost:
-  // series of a range result are always ordered by labels.
-  void WarnSortInRange(const parser::Expr& e, const StepRange& r);
-  // Adds a warning about `at` (once: a repeat is dropped). Engine prefixes
-  // "PromQL warning: " and appends `at`'s position, as Prometheus does.
   struct Warning {
     std::string text;
     int pos = 0;  // byte offset into the query
   };
+  // Adds a warning about `at` (once: a repeat is dropped). Engine prefixes
+  // "PromQL warning: " and appends `at`'s position, as Prometheus does.
   void Warn(std::string text, const parser::Expr& at);
   const std::vector<Warning>& warnings() const { return warnings_; }
+  // Warns that sorting `e` (a sort function call evaluated over `r`) is lost:
+  // series of a range result are always ordered by labels.
+  void WarnSortInRange(const parser::Expr& e, const StepRange& r);
 
   // Pieces implemented in separate files.
   Value EvalCall(const parser::Expr& e, const StepRange& r);

@@ -16,7 +16,9 @@ struct RangeCtx {
   int64_t range_end = 0;    // inclusive
   double range_sec = 0;
   double p0 = 0, p1 = 0;    // scalar parameters at this step
-  bool no_resets = false;   // the whole series never decreases (lets rate skip its reset scan)
+  // The whole series never decreases and has no start timestamps (lets rate
+  // skip its reset scan).
+  bool no_resets = false;
   // The window's start timestamps, one per sample (0 = unknown); null when
   // the series has none.
   const int64_t* st = nullptr;

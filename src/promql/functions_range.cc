@@ -38,7 +38,7 @@ bool ExtrapolatedRate(W w, const RangeCtx& c, bool is_counter, bool is_rate, dou
   const bool zero_at_st = st != nullptr && st[0] > c.range_start && st[0] < w.front().t;
   if (w.size() < 2 && !zero_at_st) return false;
   double result = w.back().v - (zero_at_st ? 0 : w.front().v);
-  if (is_counter && (!c.no_resets || st != nullptr)) {
+  if (is_counter && !c.no_resets) {
     for (size_t i = 1; i < w.size(); ++i) {
       if (CounterReset(w, st, i)) result += w[i - 1].v;
     }
@@ -527,8 +527,9 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
     bool overlap = false;
     ctx.st_overlap = &overlap;
     if (counter) {
-      // One scan per series instead of one per window.
-      bool no_resets = true;
+      // One scan per series instead of one per window. Start timestamps can
+      // mark resets the values do not show.
+      bool no_resets = st_data == nullptr;
       for (size_t i = 1; i < smp.size() && no_resets; ++i) no_resets = !(smp[i].v < smp[i - 1].v);
       ctx.no_resets = no_resets;
     }
