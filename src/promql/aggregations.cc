@@ -272,10 +272,139 @@ uint64_t PrometheusLabelsHash(const model::Labels& l) {
   return XXH64(b);
 }
 
-bool LimitRatioSelected(double ratio, const model::Labels& l) {
-  double offset = static_cast<double>(PrometheusLabelsHash(l)) / 18446744073709551615.0;
-  return (ratio >= 0 && offset < ratio) || (ratio < 0 && offset >= 1.0 + ratio);
+bool IsSelecting(AggOp op) {
+  return op == AggOp::kTopk || op == AggOp::kBottomk || op == AggOp::kLimitk || op == AggOp::kLimitRatio;
 }
+
+// limit_ratio's ratios: NaN is an error, values outside [-1, 1] are capped
+// with a warning.
+void CheckRatios(Evaluator& ev, const Expr& param, std::vector<double>* ratios) {
+  for (double& p : *ratios) {
+    if (std::isnan(p)) ThrowEval("Ratio value is NaN");
+    if (p < -1 || p > 1) {
+      ev.Warn("ratio value should be between -1 and 1, got " + FormatFloat(p) + ", capping to " + (p < 0 ? "-1" : "1"),
+              param);
+      p = p < 0 ? -1 : 1;
+    }
+  }
+}
+
+// Picks, per group and step, the series topk, bottomk, limitk and
+// limit_ratio keep. Series are offered one at a time, in input order, with
+// increasing ids; a cell (group, step) holds at most k entries, for
+// topk/bottomk as a heap whose front is the worst one kept. That makes the
+// same choice as sorting all candidates stably and taking the first k: a later
+// series displaces a kept one only when strictly better. Only ids are held,
+// so a caller streaming series need keep the labels of those that placed.
+class KSelection {
+ public:
+  KSelection(AggOp op, const std::vector<double>& param, size_t steps) : op_(op), steps_(steps) {
+    if (op == AggOp::kLimitRatio) {
+      ratio_ = param;
+    } else {
+      k_.reserve(steps);
+      for (double k : param) k_.push_back(KParam(k));
+    }
+  }
+
+  size_t groups() const { return cells_.size() / steps_; }
+  void AddGroups(size_t n) { cells_.resize(n * steps_); }
+
+  // Starts the offers of the next series. REQUIRES: ids never decrease; an
+  // id is reused only after a series that did not place.
+  void Begin(uint32_t id, const model::Labels& labels) {
+    id_ = id;
+    placed_ = false;
+    if (op_ == AggOp::kLimitRatio) offset_ = static_cast<double>(PrometheusLabelsHash(labels)) / 18446744073709551615.0;
+  }
+
+  // REQUIRES: group < groups().
+  void Offer(size_t group, size_t step, double v) {
+    std::vector<Entry>& c = cells_[group * steps_ + step];
+    const Entry e{v, id_};
+    if (op_ == AggOp::kLimitRatio) {
+      double ratio = ratio_[step];
+      if ((ratio >= 0 && offset_ < ratio) || (ratio < 0 && offset_ >= 1.0 + ratio)) Keep(c, e);
+      return;
+    }
+    const int64_t k = k_[step];
+    if (k < 1) return;
+    if (c.size() < static_cast<uint64_t>(k)) {
+      Keep(c, e);
+      if (op_ != AggOp::kLimitk) std::push_heap(c.begin(), c.end(), RanksBefore());
+    } else if (op_ != AggOp::kLimitk && Better(v, c.front().v)) {
+      std::pop_heap(c.begin(), c.end(), RanksBefore());
+      c.pop_back();
+      Keep(c, e);
+      std::push_heap(c.begin(), c.end(), RanksBefore());
+    }
+  }
+
+  // Whether the series begun last holds a place in some cell.
+  bool Placed() const { return placed_; }
+
+  // Calls emit(id, points) once per series that holds a place: for an instant
+  // query by group and then rank, otherwise by id, points in step order.
+  template <typename Fn>
+  void Emit(const StepRange& r, Fn&& emit) {
+    if (cells_.empty()) return;
+    const bool ranked = op_ == AggOp::kTopk || op_ == AggOp::kBottomk;
+    if (steps_ == 1) {
+      for (std::vector<Entry>& c : cells_) {
+        if (ranked) std::sort(c.begin(), c.end(), RanksBefore());
+        for (const Entry& e : c) emit(e.id, std::vector<Point>{{r.At(0), e.v}});
+      }
+      return;
+    }
+    std::vector<std::vector<Point>> points(static_cast<size_t>(max_id_) + 1);
+    for (size_t s = 0; s < steps_; ++s) {
+      for (size_t g = 0; g < groups(); ++g) {
+        for (const Entry& e : cells_[g * steps_ + s]) points[e.id].push_back({r.At(s), e.v});
+      }
+    }
+    for (size_t id = 0; id < points.size(); ++id) {
+      if (!points[id].empty()) emit(static_cast<uint32_t>(id), std::move(points[id]));
+    }
+  }
+
+ private:
+  struct Entry {
+    double v;
+    uint32_t id;
+  };
+  // topk: larger first, NaN last; bottomk: smaller first, NaN last.
+  static bool Better(bool top, double a, double b) {
+    if (std::isnan(a)) return false;
+    if (std::isnan(b)) return true;
+    return top ? a > b : a < b;
+  }
+  bool Better(double a, double b) const { return Better(op_ == AggOp::kTopk, a, b); }
+  // The output order within a cell: better first, then earlier input first.
+  struct Ranks {
+    bool top;
+    bool operator()(const Entry& a, const Entry& b) const {
+      if (Better(top, a.v, b.v)) return true;
+      if (Better(top, b.v, a.v)) return false;
+      return a.id < b.id;
+    }
+  };
+  Ranks RanksBefore() const { return Ranks{op_ == AggOp::kTopk}; }
+  void Keep(std::vector<Entry>& c, const Entry& e) {
+    c.push_back(e);
+    placed_ = true;
+    max_id_ = e.id;
+  }
+
+  const AggOp op_;
+  const size_t steps_;
+  std::vector<int64_t> k_;      // per step (topk, bottomk, limitk)
+  std::vector<double> ratio_;   // per step (limit_ratio)
+  std::vector<std::vector<Entry>> cells_;  // group-major
+  uint32_t id_ = 0;       // the series being offered
+  bool placed_ = false;   // it holds a place
+  uint32_t max_id_ = 0;   // largest id that placed
+  double offset_ = 0;     // limit_ratio: its hash in [0, 1]
+};
 
 }  // namespace
 
@@ -318,6 +447,36 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       out.type = parser::Type::kVector;
       acc.resize(groups.labels().size() * steps);
       EmitAccumulated(op, acc, groups, r, &out);
+      return out;
+    }
+  }
+  // topk/bottomk/limitk/limit_ratio over a range function likewise: only the
+  // series that place keep their labels (`topk(10, avg_over_time(m[1h]))`
+  // over 2,000 series copies a few dozen label sets, not 2,000).
+  if (IsSelecting(op) && arg.kind == parser::NodeKind::kCall) {
+    if (const RangeFnDef* def = LookupRangeFn(arg.func->name)) {
+      CheckDeadline();
+      if (op == AggOp::kLimitRatio) CheckRatios(*this, *e.args[1], &param);
+      KSelection sel(op, param, steps);
+      GroupIndex groups(e.grouping, e.without);
+      SeriesList placed;  // labels of series that hold a place, by id
+      ForEachRangeFnSeries(*this, arg, *def, r,
+                           [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals) {
+                             size_t g = groups.Find(l, drop_name);
+                             if (g >= sel.groups()) {
+                               CheckCells((g + 1) * steps);
+                               sel.AddGroups(g + 1);
+                             }
+                             sel.Begin(static_cast<uint32_t>(placed.size()), l);
+                             for (const StepValue& sv : vals) sel.Offer(g, sv.step, sv.v);
+                             if (sel.Placed()) placed.push_back(EvalSeries{l, {}, drop_name});
+                           });
+      Value out;
+      out.type = parser::Type::kVector;
+      sel.Emit(r, [&](uint32_t id, std::vector<Point>&& points) {
+        placed[id].points = std::move(points);
+        out.series.push_back(std::move(placed[id]));
+      });
       return out;
     }
   }
@@ -398,78 +557,18 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       return out;
     }
     case AggOp::kTopk: case AggOp::kBottomk: case AggOp::kLimitk: case AggOp::kLimitRatio: {
-      // Step-major selection; output keeps the input series' labels.
-      std::vector<std::vector<size_t>> members(ngroups);
-      for (size_t i = 0; i < in.series.size(); ++i) members[group_of[i]].push_back(i);
-      std::vector<size_t> cursor(in.series.size(), 0);
-      std::vector<EvalSeries> outs(in.series.size());
-      std::vector<std::pair<double, size_t>> cand;
-      bool instant = steps == 1;
-      std::vector<size_t> order;  // instant: output order
-      if (op == AggOp::kLimitRatio) {
-        for (double& p : param) {
-          if (std::isnan(p)) ThrowEval("Ratio value is NaN");
-          if (p < -1 || p > 1) {
-            Warn("ratio value should be between -1 and 1, got " + FormatFloat(p) + ", capping to " +
-                     (p < 0 ? "-1" : "1"),
-                 *e.args[1]);
-            p = p < 0 ? -1 : 1;
-          }
-        }
+      if (op == AggOp::kLimitRatio) CheckRatios(*this, *e.args[1], &param);
+      KSelection sel(op, param, steps);
+      sel.AddGroups(ngroups);
+      for (size_t i = 0; i < in.series.size(); ++i) {
+        sel.Begin(static_cast<uint32_t>(i), in.series[i].labels);
+        for (const auto& p : in.series[i].points) sel.Offer(group_of[i], r.Index(p.t), p.v);
       }
-      for (size_t s = 0; s < steps; ++s) {
-        int64_t t = r.At(s);
-        int64_t k = 0;
-        if (op != AggOp::kLimitRatio) k = KParam(param[s]);
-        for (size_t g = 0; g < ngroups; ++g) {
-          cand.clear();
-          for (size_t i : members[g]) {
-            const auto& pts = in.series[i].points;
-            size_t& c = cursor[i];
-            while (c < pts.size() && pts[c].t < t) ++c;
-            if (c < pts.size() && pts[c].t == t) cand.push_back({pts[c].v, i});
-          }
-          if (cand.empty()) continue;
-          if (op == AggOp::kLimitRatio) {
-            for (auto& [v, i] : cand) {
-              if (LimitRatioSelected(param[s], in.series[i].labels)) {
-                outs[i].points.push_back({t, v});
-                if (instant) order.push_back(i);
-              }
-            }
-            continue;
-          }
-          if (k < 1) continue;
-          size_t kk = std::min<size_t>(static_cast<size_t>(k), cand.size());
-          if (op == AggOp::kTopk || op == AggOp::kBottomk) {
-            bool top = op == AggOp::kTopk;
-            auto better = [top](const std::pair<double, size_t>& a, const std::pair<double, size_t>& b) {
-              if (std::isnan(a.first)) return false;
-              if (std::isnan(b.first)) return true;
-              return top ? a.first > b.first : a.first < b.first;
-            };
-            std::stable_sort(cand.begin(), cand.end(), better);
-          }
-          for (size_t j = 0; j < kk; ++j) {
-            outs[cand[j].second].points.push_back({t, cand[j].first});
-            if (instant) order.push_back(cand[j].second);
-          }
-        }
-      }
-      if (instant) {
-        for (size_t i : order) {
-          outs[i].labels = in.series[i].labels;
-          outs[i].drop_name = in.series[i].drop_name;
-          out.series.push_back(std::move(outs[i]));
-        }
-      } else {
-        for (size_t i = 0; i < outs.size(); ++i) {
-          if (outs[i].points.empty()) continue;
-          outs[i].labels = in.series[i].labels;
-          outs[i].drop_name = in.series[i].drop_name;
-          out.series.push_back(std::move(outs[i]));
-        }
-      }
+      sel.Emit(r, [&](uint32_t id, std::vector<Point>&& points) {
+        EvalSeries& es = in.series[id];
+        es.points = std::move(points);
+        out.series.push_back(std::move(es));
+      });
       return out;
     }
   }
