@@ -19,6 +19,8 @@ Labels::Labels(std::initializer_list<std::pair<std::string_view, std::string_vie
 
 Labels::Labels(std::vector<Label> labels) : labels_(std::move(labels)) { SortLabels(&labels_); }
 
+void Labels::Sort() { SortLabels(&labels_); }
+
 Result<Labels> Labels::FromUnsorted(std::vector<Label> labels) {
   std::vector<Label> kept;
   kept.reserve(labels.size());

@@ -29,6 +29,23 @@ class Labels {
   Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> pairs);
   explicit Labels(std::vector<Label> labels);  // sorts
 
+  // Replaces the pairs with n pairs, pair_at(i) -> {name, value} (string
+  // views), reusing this set's strings: no allocation when the previous set
+  // held as many pairs at least as long. Sorts only when they come out of
+  // order. REQUIRES: names are unique.
+  template <typename PairAt>
+  void Assign(size_t n, PairAt&& pair_at) {
+    labels_.resize(n);
+    bool sorted = true;
+    for (size_t i = 0; i < n; ++i) {
+      auto [name, value] = pair_at(i);
+      labels_[i].name.assign(name);
+      labels_[i].value.assign(value);
+      if (i > 0 && !(labels_[i - 1].name < labels_[i].name)) sorted = false;
+    }
+    if (!sorted) Sort();
+  }
+
   // Validates and sorts: empty names, duplicate names and empty values are
   // rejected (empty values are dropped, as Prometheus treats them as absent).
   static Result<Labels> FromUnsorted(std::vector<Label> labels);
@@ -53,6 +70,7 @@ class Labels {
   auto operator<=>(const Labels& o) const { return labels_ <=> o.labels_; }
 
  private:
+  void Sort();
   std::vector<Label> labels_;
 };
 

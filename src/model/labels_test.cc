@@ -12,6 +12,18 @@ TEST(LabelsTest, SortsAndPrintsLikePrometheus) {
   EXPECT_EQ(l.MetricName(), "up");
 }
 
+TEST(LabelsTest, AssignReplacesInPlaceAndSortsWhenOutOfOrder) {
+  Labels l{{"__name__", "up"}, {"instance", "a:9100"}, {"job", "node"}};
+  std::vector<std::pair<std::string_view, std::string_view>> in = {{"a", "1"}, {"b", "2"}};
+  l.Assign(in.size(), [&](size_t i) { return in[i]; });
+  EXPECT_EQ(l, (Labels{{"a", "1"}, {"b", "2"}}));
+  in = {{"z", "26"}, {"__name__", "m"}, {"k", "11"}};
+  l.Assign(in.size(), [&](size_t i) { return in[i]; });
+  EXPECT_EQ(l, (Labels{{"__name__", "m"}, {"k", "11"}, {"z", "26"}}));
+  l.Assign(0, [&](size_t i) { return in[i]; });
+  EXPECT_TRUE(l.empty());
+}
+
 TEST(LabelsTest, FromUnsortedRejectsDuplicatesAndDropsEmptyValues) {
   auto r = Labels::FromUnsorted({{"a", "1"}, {"b", ""}, {"a", "2"}});
   ASSERT_FALSE(r.ok());

@@ -232,17 +232,20 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
     st_buf.clear();
     auto it = s.Iterator();
     if (it->Seek(mint)) {
-      const bool has_st = it->HasST();
-      do {
-        model::Sample smp = it->At();
-        if (smp.t > maxt) break;
-        if (smp.t < mint) continue;
-        if (!keep_stale && model::IsStaleNaN(smp.v)) continue;
-        buf.push_back(smp);
-        if (has_st) st_buf.push_back(it->AtST());
-      } while (it->Next());
-      // A series whose samples in range carry no start timestamp reads as one without.
-      if (std::all_of(st_buf.begin(), st_buf.end(), [](int64_t x) { return x == 0; })) st_buf.clear();
+      if (!it->HasST()) {
+        it->AppendUntil(maxt, &buf);
+        if (!keep_stale) std::erase_if(buf, [](const model::Sample& x) { return model::IsStaleNaN(x.v); });
+      } else {
+        do {
+          model::Sample smp = it->At();
+          if (smp.t > maxt) break;
+          if (!keep_stale && model::IsStaleNaN(smp.v)) continue;
+          buf.push_back(smp);
+          st_buf.push_back(it->AtST());
+        } while (it->Next());
+        // A series whose samples in range carry no start timestamp reads as one without.
+        if (std::all_of(st_buf.begin(), st_buf.end(), [](int64_t x) { return x == 0; })) st_buf.clear();
+      }
     }
     if (Status st = it->Err(); !st.ok()) ThrowEval(st);
     int64_t n = static_cast<int64_t>(buf.size());

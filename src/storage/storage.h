@@ -57,6 +57,19 @@ class SeriesIterator {
   // Advances to the first sample with timestamp >= t (may stay put); false when none.
   virtual bool Seek(int64_t t) = 0;
   virtual model::Sample At() const = 0;
+  // Appends the sample at At() and those after it with t <= maxt to *out and
+  // stops on the first one after maxt (At() then returns it). False when the
+  // samples ran out or on error, like Next(). REQUIRES: the iterator is on a
+  // sample (the last Seek or Next returned true). Readers of many samples use
+  // it instead of a virtual At and Next per sample.
+  virtual bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) {
+    do {
+      model::Sample s = At();
+      if (s.t > maxt) return true;
+      out->push_back(s);
+    } while (Next());
+    return false;
+  }
   // Start timestamp of the sample at At(): when the counter behind it last
   // started (OpenMetrics/OTel start time, ms; 0 = unknown). PromQL's
   // rate/increase/irate/resets read it to see resets and the counter's zero

@@ -1,6 +1,5 @@
 #include "tsdb/block.h"
 
-#include <optional>
 #include <random>
 
 #include "base/clock.h"
@@ -62,18 +61,19 @@ Block::~Block() {
 class BlockSeriesSet : public storage::SeriesSet {
  public:
   BlockSeriesSet(std::shared_ptr<Block> b, index::Postings ids, int64_t mint, int64_t maxt)
-      : b_(std::move(b)), ids_(std::move(ids)), mint_(mint), maxt_(maxt) {}
+      : b_(b), ids_(std::move(ids)), cur_({}, {}, nullptr, mint, maxt, std::move(b)), mint_(mint), maxt_(maxt) {}
 
   bool Next() override {
-    cur_.reset();
+    // One ChunkSeries refilled in place: its label strings and chunk list
+    // keep their storage from series to series.
     while (err_.ok() && i_ < ids_.size()) {
-      model::Labels labels;
-      Status s = b_->index_->Series(ids_[i_++], &labels, &metas_);
+      Status s = b_->index_->Series(ids_[i_++], cur_.mutable_labels(), &metas_);
       if (!s.ok()) {
         err_ = s.Annotate("block " + b_->meta_.id);
         return false;
       }
-      std::vector<ChunkRefData> chunks;
+      std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
+      chunks.clear();
       for (const auto& m : metas_) {
         if (m.maxt < mint_ || m.mint > maxt_) continue;
         auto cv = b_->chunks_->Get(m.ref);
@@ -84,21 +84,20 @@ class BlockSeriesSet : public storage::SeriesSet {
         chunks.push_back({m.mint, m.maxt, static_cast<chunkenc::Encoding>(cv->encoding), cv->data});
       }
       if (chunks.empty()) continue;
-      cur_.emplace(std::move(labels), std::move(chunks), nullptr, mint_, maxt_, b_);
       return true;
     }
     return false;
   }
-  const storage::Series& At() const override { return *cur_; }
+  const storage::Series& At() const override { return cur_; }
   Status Err() const override { return err_; }
 
  private:
   std::shared_ptr<Block> b_;
   index::Postings ids_;
+  ChunkSeries cur_;
   int64_t mint_, maxt_;
   size_t i_ = 0;
   std::vector<index::ChunkMeta> metas_;
-  std::optional<ChunkSeries> cur_;
   Status err_;
 };
 
@@ -119,8 +118,8 @@ class BlockQuerier : public storage::Querier {
     if (matchers.empty()) return b_->index_->LabelValues(name);
     ASSIGN_OR_RETURN(index::Postings ids, b_->index_->PostingsForMatchers(matchers));
     std::vector<std::string> out;
+    model::Labels labels;
     for (uint64_t id : ids) {
-      model::Labels labels;
       RETURN_IF_ERROR(b_->index_->Series(id, &labels, nullptr));
       std::string_view v = labels.Get(name);
       if (!v.empty()) out.emplace_back(v);
@@ -134,8 +133,8 @@ class BlockQuerier : public storage::Querier {
     if (matchers.empty()) return b_->index_->LabelNames();
     ASSIGN_OR_RETURN(index::Postings ids, b_->index_->PostingsForMatchers(matchers));
     std::vector<std::string> out;
+    model::Labels labels;
     for (uint64_t id : ids) {
-      model::Labels labels;
       RETURN_IF_ERROR(b_->index_->Series(id, &labels, nullptr));
       for (const auto& l : labels) out.push_back(l.name);
     }

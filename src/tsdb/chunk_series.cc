@@ -1,5 +1,7 @@
 #include "tsdb/chunk_series.h"
 
+#include <algorithm>
+
 #include "storage/merge.h"
 
 namespace trainwatch::tsdb {
@@ -53,6 +55,24 @@ bool ChunkListIterator::Advance() {
 bool ChunkListIterator::Next() {
   if (done_) return false;
   return Advance();
+}
+
+bool ChunkListIterator::AppendUntil(int64_t maxt, std::vector<model::Sample>* out) {
+  if (done_) return false;
+  const int64_t until = std::min(maxt, maxt_);
+  for (;;) {
+    if (it_.AppendUntil(until, out)) {
+      if (it_.t() <= maxt_) return true;  // stopped after the caller's maxt
+      return done_ = true, false;
+    }
+    if (!it_.Err().ok()) {
+      err_ = it_.Err();
+      return done_ = true, false;
+    }
+    ci_++;
+    started_ = false;
+    if (!Advance()) return false;
+  }
 }
 
 bool ChunkListIterator::Seek(int64_t t) {

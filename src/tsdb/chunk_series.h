@@ -26,6 +26,7 @@ class ChunkListIterator : public storage::SeriesIterator {
   bool Next() override;
   bool Seek(int64_t t) override;
   model::Sample At() const override { return {it_.t(), it_.v()}; }
+  bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) override;
   Status Err() const override { return err_; }
 
  private:
@@ -48,6 +49,11 @@ class ChunkSeries : public storage::Series {
         keepalive_(std::move(keepalive)) {}
   const model::Labels& labels() const override { return labels_; }
   std::unique_ptr<storage::SeriesIterator> Iterator() const override;
+
+  // For a series set that refills one ChunkSeries for series after series,
+  // reusing its storage.
+  model::Labels* mutable_labels() { return &labels_; }
+  std::vector<ChunkRefData>* mutable_chunks() { return &chunks_; }
 
  private:
   model::Labels labels_;

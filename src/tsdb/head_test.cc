@@ -1,5 +1,7 @@
 #include "tsdb/head.h"
 
+#include "tsdb/chunk_series.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -105,6 +107,65 @@ TEST(HeadTest, ConcurrentAppendersLoseNothing) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(head.NumSeries(), 20u);
   EXPECT_EQ(Read(&head, {Eq("__name__", "x")}).size(), 20u * 200);
+}
+
+}  // namespace
+}  // namespace trainwatch::tsdb
+
+namespace trainwatch::tsdb {
+namespace {
+
+// AppendUntil over a chunk list (mixed encodings, clipped to [mint, maxt])
+// reads exactly what Seek and Next read, and resumes where it stopped.
+TEST(ChunkListIteratorTest, AppendUntilMatchesNext) {
+  std::vector<std::string> bytes;
+  std::vector<ChunkRefData> chunks;
+  int64_t t = 1000;
+  for (int c = 0; c < 3; ++c) {
+    std::vector<int64_t> ts;
+    std::vector<double> vs;
+    for (int i = 0; i < 50; ++i, t += 10) {
+      ts.push_back(t);
+      vs.push_back(c * 100 + i);
+    }
+    std::string b;
+    if (c == 1) {
+      chunkenc::EncodeXor(ts.data(), vs.data(), ts.size(), &b);
+    } else {
+      chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &b);
+    }
+    bytes.push_back(std::move(b));
+    chunks.push_back({ts.front(), ts.back(), c == 1 ? chunkenc::Encoding::kXor : chunkenc::Encoding::kDense, {}});
+  }
+  for (size_t c = 0; c < chunks.size(); ++c) chunks[c].data = bytes[c];
+  for (auto [mint, maxt] : {std::pair<int64_t, int64_t>{0, 9000}, {1205, 2195}, {1500, 1500}, {2495, 2505}}) {
+    for (int64_t seek : {int64_t{0}, int64_t{1495}, int64_t{2000}}) {
+      SCOPED_TRACE(testing::Message() << "[" << mint << ", " << maxt << "] seek " << seek);
+      std::vector<model::Sample> want;
+      ChunkListIterator a(chunks, mint, maxt, nullptr);
+      if (a.Seek(seek)) {
+        do want.push_back(a.At());
+        while (a.Next());
+      }
+      ASSERT_TRUE(a.Err().ok());
+      for (int64_t cut : {int64_t{1499}, int64_t{1500}, int64_t{2000}, int64_t{9000}}) {
+        ChunkListIterator b(chunks, mint, maxt, nullptr);
+        std::vector<model::Sample> got;
+        if (b.Seek(seek)) {
+          if (b.AppendUntil(cut, &got)) {
+            EXPECT_GT(b.At().t, cut);
+            b.AppendUntil(9000, &got);
+          }
+        }
+        ASSERT_TRUE(b.Err().ok());
+        ASSERT_EQ(got.size(), want.size()) << "cut " << cut;
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(got[i].t, want[i].t);
+          EXPECT_EQ(got[i].v, want[i].v);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

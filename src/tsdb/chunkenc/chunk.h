@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/sample.h"
 
 namespace trainwatch::chunkenc {
 
@@ -133,6 +134,10 @@ class Iterator {
   int64_t t() const { return t_; }
   double v() const { return v_; }
   const Status& Err() const { return err_; }
+  // Appends the current sample and those after it with t <= maxt, stopping
+  // on the first one after maxt; false when the chunk ran out (or on corrupt
+  // data). REQUIRES: on a sample (the last Next or Seek returned true).
+  bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out);
 
  private:
   bool NextXor();

@@ -47,6 +47,34 @@ void ExpectDecodes(Encoding enc, std::string_view data, const Series& s) {
   }
   ASSERT_TRUE(it.Err().ok()) << it.Err().ToString();
   ASSERT_EQ(i, s.ts.size());
+  if (s.ts.empty()) return;
+  // AppendUntil in pieces (cut at a sample, or just before one) reads the
+  // same samples and stops on the first one after each cut.
+  for (size_t parts : {1, 2, 5}) {
+    Iterator ia(enc, data);
+    ASSERT_TRUE(ia.Next());
+    std::vector<model::Sample> got;
+    bool more = true;
+    for (size_t p = 1; p <= parts && more; ++p) {
+      int64_t cut = p == parts ? std::numeric_limits<int64_t>::max()
+                               : s.ts[s.ts.size() * p / parts] - static_cast<int64_t>(p % 2);
+      const size_t before = got.size();
+      more = ia.AppendUntil(cut, &got);
+      if (got.size() > before) {
+        ASSERT_LE(got.back().t, cut);
+      }
+      if (more) {
+        ASSERT_GT(ia.t(), cut);
+      }
+    }
+    EXPECT_FALSE(more);
+    ASSERT_TRUE(ia.Err().ok()) << ia.Err().ToString();
+    ASSERT_EQ(got.size(), s.ts.size()) << parts << " parts";
+    for (size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].t, s.ts[k]);
+      ASSERT_EQ(Bits(got[k].v), Bits(s.vs[k]));
+    }
+  }
 }
 
 std::string DeltaBytes(const Series& s) {

@@ -227,6 +227,24 @@ bool Iterator::Next() {
   return true;
 }
 
+bool Iterator::AppendUntil(int64_t maxt, std::vector<model::Sample>* out) {
+  if (enc_ == Encoding::kDense && valid_) {
+    // The current sample is dense_t_[i_ - 1].
+    uint32_t j = i_ - 1;
+    while (j < n_ && dense_t_[j] <= maxt) {
+      out->push_back({dense_t_[j], dense_v_[j]});
+      ++j;
+    }
+    i_ = j;
+    return Next();
+  }
+  do {
+    if (t_ > maxt) return true;
+    out->push_back({t_, v_});
+  } while (Next());
+  return false;
+}
+
 bool Iterator::Seek(int64_t t) {
   if (!err_.ok()) return false;
   if (valid_ && t_ >= t) return true;

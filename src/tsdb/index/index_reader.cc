@@ -430,12 +430,11 @@ Status IndexReader::Series(SeriesRef id, model::Labels* labels, std::vector<Chun
   ASSIGN_OR_RETURN(std::shared_ptr<const DecodedBlock> blk, GetBlock(id / kSeriesPerBlock));
   const size_t s = id % kSeriesPerBlock;
   if (labels != nullptr) {
-    std::vector<model::Label> ls;
-    ls.reserve(blk->pair_start[s + 1] - blk->pair_start[s]);
-    for (uint32_t i = blk->pair_start[s]; i < blk->pair_start[s + 1]; ++i) {
-      ls.push_back({symbols_[blk->syms[2 * i]], symbols_[blk->syms[2 * i + 1]]});
-    }
-    *labels = model::Labels(std::move(ls));
+    const uint32_t first = blk->pair_start[s];
+    labels->Assign(blk->pair_start[s + 1] - first, [&](size_t i) {
+      return std::pair<std::string_view, std::string_view>{symbols_[blk->syms[2 * (first + i)]],
+                                                           symbols_[blk->syms[2 * (first + i) + 1]]};
+    });
   }
   if (chunks != nullptr) {
     chunks->assign(blk->chunks.begin() + blk->chunk_start[s], blk->chunks.begin() + blk->chunk_start[s + 1]);

@@ -47,7 +47,9 @@ class IndexReader final : public PostingsProvider {
   // Sorted label names present in the index.
   std::vector<std::string> LabelNames() const;
 
-  // Labels and chunk metas of series `id` (either output may be null).
+  // Labels and chunk metas of series `id` (either output may be null). Both
+  // are overwritten in place, so a caller reading series after series reuses
+  // their storage.
   // NotFound if id >= NumSeries(); Corruption on damaged data.
   Status Series(SeriesRef id, model::Labels* labels, std::vector<ChunkMeta>* chunks) const;
 
