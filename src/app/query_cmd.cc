@@ -126,14 +126,14 @@ Status ValidateQueryOptions(const QueryOptions& o) {
 
 namespace {
 
-Result<std::string> FormatParsed(const json& j, const std::string& body, std::string* warnings);
+Result<std::string> FormatParsed(const json& j, const std::string& body, std::string* annotations);
 
 }  // namespace
 
-Result<std::string> FormatQueryResponse(const std::string& body, std::string* warnings) {
+Result<std::string> FormatQueryResponse(const std::string& body, std::string* annotations) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   try {
-    return FormatParsed(j, body, warnings);
+    return FormatParsed(j, body, annotations);
   } catch (const json::exception& e) {  // a field of an unexpected JSON type
     return Status::InvalidArgument(std::string("malformed query response: ") + e.what());
   }
@@ -141,12 +141,13 @@ Result<std::string> FormatQueryResponse(const std::string& body, std::string* wa
 
 namespace {
 
-Result<std::string> FormatParsed(const json& j, const std::string& body, std::string* warnings) {
+Result<std::string> FormatParsed(const json& j, const std::string& body, std::string* annotations) {
   if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_object()) {
     return Status::InvalidArgument("response is not a Prometheus query result: " + body.substr(0, 200));
   }
-  if (j.contains("warnings") && j["warnings"].is_array()) {
-    for (const auto& w : j["warnings"]) *warnings += (w.is_string() ? w.get<std::string>() : w.dump()) + "\n";
+  for (const char* key : {"warnings", "infos"}) {
+    if (!j.contains(key) || !j[key].is_array()) continue;
+    for (const auto& w : j[key]) *annotations += (w.is_string() ? w.get<std::string>() : w.dump()) + "\n";
   }
   const json& data = j["data"];
   std::string type = data.value("resultType", "");
@@ -250,20 +251,17 @@ int RunQuery(const QueryOptions& o) {
     }
     return 1;
   }
-  std::string warnings;
-  auto text = FormatQueryResponse(res->body, &warnings);
+  std::string annotations;
+  auto text = FormatQueryResponse(res->body, &annotations);
   if (!text.ok()) {
     std::cerr << "trainwatch query: " << text.error().message() << "\n";
     return 1;
   }
   std::cout << *text;
   std::cout.flush();
-  size_t pos = 0;
-  while (pos < warnings.size()) {
-    size_t nl = warnings.find('\n', pos);
-    std::cerr << "warning: " << warnings.substr(pos, nl - pos) << "\n";
-    pos = nl + 1;
-  }
+  // Prometheus's annotations say what they are ("PromQL warning: ...",
+  // "PromQL info: ..."): printed as they come.
+  std::cerr << annotations;
   return 0;
 }
 

@@ -28,9 +28,10 @@ Status ValidateQueryOptions(const QueryOptions& o);
 
 // Renders a /api/v1/query or /api/v1/query_range response body (status
 // "success") as text: a value/series table for instant results, one block
-// of points per series for matrices. Warnings are returned in *warnings.
-// InvalidArgument when the body is not a Prometheus API response.
-Result<std::string> FormatQueryResponse(const std::string& body, std::string* warnings);
+// of points per series for matrices. The response's warnings and then its
+// infos are returned in *annotations, one per line. InvalidArgument when the
+// body is not a Prometheus API response.
+Result<std::string> FormatQueryResponse(const std::string& body, std::string* annotations);
 
 // Runs the query; returns the process exit code (0, or 1 after printing
 // the error to stderr).

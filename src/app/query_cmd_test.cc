@@ -76,12 +76,12 @@ TEST(QueryCmdTest, FormatsScalarMatrixEmptyAndWarnings) {
   auto t = FormatQueryResponse(
       R"({"status":"success","data":{"resultType":"matrix","result":[)"
       R"({"metric":{"__name__":"m"},"values":[[1796207100,"1"],[1796207115.5,"2.5"]]},)"
-      R"({"metric":{},"values":[[0,"3"]]}]},"warnings":["careful"]})",
+      R"({"metric":{},"values":[[0,"3"]]}]},"warnings":["careful"],"infos":["maybe"]})",
       &w);
   ASSERT_TRUE(t.ok()) << t.error().ToString();
   EXPECT_EQ(*t,
             "m\n  2026-12-02T10:25:00Z  1\n  2026-12-02T10:25:15.500Z  2.5\n\n{}\n  1970-01-01T00:00:00Z  3\n");
-  EXPECT_EQ(w, "careful\n");
+  EXPECT_EQ(w, "careful\nmaybe\n");
   EXPECT_FALSE(FormatQueryResponse("not json", &w).ok());
   // Fields of the wrong JSON type are an error, not a crash.
   EXPECT_FALSE(FormatQueryResponse(

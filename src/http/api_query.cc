@@ -97,11 +97,15 @@ std::string ResultJson(const promql::QueryResult& r) {
       break;
   }
   out += '}';
-  if (!r.warnings.empty()) {
-    out += ",\"warnings\":[";
-    for (size_t i = 0; i < r.warnings.size(); i++) {
+  // Prometheus 3.x's "warnings" and "infos", each only when not empty.
+  for (auto [key, list] : {std::pair{"warnings", &r.warnings}, std::pair{"infos", &r.infos}}) {
+    if (list->empty()) continue;
+    out += ",\"";
+    out += key;
+    out += "\":[";
+    for (size_t i = 0; i < list->size(); i++) {
       if (i) out += ',';
-      AppendJsonString(&out, r.warnings[i]);
+      AppendJsonString(&out, (*list)[i]);
     }
     out += ']';
   }

@@ -155,6 +155,18 @@ TEST_F(ApiTest, QueryShapes) {
   EXPECT_EQ(j["data"]["result"][0]["values"].size(), 3u);
 }
 
+TEST_F(ApiTest, InfosBesideResults) {
+  ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "up{job=\"a\"} 1 1796207136718\nup{job=\"a\"} 2 1796207141715\n").status,
+            204);
+  auto r = Do("GET", "/api/v1/query", {{"query", "rate(up[1m])"}, {"time", "1796207149"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = json::parse(r.body);
+  EXPECT_EQ(j["data"]["result"].size(), 1u);
+  EXPECT_FALSE(j.contains("warnings"));
+  EXPECT_EQ(j["infos"], json::array({"PromQL info: metric might not be a counter, name does not end in "
+                                     "_total/_sum/_count/_bucket: \"up\" (1:6)"}));
+}
+
 TEST_F(ApiTest, QueryErrors) {
   auto r = Do("GET", "/api/v1/query", {{"query", "sum(up"}});
   EXPECT_EQ(r.status, 400);

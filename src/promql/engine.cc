@@ -30,12 +30,12 @@ namespace {
 
 // "PromQL warning: <text> (<line>:<column>)", the position 1-based as
 // Prometheus's annotations print it.
-std::string FormatWarning(std::string_view query, const Evaluator::Warning& w) {
+std::string FormatAnnotation(std::string_view query, const Evaluator::Annotation& w) {
   size_t pos = std::min(static_cast<size_t>(std::max(w.pos, 0)), query.size());
   size_t nl = pos == 0 ? std::string_view::npos : query.rfind('\n', pos - 1);
   size_t line_start = nl == std::string_view::npos ? 0 : nl + 1;
   auto line = 1 + std::count(query.begin(), query.begin() + static_cast<std::ptrdiff_t>(pos), '\n');
-  return "PromQL warning: " + w.text + " (" + std::to_string(line) + ":" + std::to_string(pos - line_start + 1) + ")";
+  return (w.info ? "PromQL info: " : "PromQL warning: ") + w.text + " (" + std::to_string(line) + ":" + std::to_string(pos - line_start + 1) + ")";
 }
 
 // Resolves @ start()/end() to fixed timestamps.
@@ -206,7 +206,9 @@ Result<QueryResult> Exec(const EngineOptions& opts, storage::Queryable& db, std:
   } catch (const EvalError& err) {
     return err.status;
   }
-  for (const Evaluator::Warning& w : ev.warnings()) res.warnings.push_back(FormatWarning(query, w));
+  for (const Evaluator::Annotation& a : ev.annotations()) {
+    (a.info ? res.infos : res.warnings).push_back(FormatAnnotation(query, a));
+  }
   return res;
 }
 

@@ -39,7 +39,8 @@ struct QueryResult {
   std::string str;                    // kString (at scalar.t)
   std::vector<VectorSample> vector;   // kVector
   std::vector<SeriesPoints> matrix;   // kMatrix (range queries always return this), sorted by labels
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  // "PromQL warning: ... (line:col)"
+  std::vector<std::string> infos;     // "PromQL info: ... (line:col)"
 };
 
 struct EngineOptions {

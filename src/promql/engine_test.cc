@@ -122,6 +122,34 @@ TEST_F(EngineTest, StreamedAggregationMatchesGeneralPath) {
   }
 }
 
+TEST_F(EngineTest, InfosForNonCounterRatesAndNonMonotonicBuckets) {
+  model::Labels g{{"__name__", "temperature"}};
+  for (int64_t t = 0; t <= 600'000; t += 15'000) db_.Add(g, t, 20 + static_cast<double>(t % 7));
+  for (const char* le : {"0.1", "1", "+Inf"}) {
+    model::Labels b{{"__name__", "lat_bucket"}, {"le", le}};
+    // The le="1" bucket counts fewer than le="0.1": not monotonic.
+    double v = std::string_view(le) == "1" ? 3 : std::string_view(le) == "0.1" ? 5 : 9;
+    db_.Add(b, 600'000, v);
+  }
+  auto r = engine_.Instant(db_, "sum(rate(temperature[5m])) + sum(increase(node_cpu_seconds_total[5m]))", 600'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->warnings.empty());
+  EXPECT_EQ(r->infos, std::vector<std::string>{"PromQL info: metric might not be a counter, name does not end in "
+                                               "_total/_sum/_count/_bucket: \"temperature\" (1:10)"});
+  // Subqueries too, once per position; irate and delta do not ask.
+  r = engine_.Range(db_, "rate(temperature[5m:1m]) or irate(temperature[5m]) or delta(temperature[5m])", 300'000,
+                    600'000, 60'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->infos, std::vector<std::string>{"PromQL info: metric might not be a counter, name does not end in "
+                                               "_total/_sum/_count/_bucket: \"temperature\" (1:6)"});
+  r = engine_.Instant(db_, "histogram_quantile(0.5, lat_bucket)", 600'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->infos, std::vector<std::string>{
+                          "PromQL info: input to histogram_quantile needed to be fixed for monotonicity (see "
+                          "https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile) for "
+                          "metric name \"lat_bucket\" (1:25)"});
+}
+
 TEST_F(EngineTest, InstantLookbackAndStaleness) {
   model::Labels l{{"__name__", "g"}};
   db_.Add(l, 0, 1);

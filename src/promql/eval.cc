@@ -201,11 +201,11 @@ Value Evaluator::EvalNode(const Expr& e, const StepRange& r) {
   ThrowEval("unknown expression");
 }
 
-void Evaluator::Warn(std::string text, const parser::Expr& at) {
-  for (const Warning& w : warnings_) {
-    if (w.pos == at.pos_start && w.text == text) return;
+void Evaluator::Annotate(std::string text, const parser::Expr& at, bool info) {
+  for (const Annotation& a : annotations_) {
+    if (a.pos == at.pos_start && a.info == info && a.text == text) return;
   }
-  warnings_.push_back({std::move(text), at.pos_start});
+  annotations_.push_back({std::move(text), at.pos_start, info});
 }
 
 void Evaluator::WarnSortInRange(const parser::Expr& e, const StepRange& r) {

@@ -99,14 +99,19 @@ class Evaluator {
   void ReleaseSamples(int64_t n) { cur_samples_ -= n; }
   const StepRange& query_range() const { return query_range_; }
   void set_query_range(const StepRange& r) { query_range_ = r; }
-  struct Warning {
+  // Prometheus's annotations: warnings (the result may be wrong) and infos
+  // (the query may not mean what it says).
+  struct Annotation {
     std::string text;
     int pos = 0;  // byte offset into the query
+    bool info = false;
   };
-  // Adds a warning about `at` (once: a repeat is dropped). Engine prefixes
-  // "PromQL warning: " and appends `at`'s position, as Prometheus does.
-  void Warn(std::string text, const parser::Expr& at);
-  const std::vector<Warning>& warnings() const { return warnings_; }
+  // Adds a warning or an info about `at` (once: a repeat is dropped). Engine
+  // prefixes "PromQL warning: " or "PromQL info: " and appends `at`'s
+  // position, as Prometheus does.
+  void Warn(std::string text, const parser::Expr& at) { Annotate(std::move(text), at, false); }
+  void Info(std::string text, const parser::Expr& at) { Annotate(std::move(text), at, true); }
+  const std::vector<Annotation>& annotations() const { return annotations_; }
   // Warns that sorting `e` (a sort function call evaluated over `r`) is lost:
   // series of a range result are always ordered by labels.
   void WarnSortInRange(const parser::Expr& e, const StepRange& r);
@@ -135,7 +140,8 @@ class Evaluator {
   int64_t cur_samples_ = 0;
   int checks_ = 127;  // the first CheckDeadline() looks at the clock
   StepRange query_range_;
-  std::vector<Warning> warnings_;
+  void Annotate(std::string text, const parser::Expr& at, bool info);
+  std::vector<Annotation> annotations_;
 };
 
 // Helpers shared by the evaluator files.

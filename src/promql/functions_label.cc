@@ -109,7 +109,9 @@ bool AlmostEqual(double a, double b, double eps) {
   return diff / std::fmin(abs_sum, 1.7976931348623157e308) < eps;
 }
 
-double BucketQuantile(double q, std::vector<Bucket>* bp) {
+// Sets *forced when a bucket count below the one before it had to be raised
+// (not for float noise within 1e-12).
+double BucketQuantile(double q, std::vector<Bucket>* bp, bool* forced) {
   auto& b = *bp;
   if (std::isnan(q)) return NAN;
   if (q < 0) return -INFINITY;
@@ -136,6 +138,7 @@ double BucketQuantile(double q, std::vector<Bucket>* bp) {
     }
     if (cur < prev) {
       b[i].count = prev;
+      *forced = true;
       continue;
     }
     prev = cur;
@@ -280,7 +283,8 @@ double BucketFraction(double lower, double upper, std::vector<Bucket>* bp) {
 }
 
 // `le` groups of the classic histogram series in `in` (the value of `arg`);
-// calls fn(group, step, buckets) for every step where the group has buckets.
+// calls fn(step, buckets, group labels) for every step where the group has
+// buckets.
 template <typename Fn>
 SeriesList ForEachBucketGroup(Evaluator& ev, const Expr& arg, const Value& in, const StepRange& r, Fn fn) {
   size_t steps = r.Steps();
@@ -335,7 +339,7 @@ SeriesList ForEachBucketGroup(Evaluator& ev, const Expr& arg, const Value& in, c
         if (c < pts.size() && pts[c].t == t) buckets.push_back({le, pts[c].v});
       }
       if (buckets.empty()) continue;
-      es.points.push_back({t, fn(i, &buckets)});
+      es.points.push_back({t, fn(i, &buckets, g.labels)});
     }
     if (!es.points.empty()) out.push_back(std::move(es));
   }
@@ -350,6 +354,20 @@ std::string QuantileLabel(double q) {
   return s;
 }
 
+// histogram_quantile(s) of one group's buckets; an info when they were not
+// monotonic.
+double QuantileOf(Evaluator& ev, double q, std::vector<Bucket>* b, const model::Labels& group, const Expr& arg) {
+  bool forced = false;
+  double v = BucketQuantile(q, b, &forced);
+  if (forced) {
+    ev.Info("input to histogram_quantile needed to be fixed for monotonicity (see "
+            "https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile) for metric name \"" +
+                std::string(group.MetricName()) + "\"",
+            arg);
+  }
+  return v;
+}
+
 }  // namespace
 
 Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
@@ -358,8 +376,9 @@ Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
   Value in = ev.Eval(*e.args[1], r);
   Value out;
   out.type = parser::Type::kVector;
-  out.series = ForEachBucketGroup(ev, *e.args[1], in, r,
-                                  [&](size_t i, std::vector<Bucket>* b) { return BucketQuantile(q[i], b); });
+  out.series = ForEachBucketGroup(ev, *e.args[1], in, r, [&](size_t i, std::vector<Bucket>* b, const model::Labels& g) {
+    return QuantileOf(ev, q[i], b, g, *e.args[1]);
+  });
   return out;
 }
 
@@ -374,8 +393,9 @@ Value EvalHistogramQuantiles(Evaluator& ev, const Expr& e, const StepRange& r) {
   for (size_t a = 2; a < e.args.size(); ++a) {
     std::vector<double> q = ScalarArg(ev, *e.args[a], r);
     for (double x : q) WarnIfInvalidQuantile(ev, x, *e.args[a]);
-    SeriesList part = ForEachBucketGroup(ev, *e.args[0], in, r,
-                                         [&](size_t i, std::vector<Bucket>* b) { return BucketQuantile(q[i], b); });
+    SeriesList part = ForEachBucketGroup(ev, *e.args[0], in, r, [&](size_t i, std::vector<Bucket>* b, const model::Labels& g) {
+      return QuantileOf(ev, q[i], b, g, *e.args[0]);
+    });
     // The label carries the quantile of the first step (constant in practice).
     std::string v = QuantileLabel(q.empty() ? NAN : q[0]);
     for (auto& s : part) {
@@ -396,8 +416,9 @@ Value EvalHistogramFraction(Evaluator& ev, const Expr& e, const StepRange& r) {
   Value out;
   out.type = parser::Type::kVector;
   out.series =
-      ForEachBucketGroup(ev, *e.args[2], in, r,
-                         [&](size_t i, std::vector<Bucket>* b) { return BucketFraction(lo[i], hi[i], b); });
+      ForEachBucketGroup(ev, *e.args[2], in, r, [&](size_t i, std::vector<Bucket>* b, const model::Labels&) {
+        return BucketFraction(lo[i], hi[i], b);
+      });
   return out;
 }
 

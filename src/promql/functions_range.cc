@@ -474,6 +474,18 @@ bool SmoothedValue(RangeFn fn, const model::Sample* data, size_t n, size_t lo, s
   return true;
 }
 
+// Prometheus's hint that rate() or increase() of a series whose name does not
+// say counter (or histogram/summary part) may be a mistake.
+void InfoIfNotCounterName(Evaluator& ev, std::string_view name, const parser::Expr& arg) {
+  if (name.empty()) return;
+  for (std::string_view suffix : {"_total", "_sum", "_count", "_bucket"}) {
+    if (name.ends_with(suffix)) return;
+  }
+  ev.Info("metric might not be a counter, name does not end in _total/_sum/_count/_bucket: \"" + std::string(name) +
+              "\"",
+          arg);
+}
+
 }  // namespace
 
 void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r,
@@ -519,6 +531,7 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
   std::vector<StepValue> vals;
   vals.reserve(steps);
   const bool reads_st = counter || def.fn == Irate || def.fn == Resets;
+  std::string last_name_checked;
   ev.ForEachRangeSeries(arg, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp,
                                     const std::vector<int64_t>& st) {
     if (smp.empty()) return;
@@ -567,6 +580,10 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
       ev.Warn("sample has start time that overlaps with previous sample timestamp for metric \"" +
                   std::string(l.MetricName()) + "\"",
               *e.args[matrix_idx]);
+    }
+    if (counter && !vals.empty() && l.MetricName() != last_name_checked) {
+      last_name_checked = l.MetricName();  // series of one name come in a run
+      InfoIfNotCounterName(ev, last_name_checked, *e.args[matrix_idx]);
     }
     if (!vals.empty()) cb(l, def.keeps_name ? drop : true, vals);
   });

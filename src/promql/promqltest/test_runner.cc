@@ -219,10 +219,13 @@ struct EvalCmd {
   std::vector<ExpectedSeries> series;
   bool histogram = false;
   std::string bad;  // unparseable expectation
-  // `expect warn` / `expect no_warn`: whether the query must (not) warn, and
-  // the warning it must give.
-  enum class Warn { kAny, kWarn, kNoWarn } warn = Warn::kAny;
-  std::string warn_msg, warn_regex;
+  // `expect warn|info` / `expect no_warn|no_info`: whether the query must
+  // (not) give annotations of that kind, and which (msg: or regex: lines).
+  struct Annotations {
+    enum class Want { kUnchecked, kSome, kNone } want = Want::kUnchecked;
+    std::vector<std::string> msgs, regexes;
+  };
+  Annotations warn, info;
 };
 
 int64_t Dur(const std::string& s) {
@@ -494,17 +497,36 @@ std::string CheckFailure(const EvalCmd& c, const Result<QueryResult>& res) {
   return "";
 }
 
-std::string CheckAnnotations(const EvalCmd& c, const QueryResult& res) {
-  if (c.warn == EvalCmd::Warn::kNoWarn && !res.warnings.empty()) return "unexpected warning: " + res.warnings[0];
-  if (c.warn != EvalCmd::Warn::kWarn) return "";
-  if (res.warnings.empty()) return "expected a warning, got none";
-  for (const auto& w : res.warnings) {
-    if (!c.warn_msg.empty() && w == c.warn_msg) return "";
-    if (!c.warn_regex.empty() && RE2::PartialMatch(w, c.warn_regex)) return "";
-    if (c.warn_msg.empty() && c.warn_regex.empty()) return "";
+// As promqltest: with `expect <kind>`, at least one annotation of the kind;
+// every msg/regex line matches one of them and each of them matches a line.
+// With `expect no_<kind>`, none.
+std::string CheckAnnotationKind(const char* kind, const EvalCmd::Annotations& want, const std::vector<std::string>& got) {
+  using Want = EvalCmd::Annotations::Want;
+  if (want.want == Want::kUnchecked) return "";
+  if (want.want == Want::kNone) return got.empty() ? "" : std::string("unexpected ") + kind + ": " + got[0];
+  if (got.empty()) return std::string("expected ") + kind + ", got none";
+  auto line_matches = [&](const std::string& a, size_t line) {
+    return line < want.msgs.size() ? a == want.msgs[line] : RE2::PartialMatch(a, want.regexes[line - want.msgs.size()]);
+  };
+  const size_t lines = want.msgs.size() + want.regexes.size();
+  if (lines == 0) return "";
+  for (size_t l = 0; l < lines; ++l) {
+    if (std::none_of(got.begin(), got.end(), [&](const std::string& a) { return line_matches(a, l); })) {
+      return std::string("expected ") + kind + " \"" +
+             (l < want.msgs.size() ? want.msgs[l] : want.regexes[l - want.msgs.size()]) + "\", got \"" + got[0] + "\"";
+    }
   }
-  return "expected warning \"" + (c.warn_msg.empty() ? c.warn_regex : c.warn_msg) + "\", got \"" + res.warnings[0] +
-         "\"";
+  for (const std::string& a : got) {
+    bool matched = false;
+    for (size_t l = 0; l < lines && !matched; ++l) matched = line_matches(a, l);
+    if (!matched) return std::string("unexpected ") + kind + ": " + a;
+  }
+  return "";
+}
+
+std::string CheckAnnotations(const EvalCmd& c, const QueryResult& res) {
+  std::string why = CheckAnnotationKind("warning", c.warn, res.warnings);
+  return why.empty() ? CheckAnnotationKind("info", c.info, res.infos) : why;
 }
 
 std::string RunRangeEval(Engine& engine, TestStorage& db, const EvalCmd& c) {
@@ -714,11 +736,15 @@ FileResult RunScript(std::string_view name, std::string_view content) {
           std::string m = Trim(r.substr(4));
           if (m.starts_with("msg:")) c.fail_msg = Trim(m.substr(4));
           if (m.starts_with("regex:")) c.fail_regex = Trim(m.substr(6));
-        } else if (r.starts_with("warn") || r.starts_with("no_warn")) {
-          c.warn = r.starts_with("warn") ? EvalCmd::Warn::kWarn : EvalCmd::Warn::kNoWarn;
-          std::string m = Trim(r.substr(r.find("warn") + 4));
-          if (m.starts_with("msg:")) c.warn_msg = Trim(m.substr(4));
-          if (m.starts_with("regex:")) c.warn_regex = Trim(m.substr(6));
+        } else if (r.starts_with("warn") || r.starts_with("no_warn") || r.starts_with("info") ||
+                   r.starts_with("no_info")) {
+          const bool none = r.starts_with("no_");
+          if (none) r = r.substr(3);
+          EvalCmd::Annotations& a = r.starts_with("warn") ? c.warn : c.info;
+          a.want = none ? EvalCmd::Annotations::Want::kNone : EvalCmd::Annotations::Want::kSome;
+          std::string m = Trim(r.substr(4));
+          if (m.starts_with("msg:")) a.msgs.push_back(Trim(m.substr(4)));
+          if (m.starts_with("regex:")) a.regexes.push_back(Trim(m.substr(6)));
         } else if (r.starts_with("ordered")) {
           c.ordered = true;
         } else if (r.starts_with("range vector")) {
