@@ -171,7 +171,10 @@ class HostTest(unittest.TestCase):
                     slack = 0.011 if name.startswith("node_cpu") else 1e-6 * max(1.0, abs(v))
                     self.assertTrue(b - slack <= v <= a + slack, "%s: %r not in [%r, %r]" % (name, v, b, a))
                 else:
-                    self.assertTrue(gauge_close(name, v, b) or gauge_close(name, v, a),
+                    # A system-wide gauge (node_memory_Committed_AS_bytes) can move by hundreds of
+                    # MB between the two scrapes while parallel tests start processes: a value read
+                    # between them may lie anywhere in their range.
+                    self.assertTrue(gauge_close(name, v, b) or gauge_close(name, v, a) or min(a, b) <= v <= max(a, b),
                                     "%s: trainwatch %r, node_exporter %r / %r" % (name, v, b, a))
                 checked += 1
         self.assertGreater(checked, 40)

@@ -56,8 +56,10 @@ void ExpectDecodes(Encoding enc, std::string_view data, const Series& s) {
     std::vector<model::Sample> got;
     bool more = true;
     for (size_t p = 1; p <= parts && more; ++p) {
+      const int64_t at = s.ts[std::min(s.ts.size() - 1, s.ts.size() * p / parts)];
       int64_t cut = p == parts ? std::numeric_limits<int64_t>::max()
-                               : s.ts[s.ts.size() * p / parts] - static_cast<int64_t>(p % 2);
+                    : p % 2 == 1 && at != std::numeric_limits<int64_t>::min() ? at - 1  // just before a sample
+                                                                              : at;
       const size_t before = got.size();
       more = ia.AppendUntil(cut, &got);
       if (got.size() > before) {
