@@ -27,4 +27,34 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
+Status CheckJsonDepth(std::string_view text, size_t max_depth) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); i++) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') i++;  // the escaped byte can't end the string
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{':
+        if (++depth > max_depth) {
+          return Status::InvalidArgument("json: nesting deeper than " + std::to_string(max_depth) +
+                                         " levels at byte offset " + std::to_string(i));
+        }
+        break;
+      case ']':
+      case '}':
+        // Unbalanced closers are the parser's error to report.
+        if (depth > 0) depth--;
+        break;
+      default: break;
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace trainwatch

@@ -10,6 +10,7 @@
 #include <re2/re2.h>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "http/api.h"
 #include "notify/notifier.h"
 
@@ -18,11 +19,26 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Labels, annotations, comments and matchers come from users and may hold
+// invalid UTF-8: answered as U+FFFD instead of dump() throwing.
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 Response JsonResponse(int status, const Json& j) {
   Response r;
   r.status = status;
-  r.body = j.dump();
+  r.body = Dump(j);
   return r;
+}
+
+// Parses a request body; the depth is checked first, so a deeply nested body
+// is a 400, never a stack overflow in a later copy or dump.
+Result<Json> ParseBody(const Request& req) {
+  RETURN_IF_ERROR(CheckJsonDepth(req.body));
+  try {
+    return Json::parse(req.body);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(e.what());
+  }
 }
 
 // Alertmanager answers errors as a JSON string.
@@ -109,12 +125,9 @@ Result<int64_t> TimeField(const Json& j, const char* key) {
 }
 
 Response PostAlerts(notify::Notifier& n, const Request& req) {
-  Json body;
-  try {
-    body = Json::parse(req.body);
-  } catch (const std::exception& e) {
-    return AmError(400, std::string("parsing alerts body: ") + e.what());
-  }
+  auto parsed = ParseBody(req);
+  if (!parsed.ok()) return AmError(400, "parsing alerts body: " + parsed.error().message());
+  const Json& body = *parsed;
   if (!body.is_array()) return AmError(400, "parsing alerts body: expected a JSON array of alerts");
   std::vector<notify::Alert> alerts;
   for (size_t i = 0; i < body.size(); i++) {
@@ -243,12 +256,9 @@ Response GetSilences(notify::Notifier& n, const Request& req) {
 }
 
 Response PostSilence(notify::Notifier& n, const Request& req) {
-  Json b;
-  try {
-    b = Json::parse(req.body);
-  } catch (const std::exception& e) {
-    return AmError(400, std::string("parsing silence body: ") + e.what());
-  }
+  auto parsed = ParseBody(req);
+  if (!parsed.ok()) return AmError(400, "parsing silence body: " + parsed.error().message());
+  const Json& b = *parsed;
   if (!b.is_object()) return AmError(400, "parsing silence body: expected an object");
   notify::Silence s;
   if (auto id = b.find("id"); id != b.end() && id->is_string()) s.id = id->get<std::string>();
@@ -278,14 +288,19 @@ Response PostSilence(notify::Notifier& n, const Request& req) {
     s.matchers.push_back(std::move(*mm));
   }
   auto id = n.PutSilence(std::move(s));
-  if (!id.ok()) return AmError(id.error().IsNotFound() ? 404 : 400, id.error().message());
+  if (!id.ok()) {
+    // Not persisted (IOError): a 5xx, so the client retries instead of trusting a silence that isn't there.
+    int code = id.error().IsNotFound() ? 404 : id.error().IsInvalidArgument() ? 400 : 500;
+    return AmError(code, id.error().message());
+  }
   return JsonResponse(200, Json{{"silenceID", *id}});
 }
 
 Response Status_(notify::Notifier& n, const BuildInfo& build) {
   auto cfg = n.config();
   Json j{{"cluster", Json{{"name", ""}, {"peers", Json::array()}, {"status", "disabled"}}},
-         {"config", Json{{"original", cfg->original}}},
+         // Alertmanager shows its config with every secret as "<secret>".
+         {"config", Json{{"original", notify::RedactSecrets(cfg->original)}}},
          {"uptime", notify::FormatTime(n.start_time_ms())},
          {"versionInfo", Json{{"branch", build.branch}, {"buildDate", build.build_date}, {"buildUser", build.build_user},
                               {"goVersion", build.go_version}, {"revision", build.revision},
@@ -311,7 +326,7 @@ Response Notifications(notify::Notifier& n, const Request& req) {
                        {"alerts", r.alerts}, {"attempt", r.attempt}, {"outcome", r.success ? "success" : "failed"},
                        {"error", r.error}});
   }
-  return Success(out.dump());
+  return Success(Dump(out));
 }
 
 }  // namespace

@@ -183,6 +183,13 @@ Result<std::vector<TemplateFile>> ReadTemplateGlobs(const std::vector<std::strin
 // The same for the `templates:` globs of `cfg`, relative to the directory of `config_path`.
 Result<std::vector<TemplateFile>> ReadTemplateFiles(const Config& cfg, const std::string& config_path);
 
+// alertmanager.yml as GET /api/v2/status shows it (config_redact.cc): every
+// secret (passwords, credentials and bearer tokens, Slack api_url and
+// webhook url, routing / service keys, SMTP auth secrets) is "<secret>" as in
+// Alertmanager 0.25, a URL's userinfo password "xxxxx"; comments are dropped.
+// "" when the text can't be re-emitted (never the secrets).
+std::string RedactSecrets(std::string_view yaml);
+
 // The routes an alert goes to, depth first as Alertmanager's Route.Match.
 std::vector<const Route*> MatchRoutes(const Route& root, const model::Labels& ls);
 

@@ -252,5 +252,90 @@ time_intervals:
   EXPECT_NE(bad.error().message().find("location"), std::string::npos) << bad.error().message();
 }
 
+// Every secret a trainwatch alertmanager.yml can hold; GET /api/v2/status
+// shows the config through RedactSecrets.
+constexpr const char* kSecretConfig = R"(
+global:
+  smtp_smarthost: 'smtp.example.org:587'
+  smtp_from: 'am@example.org'
+  smtp_auth_username: am-user
+  smtp_auth_password: S1-smtp-password
+  smtp_auth_secret: S2-smtp-secret
+  slack_api_url: 'https://hooks.slack.com/services/S3-global-slack'
+  http_config:
+    proxy_url: 'http://proxy-user:S5-proxy-pass@proxy.example.org:3128'
+route: {receiver: hook}
+receivers:
+  - name: hook
+    webhook_configs:
+      - url: 'https://hooks.example.org/S6-webhook-token'
+        http_config: {authorization: {type: Bearer, credentials: S7-credentials}}
+      - url: 'https://hooks.example.org/plain'
+        http_config: {basic_auth: {username: global-user, password: S4-basic-password}}
+  - name: chat
+    slack_configs:
+      - api_url: 'https://hooks.slack.com/services/S9-slack'
+        channel: '#ml-alerts'
+        http_config: {basic_auth: {username: slack-user, password_file: /etc/tw/slack-password}}
+  - name: pager
+    pagerduty_configs:
+      - routing_key: S10-routing-key
+        url: 'https://events.pagerduty.com/v2/enqueue'
+        http_config: {bearer_token: S8-bearer-token}
+      - service_key: S11-service-key
+  - name: mail
+    email_configs:
+      - to: 'oncall@example.org'
+        auth_password: S12-email-password
+        auth_secret: S13-email-secret
+        auth_username: mail-user
+)";
+
+TEST(RedactSecretsTest, HidesEverySecretAndKeepsTheRest) {
+  ASSERT_TRUE(ParseConfig(kSecretConfig).ok()) << ParseConfig(kSecretConfig).error().ToString();
+  std::string out = RedactSecrets(kSecretConfig);
+  ASSERT_FALSE(out.empty());
+  for (int i = 1; i <= 13; i++) {
+    std::string secret = "S" + std::to_string(i) + "-";
+    EXPECT_EQ(out.find(secret), std::string::npos) << secret << " in\n" << out;
+  }
+  for (const char* kept : {"smtp.example.org:587", "am-user", "global-user", "proxy-user:xxxxx@proxy.example.org:3128",
+                           "slack-user", "/etc/tw/slack-password", "#ml-alerts", "Bearer",
+                           "https://events.pagerduty.com/v2/enqueue", "oncall@example.org", "mail-user", "pager"}) {
+    EXPECT_NE(out.find(kept), std::string::npos) << kept << " missing in\n" << out;
+  }
+  // 12 secrets plus the second webhook URL (a SecretURL even without a token in it), each
+  // shown as Alertmanager shows a Secret; the proxy URL's password is Go's "xxxxx".
+  size_t n = 0;
+  for (size_t p = out.find("<secret>"); p != std::string::npos; p = out.find("<secret>", p + 1)) n++;
+  EXPECT_EQ(n, 13u) << out;
+}
+
+TEST(RedactSecretsTest, AliasesCommentsAndBrokenTextNeverLeak) {
+  // A secret behind an anchor is hidden at the anchor too; comments are dropped.
+  std::string out = RedactSecrets("templates: [&pw S1-anchored]\n"
+                                  "# S2-in-a-comment\n"
+                                  "receivers: [{name: a, email_configs: [{auth_password: *pw}]}]\n");
+  EXPECT_EQ(out.find("S1-"), std::string::npos) << out;
+  EXPECT_EQ(out.find("S2-"), std::string::npos) << out;
+  EXPECT_NE(out.find("<secret>"), std::string::npos) << out;
+  // An empty secret stays empty, as Alertmanager marshals it.
+  out = RedactSecrets("receivers: [{name: a, pagerduty_configs: [{routing_key: '', service_key: k}]}]\n");
+  size_t first = out.find("<secret>");
+  EXPECT_NE(first, std::string::npos) << out;
+  EXPECT_EQ(out.find("<secret>", first + 1), std::string::npos) << out;
+  EXPECT_GT(first, out.find("service_key")) << out;
+  // Text that is not YAML is never echoed.
+  EXPECT_EQ(RedactSecrets("password: [S3-unclosed"), "");
+  // An alias bomb is given up on, not walked for ever.
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'k'; c++) {
+    std::string prev(1, static_cast<char>(c - 1));
+    bomb += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
+            ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n";
+  }
+  EXPECT_EQ(RedactSecrets(bomb + "password: S4-bomb\n"), "");
+}
+
 }  // namespace
 }  // namespace trainwatch::notify

@@ -17,6 +17,13 @@ namespace {
 using Json = nlohmann::json;
 using OJson = nlohmann::ordered_json;
 
+// Labels, annotations and template output come from users and may hold
+// invalid UTF-8 (dump() would throw type_error 316): sent as U+FFFD.
+template <typename J>
+std::string Dump(const J& j) {
+  return j.dump(-1, ' ', false, J::error_handler_t::replace);
+}
+
 Json LabelsJson(const model::Labels& ls) {
   Json o = Json::object();
   for (const auto& l : ls) o[l.name] = l.value;
@@ -212,7 +219,7 @@ std::string WebhookPayload(const NotificationData& d, uint64_t max_alerts) {
   o["version"] = "4";
   o["groupKey"] = d.group_key;
   o["truncatedAlerts"] = n - keep;
-  return o.dump();
+  return Dump(o);
 }
 
 Result<std::string> Expand(std::string_view text, const NotificationData& d, const Templates* t, bool html) {
@@ -252,7 +259,7 @@ Status SendSlack(const SlackConfig& c, const NotificationData& d, const SendOpti
     if (!r.ok()) return r.error().Annotate("slack: api_url_file");
     api_url = std::move(*r);
   }
-  return Post(api_url, c.http, body.dump(), o, "slack");
+  return Post(api_url, c.http, Dump(body), o, "slack");
 }
 
 Status SendPagerduty(const PagerdutyConfig& c, const NotificationData& d, const SendOptions& o) {
@@ -291,7 +298,7 @@ Status SendPagerduty(const PagerdutyConfig& c, const NotificationData& d, const 
   body["dedup_key"] = Sha256Hex(d.group_key);
   body["event_action"] = d.status == "firing" ? "trigger" : "resolve";
   if (d.status == "firing") body["payload"] = payload;
-  return Post(c.url, c.http, body.dump(), o, "pagerduty");
+  return Post(c.url, c.http, Dump(body), o, "pagerduty");
 }
 
 }  // namespace trainwatch::notify

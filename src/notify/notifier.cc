@@ -4,12 +4,14 @@
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
 #include "base/file.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "notify/integrations.h"
 
@@ -436,11 +438,11 @@ void Notifier::Tick() {
       if (it->second.Resolved(now) && !held.contains(it->first)) it = alerts_.erase(it);
       else ++it;
     }
-    bool changed = false;
+    bool nflog_changed = false, silences_changed = false;
     for (auto it = nflog_.begin(); it != nflog_.end();) {
       if (it->second.time_ms + opts_.nflog_retention_ms < now && !in_flight_.contains(it->first)) {
         it = nflog_.erase(it);
-        changed = true;
+        nflog_changed = true;
       } else {
         ++it;
       }
@@ -448,12 +450,16 @@ void Notifier::Tick() {
     for (auto it = silences_.begin(); it != silences_.end();) {
       if (it->second.ends_at_ms + opts_.nflog_retention_ms < now) {
         it = silences_.erase(it);
-        changed = true;
+        silences_changed = true;
       } else {
         ++it;
       }
     }
-    if (changed) PersistLocked();
+    // Garbage collection only: a failed write is retried with the next change.
+    for (Status st : {nflog_changed ? PersistNflogLocked() : Status::OK(),
+                      silences_changed ? PersistSilencesLocked() : Status::OK()}) {
+      if (!st.ok()) TW_LOG(Error, "notifier: {}", st.ToString());
+    }
     for (auto& j : jobs) {
       if (!j->send) continue;
       in_flight_.insert(j->nflog_key);
@@ -576,10 +582,16 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
     int64_t backoff = opts_.retry_initial_ms;
     for (int attempt = 1;; attempt++) {
       Status s;
-      if (j->integration == "webhook") s = SendWebhook(recv->webhook[j->index], j->data, so);
-      else if (j->integration == "email") s = SendEmail(recv->email[j->index], j->data, so);
-      else if (j->integration == "slack") s = SendSlack(recv->slack[j->index], j->data, so);
-      else s = SendPagerduty(recv->pagerduty[j->index], j->data, so);
+      // Nothing an integration throws may end the sender thread (or the
+      // process): it is a failed attempt, not retried.
+      try {
+        if (j->integration == "webhook") s = SendWebhook(recv->webhook[j->index], j->data, so);
+        else if (j->integration == "email") s = SendEmail(recv->email[j->index], j->data, so);
+        else if (j->integration == "slack") s = SendSlack(recv->slack[j->index], j->data, so);
+        else s = SendPagerduty(recv->pagerduty[j->index], j->data, so);
+      } catch (const std::exception& e) {
+        s = Status::InvalidArgument(j->integration + ": " + e.what());
+      }
       bool stop_now = false;
       {
         std::lock_guard<std::mutex> l(mu_);
@@ -611,7 +623,8 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
   in_flight_.erase(j->nflog_key);
   if (ok) {
     nflog_[j->nflog_key] = NflogEntry{Now(), j->firing, j->resolved};
-    PersistLocked();
+    // The delivery happened; a log that can't be written only risks a repeat after a restart.
+    if (Status st = PersistNflogLocked(); !st.ok()) TW_LOG(Error, "notifier: {}", st.ToString());
   }
   FlushState& f = *j->flush;
   f.all_ok = f.all_ok && ok;
@@ -628,7 +641,12 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
 
 void Notifier::DispatchLoop() {
   for (;;) {
-    Tick();
+    // A bug in one flush must not stop every later notification.
+    try {
+      Tick();
+    } catch (const std::exception& e) {
+      TW_LOG(Error, "notifier: dispatch: {}", e.what());
+    }
     std::unique_lock<std::mutex> l(mu_);
     if (stop_) return;
     int64_t wait = std::clamp<int64_t>(NextDueLocked() - Now(), 1, 1000);
@@ -648,7 +666,11 @@ void Notifier::SenderLoop() {
       queue_.pop_front();
       running_++;
     }
-    RunJob(j);
+    try {
+      RunJob(j);
+    } catch (const std::exception& e) {
+      TW_LOG(Error, "notifier: deliver {} {}: {}", j->receiver, j->integration, e.what());
+    }
     {
       std::lock_guard<std::mutex> l(mu_);
       running_--;
@@ -690,9 +712,19 @@ Result<std::string> Notifier::PutSilence(Silence s) {
   if (s.starts_at_ms < now) s.starts_at_ms = now;
   if (s.id.empty()) s.id = NewUuid();
   s.updated_at_ms = now;
-  silences_[s.id] = s;
-  PersistLocked();
-  return s.id;
+  // Acknowledged only once on disk: if silences.json can't be written, the
+  // silence (or the update) is taken back and never takes effect.
+  auto old = silences_.find(s.id);
+  std::optional<Silence> before;
+  if (old != silences_.end()) before = old->second;
+  std::string id = s.id;
+  silences_[id] = std::move(s);
+  if (Status st = PersistSilencesLocked(); !st.ok()) {
+    if (before) silences_[id] = std::move(*before);
+    else silences_.erase(id);
+    return st.Annotate("silence not saved");
+  }
+  return id;
 }
 
 std::vector<Silence> Notifier::ListSilences() const {
@@ -716,10 +748,14 @@ Status Notifier::ExpireSilence(const std::string& id) {
   int64_t now = Now();
   Silence& s = it->second;
   if (s.State(now) == "expired") return Status::InvalidArgument("silence " + id + " already expired");
+  Silence before = s;
   if (s.starts_at_ms > now) s.starts_at_ms = now;
   s.ends_at_ms = now;
   s.updated_at_ms = now;
-  PersistLocked();
+  if (Status st = PersistSilencesLocked(); !st.ok()) {
+    s = std::move(before);
+    return st.Annotate("silence not expired");
+  }
   return Status::OK();
 }
 
@@ -769,6 +805,7 @@ Status Notifier::LoadState() {
   try {
     if (file::Exists(sp)) {
       RETURN_IF_ERROR(file::ReadFile(sp, &text));
+      if (Status d = CheckJsonDepth(text); !d.ok()) return Status::Corruption(sp + ": " + d.message());
       Json j = Json::parse(text);
       for (const Json& e : j.at("silences")) {
         Silence s;
@@ -788,6 +825,7 @@ Status Notifier::LoadState() {
     }
     if (file::Exists(np)) {
       RETURN_IF_ERROR(file::ReadFile(np, &text));
+      if (Status d = CheckJsonDepth(text); !d.ok()) return Status::Corruption(np + ": " + d.message());
       Json j = Json::parse(text);
       for (const Json& e : j.at("entries")) {
         NflogEntry n;
@@ -804,8 +842,16 @@ Status Notifier::LoadState() {
   return Status::OK();
 }
 
-void Notifier::PersistLocked() {
-  if (opts_.dir.empty()) return;
+namespace {
+
+// Values came from users and may hold invalid UTF-8: replaced by U+FFFD
+// instead of dump() throwing.
+std::string DumpState(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+}  // namespace
+
+Status Notifier::PersistSilencesLocked() {
+  if (opts_.dir.empty()) return Status::OK();
   Json sil = Json::array();
   for (const auto& [id, s] : silences_) {
     Json m = Json::array();
@@ -813,6 +859,12 @@ void Notifier::PersistLocked() {
     sil.push_back(Json{{"id", id}, {"matchers", m}, {"startsAt", s.starts_at_ms}, {"endsAt", s.ends_at_ms},
                        {"updatedAt", s.updated_at_ms}, {"createdBy", s.created_by}, {"comment", s.comment}});
   }
+  return file::WriteFileAtomic(opts_.dir + "/silences.json", DumpState(Json{{"silences", sil}}))
+      .Annotate("persist silences");
+}
+
+Status Notifier::PersistNflogLocked() {
+  if (opts_.dir.empty()) return Status::OK();
   Json nf = Json::array();
   for (const auto& [k, e] : nflog_) {
     Json f = Json::array(), r = Json::array();
@@ -820,9 +872,8 @@ void Notifier::PersistLocked() {
     for (uint64_t x : e.resolved) r.push_back(FingerprintString(x));
     nf.push_back(Json{{"key", k}, {"time", e.time_ms}, {"firing", f}, {"resolved", r}});
   }
-  Status s = file::WriteFileAtomic(opts_.dir + "/silences.json", Json{{"silences", sil}}.dump());
-  if (s.ok()) s = file::WriteFileAtomic(opts_.dir + "/nflog.json", Json{{"entries", nf}}.dump());
-  if (!s.ok()) TW_LOG(Error, "notifier: persist state: {}", s.ToString());
+  return file::WriteFileAtomic(opts_.dir + "/nflog.json", DumpState(Json{{"entries", nf}}))
+      .Annotate("persist notification log");
 }
 
 }  // namespace trainwatch::notify

@@ -132,10 +132,13 @@ class Notifier {
 
   std::vector<AlertView> ListAlerts() const;
   std::vector<GroupView> ListGroups() const;
-  // Creates a silence or updates one by id; returns the id.
+  // Creates a silence or updates one by id; returns the id once silences.json
+  // is written and fsynced. When it can't be, the error is IOError and the
+  // silence (or the update) does not take effect.
   Result<std::string> PutSilence(Silence s);
   std::vector<Silence> ListSilences() const;
   Result<Silence> GetSilence(const std::string& id) const;
+  // Ends the silence now; like PutSilence, only once persisted.
   Status ExpireSilence(const std::string& id);
   // Newest first.
   std::vector<NotificationRecord> History(size_t limit) const;
@@ -163,7 +166,9 @@ class Notifier {
   void DispatchLoop();
   void SenderLoop();
   Status LoadState();
-  void PersistLocked();
+  // Rewrite silences.json / nflog.json (write, fsync, rename); OK without a state dir.
+  Status PersistSilencesLocked();
+  Status PersistNflogLocked();
   int64_t NextDueLocked() const;
 
   const NotifierOptions opts_;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/notify_templates.h"
+#include "base/file.h"
 #include "notify/integrations.h"
 
 namespace trainwatch::notify {
@@ -433,6 +434,125 @@ TEST_F(NotifierTest, SlackAndPagerdutyPayloads) {
   EXPECT_EQ(got[0]["event_action"], "resolve");
   EXPECT_EQ(got[0]["dedup_key"], dedup);
   EXPECT_FALSE(got[0].contains("payload"));
+}
+
+// A label value that is not UTF-8 (e.g. `run=` from a query parameter) is
+// delivered with U+FFFD to every integration instead of dump() throwing
+// (type_error 316) on a sender thread and aborting the process; the state
+// files and the history are written too.
+TEST_F(NotifierTest, InvalidUtf8IsDeliveredAsReplacementCharacter) {
+  std::string base = "http://127.0.0.1:" + std::to_string(recv_.port());
+  Open("global: {resolve_timeout: 1h}\nroute: {receiver: r, group_by: [alertname, run], group_wait: 1s}\nreceivers:\n"
+       "  - name: r\n"
+       "    webhook_configs: [{url: '" + base + "/hook'}]\n"
+       "    slack_configs: [{api_url: '" + base + "/slack', channel: '#ml'}]\n"
+       "    pagerduty_configs: [{routing_key: rk, url: '" + base + "/pd'}]\n");
+  const std::string bad = "\xff\xfe";
+  const std::string fffd = "\xEF\xBF\xBD";
+  Alert a = Firing("A", "1");
+  a.labels = model::Labels{{"alertname", "A"}, {"run", bad}};
+  a.annotations = model::Labels{{"summary", "x" + bad}};
+  ASSERT_TRUE(n_->PutAlerts({a}).ok());
+  Silence s;
+  s.matchers = *ParseMatchers("alertname=Other");
+  s.starts_at_ms = clock_.now;
+  s.ends_at_ms = clock_.now + 3600000;
+  s.created_by = bad;
+  s.comment = "c" + bad;
+  ASSERT_TRUE(n_->PutSilence(s).ok());
+  Advance(1000);
+  auto got = recv_.Take();  // the receiver's strict parser would throw on invalid UTF-8
+  ASSERT_EQ(got.size(), 3u);
+  for (const Json& p : got) {
+    std::string text = p.dump();
+    EXPECT_EQ(text.find(bad), std::string::npos) << text;
+    if (p.contains("alerts")) {
+      EXPECT_EQ(p["alerts"][0]["labels"]["run"], fffd + fffd);
+      EXPECT_EQ(p["alerts"][0]["annotations"]["summary"], "x" + fffd + fffd);
+      EXPECT_EQ(p["groupLabels"]["run"], fffd + fffd);
+    } else {
+      EXPECT_NE(text.find(fffd + fffd), std::string::npos) << text;  // Slack's title, PagerDuty's details
+    }
+  }
+  auto h = n_->History(10);
+  ASSERT_EQ(h.size(), 3u);
+  for (const auto& r : h) EXPECT_TRUE(r.success) << r.integration << ": " << r.error;
+  // Both state files were written and read back after a restart.
+  n_.reset();
+  Open(ConfigFor(recv_.port()));
+  auto sil = n_->ListSilences();
+  ASSERT_EQ(sil.size(), 1u);
+  EXPECT_EQ(sil[0].created_by, fffd + fffd);
+  std::string nflog;
+  ASSERT_TRUE(file::ReadFile((dir_ / "nflog.json").string(), &nflog).ok());
+  EXPECT_EQ(Json::parse(nflog)["entries"].size(), 3u);
+}
+
+// A silence is acknowledged only once silences.json is written and fsynced:
+// when the state dir is gone (here a regular file stands in its place) the
+// silence is refused with an IOError and silences nothing.
+TEST_F(NotifierTest, SilenceIsAcknowledgedOnlyOncePersisted) {
+  Open(ConfigFor(recv_.port()));
+  Silence s;
+  s.matchers = *ParseMatchers("alertname=A");
+  s.starts_at_ms = clock_.now;
+  s.ends_at_ms = clock_.now + 3600000;
+  s.created_by = "me";
+  s.comment = "maintenance";
+  auto kept = n_->PutSilence(s);
+  ASSERT_TRUE(kept.ok()) << kept.error().ToString();
+
+  std::filesystem::remove_all(dir_);
+  { std::ofstream(dir_.string()) << "not a directory"; }
+  Silence s2 = s;
+  s2.matchers = *ParseMatchers("alertname=B");
+  auto id = n_->PutSilence(s2);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.error().code(), StatusCode::kIOError) << id.error().ToString();
+  EXPECT_NE(id.error().message().find("silence not saved"), std::string::npos) << id.error().message();
+  ASSERT_EQ(n_->ListSilences().size(), 1u);
+  // An update of the existing silence is taken back too, and so is an expiry.
+  Silence upd = s;
+  upd.id = *kept;
+  upd.comment = "changed";
+  EXPECT_FALSE(n_->PutSilence(upd).ok());
+  EXPECT_EQ(n_->GetSilence(*kept)->comment, "maintenance");
+  EXPECT_FALSE(n_->ExpireSilence(*kept).ok());
+  EXPECT_EQ(n_->GetSilence(*kept)->State(clock_.now), "active");
+  ASSERT_TRUE(n_->PutAlerts({Firing("A", "1"), Firing("B", "1")}).ok());
+  for (const auto& v : n_->ListAlerts()) {
+    EXPECT_EQ(v.state, v.alert.alert.labels.Get("alertname") == "A" ? "suppressed" : "active");
+  }
+  // The delivery still happens (the notification log is only a cache of what was sent).
+  Advance(30000);
+  auto got = recv_.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["groupLabels"]["alertname"], "B");
+
+  std::filesystem::remove(dir_);
+  std::filesystem::create_directories(dir_);
+  id = n_->PutSilence(s2);
+  ASSERT_TRUE(id.ok()) << id.error().ToString();
+  std::string text;
+  ASSERT_TRUE(file::ReadFile((dir_ / "silences.json").string(), &text).ok());
+  EXPECT_NE(text.find(*id), std::string::npos);
+}
+
+// A state file nested deeper than kMaxJsonDepth is refused at open with its
+// path, never parsed into a tree that a later copy would recurse through.
+TEST_F(NotifierTest, DeeplyNestedStateFileIsCorruption) {
+  std::filesystem::create_directories(dir_);
+  { std::ofstream(dir_ / "silences.json") << "{\"silences\": " << std::string(1000000, '[') << "}"; }
+  auto cfg = ParseConfig(ConfigFor(recv_.port()));
+  ASSERT_TRUE(cfg.ok());
+  NotifierOptions o;
+  o.dir = dir_.string();
+  o.background = false;
+  auto n = Notifier::Open(o, *cfg);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.error().message().find("silences.json: json: nesting deeper than 128 levels at byte offset"),
+            std::string::npos)
+      << n.error().message();
 }
 
 TEST_F(NotifierTest, SecretFilesAreReadAtEachDelivery) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "base/json.h"
 #include "runs/metric_name.h"
 
 namespace trainwatch::runs {
@@ -16,6 +17,8 @@ Status FieldError(std::string_view field, std::string_view msg) {
 }
 
 Result<Json> ParseObject(std::string_view body) {
+  // Before the parser: config and summary are copied and dumped recursively.
+  if (Status s = CheckJsonDepth(body); !s.ok()) return s.Annotate("body");
   Json j;
   try {
     j = Json::parse(body.begin(), body.end());
@@ -215,6 +218,9 @@ Result<RunAlert> ParseAlertRequest(std::string_view body) {
   if (a.level != "info" && a.level != "warning" && a.level != "error") {
     return FieldError("level", "expected \"info\", \"warning\" or \"error\"");
   }
+  ASSIGN_OR_RETURN(auto alert_id, OptString(j, "alert_id", kMaxBatchIdLength));
+  if (alert_id && alert_id->empty()) return FieldError("alert_id", "expected a non-empty string");
+  a.alert_id = alert_id.value_or("");
   return a;
 }
 

@@ -42,6 +42,7 @@ struct Run {
 struct RunAlert {
   int64_t time_ms = 0;
   std::string title, text, level;  // level: info, warning or error
+  std::string alert_id;            // the client's idempotency key; empty: none (not stored)
 };
 
 // The run object of the API (alerts included when given).

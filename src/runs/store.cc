@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "ingest/import.h"
 #include "model/sample.h"
@@ -36,7 +37,11 @@ constexpr const char* kRunColumns =
 
 Status NotFound(std::string_view id) { return Status::NotFound("run \"" + std::string(id) + "\" not found"); }
 
+// Rows written before bodies were depth-checked may nest deeper than the
+// API accepts now; such a field reads as its fallback rather than risking
+// the stack in a later copy or dump.
 Json ParseStored(const std::string& text, Json fallback) {
+  if (!CheckJsonDepth(text).ok()) return fallback;
   try {
     return Json::parse(text);
   } catch (const Json::exception&) {
@@ -280,9 +285,31 @@ Status RunStore::AddAlert(std::string_view id, RunAlert a) {
   auto it = runs_.find(std::string(id));
   if (it == runs_.end()) return NotFound(id);
   a.time_ms = Now();
-  Stmt st(db_, "INSERT INTO alerts(run_id, time_ms, title, text, level) VALUES(?1,?2,?3,?4,?5)");
-  st.Bind(1, id).Bind(2, a.time_ms).Bind(3, a.title).Bind(4, a.text).Bind(5, a.level);
-  RETURN_IF_ERROR(st.Run());
+  // An alert_id is kept with the run's batch ids (prefixed "alert:"): a retry
+  // of a stored alert is answered as stored, and neither kept nor routed again.
+  const std::string key = "alert:" + a.alert_id;
+  if (!a.alert_id.empty()) {
+    Stmt q(db_, "SELECT 1 FROM batches WHERE run_id=?1 AND batch_id=?2");
+    q.Bind(1, id).Bind(2, key);
+    bool dup = q.Step();
+    RETURN_IF_ERROR(q.status());
+    if (dup) return Status::OK();
+  }
+  RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
+  Status stored = [&]() -> Status {
+    Stmt st(db_, "INSERT INTO alerts(run_id, time_ms, title, text, level) VALUES(?1,?2,?3,?4,?5)");
+    st.Bind(1, id).Bind(2, a.time_ms).Bind(3, a.title).Bind(4, a.text).Bind(5, a.level);
+    RETURN_IF_ERROR(st.Run());
+    if (a.alert_id.empty()) return Status::OK();
+    Stmt ins(db_, "INSERT OR IGNORE INTO batches(run_id, batch_id) VALUES(?1, ?2)");
+    ins.Bind(1, id).Bind(2, key);
+    return ins.Run();
+  }();
+  if (!stored.ok()) {
+    (void)Exec(db_, "ROLLBACK");
+    return stored;
+  }
+  RETURN_IF_ERROR(Exec(db_, "COMMIT"));
   AlertSink sink = alert_sink_;
   Run run = it->second;
   l.unlock();

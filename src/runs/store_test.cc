@@ -329,6 +329,36 @@ TEST_F(RunStoreTest, AlertsAreKeptWithTheRun) {
   EXPECT_EQ((*a)[0].time_ms, kT0);
 }
 
+TEST_F(RunStoreTest, RetriedAlertWithTheSameIdIsKeptAndRoutedOnce) {
+  Create(R"({"id":"a","project":"p"})");
+  Create(R"({"id":"b","project":"p"})");
+  int routed = 0;
+  store_->SetAlertSink([&](const runs::Run&, const RunAlert&) { routed++; });
+  const char* body = R"({"title":"loss spike","level":"warning","alert_id":"a.0.n1.A1"})";
+  // The client's retry after a lost answer, then again after a restart.
+  ASSERT_TRUE(store_->AddAlert("a", *ParseAlertRequest(body)).ok());
+  ASSERT_TRUE(store_->AddAlert("a", *ParseAlertRequest(body)).ok());
+  Open();
+  store_->SetAlertSink([&](const runs::Run&, const RunAlert&) { routed++; });
+  ASSERT_TRUE(store_->AddAlert("a", *ParseAlertRequest(body)).ok());
+  // Another id, the same id on another run, and alerts without an id are all kept.
+  ASSERT_TRUE(store_->AddAlert("a", *ParseAlertRequest(R"({"title":"t2","alert_id":"a.0.n1.A2"})")).ok());
+  ASSERT_TRUE(store_->AddAlert("b", *ParseAlertRequest(body)).ok());
+  ASSERT_TRUE(store_->AddAlert("a", *ParseAlertRequest(R"({"title":"plain"})")).ok());
+  ASSERT_TRUE(store_->AddAlert("a", *ParseAlertRequest(R"({"title":"plain"})")).ok());
+  EXPECT_EQ(routed, 5);
+  auto a = store_->Alerts("a");
+  ASSERT_TRUE(a.ok());
+  std::vector<std::string> titles;
+  for (const RunAlert& al : *a) titles.push_back(al.title);
+  EXPECT_EQ(titles, (std::vector<std::string>{"loss spike", "t2", "plain", "plain"}));
+  EXPECT_EQ(store_->Alerts("b")->size(), 1u);
+  // An alert id must be a non-empty string of at most 256 characters.
+  EXPECT_FALSE(ParseAlertRequest(R"({"title":"x","alert_id":""})").ok());
+  EXPECT_FALSE(ParseAlertRequest(R"({"title":"x","alert_id":3})").ok());
+  EXPECT_FALSE(ParseAlertRequest(R"({"title":"x","alert_id":")" + std::string(257, 'i') + R"("})").ok());
+}
+
 TEST_F(RunStoreTest, StoredAlertsGoToTheSinkWithTheRun) {
   Create(R"({"id":"a","project":"p","name":"sweep"})");
   std::vector<std::pair<runs::Run, RunAlert>> got;

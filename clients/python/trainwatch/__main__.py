@@ -29,7 +29,10 @@ def main(argv=None):
         except (OSError, ValueError):
             continue
         snd = Sender(args.url or meta["url"], meta["run_id"], meta["rank"], meta["register"].get("host", ""),
-                     path, meta["register"])
+                     path, meta["register"], fallback=False)
+        if snd.locked_out:
+            print("%s: in use by a running process; skipped" % d)
+            continue
         snd.registered = True  # registers only if the server does not know the run
         n = snd.spooled
         snd.start()

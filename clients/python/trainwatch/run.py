@@ -1,7 +1,6 @@
 """trainwatch.init() and Run: the user-facing side of the client."""
 import atexit
 import hashlib
-import json
 import logging
 import os
 import re
@@ -13,7 +12,7 @@ import threading
 import time
 
 from ._capture import Tee
-from ._sender import Sender
+from ._sender import Sender, _json_value
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _LEVELS = ("info", "warning", "error")
@@ -35,15 +34,54 @@ def _env_int(*names):
     return None
 
 
+# Batch schedulers' job ids: the same on every node of one job, different between jobs.
+_JOB_ID_VARS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID", "COBALT_JOBID")
+
+
+def _process_start(pid):
+    """The boot id and start time of process `pid` (Linux), so that a pid the
+    kernel reuses later names another process; "" where /proc is missing."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            start = f.read().rsplit(")", 1)[1].split()[19]  # field 22, starttime
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip() + "/" + start
+    except (OSError, IndexError):
+        return ""
+
+
+def _job_key():
+    """What every rank of one distributed launch sees alike and two launches
+    do not (see README.md, "Distributed"): (kind, parts)."""
+    env = os.environ.get
+    master = [env("MASTER_ADDR", ""), env("MASTER_PORT", "")]
+    rdzv = env("TORCHELASTIC_RUN_ID", "")
+    if rdzv and rdzv != "none":  # torchrun --rdzv-id (or --standalone, a fresh uuid per launch)
+        return "rdzv", [rdzv]
+    for name in _JOB_ID_VARS:
+        if env(name):
+            return "job", ["%s=%s" % (name, env(name)), env("SLURM_STEP_ID", "")] + master
+    if env("JOB_ID") and env("SGE_ROOT"):  # Grid Engine
+        return "job", ["SGE=" + env("JOB_ID")] + master
+    if env("LOCAL_WORLD_SIZE") == env("WORLD_SIZE"):
+        # One node: the ranks are children of one launcher (torchrun's agent).
+        ppid = os.getppid()
+        return "local", [socket.gethostname(), str(ppid), _process_start(ppid)] + master
+    return "master", master
+
+
 def _distributed_id(project, name):
     """A run id every rank of one torchrun launch computes alike (no
-    communication): from the rendezvous id, master address/port and, on a
-    single node, the launcher's pid."""
-    parts = [project, name or "", os.environ.get("TORCHELASTIC_RUN_ID", ""),
-             os.environ.get("MASTER_ADDR", ""), os.environ.get("MASTER_PORT", "")]
-    if os.environ.get("LOCAL_WORLD_SIZE") == os.environ.get("WORLD_SIZE"):
-        parts.append(str(os.getppid()))
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    communication), and two launches do not: from the rendezvous id, else
+    the scheduler's job id, else (one node) the launcher process."""
+    kind, parts = _job_key()
+    if kind == "master" and (_env_int("RANK") or 0) == 0:
+        sys.__stderr__.write(
+            "trainwatch: no rendezvous id (TORCHELASTIC_RUN_ID is %r) and no scheduler job id: the run id "
+            "comes from MASTER_ADDR/MASTER_PORT only, so a later job with the same ones resumes this run; "
+            "pass torchrun --rdzv-id, TRAINWATCH_RUN_ID or init(id=...) to tell jobs apart\n"
+            % os.environ.get("TORCHELASTIC_RUN_ID", ""))
+    return hashlib.sha256("\0".join([project, name or "", kind] + parts).encode()).hexdigest()[:16]
 
 
 def _git_commit():
@@ -70,7 +108,7 @@ def _jsonable(obj):
         else:
             raise TypeError("trainwatch.init: config must be a dict (or an object with attributes), not %s"
                             % type(obj).__name__)
-    return json.loads(json.dumps(obj, default=str))
+    return _json_value(obj)  # NaN and infinities as "NaN", "Inf", "-Inf", the rest as str
 
 
 class Summary(dict):
@@ -142,10 +180,12 @@ class Run:
                 body["git_commit"] = commit
         root = spool_dir or os.environ.get("TRAINWATCH_SPOOL") or os.path.join(
             os.path.expanduser("~"), ".cache", "trainwatch", "spool")
-        self.spool_dir = os.path.join(root, "%s.r%d" % (self.id, self.rank))
-        self._sender = Sender(self.url, self.id, self.rank, self.host, self.spool_dir, body,
+        self._sender = Sender(self.url, self.id, self.rank, self.host,
+                              os.path.join(root, "%s.r%d" % (self.id, self.rank)), body,
                               flush_interval=flush_interval, heartbeat_interval=heartbeat_interval,
                               max_queue_points=max_queue_points, timeout=timeout)
+        # <id>.r<rank>, or <id>.r<rank>.<pid>-<nonce> while another process holds that one
+        self.spool_dir = self._sender.spool_dir
         self._points = self._sender.points
         self.summary = Summary(self)
         self._sender.register_now()  # raises on a refused run; unreachable: registers later
@@ -186,8 +226,10 @@ class Run:
         """Records an alert with the run (kept with it on the server)."""
         if level not in _LEVELS:
             raise ValueError("trainwatch: alert level %r: expected one of %s" % (level, ", ".join(_LEVELS)))
+        # alert_id: a retry (a lost answer, a replay from the spool) is stored and routed once.
         self._sender.ops.append(("/api/v1/runs/%s/alerts" % self.id,
-                                 {"title": str(title), "text": str(text), "level": level}))
+                                 {"title": str(title), "text": str(text), "level": level,
+                                  "alert_id": self._sender.new_alert_id()}))
         self._sender.wake()
 
     def log_line(self, message, level="info", source="app", t=None):
@@ -198,6 +240,11 @@ class Run:
     def logs_dropped(self):
         """Log lines not stored: no logs endpoint on the server, or the buffer overflowed."""
         return self._sender.logs_dropped + (self._capture.dropped if self._capture else 0)
+
+    @property
+    def points_dropped(self):
+        """Logged points lost because the spool could not be written (a full disk during an outage)."""
+        return self._sender.points_dropped
 
     @property
     def spooled(self):
@@ -224,7 +271,7 @@ class Run:
                 summary = dict(self._sender.summary)
             body = {"status": status}
             if summary:
-                body["summary"] = {k: v for k, v in json.loads(json.dumps(summary, default=str)).items()}
+                body["summary"] = _json_value(summary)  # NaN and infinities as "NaN", "Inf", "-Inf"
             # Queued points and summary form batches before this op (see Sender._form).
             self._sender.ops.append(("/api/v1/runs/%s/finish" % self.id, body))
         done = self._sender.stop(self.finish_timeout if timeout is None else timeout)
