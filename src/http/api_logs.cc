@@ -32,12 +32,13 @@ Status TimeRange(const Request& req, int64_t def_start_ns, int64_t def_end_ns, i
   if (req.Has("start")) {
     auto t = ParseTime(req.Param("start"));
     if (!t.ok()) return t.error().Annotate("invalid parameter \"start\"");
-    *start_ns = *t * kNsPerMs;
+    *start_ns = logs::MsToNsSaturated(*t);
   }
   if (req.Has("end")) {
     auto t = ParseTime(req.Param("end"));
     if (!t.ok()) return t.error().Annotate("invalid parameter \"end\"");
-    *end_ns = *t * kNsPerMs + (kNsPerMs - 1);
+    int64_t ns = logs::MsToNsSaturated(*t);
+    *end_ns = ns > INT64_MAX - (kNsPerMs - 1) ? INT64_MAX : ns + (kNsPerMs - 1);
   }
   if (*end_ns < *start_ns) return Status::InvalidArgument("invalid parameter \"end\": before start");
   return Status::OK();
@@ -49,8 +50,13 @@ Result<logs::Query> QueryParam(const Request& req) {
   return q;
 }
 
+// A push refused for a line's time: counted, then answered like any bad body.
+void CountRefusal(logs::LogStore& store, const logs::TimeBounds& bounds) {
+  if (bounds.rejected != logs::TimeReject::kNone) store.CountRejected(bounds.rejected);
+}
+
 Response Push(logs::LogStore& store, const Request& req) {
-  model::LabelsBuilder b;
+  std::vector<model::Label> params;
   std::string_view batch_id;
   for (const auto& [name, value] : req.params) {
     // batch_id: an idempotency key (a retry of a stored batch stores nothing), not a label.
@@ -60,10 +66,16 @@ Response Push(logs::LogStore& store, const Request& req) {
       continue;
     }
     if (!model::IsValidLabelName(name)) return Text(400, "invalid stream label name \"" + name + "\" in the query string");
-    b.Set(name, value);
+    // Stream labels reach JSON answers and alert notifications, which need UTF-8.
+    if (!logs::IsValidUtf8(value)) return Text(400, "invalid parameter \"" + name + "\": value is not valid UTF-8");
+    params.push_back({name, value});
   }
+  auto stream = logs::MergeLabels(model::Labels(), params);  // later repeats win, n log n
+  if (!stream.ok()) return Text(400, "invalid query string: " + stream.error().message());
   std::vector<logs::Record> recs;
-  Status s = logs::ParseNative(req.body, b.Build(), ReceiveNs(req), &recs);
+  logs::TimeBounds bounds = store.IngestBounds();
+  Status s = logs::ParseNative(req.body, *stream, ReceiveNs(req), &recs, &bounds);
+  CountRefusal(store, bounds);
   if (!s.ok()) return IngestError("/api/v1/logs", s);
   s = store.Append(std::move(recs), batch_id);
   if (!s.ok()) return IngestError("/api/v1/logs", s);
@@ -80,7 +92,9 @@ Response ElasticError(int status, std::string_view type, std::string_view reason
 Response Bulk(logs::LogStore& store, const Request& req, std::string_view index) {
   int64_t t0 = MonoNanos();
   logs::BulkRequest bulk;
-  Status s = logs::ParseBulk(req.body, index, ReceiveNs(req), &bulk);
+  logs::TimeBounds bounds = store.IngestBounds();
+  Status s = logs::ParseBulk(req.body, index, ReceiveNs(req), &bulk, &bounds);
+  CountRefusal(store, bounds);
   if (!s.ok()) return ElasticError(400, "illegal_argument_exception", s.message());
   s = store.Append(std::move(bulk.records));
   if (!s.ok()) {
@@ -95,9 +109,11 @@ Response Bulk(logs::LogStore& store, const Request& req, std::string_view index)
 
 Response LokiPush(logs::LogStore& store, const Request& req) {
   std::vector<logs::Record> recs;
+  logs::TimeBounds bounds = store.IngestBounds();
   Status s = req.content_type.starts_with("application/json")
-                 ? logs::ParseLokiJson(req.body, ReceiveNs(req), &recs)
-                 : logs::ParseLokiProto(req.body, ReceiveNs(req), &recs);
+                 ? logs::ParseLokiJson(req.body, ReceiveNs(req), &recs, &bounds)
+                 : logs::ParseLokiProto(req.body, ReceiveNs(req), &recs, &bounds);
+  CountRefusal(store, bounds);
   if (!s.ok()) return IngestError("/loki/api/v1/push", s);
   s = store.Append(std::move(recs));
   if (!s.ok()) return IngestError("/loki/api/v1/push", s);
@@ -137,11 +153,13 @@ Response Histogram(logs::LogStore& store, const Request& req) {
   if (!q.ok()) return ApiError(q.error());
   int64_t now = NowMillis() * kNsPerMs, start, end;
   if (Status s = TimeRange(req, now - 3600 * 1000 * kNsPerMs, now, &start, &end); !s.ok()) return ApiError(s);
-  int64_t step = std::max<int64_t>((end - start) / 100, kNsPerMs);
+  // Unsigned: end - start overflows int64 for a range wider than half of it.
+  uint64_t span = static_cast<uint64_t>(end) - static_cast<uint64_t>(start);
+  int64_t step = static_cast<int64_t>(std::max<uint64_t>(span / 100, kNsPerMs));
   if (req.Has("step")) {
     auto d = ParseDuration(req.Param("step"));
     if (!d.ok() || *d <= 0) return BadData("invalid parameter \"step\": expected a positive duration");
-    step = *d * kNsPerMs;
+    step = logs::MsToNsSaturated(*d);
   }
   auto h = store.Histogram(*q, start, end, step);
   if (!h.ok()) return ApiError(h.error());

@@ -97,9 +97,11 @@ Result<int64_t> ParseRfc3339(std::string_view s) {
 }
 
 void AppendRfc3339Nano(std::string* out, int64_t ns) {
-  int64_t secs = ns >= 0 ? ns / 1000000000 : -((-ns + 999999999) / 1000000000);
-  int64_t frac = ns - secs * 1000000000;
-  int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+  // Floor divisions: -((-ns + ...)) overflowed for INT64_MIN.
+  int64_t secs = FloorDiv(ns, 1000000000);
+  int64_t frac = ns % 1000000000;
+  if (frac < 0) frac += 1000000000;  // secs * 1e9 itself would overflow for INT64_MIN
+  int64_t days = FloorDiv(secs, 86400);
   int64_t rem = secs - days * 86400;
   // civil_from_days
   int64_t z = days + 719468;
@@ -123,6 +125,46 @@ void AppendRfc3339Nano(std::string* out, int64_t ns) {
     out->append(buf, static_cast<size_t>(n));
   }
   *out += 'Z';
+}
+
+std::string_view TimeRejectName(TimeReject r) {
+  switch (r) {
+    case TimeReject::kTooFarInFuture: return "too_far_in_future";
+    case TimeReject::kTooOld: return "too_old";
+    case TimeReject::kNone: break;
+  }
+  return "none";
+}
+
+std::string FormatDurationMs(int64_t ms) {
+  if (ms <= 0) return "0s";
+  static constexpr std::pair<int64_t, const char*> kUnits[] = {
+      {86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+  std::string out;
+  for (auto [unit, name] : kUnits) {
+    if (ms < unit) continue;
+    out += std::to_string(ms / unit) + name;
+    ms %= unit;
+  }
+  return out;
+}
+
+Status TimeBounds::Check(int64_t t_ns) {
+  if (t_ns >= min_ns && t_ns <= max_ns) return Status::OK();
+  std::string msg = "time ";
+  AppendRfc3339Nano(&msg, t_ns);
+  std::string now;
+  AppendRfc3339Nano(&now, MsToNsSaturated(now_ms));
+  if (t_ns > max_ns) {
+    rejected = TimeReject::kTooFarInFuture;
+    msg += " is more than " + FormatDurationMs(max_future_ms) + " after the server clock (" + now +
+           "; the limit is --ingest.max-future)";
+  } else {
+    rejected = TimeReject::kTooOld;
+    msg += " is more than the log retention " + FormatDurationMs(retention_ms) + " before the server clock (" + now +
+           "); it would be deleted at once";
+  }
+  return Status::InvalidArgument(msg);
 }
 
 bool TruncateUtf8(std::string* s, size_t max) {
@@ -157,8 +199,25 @@ size_t Utf8Len(std::string_view s, size_t i) {
 
 }  // namespace
 
-void SetMessage(Record* r, std::string_view s) {
-  // Invalid UTF-8 (a binary or Latin-1 line) becomes U+FFFD, so answers stay valid JSON.
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8Len(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+const model::Label* FirstNonUtf8Label(const model::Labels& labels) {
+  for (const model::Label& l : labels) {
+    if (!IsValidUtf8(l.name) || !IsValidUtf8(l.value)) return &l;
+  }
+  return nullptr;
+}
+
+namespace {
+
+void AssignValidUtf8(std::string* out, std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     size_t n = Utf8Len(s, i);
@@ -166,20 +225,33 @@ void SetMessage(Record* r, std::string_view s) {
     i += n;
   }
   if (i == s.size()) {
-    r->message.assign(s);
-  } else {
-    r->message.assign(s.substr(0, i));
-    while (i < s.size()) {
-      size_t n = Utf8Len(s, i);
-      if (n == 0) {
-        r->message += "\xEF\xBF\xBD";
-        ++i;
-      } else {
-        r->message.append(s.substr(i, n));
-        i += n;
-      }
+    out->assign(s);
+    return;
+  }
+  out->assign(s.substr(0, i));
+  while (i < s.size()) {
+    size_t n = Utf8Len(s, i);
+    if (n == 0) {
+      *out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out->append(s.substr(i, n));
+      i += n;
     }
   }
+}
+
+}  // namespace
+
+std::string ToValidUtf8(std::string_view s) {
+  std::string out;
+  AssignValidUtf8(&out, s);
+  return out;
+}
+
+void SetMessage(Record* r, std::string_view s) {
+  // Invalid UTF-8 (a binary or Latin-1 line) becomes U+FFFD, so answers stay valid JSON.
+  AssignValidUtf8(&r->message, s);
   if (TruncateUtf8(&r->message, kMaxMessageBytes)) r->truncated = true;
 }
 

@@ -87,5 +87,51 @@ TEST(RecordTest, TruncateKeepsUtf8Boundary) {
   EXPECT_EQ(s, "ab");
 }
 
+TEST(RecordTest, ExtremeTimesFormatWithoutOverflow) {
+  // -((-ns + ...)) overflowed for INT64_MIN (UB caught by UBSan).
+  std::string s;
+  AppendRfc3339Nano(&s, INT64_MIN);
+  EXPECT_EQ(s, "1677-09-21T00:12:43.145224192Z");
+  s.clear();
+  AppendRfc3339Nano(&s, INT64_MAX);
+  EXPECT_EQ(s, "2262-04-11T23:47:16.854775807Z");
+  s.clear();
+  AppendRfc3339Nano(&s, -1);
+  EXPECT_EQ(s, "1969-12-31T23:59:59.999999999Z");
+  EXPECT_EQ(MsToNsSaturated(INT64_MAX), INT64_MAX);
+  EXPECT_EQ(MsToNsSaturated(INT64_MIN), INT64_MIN);
+  EXPECT_EQ(FloorDiv(INT64_MIN, 1000000), INT64_MIN / 1000000 - 1);
+  EXPECT_EQ(FloorDiv(-1, 86400000), -1);
+  EXPECT_EQ(FormatDurationMs(600000), "10m");
+  EXPECT_EQ(FormatDurationMs(90061001), "1d1h1m1s1ms");
+}
+
+TEST(RecordTest, TimeBoundsNameTheBound) {
+  TimeBounds b;
+  EXPECT_TRUE(b.Check(INT64_MAX).ok());  // the default accepts every time
+  EXPECT_TRUE(b.Check(INT64_MIN).ok());
+  b.now_ms = 0;
+  b.max_future_ms = 1000;
+  b.max_ns = 1000000000;
+  Status s = b.Check(INT64_MAX);
+  ASSERT_TRUE(s.IsInvalidArgument());
+  EXPECT_EQ(s.message(), "time 2262-04-11T23:47:16.854775807Z is more than 1s after the server clock "
+                         "(1970-01-01T00:00:00Z; the limit is --ingest.max-future)");
+  EXPECT_EQ(b.rejected, TimeReject::kTooFarInFuture);
+  EXPECT_EQ(TimeRejectName(b.rejected), "too_far_in_future");
+}
+
+TEST(RecordTest, Utf8Validation) {
+  EXPECT_TRUE(IsValidUtf8("abc \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xff\xfe"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xe2\x82"));          // cut short
+  EXPECT_EQ(ToValidUtf8("a\xff" "b"), "a\xEF\xBF\xBD" "b");
+  model::Labels l{{"job", "ok"}, {"run", "\xff"}};
+  ASSERT_NE(FirstNonUtf8Label(l), nullptr);
+  EXPECT_EQ(FirstNonUtf8Label(l)->name, "run");
+}
+
 }  // namespace
 }  // namespace trainwatch::logs

@@ -5,6 +5,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cinttypes>
 #include <deque>
 #include <nlohmann/json.hpp>
@@ -100,17 +101,24 @@ std::string_view Stmt::Text(int c) const {
   return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string_view();
 }
 
-LogStore::Partition::~Partition() {
-  for (sqlite3_stmt* st : {ins_block, ins_fts, ins_chunk, ins_stream, has_batch, ins_batch, begin, commit}) {
-    sqlite3_finalize(st);
+void LogStore::Partition::Close() {
+  for (sqlite3_stmt** st : {&ins_block, &ins_fts, &ins_chunk, &ins_stream, &has_batch, &ins_batch, &begin, &commit}) {
+    sqlite3_finalize(*st);
+    *st = nullptr;
   }
-  if (db) sqlite3_close(db);
+  // _v2: should a statement still be alive, the connection closes when it is finalized.
+  if (db) sqlite3_close_v2(db);
+  db = nullptr;
 }
 
 Result<std::unique_ptr<LogStore>> LogStore::Open(const StoreOptions& opts) {
   if (opts.partition_ms <= 0) return Status::InvalidArgument("logs: partition duration must be positive");
   if (opts.block_lines == 0 || opts.block_lines > 65536) {
     return Status::InvalidArgument("logs: block_lines must be 1..65536");
+  }
+  if (opts.max_open_partitions == 0) return Status::InvalidArgument("logs: max_open_partitions must be positive");
+  if (opts.retention_ms < 0 || opts.max_future_ms < 0) {
+    return Status::InvalidArgument("logs: retention and max future must not be negative");
   }
   std::unique_ptr<LogStore> s(new LogStore(opts));
   Status st = s->Init();
@@ -123,6 +131,7 @@ LogStore::LogStore(const StoreOptions& o) : opts_(o), cctx_(ZSTD_createCCtx()), 
 
 LogStore::~LogStore() {
   Shutdown();
+  open_.clear();
   partitions_.clear();
   ZSTD_freeCCtx(cctx_);
   ZSTD_freeDCtx(dctx_);
@@ -135,37 +144,110 @@ Status LogStore::Init() {
   for (const std::string& n : names) {
     if (!n.starts_with("logs-") || !n.ends_with(".db")) continue;
     int64_t secs = 0;
-    if (std::sscanf(n.c_str(), "logs-%" SCNd64 ".db", &secs) != 1) continue;
-    ASSIGN_OR_RETURN(Partition * p, GetPartition(secs * 1000, false));
-    Stmt q(p->db, "SELECT max(coalesce((SELECT max(t_max) FROM blocks), 0), coalesce((SELECT max(t_max) FROM chunks), 0))");
-    if (q.Step() && !q.IsNull(0) && q.Int(0) != 0) newest_ms_ = std::max(newest_ms_, q.Int(0) / 1000000);
-    RETURN_IF_ERROR(q.status());
+    std::string_view digits = std::string_view(n).substr(5, n.size() - 8);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), secs);
+    // Not ours (or a start whose ms overflow int64): left alone.
+    if (ec != std::errc() || end != digits.data() + digits.size() || secs > INT64_MAX / 1000 ||
+        secs < INT64_MIN / 1000 || PartitionName(secs * 1000) != n) {
+      continue;
+    }
+    // Opened one at a time: the schema is checked and the streams loaded,
+    // then the connection may be closed again (max_open_partitions).
+    RETURN_IF_ERROR(GetPartition(secs * 1000, false).status());
   }
   TW_LOG(Info, "logs: opened {} ({} partitions)", opts_.dir, partitions_.size());
   return Status::OK();
 }
 
+int64_t LogStore::Now() const { return opts_.now_ms ? opts_.now_ms() : NowMillis(); }
+
 int64_t LogStore::PartitionStart(int64_t t_ns) const {
-  int64_t ms = t_ns >= 0 ? t_ns / 1000000 : -((-t_ns + 999999) / 1000000);
-  int64_t k = ms >= 0 ? ms / opts_.partition_ms : -((-ms + opts_.partition_ms - 1) / opts_.partition_ms);
-  return k * opts_.partition_ms;
+  // Floor divisions: the former -((-t + ...)) overflowed for INT64_MIN.
+  return FloorDiv(FloorDiv(t_ns, 1000000), opts_.partition_ms) * opts_.partition_ms;
+}
+
+int64_t LogStore::PartitionFirstNs(int64_t start_ms) const { return MsToNsSaturated(start_ms); }
+
+int64_t LogStore::PartitionLastNs(int64_t start_ms) const {
+  int64_t end_ms = start_ms > INT64_MAX - opts_.partition_ms ? INT64_MAX : start_ms + opts_.partition_ms;
+  int64_t end_ns = MsToNsSaturated(end_ms);
+  return end_ns == INT64_MAX ? INT64_MAX : end_ns - 1;
+}
+
+Status LogStore::Connect(Partition* p) {
+  if (sqlite3_open_v2(p->path.c_str(), &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    Status s = SqliteError(p->db, "open " + p->path);
+    p->Close();
+    return s;
+  }
+  sqlite3_busy_timeout(p->db, 5000);
+  Status s = Exec(p->db, "PRAGMA journal_mode=WAL");
+  if (s.ok()) s = Exec(p->db, opts_.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+  if (s.ok()) s = Exec(p->db, "PRAGMA cache_size=-8000");
+  if (!s.ok()) p->Close();
+  return s;
+}
+
+void LogStore::Disconnect(Partition* p) {
+  if (p->db == nullptr) return;
+  open_.erase(p->lru);
+  p->Close();
+}
+
+namespace {
+
+Status PrepareStatements(LogStore::Partition* p) {
+  auto prep = [&](const char* sql, sqlite3_stmt** out) -> Status {
+    if (sqlite3_prepare_v3(p->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, nullptr) != SQLITE_OK) {
+      return SqliteError(p->db, "prepare");
+    }
+    return Status::OK();
+  };
+  RETURN_IF_ERROR(prep("INSERT INTO blocks(stream, n, t_min, t_max, seq_min, seq_max, levels, meta, body) "
+                       "VALUES(?,?,?,?,?,?,?,?,?)", &p->ins_block));
+  RETURN_IF_ERROR(prep("INSERT INTO blocks_fts(rowid, text) VALUES(?,?)", &p->ins_fts));
+  RETURN_IF_ERROR(prep("INSERT INTO chunks(stream, n, t_min, t_max, seq_min, seq_max, levels, meta, body) "
+                       "VALUES(?,?,?,?,?,?,?,?,?)", &p->ins_chunk));
+  RETURN_IF_ERROR(prep("INSERT INTO streams(labels) VALUES(?)", &p->ins_stream));
+  RETURN_IF_ERROR(prep("SELECT 1 FROM batches WHERE id = ?", &p->has_batch));
+  RETURN_IF_ERROR(prep("INSERT INTO batches(id) VALUES(?)", &p->ins_batch));
+  RETURN_IF_ERROR(prep("BEGIN IMMEDIATE", &p->begin));
+  RETURN_IF_ERROR(prep("COMMIT", &p->commit));
+  return Status::OK();
+}
+
+}  // namespace
+
+Status LogStore::Touch(Partition* p) {
+  if (p->db != nullptr) {
+    open_.splice(open_.begin(), open_, p->lru);
+    return Status::OK();
+  }
+  // Room first, so the descriptors are free before this open needs them.
+  while (open_.size() >= opts_.max_open_partitions) Disconnect(open_.back());
+  RETURN_IF_ERROR(Connect(p));
+  if (Status s = PrepareStatements(p); !s.ok()) {
+    p->Close();
+    return s;
+  }
+  open_.push_front(p);
+  p->lru = open_.begin();
+  return Status::OK();
 }
 
 Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool create) {
   auto it = partitions_.find(start_ms);
-  if (it != partitions_.end()) return it->second.get();
+  if (it != partitions_.end()) {
+    RETURN_IF_ERROR(Touch(it->second.get()));
+    return it->second.get();
+  }
+  while (open_.size() >= opts_.max_open_partitions) Disconnect(open_.back());
   auto p = std::make_unique<Partition>();
   p->start_ms = start_ms;
   p->path = opts_.dir + "/" + PartitionName(start_ms);
   bool existed = file::Exists(p->path);
-  if (sqlite3_open_v2(p->path.c_str(), &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
-    return SqliteError(p->db, "open " + p->path);
-  }
-  sqlite3_busy_timeout(p->db, 5000);
-  RETURN_IF_ERROR(Exec(p->db, "PRAGMA journal_mode=WAL"));
-  RETURN_IF_ERROR(Exec(p->db, opts_.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
-  RETURN_IF_ERROR(Exec(p->db, "PRAGMA cache_size=-8000"));
+  RETURN_IF_ERROR(Connect(p.get()));
   int64_t version = 0;
   bool v1 = false, v2_pending = false;
   {
@@ -194,22 +276,7 @@ Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool creat
     }
     RETURN_IF_ERROR(q.status());
   }
-  auto prep = [&](const char* sql, sqlite3_stmt** out) -> Status {
-    if (sqlite3_prepare_v3(p->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, nullptr) != SQLITE_OK) {
-      return SqliteError(p->db, "prepare");
-    }
-    return Status::OK();
-  };
-  RETURN_IF_ERROR(prep("INSERT INTO blocks(stream, n, t_min, t_max, seq_min, seq_max, levels, meta, body) "
-                       "VALUES(?,?,?,?,?,?,?,?,?)", &p->ins_block));
-  RETURN_IF_ERROR(prep("INSERT INTO blocks_fts(rowid, text) VALUES(?,?)", &p->ins_fts));
-  RETURN_IF_ERROR(prep("INSERT INTO chunks(stream, n, t_min, t_max, seq_min, seq_max, levels, meta, body) "
-                       "VALUES(?,?,?,?,?,?,?,?,?)", &p->ins_chunk));
-  RETURN_IF_ERROR(prep("INSERT INTO streams(labels) VALUES(?)", &p->ins_stream));
-  RETURN_IF_ERROR(prep("SELECT 1 FROM batches WHERE id = ?", &p->has_batch));
-  RETURN_IF_ERROR(prep("INSERT INTO batches(id) VALUES(?)", &p->ins_batch));
-  RETURN_IF_ERROR(prep("BEGIN IMMEDIATE", &p->begin));
-  RETURN_IF_ERROR(prep("COMMIT", &p->commit));
+  RETURN_IF_ERROR(PrepareStatements(p.get()));
   if (v1) RETURN_IF_ERROR(Migrate(p.get()));
   if (v2_pending) RETURN_IF_ERROR(MigratePending(p.get()));
   if (version < kSchemaVersion) {
@@ -230,6 +297,8 @@ Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool creat
   (void)create;
   Partition* raw = p.get();
   partitions_.emplace(start_ms, std::move(p));
+  open_.push_front(raw);
+  raw->lru = open_.begin();
   return raw;
 }
 
@@ -451,6 +520,22 @@ Status LogStore::AppendToPartition(Partition* p, std::vector<Record*>& recs, std
 Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, bool* duplicate) {
   if (duplicate != nullptr) *duplicate = false;
   if (records.empty()) return Status::OK();
+  // Checked before anything is stored: a refusal stores nothing.
+  TimeBounds bounds = IngestBounds();
+  const model::Labels* checked = nullptr;  // batches are mostly one stream
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (Status s = bounds.Check(records[i].time_ns); !s.ok()) {
+      CountRejected(bounds.rejected);
+      return s.Annotate("logs: record " + std::to_string(i));
+    }
+    if (checked != nullptr && *checked == records[i].labels) continue;
+    // Stream labels reach JSON answers and notifications, which need UTF-8.
+    if (const model::Label* bad = FirstNonUtf8Label(records[i].labels)) {
+      return Status::InvalidArgument("logs: record " + std::to_string(i) + ": label \"" + ToValidUtf8(bad->name) +
+                                     "\": not valid UTF-8");
+    }
+    checked = &records[i].labels;
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     std::map<int64_t, std::vector<Record*>> by_part;
@@ -466,7 +551,6 @@ Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, 
         dup.insert(dup.end(), recs.begin(), recs.end());
         continue;
       }
-      for (Record* r : recs) newest_ms_ = std::max(newest_ms_, r->time_ns / 1000000);
     }
     if (!dup.empty()) {
       // A retried batch: what was stored before is neither counted nor tailed again.
@@ -479,7 +563,7 @@ Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, 
       records = std::move(kept);
     }
     appended_ += records.size();
-    int64_t now = NowMillis();
+    int64_t now = Now();
     if ((opts_.retention_ms > 0 || opts_.retention_bytes > 0) && (new_partition || now - last_retention_ms_ > 60000)) {
       last_retention_ms_ = now;
       mu_.unlock();
@@ -502,20 +586,28 @@ Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, 
   return Status::OK();
 }
 
+Status LogStore::DropPartition(int64_t start_ms) {
+  auto it = partitions_.find(start_ms);
+  if (it == partitions_.end()) return Status::OK();
+  std::string path = it->second->path;
+  TW_LOG(Info, "logs: retention drops partition {}", path);
+  Disconnect(it->second.get());
+  partitions_.erase(it);
+  for (const char* suffix : {"", "-wal", "-shm"}) RETURN_IF_ERROR(file::RemoveAll(path + suffix));
+  return file::SyncDir(opts_.dir);
+}
+
 Status LogStore::ApplyRetention() {
   std::lock_guard<std::mutex> l(mu_);
-  auto drop = [&](std::map<int64_t, std::unique_ptr<Partition>>::iterator it) -> Status {
-    std::string path = it->second->path;
-    TW_LOG(Info, "logs: retention drops partition {}", path);
-    partitions_.erase(it);  // closes the connection
-    for (const char* suffix : {"", "-wal", "-shm"}) RETURN_IF_ERROR(file::RemoveAll(path + suffix));
-    return file::SyncDir(opts_.dir);
-  };
-  if (opts_.retention_ms > 0 && newest_ms_ != INT64_MIN) {
+  if (opts_.retention_ms > 0) {
+    // Age from the server's clock, never from the newest line: one line
+    // dated in 2262 must not make every other partition old.
+    int64_t now = Now();
+    int64_t cutoff = now < INT64_MIN + opts_.retention_ms ? INT64_MIN : now - opts_.retention_ms;
     while (!partitions_.empty()) {
-      auto it = partitions_.begin();
-      if (it->first + opts_.partition_ms > newest_ms_ - opts_.retention_ms) break;
-      RETURN_IF_ERROR(drop(it));
+      int64_t start = partitions_.begin()->first;
+      if (start > INT64_MAX - opts_.partition_ms || start + opts_.partition_ms > cutoff) break;
+      RETURN_IF_ERROR(DropPartition(start));
     }
   }
   if (opts_.retention_bytes > 0) {
@@ -524,7 +616,7 @@ Status LogStore::ApplyRetention() {
       for (auto& [start, p] : partitions_) total += FileSize(p->path) + FileSize(p->path + "-wal");
       // The newest partition is kept even when alone it is over the limit.
       if (total <= opts_.retention_bytes || partitions_.size() <= 1) break;
-      RETURN_IF_ERROR(drop(partitions_.begin()));
+      RETURN_IF_ERROR(DropPartition(partitions_.begin()->first));
     }
   }
   return Status::OK();
@@ -536,7 +628,45 @@ LogStore::Stats LogStore::GetStats() {
   s.partitions = partitions_.size();
   for (auto& [start, p] : partitions_) s.bytes += FileSize(p->path) + FileSize(p->path + "-wal");
   s.appended_lines = appended_;
+  s.open_partitions = open_.size();
+  s.rejected_too_far_in_future = rejected_future_;
+  s.rejected_too_old = rejected_old_;
   return s;
+}
+
+TimeBounds LogStore::IngestBounds() const {
+  TimeBounds b;
+  b.now_ms = Now();
+  b.max_future_ms = opts_.max_future_ms;
+  b.retention_ms = opts_.retention_ms;
+  if (opts_.max_future_ms > 0) {
+    int64_t max_ms = b.now_ms > INT64_MAX - opts_.max_future_ms ? INT64_MAX : b.now_ms + opts_.max_future_ms;
+    b.max_ns = MsToNsSaturated(max_ms);
+  }
+  if (opts_.retention_ms > 0) {
+    int64_t min_ms = b.now_ms < INT64_MIN + opts_.retention_ms ? INT64_MIN : b.now_ms - opts_.retention_ms;
+    b.min_ns = MsToNsSaturated(min_ms);
+  }
+  return b;
+}
+
+void LogStore::CountRejected(TimeReject reason) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (reason == TimeReject::kTooFarInFuture) ++rejected_future_;
+  if (reason == TimeReject::kTooOld) ++rejected_old_;
+}
+
+void LogStore::RenderMetrics(std::string* out) {
+  Stats s = GetStats();
+  *out += "# HELP trainwatch_logs_lines_rejected_total Log lines refused at ingest for their time, by reason.\n"
+          "# TYPE trainwatch_logs_lines_rejected_total counter\n";
+  *out += "trainwatch_logs_lines_rejected_total{reason=\"too_far_in_future\"} " +
+          std::to_string(s.rejected_too_far_in_future) + "\n";
+  *out += "trainwatch_logs_lines_rejected_total{reason=\"too_old\"} " + std::to_string(s.rejected_too_old) + "\n";
+  *out += "# HELP trainwatch_logs_partitions Log store partitions, and those with an open SQLite connection.\n"
+          "# TYPE trainwatch_logs_partitions gauge\n";
+  *out += "trainwatch_logs_partitions{state=\"all\"} " + std::to_string(s.partitions) + "\n";
+  *out += "trainwatch_logs_partitions{state=\"open\"} " + std::to_string(s.open_partitions) + "\n";
 }
 
 std::vector<Record> LogStore::WaitNew(uint64_t* seq, int64_t timeout_ms) {

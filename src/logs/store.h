@@ -7,13 +7,18 @@
 // are packed when they do (docs/format/logs.md). Each line has a sequence number,
 // increasing in append order within a partition. An Append returns once its
 // lines are durable (synchronous=FULL: fsync per commit).
-// Retention drops whole partitions (by age and by total size). The last
-// `tail_buffer` appended records are also kept in memory for live tail.
+// Retention drops whole partitions (by age, measured from the clock `now_ms`,
+// and by total size). At most max_open_partitions SQLite connections are
+// open at once (least recently used closed, reopened on demand), so a year of
+// partitions does not exhaust file descriptors. The last `tail_buffer`
+// appended records are also kept in memory for live tail.
 // Thread-safe: one mutex serializes SQLite access.
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,10 +42,16 @@ struct StoreOptions {
   std::string dir;                 // created when missing
   bool sync_full = true;           // synchronous=FULL (else NORMAL: survives a crash, not power loss)
   int64_t partition_ms = 86400000;
-  int64_t retention_ms = 0;        // 0: keep; else drop partitions ending before newest - retention
+  int64_t retention_ms = 0;        // 0: keep; else drop partitions ending before now - retention
   uint64_t retention_bytes = 0;    // 0: no limit; else drop oldest partitions while above
   size_t tail_buffer = 10000;
   size_t block_lines = 1024;       // lines per compressed block
+  // The clock (unix ms) for retention and the ingest time bounds; empty: NowMillis.
+  std::function<int64_t()> now_ms;
+  // 0: unbounded; else lines dated more than this after now are refused.
+  int64_t max_future_ms = 0;
+  // SQLite connections kept open (each holds 3 descriptors: db, -wal, -shm).
+  size_t max_open_partitions = 32;
 };
 
 struct SelectOptions {
@@ -73,7 +84,9 @@ class LogStore {
   void SetObserver(AppendObserver* o) { observer_ = o; }
 
   // Stores every record (labels must be valid); durable when OK. On error
-  // nothing of a failed partition's transaction is kept. A non-empty
+  // nothing of a failed partition's transaction is kept. A record outside
+  // IngestBounds() refuses the whole call (InvalidArgument naming the record
+  // and the bound, counted by CountRejected) before anything is stored. A non-empty
   // `batch_id` makes the append idempotent: the id is stored with the lines,
   // and a later Append with the same id stores nothing again in the
   // partitions that already hold it (*duplicate, when given, is set then).
@@ -105,10 +118,20 @@ class LogStore {
   // Drops partitions per the retention options; also run after appends.
   Status ApplyRetention();
 
+  // The times accepted at ingest now: not after now + max_future_ms, not
+  // before now - retention_ms (those would be deleted at once).
+  TimeBounds IngestBounds() const;
+  // Counts a line refused for its time (trainwatch_logs_lines_rejected_total).
+  void CountRejected(TimeReject reason);
+  // Appends the store's counters in the Prometheus text format.
+  void RenderMetrics(std::string* out);
+
   struct Stats {
     uint64_t partitions = 0;
     uint64_t bytes = 0;
     uint64_t appended_lines = 0;  // since open
+    uint64_t open_partitions = 0;  // SQLite connections open now
+    uint64_t rejected_too_far_in_future = 0, rejected_too_old = 0;  // since open
   };
   Stats GetStats();
 
@@ -118,6 +141,17 @@ class LogStore {
   explicit LogStore(const StoreOptions& o);
   Status Init();
   Result<Partition*> GetPartition(int64_t start_ms, bool create);
+  // Opens p's connection when closed and marks it most recently used; closes
+  // the least recently used others above max_open_partitions.
+  Status Touch(Partition* p);
+  Status Connect(Partition* p);
+  void Disconnect(Partition* p);
+  // Removes p's files and forgets it (retention).
+  Status DropPartition(int64_t start_ms);
+  int64_t Now() const;  // opts_.now_ms, else the wall clock
+  // First and last ns of the partition starting at start_ms, saturated to int64.
+  int64_t PartitionFirstNs(int64_t start_ms) const;
+  int64_t PartitionLastNs(int64_t start_ms) const;
   Status AppendToPartition(Partition* p, std::vector<Record*>& recs, std::string_view batch_id, bool* duplicate);
   Status AppendLocked(Partition* p, std::vector<Record*>& recs);
   Status WriteBlock(Partition* p, int64_t stream, const std::vector<LineRef>& lines);
@@ -132,9 +166,10 @@ class LogStore {
   ZSTD_CCtx_s* cctx_ = nullptr;  // reused by every block written
   ZSTD_DCtx_s* dctx_ = nullptr;
   std::map<int64_t, std::unique_ptr<Partition>> partitions_;  // by start ms
-  int64_t newest_ms_ = INT64_MIN;
+  std::list<Partition*> open_;  // partitions with a connection, most recently used first
   int64_t last_retention_ms_ = 0;
   uint64_t appended_ = 0;
+  uint64_t rejected_future_ = 0, rejected_old_ = 0;  // GUARDED_BY(mu_)
 
   std::mutex tail_mu_;
   std::condition_variable tail_cv_;

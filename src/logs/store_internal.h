@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,7 +21,10 @@ namespace trainwatch::logs {
 struct LogStore::Partition {
   int64_t start_ms = 0;
   std::string path;
+  // The connection and its statements: null while closed (LogStore::Touch
+  // reopens it); lru is its place in LogStore::open_ while open.
   sqlite3* db = nullptr;
+  std::list<Partition*>::iterator lru;
   sqlite3_stmt* ins_block = nullptr;
   sqlite3_stmt* ins_fts = nullptr;
   sqlite3_stmt* ins_chunk = nullptr;
@@ -35,7 +39,9 @@ struct LogStore::Partition {
   std::unordered_map<int64_t, uint32_t> pending_count;
   uint64_t pending_total = 0;
   uint64_t next_seq = 1;  // the sequence number of the next line appended
-  ~Partition();
+  // Finalizes the statements and closes the connection (null after).
+  void Close();
+  ~Partition() { Close(); }
 };
 
 // A line read for migration (schema 1 `lines`, schema 2 `pending`), owning its text.

@@ -281,8 +281,11 @@ Result<SelectResult> LogStore::Select(const Query& q, const SelectOptions& o) {
   int64_t cursor_part = has_cursor ? PartitionStart(cur_t) : INT64_MAX;
   for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
     Partition* p = it->second.get();
-    int64_t pstart_ns = p->start_ms * 1000000, pend_ns = (p->start_ms + opts_.partition_ms) * 1000000 - 1;
-    if (pstart_ns > o.end_ns || pend_ns < o.start_ns || p->start_ms > cursor_part) continue;
+    if (PartitionFirstNs(p->start_ms) > o.end_ns || PartitionLastNs(p->start_ms) < o.start_ns ||
+        p->start_ms > cursor_part) {
+      continue;
+    }
+    RETURN_IF_ERROR(Touch(p));
     // One more than asked: whether there is a next page.
     std::vector<Hit> hits;
     RETURN_IF_ERROR(ScanPartition(p, dctx_, q, o, has_cursor && p->start_ms == cursor_part, cur_t, cur_seq,
@@ -301,24 +304,31 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
                                                                       int64_t step_ns) {
   if (step_ns <= 0) return Status::InvalidArgument("step must be positive");
   if (end_ns < start_ns) return Status::InvalidArgument("end is before start");
-  uint64_t nbuckets = static_cast<uint64_t>((end_ns - start_ns) / step_ns) + 1;
-  if (nbuckets > 11000) return Status::InvalidArgument("too many buckets (" + std::to_string(nbuckets) + " > 11000); raise step");
+  // Unsigned: end - start overflows int64 for a range wider than half of it.
+  auto offset = [&](int64_t t) { return static_cast<uint64_t>(t) - static_cast<uint64_t>(start_ns); };
+  uint64_t last_bucket = offset(end_ns) / static_cast<uint64_t>(step_ns);
+  if (last_bucket >= 11000) {  // compared before + 1, which wraps at UINT64_MAX
+    return Status::InvalidArgument("too many buckets (more than 11000); raise step");
+  }
+  uint64_t nbuckets = last_bucket + 1;
   std::vector<uint64_t> counts(nbuckets, 0);
   std::lock_guard<std::mutex> l(mu_);
   auto never = [](int64_t, uint64_t) { return false; };
   auto always = [](int64_t, uint64_t) { return true; };
   auto count = [&](const LineView&, int64_t t, uint64_t, uint8_t) {
-    counts[static_cast<size_t>((t - start_ns) / step_ns)]++;
+    counts[static_cast<size_t>(offset(t) / static_cast<uint64_t>(step_ns))]++;
   };
   for (auto& [pstart, up] : partitions_) {
     Partition* p = up.get();
-    int64_t pstart_ns = p->start_ms * 1000000, pend_ns = (p->start_ms + opts_.partition_ms) * 1000000 - 1;
-    if (pstart_ns > end_ns || pend_ns < start_ns) continue;
+    if (PartitionFirstNs(p->start_ms) > end_ns || PartitionLastNs(p->start_ms) < start_ns) continue;
+    RETURN_IF_ERROR(Touch(p));
     RETURN_IF_ERROR(VisitLines(p, dctx_, q, start_ns, end_ns, "", "id", false, never, always, count));
   }
   std::vector<std::pair<int64_t, uint64_t>> out;
   out.reserve(nbuckets);
-  for (uint64_t i = 0; i < nbuckets; ++i) out.emplace_back(start_ns + static_cast<int64_t>(i) * step_ns, counts[i]);
+  for (uint64_t i = 0; i < nbuckets; ++i) {
+    out.emplace_back(static_cast<int64_t>(static_cast<uint64_t>(start_ns) + i * static_cast<uint64_t>(step_ns)), counts[i]);
+  }
   return out;
 }
 
@@ -330,6 +340,9 @@ Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* afte
   for (auto& [pstart, p] : partitions_) {
     if (out.size() >= max) break;
     int64_t& last = (*after)[pstart];
+    // Nothing new: skipped without opening its connection.
+    if (last >= 0 && static_cast<uint64_t>(last) + 1 >= p->next_seq) continue;
+    RETURN_IF_ERROR(Touch(p.get()));
     size_t want = max - out.size();
     std::vector<Hit> hits;
     // Blocks come by seq_min; once `want` lines below a block's seq_min are
@@ -366,7 +379,7 @@ Result<std::vector<std::string>> LogStore::LabelNames(int64_t start_ns, int64_t 
   std::set<std::string> names;
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [pstart, p] : partitions_) {
-    if (pstart * 1000000 > end_ns || (pstart + opts_.partition_ms) * 1000000 <= start_ns) continue;
+    if (PartitionFirstNs(pstart) > end_ns || PartitionLastNs(pstart) < start_ns) continue;
     for (auto& [id, labels] : p->streams) {
       for (const model::Label& lb : labels) names.insert(lb.name);
     }
@@ -378,7 +391,7 @@ Result<std::vector<std::string>> LogStore::LabelValues(std::string_view name, in
   std::set<std::string> values;
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [pstart, p] : partitions_) {
-    if (pstart * 1000000 > end_ns || (pstart + opts_.partition_ms) * 1000000 <= start_ns) continue;
+    if (PartitionFirstNs(pstart) > end_ns || PartitionLastNs(pstart) < start_ns) continue;
     for (auto& [id, labels] : p->streams) {
       std::string_view v = labels.Get(name);
       if (!v.empty()) values.insert(std::string(v));

@@ -144,8 +144,11 @@ TEST_F(LogStoreTest, ReopenKeepsLinesAcrossPartitionsAndLongMessagesRoundTrip) {
 
 TEST_F(LogStoreTest, RetentionByTimeDropsOldPartitions) {
   opts_.retention_ms = 2 * 86400000LL;
+  int64_t now_ms = kT0 / 1000000;  // retention measures age from this clock
+  opts_.now_ms = [&] { return now_ms; };
   auto s = Open();
   ASSERT_TRUE(s->Append({Rec(kT0, "a", "INFO", "old")}).ok());
+  now_ms += 5 * 86400000LL;
   ASSERT_TRUE(s->Append({Rec(kT0 + 5 * 86400 * kSec, "a", "INFO", "new")}).ok());
   ASSERT_TRUE(s->ApplyRetention().ok());
   auto r = s->Select(Q(""), {});

@@ -33,12 +33,27 @@ struct Tailer::File {
   std::vector<std::string> pending;  // lines of the record being joined
   int64_t pending_since_ms = 0;
   bool in_traceback = false;
+  bool warned_time = false;   // a line outside the store's time bounds was logged
   ~File() {
     if (fd >= 0) ::close(fd);
   }
 };
 
 namespace {
+
+std::string ToHex(std::string_view s) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) out += {kHex[c >> 4], kHex[c & 15]};
+  return out;
+}
+
+std::string FromHex(std::string_view h) {
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::string out;
+  for (size_t i = 0; i + 1 < h.size(); i += 2) out += static_cast<char>(nibble(h[i]) << 4 | nibble(h[i + 1]));
+  return out;
+}
 
 const RE2& LevelRe() {
   static const RE2 re(R"(\b(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b)");
@@ -81,7 +96,9 @@ Status Tailer::LoadState() {
   json j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j["files"].is_array()) return Status::Corruption(opts_.state_path + ": not a tail state file");
   for (const json& f : j["files"]) {
-    saved_[f.value("path", "")] = {f.value("inode", uint64_t{0}), f.value("offset", uint64_t{0})};
+    if (!f.is_object()) continue;
+    std::string path = f.contains("path_hex") ? FromHex(f.value("path_hex", "")) : f.value("path", "");
+    saved_[path] = {f.value("inode", uint64_t{0}), f.value("offset", uint64_t{0})};
   }
   return Status::OK();
 }
@@ -92,7 +109,12 @@ Status Tailer::SaveState() {
   for (auto& [path, f] : files_) {
     saved_[path] = {f->ino, f->safe_offset};
   }
-  for (auto& [path, v] : saved_) files.push_back({{"path", path}, {"inode", v.first}, {"offset", v.second}});
+  for (auto& [path, v] : saved_) {
+    // JSON strings are UTF-8 (dump() throws on other bytes); a file name in
+    // another encoding is saved as hex.
+    if (IsValidUtf8(path)) files.push_back({{"path", path}, {"inode", v.first}, {"offset", v.second}});
+    else files.push_back({{"path_hex", ToHex(path)}, {"inode", v.first}, {"offset", v.second}});
+  }
   return file::WriteFileAtomic(opts_.state_path, json{{"files", files}}.dump() + "\n");
 }
 
@@ -143,6 +165,13 @@ Status Tailer::ReadFile(Input& in, File& f, bool final_pass) {
     b.Set("filename", f.path);
     auto labels = MergeLabels(b.Build(), extra);
     r.labels = labels.ok() ? std::move(*labels) : b.Build();
+    if (FirstNonUtf8Label(r.labels) != nullptr) {
+      // A file name (or configured label) in another encoding: the store
+      // refuses it, which would stall this file; U+FFFD as in messages.
+      std::vector<model::Label> fixed(r.labels.begin(), r.labels.end());
+      for (model::Label& l : fixed) l.value = ToValidUtf8(l.value);
+      r.labels = model::Labels(std::move(fixed));
+    }
     out.push_back(std::move(r));
   };
   auto on_line = [&](std::string line, uint64_t line_start, uint64_t line_end) {
@@ -212,6 +241,25 @@ Status Tailer::ReadFile(Input& in, File& f, bool final_pass) {
     f.in_traceback = false;
   }
   if (f.pending.empty()) f.safe_offset = f.offset;
+  // A line outside the store's time bounds (a JSON time far in the future,
+  // or older than retention) would fail the whole batch, and every retry:
+  // it is dropped and counted, so the file goes on.
+  TimeBounds bounds = store_->IngestBounds();
+  size_t kept = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (Status s = bounds.Check(out[i].time_ns); !s.ok()) {
+      store_->CountRejected(bounds.rejected);
+      if (!f.warned_time) {
+        TW_LOG(Warn, "logs: {}: {}; dropped (further such lines of this file are dropped silently, counted in "
+               "trainwatch_logs_lines_rejected_total)", f.path, s.message());
+        f.warned_time = true;
+      }
+      continue;
+    }
+    if (kept != i) out[kept] = std::move(out[i]);
+    ++kept;
+  }
+  out.resize(kept);
   if (!out.empty()) {
     Status s = store_->Append(std::move(out));
     if (!s.ok()) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "base/file.h"
@@ -99,6 +100,47 @@ TEST_F(TailerTest, RotationAndTruncation) {
   Write("b.log", "x\n", /*append=*/false);  // truncated below the offset
   ASSERT_TRUE(t->PollOnce().ok());
   EXPECT_EQ(Messages(), (std::vector<std::string>{"one", "two", "three", "four", "x"}));
+}
+
+// A JSON line dated far in the future (or before retention) fails the
+// store's bounds; the tailer drops and counts it and goes on, instead of
+// retrying the same batch forever. A file name that is not UTF-8 does not
+// stall the file either.
+TEST_F(TailerTest, LineOutsideTimeBoundsIsDroppedAndCountedAndTheFileGoesOn) {
+  store_.reset();
+  StoreOptions so;
+  so.dir = dir_ + "/store";
+  so.sync_full = false;
+  so.max_future_ms = 600000;
+  so.retention_ms = 86400000;
+  store_ = std::move(LogStore::Open(so).value());
+  in_.json = true;
+  in_.paths = {dir_ + "/*.log*"};
+  Write("c.log",
+        "before\n"
+        "{\"time\":\"2262-01-01T00:00:00Z\",\"message\":\"future\"}\n"
+        "{\"time\":\"2001-01-01T00:00:00Z\",\"message\":\"ancient\"}\n"
+        "after\n");
+  Write("c.log\xff", "latin-1 name\n");
+  auto t = Make();
+  ASSERT_TRUE(t->PollOnce().ok());
+  auto m = Messages();
+  std::sort(m.begin(), m.end());
+  EXPECT_EQ(m, (std::vector<std::string>{"after", "before", "latin-1 name"}));
+  LogStore::Stats st = store_->GetStats();
+  EXPECT_EQ(st.rejected_too_far_in_future, 1u);
+  EXPECT_EQ(st.rejected_too_old, 1u);
+  Write("c.log", "later\n");
+  ASSERT_TRUE(t->PollOnce().ok());
+  EXPECT_EQ(Messages().size(), 4u);  // not stuck behind the dropped lines
+  auto r = store_->Select(*Query::Parse("latin"), {});
+  ASSERT_EQ(r->lines.size(), 1u);
+  EXPECT_EQ(r->lines[0].labels.Get("filename"), dir_ + "/c.log\xEF\xBF\xBD");
+  // The offsets of both files were saved (the non-UTF-8 name as hex): a restart repeats nothing.
+  t.reset();
+  t = Make();
+  ASSERT_TRUE(t->PollOnce().ok());
+  EXPECT_EQ(Messages().size(), 4u);
 }
 
 TEST_F(TailerTest, BadMultilineRegexNamesTheField) {

@@ -179,6 +179,41 @@ class LogsTest(unittest.TestCase):
         self.assertEqual(self.query('{run="retry"}')["lines"][0]["labels"], {"project": "vision", "run": "retry"})
         self.push(dict(labels, batch_id=""), lines, expect=400)
 
+    def test_hostile_pushes_are_refused_and_a_far_future_line_wipes_nothing(self):
+        # Issue 25. A query-string label that is not UTF-8 (it would reach JSON answers and notifications).
+        status, resp = self.server.request("POST", "/api/v1/logs?project=p&run=%ff%fe", b'{"message":"m"}\n',
+                                           {"Content-Type": "application/x-ndjson"})
+        self.assertEqual(status, 400, resp)
+        self.assertIn(b'invalid parameter "run"', resp)
+        # One line dated in 2262 is refused (--ingest.max-future, 10m by default), naming the line.
+        self.push({"project": "p", "run": "keep"}, [{"time": T0, "message": "keep me"}])
+        resp = self.push({"project": "p", "run": "evil"}, [{"time": "2262-01-01T00:00:00Z", "message": "evil"}],
+                         expect=400)
+        self.assertIn(b"line 1: time 2262-01-01T00:00:00Z is more than 10m after the server clock", resp)
+        self.push({"project": "p", "run": "keep"}, [{"time": T0 + 1, "message": "still here"}])
+        self.assertEqual(self.messages('{run="keep"}'), ["still here", "keep me"])
+        self.assertEqual(self.messages('{run="evil"}'), [])
+        # A line older than the retention would be deleted at once: the push is refused (400 naming the
+        # line and the bound), nothing of it is stored, and the refusal is counted.
+        resp = self.push({"project": "p", "run": "old"},
+                         [{"time": T0, "message": "fine"}, {"time": T0 - 30 * 86400, "message": "too old"}],
+                         expect=400)
+        self.assertIn(b"line 2: time ", resp)
+        self.assertIn(b"log retention 15d", resp)
+        self.assertEqual(self.messages('{run="old"}'), [])
+        status, body = self.server.request("GET", "/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn(b'trainwatch_logs_lines_rejected_total{reason="too_old"} 1\n', body)
+        self.assertIn(b'trainwatch_logs_lines_rejected_total{reason="too_far_in_future"} 1\n', body)
+        # Loki names the stream and the entry.
+        status, resp = self.server.request(
+            "POST", "/loki/api/v1/push",
+            json.dumps({"streams": [{"stream": {"job": "x"},
+                                     "values": [[str(T0 * 10**9), "ok"], [str((T0 - 30 * 86400) * 10**9), "old"]]}]}
+                       ).encode(), {"Content-Type": "application/json"})
+        self.assertEqual(status, 400, resp)
+        self.assertIn(b"streams[0].values[1]: time ", resp)
+
     def test_elasticsearch_bulk_and_loki_push(self):
         status, body = self.server.request("GET", "/", headers={"Accept": "application/json"})
         self.assertEqual(status, 200)
