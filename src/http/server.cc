@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include <httplib.h>
+#include <strings.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "http/conn.h"
 
 namespace trainwatch::http {
 
@@ -106,7 +108,35 @@ bool Gzip(std::string_view in, std::string* out) {
   return rc == Z_STREAM_END;
 }
 
-void Serve(Api* api, const httplib::Request& in, std::string_view body, httplib::Response& out) {
+// Counts a log tail (SSE) while its answer lives.
+struct StreamSlot {
+  std::shared_ptr<std::atomic<int>> active;
+  ~StreamSlot() { active->fetch_sub(1); }
+};
+
+struct StreamLimit {
+  std::shared_ptr<std::atomic<int>> active;
+  int max = 0;
+};
+
+void Text(httplib::Response& out, int status, const std::string& msg) {
+  out.status = status;
+  out.set_content(msg, "text/plain; charset=utf-8");
+}
+
+// As httplib decides it: then Content-Length is ignored.
+bool Chunked(const httplib::Request& req) {
+  return strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0;
+}
+
+// After an answer given before the whole request was read.
+void CloseAfter(httplib::Response& out) {
+  out.set_header("Connection", "close");
+  if (internal::ConnState* c = internal::CurrentConn()) c->close = true;
+}
+
+void Serve(Api* api, const StreamLimit& streams, const httplib::Request& in, std::string_view body,
+           httplib::Response& out) {
   const bool gzip_ok = AcceptsGzip(in.get_header_value("Accept-Encoding"));
   // httplib hands its own, non-const Request to the handler and reads the
   // header again when writing the answer (see above).
@@ -123,8 +153,20 @@ void Serve(Api* api, const httplib::Request& in, std::string_view body, httplib:
   out.status = resp.status;
   for (const auto& [name, value] : resp.headers) out.set_header(name, value);
   if (resp.stream) {
+    // A log tail holds its thread for as long as the client stays; the pool
+    // grows for them, but only up to max_streams of them at once.
+    std::shared_ptr<StreamSlot> slot;
+    if (resp.content_type.starts_with("text/event-stream")) {
+      if (streams.active->fetch_add(1) >= streams.max) {
+        streams.active->fetch_sub(1);
+        out.set_header("Retry-After", "5");
+        Text(out, 503, "too many concurrent log tails (limit " + std::to_string(streams.max) + ")\n");
+        return;
+      }
+      slot.reset(new StreamSlot{streams.active});
+    }
     auto gen = std::move(resp.stream);
-    out.set_chunked_content_provider(resp.content_type, [gen](size_t, httplib::DataSink& sink) {
+    out.set_chunked_content_provider(resp.content_type, [gen, slot](size_t, httplib::DataSink& sink) {
       std::string chunk;
       Response::Chunk state;
       try {
@@ -158,16 +200,31 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
   std::unique_ptr<Server> s(new Server());
   RETURN_IF_ERROR(SplitHostPort(opts.listen, &s->host_, &s->port_));
   s->api_ = std::make_unique<Api>(std::move(deps));
-  s->srv_ = std::make_unique<httplib::Server>();
+  const size_t max_body = opts.max_body_bytes;
+  internal::ConnLimits limits;
+  limits.max_header_bytes = opts.max_header_bytes;
+  limits.max_headers = opts.max_headers;
+  // Chunk framing on top of the body, or deflate's empty blocks under it.
+  limits.max_body_wire_bytes = max_body > (SIZE_MAX - (64u << 10)) / 2 ? SIZE_MAX : 2 * max_body + (64u << 10);
+  // A client that comes back later than keep_alive_ms reconnects; waiting
+  // longer would hold a thread per idle client.
+  limits.keep_alive_ms = opts.keep_alive_ms;
+  limits.header_timeout_ms = opts.header_timeout_ms;
+  limits.body_timeout_ms = opts.body_timeout_ms;
+  s->srv_ = std::make_unique<internal::GuardedServer>(limits);
   int threads = opts.threads > 0 ? opts.threads : std::max(8, 2 * static_cast<int>(std::thread::hardware_concurrency()));
-  s->srv_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  s->srv_->set_payload_max_length(opts.max_body_bytes);
-  s->srv_->set_keep_alive_max_count(10000);
-  // cpp-httplib 0.11 waits on an idle keep-alive connection by polling it
-  // every 10 ms (plus a 1 ms sleep) in a worker thread: ~90 wake-ups a second
-  // per idle client, most of an idle agent's CPU at 30 s. A client that comes
-  // back later than this reconnects.
-  s->srv_->set_keep_alive_timeout(5);
+  int max_threads = opts.max_threads > 0 ? std::max(opts.max_threads, threads) : std::max(256, 4 * threads);
+  s->srv_->new_task_queue = [threads, max_threads] {
+    return new internal::ElasticPool(static_cast<size_t>(threads), static_cast<size_t>(max_threads),
+                                     std::chrono::seconds(10));
+  };
+  StreamLimit streams{std::make_shared<std::atomic<int>>(0),
+                      opts.max_streams > 0 ? opts.max_streams : std::max(1, max_threads / 4)};
+  s->streams_ = streams.active;
+  s->srv_->set_payload_max_length(max_body);
+  s->srv_->set_keep_alive_max_count(limits.keep_alive_max);
+  // Only what the Keep-Alive answer header says; GuardedServer waits.
+  s->srv_->set_keep_alive_timeout(std::max(1, opts.keep_alive_ms / 1000));
   // httplib's default adds SO_REUSEPORT, which would let a second server
   // silently share the port; SO_REUSEADDR alone still allows quick restarts.
   s->srv_->set_socket_options([](socket_t sock) {
@@ -181,14 +238,17 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
   s->srv_->set_read_timeout(60, 0);
   s->srv_->set_write_timeout(60, 0);
   Api* api = s->api_.get();
-  auto handler = [api](const httplib::Request& req, httplib::Response& res) { Serve(api, req, req.body, res); };
+  auto handler = [api, streams](const httplib::Request& req, httplib::Response& res) {
+    Serve(api, streams, req, req.body, res);
+  };
   // Bodies are read through a content reader: httplib's own body reading
   // rejects form-encoded bodies over 8 KiB (413), which is what curl
   // --data-binary sends to the import endpoint. Size limit and gzip/br
-  // decoding still apply.
+  // decoding still apply; httplib inflates gzip, deflate and br bodies
+  // inside the reader, so the cap below bounds the decoded size.
   IdlePool<std::string>* bodies = &s->bodies_;
-  auto with_body = [api, bodies](const httplib::Request& req, httplib::Response& res,
-                                 const httplib::ContentReader& reader) {
+  auto with_body = [api, bodies, streams, max_body](const httplib::Request& req, httplib::Response& res,
+                                                    const httplib::ContentReader& reader) {
     // Reused: fresh multi-megabyte buffers per request cost page faults and
     // allocator churn (a fifth of ingest CPU). Bodies beyond kKeepBodyBytes
     // are not kept; idle ones are freed (base/idle_pool.h).
@@ -198,24 +258,78 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
     std::string len = req.get_header_value("Content-Length");
     size_t n = 0;
     std::from_chars(len.data(), len.data() + len.size(), n);
-    if (n > 0 && n < (1ull << 30)) body.reserve(n);
-    if (!reader([&](const char* data, size_t len) {
+    if (n > 0 && n <= max_body) body.reserve(n);
+    // httplib 0.11 enforces payload_max_length only on Content-Length, not
+    // on chunked, length-less or compressed bodies: the cap is here.
+    bool too_large = false;
+    // A request with neither Content-Length nor Transfer-Encoding has no
+    // body (RFC 9112 6.3): `curl -X POST .../admin/tsdb/flush` must work,
+    // where httplib's reader would fail waiting for the end of the stream.
+    const bool has_body = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+    if (has_body && !reader([&](const char* data, size_t len) {
+          if (len > max_body - body.size()) {
+            too_large = true;
+            return false;
+          }
           body.append(data, len);
           return true;
         })) {
-      res.status = 400;
-      res.set_content("cannot read request body\n", "text/plain; charset=utf-8");
+      // The rest of the body is unread: the connection cannot carry another request.
+      CloseAfter(res);
+      internal::ConnState* c = internal::CurrentConn();
+      if (too_large || res.status == 413 || (c != nullptr && c->body_too_large)) {
+        Text(res, 413, "request body exceeds " + std::to_string(max_body) + " bytes\n");
+      } else if (res.status == 415) {
+        Text(res, 415, "unsupported Content-Encoding \"" + req.get_header_value("Content-Encoding") + "\"\n");
+      } else {
+        Text(res, 400, "cannot read request body\n");
+      }
+      if (body.capacity() > kKeepBodyBytes) std::string().swap(body);
       return;
     }
-    Serve(api, req, body, res);
+    Serve(api, streams, req, body, res);
     if (body.capacity() > kKeepBodyBytes) std::string().swap(body);
   };
   // Every path goes to the Api router, which answers 404 itself.
   s->srv_->Get(".*", handler);
   s->srv_->Post(".*", with_body);
   s->srv_->Put(".*", with_body);
-  s->srv_->Delete(".*", handler);
+  s->srv_->Delete(".*", with_body);
   s->srv_->Options(".*", handler);
+  // Before httplib reads a body: a declared size over the cap is refused
+  // unread (httplib would read and drop all of it), and methods we do not
+  // route never get their body buffered (httplib reads a PATCH's chunked
+  // body whole).
+  s->srv_->set_pre_routing_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+    using R = httplib::Server::HandlerResponse;
+    const std::string& m = req.method;
+    if (m != "GET" && m != "HEAD" && m != "POST" && m != "PUT" && m != "DELETE" && m != "OPTIONS") {
+      CloseAfter(res);
+      Text(res, 405, "method not allowed\n");
+      return R::Handled;
+    }
+    // httplib leaves unread the body of a GET, HEAD or OPTIONS, and a
+    // DELETE's unless sized; what follows on the connection is no request.
+    bool unread_body = (m != "POST" && m != "PUT" && (m != "DELETE" || !req.has_header("Content-Length"))) &&
+                       (Chunked(req) || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0"));
+    if (unread_body) CloseAfter(res);
+    if (req.has_header("Content-Length") && !Chunked(req)) {
+      std::string v = req.get_header_value("Content-Length");
+      uint64_t n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec == std::errc::result_out_of_range || (ec == std::errc() && end == v.data() + v.size() && n > max_body)) {
+        CloseAfter(res);
+        Text(res, 413, "request body exceeds " + std::to_string(max_body) + " bytes\n");
+        return R::Handled;
+      }
+      if (ec != std::errc() || end != v.data() + v.size()) {
+        CloseAfter(res);
+        Text(res, 400, "invalid Content-Length \"" + v + "\"\n");
+        return R::Handled;
+      }
+    }
+    return R::Unhandled;
+  });
   s->srv_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     res.status = 500;
     res.set_content("internal error\n", "text/plain; charset=utf-8");
@@ -243,6 +357,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
 void Server::Stop() {
   if (stopped_ || srv_ == nullptr) return;
   stopped_ = true;
+  srv_->Wake();
   srv_->stop();
   if (thread_.joinable()) thread_.join();
   TW_LOG(Info, "http: stopped");
