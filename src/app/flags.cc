@@ -85,6 +85,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                     "How long to keep samples, e.g. 15d; 0 keeps them forever (default 15d)");
   serve->add_option("--retention.size,--storage.tsdb.retention.size", retention_size,
                     "Maximum bytes of blocks, e.g. 10GB; 0 is unlimited (default 0)");
+  std::optional<std::string> max_future;
+  serve->add_option("--ingest.max-future", max_future,
+                    "Refuse samples and log lines dated more than this after the server's clock, e.g. 10m; "
+                    "0 accepts any (default 10m)");
   serve->add_option("--wal.sync", wal_sync, "WAL fsync policy: per-request or interval (default per-request)");
   serve->add_option("--log.level", log_level, "debug, info, warn or error")->capture_default_str();
   std::optional<std::string> runs_heartbeat_timeout;
@@ -281,6 +285,12 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     auto b = ParseByteSize(*retention_size);
     if (!b.ok()) return b.error().Annotate("--retention.size");
     o.retention_bytes = *b;
+  }
+  if (max_future) {
+    auto d = ParseConfigDuration(*max_future);
+    if (!d.ok()) return d.error().Annotate("--ingest.max-future");
+    if (*d < 0) return Status::InvalidArgument("--ingest.max-future: must not be negative");
+    o.max_future_ms = *d;
   }
   if (logs_retention_time) {
     auto d = ParseConfigDuration(*logs_retention_time);

@@ -26,6 +26,9 @@ struct ServeOptions {
   std::string config_file;  // empty: none
   std::string alertmanager_config_file;  // --alertmanager.config.file; empty: the embedded notifier is off
   int64_t retention_ms = 15LL * 24 * 3600 * 1000;
+  // --ingest.max-future: samples and log lines dated later than the server's
+  // clock plus this are refused (0: no bound).
+  int64_t max_future_ms = 10 * 60 * 1000;
   uint64_t retention_bytes = 0;
   tsdb::WalSync wal_sync = tsdb::WalSync::kPerRequest;
   log::Level log_level = log::Level::kInfo;

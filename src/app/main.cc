@@ -1,4 +1,6 @@
 // trainwatch: parse the command line, then run the chosen subcommand.
+#include <sys/resource.h>
+
 #include <iostream>
 
 #include "app/agent_cmd.h"
@@ -12,8 +14,24 @@
 #include "app/template_cmd.h"
 #include "app/wiring.h"
 
+namespace {
+
+// As Go programs (Prometheus, VictoriaMetrics) do at start: the soft limit
+// on open files up to the hard one, so a store with many log partitions or
+// blocks does not fail on the 1024 a shell or unit file leaves by default.
+void RaiseOpenFileLimit() {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   trainwatch::app::BlockTerminationSignals();
+  RaiseOpenFileLimit();
   auto cl = trainwatch::app::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
     std::cerr << "trainwatch: " << cl.error().message() << "\n";

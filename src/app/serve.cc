@@ -70,6 +70,7 @@ int RunServe(const ServeOptions& o) {
   tsdb::Options db_opts;
   db_opts.dir = o.data_dir;
   db_opts.retention_ms = o.retention_ms;
+  db_opts.max_future_ms = o.max_future_ms;
   db_opts.retention_bytes = o.retention_bytes;
   db_opts.wal_sync = o.wal_sync;
   int64_t t0 = MonoNanos();
@@ -123,6 +124,7 @@ int RunServe(const ServeOptions& o) {
   logs_opts.sync_full = o.wal_sync == tsdb::WalSync::kPerRequest;
   logs_opts.retention_ms = o.logs_retention_ms >= 0 ? o.logs_retention_ms : o.retention_ms;
   logs_opts.retention_bytes = o.logs_retention_bytes;
+  logs_opts.max_future_ms = o.max_future_ms;
   LogsConfig logs_cfg;  // trainwatch.logs: patterns, tailed files, forwarding (also on reload)
   Status logs_cfg_status = ParseLogsConfig(YAML::Node(), &logs_cfg);
   if (!o.config_file.empty()) {

@@ -30,6 +30,7 @@ static const char* CodeName(StatusCode c) {
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kOutOfRange: return "out of range";
   }
   return "unknown";
 }

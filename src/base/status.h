@@ -24,6 +24,7 @@ enum class StatusCode : uint8_t {
   kUnavailable,
   kResourceExhausted,
   kCancelled,
+  kOutOfRange,  // a value outside what is accepted, e.g. a timestamp too far in the future
 };
 
 class [[nodiscard]] Status {
@@ -40,6 +41,7 @@ class [[nodiscard]] Status {
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+  static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
   // IOError from errno, e.g. ErrnoError("open wal/000012", errno).
   static Status FromErrno(std::string_view context, int err);
 
@@ -49,6 +51,7 @@ class [[nodiscard]] Status {
   bool IsNotFound() const { return code_ == StatusCode::kNotFound; }
   bool IsCorruption() const { return code_ == StatusCode::kCorruption; }
   bool IsInvalidArgument() const { return code_ == StatusCode::kInvalidArgument; }
+  bool IsOutOfRange() const { return code_ == StatusCode::kOutOfRange; }
 
   // "corruption: <message>", or "ok".
   std::string ToString() const;

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "collect/snapshot.h"
 #include "http/format.h"
+#include "logs/store.h"
 #include "notify/notifier.h"
 #include "remote/manager.h"
 #include "rules/manager.h"
@@ -17,7 +18,8 @@ Response ApiError(const Status& s) {
   Response r;
   std::string_view type = "execution";
   switch (s.code()) {
-    case StatusCode::kInvalidArgument: r.status = 400; type = "bad_data"; break;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange: r.status = 400; type = "bad_data"; break;
     case StatusCode::kCancelled: r.status = 503; type = "timeout"; break;
     case StatusCode::kUnavailable: r.status = 503; type = "unavailable"; break;
     case StatusCode::kNotFound: r.status = 404; type = "not_found"; break;
@@ -51,7 +53,7 @@ Response Text(int status, std::string body) {
 }
 
 Response IngestError(std::string_view handler, const Status& s, std::string_view reason_prefix) {
-  if (s.IsInvalidArgument()) return Text(400, std::string(reason_prefix) + s.message());
+  if (s.IsInvalidArgument() || s.IsOutOfRange()) return Text(400, std::string(reason_prefix) + s.message());
   TW_LOG(Error, "{}: {}", handler, s.ToString());
   return Text(s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kResourceExhausted ? 503 : 500,
               s.message());
@@ -220,6 +222,7 @@ Response Api::MetricsHandler(const Request&) {
   if (deps_.rules != nullptr) deps_.rules->RenderMetrics(&r.body);  // rule groups, alerts, sending (rules/)
   if (deps_.notifier != nullptr) deps_.notifier->RenderMetrics(&r.body);  // notifications (notify/)
   if (deps_.collected != nullptr) deps_.collected->Render(&r.body);  // node_*, DCGM_* (collect/)
+  if (deps_.logs != nullptr) deps_.logs->RenderMetrics(&r.body);  // trainwatch_logs_* (logs/)
   return r;
 }
 

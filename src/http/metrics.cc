@@ -67,6 +67,14 @@ void RenderTsdbStats(const tsdb::Stats& s, std::string* out) {
   counter("trainwatch_tsdb_duplicate_samples_total", "Samples ignored for repeating a stored timestamp.", static_cast<double>(s.duplicate_samples_total));
   counter("trainwatch_tsdb_wal_corruptions_total", "WAL corruptions found on replay.", static_cast<double>(s.wal_corruptions_total));
   counter("trainwatch_tsdb_compactions_total", "Compactions run.", static_cast<double>(s.compactions_total));
+  counter("trainwatch_tsdb_compaction_series_skipped_total",
+          "Series left out of a block because a block cannot hold their labels (logged with the series).",
+          static_cast<double>(s.compaction_series_skipped_total));
+  Header(out, "trainwatch_tsdb_out_of_bound_samples_total", "counter",
+         "Samples refused for their timestamp: later than the clock plus --ingest.max-future, or older than the retention.");
+  *out += fmt::format("trainwatch_tsdb_out_of_bound_samples_total{{reason=\"too_far_in_future\"}} {}\n",
+                      s.too_far_in_future_samples_total);
+  *out += fmt::format("trainwatch_tsdb_out_of_bound_samples_total{{reason=\"too_old\"}} {}\n", s.too_old_samples_total);
 }
 
 }  // namespace trainwatch::http

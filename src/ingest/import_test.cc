@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "base/clock.h"
 #include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::ingest {
@@ -82,6 +83,21 @@ TEST(ImportTest, AppendErrorRollsBack) {
   auto r = ImportText("a 1 1\nb 2 2\nc 3 3\n", {}, db);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "line 3: boom");
+  EXPECT_TRUE(db.Data().empty());
+}
+
+// Issue 25: a sample dated far ahead of the server's clock is refused with
+// the line that holds it, and nothing of the body is stored.
+TEST(ImportTest, FarFutureSampleIsRefusedWithItsLine) {
+  TestStorage db;
+  const int64_t now = NowMillis();
+  std::string body = "keep_me 1 " + std::to_string(now - 60000) + "\n";
+  body += "evil 1 " + std::to_string(now + 400LL * 86400 * 1000) + "\n";
+  auto r = ImportText(body, {}, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().IsOutOfRange());
+  EXPECT_EQ(r.error().message().rfind("line 2: sample timestamp ", 0), 0u) << r.error().message();
+  EXPECT_NE(r.error().message().find("too far in the future"), std::string::npos) << r.error().message();
   EXPECT_TRUE(db.Data().empty());
 }
 

@@ -1,5 +1,6 @@
 #include "ingest/text_parser.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -709,9 +710,7 @@ bool TextParser::ParseLabels(std::string_view line, size_t* pos) {
       if (value.empty()) return Fail("empty metric name");
       sample_.name = value;
     } else {
-      for (const LabelRef& l : labels_) {
-        if (l.name == name) return Fail("duplicate label name " + Quote(name) + " for metric " + Quote(sample_.name));
-      }
+      if (!NewLabelName(name)) return false;
       labels_.push_back({name, value});
     }
     SkipSpaces(line, pos);
@@ -726,6 +725,7 @@ bool TextParser::ParseLabels(std::string_view line, size_t* pos) {
     }
     return Fail("expected \",\" or \"}\" after value of label " + Quote(name));
   }
+  if (!CheckManyLabelNames()) return false;
   for (auto [label, slot] : pending_) labels_[label].value = unescaped_[slot];
   return true;
 }
@@ -759,6 +759,7 @@ bool TextParser::ParseLabelsOpenMetrics(std::string_view line, size_t* pos, bool
     ptrdiff_t slot;
     if (!ScanLabelValue(line, pos, name, &value, &slot)) return false;
     if (exemplar) {
+      // Exemplar labels are bounded by 128 runes, so a linear check stays cheap.
       for (std::string_view n : exemplar_names_) {
         if (n == name) return Fail("duplicate label name " + Quote(name) + " in exemplar");
       }
@@ -766,9 +767,7 @@ bool TextParser::ParseLabelsOpenMetrics(std::string_view line, size_t* pos, bool
       *runes += Runes(name) + Runes(slot >= 0 ? std::string_view(unescaped_[static_cast<size_t>(slot)]) : value);
     } else {
       if (name == "__name__") return Fail("duplicate label name \"__name__\"");
-      for (const LabelRef& l : labels_) {
-        if (l.name == name) return Fail("duplicate label name " + Quote(name) + " for metric " + Quote(sample_.name));
-      }
+      if (!NewLabelName(name)) return false;
       if (slot >= 0) pending_.emplace_back(labels_.size(), static_cast<size_t>(slot));
       labels_.push_back({name, value});
     }
@@ -784,9 +783,31 @@ bool TextParser::ParseLabelsOpenMetrics(std::string_view line, size_t* pos, bool
     return Fail("expected \",\" or \"}\" after value of label " + Quote(name));
   }
   if (!exemplar) {
+    if (!CheckManyLabelNames()) return false;
     for (auto [label, slot] : pending_) labels_[label].value = unescaped_[slot];
   }
   return true;
+}
+
+// Label sets are small: the first kLinearNames names are compared with each
+// other as they come; a longer (hostile) set is checked once, sorted, at its
+// end, so a line of n labels costs O(n log n), not O(n^2).
+bool TextParser::NewLabelName(std::string_view name) {
+  if (labels_.size() >= kLinearNames) return true;
+  for (const LabelRef& l : labels_) {
+    if (l.name == name) return Fail("duplicate label name " + Quote(name) + " for metric " + Quote(sample_.name));
+  }
+  return true;
+}
+
+bool TextParser::CheckManyLabelNames() {
+  if (labels_.size() <= kLinearNames) return true;
+  sorted_names_.clear();
+  for (const LabelRef& l : labels_) sorted_names_.push_back(l.name);
+  std::sort(sorted_names_.begin(), sorted_names_.end());
+  auto dup = std::adjacent_find(sorted_names_.begin(), sorted_names_.end());
+  if (dup == sorted_names_.end()) return true;
+  return Fail("duplicate label name " + Quote(*dup) + " for metric " + Quote(sample_.name));
 }
 
 // Float seconds to ms as Prometheus: int64(ts * 1000), truncating.

@@ -153,6 +153,10 @@ class TextParser {
   FamilyState family_;
   std::unordered_map<std::string_view, uint8_t> closed_families_;  // name -> Family
   std::vector<std::string_view> exemplar_names_;
+  static constexpr size_t kLinearNames = 16;
+  std::vector<std::string_view> sorted_names_;  // scratch of CheckManyLabelNames
+  bool NewLabelName(std::string_view name);     // false (Fail) on a duplicate among the first few
+  bool CheckManyLabelNames();                   // false (Fail) on any duplicate in a long label set
   std::string_view last_name_;       // of the previous sample (both checks)
   // expfmt_rules checks: metadata flags and type per name, names of samples seen.
   std::unordered_map<std::string_view, uint8_t> expfmt_meta_;

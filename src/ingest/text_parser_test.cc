@@ -109,6 +109,26 @@ TEST(TextParserTest, SpecialValuesAreBitExact) {
   }
 }
 
+// Issue 25: a line with 100,000 labels (a few MB) is checked for duplicate
+// names in O(n log n); comparing each with all before it took minutes.
+TEST(TextParserTest, ManyLabelsAreCheckedForDuplicatesWithoutQuadraticWork) {
+  const int n = 100000;
+  std::string labels = "m{";
+  for (int i = 0; i < n; i++) labels += "l" + std::to_string(i) + "=\"v\",";
+  const std::string ok_line = labels + "last=\"x\"} 1\n";
+  const std::string dup_line = labels + "l77777=\"again\"} 1\n";
+  for (TextFormat format : {TextFormat::kPrometheus, TextFormat::kOpenMetrics}) {
+    const std::string eof = format == TextFormat::kOpenMetrics ? "# EOF\n" : "";
+    const std::string ok_body = ok_line + eof, dup_body = dup_line + eof;
+    TextParser ok(ok_body, ParseOptions{.format = format});
+    ASSERT_TRUE(ok.Next()) << ok.status().ToString();
+    EXPECT_EQ(ok.sample().num_labels, static_cast<size_t>(n) + 1);
+    TextParser bad(dup_body, ParseOptions{.format = format});
+    EXPECT_FALSE(bad.Next());
+    EXPECT_EQ(bad.status().message(), "line 1: duplicate label name \"l77777\" for metric \"m\"");
+  }
+}
+
 TEST(TextParserTest, ReportsErrorsWithLineNumbers) {
   auto f = [](std::string_view body, std::string_view want) {
     auto r = ParseAll(body);

@@ -120,6 +120,7 @@ class Fanout final : public storage::Appendable {
   std::unique_ptr<storage::Appender> NewAppender() override {
     return std::make_unique<FanoutAppender>(primary_->NewAppender(), queue_(), &refs_, errors_);
   }
+  Status CheckTimestamp(int64_t t) override { return primary_->CheckTimestamp(t); }
 
  private:
   storage::Appendable* primary_;

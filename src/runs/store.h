@@ -107,6 +107,9 @@ class RunStore {
  struct Live;  // internal: per-run live state (store_internal.h)
 
  private:
+  // WriteBatch once the points the TSDB would refuse for their time are
+  // moved to the rejections.
+  Result<BatchResult> WriteCheckedBatch(std::string_view id, const BatchRequest& batch);
   RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Queryable* q);
   Status Init();
   int64_t Now() const { return opts_.now_ms(); }

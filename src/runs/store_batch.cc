@@ -44,7 +44,29 @@ std::optional<double> UpdateRate(RunStore::Live* live, const std::vector<BatchPo
 
 }  // namespace
 
-Result<BatchResult> RunStore::WriteBatch(std::string_view id_view, const BatchRequest& b) {
+Result<BatchResult> RunStore::WriteBatch(std::string_view id, const BatchRequest& b) {
+  // A point stamped too far ahead of the server's clock (or older than the
+  // retention) is rejected on its own, as a value that cannot be stored is:
+  // the rest of the batch is stored and the batch id recorded.
+  bool refused = false;
+  for (const BatchPoint& p : b.points) refused = refused || !app_->CheckTimestamp(p.ts_ms).ok();
+  if (!refused) return WriteCheckedBatch(id, b);
+  BatchRequest kept = b;
+  kept.points.clear();
+  for (const BatchPoint& p : b.points) {
+    Status st = app_->CheckTimestamp(p.ts_ms);
+    if (st.ok()) {
+      kept.points.push_back(p);
+    } else {
+      kept.rejected.push_back(Rejection{p.index, std::nullopt, "ts: " + st.message()});
+    }
+  }
+  std::stable_sort(kept.rejected.begin(), kept.rejected.end(),
+            [](const Rejection& x, const Rejection& y) { return x.point < y.point; });
+  return WriteCheckedBatch(id, kept);
+}
+
+Result<BatchResult> RunStore::WriteCheckedBatch(std::string_view id_view, const BatchRequest& b) {
   std::string id(id_view);
   std::unique_lock<std::mutex> l(mu_);
   if (!runs_.contains(id)) return Status::NotFound("run \"" + id + "\" not found");

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "base/clock.h"
 #include "base/file.h"
 #include "runs/request.h"
 #include "tsdb/temp_db_test_util.h"
@@ -203,6 +204,27 @@ TEST_F(RunStoreTest, RejectedValuesDoNotLoseTheRest) {
   EXPECT_EQ(Samples(L("train:loss")), (std::vector<S>{{1796218603000, -HUGE_VAL}}));
   EXPECT_EQ(Samples(L("U__ok_40_1")), (std::vector<S>{{1796218603000, 2}}));
   EXPECT_EQ(store_->Get("abc")->summary["loss"], "NaN");
+}
+
+// Issue 25: a point stamped far ahead of the server's clock is rejected on
+// its own (as a value that cannot be stored is); the rest is stored.
+TEST_F(RunStoreTest, PointsTooFarInTheFutureAreRejectedAlone) {
+  Create(R"({"id":"abc","project":"p","name":"r"})");
+  const int64_t wall = NowMillis();
+  BatchResult r = Batch("abc", R"({"batch_id":"b1","points":[
+      {"step":1,"ts":)" + std::to_string(wall - 1000) + R"(,"values":{"loss":0.5}},
+      {"step":2,"ts":)" + std::to_string(wall + 400LL * 86400 * 1000) + R"(,"values":{"loss":0.4,"acc":"x"}},
+      {"step":3,"ts":)" + std::to_string(wall) + R"(,"values":{"loss":0.3}}]})");
+  EXPECT_EQ(r.accepted, 2u);
+  Json rej = RejectionsJson(r.rejected);
+  ASSERT_EQ(rej.size(), 2u) << rej.dump();
+  EXPECT_EQ(rej[0]["point"], 1);
+  EXPECT_EQ(rej[0]["key"], "acc");
+  EXPECT_EQ(rej[1]["point"], 1);
+  EXPECT_TRUE(rej[1]["key"].is_null());
+  EXPECT_NE(rej[1]["error"].get<std::string>().find("too far in the future"), std::string::npos) << rej.dump();
+  EXPECT_EQ(Samples(L("loss")), (std::vector<S>{{wall - 1000, 0.5}, {wall, 0.3}}));
+  EXPECT_EQ(store_->Get("abc")->step, std::optional<int64_t>(3));
 }
 
 TEST_F(RunStoreTest, MalformedBodiesNameTheField) {

@@ -357,6 +357,14 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
     e->stale_tracked = !explicit_ts;
     int64_t ts = explicit_ts ? s.timestamp_ms : t;
     Status st = AppendEntry(app, e, ts, s.value);
+    if (st.IsOutOfRange()) {
+      // As Prometheus: a sample whose exposed timestamp is out of bounds is
+      // skipped and counted; the rest of the scrape is stored.
+      if (counts->out_of_bounds++ == 0) {
+        TW_LOG(Warn, "scrape {}: line {}: {}", url_, s.line, st.message());
+      }
+      continue;
+    }
     if (!st.ok()) return st.Annotate("line " + std::to_string(s.line));
   }
   return p.status();

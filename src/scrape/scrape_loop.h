@@ -60,6 +60,7 @@ struct ScrapeCounts {
   uint64_t scraped = 0;         // samples in the body
   uint64_t post_relabel = 0;    // samples left after metric_relabel_configs
   uint64_t series_added = 0;    // series not seen in earlier scrapes
+  uint64_t out_of_bounds = 0;   // samples with explicit timestamps the TSDB refused (skipped, as Prometheus)
 };
 
 class ScrapeLoop {

@@ -46,6 +46,13 @@ class Appendable {
  public:
   virtual ~Appendable() = default;
   virtual std::unique_ptr<Appender> NewAppender() = 0;
+  // OK when an appender made now would accept a sample at t; otherwise the
+  // kOutOfRange error its Append would return (counted as refused), for
+  // writers that drop such a sample from a request instead of failing it.
+  virtual Status CheckTimestamp(int64_t t) {
+    (void)t;
+    return Status::OK();
+  }
 };
 
 // Iterates one series' samples in increasing time order. Sticky error in Err().

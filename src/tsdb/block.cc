@@ -176,6 +176,8 @@ BlockWriter::~BlockWriter() {
 Status BlockWriter::AddSeries(const model::Labels& labels, const std::vector<int64_t>& ts,
                               const std::vector<double>& vs) {
   if (ts.empty()) return Status::OK();
+  // Refused labels write nothing, so the caller may skip the series and go on.
+  RETURN_IF_ERROR(index_->CheckSeries(labels));
   std::vector<index::ChunkMeta> metas;
   for (size_t i = 0; i < ts.size(); i += kBlockChunkSamples) {
     size_t n = std::min(kBlockChunkSamples, ts.size() - i);
@@ -184,7 +186,8 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const std::vector<int
     ASSIGN_OR_RETURN(index::ChunkRef ref, chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kDense), buf_));
     metas.push_back({ts[i], ts[i + n - 1], ref});
   }
-  RETURN_IF_ERROR(index_->AddSeries(next_id_++, labels, metas));
+  RETURN_IF_ERROR(index_->AddSeries(next_id_, labels, metas));
+  next_id_++;
   meta_.num_series++;
   meta_.num_samples += ts.size();
   meta_.num_chunks += metas.size();

@@ -26,6 +26,9 @@ Result<std::unique_ptr<DB>> DB::Open(const Options& opts) {
 DBImpl::DBImpl(const Options& opts) : opts_(opts) {
   HeadOptions ho;
   ho.block_duration_ms = opts.block_duration_ms;
+  ho.max_future_ms = opts.max_future_ms;
+  ho.max_age_ms = opts.retention_ms;
+  ho.now_ms = opts.now_ms;
   head_ = std::make_unique<Head>(ho);
 }
 
@@ -242,6 +245,10 @@ Status DBImpl::Maintain() {
   if (closed_) return Status::OK();
   int64_t mint = head_->MinTime(), maxt = head_->MaxTime();
   int64_t block = opts_.block_duration_ms;
+  // A sample ahead of the clock (within --ingest.max-future, or from a WAL
+  // written before there was a bound) does not hold back the cut: what is
+  // kept in memory is measured back from the earlier of the two.
+  if (maxt != INT64_MIN) maxt = std::min(maxt, head_->Now());
   if (maxt != INT64_MIN && mint != INT64_MAX && maxt - mint > block + block / 2) {
     // Keep the newest half block in memory; persist whole blocks before it.
     int64_t keep_from = maxt - block / 2;
@@ -309,6 +316,9 @@ Stats DBImpl::GetStats() {
   st.duplicate_samples_total = head_->DuplicateTotal();
   st.wal_corruptions_total = wal_corruptions_.load();
   st.compactions_total = compactions_.load();
+  st.too_far_in_future_samples_total = head_->TooFarInFutureTotal();
+  st.too_old_samples_total = head_->TooOldTotal();
+  st.compaction_series_skipped_total = series_skipped_.load();
   st.series_count_by_metric_name = head_->TopMetricNames(10);
   return st;
 }

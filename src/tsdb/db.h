@@ -4,6 +4,7 @@
 // storage::Appendable and storage::Queryable. Thread-safe.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,11 @@ struct Options {
   std::string dir;
   int64_t block_duration_ms = 2 * 3600 * 1000;         // head cut into blocks of this span
   int64_t retention_ms = 15LL * 24 * 3600 * 1000;      // --retention.time; 0 = unlimited
+  // Appends later than now + this are refused (--ingest.max-future; 0 = no
+  // bound); so are those older than now - retention_ms, which retention
+  // would delete at once. Retention ages blocks by this same clock.
+  int64_t max_future_ms = 10 * 60 * 1000;
+  std::function<int64_t()> now_ms;  // the wall clock when empty; tests and soak runs set their own
   uint64_t retention_bytes = 0;                        // --retention.size; 0 = unlimited
   WalSync wal_sync = WalSync::kPerRequest;
   int64_t wal_sync_interval_ms = 100;
@@ -42,6 +48,9 @@ struct Stats {
   uint64_t duplicate_samples_total = 0;  // ignored: same series and timestamp as a stored one
   uint64_t wal_corruptions_total = 0;
   uint64_t compactions_total = 0;
+  uint64_t too_far_in_future_samples_total = 0;  // refused appends (and unsupported WAL timestamps)
+  uint64_t too_old_samples_total = 0;
+  uint64_t compaction_series_skipped_total = 0;  // series a block could not hold, left out of it
   // Top label-name/value cardinalities as /api/v1/status/tsdb reports them.
   std::vector<std::pair<std::string, uint64_t>> series_count_by_metric_name;
 };

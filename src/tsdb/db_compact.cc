@@ -109,7 +109,7 @@ Status DBImpl::CompactBlocks(const std::vector<std::shared_ptr<Block>>& group) {
       vs.push_back(smp.v);
     }
     RETURN_IF_ERROR(it->Err());
-    RETURN_IF_ERROR(w->AddSeries(s.labels(), ts, vs));
+    RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), s.labels(), ts, vs));
   }
   RETURN_IF_ERROR(merged->Err());
   ASSIGN_OR_RETURN(index::BlockMeta out, w->Finish());
@@ -134,10 +134,11 @@ Status DBImpl::ApplyRetention() {
   if (blocks.empty()) return Status::OK();
   std::vector<std::shared_ptr<Block>> drop;
   if (opts_.retention_ms > 0) {
-    int64_t newest = head_->MaxTime();
-    for (auto& b : blocks) newest = std::max(newest, b->meta().maxt - 1);
+    // Aged by the server's clock, never by the newest sample: one sample
+    // dated far ahead must not make every real block look old.
+    const int64_t now = head_->Now();
     for (auto& b : blocks) {
-      if (b->meta().maxt <= newest - opts_.retention_ms) drop.push_back(b);
+      if (b->meta().maxt <= now - opts_.retention_ms) drop.push_back(b);
     }
   }
   if (opts_.retention_bytes > 0) {

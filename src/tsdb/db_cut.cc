@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "base/clock.h"
 #include "base/file.h"
@@ -76,41 +77,75 @@ Status DBImpl::CutHead(int64_t boundary, bool close_all) {
   return Status::OK();
 }
 
+Status DBImpl::AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const std::vector<int64_t>& ts,
+                               const std::vector<double>& vs) {
+  Status s = w->AddSeries(labels, ts, vs);
+  if (!s.IsInvalidArgument()) return s;
+  series_skipped_.fetch_add(1, std::memory_order_relaxed);
+  TW_LOG(Error, "tsdb: skipped a series of {} samples that a block cannot hold: {}", ts.size(), s.message());
+  return Status::OK();
+}
+
 Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
   const int64_t block = opts_.block_duration_ms;
-  std::map<int64_t, std::unique_ptr<BlockWriter>> writers;  // by block start
+  // The block ranges the set touches. A closed chunk lies within one range
+  // (chunks are cut at block boundaries); out-of-order samples may be
+  // anywhere. Head data lies within [model::kMinTime, model::kMaxTime], so
+  // no range end overflows.
+  std::set<int64_t> starts;
+  for (const auto& [series, snap] : set.series) {
+    for (const auto& c : snap.chunks) {
+      for (int64_t w = AlignDown(c.mint, block); w <= c.maxt; w += block) starts.insert(w);
+    }
+    for (const auto& smp : snap.ooo) starts.insert(AlignDown(smp.t, block));
+  }
+  // An import spanning thousands of ranges must not hold a file per range
+  // open at once (flush failed with EMFILE, forever): ranges are written in
+  // groups of at most kMaxOpenWriters, one pass over the series per group.
+  constexpr size_t kMaxOpenWriters = 64;
+  std::vector<int64_t> order(starts.begin(), starts.end());
+  std::vector<std::shared_ptr<Block>> opened;
   std::vector<int64_t> ts, part_t;
   std::vector<double> vs, part_v;
-  for (const auto& [series, snap] : set.series) {
-    RETURN_IF_ERROR(Materialize(snap, &ts, &vs));
-    const model::Labels labels = head_->LabelsOf(series);
-    size_t i = 0;
-    while (i < ts.size()) {
-      int64_t start = AlignDown(ts[i], block);
-      size_t j = i;
-      while (j < ts.size() && ts[j] < start + block) j++;
-      auto& w = writers[start];
-      if (w == nullptr) {
-        index::BlockMeta meta;
-        meta.id = NewUlid();
-        meta.mint = start;
-        meta.maxt = start + block;
-        meta.compaction_level = 1;
-        meta.sources = {meta.id};
-        meta.seq = next_seq_++;
-        ASSIGN_OR_RETURN(w, BlockWriter::Create(opts_.dir, meta));
+  for (size_t g = 0; g < order.size(); g += kMaxOpenWriters) {
+    const size_t g_end = std::min(order.size(), g + kMaxOpenWriters);
+    const int64_t lo = order[g], hi = order[g_end - 1] + block;  // [lo, hi)
+    std::map<int64_t, std::unique_ptr<BlockWriter>> writers;     // by block start
+    for (const auto& [series, snap] : set.series) {
+      bool any = false;
+      for (const auto& c : snap.chunks) any = any || (c.maxt >= lo && c.mint < hi);
+      for (const auto& smp : snap.ooo) any = any || (smp.t >= lo && smp.t < hi);
+      if (!any) continue;
+      RETURN_IF_ERROR(Materialize(snap, &ts, &vs));
+      const model::Labels labels = head_->LabelsOf(series);
+      size_t i = std::lower_bound(ts.begin(), ts.end(), lo) - ts.begin();
+      while (i < ts.size() && ts[i] < hi) {
+        int64_t start = AlignDown(ts[i], block);
+        size_t j = i;
+        // ts[j] - start cannot overflow: start <= ts[j].
+        while (j < ts.size() && ts[j] - start < block) j++;
+        auto& w = writers[start];
+        if (w == nullptr) {
+          index::BlockMeta meta;
+          meta.id = NewUlid();
+          meta.mint = start;
+          meta.maxt = start + block;
+          meta.compaction_level = 1;
+          meta.sources = {meta.id};
+          meta.seq = next_seq_++;
+          ASSIGN_OR_RETURN(w, BlockWriter::Create(opts_.dir, meta));
+        }
+        part_t.assign(ts.begin() + static_cast<std::ptrdiff_t>(i), ts.begin() + static_cast<std::ptrdiff_t>(j));
+        part_v.assign(vs.begin() + static_cast<std::ptrdiff_t>(i), vs.begin() + static_cast<std::ptrdiff_t>(j));
+        RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), labels, part_t, part_v));
+        i = j;
       }
-      part_t.assign(ts.begin() + static_cast<std::ptrdiff_t>(i), ts.begin() + static_cast<std::ptrdiff_t>(j));
-      part_v.assign(vs.begin() + static_cast<std::ptrdiff_t>(i), vs.begin() + static_cast<std::ptrdiff_t>(j));
-      RETURN_IF_ERROR(w->AddSeries(labels, part_t, part_v));
-      i = j;
     }
-  }
-  std::vector<std::shared_ptr<Block>> opened;
-  for (auto& [start, w] : writers) {
-    ASSIGN_OR_RETURN(index::BlockMeta meta, w->Finish());
-    ASSIGN_OR_RETURN(auto b, Block::Open(opts_.dir + "/" + meta.id));
-    opened.push_back(std::move(b));
+    for (auto& [start, w] : writers) {
+      ASSIGN_OR_RETURN(index::BlockMeta meta, w->Finish());
+      ASSIGN_OR_RETURN(auto b, Block::Open(opts_.dir + "/" + meta.id));
+      opened.push_back(std::move(b));
+    }
   }
   std::lock_guard<std::mutex> lock(blocks_mu_);
   for (auto& b : opened) blocks_.push_back(std::move(b));

@@ -24,6 +24,7 @@ class DBImpl : public DB {
 
   Status Init();
   std::unique_ptr<storage::Appender> NewAppender() override { return head_->NewAppender(); }
+  Status CheckTimestamp(int64_t t) override { return head_->CheckTimestamp(t); }
   Result<std::unique_ptr<storage::Querier>> NewQuerier(int64_t mint, int64_t maxt) override;
   Status Flush() override;
   Status Close() override;
@@ -64,6 +65,11 @@ class DBImpl : public DB {
   std::vector<std::shared_ptr<Block>> blocks_;  // GUARDED_BY(blocks_mu_), sorted by (mint, seq)
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> wal_corruptions_{0}, compactions_{0};
+  std::atomic<uint64_t> series_skipped_{0};  // series a block could not hold (issue 17)
+  // AddSeries; a series the writer refuses for its labels is logged, counted
+  // and skipped (one bad series must not stop every cut), other errors return.
+  Status AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const std::vector<int64_t>& ts,
+                         const std::vector<double>& vs);
 
   std::mutex bg_mu_;
   std::condition_variable bg_cv_;

@@ -1,14 +1,18 @@
 #include "tsdb/db.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <random>
 
 #include "base/file.h"
 #include "tsdb/db_impl.h"
+#include "tsdb/wal/records.h"
+#include "tsdb/wal/wal.h"
 
 namespace trainwatch::tsdb {
 namespace {
@@ -171,13 +175,227 @@ TEST_F(DBTest, MaintainCutsOldHeadDataIntoBlocks) {
 TEST_F(DBTest, RetentionByTimeDropsOldBlocks) {
   Options o = Opts();
   const int64_t h = 3600 * 1000;
+  auto now = std::make_shared<std::atomic<int64_t>>(0);
+  o.now_ms = [now] { return now->load(); };
   o.retention_ms = 10 * h;
   Open(o);
-  Append({{L("old"), 0, 1}, {L("new"), 30 * h, 2}});
+  Append({{L("old"), 0, 1}});
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(ReadAll().count(L("old")), 1u);
+  now->store(30 * h);  // retention ages blocks by the clock
+  Append({{L("new"), 30 * h, 2}});
   ASSERT_TRUE(db_->Flush().ok());
   Data got = ReadAll();
   EXPECT_EQ(got.count(L("old")), 0u);
   EXPECT_EQ(got.count(L("new")), 1u);
+}
+
+// Issue 25: one sample dated 400 days ahead made retention (measured from
+// the newest sample) delete every real block.
+TEST_F(DBTest, FarFutureSampleIsRefusedAndDeletesNothing) {
+  const int64_t m = 60 * 1000, now = 1'764'000'000'000;
+  Options o = Opts();
+  o.retention_ms = 15 * 24 * 60 * m;
+  o.now_ms = [now] { return now; };
+  Open(o);
+  Data ref;
+  std::vector<std::tuple<Labels, int64_t, double>> keep;
+  for (int i = 0; i < 100; i++) keep.emplace_back(L("keep_me"), now - (100 - i) * m, i);
+  Append(keep, &ref);
+  {
+    auto app = db_->NewAppender();
+    auto r = app->Append(0, L("evil"), now + 400LL * 24 * 60 * m, 1);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.error().IsOutOfRange()) << r.error().ToString();
+    EXPECT_NE(r.error().message().find("too far in the future"), std::string::npos) << r.error().message();
+    // 11 minutes ahead is refused too; 9 minutes ahead is within the default bound.
+    EXPECT_FALSE(app->Append(0, L("ahead"), now + 11 * m, 1).ok());
+    EXPECT_TRUE(app->Append(0, L("ahead"), now + 9 * m, 1).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  ref[L("ahead")][now + 9 * m] = Bits(1);
+  EXPECT_TRUE(db_->CheckTimestamp(now + 400LL * 24 * 60 * m).IsOutOfRange());
+  EXPECT_TRUE(db_->CheckTimestamp(now - 16LL * 24 * 60 * m).IsOutOfRange());
+  EXPECT_TRUE(db_->CheckTimestamp(now).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(ReadAll(), ref);
+  auto st = db_->GetStats();
+  EXPECT_EQ(st.too_far_in_future_samples_total, 3u);  // the two refused appends and CheckTimestamp's
+  EXPECT_EQ(st.too_old_samples_total, 1u);
+  Open(o);
+  EXPECT_EQ(ReadAll(), ref);
+}
+
+// A data dir written before there were bounds may hold a far-future sample:
+// retention by the clock keeps the real blocks, and the cut still happens.
+TEST_F(DBTest, RetentionIgnoresFarFutureSampleOfAnOldDataDir) {
+  const int64_t m = 60 * 1000, now = 1'764'000'000'000;
+  Options o = Opts();
+  o.max_future_ms = 0;  // as before the bound existed
+  o.retention_ms = 0;
+  Open(o);
+  Data ref;
+  std::vector<std::tuple<Labels, int64_t, double>> keep;
+  for (int i = 0; i < 100; i++) keep.emplace_back(L("keep_me"), now - (100 - i) * m, i);
+  Append(keep, &ref);
+  Append({{L("evil"), now + 400LL * 24 * 60 * m, 1}}, &ref);
+  o.max_future_ms = 10 * m;
+  o.retention_ms = 15 * 24 * 60 * m;
+  o.now_ms = [now] { return now; };
+  Open(o);  // replays both from the WAL
+  ASSERT_TRUE(Impl()->Maintain().ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(ReadAll(), ref);
+}
+
+// Timestamps no block range can hold: refused at append, dropped at replay
+// (an older version logged them), and flush and close still finish.
+TEST_F(DBTest, ExtremeTimestampsNeverStopFlush) {
+  Options o = Opts();
+  o.max_future_ms = 0;
+  Open(o);
+  {
+    auto app = db_->NewAppender();
+    EXPECT_TRUE(app->Append(0, L("x"), INT64_MAX, 1).error().IsOutOfRange());
+    EXPECT_TRUE(app->Append(0, L("x"), INT64_MIN, 1).error().IsOutOfRange());
+    EXPECT_TRUE(app->Append(0, L("x"), model::kMaxTime, 1).ok());
+    EXPECT_TRUE(app->Append(0, L("x"), model::kMinTime, 2).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  db_.reset();
+  {
+    // A WAL segment as an unbounded version wrote it.
+    wal::Options wo;
+    wo.dir = dir_ + "/wal";
+    auto w = wal::Writer::Open(wo);
+    ASSERT_TRUE(w.ok()) << w.error().ToString();
+    std::string rec;
+    wal::EncodeSeries({wal::RefSeries{1u << 20, L("y")}}, &rec);
+    ASSERT_TRUE((*w)->Log(rec).ok());
+    wal::EncodeSamples({{1u << 20, INT64_MAX, 1}, {1u << 20, INT64_MIN, 2}, {1u << 20, 5000, 3}}, &rec);
+    ASSERT_TRUE((*w)->Log(rec).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  Open(o);
+  ASSERT_TRUE(db_->Flush().ok());
+  Data got = ReadAll();
+  ASSERT_EQ(got.count(L("y")), 1u);
+  EXPECT_EQ(got[L("y")].size(), 1u);
+  EXPECT_EQ(got[L("y")].count(5000), 1u);
+  EXPECT_EQ(got[L("x")].size(), 2u);
+  EXPECT_TRUE(db_->Close().ok());
+}
+
+// Issue 25: an import spanning thousands of block ranges held a file open
+// per range while persisting, so flush failed with EMFILE, forever.
+TEST_F(DBTest, FlushOfManyBlockRangesStaysWithinOpenFileLimit) {
+  struct rlimit old_limit;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old_limit), 0);
+  struct rlimit low = old_limit;
+  // 100 descriptors: 300 writers open at once fail; 64 at a time do not.
+  low.rlim_cur = std::min<rlim_t>(old_limit.rlim_cur, 100);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  Options o = Opts();
+  o.max_future_ms = 0;
+  Open(o);
+  Data ref;
+  const int64_t block = o.block_duration_ms;
+  std::vector<std::tuple<Labels, int64_t, double>> batch;
+  for (int i = 0; i < 300; i++) batch.emplace_back(L(i % 2 ? "odd" : "even"), i * block + 1000, i);
+  Append(batch, &ref);
+  Status st = db_->Flush();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ReadAll(), ref);
+  EXPECT_EQ(db_->GetStats().head_samples, 0u);
+  Open(o);
+  EXPECT_EQ(ReadAll(), ref);
+  db_.reset();
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old_limit), 0);
+}
+
+// Issue 17: node_disk_info{model="", serial=""} reached the head, the block
+// writer refused it, and every later cut of the head failed. Every writer
+// appends through this seam, which drops empty values and refuses the rest.
+TEST_F(DBTest, AppendSeamDropsEmptyValuesAndRefusesWhatABlockCannotHold) {
+  Open();
+  Data ref;
+  {
+    auto app = db_->NewAppender();
+    Labels with_empty({{"__name__", "node_disk_info"}, {"model", ""}, {"device", "vda"}, {"serial", ""}});
+    ASSERT_TRUE(app->Append(0, with_empty, 1000, 1).ok());
+    auto bad_name = app->Append(0, Labels({{"__name__", "x"}, {"", "v"}}), 1000, 1);
+    ASSERT_FALSE(bad_name.ok());
+    EXPECT_NE(bad_name.error().message().find("empty label name"), std::string::npos) << bad_name.error().message();
+    auto bad_utf8 = app->Append(0, Labels({{"__name__", "x"}, {"run", "\xff\xfe"}}), 1000, 1);
+    ASSERT_FALSE(bad_utf8.ok());
+    EXPECT_NE(bad_utf8.error().message().find("not valid UTF-8"), std::string::npos);
+    EXPECT_FALSE(app->Append(0, Labels({{"__name__", ""}}), 1000, 1).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  ref[Labels({{"__name__", "node_disk_info"}, {"device", "vda"}})][1000] = Bits(1);
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(ReadAll(), ref);
+  EXPECT_EQ(db_->GetStats().compaction_series_skipped_total, 0u);
+}
+
+// A series a block cannot hold (logged by an older version) is left out of
+// the block, logged and counted; every other series is still persisted.
+TEST_F(DBTest, SeriesABlockCannotHoldIsSkippedAndTheBlockStillCut) {
+  {
+    wal::Options wo;
+    wo.dir = dir_ + "/wal";
+    auto w = wal::Writer::Open(wo);
+    ASSERT_TRUE(w.ok()) << w.error().ToString();
+    std::string rec;
+    Labels bad({{"__name__", "node_disk_info"}, {"model", ""}});
+    wal::EncodeSeries({wal::RefSeries{1, bad}, wal::RefSeries{2, L("good")}}, &rec);
+    ASSERT_TRUE((*w)->Log(rec).ok());
+    wal::EncodeSamples({{1, 1000, 1}, {2, 1000, 2}, {2, 2000, 3}}, &rec);
+    ASSERT_TRUE((*w)->Log(rec).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  Open();
+  Status st = db_->Flush();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto stats = db_->GetStats();
+  EXPECT_EQ(stats.compaction_series_skipped_total, 1u);
+  EXPECT_EQ(stats.head_samples, 0u);
+  EXPECT_GE(stats.blocks, 1u);
+  Data got = ReadAll();
+  EXPECT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[L("good")].size(), 2u);
+  // The next cut is not stopped either.
+  Append({{L("good"), 3000, 4}});
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(ReadAll()[L("good")].size(), 3u);
+}
+
+// Out-of-order samples in reverse order: O(n log n) in total (the buffer
+// inserted each one at its place before, O(n^2)), first write wins.
+TEST_F(DBTest, ManyOutOfOrderSamplesKeepFirstWrite) {
+  Open();
+  const int n = 200000;
+  {
+    auto app = db_->NewAppender();
+    ASSERT_TRUE(app->Append(0, L("r"), 10LL * n, -1).ok());
+    for (int i = n - 1; i >= 0; i--) ASSERT_TRUE(app->Append(0, L("r"), 10LL * i, i).ok());
+    // Duplicates of every 7th: the stored value must stay.
+    for (int i = 0; i < n; i += 7) ASSERT_TRUE(app->Append(0, L("r"), 10LL * i, -5).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  auto check = [&] {
+    Data got = ReadAll();
+    ASSERT_EQ(got[L("r")].size(), static_cast<size_t>(n) + 1);
+    for (int i = 0; i < n; i += 997) EXPECT_EQ(got[L("r")][10LL * i], Bits(i)) << i;
+  };
+  check();
+  EXPECT_EQ(db_->GetStats().head_samples, static_cast<uint64_t>(n) + 1);
+  EXPECT_EQ(db_->GetStats().duplicate_samples_total, static_cast<uint64_t>((n + 6) / 7));
+  Open();  // WAL replay takes the same path
+  check();
+  ASSERT_TRUE(db_->Flush().ok());
+  check();
 }
 
 TEST_F(DBTest, RetentionBySizeKeepsNewestBlocks) {

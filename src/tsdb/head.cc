@@ -1,6 +1,7 @@
 #include "tsdb/head.h"
 
 #include <malloc.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,7 +9,9 @@
 #include <new>
 #include <unordered_set>
 
+#include "base/clock.h"
 #include "base/log.h"
+#include "base/utf8.h"
 #include "tsdb/wal/wal.h"
 
 namespace trainwatch::tsdb {
@@ -205,6 +208,127 @@ MemSeries* Head::GetOrCreate(const model::Labels& labels) {
   return CreateLocked(next_ref_.load(std::memory_order_relaxed), labels, h);
 }
 
+Result<MemSeries*> Head::GetOrCreateChecked(const model::Labels& labels) {
+  uint64_t h = labels.Hash();
+  if (MemSeries* s = Lookup(labels, h)) return s;
+  // Only new series are checked: an existing one passed this check once.
+  const model::Label* prev = nullptr;
+  for (const model::Label& l : labels) {
+    if (l.name.empty()) return Status::InvalidArgument("series " + labels.ToString() + ": empty label name");
+    if (l.value.empty()) return Status::InvalidArgument("series " + labels.ToString() + ": empty value of label " + l.name);
+    if (prev != nullptr && prev->name == l.name) {
+      return Status::InvalidArgument("series " + labels.ToString() + ": duplicate label name " + l.name);
+    }
+    if (!IsValidUtf8(l.name) || !IsValidUtf8(l.value)) {
+      return Status::InvalidArgument("series " + labels.ToString() + ": label " + l.name + " is not valid UTF-8");
+    }
+    prev = &l;
+  }
+  std::lock_guard<std::mutex> lock(creation_mu_);
+  if (MemSeries* s = Lookup(labels, h)) return s;
+  return CreateLocked(next_ref_.load(std::memory_order_relaxed), labels, h);
+}
+
+bool OooBuffer::Insert(int64_t t, double v) {
+  const auto end = samples.begin() + static_cast<std::ptrdiff_t>(sorted);
+  auto it = std::lower_bound(samples.begin(), end, t, [](const model::Sample& a, int64_t x) { return a.t < x; });
+  if (it != end && it->t == t) return false;
+  if (sorted == samples.size() && it == end) {
+    // Out-of-order samples that arrive in order among themselves stay sorted.
+    samples.push_back({t, v});
+    sorted++;
+    return true;
+  }
+  if (!tail_ts.insert(t).second) return false;
+  samples.push_back({t, v});
+  return true;
+}
+
+size_t OooBuffer::Normalize() {
+  if (sorted == samples.size()) return 0;
+  const auto mid = samples.begin() + static_cast<std::ptrdiff_t>(sorted);
+  auto by_t = [](const model::Sample& a, const model::Sample& b) { return a.t < b.t; };
+  // Stable: of equal timestamps the earlier insert stays first, and unique
+  // keeps the first.
+  std::stable_sort(mid, samples.end(), by_t);
+  std::inplace_merge(samples.begin(), mid, samples.end(), by_t);
+  auto last = std::unique(samples.begin(), samples.end(),
+                          [](const model::Sample& a, const model::Sample& b) { return a.t == b.t; });
+  size_t dropped = static_cast<size_t>(samples.end() - last);
+  samples.erase(last, samples.end());
+  sorted = samples.size();
+  std::unordered_set<int64_t>().swap(tail_ts);
+  return dropped;
+}
+
+void OooBuffer::CopyRange(int64_t mint, int64_t maxt, std::vector<model::Sample>* out) const {
+  const size_t first = out->size();
+  auto in_range = [&](const model::Sample& x) { return x.t >= mint && x.t <= maxt; };
+  for (size_t i = 0; i < sorted; i++) {
+    if (in_range(samples[i])) out->push_back(samples[i]);
+  }
+  if (sorted == samples.size()) return;
+  const size_t prefix_end = out->size();
+  for (size_t i = sorted; i < samples.size(); i++) {
+    if (in_range(samples[i])) out->push_back(samples[i]);
+  }
+  if (prefix_end == out->size()) return;
+  auto b = out->begin() + static_cast<std::ptrdiff_t>(first);
+  auto m = out->begin() + static_cast<std::ptrdiff_t>(prefix_end);
+  auto by_t = [](const model::Sample& a, const model::Sample& c) { return a.t < c.t; };
+  std::stable_sort(m, out->end(), by_t);
+  std::inplace_merge(b, m, out->end(), by_t);
+  out->erase(std::unique(b, out->end(), [](const model::Sample& a, const model::Sample& c) { return a.t == c.t; }),
+             out->end());
+}
+
+int64_t Head::Now() const { return opts_.now_ms ? opts_.now_ms() : NowMillis(); }
+
+Head::TimeBounds Head::AcceptedTimeRange() const {
+  TimeBounds b{model::kMinTime, model::kMaxTime};
+  if (opts_.max_future_ms <= 0 && opts_.max_age_ms <= 0) return b;
+  const int64_t now = std::clamp(Now(), model::kMinTime / 2, model::kMaxTime / 2);
+  if (opts_.max_future_ms > 0) b.maxt = now + std::min(opts_.max_future_ms, model::kMaxTime / 2);
+  if (opts_.max_age_ms > 0) b.mint = now - std::min(opts_.max_age_ms, model::kMaxTime / 2);
+  return b;
+}
+
+namespace {
+
+// " (2027-01-09T10:00:00Z)" for a timestamp gmtime can show, else "".
+std::string ShowTime(int64_t t_ms) {
+  time_t secs = static_cast<time_t>(t_ms >= 0 ? t_ms / 1000 : -((-(t_ms + 1)) / 1000) - 1);
+  struct tm tm;
+  if (t_ms < -62135596800000LL || t_ms > 253402300799999LL || gmtime_r(&secs, &tm) == nullptr) return "";
+  char buf[40];
+  size_t n = strftime(buf, sizeof(buf), " (%Y-%m-%dT%H:%M:%SZ)", &tm);
+  return std::string(buf, n);
+}
+
+std::string ShowDuration(int64_t ms) {
+  if (ms % 86400000 == 0) return std::to_string(ms / 86400000) + "d";
+  if (ms % 3600000 == 0) return std::to_string(ms / 3600000) + "h";
+  if (ms % 60000 == 0) return std::to_string(ms / 60000) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+}  // namespace
+
+Status Head::OutOfRange(int64_t t, const TimeBounds& b) {
+  std::string ts = "sample timestamp " + std::to_string(t) + ShowTime(t);
+  if (t > b.maxt) {
+    too_new_total_.fetch_add(1, std::memory_order_relaxed);
+    if (b.maxt == model::kMaxTime) return Status::OutOfRange(ts + " is beyond the largest supported timestamp");
+    return Status::OutOfRange(ts + " is too far in the future: more than " + ShowDuration(opts_.max_future_ms) +
+                              " after the server's clock (--ingest.max-future)");
+  }
+  too_old_total_.fetch_add(1, std::memory_order_relaxed);
+  if (b.mint == model::kMinTime) return Status::OutOfRange(ts + " is before the smallest supported timestamp");
+  return Status::OutOfRange(ts + " is too old: more than " + ShowDuration(opts_.max_age_ms) +
+                            " before the server's clock, outside the retention (--retention.time)");
+}
+
 void Head::UpdateTimes(int64_t mint, int64_t maxt) {
   if (mint > maxt) return;
   int64_t cur = min_time_.load(std::memory_order_relaxed);
@@ -218,6 +342,14 @@ void Head::UpdateTimes(int64_t mint, int64_t maxt) {
 static int64_t BlockEnd(int64_t t, int64_t block) {
   int64_t start = t >= 0 ? (t / block) * block : -(((-t) + block - 1) / block) * block;
   return start + block;
+}
+
+void Head::NormalizeOooLocked(MemSeries* s) {
+  size_t dropped = s->ooo->Normalize();
+  if (dropped == 0) return;
+  // Counted as applied at insert; they were duplicates after all.
+  num_samples_.fetch_sub(std::min<uint64_t>(dropped, num_samples_.load()), std::memory_order_relaxed);
+  dup_total_.fetch_add(dropped, std::memory_order_relaxed);
 }
 
 void Head::CloseOpenLocked(MemSeries* s) {
@@ -284,15 +416,13 @@ bool Head::ApplySample(MemSeries* s, int64_t t, double v) {
       dup_total_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    if (!s->ooo) s->ooo = std::make_unique<std::vector<model::Sample>>();
-    auto& o = *s->ooo;
-    auto it = std::lower_bound(o.begin(), o.end(), t, [](const model::Sample& a, int64_t x) { return a.t < x; });
-    if (it != o.end() && it->t == t) {
+    if (!s->ooo) s->ooo = std::make_unique<OooBuffer>();
+    if (!s->ooo->Insert(t, v)) {
       dup_total_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    o.insert(it, model::Sample{t, v});
     ooo_total_.fetch_add(1, std::memory_order_relaxed);
+    if (s->ooo->NeedsNormalize()) NormalizeOooLocked(s);
   }
   return true;
 }
@@ -312,11 +442,7 @@ SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) co
     c.data = ChunkBytes::Copy(s->open->Bytes());
     snap.chunks.push_back(std::move(c));
   }
-  if (s->ooo) {
-    for (const auto& smp : *s->ooo) {
-      if (smp.t >= mint && smp.t <= maxt) snap.ooo.push_back(smp);
-    }
-  }
+  if (s->ooo) s->ooo->CopyRange(mint, maxt, &snap.ooo);
   return snap;
 }
 
@@ -337,7 +463,8 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
         if (c.maxt < boundary) snap.chunks.push_back(c);
       }
       if (s->ooo) {
-        for (const auto& smp : *s->ooo) {
+        NormalizeOooLocked(s);
+        for (const auto& smp : s->ooo->samples) {
           if (smp.t < boundary) snap.ooo.push_back(smp);
         }
       }
@@ -384,9 +511,10 @@ void Head::Truncate(const PersistSet& set) {
     removed_chunks += n;
     s->closed.erase(s->closed.begin(), s->closed.begin() + static_cast<std::ptrdiff_t>(n));
     if (s->ooo && !snap.ooo.empty()) {
+      NormalizeOooLocked(s);
       std::vector<model::Sample> keep;
       size_t j = 0;
-      for (const auto& smp : *s->ooo) {
+      for (const auto& smp : s->ooo->samples) {
         while (j < snap.ooo.size() && snap.ooo[j].t < smp.t) j++;
         if (j < snap.ooo.size() && snap.ooo[j].t == smp.t) {
           removed_samples++;
@@ -397,7 +525,9 @@ void Head::Truncate(const PersistSet& set) {
       if (keep.empty()) {
         s->ooo.reset();
       } else {
-        *s->ooo = std::move(keep);
+        s->ooo->samples = std::move(keep);
+        s->ooo->sorted = s->ooo->samples.size();
+        s->ooo->tail_ts.clear();
       }
     }
   }
@@ -502,6 +632,13 @@ void Head::ReplaySamples(const std::vector<wal::RefSample>& samples) {
       replay_unknown_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
+    // Written by a version that had no time bounds: no block can hold it
+    // (a block's range would overflow), and it would stop every cut.
+    if (s.t < model::kMinTime || s.t > model::kMaxTime) {
+      (s.t < model::kMinTime ? too_old_total_ : too_new_total_).fetch_add(1, std::memory_order_relaxed);
+      TW_LOG(Warn, "wal replay: dropped a sample of series {} at unsupported timestamp {}", ms->ref, s.t);
+      continue;
+    }
     applied += ApplySample(ms, s.t, s.v) ? 1 : 0;
     mint = std::min(mint, s.t);
     maxt = std::max(maxt, s.t);
@@ -535,7 +672,7 @@ Head::MemoryStats Head::GetMemoryStats() const {
       m.open_bytes += s->open->MemoryBytes();
       m.open_samples += s->open->NumSamples();
     }
-    if (s->ooo) m.ooo += sizeof(*s->ooo) + s->ooo->capacity() * sizeof(model::Sample);
+    if (s->ooo) m.ooo += sizeof(*s->ooo) + s->ooo->samples.capacity() * sizeof(model::Sample);
   }
   return m;
 }

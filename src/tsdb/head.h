@@ -9,6 +9,7 @@
 // Thread-safety: all public methods are thread-safe. Appends to one series
 // serialize on the series' spinlock; series creation on creation_mu_.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <unordered_set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -92,6 +94,25 @@ class SpinLock {
   std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
 };
 
+// Out-of-order samples of one series: a sorted prefix with unique timestamps
+// and an unsorted tail, merged into the prefix once it outgrows it, so n
+// inserts in any order cost O(n log n), not O(n^2). Of equal timestamps the
+// one inserted first wins. Guarded by its series' mu.
+struct OooBuffer {
+  std::vector<model::Sample> samples;
+  size_t sorted = 0;  // samples[0, sorted) is sorted with unique timestamps
+  std::unordered_set<int64_t> tail_ts;  // timestamps of samples[sorted, end)
+
+  // Adds a sample; false, adding nothing, when its timestamp is already here.
+  bool Insert(int64_t t, double v);
+  bool NeedsNormalize() const { return samples.size() - sorted > std::max<size_t>(32, sorted); }
+  // Merges the tail into the prefix; returns the number of duplicates dropped
+  // (none unless the invariants were broken).
+  size_t Normalize();
+  // Appends the samples with t in [mint, maxt] to *out, sorted and unique.
+  void CopyRange(int64_t mint, int64_t maxt, std::vector<model::Sample>* out) const;
+};
+
 // One series of the head: a single allocation holding the struct and,
 // after it, its 2 x num_labels symbol ids (name, value, sorted by name).
 struct MemSeries {
@@ -116,7 +137,7 @@ struct MemSeries {
   std::vector<HeadChunk> closed;             // sorted by time, non-overlapping
   std::optional<chunkenc::DeltaChunk> open;  // inline: one cache miss less per append
   int64_t open_block_end = 0;                // the open chunk must end before this
-  std::unique_ptr<std::vector<model::Sample>> ooo;  // out-of-order samples, sorted, unique t
+  std::unique_ptr<OooBuffer> ooo;            // out-of-order samples
 
  private:
   MemSeries(uint64_t r, uint64_t h, uint32_t n) : ref(r), hash(h), num_labels(n) {}
@@ -133,6 +154,13 @@ struct SeriesSnapshot {
 
 struct HeadOptions {
   int64_t block_duration_ms = 2 * 3600 * 1000;
+  // Appenders refuse samples later than now + max_future_ms or earlier than
+  // now - max_age_ms (0: no bound on that side) with kOutOfRange, and always
+  // those outside [model::kMinTime, model::kMaxTime]. `now_ms` is the wall
+  // clock when empty (tests and the soak benchmark set their own).
+  int64_t max_future_ms = 0;
+  int64_t max_age_ms = 0;
+  std::function<int64_t()> now_ms;
   uint32_t samples_per_chunk = 120;
   bool dense_closed_chunks = true;  // re-encode closed chunks densely
 };
@@ -200,6 +228,23 @@ class Head : public storage::Queryable {
   uint64_t OutOfOrderTotal() const { return ooo_total_.load(std::memory_order_relaxed); }
   uint64_t DuplicateTotal() const { return dup_total_.load(std::memory_order_relaxed); }
   uint64_t ReplayUnknownRefs() const { return replay_unknown_.load(std::memory_order_relaxed); }
+  // Samples refused by appenders for their timestamp, and WAL samples outside
+  // [model::kMinTime, model::kMaxTime] dropped at replay.
+  uint64_t TooFarInFutureTotal() const { return too_new_total_.load(std::memory_order_relaxed); }
+  uint64_t TooOldTotal() const { return too_old_total_.load(std::memory_order_relaxed); }
+  // The time bounds an appender checks, computed from the clock now.
+  struct TimeBounds {
+    int64_t mint, maxt;
+  };
+  TimeBounds AcceptedTimeRange() const;
+  // kOutOfRange naming t and the bound it breaks (and counts it).
+  Status OutOfRange(int64_t t, const TimeBounds& b);
+  // OK when t is within AcceptedTimeRange(), else OutOfRange(t, ...).
+  Status CheckTimestamp(int64_t t) {
+    TimeBounds b = AcceptedTimeRange();
+    return t < b.mint || t > b.maxt ? OutOfRange(t, b) : Status::OK();
+  }
+  int64_t Now() const;
   std::vector<std::pair<std::string, uint64_t>> TopMetricNames(size_t n);
   size_t SymbolMemoryBytes() const { return symbols_.MemoryBytes(); }
   // Heap bytes held by the head, by part (malloc_usable_size of each block;
@@ -222,6 +267,9 @@ class Head : public storage::Queryable {
   MemSeries* Lookup(const model::Labels& labels, uint64_t hash) const;
   // The series with these labels, created (not yet logged) when missing.
   MemSeries* GetOrCreate(const model::Labels& labels);
+  // GetOrCreate, refusing to create a series whose label set a block cannot
+  // hold: an empty name or value, a repeated name, invalid UTF-8.
+  Result<MemSeries*> GetOrCreateChecked(const model::Labels& labels);
   // Applies one sample. Returns false for a duplicate timestamp. Neither the
   // head's time range nor its sample counts are updated: callers pass the
   // batch's range to UpdateTimes and its number of applied samples to
@@ -264,6 +312,8 @@ class Head : public storage::Queryable {
   bool LabelsLess(const MemSeries* a, const MemSeries* b) const;  // as model::Labels' operator<
   void SetRef(uint64_t ref, MemSeries* s);
   void CloseOpenLocked(MemSeries* s);  // REQUIRES: s->mu held
+  // Merges s's out-of-order tail, counting the duplicates it drops. REQUIRES: s->mu held.
+  void NormalizeOooLocked(MemSeries* s);
   // Whether the in-order chunks hold a sample at t. REQUIRES: s->mu held.
   bool InOrderHasLocked(const MemSeries* s, int64_t t) const;
 
@@ -284,6 +334,7 @@ class Head : public storage::Queryable {
   IdlePool<AppendBuffers> append_buffers_;
   std::atomic<uint64_t> num_series_{0}, num_samples_{0}, num_chunks_{0};
   std::atomic<uint64_t> appended_total_{0}, ooo_total_{0}, dup_total_{0}, replay_unknown_{0};
+  std::atomic<uint64_t> too_new_total_{0}, too_old_total_{0};
 };
 
 }  // namespace trainwatch::tsdb

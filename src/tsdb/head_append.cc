@@ -26,11 +26,27 @@ class HeadAppender : public storage::Appender {
   Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                     double v) override {
     Lock();
+    if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
     // Refs are never reused, so a ref that still resolves is this series.
     MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
     if (s == nullptr) {
       if (labels.empty()) return Status::InvalidArgument("series without labels");
-      s = head_->GetOrCreate(labels);
+      // Every writer reaches the head here, so this is where a label set a
+      // block could not hold is stopped (issue 17): empty values are dropped
+      // (Prometheus reads them as absent), anything else invalid is refused.
+      bool has_empty = false;
+      for (const model::Label& l : labels) has_empty = has_empty || l.value.empty();
+      if (has_empty) {
+        model::LabelsBuilder b(labels);
+        for (const model::Label& l : labels) {
+          if (l.value.empty()) b.Del(l.name);
+        }
+        model::Labels cleaned = b.Build();
+        if (cleaned.empty()) return Status::InvalidArgument("series without labels: every value of " + labels.ToString() + " is empty");
+        ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(cleaned));
+      } else {
+        ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(labels));
+      }
     }
     Add(s, t, v);
     return storage::SeriesRef{s->ref};
@@ -38,6 +54,8 @@ class HeadAppender : public storage::Appender {
 
   bool AppendByRef(storage::SeriesRef ref, int64_t t, double v) override {
     Lock();
+    // The caller then appends with labels, and that Append says why.
+    if (t < bounds_.mint || t > bounds_.maxt) return false;
     MemSeries* s = head_->GetByRef(ref);
     if (s == nullptr) return false;
     Add(s, t, v);
@@ -89,8 +107,12 @@ class HeadAppender : public storage::Appender {
   // Held from the first Append to Commit/Rollback: series found here cannot
   // be garbage-collected before their samples are applied, and WAL rotation
   // waits until logged samples are applied.
+  // The accepted time range is taken from the clock once per commit.
   void Lock() {
-    if (!lock_.owns_lock()) lock_ = head_->SharedAppendLock();
+    if (!lock_.owns_lock()) {
+      lock_ = head_->SharedAppendLock();
+      bounds_ = head_->AcceptedTimeRange();
+    }
   }
 
   void Add(MemSeries* s, int64_t t, double v) {
@@ -105,6 +127,7 @@ class HeadAppender : public storage::Appender {
   std::vector<wal::RefSample>& samples_;
   std::vector<MemSeries*>& unlogged_;
   std::shared_lock<std::shared_mutex> lock_;
+  Head::TimeBounds bounds_{model::kMinTime, model::kMaxTime};  // set by Lock()
 };
 
 }  // namespace

@@ -37,6 +37,10 @@ class E2ETest(unittest.TestCase):
             shutil.rmtree(self.tmp, ignore_errors=True)
 
     def start(self, *args):
+        # Most tests import fixed timestamps from 2023: keep them whatever
+        # today's date (unless a test sets its own retention).
+        if not any(a.startswith("--retention.time") for a in args):
+            args = ("--retention.time", "0") + tuple(args)
         s = Server(self.data_dir, args).start()
         self.servers.append(s)
         return s
@@ -207,6 +211,43 @@ class E2ETest(unittest.TestCase):
         self.assertEqual(s2.terminate(), 0)
         s3 = self.start()
         self._check(s3.export('{__name__="crash_metric"}'), reqs, range(len(reqs)))
+        self.assertEqual(s3.terminate(), 0)
+
+    def test_far_future_sample_is_refused_and_wipes_nothing(self):
+        # Issue 25, as found: 100 samples of the last 100 minutes, then one
+        # sample 400 days ahead, then flush. Retention measured from the newest
+        # sample deleted the block holding every real sample, after each restart too.
+        s = self.start("--retention.time", "15d")
+        now_ms = int(time.time() * 1000)
+        body = "".join("keep_me %d %d\n" % (i, now_ms - (100 - i) * 60000) for i in range(100)).encode()
+        status, resp = s.request("POST", "/api/v1/import/prometheus", body)
+        self.assertEqual(status, 204, resp)
+        evil = b"ok_line 1\nevil 1 %d\n" % (now_ms + 400 * 86400 * 1000)
+        status, resp = s.request("POST", "/api/v1/import/prometheus", evil)
+        self.assertEqual(status, 400, resp)
+        self.assertIn(b"line 2: sample timestamp", resp)
+        self.assertIn(b"too far in the future", resp)
+        # Older than the retention: it would be deleted at once, so it is refused too.
+        status, resp = s.request("POST", "/api/v1/import/prometheus", b"old 1 %d\n" % (now_ms - 16 * 86400 * 1000))
+        self.assertEqual(status, 400, resp)
+        self.assertIn(b"too old", resp)
+        status, resp = s.request("POST", "/api/v1/admin/tsdb/flush")
+        self.assertEqual(status, 204, resp)
+        self.assertEqual(len(s.export('{__name__="keep_me"}').get((("__name__", "keep_me"),), [])), 100)
+        self.assertEqual(s.export('{__name__=~"evil|ok_line|old"}'), {})
+        status, metrics = s.request("GET", "/metrics")
+        self.assertIn(b'trainwatch_tsdb_out_of_bound_samples_total{reason="too_far_in_future"} 1\n', metrics)
+        self.assertIn(b'trainwatch_tsdb_out_of_bound_samples_total{reason="too_old"} 1\n', metrics)
+        self.assertEqual(s.terminate(), 0)
+        s2 = self.start("--retention.time", "15d")
+        status, resp = s2.request("POST", "/api/v1/admin/tsdb/flush")
+        self.assertEqual(status, 204, resp)
+        self.assertEqual(len(s2.export('{__name__="keep_me"}').get((("__name__", "keep_me"),), [])), 100)
+        # --ingest.max-future widens (or with 0 removes) the bound.
+        self.assertEqual(s2.terminate(), 0)
+        s3 = self.start("--retention.time", "15d", "--ingest.max-future", "2h")
+        status, resp = s3.request("POST", "/api/v1/import/prometheus", b"ahead 1 %d\n" % (now_ms + 3600 * 1000))
+        self.assertEqual(status, 204, resp)
         self.assertEqual(s3.terminate(), 0)
 
     def test_sigterm_is_clean_and_restart_keeps_everything(self):

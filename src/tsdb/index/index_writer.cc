@@ -104,18 +104,11 @@ uint32_t IndexWriter::Intern(std::string_view s) {
   return id;
 }
 
-Status IndexWriter::AddSeries(SeriesRef id, const model::Labels& labels,
-                              std::span<const ChunkMeta> chunks) {
-  if (finished_) return Status::InvalidArgument("index writer: add after finish");
-  if (id != series_.size()) {
-    return Status::InvalidArgument("index writer: series id " + std::to_string(id) + " out of order, want " +
-                                   std::to_string(series_.size()));
-  }
-  if (labels.empty()) return Status::InvalidArgument("index writer: series " + std::to_string(id) + " has no labels");
+Status IndexWriter::CheckSeries(const model::Labels& labels) const {
+  if (labels.empty()) return Status::InvalidArgument("index writer: series without labels");
   if (!series_.empty() && !(last_ < labels)) {
     return Status::InvalidArgument("index writer: series " + labels.ToString() + " not after " + last_.ToString());
   }
-  if (series_.size() >= (1ull << 32) - 1) return Status::InvalidArgument("index writer: too many series");
   for (size_t i = 0; i < labels.size(); ++i) {
     const model::Label& l = labels.pairs()[i];
     if (l.name.empty() || l.value.empty()) {
@@ -125,6 +118,18 @@ Status IndexWriter::AddSeries(SeriesRef id, const model::Labels& labels,
       return Status::InvalidArgument("index writer: series " + labels.ToString() + " has unsorted or duplicate names");
     }
   }
+  return Status::OK();
+}
+
+Status IndexWriter::AddSeries(SeriesRef id, const model::Labels& labels,
+                              std::span<const ChunkMeta> chunks) {
+  if (finished_) return Status::InvalidArgument("index writer: add after finish");
+  if (id != series_.size()) {
+    return Status::InvalidArgument("index writer: series id " + std::to_string(id) + " out of order, want " +
+                                   std::to_string(series_.size()));
+  }
+  RETURN_IF_ERROR(CheckSeries(labels));
+  if (series_.size() >= (1ull << 32) - 1) return Status::InvalidArgument("index writer: too many series");
   SeriesEntry e;
   e.first_pair = static_cast<uint32_t>(pairs_.size());
   e.num_pairs = static_cast<uint32_t>(labels.size());
