@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 
 namespace trainwatch::file {
 
@@ -83,6 +86,28 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, Sync sync
   if (sync == Sync::kNo) return Status::OK();
   std::string dir = std::filesystem::path(path).parent_path().string();
   return SyncDir(dir.empty() ? "." : dir);
+}
+
+namespace {
+std::atomic<bool> sync_fault_set{false};
+std::mutex sync_fault_mu;
+std::function<int(int)> sync_fault;  // guarded by sync_fault_mu
+}  // namespace
+
+void testing::SetSyncFault(std::function<int(int fd)> fault) {
+  std::lock_guard<std::mutex> l(sync_fault_mu);
+  sync_fault = std::move(fault);
+  sync_fault_set.store(static_cast<bool>(sync_fault), std::memory_order_release);
+}
+
+int DataSync(int fd) {
+  if (sync_fault_set.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> l(sync_fault_mu);
+    if (sync_fault) {
+      if (int e = sync_fault(fd); e != 0) return e;
+    }
+  }
+  return ::fdatasync(fd) != 0 ? errno : 0;
 }
 
 Status SyncDir(const std::string& dir) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,8 @@ enum class Sync { kYes, kNo };
 // old, new or empty (for state that is cheap to redo, e.g. a send position).
 Status WriteFileAtomic(const std::string& path, std::string_view data, Sync sync = Sync::kYes);
 Status SyncDir(const std::string& dir);
+// fdatasync(fd): 0, or the errno it failed with (or the fault a test set).
+int DataSync(int fd);
 Status MkdirAll(const std::string& dir);
 // Removes a file or a directory tree; a missing path is not an error.
 Status RemoveAll(const std::string& path);
@@ -46,5 +49,11 @@ Result<std::vector<std::string>> ListDir(const std::string& dir);
 bool Exists(const std::string& path);
 // Total bytes of the regular files under path.
 uint64_t DiskUsage(const std::string& path);
+
+namespace testing {
+// Tests only: while set, every DataSync returns fault(fd) instead of syncing
+// when that is non-zero (an errno such as EIO or ENOSPC). Empty: off.
+void SetSyncFault(std::function<int(int fd)> fault);
+}  // namespace testing
 
 }  // namespace trainwatch::file

@@ -160,7 +160,14 @@ Response Api::Route(const Request& req, std::string_view* handler) {
 }
 
 Response Api::Healthy(const Request&) { return Text(200, "trainwatch is Healthy.\n"); }
-Response Api::Ready(const Request&) { return Text(200, "trainwatch is Ready.\n"); }
+Response Api::Ready(const Request&) {
+  // A failed fsync means acknowledged data may be gone and writes are
+  // refused: not ready, and say why (the process keeps serving reads).
+  if (deps_.db != nullptr) {
+    if (Status s = deps_.db->Health(); !s.ok()) return Text(503, "trainwatch is not ready: " + s.message() + "\n");
+  }
+  return Text(200, "trainwatch is Ready.\n");
+}
 
 Response Api::Flush(const Request&) {
   Status s = deps_.db->Flush();

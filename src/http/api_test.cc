@@ -1,9 +1,12 @@
 #include "http/api.h"
 
 #include <gtest/gtest.h>
+
+#include <cerrno>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/file.h"
 #include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::http {
@@ -48,6 +51,23 @@ TEST_F(ApiTest, HealthAndReady) {
   EXPECT_EQ(Do("GET", "/-/ready").body, "trainwatch is Ready.\n");
   EXPECT_EQ(Do("GET", "/nope").status, 404);
   EXPECT_EQ(Do("GET", "/api/v1/import/prometheus").status, 405);
+}
+
+// Issue 25: a failed fsync turns /-/ready red and says why; the write that
+// hit it is not acknowledged, and later writes are refused too (the kernel
+// may have dropped what the fsync was to keep).
+TEST_F(ApiTest, FailedFsyncTurnsReadyRedAndSaysWhy) {
+  ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "before 1 1700000000000\n").status, 204);
+  file::testing::SetSyncFault([](int) { return EIO; });
+  auto r = Do("POST", "/api/v1/import/prometheus", {}, "during 1 1700000000000\n");
+  file::testing::SetSyncFault(nullptr);
+  EXPECT_EQ(r.status, 500) << r.body;
+  r = Do("GET", "/-/ready");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("trainwatch is not ready: wal: "), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("fdatasync"), std::string::npos) << r.body;
+  EXPECT_NE(Do("POST", "/api/v1/import/prometheus", {}, "after 1 1700000000000\n").status, 204);
+  EXPECT_EQ(Do("GET", "/-/healthy").status, 200);
 }
 
 TEST_F(ApiTest, ImportThenExportRoundTrips) {

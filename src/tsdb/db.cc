@@ -13,6 +13,7 @@
 #include "storage/merge.h"
 #include "tsdb/db_impl.h"
 #include "tsdb/wal/reader.h"
+#include "tsdb/wal/segment.h"
 #include "tsdb/wal/records.h"
 
 namespace trainwatch::tsdb {
@@ -113,6 +114,29 @@ std::string DBImpl::CheckpointDir(int segment) const {
 }
 
 Status DBImpl::ReplayDir(const std::string& dir, int first_segment, bool repair) {
+  // Damage inside the log (a flipped bit, not a crash's torn tail) loses the
+  // rest of its segment only: replay goes on with the next segment, whose
+  // records are framed on their own, and repair cuts just the damaged one.
+  std::vector<wal::CorruptionInfo> damaged;
+  for (int first = first_segment;;) {
+    std::optional<wal::CorruptionInfo> c;
+    RETURN_IF_ERROR(ReplaySegments(dir, first, &c));
+    if (!c.has_value()) break;
+    damaged.push_back(*c);
+    if (c->torn_tail || !repair) break;
+    ASSIGN_OR_RETURN(auto segs, wal::internal::ListSegments(dir));
+    if (segs.empty() || segs.back().index <= c->segment) break;
+    first = c->segment + 1;
+  }
+  for (const wal::CorruptionInfo& c : damaged) {
+    if (!repair) break;
+    // The last one may be a torn tail: the writer will append after it.
+    RETURN_IF_ERROR(wal::Repair(dir, c.segment, c.offset, /*keep_later=*/&c != &damaged.back() || !c.torn_tail));
+  }
+  return Status::OK();
+}
+
+Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage) {
   ASSIGN_OR_RETURN(auto reader, wal::Reader::Open(dir, first_segment));
   std::string_view rec;
   std::vector<wal::RefSeries> series;
@@ -146,12 +170,8 @@ Status DBImpl::ReplayDir(const std::string& dir, int first_segment, bool repair)
   }
   if (!reader->status().ok()) {
     wal_corruptions_++;
-    TW_LOG(Warn, "wal replay stopped: {}; truncating the log there", reader->status().message());
-    if (repair && reader->corruption().has_value()) {
-      wal::CorruptionInfo info = *reader->corruption();
-      reader.reset();
-      RETURN_IF_ERROR(wal::Repair(dir, info));
-    }
+    TW_LOG(Warn, "wal replay stopped: {}; truncating the segment there", reader->status().message());
+    if (reader->corruption().has_value()) *damage = *reader->corruption();
   }
   TW_LOG(Debug, "replayed {} records from {}", records, dir);
   return Status::OK();
@@ -235,9 +255,11 @@ Result<std::unique_ptr<storage::Querier>> DBImpl::NewQuerier(int64_t mint, int64
 Status DBImpl::Flush() {
   std::lock_guard<std::mutex> lock(maint_mu_);
   if (closed_) return Status::Unavailable("tsdb is closed");
-  RETURN_IF_ERROR(CutHead(INT64_MAX, /*close_all=*/true));
-  RETURN_IF_ERROR(Compact(/*force=*/true));
-  return ApplyRetention();
+  Status s = CutHead(INT64_MAX, /*close_all=*/true);
+  if (s.ok()) s = Compact(/*force=*/true);
+  // Retention runs even when writing failed: a full disk is when it matters.
+  Status r = ApplyRetention();
+  return s.ok() ? r : s;
 }
 
 Status DBImpl::Maintain() {
@@ -245,6 +267,7 @@ Status DBImpl::Maintain() {
   if (closed_) return Status::OK();
   int64_t mint = head_->MinTime(), maxt = head_->MaxTime();
   int64_t block = opts_.block_duration_ms;
+  Status s;
   // A sample ahead of the clock (within --ingest.max-future, or from a WAL
   // written before there was a bound) does not hold back the cut: what is
   // kept in memory is measured back from the earlier of the two.
@@ -253,10 +276,12 @@ Status DBImpl::Maintain() {
     // Keep the newest half block in memory; persist whole blocks before it.
     int64_t keep_from = maxt - block / 2;
     int64_t boundary = keep_from >= 0 ? keep_from / block * block : -(((-keep_from) + block - 1) / block) * block;
-    RETURN_IF_ERROR(CutHead(boundary, /*close_all=*/false));
+    s = CutHead(boundary, /*close_all=*/false);
   }
-  RETURN_IF_ERROR(Compact(/*force=*/false));
-  return ApplyRetention();
+  if (s.ok()) s = Compact(/*force=*/false);
+  // Retention runs even when writing failed: a full disk is when it matters.
+  Status r = ApplyRetention();
+  return s.ok() ? r : s;
 }
 
 void DBImpl::BackgroundLoop() {
@@ -297,6 +322,12 @@ Status DBImpl::Close() {
     lock_fd_ = -1;
   }
   return s;
+}
+
+Status DBImpl::Health() {
+  if (wal_ == nullptr) return Status::OK();
+  Status s = wal_->Health();
+  return s.ok() ? s : s.Annotate("wal");
 }
 
 Stats DBImpl::GetStats() {

@@ -68,6 +68,9 @@ class DB : public storage::Appendable, public storage::Queryable {
   // Stops background work and syncs the WAL. Idempotent; the destructor calls it.
   virtual Status Close() = 0;
   virtual Stats GetStats() = 0;
+  // OK, or why the DB cannot keep what it acknowledges (a failed WAL fsync);
+  // /-/ready answers 503 with it.
+  virtual Status Health() = 0;
 };
 
 }  // namespace trainwatch::tsdb

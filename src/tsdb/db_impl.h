@@ -7,12 +7,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "tsdb/block.h"
 #include "tsdb/db.h"
 #include "tsdb/head.h"
+#include "tsdb/wal/reader.h"
 #include "tsdb/wal/wal.h"
 
 namespace trainwatch::tsdb {
@@ -29,6 +31,7 @@ class DBImpl : public DB {
   Status Flush() override;
   Status Close() override;
   Stats GetStats() override;
+  Status Health() override;
 
   // One maintenance pass: cut the head if it spans enough, compact, apply
   // retention. Exposed for tests.
@@ -39,6 +42,9 @@ class DBImpl : public DB {
   Status LoadBlocks();
   Status ReplayWal();
   Status ReplayDir(const std::string& dir, int first_segment, bool repair);
+  // Replays segments from first_segment on until the end or the first damage,
+  // which it returns in *damage.
+  Status ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage);
   void BackgroundLoop();
   std::vector<std::shared_ptr<Block>> BlocksSnapshot();
 

@@ -4,8 +4,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -188,6 +190,39 @@ TEST_F(DBTest, RetentionByTimeDropsOldBlocks) {
   Data got = ReadAll();
   EXPECT_EQ(got.count(L("old")), 0u);
   EXPECT_EQ(got.count(L("new")), 1u);
+}
+
+// Issue 25: when a block cannot be written (the disk is full), retention
+// still runs, so old blocks make room; the head keeps the data for the next try.
+TEST_F(DBTest, RetentionRunsWhenABlockWriteFails) {
+  Options o = Opts();
+  const int64_t h = 3600 * 1000;
+  auto now = std::make_shared<std::atomic<int64_t>>(0);
+  o.now_ms = [now] { return now->load(); };
+  o.retention_ms = 10 * h;
+  Open(o);
+  Append({{L("old"), 0, 1}});
+  ASSERT_TRUE(db_->Flush().ok());
+  now->store(30 * h);
+  Append({{L("new"), 30 * h, 2}});
+  // Block chunk files fail to sync with ENOSPC; the WAL syncs fine.
+  file::testing::SetSyncFault([](int fd) {
+    char path[512];
+    ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), path, sizeof(path) - 1);
+    return n > 0 && std::string_view(path, static_cast<size_t>(n)).find("/chunks/") != std::string_view::npos ? ENOSPC : 0;
+  });
+  Status st = db_->Flush();
+  file::testing::SetSyncFault(nullptr);
+  EXPECT_FALSE(st.ok());
+  Data got = ReadAll();
+  EXPECT_EQ(got.count(L("old")), 0u);  // retention ran
+  EXPECT_EQ(got.count(L("new")), 1u);  // still in the head
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(db_->GetStats().head_samples, 0u);
+  EXPECT_EQ(ReadAll().count(L("new")), 1u);
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();  // no half-written block left
+  }
 }
 
 // Issue 25: one sample dated 400 days ahead made retention (measured from
@@ -443,6 +478,69 @@ TEST_F(DBTest, TornWalTailIsTruncatedNotFatal) {
   ref[L("x")][19000] = Bits(19);
   Open();
   EXPECT_EQ(ReadAll(), ref);
+}
+
+// Issue 25: a bit flipped inside the log (not a crash's torn tail) lost
+// every later segment at repair. Now only the rest of the damaged segment
+// is lost; later segments replay and are kept.
+TEST_F(DBTest, WalDamageInsideTheLogKeepsLaterSegments) {
+  Options o = Opts();
+  o.wal_segment_bytes = 4096;
+  Open(o);
+  Data ref;
+  std::vector<std::tuple<Labels, int64_t, double>> first;
+  for (int k = 0; k < 8; k++) first.emplace_back(L("s" + std::to_string(k)), 0, 0);
+  Append(first, &ref);  // every series record in the first segment
+  for (int i = 1; i <= 300; i++) {
+    std::vector<std::tuple<Labels, int64_t, double>> batch;
+    for (int k = 0; k < 8; k++) batch.emplace_back(L("s" + std::to_string(k)), i * 1000, i * 10 + k);
+    Append(batch, &ref);
+  }
+  db_.reset();
+  std::vector<std::string> segs;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/wal")) segs.push_back(e.path().string());
+  std::sort(segs.begin(), segs.end());
+  ASSERT_GE(segs.size(), 4u);
+  // Flip a byte in the middle of the second segment.
+  const std::string victim = segs[1];
+  const auto victim_size = std::filesystem::file_size(victim);
+  {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(victim_size / 2));
+    char c;
+    f.seekg(static_cast<std::streamoff>(victim_size / 2));
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(victim_size / 2));
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  Open(o);
+  EXPECT_EQ(db_->GetStats().wal_corruptions_total, 1u);
+  Data got = ReadAll();
+  // Everything logged in the segments after the damaged one is back, and
+  // what came before it; only the rest of the damaged segment is missing.
+  size_t missing = 0;
+  for (const auto& [labels, samples] : ref) {
+    for (const auto& [t, bits] : samples) {
+      auto it = got[labels].find(t);
+      if (it == got[labels].end()) {
+        missing++;
+      } else {
+        EXPECT_EQ(it->second, bits);
+      }
+    }
+  }
+  EXPECT_GT(missing, 0u);
+  EXPECT_LT(missing, 8u * 300 / (segs.size() - 1) + 16);  // at most about one segment's share
+  EXPECT_EQ(got[L("s0")].count(300000), 1u);               // the last segment replayed
+  for (const auto& seg : segs) EXPECT_TRUE(std::filesystem::exists(seg)) << seg;
+  EXPECT_LT(std::filesystem::file_size(victim), victim_size);
+  // The repaired log replays cleanly and appends go on.
+  Append({{L("s0"), 301000, 1}});
+  Open(o);
+  EXPECT_EQ(db_->GetStats().wal_corruptions_total, 0u);
+  Data again = ReadAll();
+  EXPECT_EQ(again[L("s0")].count(301000), 1u);
+  EXPECT_EQ(again[L("s0")].size(), got[L("s0")].size() + 1);
 }
 
 // Random appends (in order, late, duplicate) interleaved with flushes,

@@ -82,7 +82,9 @@ Status ChunkWriter::CloseSegment(bool sync) {
   if (fd_ < 0) return Status::OK();
   Status st = Flush();
   std::string path = dir_ + "/" + ChunkSegmentName(seq_);
-  if (st.ok() && sync && ::fsync(fd_) != 0) st = Status::FromErrno("fsync " + path, errno);
+  if (st.ok() && sync) {
+    if (int e = file::DataSync(fd_); e != 0) st = Status::FromErrno("fdatasync " + path, e);
+  }
   if (::close(fd_) != 0 && st.ok()) st = Status::FromErrno("close " + path, errno);
   fd_ = -1;
   return st;

@@ -141,11 +141,11 @@ bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_s
   return true;
 }
 
-Status Repair(const std::string& dir, int segment, uint64_t offset) {
+Status Repair(const std::string& dir, int segment, uint64_t offset, bool keep_later) {
   ASSIGN_OR_RETURN(auto segs, internal::ListSegments(dir));
   // Newest first: a crash midway leaves the bad frame in place for the next
   // replay to find, never a cleanly cut segment followed by stale ones.
-  for (auto it = segs.rbegin(); it != segs.rend() && it->index > segment; ++it) {
+  for (auto it = segs.rbegin(); !keep_later && it != segs.rend() && it->index > segment; ++it) {
     std::string path = internal::SegmentPath(dir, it->index);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Status::FromErrno("wal repair: delete " + path, errno);
   }

@@ -87,10 +87,11 @@ class Reader {
 // only bytes the writer has finished.
 bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_size, std::string* what, bool* torn);
 
-// Truncates segment `segment` to `offset` bytes (when it exists) and deletes
-// every later segment: after it the log reads cleanly up to the cut.
-// REQUIRES: no Writer is open on dir.
-Status Repair(const std::string& dir, int segment, uint64_t offset);
+// Truncates segment `segment` to `offset` bytes (when it exists) and, unless
+// keep_later, deletes every later segment: after it the log reads cleanly up
+// to the cut (and, with keep_later, on through the later segments, which a
+// caller has read cleanly). REQUIRES: no Writer is open on dir.
+Status Repair(const std::string& dir, int segment, uint64_t offset, bool keep_later = false);
 inline Status Repair(const std::string& dir, const CorruptionInfo& c) { return Repair(dir, c.segment, c.offset); }
 
 }  // namespace trainwatch::wal

@@ -55,6 +55,9 @@ class Writer {
   // with any segments closed since and their directory entries. N concurrent
   // callers cost about one fdatasync (leader/follower group commit).
   Status Sync();
+  // OK, or the error that made the writer refuse writes (a failed fsync:
+  // the kernel may have dropped the dirty pages). Sticky until reopened.
+  Status Health() const;
 
   // Fsyncs and closes the current segment and starts a new one; returns the
   // new segment's index.

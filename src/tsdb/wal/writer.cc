@@ -21,7 +21,7 @@ struct Writer::Segment {
   Segment& operator=(const Segment&) = delete;
 
   Status DataSync() const {
-    if (::fdatasync(fd) != 0) return Status::FromErrno("fdatasync " + path, errno);
+    if (int e = file::DataSync(fd); e != 0) return Status::FromErrno("fdatasync " + path, e);
     return Status::OK();
   }
 
@@ -87,6 +87,11 @@ Writer::Writer(Options options, std::map<int, uint64_t> closed_sizes)
     : opts_(std::move(options)), closed_sizes_(std::move(closed_sizes)) {}
 
 Writer::~Writer() { (void)Close(); }
+
+Status Writer::Health() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return err_;
+}
 
 Status Writer::CheckUsableLocked() const {
   if (closed_) return Status::Unavailable("wal " + opts_.dir + ": writer closed");
