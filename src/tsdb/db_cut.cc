@@ -122,8 +122,10 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
       while (i < ts.size() && ts[i] < hi) {
         int64_t start = AlignDown(ts[i], block);
         size_t j = i;
-        // ts[j] - start cannot overflow: start <= ts[j].
-        while (j < ts.size() && ts[j] - start < block) j++;
+        // start + block cannot overflow: head data lies within
+        // [model::kMinTime, model::kMaxTime] (ts[j] - start could, across
+        // that whole range).
+        while (j < ts.size() && ts[j] < start + block) j++;
         auto& w = writers[start];
         if (w == nullptr) {
           index::BlockMeta meta;
