@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <numeric>
 
+#include "base/json.h"
+
 namespace trainwatch::logs {
 
 const KeyNames& NativeKeys() {
@@ -278,7 +280,11 @@ std::string_view JsonScalarText(const JsonValue& v, std::string* buf) {
 
 Result<bool> RecordDecoder::Decode(std::string_view text, const KeyNames& keys, int64_t receive_ns, Record* r,
                                    std::vector<model::Label>* extra_labels) {
-  if (!ScanJsonObject(text, &members_)) return false;
+  if (!ScanJsonObject(text, &members_)) {
+    // Not a JSON object, unless it failed only for its depth: say so.
+    if (Status d = CheckJsonDepth(text); !d.ok()) return Status::InvalidArgument(d.message());
+    return false;
+  }
   r->time_ns = receive_ns;
   JsonValue v;
   for (std::string_view k : keys.time) {

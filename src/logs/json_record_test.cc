@@ -119,6 +119,29 @@ TEST(RecordDecoderTest, LabelsObject) {
   EXPECT_TRUE(Native(R"({"labels":{"b":[],"b":"ok"}})").status.ok());
 }
 
+// Issue 25: fields are stored as their JSON text and later parsed and
+// dumped by recursive code (forwarding, Loki metadata): nesting past
+// kMaxJsonDepth is refused with its offset, before any of that.
+// (A line over kMaxLineBytes is kept whole as a plain message.)
+TEST(RecordDecoderTest, DeeplyNestedFieldsAreRefusedByDepth) {
+  for (char open : {'[', '{'}) {
+    std::string deep = "{\"message\":\"m\",\"f\":";
+    // 20,000 levels: under the line limit (a longer line is kept as text).
+    for (int i = 0; i < 20000; i++) deep += open == '[' ? "[" : "{\"a\":";
+    deep += "1";
+    for (int i = 0; i < 20000; i++) deep += open == '[' ? ']' : '}';
+    deep += "}";
+    Decoded d = Native(deep);
+    ASSERT_FALSE(d.status.ok());
+    EXPECT_NE(d.status.message().find("nesting deeper than 128 levels"), std::string::npos) << d.status.message();
+  }
+  std::string ok = "{\"message\":\"m\",\"f\":" + std::string(100, '[') + "1" + std::string(100, ']') + "}";
+  Decoded d = Native(ok);
+  ASSERT_TRUE(d.status.ok()) << d.status.ToString();
+  EXPECT_EQ(d.r.message, "m");
+  EXPECT_FALSE(d.r.fields.empty());
+}
+
 TEST(RecordDecoderTest, NotAnObjectIsAPlainMessage) {
   using namespace std::literals;
   for (std::string_view line : {"{not json"sv, "{\"a\":1} trailing"sv, "{\"a\":1}\0junk"sv, "{\"a\":\"\xc3\"}"sv,

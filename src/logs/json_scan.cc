@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/json.h"
+
 namespace trainwatch::logs {
 
 namespace {
@@ -271,6 +273,9 @@ bool JsonScanner::Container(JsonValue* v) {
       if (AtEnd()) return false;
       char c = s_[pos_];
       if (c == '{' || c == '[') {
+        // Stored fields are later parsed and dumped by recursive code
+        // (forwarding, Loki metadata): nesting is bounded here, for free.
+        if (stack.size() >= kMaxJsonDepth) return false;
         stack += c;
         ++pos_;
         first = true;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/json.h"
+
 namespace trainwatch::logs {
 namespace {
 
@@ -26,15 +28,23 @@ TEST(JsonScannerTest, AcceptsValidAndRefusesInvalidValues) {
   }
 }
 
-TEST(JsonScannerTest, DeepNestingNeedsNoStack) {
-  std::string deep(200000, '[');
-  deep += std::string(200000, ']');
-  JsonScanner sc(deep);
+// Containers are scanned without recursion, and nesting is bounded at
+// kMaxJsonDepth: what is stored is later parsed and dumped recursively.
+TEST(JsonScannerTest, DeepNestingNeedsNoStackAndIsBounded) {
+  auto nested = [](size_t n) { return std::string(n, '[') + std::string(n, ']'); };
   JsonValue v;
+  std::string ok = nested(kMaxJsonDepth);
+  JsonScanner sc(ok);
   ASSERT_TRUE(sc.Value(&v));
-  EXPECT_EQ(v.text.size(), deep.size());
-  deep.pop_back();
-  JsonScanner bad(deep);
+  EXPECT_EQ(v.text.size(), ok.size());
+  std::string deeper = nested(kMaxJsonDepth + 1);
+  JsonScanner too_deep(deeper);
+  EXPECT_FALSE(too_deep.Value(&v));
+  std::string deep = nested(200000);
+  JsonScanner very_deep(deep);
+  EXPECT_FALSE(very_deep.Value(&v));
+  ok.pop_back();
+  JsonScanner bad(ok);
   EXPECT_FALSE(bad.Value(&v));
 }
 

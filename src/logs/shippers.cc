@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "logs/json_record.h"
 #include "logs/query.h"
 
@@ -273,6 +274,7 @@ Result<model::Labels> LabelsFromSelector(std::string_view sel, std::string_view 
 Status ParseLokiJson(std::string_view body, int64_t receive_ns, std::vector<Record>* out, TimeBounds* bounds) {
   (void)receive_ns;
   RecordDecoder decoder;
+  RETURN_IF_ERROR(CheckJsonDepth(body));
   json j = json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("streams") || !j["streams"].is_array()) {
     return Status::InvalidArgument("expected {\"streams\":[...]}");

@@ -6,6 +6,17 @@
 namespace trainwatch::logs {
 namespace {
 
+// Issue 25: a Loki JSON push is depth-checked before nlohmann builds it.
+TEST(ShippersTest, DeeplyNestedLokiJsonIsRefusedByDepth) {
+  std::string body = "{\"streams\":" + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+  std::vector<Record> out;
+  Status s = ParseLokiJson(body, 0, &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("nesting deeper than 128 levels"), std::string::npos) << s.message();
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(ShippersTest, NativeBatchNamesBadLine) {
   std::vector<Record> out;
   model::Labels stream{{"project", "p"}};
