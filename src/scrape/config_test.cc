@@ -118,6 +118,17 @@ TEST(Targets, LabelsAsPrometheusComputesThem) {
   ASSERT_TRUE(r3.ok());
   auto t3 = TargetsFromGroup((*r3)[0], (*r3)[0].static_configs[0]);
   EXPECT_EQ(t3[0].Url((*r3)[0]), "http://x:1/metrics?a=1+2&b=q%26r");
+  // Relabeling may set __metrics_path__ without its leading '/', or empty:
+  // the URL still separates host and path, as Prometheus's (url.URL) does.
+  for (auto [path, want] : {std::pair{"metrics", "http://x:1/metrics"}, std::pair{"", "http://x:1/"}}) {
+    auto r4 = Parse(std::string("scrape_configs: [{job_name: j, static_configs: [{targets: ['x:1']}],"
+                                " relabel_configs: [{target_label: __metrics_path__, replacement: '") +
+                    path + "'}]}]");
+    ASSERT_TRUE(r4.ok());
+    auto t4 = TargetsFromGroup((*r4)[0], (*r4)[0].static_configs[0]);
+    ASSERT_FALSE(t4[0].dropped) << t4[0].error;
+    EXPECT_EQ(t4[0].Url((*r4)[0]), want);
+  }
 }
 
 TEST(Targets, FormatDuration) {

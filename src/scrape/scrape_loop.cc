@@ -99,7 +99,10 @@ void ScrapeLoop::Run() {
 Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
   const ScrapeConfig& c = *cfg_;
   size_t scheme_end = url_.find("://");
-  size_t path_start = url_.find('/', scheme_end + 3);
+  size_t path_start = scheme_end == std::string::npos ? std::string::npos : url_.find('/', scheme_end + 3);
+  // Url() always puts a '/' after the host; a URL without one would have
+  // thrown out_of_range here and ended the process (issue 24).
+  if (path_start == std::string::npos) return Status::InvalidArgument("scrape url \"" + url_ + "\" has no path");
   std::string base = url_.substr(0, path_start), path = url_.substr(path_start);
   if (!client_) {
     auto client = NewHttpClient(base, c.http, c.scrape_timeout_ms);

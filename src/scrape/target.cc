@@ -41,8 +41,11 @@ std::string TargetSpec::Url(const ScrapeConfig& cfg) const {
   for (const model::Label& l : labels.pairs()) {
     if (l.name.starts_with("__param_")) params[l.name.substr(8)] = {l.value};
   }
+  // As Go's url.URL.String: a path without its leading '/' (relabeling can
+  // set one) gets it, so host and path never run together.
+  std::string_view path = labels.Get("__metrics_path__");
   std::string url = std::string(labels.Get("__scheme__")) + "://" + std::string(labels.Get("__address__")) +
-                    std::string(labels.Get("__metrics_path__"));
+                    (path.empty() || path[0] != '/' ? "/" : "") + std::string(path);
   bool first = true;
   for (const auto& [k, vs] : params) {  // sorted by key, as url.Values.Encode
     for (const std::string& v : vs) {
