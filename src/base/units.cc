@@ -67,4 +67,17 @@ Result<uint64_t> ParseByteSize(std::string_view s) {
   return bad();
 }
 
+std::string FormatDurationMs(int64_t ms) {
+  if (ms <= 0) return "0s";
+  static constexpr std::pair<int64_t, const char*> kUnits[] = {
+      {86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+  std::string out;
+  for (auto [unit, name] : kUnits) {
+    if (ms < unit) continue;
+    out += std::to_string(ms / unit) + name;
+    ms %= unit;
+  }
+  return out;
+}
+
 }  // namespace trainwatch

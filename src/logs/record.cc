@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "base/units.h"
 #include "logs/json_record.h"
 
 namespace trainwatch::logs {
@@ -134,19 +135,6 @@ std::string_view TimeRejectName(TimeReject r) {
     case TimeReject::kNone: break;
   }
   return "none";
-}
-
-std::string FormatDurationMs(int64_t ms) {
-  if (ms <= 0) return "0s";
-  static constexpr std::pair<int64_t, const char*> kUnits[] = {
-      {86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
-  std::string out;
-  for (auto [unit, name] : kUnits) {
-    if (ms < unit) continue;
-    out += std::to_string(ms / unit) + name;
-    ms %= unit;
-  }
-  return out;
 }
 
 Status TimeBounds::Check(int64_t t_ns) {

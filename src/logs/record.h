@@ -83,8 +83,6 @@ struct TimeBounds {
   Status Check(int64_t t_ns);
 };
 
-// "1d2h", "10m", "1500ms": a positive millisecond duration for messages.
-std::string FormatDurationMs(int64_t ms);
 
 // The answer's line object: {"time","labels","level","message","fields"[,"truncated"]}.
 void AppendRecordJson(std::string* out, const Record& r);

@@ -160,4 +160,17 @@ void AppendLabelsJson(std::string* out, const Labels& labels) {
   out->push_back('}');
 }
 
+Status CheckSeriesLabels(const model::Labels& labels) {
+  if (labels.empty()) return Status::InvalidArgument("series without labels");
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const model::Label& l = labels.pairs()[i];
+    if (l.name.empty()) return Status::InvalidArgument("series " + labels.ToString() + ": empty label name");
+    if (l.value.empty()) return Status::InvalidArgument("series " + labels.ToString() + ": empty value of label " + l.name);
+    if (i > 0 && !(labels.pairs()[i - 1].name < l.name)) {
+      return Status::InvalidArgument("series " + labels.ToString() + ": unsorted or duplicate label name " + l.name);
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace trainwatch::model

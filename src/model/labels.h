@@ -99,6 +99,12 @@ bool DecodeEncodedLabels(std::string_view in, Labels* out);
 // Hash of a label set given as sorted (name, value) views; equal to Labels::Hash.
 uint64_t HashLabelPairs(const std::pair<std::string_view, std::string_view>* pairs, size_t n);
 
+// What a block's index can hold of one label set: at least one label, every
+// name and value non-empty, names strictly ascending (so none repeats). The
+// head checks new series with it and the block writer every series, so
+// nothing reaches the head that a block cannot hold.
+Status CheckSeriesLabels(const Labels& labels);
+
 bool IsValidMetricName(std::string_view s);
 bool IsValidLabelName(std::string_view s);
 

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/units.h"
 #include "base/utf8.h"
 #include "tsdb/wal/wal.h"
 
@@ -200,8 +201,9 @@ MemSeries* Head::CreateLocked(uint64_t ref, const model::Labels& labels, uint64_
   return s;
 }
 
-MemSeries* Head::GetOrCreate(const model::Labels& labels) {
-  uint64_t h = labels.Hash();
+MemSeries* Head::GetOrCreate(const model::Labels& labels) { return GetOrCreate(labels, labels.Hash()); }
+
+MemSeries* Head::GetOrCreate(const model::Labels& labels, uint64_t h) {
   if (MemSeries* s = Lookup(labels, h)) return s;
   std::lock_guard<std::mutex> lock(creation_mu_);
   if (MemSeries* s = Lookup(labels, h)) return s;
@@ -212,21 +214,13 @@ Result<MemSeries*> Head::GetOrCreateChecked(const model::Labels& labels) {
   uint64_t h = labels.Hash();
   if (MemSeries* s = Lookup(labels, h)) return s;
   // Only new series are checked: an existing one passed this check once.
-  const model::Label* prev = nullptr;
+  RETURN_IF_ERROR(model::CheckSeriesLabels(labels));
   for (const model::Label& l : labels) {
-    if (l.name.empty()) return Status::InvalidArgument("series " + labels.ToString() + ": empty label name");
-    if (l.value.empty()) return Status::InvalidArgument("series " + labels.ToString() + ": empty value of label " + l.name);
-    if (prev != nullptr && prev->name == l.name) {
-      return Status::InvalidArgument("series " + labels.ToString() + ": duplicate label name " + l.name);
-    }
     if (!IsValidUtf8(l.name) || !IsValidUtf8(l.value)) {
       return Status::InvalidArgument("series " + labels.ToString() + ": label " + l.name + " is not valid UTF-8");
     }
-    prev = &l;
   }
-  std::lock_guard<std::mutex> lock(creation_mu_);
-  if (MemSeries* s = Lookup(labels, h)) return s;
-  return CreateLocked(next_ref_.load(std::memory_order_relaxed), labels, h);
+  return GetOrCreate(labels, h);
 }
 
 bool OooBuffer::Insert(int64_t t, double v) {
@@ -305,14 +299,6 @@ std::string ShowTime(int64_t t_ms) {
   return std::string(buf, n);
 }
 
-std::string ShowDuration(int64_t ms) {
-  if (ms % 86400000 == 0) return std::to_string(ms / 86400000) + "d";
-  if (ms % 3600000 == 0) return std::to_string(ms / 3600000) + "h";
-  if (ms % 60000 == 0) return std::to_string(ms / 60000) + "m";
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
-  return std::to_string(ms) + "ms";
-}
-
 }  // namespace
 
 Status Head::OutOfRange(int64_t t, const TimeBounds& b) {
@@ -320,12 +306,12 @@ Status Head::OutOfRange(int64_t t, const TimeBounds& b) {
   if (t > b.maxt) {
     too_new_total_.fetch_add(1, std::memory_order_relaxed);
     if (b.maxt == model::kMaxTime) return Status::OutOfRange(ts + " is beyond the largest supported timestamp");
-    return Status::OutOfRange(ts + " is too far in the future: more than " + ShowDuration(opts_.max_future_ms) +
+    return Status::OutOfRange(ts + " is too far in the future: more than " + FormatDurationMs(opts_.max_future_ms) +
                               " after the server's clock (--ingest.max-future)");
   }
   too_old_total_.fetch_add(1, std::memory_order_relaxed);
   if (b.mint == model::kMinTime) return Status::OutOfRange(ts + " is before the smallest supported timestamp");
-  return Status::OutOfRange(ts + " is too old: more than " + ShowDuration(opts_.max_age_ms) +
+  return Status::OutOfRange(ts + " is too old: more than " + FormatDurationMs(opts_.max_age_ms) +
                             " before the server's clock, outside the retention (--retention.time)");
 }
 

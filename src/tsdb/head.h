@@ -267,8 +267,9 @@ class Head : public storage::Queryable {
   MemSeries* Lookup(const model::Labels& labels, uint64_t hash) const;
   // The series with these labels, created (not yet logged) when missing.
   MemSeries* GetOrCreate(const model::Labels& labels);
+  MemSeries* GetOrCreate(const model::Labels& labels, uint64_t hash);  // hash: labels.Hash()
   // GetOrCreate, refusing to create a series whose label set a block cannot
-  // hold: an empty name or value, a repeated name, invalid UTF-8.
+  // hold (model::CheckSeriesLabels) or whose names or values are not UTF-8.
   Result<MemSeries*> GetOrCreateChecked(const model::Labels& labels);
   // Applies one sample. Returns false for a duplicate timestamp. Neither the
   // head's time range nor its sample counts are updated: callers pass the

@@ -105,18 +105,10 @@ uint32_t IndexWriter::Intern(std::string_view s) {
 }
 
 Status IndexWriter::CheckSeries(const model::Labels& labels) const {
-  if (labels.empty()) return Status::InvalidArgument("index writer: series without labels");
+  Status s = model::CheckSeriesLabels(labels);
+  if (!s.ok()) return s.Annotate("index writer");
   if (!series_.empty() && !(last_ < labels)) {
     return Status::InvalidArgument("index writer: series " + labels.ToString() + " not after " + last_.ToString());
-  }
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const model::Label& l = labels.pairs()[i];
-    if (l.name.empty() || l.value.empty()) {
-      return Status::InvalidArgument("index writer: series " + labels.ToString() + " has an empty label name or value");
-    }
-    if (i > 0 && !(labels.pairs()[i - 1].name < l.name)) {
-      return Status::InvalidArgument("index writer: series " + labels.ToString() + " has unsorted or duplicate names");
-    }
   }
   return Status::OK();
 }

@@ -40,8 +40,9 @@ class IndexWriter {
   // postings list of the index is also sorted by series labels.
   // `chunks` may be empty; any order is stored as given.
   Status AddSeries(SeriesRef id, const model::Labels& labels, std::span<const ChunkMeta> chunks);
-  // The checks of AddSeries on the labels alone: InvalidArgument when
-  // AddSeries would refuse them, with nothing written.
+  // The checks of AddSeries on the labels alone (model::CheckSeriesLabels, and the
+  // order after the previous series): InvalidArgument when AddSeries would
+  // refuse them, with nothing written.
   Status CheckSeries(const model::Labels& labels) const;
 
   // Encodes all sections, writes and fsyncs the file, renames it into place
