@@ -22,9 +22,10 @@ LEVELS = {
     "app": 8,
 }
 # Pairs (module, forbidden prefix) beyond the level rule.
-FORBIDDEN = [("promql", "tsdb"), ("scrape", "tsdb"), ("rules", "tsdb"), ("runs", "tsdb")]
-# remote/ queues through tsdb/wal's segment format but never uses the engine.
-FORBIDDEN_EXACT = [("remote", "tsdb")]
+FORBIDDEN = [("promql", "tsdb"), ("scrape", "tsdb"), ("rules", "tsdb"), ("runs", "tsdb/wal"), ("runs", "tsdb/index")]
+# remote/ queues through tsdb/wal's segment format but never uses the engine;
+# runs/ encodes its step store with tsdb/chunkenc's dense codec, nothing else.
+FORBIDDEN_EXACT = [("remote", "tsdb"), ("runs", "tsdb")]
 # Collectors use model and below only; app stores what they produce.
 FORBIDDEN += [("collect", m) for m in ("storage", "tsdb", "ingest", "logs", "promql")]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -1,14 +1,18 @@
 // The header-only C++ client, compiled as C++17, against a real trainwatch
 // server (the binary in $TW_BINARY, started on a free loopback port and
-// stopped by PID): every step once, an unreachable server at init, a server
+// stopped by PID): every step once (by step; the TSDB keeps a per-second
+// time view, never in the future), an unreachable server at init, a server
 // killed and restarted mid-run, a refused run, bounded memory.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "trainwatch/client.h"
@@ -121,6 +125,29 @@ class ClientTest : public ::testing::Test {
     return xs;
   }
 
+  // Every sample the TSDB holds of the series `selector` matches: one list of
+  // timestamps (unix ms) per series, via /api/v1/export.
+  std::vector<std::vector<int64_t>> Exported(const std::string& selector) {
+    std::string q;
+    for (unsigned char c : selector) {
+      if (std::isalnum(c) || c == '_' || c == '.' || c == '-') {
+        q.push_back(static_cast<char>(c));
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "%%%02X", c);
+        q += buf;
+      }
+    }
+    std::string body;
+    EXPECT_EQ(server_->Get("/api/v1/export?match[]=" + q, &body), 200) << body;
+    std::vector<std::vector<int64_t>> out;
+    std::istringstream lines(body);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) out.push_back(json::parse(line)["timestamps"].get<std::vector<int64_t>>());
+    }
+    return out;
+  }
+
   static std::vector<double> Range(int n) {
     std::vector<double> v;
     for (int i = 0; i < n; i++) v.push_back(i);
@@ -141,13 +168,34 @@ TEST_F(ClientTest, EveryStepOnceAndMetadata) {
   auto run = Run::Init(o, &err);
   ASSERT_NE(run, nullptr) << err;
   EXPECT_EQ(run->name(), "fast");
+  auto t0 = std::chrono::steady_clock::now();
   for (int s = 0; s < 20000; s++) run->Log({{"loss", 1.0 / (s + 1)}, {"train/acc", s * 1e-4}});  // faster than 1/ms
+  double logging_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   run->Log({{"bad", std::nan("")}}, 19999);
   run->SetSummary("best", 0.25);
   run->Alert("note", "a \"quoted\" text\n", "warning");
   EXPECT_TRUE(run->Finish());
+  int64_t finished_ms = trainwatch::client::detail::NowMillis();
+  // Many points share a millisecond; the runs API has every step once, by step, with its value.
   EXPECT_EQ(StepsOf(run->id()), Range(20000));
   EXPECT_EQ(StepsOf(run->id(), "train/acc"), Range(20000));
+  json m = server_->GetJson("/api/v1/runs/metrics?x=step&points=100000&keys=loss&ids=" + run->id());
+  ASSERT_EQ(m.size(), 1u) << m.dump();
+  ASSERT_EQ(m[0]["points"].size(), 20000u);
+  for (int s = 0; s < 20000; s++) ASSERT_EQ(m[0]["points"][s]["last"].get<double>(), 1.0 / (s + 1)) << s;
+  // The TSDB's time view: per batch and second one sample per series, none in
+  // the future, so far fewer samples than steps.
+  auto series = Exported(R"({project="cpp",run="fast"})");
+  EXPECT_FALSE(series.empty());
+  for (const auto& ts : series) {
+    EXPECT_EQ(std::set<int64_t>(ts.begin(), ts.end()).size(), ts.size());
+    for (int64_t t : ts) EXPECT_LE(t, finished_ms + 1000);
+  }
+  auto loss = Exported(R"(loss{run="fast"})");
+  ASSERT_EQ(loss.size(), 1u);
+  EXPECT_GE(loss[0].size(), 1u);
+  EXPECT_LE(loss[0].size(), run->sent_batches() + static_cast<size_t>(logging_s) + 2);
+  EXPECT_LT(loss[0].size(), 20000u / 10);
   json info = server_->GetJson("/api/v1/runs/" + run->id());
   EXPECT_EQ(info["status"], "finished");
   EXPECT_EQ(info["config"], json::parse(o.config_json));

@@ -7,6 +7,7 @@
 #include "http/api.h"
 #include "http/params.h"
 #include "runs/filter.h"
+#include "runs/metric_name.h"
 #include "runs/request.h"
 #include "runs/store.h"
 
@@ -100,6 +101,91 @@ Response RunMetrics(runs::RunStore& store, const Request& req) {
   return JsonSuccess(*res);
 }
 
+// Appends v as the shortest decimal that reads back as v; NaN, +Inf, -Inf.
+void AppendNumber(double v, std::string* out) {
+  if (std::isnan(v)) {
+    *out += "NaN";
+  } else if (std::isinf(v)) {
+    *out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out->append(buf, end);
+  }
+}
+
+// GET /api/v1/runs/{id}/history: every stored point of the run at full
+// resolution, by step (docs/runs-api.md): JSON columns, or CSV rows.
+Response RunHistory(runs::RunStore& store, std::string_view id, const Request& req) {
+  runs::StepQuery q;
+  for (const std::string& k : SplitList(req.Param("keys"))) {
+    auto m = runs::KeyToMetricName(k);
+    if (!m.ok()) return BadData("invalid parameter \"keys\": \"" + k + "\": " + m.error().message());
+    q.metrics.push_back(*m);
+  }
+  if (req.Has("rank")) {
+    auto v = IntParam(req, "rank", 0, 0, INT64_MAX);
+    if (!v.ok()) return ApiError(v.error());
+    q.rank = *v;
+  }
+  for (auto [name, out] : {std::pair<std::string_view, std::optional<int64_t>*>{"start", &q.start_step},
+                           {"end", &q.end_step}}) {
+    if (!req.Has(name)) continue;
+    auto v = IntParam(req, name, 0, INT64_MIN, INT64_MAX);
+    if (!v.ok()) return ApiError(v.error());
+    *out = *v;
+  }
+  std::string_view format = req.Param("format");
+  if (!format.empty() && format != "json" && format != "csv") {
+    return BadData("invalid parameter \"format\": expected json or csv, got \"" + std::string(format) + "\"");
+  }
+  auto res = store.ReadSteps(id, q);
+  if (!res.ok()) return ApiError(res.error());
+  if (format == "csv") {
+    Response r;
+    r.content_type = "text/csv; charset=utf-8";
+    r.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + std::string(id) + ".csv\"");
+    std::string& b = r.body;
+    b = "rank,key,step,timestamp,value\n";
+    char buf[32];
+    for (const runs::StepSeries& s : *res) {
+      std::string prefix = (s.rank ? std::to_string(*s.rank) : std::string()) + ",";
+      std::string key = runs::MetricNameToKey(s.metric);
+      // Keys are free text: quoted as RFC 4180 has it when they need it.
+      if (key.find_first_of(",\"\r\n") != std::string::npos) {
+        std::string q2 = "\"";
+        for (char c : key) q2 += c == '"' ? std::string("\"\"") : std::string(1, c);
+        key = q2 + "\"";
+      }
+      prefix += key + ",";
+      for (const runs::StepPoint& p : s.points) {
+        b += prefix;
+        b += std::to_string(p.step);
+        b += ',';
+        auto [end, ec] = std::to_chars(buf, buf + sizeof buf, static_cast<double>(p.ts_ms) / 1000.0,
+                                       std::chars_format::fixed, 3);
+        b.append(buf, end);
+        b += ',';
+        AppendNumber(p.value, &b);
+        b += '\n';
+      }
+    }
+    return r;
+  }
+  runs::Json a = runs::Json::array();
+  for (const runs::StepSeries& s : *res) {
+    runs::Json steps = runs::Json::array(), ts = runs::Json::array(), values = runs::Json::array();
+    for (const runs::StepPoint& p : s.points) {
+      steps.push_back(p.step);
+      ts.push_back(p.ts_ms);
+      values.push_back(runs::NumberJson(p.value));
+    }
+    a.push_back({{"key", runs::MetricNameToKey(s.metric)}, {"metric", s.metric}, {"labels", runs::StepLabelsJson(s)},
+                 {"steps", std::move(steps)}, {"timestamps", std::move(ts)}, {"values", std::move(values)}});
+  }
+  return JsonSuccess(a);
+}
+
 Response GetRun(runs::RunStore& store, std::string_view id) {
   auto r = store.Get(id);
   if (!r.ok()) return ApiError(r.error());
@@ -171,6 +257,12 @@ Response Api::Runs(const Request& req, std::string_view* handler) {
     return GetRun(*store, id);
   }
   std::string_view action = rest.substr(slash + 1);
+  if (action == "history") {
+    *handler = "/api/v1/runs/:id/history";
+    if (!get) return method_not_allowed();
+    if (store == nullptr) return unavailable();
+    return RunHistory(*store, id, req);
+  }
   static constexpr std::string_view kActions[] = {"batches", "heartbeat", "finish", "alerts"};
   static constexpr std::string_view kHandlers[] = {"/api/v1/runs/:id/batches", "/api/v1/runs/:id/heartbeat",
                                                    "/api/v1/runs/:id/finish", "/api/v1/runs/:id/alerts"};

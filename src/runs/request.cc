@@ -61,6 +61,17 @@ Result<std::optional<int64_t>> OptInt(const Json& j, const char* field, int64_t 
   return std::optional<int64_t>(*v);
 }
 
+// A unix time in seconds (a number, fractions allowed) as ms, for imported
+// runs' own start and end times: from 1970 to the year 9999.
+Result<std::optional<int64_t>> OptTime(const Json& j, const char* field) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return std::optional<int64_t>();
+  if (!it->is_number()) return FieldError(field, "expected unix seconds (a number)");
+  double s = it->get<double>();
+  if (!(s >= 0 && s < 253402300800.0)) return FieldError(field, "expected unix seconds between 1970 and 9999");
+  return std::optional<int64_t>(static_cast<int64_t>(std::llround(s * 1000)));
+}
+
 Result<Json> OptSummary(const Json& j) {
   auto it = j.find("summary");
   if (it == j.end() || it->is_null()) return Json::object();
@@ -109,6 +120,7 @@ Result<CreateRequest> ParseCreateRequest(std::string_view body) {
   ASSIGN_OR_RETURN(r.pid, OptInt(j, "pid", 0));
   ASSIGN_OR_RETURN(r.world_size, OptInt(j, "world_size", 1));
   ASSIGN_OR_RETURN(r.rank, OptInt(j, "rank", 0));
+  ASSIGN_OR_RETURN(r.start_time_ms, OptTime(j, "start_time"));
   if (auto c = j.find("config"); c != j.end() && !c->is_null()) {
     if (!c->is_object()) return FieldError("config", "expected an object");
     r.config = *c;
@@ -202,6 +214,7 @@ Result<FinishRequest> ParseFinishRequest(std::string_view body) {
   }
   r.status = st->get<std::string>();
   ASSIGN_OR_RETURN(r.summary, OptSummary(j));
+  ASSIGN_OR_RETURN(r.end_time_ms, OptTime(j, "end_time"));
   return r;
 }
 

@@ -26,6 +26,9 @@ struct CreateRequest {
   // A rank other than 0 only makes sure the run exists: it never changes the
   // metadata or status of a run rank 0 registered (docs/runs-api.md).
   std::optional<int64_t> rank;
+  // `start_time` (unix seconds): the run's own start, for runs imported from
+  // another tracker; used when the run is created, ignored on a resume.
+  std::optional<int64_t> start_time_ms;
 };
 Result<CreateRequest> ParseCreateRequest(std::string_view body);
 
@@ -62,6 +65,7 @@ Json RejectionsJson(const std::vector<Rejection>& r);
 struct FinishRequest {
   std::string status;  // finished or failed
   Json summary = Json::object();
+  std::optional<int64_t> end_time_ms;  // `end_time` (unix seconds); default: now
 };
 Result<FinishRequest> ParseFinishRequest(std::string_view body);
 

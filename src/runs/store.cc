@@ -29,7 +29,19 @@ CREATE TABLE IF NOT EXISTS alerts(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, time_ms INTEGER NOT NULL,
   title TEXT NOT NULL, text TEXT NOT NULL, level TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS alerts_by_run ON alerts(run_id, seq);
+CREATE TABLE IF NOT EXISTS step_series(
+  id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, rank INTEGER NOT NULL, host TEXT NOT NULL, metric TEXT NOT NULL,
+  UNIQUE(run_id, rank, metric));
+CREATE TABLE IF NOT EXISTS step_chunks(
+  seq INTEGER PRIMARY KEY, series INTEGER NOT NULL, n INTEGER NOT NULL,
+  min_step INTEGER NOT NULL, max_step INTEGER NOT NULL, min_ts INTEGER NOT NULL, max_ts INTEGER NOT NULL,
+  data BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS step_chunks_by_series ON step_chunks(series, seq);
 )sql";
+
+// PRAGMA user_version: 0 before the step store (logged values only in the
+// TSDB), 1 with it.
+constexpr int64_t kSchemaVersion = 1;
 
 constexpr const char* kRunColumns =
     "id, project, name, status, config, tags, summary, total_steps, step, start_time_ms, end_time_ms, "
@@ -90,6 +102,8 @@ RunStore::RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Quer
 RunStore::~RunStore() {
   Stop();
   std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<std::mutex> r(read_mu_);
+  if (rdb_ != nullptr) sqlite3_close(rdb_);
   if (db_ != nullptr) sqlite3_close(db_);
 }
 
@@ -136,6 +150,23 @@ Status RunStore::Init() {
     runs_.emplace(std::move(id), std::move(r));
   }
   RETURN_IF_ERROR(q.status());
+  int64_t version = 0;
+  {
+    Stmt v(db_, "PRAGMA user_version");
+    if (v.Step()) version = v.Int(0);
+    RETURN_IF_ERROR(v.status());
+  }
+  if (version < kSchemaVersion) {
+    if (!runs_.empty()) RETURN_IF_ERROR(MigrateFromTsdb());
+    RETURN_IF_ERROR(Exec(db_, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str()));
+  } else if (version > kSchemaVersion) {
+    return Status::NotSupported("runs.db has schema version " + std::to_string(version) +
+                                      ", newer than this trainwatch knows (" + std::to_string(kSchemaVersion) + ")");
+  }
+  if (sqlite3_open_v2(opts_.path.c_str(), &rdb_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    return Status::IOError(rdb_ ? sqlite3_errmsg(rdb_) : "out of memory");
+  }
+  sqlite3_busy_timeout(rdb_, 5000);
   TW_LOG(Info, "runs: opened {} ({} runs, synchronous={})", opts_.path, runs_.size(), opts_.sync_full ? "FULL" : "NORMAL");
   return Status::OK();
 }
@@ -220,7 +251,7 @@ Result<Run> RunStore::CreateOrResume(const CreateRequest& req) {
     r.id = req.id;
     r.project = req.project;
     r.name = UniqueName(req.project, req.name.value_or(req.id));
-    r.start_time_ms = now;
+    r.start_time_ms = req.start_time_ms.value_or(now);
   }
   r.heartbeat_time_ms = now;
   if (req.config) r.config = *req.config;
@@ -267,7 +298,7 @@ Result<Run> RunStore::Finish(std::string_view id, const FinishRequest& req) {
   Run r = runs_.at(std::string(id));
   int64_t now = Now();
   r.status = req.status;
-  r.end_time_ms = now;
+  r.end_time_ms = req.end_time_ms.value_or(now);
   r.heartbeat_time_ms = now;
   r.eta_seconds.reset();
   MergeSummary(&r.summary, req.summary);

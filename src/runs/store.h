@@ -1,15 +1,19 @@
 #pragma once
 // RunStore: the experiment-tracking runs of docs/runs-api.md. Run metadata,
-// the last batch ids of each run and run alerts live in SQLite at
-// <data-dir>/runs.db; logged values and the run series go to the TSDB
-// through storage::Appendable and are read back through storage::Queryable.
+// the last batch ids of each run, run alerts and the step store (every
+// logged value by run, rank, key and step, in compressed chunks: steps.h)
+// live in SQLite at <data-dir>/runs.db. The TSDB gets the time view of the
+// logged values (at most one sample per series, batch and second, never
+// later than the server's clock; docs/training-metrics.md) and the run
+// series through storage::Appendable.
 //
-// Durability: a batch's samples are committed to the TSDB (durable per the
-// WAL sync policy) before its batch id and the run row are committed to
-// SQLite (WAL journal; synchronous=FULL by default, NORMAL with
-// `sync_full = false`). A crash between the two leaves the id unrecorded; the
-// client's retry re-appends the same (series, timestamp, value) samples,
-// which the TSDB ignores as duplicates, so every step is stored once.
+// Durability: a batch's time-view samples are committed to the TSDB (durable
+// per the WAL sync policy) before its batch id, its step-store chunks and the
+// run row are committed to SQLite in one transaction (WAL journal;
+// synchronous=FULL by default, NORMAL with `sync_full = false`). The step
+// store therefore holds a batch exactly once; a crash between the two leaves
+// the id unrecorded, and the client's retry re-appends the same
+// (series, timestamp, value) samples, which the TSDB ignores as duplicates.
 //
 // Thread-safe. Mutations of one run are serialized; different runs proceed
 // in parallel.
@@ -31,6 +35,7 @@
 #include "runs/filter.h"
 #include "runs/request.h"
 #include "runs/run.h"
+#include "runs/steps.h"
 #include "storage/storage.h"
 
 struct sqlite3;
@@ -67,6 +72,27 @@ struct MetricsQuery {
   std::optional<int64_t> start, end;  // inclusive, in x units (step, or unix ms)
 };
 
+// One series of the step store: the values of one key logged by one rank
+// (or by a run without ranks).
+struct StepSeries {
+  std::string metric;           // KeyToMetricName(key)
+  std::optional<int64_t> rank;  // absent: batches without a rank
+  std::string host;             // the rank's host (ranked series only)
+  std::vector<StepPoint> points;  // by step, each step once (the last write)
+};
+
+// {"host", "rank"} of a ranked series, {} of a rankless one: the labels its
+// TSDB time view carries besides project and run.
+Json StepLabelsJson(const StepSeries& s);
+
+// What ReadSteps returns; every bound inclusive.
+struct StepQuery {
+  std::vector<std::string> metrics;  // empty: every metric the run logged
+  std::optional<int64_t> rank;       // -1: only rankless series
+  std::optional<int64_t> start_step, end_step;
+  std::optional<int64_t> start_ms, end_ms;  // on the points' wall time
+};
+
 class RunStore {
  public:
   // Opens (creating) the database. `app` and `queryable` must outlive the store.
@@ -96,6 +122,8 @@ class RunStore {
   std::vector<Run> List(const Filter& filter, const ListOptions& opts) const;
   // Per run and key series, as the JSON array the API answers.
   Result<Json> ReadMetrics(const MetricsQuery& q) const;
+  // The step store's series of run `id`, sorted by metric, then rank.
+  Result<std::vector<StepSeries>> ReadSteps(std::string_view id, const StepQuery& q) const;
 
   // Marks running runs whose last heartbeat (or the store's opening, if
   // later) is older than the timeout as crashed; returns how many.
@@ -107,9 +135,7 @@ class RunStore {
  struct Live;  // internal: per-run live state (store_internal.h)
 
  private:
-  // WriteBatch once the points the TSDB would refuse for their time are
-  // moved to the rejections.
-  Result<BatchResult> WriteCheckedBatch(std::string_view id, const BatchRequest& batch);
+  struct StepSeriesState;
   RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Queryable* q);
   Status Init();
   int64_t Now() const { return opts_.now_ms(); }
@@ -119,6 +145,20 @@ class RunStore {
   // Appends the run series of `r` at now (heartbeat, active, start, total,
   // and with `progress` the progress ratio and ETA) and commits.
   Status WriteRunSeries(const Run& r, Live& live, bool progress, bool ended);
+  // Step store (store_steps.cc). REQUIRES: mu_ and the run's write_mu held.
+  // The state of series (rank, metric) of run `id`, created if `create`
+  // (the row is then written in the caller's transaction); nullptr if absent.
+  Result<StepSeriesState*> StepSeriesOf(Live& live, const std::string& id, int64_t rank, const std::string& host,
+                                        const std::string& metric);
+  // Writes `pts` (in logged order) as chunks of `s`, in the caller's transaction.
+  Status AppendSteps(StepSeriesState& s, std::vector<StepPoint> pts);
+  // Merges the newest small chunks of `s` into one once there are enough of
+  // them, in a transaction of its own.
+  Status CompactSteps(StepSeriesState& s);
+  // Data dirs from before the step store: copies each run's logged values
+  // from the TSDB (joined with trainwatch_run_step on timestamp) into it.
+  // REQUIRES: mu_ held, in Init.
+  Status MigrateFromTsdb();
 
   const RunStoreOptions opts_;
   storage::Appendable* const app_;
@@ -127,6 +167,10 @@ class RunStore {
 
   mutable std::mutex mu_;
   sqlite3* db_ = nullptr;             // guarded by mu_
+  // A second connection for the step store's reads, so a long read never
+  // holds up writes (WAL mode: readers see the last commit).
+  mutable std::mutex read_mu_;
+  sqlite3* rdb_ = nullptr;            // guarded by read_mu_
   std::map<std::string, Run> runs_;   // by id; guarded by mu_
   std::map<std::string, std::unique_ptr<Live>> live_;  // by id; never erased; guarded by mu_
   AlertSink alert_sink_;              // guarded by mu_

@@ -1,7 +1,9 @@
-// RunStore::WriteBatch: a batch of logged points into the TSDB, then its id
-// and the run's new state into SQLite (see store.h on durability).
+// RunStore::WriteBatch: a batch's time view into the TSDB, then its id, its
+// points in the step store and the run's new state into SQLite in one
+// transaction (see store.h on durability).
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 #include "base/log.h"
@@ -44,29 +46,7 @@ std::optional<double> UpdateRate(RunStore::Live* live, const std::vector<BatchPo
 
 }  // namespace
 
-Result<BatchResult> RunStore::WriteBatch(std::string_view id, const BatchRequest& b) {
-  // A point stamped too far ahead of the server's clock (or older than the
-  // retention) is rejected on its own, as a value that cannot be stored is:
-  // the rest of the batch is stored and the batch id recorded.
-  bool refused = false;
-  for (const BatchPoint& p : b.points) refused = refused || !app_->CheckTimestamp(p.ts_ms).ok();
-  if (!refused) return WriteCheckedBatch(id, b);
-  BatchRequest kept = b;
-  kept.points.clear();
-  for (const BatchPoint& p : b.points) {
-    Status st = app_->CheckTimestamp(p.ts_ms);
-    if (st.ok()) {
-      kept.points.push_back(p);
-    } else {
-      kept.rejected.push_back(Rejection{p.index, std::nullopt, "ts: " + st.message()});
-    }
-  }
-  std::stable_sort(kept.rejected.begin(), kept.rejected.end(),
-            [](const Rejection& x, const Rejection& y) { return x.point < y.point; });
-  return WriteCheckedBatch(id, kept);
-}
-
-Result<BatchResult> RunStore::WriteCheckedBatch(std::string_view id_view, const BatchRequest& b) {
+Result<BatchResult> RunStore::WriteBatch(std::string_view id_view, const BatchRequest& b) {
   std::string id(id_view);
   std::unique_lock<std::mutex> l(mu_);
   if (!runs_.contains(id)) return Status::NotFound("run \"" + id + "\" not found");
@@ -87,14 +67,15 @@ Result<BatchResult> RunStore::WriteCheckedBatch(std::string_view id_view, const 
   const bool owner = !b.rank || *b.rank == 0;
   std::string rank = b.rank ? std::to_string(*b.rank) : std::string();
   std::string host = b.rank ? (b.host.empty() ? r.host : b.host) : std::string();
-  // The newest point by timestamp sets the run's step.
+  // The newest point by timestamp (one ahead of the server's clock counts as
+  // now) sets the run's step.
+  int64_t now = Now();
   const BatchPoint* newest = nullptr;
   for (const BatchPoint& p : b.points) {
-    if (newest == nullptr || p.ts_ms >= newest->ts_ms) newest = &p;
+    if (newest == nullptr || std::min(p.ts_ms, now) >= std::min(newest->ts_ms, now)) newest = &p;
   }
 
   Run next = r;
-  int64_t now = Now();
   next.heartbeat_time_ms = now;
   if (next.status == kCrashed) {  // a client that was only silent
     next.status = std::string(kRunning);
@@ -117,10 +98,27 @@ Result<BatchResult> RunStore::WriteCheckedBatch(std::string_view id_view, const 
   }
   for (const auto& [k, v] : b.summary.items()) next.summary[k] = v;
 
-  // Samples: each value and the point's step under the same labels, so x=step
-  // is a join on timestamp; then the run series.
+  // The time view (docs/training-metrics.md): per second of the points' wall
+  // time, one sample per key, the last value (a NaN or Inf of that second
+  // wins, so the rules see it), and the step, at the second's last point's
+  // time, never later than now. A second older than the retention is left
+  // to the step store.
   size_t accepted = 0;
-  int64_t series_ts = std::max(now, live.last_series_ts + 1);
+  // The run series at now; a second batch of the same millisecond leaves
+  // them be rather than stamp them ahead of the clock.
+  const bool run_series_due = now > live.last_series_ts;
+  // (time clamped to now, point), in time order: points stamped ahead of
+  // the server's clock all fall into its current second.
+  std::vector<std::pair<int64_t, const BatchPoint*>> by_ts;
+  by_ts.reserve(b.points.size());
+  for (const BatchPoint& p : b.points) {
+    by_ts.emplace_back(std::min(p.ts_ms, now), &p);
+    accepted += p.values.size();
+  }
+  std::stable_sort(by_ts.begin(), by_ts.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  auto second_of = [](int64_t t) { return t / 1000 - (t % 1000 < 0 ? 1 : 0); };  // floor
+  const int64_t rank_no = b.rank ? *b.rank : -1;
+  int64_t view_ts = live.view_ts[rank_no];
   Status s = ingest::AppendAndCommit(*app_, [&](storage::Appender* app) -> Status {
     std::unordered_map<std::string, storage::SeriesRef> refs;
     auto add = [&](const std::string& metric, int64_t t, double v) -> Status {
@@ -132,40 +130,73 @@ Result<BatchResult> RunStore::WriteCheckedBatch(std::string_view id_view, const 
       return Status::OK();
     };
     const std::string step_name(kStepSeries);
-    for (const BatchPoint& p : b.points) {
-      for (const BatchValue& v : p.values) RETURN_IF_ERROR(add(v.metric, p.ts_ms, v.value));
-      accepted += p.values.size();
-      RETURN_IF_ERROR(add(step_name, p.ts_ms, static_cast<double>(p.step)));
+    std::vector<std::pair<const std::string*, double>> last;  // per key of the second
+    for (size_t i = 0; i < by_ts.size();) {
+      size_t j = i;
+      int64_t sec = second_of(by_ts[i].first);
+      last.clear();
+      for (; j < by_ts.size() && second_of(by_ts[j].first) == sec; j++) {
+        for (const BatchValue& v : by_ts[j].second->values) {
+          auto it = std::find_if(last.begin(), last.end(), [&](const auto& e) { return *e.first == v.metric; });
+          if (it == last.end()) last.emplace_back(&v.metric, v.value);
+          else if (!std::isfinite(v.value) || std::isfinite(it->second)) it->second = v.value;
+        }
+      }
+      const BatchPoint& end = *by_ts[j - 1].second;
+      int64_t t = by_ts[j - 1].first;
+      i = j;
+      // A batch whose second ends in the millisecond the previous sample
+      // was written at (the previous batch's end) goes 1 ms later, if that
+      // is not ahead of the clock: the TSDB would keep the older sample.
+      if (t == view_ts && t < now) t++;
+      if (!app_->CheckTimestamp(t).ok()) continue;
+      view_ts = t;
+      for (const auto& [metric, v] : last) RETURN_IF_ERROR(add(*metric, t, v));
+      RETURN_IF_ERROR(add(step_name, t, static_cast<double>(end.step)));
     }
     auto run_series = [&](std::string_view name, int64_t t, double v) -> Status {
       auto res = app->Append(0, RunLabels(name, next), t, v);
       return res.ok() ? Status::OK() : res.error();
     };
-    if (owner && b.rank && newest != nullptr) {
+    if (owner && b.rank && newest != nullptr && app_->CheckTimestamp(std::min(newest->ts_ms, now)).ok()) {
       // A ranked batch's points carry rank/host; the run's own step series is rankless.
-      RETURN_IF_ERROR(run_series(kStepSeries, newest->ts_ms, static_cast<double>(newest->step)));
+      RETURN_IF_ERROR(run_series(kStepSeries, std::min(newest->ts_ms, now), static_cast<double>(newest->step)));
     }
-    RETURN_IF_ERROR(run_series("trainwatch_run_heartbeat_timestamp_seconds", series_ts, now / 1000.0));
-    RETURN_IF_ERROR(run_series("trainwatch_run_active", series_ts, next.status == kRunning ? 1 : 0));
-    RETURN_IF_ERROR(run_series("trainwatch_run_start_timestamp_seconds", series_ts, next.start_time_ms / 1000.0));
+    if (!run_series_due) return Status::OK();
+    RETURN_IF_ERROR(run_series("trainwatch_run_heartbeat_timestamp_seconds", now, now / 1000.0));
+    RETURN_IF_ERROR(run_series("trainwatch_run_active", now, next.status == kRunning ? 1 : 0));
+    RETURN_IF_ERROR(run_series("trainwatch_run_start_timestamp_seconds", now, next.start_time_ms / 1000.0));
     if (next.total_steps) {
-      RETURN_IF_ERROR(run_series("trainwatch_run_total_steps", series_ts, static_cast<double>(*next.total_steps)));
+      RETURN_IF_ERROR(run_series("trainwatch_run_total_steps", now, static_cast<double>(*next.total_steps)));
     }
     if (owner && newest != nullptr) {
-      if (auto p = next.progress()) RETURN_IF_ERROR(run_series("trainwatch_run_progress_ratio", series_ts, *p));
-      if (next.eta_seconds) RETURN_IF_ERROR(run_series("trainwatch_run_eta_seconds", series_ts, *next.eta_seconds));
+      if (auto p = next.progress()) RETURN_IF_ERROR(run_series("trainwatch_run_progress_ratio", now, *p));
+      if (next.eta_seconds) RETURN_IF_ERROR(run_series("trainwatch_run_eta_seconds", now, *next.eta_seconds));
     }
     return Status::OK();
   });
   if (!s.ok()) return s.Annotate("batch " + b.batch_id);
-  live.last_series_ts = series_ts;
+  if (run_series_due) live.last_series_ts = now;
+  live.view_ts[rank_no] = view_ts;
   live.window = std::move(rate.window);
   live.last = rate.last;
+
+  // The step store's points, per series in the order logged.
+  std::map<std::string, std::vector<StepPoint>> points;
+  for (const BatchPoint& p : b.points) {
+    for (const BatchValue& v : p.values) points[v.metric].push_back({p.step, p.ts_ms, v.value});
+  }
+  std::vector<StepSeriesState*> touched;
 
   l.lock();
   Status db = [&]() -> Status {
     RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
     Status st = [&]() -> Status {
+      for (auto& [metric, pts] : points) {
+        ASSIGN_OR_RETURN(StepSeriesState * ss, StepSeriesOf(live, id, rank_no, host, metric));
+        RETURN_IF_ERROR(AppendSteps(*ss, std::move(pts)));
+        touched.push_back(ss);
+      }
       Stmt ins(db_, "INSERT OR IGNORE INTO batches(run_id, batch_id) VALUES(?1, ?2)");
       ins.Bind(1, id).Bind(2, b.batch_id);
       RETURN_IF_ERROR(ins.Run());
@@ -186,11 +217,22 @@ Result<BatchResult> RunStore::WriteCheckedBatch(std::string_view id_view, const 
     return Exec(db_, "COMMIT");
   }();
   if (!db.ok()) {
-    // The samples are durable; a retry of the batch re-appends them as duplicates.
+    // The time view is durable; a retry of the batch re-appends it as
+    // duplicates and writes the step store then. The series states may hold
+    // tails of the rolled-back chunks: read them afresh next time.
+    live.steps.clear();
     TW_LOG(Error, "runs: record batch {} of {}: {}", b.batch_id, id, db.ToString());
     return db;
   }
   runs_[id] = std::move(next);
+  for (StepSeriesState* ss : touched) {
+    Status st = CompactSteps(*ss);
+    if (!st.ok()) {
+      // The small chunks stay as they are, readable; merging tries again later.
+      TW_LOG(Warn, "runs: merge step chunks of {}: {}", id, st.ToString());
+      ss->tail.clear();
+    }
+  }
   return BatchResult{accepted, false, b.rejected};
 }
 

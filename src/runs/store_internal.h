@@ -6,17 +6,29 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "model/labels.h"
 #include "runs/store.h"
 
 namespace trainwatch::runs {
+
+// A step-store series being written: its row id and the newest chunks that
+// are still small (fewer than kFullChunk points), which CompactSteps merges.
+struct RunStore::StepSeriesState {
+  int64_t id = 0;
+  std::string host;
+  std::vector<std::pair<int64_t, int64_t>> tail;  // (seq, points), oldest first
+};
+inline constexpr int64_t kFullChunk = 4096;  // a chunk this big is left alone
+inline constexpr size_t kMergeTail = 8;      // merge the small tail once it has this many chunks
 
 struct RunStore::Live {
   std::mutex write_mu;           // serializes the mutations of one run
@@ -25,6 +37,9 @@ struct RunStore::Live {
   std::optional<std::pair<int64_t, int64_t>> last;  // the newest rank-0 point
   int64_t last_series_ts = 0;    // timestamp of the last run-series sample written
   uint64_t batches_since_trim = 0;
+  std::map<int64_t, int64_t> view_ts;  // by rank (-1: none): time of the last time-view sample
+  // Step-store series written since the store opened, by (rank or -1, metric).
+  std::map<std::pair<int64_t, std::string>, StepSeriesState> steps;
 };
 
 // One prepared statement; Status-returning steps. Not thread-safe.
@@ -43,6 +58,10 @@ class Stmt {
   }
   Stmt& Bind(int i, int64_t v) { Check(sqlite3_bind_int64(st_, i, v)); return *this; }
   Stmt& Bind(int i, double v) { Check(sqlite3_bind_double(st_, i, v)); return *this; }
+  Stmt& BindBlob(int i, std::string_view b) {
+    Check(sqlite3_bind_blob(st_, i, b.data(), static_cast<int>(b.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
   template <typename T>
   Stmt& Bind(int i, const std::optional<T>& v) {
     if (v) return Bind(i, *v);
@@ -74,6 +93,11 @@ class Stmt {
     const unsigned char* p = sqlite3_column_text(st_, col);
     return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(st_, col)) : std::string();
   }
+  std::string_view Blob(int col) const {
+    const void* p = sqlite3_column_blob(st_, col);
+    return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(st_, col)))
+             : std::string_view();
+  }
   std::optional<int64_t> OptInt(int col) const { return IsNull(col) ? std::nullopt : std::optional<int64_t>(Int(col)); }
 
  private:
@@ -92,5 +116,13 @@ model::Labels RunLabels(std::string_view name, const Run& r,
                         std::initializer_list<std::pair<std::string_view, std::string_view>> extra = {});
 
 inline constexpr std::string_view kStepSeries = "trainwatch_run_step";
+
+// Inserts `pts` (strictly increasing steps) as chunks of at most
+// kMaxChunkPoints points into step series `series`; `seqs` (oldest first,
+// one per chunk, or empty for fresh rowids) names their rows. Returns the
+// (seq, points) of each chunk written.
+Result<std::vector<std::pair<int64_t, int64_t>>> InsertStepChunks(sqlite3* db, int64_t series,
+                                                                  const std::vector<StepPoint>& pts,
+                                                                  const std::vector<int64_t>& seqs);
 
 }  // namespace trainwatch::runs

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """End-to-end test of the Python client (clients/python) against the real
 trainwatch binary: a loop logging faster than one step per millisecond
-lands every step exactly once; a server killed mid-run and restarted gets
-the spooled batches replayed, nothing lost, nothing duplicated; an uncaught
+lands every step exactly once (by step), while the TSDB's time view holds
+a few samples, none in the future; a server killed mid-run and restarted gets
+the spooled batches replayed, nothing lost, nothing duplicated; a spool
+replayed later keeps each point's wall time; a run resumed from a
+checkpoint re-logs steps, the last write wins; an uncaught
 exception marks the run failed; a run whose heartbeats stop is marked
 crashed while a live idle run is not; ranks of one distributed run; stdout
 capture; a sender cycle sends only what was queued when it began; the
@@ -82,10 +85,25 @@ class ClientTest(unittest.TestCase):
         return trainwatch.init(**kw)
 
     def losses(self, run_name):
-        """Every stored loss sample of the run: [(ts, value)], via export (no lookback limits)."""
+        """Every loss sample of the run in the TSDB (its time view): [(ts, value)], via export (no lookback limits)."""
         series = self.server.export('loss{run="%s"}' % run_name)
         self.assertEqual(len(series), 1, series.keys())
         return next(iter(series.values()))
+
+    def by_step(self, run_id, key="loss"):
+        """{rank label (None without): [(step, value)]} of one key, by step, at full resolution (runs metrics)."""
+        out = {}
+        for s in self.get("/api/v1/runs/metrics?x=step&points=100000&ids=%s&keys=%s"
+                          % (run_id, urllib.parse.quote(key))):
+            self.assertEqual(s["key"], key)
+            self.assertEqual(s["total_points"], len(s["points"]))
+            self.assertTrue(all(p["count"] == 1 for p in s["points"]), s["points"][:5])
+            out[s.get("labels", {}).get("rank")] = [(p["x"], p["last"]) for p in s["points"]]
+        return out
+
+    def history(self, run_id, **params):
+        """GET /api/v1/runs/{id}/history (JSON): one entry per key and rank, every stored point."""
+        return self.get("/api/v1/runs/%s/history?%s" % (run_id, urllib.parse.urlencode(params)))
 
     def script(self, body, env=None, wait=True):
         path = os.path.join(self.tmp, "train_%d.py" % len(self.procs))
@@ -116,21 +134,55 @@ class ClientTest(unittest.TestCase):
         t0 = time.time()
         for step in range(n):
             run.log({"loss": loss_at(step), "acc": step / n}, step=step)
-        logging_ms = (time.time() - t0) * 1000
-        last_ts = run._last_ts
+        logging_s = time.time() - t0
         run.summary["best"] = 0.5
         run.finish()
+        finished = time.time()
         self.assertEqual(run.spooled, 0)
-        # The premise: logging outran the millisecond clock, so the client
-        # spread the timestamps past wall-clock time; query at the last one.
-        if logging_ms < n:
-            self.assertGreater(last_ts, t0 * 1000 + logging_ms)
+        # Every step once, by step, with its value.
+        self.assertEqual(self.by_step(run.id, "loss"), {"0": [(s, loss_at(s)) for s in range(n)]})
+        self.assertEqual(self.by_step(run.id, "acc"), {"0": [(s, s / n) for s in range(n)]})
+        hist = self.history(run.id, keys="loss")
+        self.assertEqual(len(hist), 1, [h["key"] for h in hist])
+        h = hist[0]
+        self.assertEqual((h["key"], h["metric"], h["labels"]["rank"]), ("loss", "loss", "0"))
+        self.assertEqual(h["steps"], list(range(n)))
+        self.assertEqual(h["values"], [loss_at(s) for s in range(n)])
+        # The premise: logging outran the millisecond clock. Each point has
+        # the wall time of its log() call, unadjusted, so many share one.
+        ts = h["timestamps"]
+        if logging_s * 1000 < n:
+            self.assertLess(len(set(ts)), n)
+        self.assertEqual(ts, sorted(ts))
+        self.assertGreaterEqual(ts[0], int(t0 * 1000) - 1)
+        self.assertLessEqual(ts[-1], int((t0 + logging_s) * 1000) + 1)
+        # The TSDB's time view: no sample of the run later than now, one per
+        # series and timestamp, at most one per batch and second of each series.
+        series = self.server.export('{project="fast",run="fast"}')
+        for labels, pts in series.items():
+            times = [t for t, _ in pts]
+            self.assertLessEqual(max(times), (finished + 1) * 1000, labels)
+            self.assertEqual(len(set(times)), len(times), labels)
         samples = self.losses(run.name)
-        self.assertEqual(sorted(v for _, v in samples), sorted(loss_at(s) for s in range(n)))
-        self.assertEqual(len(set(ts for ts, _ in samples)), n)
-        at = last_ts / 1000 + 0.001
-        count = self.query('count_over_time(loss{run="%s"}[1h])' % run.name, at)
-        self.assertEqual(float(count[0]["value"][1]), n)
+        self.assertGreaterEqual(len(samples), 1)
+        self.assertLessEqual(len(samples), run._sender.sent_batches + int(logging_s) + 2)
+        self.assertLess(len(samples), n / 100)
+        # Each sample is the value of the last step of its second in its batch,
+        # at that step's time (1 ms later where the previous batch's sample
+        # took that millisecond), and trainwatch_run_step holds that step.
+        step_of = {loss_at(s): s for s in range(n)}
+        self.assertEqual(len(step_of), n)
+        steps = [v for k, v in series.items() if dict(k)["__name__"] == "trainwatch_run_step" and dict(k).get("rank") == "0"]
+        self.assertEqual(len(steps), 1, [k for k in series if dict(k)["__name__"] == "trainwatch_run_step"])
+        steps = dict(steps[0])
+        for t, v in samples:
+            self.assertIn(t - ts[step_of[v]], (0, 1), (t, v))
+            self.assertEqual(steps.get(t), float(step_of[v]), (t, v))
+        # The last sample is the last value logged.
+        self.assertEqual(samples[-1][1], loss_at(n - 1))
+        self.assertIn(samples[-1][0] - ts[-1], (0, 1))
+        count = self.query('count_over_time(loss{run="%s"}[1h])' % run.name, finished + 1)
+        self.assertEqual(float(count[0]["value"][1]), len(samples))
         m = self.get("/api/v1/runs/metrics?ids=%s&keys=loss&x=step&points=100000" % run.id)
         self.assertEqual(m[0]["total_points"], n)
         self.assertEqual([p["x"] for p in m[0]["points"]], list(range(n)))
@@ -163,15 +215,75 @@ class ClientTest(unittest.TestCase):
         run.alert("done", "all steps logged", "warning")
         run.finish()
         self.assertEqual(run.spooled, 0)
-        samples = self.losses(run.name)
-        self.assertEqual(sorted(v for _, v in samples), sorted(loss_at(s) for s in range(n)))
+        # Every step exactly once, by step, with its value.
+        self.assertEqual(self.by_step(run.id), {"0": [(s, loss_at(s)) for s in range(n)]})
+        h = self.history(run.id, keys="loss")
+        self.assertEqual([x["steps"] for x in h], [list(range(n))])
         info = self.get("/api/v1/runs/" + run.id)
         self.assertEqual(info["status"], "finished")
         self.assertEqual(info["step"], n - 1)
         self.assertEqual([(a["title"], a["level"]) for a in info.get("alerts", [])], [("done", "warning")])
-        steps = self.server.export('trainwatch_run_step{run="%s",rank="0"}' % run.name)
-        vals = sorted(v for _, v in next(iter(steps.values())))
-        self.assertEqual(vals, list(range(n)))
+
+    def test_spool_replay_keeps_each_points_wall_time(self):
+        # The server is down while the steps are logged: they are replayed
+        # later, each with the time of its log() call, in the step store and
+        # in the TSDB's time view alike.
+        port = twtest.free_port()
+        self.server = Server(self.data, port=port)  # not started yet: nothing listens on the port
+        run = self.init(project="replay", name="replay", timeout=1)
+        n, calls = 30, []
+        for step in range(n):
+            before = time.time()
+            run.log({"loss": loss_at(step)}, step=step)
+            calls.append((before, time.time()))
+            time.sleep(0.1)  # the steps span a few seconds
+        time.sleep(1.0)
+        self.assertGreater(run.spooled, 0)
+        replayed = time.time()
+        self.server.start()
+        run.finish()
+        self.assertEqual(run.spooled, 0)
+        h = self.history(run.id)
+        self.assertEqual(len(h), 1, h)
+        h = h[0]
+        self.assertEqual((h["key"], h["steps"]), ("loss", list(range(n))))
+        self.assertEqual(h["values"], [loss_at(s) for s in range(n)])
+        for step, (t, (before, after)) in enumerate(zip(h["timestamps"], calls)):
+            self.assertIsInstance(t, int)
+            self.assertGreaterEqual(t, before * 1000 - 2, step)
+            self.assertLessEqual(t, after * 1000 + 2, step)
+        # Time view: samples at the points' own times (per batch, the last
+        # point of each second), not at replay time.
+        step_at = dict(zip(h["timestamps"], h["steps"]))
+        self.assertEqual(len(step_at), n)
+        samples = self.losses(run.name)
+        for t, v in samples:
+            self.assertIn(t, step_at)
+            self.assertEqual(v, loss_at(step_at[t]), t)
+            self.assertLess(t, replayed * 1000)
+        self.assertEqual({t // 1000 for t, _ in samples}, {t // 1000 for t in h["timestamps"]})
+        self.assertEqual(samples[-1], (h["timestamps"][-1], loss_at(n - 1)))
+
+    def test_resume_from_checkpoint_last_write_wins(self):
+        self.start()
+        run = self.init(project="resume", name="resume", id="resume1", total_steps=150)
+        for step in range(100):
+            run.log({"loss": 1000.0 + step}, step=step)
+        run.finish("failed")
+        # The job restarts from the checkpoint of step 50 and logs 50..149 again.
+        run = self.init(project="resume", name="resume", id="resume1", total_steps=150)
+        for step in range(50, 150):
+            run.log({"loss": 2000.0 + step}, step=step)
+        run.finish()
+        want = [(s, (1000.0 if s < 50 else 2000.0) + s) for s in range(150)]
+        self.assertEqual(self.by_step("resume1"), {"0": want})
+        h = self.history("resume1", keys="loss")
+        self.assertEqual(len(h), 1, h)
+        self.assertEqual(list(zip(h[0]["steps"], h[0]["values"])), want)
+        h = self.history("resume1", keys="loss", start=40, end=60)  # steps, inclusive
+        self.assertEqual(list(zip(h[0]["steps"], h[0]["values"])), want[40:61])
+        info = self.get("/api/v1/runs/resume1")
+        self.assertEqual((info["status"], info["step"], info["name"]), ("finished", 149, "resume"))
 
     def test_a_cycle_sends_what_was_queued_when_it_began(self):
         # Points and alerts queued while a request is in flight wait for the
@@ -229,7 +341,9 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(status, 200)
         with urllib.request.urlopen(self.url + path) as r:
             self.assertEqual(body, r.read())
-        self.assertEqual(len(json.loads(body.splitlines()[0])["values"]), 500)
+        values = json.loads(body.splitlines()[0])["values"]  # the time view: a few samples
+        self.assertTrue(set(values) <= {loss_at(s) for s in range(500)}, values)
+        self.assertEqual(values[-1], loss_at(499))
         status, doc = h.request("GET", "/api/v1/runs/" + run.id)  # the same connection, still in step
         self.assertEqual((status, doc["data"]["name"]), (200, "http"))
         h.close()
@@ -273,7 +387,7 @@ class ClientTest(unittest.TestCase):
         out = subprocess.run([sys.executable, "-m", "trainwatch", "sync", "--spool", self.spool],
                              env=dict(os.environ, PYTHONPATH=CLIENT), capture_output=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        self.assertEqual(len(self.losses(run.name)), 100)
+        self.assertEqual(self.by_step(run.id), {"0": [(0, 1.0)] + [(s, loss_at(s)) for s in range(1, 100)]})
         self.assertEqual(self.get("/api/v1/runs/" + run.id)["status"], "finished")
         self.assertEqual(os.listdir(self.spool), [])
 
@@ -368,11 +482,16 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(info["status"], "finished")
         self.assertEqual(info["config"], {"lr": 0.1, "world": 3})
         self.assertEqual(info["world_size"], world)
-        series = self.server.export('loss{run="ddp"}')
-        by_rank = {dict(k)["rank"]: sorted(v for _, v in pts) for k, pts in series.items()}
+        by_rank = self.by_step(run_id)
         self.assertEqual(sorted(by_rank), ["0", "1", "2"])
         for r in range(world):
-            self.assertEqual(by_rank[str(r)], [(r + 1) * 1000 + s for s in range(200)])
+            self.assertEqual(by_rank[str(r)], [(s, (r + 1) * 1000 + s) for s in range(200)])
+        h = self.history(run_id, keys="loss", rank=1)
+        self.assertEqual([x["labels"]["rank"] for x in h], ["1"])
+        self.assertEqual(list(zip(h[0]["steps"], h[0]["values"])), [(s, 2000 + s) for s in range(200)])
+        self.assertTrue(h[0]["labels"]["host"])
+        series = self.server.export('loss{run="ddp"}')
+        self.assertEqual(sorted(dict(k)["rank"] for k in series), ["0", "1", "2"])
         self.assertTrue(all(dict(k)["host"] for k in series))
 
     def test_bad_values_and_keys_do_not_stop_the_run(self):
@@ -381,7 +500,8 @@ class ClientTest(unittest.TestCase):
         run.log({"loss": 1.0, "nan": float("nan"), "text": "oops", "trainwatch_run_step": 5}, step=0)
         run.log({"loss": 2.0}, step=1)
         run.finish()
-        self.assertEqual(sorted(v for _, v in self.losses("bad")), [1.0, 2.0])
+        self.assertEqual(self.by_step(run.id), {"0": [(0, 1.0), (1, 2.0)]})
+        self.assertEqual(self.by_step(run.id, "nan"), {"0": [(0, "NaN")]})
         nan = next(iter(self.server.export('{__name__="nan",run="bad"}').values()))
         self.assertEqual(len(nan), 1)
         self.assertEqual(self.get("/api/v1/runs/" + run.id)["status"], "finished")

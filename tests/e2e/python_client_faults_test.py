@@ -339,10 +339,11 @@ class FaultsTest(unittest.TestCase):
         self.start(port=port)
         out = self.sync()
         self.assertNotIn("NOT sent", out)
-        for key in ("a_val", "b_val"):
-            series = self.server.export('%s{run="share"}' % key)
-            self.assertEqual(len(series), 1, series.keys())
-            self.assertEqual(sorted(v for _, v in next(iter(series.values()))), list(range(400)))
+        for key in ("a_val", "b_val"):  # every step of both, by step
+            m = self.get("/api/v1/runs/metrics?x=step&points=100000&ids=shared&keys=" + key)
+            self.assertEqual(len(m), 1, m)
+            self.assertEqual([(p["x"], p["last"], p["count"]) for p in m[0]["points"]],
+                             [(s, s, 1) for s in range(400)])
         alerts = sorted(a["title"] for a in self.get("/api/v1/runs/shared").get("alerts", []))
         self.assertEqual(alerts, ["from a_val", "from b_val"])
         self.assertEqual(os.listdir(self.spool), [])

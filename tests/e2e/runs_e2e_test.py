@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """End-to-end test of experiment tracking (docs/runs-api.md) against the real
 trainwatch binary: runs, batches (duplicates, rejected values), kill -9 and
-restart with every acknowledged step present exactly once (PromQL, export and
-/api/v1/runs/metrics), filters, and crash marking by heartbeat timeout.
+restart with every acknowledged step present exactly once (/api/v1/runs/metrics)
+and the TSDB's time view of them (PromQL, export), points far in the future
+or older than the retention (kept by step, never in the TSDB's future),
+the history endpoint (JSON and CSV), filters, and crash marking by
+heartbeat timeout.
 
 Usage: runs_e2e_test.py /path/to/trainwatch [unittest args]
 """
 import http.client
 import json
+import math
 import os
 import shutil
 import sys
@@ -61,6 +65,15 @@ class RunsTest(unittest.TestCase):
         if extra_values:
             pts[0]["values"].update(extra_values)
         return {"batch_id": "%s.r.%d" % (run_id, b), "points": pts}
+
+    @staticmethod
+    def time_view(points):
+        """What the TSDB gets of one batch's finite points [(step, ts, value)]:
+        per second of the points' time, the last point's (ts, step, value)."""
+        last = {}
+        for step, ts, v in points:
+            last[ts // 1000] = (ts, step, v)
+        return sorted(last.values())
 
     def test_batches_survive_kill9_exactly_once(self):
         s = self.start("--runs.heartbeat-timeout", "1h")
@@ -137,15 +150,22 @@ class RunsTest(unittest.TestCase):
             self.assertEqual(r["accepted"], 2 * POINTS_PER_BATCH)
         steps = list(range(last * POINTS_PER_BATCH))
 
-        # PromQL: every step once, with its value.
+        # The TSDB's time view (PromQL, export): per batch and second, the
+        # last point, with trainwatch_run_step at the same timestamp.
+        view = []
+        for b in range(last):
+            view += self.time_view([(st, base_ts + st, loss_at(st))
+                                    for st in range(b * POINTS_PER_BATCH, (b + 1) * POINTS_PER_BATCH)])
+        view.sort()
+        self.assertLess(len(view), len(steps))
         res = self.query('count_over_time(loss{project="e2e",run="first"}[2h])')
         self.assertEqual(len(res), 1, res)
-        self.assertEqual(int(res[0]["value"][1]), len(steps))
+        self.assertEqual(int(res[0]["value"][1]), len(view))
         exported = s.export('{project="e2e",run="first",__name__=~"loss|trainwatch_run_step|train:acc"}')
         by_name = {dict(k)["__name__"]: v for k, v in exported.items()}
-        self.assertEqual(by_name["loss"], [(base_ts + st, loss_at(st)) for st in steps])
-        self.assertEqual(by_name["trainwatch_run_step"], [(base_ts + st, float(st)) for st in steps])
-        self.assertEqual(len(by_name["train:acc"]), len(steps))
+        self.assertEqual(by_name["loss"], [(ts, v) for ts, _, v in view])
+        self.assertEqual(by_name["trainwatch_run_step"], [(ts, float(st)) for ts, st, _ in view])
+        self.assertEqual(by_name["train:acc"], [(ts, st / 1000.0) for ts, st, _ in view])
 
         # The runs metrics API: by step at full resolution, then downsampled.
         m = self.call("GET", "/api/v1/runs/metrics?ids=e2e1&keys=loss,train/acc&points=100000")["data"]
@@ -204,6 +224,76 @@ class RunsTest(unittest.TestCase):
         s.stop_quietly()
         s = self.start()
         self.assertEqual(self.call("GET", "/api/v1/runs/e2e1")["data"]["status"], "finished")  # SQLite kept it
+
+    def test_points_kept_by_step_whatever_their_time(self):
+        # A point a day ahead (a client clock far off) and one older than the
+        # TSDB's retention are stored by step; the TSDB's time view skips the
+        # old one and holds the future one at the server's clock. A NaN in a
+        # second wins that second's sample. No client: raw HTTP.
+        self.start("--retention.time", "1d")
+        self.call("POST", "/api/v1/runs", {"id": "fut", "project": "e2e", "name": "future"})
+        now = int(time.time() * 1000)
+        sec = (now - 5000) // 1000 * 1000  # a whole second, 4-5 s ago
+        old, ahead = now - 2 * 86400 * 1000, now + 86400 * 1000
+        pts = [(0, old, 0.5), (1, sec + 100, 1.0), (2, sec + 200, "NaN"), (3, sec + 300, 3.0), (4, ahead, 4.0)]
+        before = time.time()
+        r = self.call("POST", "/api/v1/runs/fut/batches", {"batch_id": "fut.1", "points": [
+            {"step": st, "ts": ts, "values": {"loss": v}} for st, ts, v in pts]})["data"]
+        after = time.time()
+        self.assertEqual((r["accepted"], r["rejected"], r["duplicate"]), (len(pts), [], False))
+
+        # History: every point as logged, by step, with its own time.
+        h = self.call("GET", "/api/v1/runs/fut/history?keys=loss")["data"]
+        self.assertEqual(len(h), 1, h)
+        self.assertEqual((h[0]["key"], h[0]["metric"]), ("loss", "loss"))
+        self.assertEqual(h[0]["labels"], {})  # a run without ranks
+        self.assertEqual(h[0]["steps"], [st for st, _, _ in pts])
+        self.assertEqual(h[0]["timestamps"], [ts for _, ts, _ in pts])
+        self.assertEqual(h[0]["values"], [v for _, _, v in pts])
+        m = self.call("GET", "/api/v1/runs/metrics?ids=fut&keys=loss&x=step&points=100")["data"]
+        self.assertEqual([(p["x"], p["last"]) for p in m[0]["points"]], [(st, v) for st, _, v in pts])
+        m = self.call("GET", "/api/v1/runs/metrics?ids=fut&keys=loss&x=time&points=100")["data"]
+        self.assertEqual(len(m[0]["points"]), len(pts))
+        for p, (_, ts, _) in zip(m[0]["points"], pts):
+            self.assertAlmostEqual(p["x"], ts / 1000.0, places=3)
+
+        # CSV: a header and one line per point; rank empty without ranks.
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
+        try:
+            conn.request("GET", "/api/v1/runs/fut/history?keys=loss&format=csv")
+            resp = conn.getresponse()
+            body = resp.read().decode()
+            self.assertEqual(resp.status, 200, body[:500])
+            self.assertTrue(resp.getheader("Content-Type", "").startswith("text/csv"), resp.getheaders())
+        finally:
+            conn.close()
+        lines = body.splitlines()
+        self.assertEqual(lines[0], "rank,key,step,timestamp,value")
+        self.assertEqual(len(lines), 1 + len(pts), lines)
+        for line, (st, ts, v) in zip(lines[1:], pts):
+            rank, key, step, t, val = line.split(",")
+            self.assertEqual((rank, key, step, t), ("", "loss", str(st), "%d.%03d" % divmod(ts, 1000)), line)
+            if v == "NaN":
+                self.assertTrue(math.isnan(float(val)), line)
+            else:
+                self.assertEqual(float(val), v, line)
+
+        # The TSDB: nothing later than the server's clock, nothing older than the retention.
+        series = self.server.export('{project="e2e",run="future"}')
+        for labels, samples in series.items():
+            for ts, _ in samples:
+                self.assertLessEqual(ts, (time.time() + 1) * 1000, labels)
+                self.assertGreater(ts, old, labels)
+        by_name = {dict(k)["__name__"]: v for k, v in series.items()}
+        loss = by_name["loss"]
+        self.assertEqual(len(loss), 2, loss)
+        self.assertEqual(loss[0][0], sec + 300)  # the second's last point, with the NaN it held
+        self.assertIsNone(loss[0][1], loss)  # export writes NaN as null
+        self.assertGreaterEqual(loss[1][0], int(before * 1000) - 1)  # the future point at the server's clock
+        self.assertLessEqual(loss[1][0], int(after * 1000) + 1)
+        self.assertEqual(loss[1][1], 4.0)
+        steps = dict(by_name["trainwatch_run_step"])
+        self.assertEqual((steps.get(sec + 300), steps.get(loss[1][0])), (3.0, 4.0))
 
     def test_silent_run_is_marked_crashed(self):
         self.start("--runs.heartbeat-timeout", "1s")

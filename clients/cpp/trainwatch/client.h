@@ -14,7 +14,8 @@
 // Log() only queues; a background thread batches the points (idempotent
 // batch ids `<run id>.<rank>.<nonce>.<seq>`), sends them, and while the server is
 // unreachable writes them to <spool dir>/op-<seq>.json, replayed oldest
-// first. Sample timestamps are kept strictly increasing per run and rank.
+// first. Each point carries the wall-clock time of its Log() call (unix ms;
+// points may share one): the server keeps every point by step.
 // Memory is bounded: past max_queue_points queued points, Log() spills
 // them to the spool. Rank and world size default to $RANK and $WORLD_SIZE.
 
@@ -380,8 +381,6 @@ class Run {
       std::lock_guard<std::mutex> l(mu_);
       if (finished_) return;
       int64_t ts = detail::NowMillis();
-      if (ts <= last_ts_) ts = last_ts_ + 1;  // strictly increasing: every step lands once
-      last_ts_ = ts;
       if (step < 0) step = step_ + 1;
       step_ = step;
       points_.push_back(Point{step, ts, std::move(values)});
@@ -849,7 +848,6 @@ class Run {
   std::deque<Point> points_;
   std::deque<std::pair<std::string, std::string>> ops_;
   std::vector<std::pair<std::string, std::string>> summary_;  // key, JSON value
-  int64_t last_ts_ = 0;
   int64_t step_ = -1;
   uint64_t seq_ = 0;
   bool finished_ = false;

@@ -162,7 +162,6 @@ class Run:
         self.finish_timeout = finish_timeout
         self.status = "running"
         self._lock = threading.Lock()
-        self._last_ts = 0
         self._step = -1
         self._finished = False
         self._capture = None
@@ -202,12 +201,10 @@ class Run:
     # ---- logging --------------------------------------------------------------
     def log(self, values, step=None):
         """Queues {key: number} at `step` (default: the previous step + 1) and
-        returns at once; a background thread sends it."""
+        returns at once; a background thread sends it. The point carries
+        the wall-clock time of this call (unix ms; points may share one)."""
         t = time.time_ns() // 1000000
         with self._lock:
-            if t <= self._last_ts:
-                t = self._last_ts + 1  # strictly increasing: every step lands once
-            self._last_ts = t
             if step is None:
                 step = self._step + 1
             elif type(step) is not int:

@@ -73,7 +73,9 @@ export async function renderRun(ctx: PageContext): Promise<() => void> {
   const xSel = h("select", { "aria-label": "x axis" }, h("option", { value: "step" }, "by step"), h("option", { value: "time" }, "by time"));
   xSel.value = x;
   const charts = h("div", { class: "grid", id: "run-charts" });
-  main.append(h("h2", null, "Metrics"), h("div", { class: "toolbar" }, xSel), charts);
+  // Every logged value at full resolution, by step (GET /api/v1/runs/{id}/history).
+  const csv = h("a", { href: `/api/v1/runs/${encodeURIComponent(run.id)}/history?format=csv`, download: `${run.id}.csv`, id: "run-history-csv" }, "Download CSV");
+  main.append(h("h2", null, "Metrics"), h("div", { class: "toolbar" }, xSel, " ", csv), charts);
   let hosts = new Set<string>(run.host ? [run.host] : []);
   const drawMetrics = async () => {
     charts.replaceChildren(h("div", { class: "muted" }, "loading…"));
