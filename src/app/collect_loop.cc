@@ -127,7 +127,7 @@ void CollectLoop::CollectOnce(int64_t now_ms) {
     for (const collect::Family& f : s.fams) {
       for (const collect::Metric& m : f.metrics) {
         if (appender == nullptr) break;
-        model::LabelsBuilder b(m.labels);  // empty values are dropped, as a scrape does
+        model::LabelsBuilder b(m.labels);  // empty values: the TSDB's append seam drops them, as a scrape does
         b.Set(model::kMetricName, f.name);
         b.Set("job", s.job);
         b.Set("instance", o_.instance);

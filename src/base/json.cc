@@ -1,5 +1,7 @@
 #include "base/json.h"
 
+#include "base/utf8.h"
+
 namespace trainwatch {
 
 void AppendJsonString(std::string* out, std::string_view s) {
@@ -8,6 +10,19 @@ void AppendJsonString(std::string* out, std::string_view s) {
   size_t run = 0;  // start of the pending run of plain bytes
   for (size_t i = 0; i < s.size(); i++) {
     unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // Bytes that are not UTF-8 (a label value quoted in an error, say)
+      // become U+FFFD, so the document stays valid JSON.
+      size_t n = Utf8SequenceLength(s, i);
+      if (n > 0) {
+        i += n - 1;
+        continue;
+      }
+      out->append(s.data() + run, i - run);
+      run = i + 1;
+      out->append("\\ufffd");
+      continue;
+    }
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out->append(s.data() + run, i - run);
     run = i + 1;

@@ -16,6 +16,12 @@ TEST(JsonTest, AppendJsonStringEscapesQuotesBackslashesAndControls) {
   EXPECT_EQ(j("a\"b\\c\nd\re\tf"), "x\"a\\\"b\\\\c\\nd\\re\\tf\"");
   EXPECT_EQ(j(std::string_view("\x01\x1f\0", 3)), "x\"\\u0001\\u001f\\u0000\"");
   EXPECT_EQ(j("é/<>&"), "x\"é/<>&\"");  // UTF-8 and HTML characters pass through
+  EXPECT_EQ(j("\xf0\x9f\x94\xa5 ok"), "x\"\xf0\x9f\x94\xa5 ok\"");
+  // Bytes that are not UTF-8 become U+FFFD: the output stays valid JSON.
+  EXPECT_EQ(j("a\xff" "b"), "x\"a\\ufffdb\"");
+  EXPECT_EQ(j("\xc3"), "x\"\\ufffd\"");              // a sequence cut short
+  EXPECT_EQ(j("\xc0\xaf"), "x\"\\ufffd\\ufffd\"");  // an overlong '/'
+  EXPECT_EQ(j("\xed\xa0\x80"), "x\"\\ufffd\\ufffd\\ufffd\"");  // a surrogate
 }
 
 TEST(JsonTest, CheckJsonDepthAcceptsUpToTheLimit) {

@@ -160,6 +160,17 @@ void AppendLabelsJson(std::string* out, const Labels& labels) {
   out->push_back('}');
 }
 
+Labels WithoutEmptyValues(const Labels& labels) {
+  bool has_empty = false;
+  for (const Label& l : labels) has_empty = has_empty || l.value.empty();
+  if (!has_empty) return labels;
+  LabelsBuilder b(labels);
+  for (const Label& l : labels) {
+    if (l.value.empty()) b.Del(l.name);
+  }
+  return b.Build();
+}
+
 Status CheckSeriesLabels(const model::Labels& labels) {
   if (labels.empty()) return Status::InvalidArgument("series without labels");
   for (size_t i = 0; i < labels.size(); ++i) {

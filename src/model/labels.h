@@ -104,6 +104,9 @@ uint64_t HashLabelPairs(const std::pair<std::string_view, std::string_view>* pai
 // head checks new series with it and the block writer every series, so
 // nothing reaches the head that a block cannot hold.
 Status CheckSeriesLabels(const Labels& labels);
+// `labels` without its empty-valued labels (Prometheus reads an empty value
+// as the label's absence): what every writer's series is stored as.
+Labels WithoutEmptyValues(const Labels& labels);
 
 bool IsValidMetricName(std::string_view s);
 bool IsValidLabelName(std::string_view s);

@@ -119,7 +119,10 @@ Queue::~Queue() {
 
 std::unique_ptr<storage::Appender> Queue::NewAppender() { return std::make_unique<QueueAppender>(this); }
 
-Result<uint64_t> Queue::Resolve(const model::Labels& labels) {
+Result<uint64_t> Queue::Resolve(const model::Labels& given) {
+  // Sent as a TSDB stores it (and as Prometheus would send it): without
+  // empty-valued labels, whether the writer was the TSDB's fan-out or agent mode.
+  const model::Labels labels = model::WithoutEmptyValues(given);
   if (labels.empty()) return Status::InvalidArgument("series without labels");
   std::string enc;
   model::AppendEncodedLabels(labels, &enc);

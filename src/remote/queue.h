@@ -70,7 +70,8 @@ class Queue : public storage::Appendable {
   // the batch; Append fails on an empty label set.
   std::unique_ptr<storage::Appender> NewAppender() override;
 
-  // The queue id of `labels`, created when new. InvalidArgument when empty.
+  // The queue id of `labels` without its empty-valued labels, created when
+  // new. InvalidArgument when nothing is left.
   Result<uint64_t> Resolve(const model::Labels& labels);
   // Whether `id` is still known (series unused for two segments are
   // forgotten; the caller then resolves the labels again).

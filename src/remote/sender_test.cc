@@ -290,6 +290,9 @@ TEST(ManagerTest, WrapForwardsWhatThePrimaryStores) {
     ASSERT_TRUE(m.ApplyConfig(std::move(*cfgs)).ok());
     EXPECT_EQ(m.destinations(), 1u);
     auto app = fan->NewAppender();
+    // An empty-valued label is forwarded as the primary stores it: absent.
+    ASSERT_TRUE(app->Append(0, model::Labels{{"__name__", "bare"}, {"model", ""}}, 1500, 1).ok());
+    ASSERT_TRUE(app->Commit().ok());
     storage::SeriesRef ref = 0;
     for (int t = 0; t < 20; t++) {
       auto r = app->Append(ref, model::Labels{{"__name__", "late"}}, 2000 + t * 1000, t);
@@ -299,9 +302,10 @@ TEST(ManagerTest, WrapForwardsWhatThePrimaryStores) {
       EXPECT_TRUE(app->AppendByRef(ref, 2500 + t * 1000, t));
       ASSERT_TRUE(app->Commit().ok());
     }
-    for (int i = 0; i < 200 && rx.db().NumSamples() < 40; i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    EXPECT_EQ(rx.db().NumSamples(), 40u);
-    EXPECT_EQ(local.NumSamples(), 41u);
+    for (int i = 0; i < 200 && rx.db().NumSamples() < 41; i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    EXPECT_EQ(rx.db().NumSamples(), 41u);
+    EXPECT_EQ(local.NumSamples(), 42u);
+    EXPECT_EQ(rx.db().Data().count(model::Labels{{"__name__", "bare"}}), 1u);
     std::string metrics;
     m.RenderMetrics(&metrics);
     EXPECT_NE(metrics.find("prometheus_remote_storage_samples_total{remote_name=\""), std::string::npos) << metrics;
@@ -312,8 +316,8 @@ TEST(ManagerTest, WrapForwardsWhatThePrimaryStores) {
     ASSERT_TRUE(app2->Commit().ok());
     m.Stop();
   }
-  EXPECT_EQ(local.NumSamples(), 42u);
-  EXPECT_EQ(rx.db().NumSamples(), 40u);
+  EXPECT_EQ(local.NumSamples(), 43u);
+  EXPECT_EQ(rx.db().NumSamples(), 41u);
   (void)file::RemoveAll(dir);
 }
 

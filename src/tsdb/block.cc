@@ -1,5 +1,8 @@
 #include "tsdb/block.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "base/clock.h"
@@ -50,7 +53,13 @@ Block::~Block() {
   if (deleted_.load()) {
     index_.reset();
     chunks_.reset();
-    Status s = file::RemoveAll(dir_);
+    // Renamed first, atomically: a crash while the files go leaves a
+    // "<id>.tmp" dir, which the next open removes, never half a block.
+    std::string gone = dir_ + ".tmp";
+    std::string victim = dir_;
+    if (::rename(dir_.c_str(), gone.c_str()) == 0) victim = gone;
+    else TW_LOG(Warn, "delete block {}: rename: {}", dir_, std::strerror(errno));
+    Status s = file::RemoveAll(victim);
     if (!s.ok()) TW_LOG(Warn, "delete block {}: {}", dir_, s.message());
   }
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "base/clock.h"
 #include "base/file.h"
@@ -64,6 +65,7 @@ Status DBImpl::Init() {
 Status DBImpl::LoadBlocks() {
   ASSIGN_OR_RETURN(auto names, file::ListDir(opts_.dir));
   std::vector<std::shared_ptr<Block>> blocks;
+  std::vector<std::pair<std::string, std::string>> unreadable;  // (name, why)
   for (const auto& name : names) {
     std::string path = opts_.dir + "/" + name;
     if (name.size() > 4 && name.ends_with(".tmp")) {
@@ -71,14 +73,34 @@ Status DBImpl::LoadBlocks() {
       RETURN_IF_ERROR(file::RemoveAll(path));
       continue;
     }
-    if (name.size() != 26 || !file::Exists(path + "/meta.json")) continue;
-    auto b = Block::Open(path);
+    std::error_code ec;
+    if (name.size() != 26 || !std::filesystem::is_directory(path, ec)) continue;
+    auto b = file::Exists(path + "/meta.json") ? Block::Open(path)
+                                               : Result<std::shared_ptr<Block>>(Status::Corruption("no meta.json"));
     if (!b.ok()) {
-      TW_LOG(Error, "skip unreadable block {}: {}", path, b.status().message());
+      unreadable.emplace_back(name, b.status().message());
       continue;
     }
     next_seq_ = std::max<uint64_t>(next_seq_, (*b)->meta().seq + 1);
     blocks.push_back(std::move(*b));
+  }
+  // An unreadable block dir that a compacted block lists among its sources
+  // is what an older version's interrupted delete left (files removed in
+  // place): its data is in the newer block, so the rest goes. Any other
+  // stays, and is logged at every start.
+  for (const auto& [name, why] : unreadable) {
+    const Block* by = nullptr;
+    for (const auto& o : blocks) {
+      const auto& src = o->meta().sources;
+      if (o->meta().id != name && std::find(src.begin(), src.end(), name) != src.end()) by = o.get();
+    }
+    std::string path = opts_.dir + "/" + name;
+    if (by == nullptr) {
+      TW_LOG(Error, "skip unreadable block {}: {}", path, why);
+      continue;
+    }
+    TW_LOG(Warn, "remove the rest of block {} ({}): compacted into block {}", path, why, by->meta().id);
+    RETURN_IF_ERROR(file::RemoveAll(path));
   }
   // A compaction that crashed after writing its output but before deleting
   // its inputs leaves blocks whose sources are covered by a newer block.

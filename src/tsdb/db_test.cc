@@ -13,6 +13,7 @@
 
 #include "base/file.h"
 #include "tsdb/db_impl.h"
+#include "tsdb/index/block_meta.h"
 #include "tsdb/wal/records.h"
 #include "tsdb/wal/wal.h"
 
@@ -153,6 +154,53 @@ TEST_F(DBTest, FlushWritesBlocksAndEmptiesHead) {
     EXPECT_EQ(samples.rbegin()->first, 2 * h);
   }
   Open();
+  EXPECT_EQ(ReadAll(), ref);
+}
+
+// Issue 17 (crash loop): a block that compaction replaced is renamed to
+// <id>.tmp before its files go, so a kill mid-delete never leaves half a
+// block; the remains of an older version's in-place delete (an index with
+// no chunks, an empty dir) whose id a compacted block lists as a source
+// are removed at open, and an unrelated unreadable dir is left alone.
+TEST_F(DBTest, ReplacedBlocksLeaveNothingAndHalfDeletedOnesAreRemovedAtOpen) {
+  Open();
+  Data ref;
+  const int64_t h = 3600 * 1000;
+  std::vector<std::tuple<Labels, int64_t, double>> batch;
+  for (int s = 0; s < 5; s++) {
+    for (int64_t t = 0; t < 5 * h; t += 15000) batch.emplace_back(L("m", std::to_string(s)), t, s + t / 15000);
+  }
+  Append(batch, &ref);
+  ASSERT_TRUE(db_->Flush().ok());
+  auto block_dirs = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      std::string n = e.path().filename().string();
+      if (n.size() == 26 || n.ends_with(".tmp")) out.push_back(n);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto dirs = block_dirs();
+  ASSERT_EQ(dirs.size(), 1u);  // the merged block; its sources are gone, no .tmp left
+  auto meta = index::ReadBlockMeta(dir_ + "/" + dirs[0]);
+  ASSERT_TRUE(meta.ok());
+  ASSERT_GE(meta->sources.size(), 3u);
+  db_.reset();
+  // What a kill during an older version's delete left: an index only, an
+  // empty dir; what this version's leaves: <id>.tmp.
+  const std::string& a = meta->sources[0];
+  const std::string& b = meta->sources[1];
+  const std::string& c = meta->sources[2];
+  std::filesystem::create_directories(dir_ + "/" + a);
+  std::ofstream(dir_ + "/" + a + "/index") << "partial";
+  std::filesystem::create_directories(dir_ + "/" + b);
+  std::filesystem::create_directories(dir_ + "/" + c + ".tmp/chunks");
+  const std::string stranger = "01ZZZZZZZZZZZZZZZZZZZZZZZZ";
+  std::filesystem::create_directories(dir_ + "/" + stranger);
+  std::ofstream(dir_ + "/" + stranger + "/index") << "partial";
+  Open();
+  EXPECT_EQ(block_dirs(), (std::vector<std::string>{dirs[0], stranger}));
   EXPECT_EQ(ReadAll(), ref);
 }
 

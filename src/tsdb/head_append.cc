@@ -37,11 +37,7 @@ class HeadAppender : public storage::Appender {
       bool has_empty = false;
       for (const model::Label& l : labels) has_empty = has_empty || l.value.empty();
       if (has_empty) {
-        model::LabelsBuilder b(labels);
-        for (const model::Label& l : labels) {
-          if (l.value.empty()) b.Del(l.name);
-        }
-        model::Labels cleaned = b.Build();
+        model::Labels cleaned = model::WithoutEmptyValues(labels);
         if (cleaned.empty()) return Status::InvalidArgument("series without labels: every value of " + labels.ToString() + " is empty");
         ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(cleaned));
       } else {
