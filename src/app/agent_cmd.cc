@@ -12,6 +12,12 @@ namespace trainwatch::app {
 int RunAgent(const AgentOptions& o) {
   log::SetLevel(o.log_level);
   TW_LOG(Info, "starting trainwatch agent {} (data dir {}, listen {})", TW_VERSION, o.data_dir, o.listen);
+  auto loaded_web = LoadWebSecurity(o.web_config_file);
+  if (!loaded_web.ok()) {
+    TW_LOG(Error, "{}", loaded_web.error().message());
+    return 1;
+  }
+  std::shared_ptr<http::WebSecurity> web = std::move(*loaded_web);
   auto rw = LoadRemoteWriteConfigs(o.config_file, o.remote_write_urls);
   if (!rw.ok()) {
     TW_LOG(Error, "{}", rw.error().message());
@@ -21,7 +27,7 @@ int RunAgent(const AgentOptions& o) {
     TW_LOG(Error, "agent: nothing to forward to: give --remote-write URL or remote_write: in --config.file");
     return 1;
   }
-  auto jobs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self);
+  auto jobs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self, web.get());
   if (!jobs.ok()) {
     TW_LOG(Error, "{}", jobs.error().message());
     return 1;
@@ -43,8 +49,8 @@ int RunAgent(const AgentOptions& o) {
   co.instance = co.hostname + SelfAddress(o.listen).substr(SelfAddress(o.listen).rfind(':'));
   CollectLoop collector(co, store, nullptr);
 
-  auto reload = [&]() -> Status {
-    ASSIGN_OR_RETURN(auto j, LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self));
+  auto reload_config = [&]() -> Status {
+    ASSIGN_OR_RETURN(auto j, LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self, web.get()));
     ASSIGN_OR_RETURN(auto r, LoadRemoteWriteConfigs(o.config_file, o.remote_write_urls));
     if (r.empty()) return Status::InvalidArgument("agent: the new config has no remote_write destination; kept the old one");
     RETURN_IF_ERROR(remote_write.ApplyConfig(std::move(r)));
@@ -52,8 +58,16 @@ int RunAgent(const AgentOptions& o) {
     TW_LOG(Info, "completed loading of configuration file {}", o.config_file);
     return Status::OK();
   };
+  // The web config first; each file keeps its running version when bad (as serve).
+  auto reload = [&]() -> Status {
+    Status w = web != nullptr ? web->Reload() : Status::OK();
+    Status c = reload_config();
+    if (w.ok()) return c;
+    return c.ok() ? w : Status(w.code(), w.message() + "; " + c.message());
+  };
   http::ServerOptions so;
   so.listen = o.listen;
+  so.web = web;
   http::ApiDeps deps;  // no db: agent mode
   deps.build = MakeBuildInfo();
   deps.scrape = &scraper;

@@ -107,7 +107,11 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--rules.alert.resend-delay", rules_resend,
                     "Minimum wait before resending an alert to Alertmanager (default 1m)");
   serve->add_option("--web.external-url", external_url,
-                    "URL under which trainwatch is reached, for alert generator URLs (default http://<listen>)");
+                    "URL under which trainwatch is reached, for alert generator URLs (default http(s)://<listen>)");
+  std::optional<std::string> web_config_file;
+  serve->add_option("--web.config.file", web_config_file,
+                    "Web config file for TLS and basic authentication, in Prometheus's format (docs/security.md); "
+                    "reloaded on SIGHUP");
   CollectFlags serve_collect;
   AddCollectFlags(serve, &serve_collect);
   std::optional<std::string> serve_queue_size;
@@ -134,6 +138,8 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   agent->add_option("--scrape.self", ao.scrape_self, "Scrape and forward our own /metrics as job \"trainwatch\"")
       ->capture_default_str();
   agent->add_option("--log.level", agent_log_level, "debug, info, warn or error")->capture_default_str();
+  agent->add_option("--web.config.file", ao.web_config_file,
+                    "Web config file for TLS and basic authentication, in Prometheus's format (docs/security.md)");
   CollectFlags agent_collect;
   AddCollectFlags(agent, &agent_collect);
 
@@ -321,6 +327,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   }
   if (rules_default_pack) o.rules_default_pack = *rules_default_pack;
   if (external_url) o.external_url = *external_url;
+  if (web_config_file) {
+    if (web_config_file->empty()) return Status::InvalidArgument("--web.config.file: must not be empty");
+    o.web_config_file = *web_config_file;
+  }
   for (auto [flag, val, dst] : {std::tuple{"--rules.alert.for-outage-tolerance", &rules_outage, &o.rules_outage_tolerance_ms},
                                 std::tuple{"--rules.alert.for-grace-period", &rules_grace, &o.rules_for_grace_period_ms},
                                 std::tuple{"--rules.alert.resend-delay", &rules_resend, &o.rules_resend_delay_ms}}) {

@@ -39,7 +39,9 @@ struct ServeOptions {
   int64_t rules_outage_tolerance_ms = 3600 * 1000;      // --rules.alert.for-outage-tolerance
   int64_t rules_for_grace_period_ms = 600 * 1000;       // --rules.alert.for-grace-period
   int64_t rules_resend_delay_ms = 60 * 1000;            // --rules.alert.resend-delay
-  std::string external_url;                             // --web.external-url; empty: http://<listen>
+  std::string external_url;                             // --web.external-url; empty: http(s)://<listen>
+  // --web.config.file: exporter-toolkit web config (TLS, basic auth, headers); empty: plain HTTP, open to all.
+  std::string web_config_file;
   CollectOptions collect;  // --collect.*, --path.* (instance and hostname are set by serve)
   // Log store (src/logs) under <data-dir>/logs: retention (time: -1 = as --retention.time) and metrics interval.
   int64_t logs_retention_ms = -1;        // --logs.retention.time
@@ -58,11 +60,12 @@ struct AgentOptions {
   uint64_t remote_write_queue_max_bytes = 1ull << 30;
   log::Level log_level = log::Level::kInfo;
   bool scrape_self = true;
+  std::string web_config_file;  // --web.config.file, as serve's
   CollectOptions collect;
 };
 
 struct CommandLine {
-  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender };
+  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender, kImport, kExport };
   Command command = Command::kNone;
   int exit_code = 0;     // kExit: --help, --version or a usage error (already printed)
   ServeOptions serve;    // kServe

@@ -29,9 +29,10 @@ namespace {
 // Rules: the config's rule_files (globs relative to the config file's
 // directory) plus the built-in training pack, global.evaluation_interval and
 // global.external_labels; *alerting gets the `alerting:` section.
-Result<rules::ManagerConfig> LoadRulesConfig(const ServeOptions& o, YAML::Node* alerting) {
+Result<rules::ManagerConfig> LoadRulesConfig(const ServeOptions& o, const std::string& external_url,
+                                             YAML::Node* alerting) {
   rules::ManagerConfig rc;
-  rc.external_url = o.external_url.empty() ? "http://" + SelfAddress(o.listen) : o.external_url;
+  rc.external_url = external_url;
   if (o.rules_default_pack) {
     rc.sources.push_back({std::string(rules::kDefaultRulePackName), std::string(rules::DefaultRulePack()), true});
   }
@@ -66,6 +67,17 @@ Result<rules::ManagerConfig> LoadRulesConfig(const ServeOptions& o, YAML::Node* 
 int RunServe(const ServeOptions& o) {
   log::SetLevel(o.log_level);
   TW_LOG(Info, "starting trainwatch {} (data dir {}, listen {})", TW_VERSION, o.data_dir, o.listen);
+
+  // --web.config.file first: a bad one stops the start before anything opens.
+  auto loaded_web = LoadWebSecurity(o.web_config_file);
+  if (!loaded_web.ok()) {
+    TW_LOG(Error, "{}", loaded_web.error().message());
+    return 1;
+  }
+  std::shared_ptr<http::WebSecurity> web = std::move(*loaded_web);
+  const std::string external_url =
+      !o.external_url.empty() ? o.external_url
+                              : (web != nullptr && web->tls() ? "https://" : "http://") + SelfAddress(o.listen);
 
   tsdb::Options db_opts;
   db_opts.dir = o.data_dir;
@@ -215,7 +227,7 @@ int RunServe(const ServeOptions& o) {
     return Status::OK();
   };
 
-  auto scrape_configs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self);
+  auto scrape_configs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self, web.get());
   if (!scrape_configs.ok()) {
     TW_LOG(Error, "{}", scrape_configs.error().message());
     Status s = (*db)->Close();
@@ -238,7 +250,7 @@ int RunServe(const ServeOptions& o) {
   // Loads rules and alerting config; a bad rule file changes nothing.
   auto apply_rules = [&]() -> Status {
     YAML::Node alerting;
-    ASSIGN_OR_RETURN(rules::ManagerConfig rc, LoadRulesConfig(o, &alerting));
+    ASSIGN_OR_RETURN(rules::ManagerConfig rc, LoadRulesConfig(o, external_url, &alerting));
     if (auto ac = rules::ParseAlertingConfig(alerting); !ac.ok()) return ac.error().Annotate("config file " + o.config_file);
     RETURN_IF_ERROR(rules_manager.Update(rc));
     return rules_manager.ApplyAlertingConfig(alerting);
@@ -260,7 +272,7 @@ int RunServe(const ServeOptions& o) {
     if (ns.ok()) {
       notify::NotifierOptions no;
       no.dir = o.data_dir + "/alertmanager";
-      no.external_url = o.external_url.empty() ? "http://" + SelfAddress(o.listen) : o.external_url;
+      no.external_url = external_url;
       auto n = notify::Notifier::Open(std::move(no), *am);
       if (n.ok()) notifier = std::move(*n);
       ns = n.status();
@@ -288,14 +300,12 @@ int RunServe(const ServeOptions& o) {
   // rules' senders like a rule's alert (embedded notifier, external
   // Alertmanagers, external labels added). The HTTP server, the only caller
   // of AddAlert, stops before rules_manager and run_store go away.
-  (*run_store)->SetAlertSink([&rules_manager, url = o.external_url.empty() ? "http://" + SelfAddress(o.listen)
-                                                                           : o.external_url](
-                                 const runs::Run& run, const runs::RunAlert& alert) {
+  (*run_store)->SetAlertSink([&rules_manager, url = external_url](const runs::Run& run, const runs::RunAlert& alert) {
     rules_manager.Notify({RunAlertToOutgoing(run, alert, url)});
   });
   // POST /-/reload and SIGHUP: re-read the config file; a bad one changes nothing.
-  auto reload = [&]() -> Status {
-    auto jobs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self);
+  auto reload_config = [&]() -> Status {
+    auto jobs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self, web.get());
     if (!jobs.ok()) return jobs.error();
     auto rw = LoadRemoteWriteConfigs(o.config_file, {});
     if (!rw.ok()) return rw.error();
@@ -320,10 +330,19 @@ int RunServe(const ServeOptions& o) {
     TW_LOG(Info, "completed loading of configuration file {}", o.config_file);
     return Status::OK();
   };
+  // The web config too, first (the self-scrape follows its client
+  // certificate policy); each file keeps its running version when bad.
+  auto reload = [&]() -> Status {
+    Status w = web != nullptr ? web->Reload() : Status::OK();
+    Status c = reload_config();
+    if (w.ok()) return c;
+    return c.ok() ? w : Status(w.code(), w.message() + "; " + c.message());
+  };
 
   promql::Engine engine{promql::EngineOptions{}};
   http::ServerOptions srv_opts;
   srv_opts.listen = o.listen;
+  srv_opts.web = web;
   http::ApiDeps deps{db->get(), &engine, MakeBuildInfo()};
   deps.appendable = store.get();
   deps.remote = &remote_write;

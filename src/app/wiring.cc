@@ -8,6 +8,7 @@
 #include "app/config.h"
 #include "base/idle_pool.h"
 #include "base/log.h"
+#include "http/web_security.h"
 
 // TW_VERSION, TW_REVISION and TW_BRANCH come from src/app/CMakeLists.txt.
 namespace trainwatch::app {
@@ -41,7 +42,7 @@ std::string SelfAddress(const std::string& listen) {
 }
 
 Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& config_file, const std::string& listen,
-                                                            bool scrape_self) {
+                                                            bool scrape_self, const http::WebSecurity* web) {
   Config cfg;
   if (!config_file.empty()) { ASSIGN_OR_RETURN(cfg, LoadConfigFile(config_file)); }
   scrape::GlobalDefaults g{cfg.scrape_interval_ms, cfg.scrape_timeout_ms};
@@ -58,10 +59,22 @@ Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& c
       }
     }
   }
+  std::string auth;
+  if (web != nullptr) {
+    if (web->requires_client_cert()) {
+      TW_LOG(Warn, "self-scrape off: web config {} requires client certificates; scrape trainwatch with a job that "
+                   "has one (--scrape.self=false silences this)", web->path());
+      return jobs;
+    }
+    // Our own address, so the certificate need not name it; the token is
+    // this process's (http/web_security.h), hex, so plain in YAML.
+    auth = std::string(web->tls() ? ", scheme: https, tls_config: {insecure_skip_verify: true}" : "") +
+           ", authorization: {credentials: '" + web->self_token() + "'}";
+  }
   // The built-in collectors' series are stored directly (jobs node and dcgm);
   // the self-scrape drops them from /metrics so they are not stored twice.
   YAML::Node root = YAML::Load("scrape_configs: [{job_name: trainwatch, static_configs: [{targets: ['" + self +
-                               "']}], metric_relabel_configs: [{source_labels: [__name__], "
+                               "']}]" + auth + ", metric_relabel_configs: [{source_labels: [__name__], "
                                "regex: 'node_.+|DCGM_.+|trainwatch_gpu_process_.+', action: drop}]}]");
   ASSIGN_OR_RETURN(auto own, scrape::ParseScrapeConfigs(root, g));
   jobs->push_back(std::move(own[0]));
@@ -87,6 +100,11 @@ Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std:
   auto cfgs = remote::ParseRemoteWriteConfigs(root);
   if (!cfgs.ok()) return cfgs.error().Annotate(config_file.empty() ? "--remote-write" : "config file " + config_file);
   return cfgs;
+}
+
+Result<std::shared_ptr<http::WebSecurity>> LoadWebSecurity(const std::string& file) {
+  if (file.empty()) return std::shared_ptr<http::WebSecurity>();
+  return http::WebSecurity::Load(file);
 }
 
 http::BuildInfo MakeBuildInfo() {

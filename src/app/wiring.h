@@ -4,6 +4,7 @@
 // for a termination signal with SIGHUP reloads.
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,10 @@
 #include "http/api.h"
 #include "remote/config.h"
 #include "scrape/config.h"
+
+namespace trainwatch::http {
+class WebSecurity;
+}
 
 namespace trainwatch::app {
 
@@ -26,14 +31,20 @@ std::string SelfAddress(const std::string& listen);
 // The scrape jobs of `config_file` (empty: none), plus a "trainwatch" job
 // scraping our own /metrics when `scrape_self` and no job already targets
 // `listen`. The self-scrape drops the built-in collectors' series, which are
-// stored directly.
+// stored directly. Under a web config (`web`) it goes over https when TLS is
+// on and authenticates with the process's own token; it is left out while
+// the web config requires client certificates (a job with one can scrape).
 Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& config_file, const std::string& listen,
-                                                            bool scrape_self);
+                                                            bool scrape_self, const http::WebSecurity* web = nullptr);
 
 // The `remote_write:` entries of `config_file` (empty: none), then one entry
 // per URL of `urls` (--remote-write, named "cli-<i>").
 Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std::string& config_file,
                                                                       const std::vector<std::string>& urls);
+
+// --web.config.file of serve and agent: nullptr when `file` is empty (plain
+// HTTP, open to all); an error naming file, line and field when it is bad.
+Result<std::shared_ptr<http::WebSecurity>> LoadWebSecurity(const std::string& file);
 
 http::BuildInfo MakeBuildInfo();
 // "trainwatch/<version>", the User-Agent of outgoing requests.

@@ -3,18 +3,26 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 
+#include "base/clock.h"
 #include "base/log.h"
+#include "http/tls.h"
 
 namespace trainwatch::http::internal {
 
@@ -60,22 +68,23 @@ const char* Reason(int status) {
   }
 }
 
-// A Stream over a connected socket that counts what httplib reads: the head
-// (request line and headers, up to the blank line, which httplib reads a
-// byte at a time) against ConnLimits' sizes and header deadline, the body
-// against its wire size, per-read timeout and deadline. A head over a limit
-// is answered here (414, 431, 408) and the stream then fails every call, so
-// httplib's own answer goes nowhere.
+// A Stream over a connected socket, or over TLS on it (`ssl`, on a
+// non-blocking socket), that counts what httplib reads: the head (request
+// line and headers, up to the blank line, which httplib reads a byte at a
+// time) against ConnLimits' sizes and header deadline, the body against its
+// wire size, per-read timeout and deadline. A head over a limit is answered
+// here (414, 431, 408) and the stream then fails every call, so httplib's
+// own answer goes nowhere.
 class GuardedStream final : public httplib::Stream {
  public:
-  GuardedStream(int sock, int wake_fd, const ConnLimits& limits, ConnState* st)
-      : sock_(sock), wake_fd_(wake_fd), l_(limits), st_(st) {}
+  GuardedStream(int sock, SSL* ssl, int wake_fd, const ConnLimits& limits, ConnState* st)
+      : sock_(sock), ssl_(ssl), wake_fd_(wake_fd), l_(limits), st_(st) {}
 
   // Waits up to keep_alive_ms for the next request's first byte; false when
   // none came, the peer failed, or the server is stopping. Then starts
   // counting that request's head.
   bool WaitRequest() {
-    if (off_ == len_) {
+    if (off_ == len_ && !TlsPending()) {
       pollfd p[2] = {{sock_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
       int r = Poll(p, 2, Clock::now() + std::chrono::milliseconds(l_.keep_alive_ms));
       if (r <= 0 || (p[1].revents & POLLIN) != 0) return false;
@@ -87,9 +96,11 @@ class GuardedStream final : public httplib::Stream {
     return true;
   }
   bool rejected() const { return rejected_; }
+  // The TLS connection failed (no close_notify may be sent).
+  bool tls_failed() const { return tls_failed_; }
 
   bool is_readable() const override {
-    if (off_ < len_) return true;
+    if (off_ < len_ || TlsPending()) return true;
     pollfd p = {sock_, POLLIN, 0};
     return Poll(&p, 1, Clock::now() + std::chrono::milliseconds(l_.read_timeout_ms)) > 0;
   }
@@ -171,6 +182,7 @@ class GuardedStream final : public httplib::Stream {
 
   ssize_t write(const char* ptr, size_t size) override {
     if (!is_writable()) return -1;
+    if (ssl_ != nullptr) return TlsWrite(ptr, size);
     for (;;) {
       ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
       if (n >= 0 || errno != EINTR) return n;
@@ -195,15 +207,34 @@ class GuardedStream final : public httplib::Stream {
   ssize_t Fill(Clock::time_point deadline, bool* timed_out) {
     // Data already there (a body arriving) costs one call; poll only when
     // there is none.
+    short want = POLLIN;  // what TLS waits for: a record to read, or room to write one
     for (bool waited = false;; waited = true) {
       if (waited) {
-        pollfd p = {sock_, POLLIN, 0};
+        pollfd p = {sock_, want, 0};
         int r = Poll(&p, 1, deadline);
         if (r < 0) return -1;
         if (r == 0) {
           *timed_out = true;
           return -1;
         }
+      }
+      if (ssl_ != nullptr) {
+        ERR_clear_error();
+        int n = SSL_read(ssl_, buf_, sizeof buf_);
+        if (n > 0) {
+          off_ = 0;
+          len_ = static_cast<size_t>(n);
+          return n;
+        }
+        int e = SSL_get_error(ssl_, n);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+          want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+          continue;
+        }
+        if (e == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify
+        tls_failed_ = true;
+        ERR_clear_error();
+        return -1;
       }
       ssize_t n = ::recv(sock_, buf_, sizeof buf_, MSG_DONTWAIT);
       if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
@@ -212,6 +243,29 @@ class GuardedStream final : public httplib::Stream {
         len_ = static_cast<size_t>(n);
       }
       return n;
+    }
+  }
+
+  // Decrypted bytes OpenSSL holds that poll() on the socket cannot see.
+  bool TlsPending() const { return ssl_ != nullptr && SSL_has_pending(ssl_) == 1; }
+
+  // SSL_write of up to `size` bytes (partial writes are on), waiting for
+  // the socket up to write_timeout_ms in all.
+  ssize_t TlsWrite(const char* ptr, size_t size) {
+    if (tls_failed_) return -1;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(l_.write_timeout_ms);
+    for (;;) {
+      ERR_clear_error();
+      int n = SSL_write(ssl_, ptr, static_cast<int>(std::min<size_t>(size, INT_MAX)));
+      if (n > 0) return n;
+      int e = SSL_get_error(ssl_, n);
+      short want = e == SSL_ERROR_WANT_WRITE ? POLLOUT : e == SSL_ERROR_WANT_READ ? POLLIN : 0;
+      pollfd p = {sock_, want, 0};
+      if (want == 0 || Poll(&p, 1, deadline) <= 0) {
+        tls_failed_ = true;
+        ERR_clear_error();
+        return -1;
+      }
     }
   }
 
@@ -230,6 +284,7 @@ class GuardedStream final : public httplib::Stream {
   }
 
   const int sock_;
+  SSL* const ssl_;  // null: plain TCP
   const int wake_fd_;
   const ConnLimits& l_;
   ConnState* const st_;
@@ -237,6 +292,7 @@ class GuardedStream final : public httplib::Stream {
   size_t off_ = 0, len_ = 0;  // unread bytes are buf_[off_, len_)
   bool in_head_ = true;
   bool rejected_ = false;
+  bool tls_failed_ = false;
   size_t head_bytes_ = 0;  // of this request's head so far
   size_t line_bytes_ = 0;  // of the head's current line, terminator included
   size_t lines_ = 0;       // complete head lines, the request line included
@@ -259,6 +315,53 @@ void LingeringClose(int sock) {
     if (n <= 0) break;
     total += static_cast<size_t>(n);
   }
+}
+
+// OpenSSL writes with write(2), which raises SIGPIPE on a connection the
+// peer has closed; the binary ignores SIGPIPE, but a library must not rely
+// on that (test binaries do not). Blocks it in this thread for the
+// connection's life and discards one that came.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlock() {
+    sigset_t pending;
+    if (!sigismember(&old_, SIGPIPE) && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      const timespec zero{0, 0};
+      sigtimedwait(&pipe_, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+};
+
+// Failed TLS handshakes (scanners, clients that do not trust the
+// certificate, plain HTTP on the TLS port): at most one log line a second,
+// with how many were not logged.
+void LogHandshakeFailure(int sock, const std::string& error) {
+  static std::atomic<int64_t> last_ms{0};
+  static std::atomic<uint64_t> unlogged{0};
+  int64_t now = MonoNanos() / 1000000, last = last_ms.load();
+  if (now - last < 1000 || !last_ms.compare_exchange_strong(last, now)) {
+    unlogged.fetch_add(1);
+    return;
+  }
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  std::string ip;
+  int port = 0;
+  if (getpeername(sock, reinterpret_cast<sockaddr*>(&a), &len) == 0) IpAndPort(a, ip, port);
+  uint64_t more = unlogged.exchange(0);
+  TW_LOG(Warn, "http: TLS handshake with {}:{}: {}{}", ip, port, error,
+         more > 0 ? " (and " + std::to_string(more) + " more not logged)" : std::string());
 }
 
 }  // namespace
@@ -345,7 +448,7 @@ void ElasticPool::Work(bool core) {
   }
 }
 
-GuardedServer::GuardedServer(const ConnLimits& limits) : limits_(limits) {
+GuardedServer::GuardedServer(const ConnLimits& limits, TlsSource tls) : limits_(limits), tls_(std::move(tls)) {
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
 }
 
@@ -363,9 +466,25 @@ void GuardedServer::Wake() {
 }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
+  std::shared_ptr<const TlsContext> tls = tls_ ? tls_() : nullptr;
+  SSL* ssl = nullptr;
+  std::optional<SigpipeBlock> no_sigpipe;
+  if (tls != nullptr) {
+    no_sigpipe.emplace();
+    std::string error;
+    bool answered = false;
+    ssl = tls->Accept(sock, wake_[0], limits_.header_timeout_ms, &error, &answered);
+    if (ssl == nullptr) {
+      LogHandshakeFailure(sock, error);
+      if (answered) LingeringClose(sock);
+      ::shutdown(sock, SHUT_RDWR);
+      ::close(sock);
+      return false;
+    }
+  }
   ConnState st;
   tls_conn = &st;
-  GuardedStream strm(sock, wake_[0], limits_, &st);
+  GuardedStream strm(sock, ssl, wake_[0], limits_, &st);
   bool ret = false;
   for (size_t left = limits_.keep_alive_max; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
     if (!strm.WaitRequest()) break;
@@ -374,6 +493,8 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     if (!ret || connection_closed || st.close || strm.rejected()) break;
   }
   tls_conn = nullptr;
+  // close_notify before the lingering close shuts the sending side.
+  if (ssl != nullptr) FreeSsl(ssl, !strm.tls_failed());
   if (st.close) LingeringClose(sock);
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);

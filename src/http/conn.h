@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -74,10 +75,17 @@ class ElasticPool final : public httplib::TaskQueue {
   bool shutdown_ = false;
 };
 
-// httplib::Server with GuardedServer's connection loop (see the top).
+class TlsContext;
+
+// httplib::Server with GuardedServer's connection loop (see the top). With
+// a TLS source, each connection first completes a TLS handshake (within
+// header_timeout_ms) with the context the source gives at accept time, then
+// reads and writes through it under the same bounds.
 class GuardedServer final : public httplib::Server {
  public:
-  explicit GuardedServer(const ConnLimits& limits);
+  // The TLS context for a new connection; null: plain HTTP.
+  using TlsSource = std::function<std::shared_ptr<const TlsContext>()>;
+  explicit GuardedServer(const ConnLimits& limits, TlsSource tls = nullptr);
   ~GuardedServer() override;
   // Ends idle keep-alive waits at once; call before stop().
   void Wake();
@@ -86,6 +94,7 @@ class GuardedServer final : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override;
 
   const ConnLimits limits_;
+  const TlsSource tls_;
   int wake_[2] = {-1, -1};  // a pipe; readable once Wake was called
 };
 

@@ -151,6 +151,9 @@ void Serve(Api* api, const StreamLimit& streams, const httplib::Request& in, std
     resp.body = std::string("internal error: ") + e.what() + "\n";
   }
   out.status = resp.status;
+  // A handler's header replaces the web config's of the same name (as a Go
+  // handler's Header().Set after exporter-toolkit's).
+  for (const auto& h : resp.headers) out.headers.erase(h.first);
   for (const auto& [name, value] : resp.headers) out.set_header(name, value);
   if (resp.stream) {
     // A log tail holds its thread for as long as the client stays; the pool
@@ -211,7 +214,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
   limits.keep_alive_ms = opts.keep_alive_ms;
   limits.header_timeout_ms = opts.header_timeout_ms;
   limits.body_timeout_ms = opts.body_timeout_ms;
-  s->srv_ = std::make_unique<internal::GuardedServer>(limits);
+  std::shared_ptr<WebSecurity> web = opts.web;
+  internal::GuardedServer::TlsSource tls;
+  if (web != nullptr && web->tls()) tls = [web] { return web->tls_context(); };
+  s->srv_ = std::make_unique<internal::GuardedServer>(limits, std::move(tls));
   int threads = opts.threads > 0 ? opts.threads : std::max(8, 2 * static_cast<int>(std::thread::hardware_concurrency()));
   int max_threads = opts.max_threads > 0 ? std::max(opts.max_threads, threads) : std::max(256, 4 * threads);
   s->srv_->new_task_queue = [threads, max_threads] {
@@ -300,9 +306,28 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
   // unread (httplib would read and drop all of it), and methods we do not
   // route never get their body buffered (httplib reads a PATCH's chunked
   // body whole).
-  s->srv_->set_pre_routing_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+  s->srv_->set_pre_routing_handler([max_body, web](const httplib::Request& req, httplib::Response& res) {
     using R = httplib::Server::HandlerResponse;
     const std::string& m = req.method;
+    // The web config first, for every route and method: a refused request
+    // has its body left unread.
+    if (web != nullptr) {
+      std::vector<std::pair<std::string, std::string>> headers;
+      WebSecurity::Verdict v = web->Check(req.get_header_value("Authorization"), &headers);
+      for (const auto& [name, value] : headers) res.set_header(name, value);
+      if (v != WebSecurity::Verdict::kServe) {
+        if (Chunked(req) || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
+          CloseAfter(res);
+        }
+        if (v == WebSecurity::Verdict::kRateLimited) {
+          Text(res, 429, "Too Many Requests\n");
+        } else {
+          res.set_header("WWW-Authenticate", "Basic");
+          Text(res, 401, "Unauthorized\n");
+        }
+        return R::Handled;
+      }
+    }
     if (m != "GET" && m != "HEAD" && m != "POST" && m != "PUT" && m != "DELETE" && m != "OPTIONS") {
       CloseAfter(res);
       Text(res, 405, "method not allowed\n");
@@ -350,7 +375,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
   // httplib's stop() is a no-op until the accept loop runs; wait for it so a
   // Stop right after Start cannot leave the loop blocked in accept forever.
   while (!srv->is_running() && !exited->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  TW_LOG(Info, "http: listening on {}:{} with {} threads", s->host_, s->port_, threads);
+  TW_LOG(Info, "http: listening on {}:{} with {} threads{}", s->host_, s->port_, threads,
+         web == nullptr ? "" : web->tls() ? " (TLS, web config " + web->path() + ")" : " (web config " + web->path() + ")");
   return s;
 }
 

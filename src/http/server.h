@@ -1,8 +1,11 @@
 #pragma once
 // The HTTP server: cpp-httplib with a thread pool that grows up to a hard
 // maximum, keep-alive, bounds on every part of a request (http/conn.h), and
-// every request handed to an Api. Start binds before returning, so a bad
-// address fails Start rather than a background thread.
+// every request handed to an Api. With a web config, TLS (http/tls.h) and
+// basic auth guard every route, as in Prometheus: the credentials are
+// checked before anything else, the body is not read for a 401. Start binds
+// before returning, so a bad address fails Start rather than a background
+// thread.
 
 #include <atomic>
 #include <memory>
@@ -11,6 +14,7 @@
 
 #include "base/status.h"
 #include "http/api.h"
+#include "http/web_security.h"
 
 namespace trainwatch::http::internal {
 class GuardedServer;
@@ -31,6 +35,9 @@ struct ServerOptions {
   int header_timeout_ms = 10000;         // the request line and headers must arrive within; else 408
   int keep_alive_ms = 5000;              // an idle connection is closed after
   int body_timeout_ms = 300000;          // a request body must arrive within; else 400 and close
+  // --web.config.file (http/web_security.h): TLS, basic auth, response
+  // headers and rate limit for every route; null: plain HTTP, open to all.
+  std::shared_ptr<WebSecurity> web;
 };
 
 // Thread-safe. Stop (or destruction) waits for in-flight requests.

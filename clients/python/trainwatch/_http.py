@@ -1,5 +1,7 @@
 """A small keep-alive HTTP/1.1 client (standard library) for the trainwatch API."""
+import base64
 import json
+import os
 import socket
 import urllib.parse
 
@@ -15,9 +17,14 @@ class Http:
     one send per request and no email-module header parsing, which was
     about half of the sender thread's CPU per batch (docs/performance.md).
     Not thread-safe: each user (the sender thread, init) has its own.
+
+    A server behind a web config (docs/security.md): basic auth from the
+    URL's userinfo (http://user:pass@host:9800), else `username`/`password`,
+    else $TRAINWATCH_USERNAME/$TRAINWATCH_PASSWORD; for https, the CA file
+    `ca_file` or $TRAINWATCH_CA_FILE (else the system's CAs).
     """
 
-    def __init__(self, url, timeout=10.0):
+    def __init__(self, url, timeout=10.0, username=None, password=None, ca_file=None):
         u = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
         if u.scheme not in ("http", "https"):
             raise ValueError("trainwatch url %r: scheme must be http or https" % url)
@@ -31,6 +38,16 @@ class Http:
         self._host_header = host if self.port == default_port else "%s:%d" % (host, self.port)
         self._sock = None
         self._buf = b""  # bytes read past the end of the last response
+        if u.username is not None:
+            username, password = urllib.parse.unquote(u.username), urllib.parse.unquote(u.password or "")
+        elif username is None:
+            username = os.environ.get("TRAINWATCH_USERNAME")
+            password = os.environ.get("TRAINWATCH_PASSWORD", "")
+        self._auth = ""
+        if username:
+            cred = base64.b64encode(("%s:%s" % (username, password or "")).encode()).decode()
+            self._auth = "Authorization: Basic %s\r\n" % cred
+        self.ca_file = ca_file or os.environ.get("TRAINWATCH_CA_FILE") or None
 
     def close(self):
         if self._sock is not None:
@@ -46,7 +63,7 @@ class Http:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.scheme == "https":
             import ssl  # only where https is used: some Python builds lack it
-            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+            sock = ssl.create_default_context(cafile=self.ca_file).wrap_socket(sock, server_hostname=self.host)
         self._sock = sock
 
     def _read(self):
@@ -122,8 +139,8 @@ class Http:
             body = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
         elif isinstance(body, str):
             body = body.encode()
-        head = "%s %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: identity\r\n" % (
-            method, self.prefix + path, self._host_header)
+        head = "%s %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: identity\r\n%s" % (
+            method, self.prefix + path, self._host_header, self._auth)
         if body is not None:
             head += "Content-Type: %s\r\nContent-Length: %d\r\n" % (content_type, len(body))
         msg = (head + "\r\n").encode("latin-1") + (body or b"")
@@ -146,6 +163,14 @@ class Http:
                     pass
             return status, data
         raise Unreachable("unreachable")  # not reached
+
+
+def redact(url):
+    """`url` without the password of its userinfo, for messages."""
+    u = urllib.parse.urlsplit(url)
+    if u.password is None:
+        return url
+    return urllib.parse.urlunsplit(u._replace(netloc="%s:xxxxx@%s" % (u.username, u.netloc.rpartition("@")[2])))
 
 
 def error_text(status, doc):

@@ -34,7 +34,7 @@ try:
 except ImportError:  # no flock (Windows): every process spools into a dir of its own
     fcntl = None
 
-from ._http import Http, Unreachable, error_text
+from ._http import Http, Unreachable, error_text, redact
 
 OK, RETRY = "ok", "retry"
 LOGS_PATH = "/api/v1/logs"
@@ -409,7 +409,8 @@ class Sender:
             self.registered = False  # the server does not know the run (yet): register, then retry
             self._went_offline("run unknown to the server; registering again")
             return RETRY
-        if status in (408, 425, 429) or status >= 500:
+        # 401: credentials changed on the server mid-run; kept until they work again.
+        if status in (401, 408, 425, 429) or status >= 500:
             self._went_offline(error_text(status, doc))
             return RETRY
         self.dropped += 1
@@ -444,7 +445,7 @@ class Sender:
 
     def _went_offline(self, why):
         if self.online:
-            self._warn("server %s unreachable (%s); spooling to %s" % (self.url, why, self.spool_dir))
+            self._warn("server %s unreachable (%s); spooling to %s" % (redact(self.url), why, self.spool_dir))
         self.online = False
         self._backoff = min(5.0, max(0.2, self._backoff * 2))
         self._next_retry = time.monotonic() + self._backoff
@@ -484,7 +485,7 @@ class Sender:
                         pass
                     self._spooled -= 1
         if not self.online:
-            self._warn("server %s reachable again; spool replayed" % self.url)
+            self._warn("server %s reachable again; spool replayed" % redact(self.url))
         self.online = True
         self._backoff = 0.0
         return True

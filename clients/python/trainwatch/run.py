@@ -12,6 +12,7 @@ import threading
 import time
 
 from ._capture import Tee
+from ._http import redact
 from ._sender import Sender, _json_value
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -278,7 +279,7 @@ class Run:
         if not done:
             sys.__stderr__.write("trainwatch: server %s unreachable; %d requests of run %s kept in %s: they are "
                                  "sent when this run resumes, or by `python -m trainwatch sync`\n"
-                                 % (self.url, self._sender.spooled, self.id, self.spool_dir))
+                                 % (redact(self.url), self._sender.spooled, self.id, self.spool_dir))
 
     def __enter__(self):
         return self
