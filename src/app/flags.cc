@@ -182,6 +182,24 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   tmpl_render->add_option("--template.type", tr.type, "text or html (html/template escaping)")->capture_default_str();
   tmpl_render->add_option("--template.data", tr.data_file, "JSON file with the template data (template.Data)")->required();
 
+  CLI::App* import = cli.add_subcommand(
+      "import", "Import runs from another tracker into a server (MLflow's file store, TensorBoard event files)");
+  ImportOptions& im = out.import;
+  import->add_option("format", im.format, "Source format: mlflow or tensorboard")
+      ->required()
+      ->check(CLI::IsMember({"mlflow", "tensorboard"}));
+  import->add_option("dir", im.dir, "The source: an MLflow mlruns directory, or a TensorBoard logdir")->required();
+  import->add_option("--url", im.url, "trainwatch server base URL")->capture_default_str();
+  import->add_option("--project", im.project,
+                     "Project of the imported runs (default: each experiment's name; the logdir's name)");
+  CLI::App* export_cmd = cli.add_subcommand("export", "Export from a server into files");
+  export_cmd->require_subcommand(1);
+  CLI::App* export_run = export_cmd->add_subcommand(
+      "run", "Write a run as ID.json (run, config, summary, tags, alerts), ID.csv and ID.jsonl (every point)");
+  ExportOptions& ex = out.export_run;
+  export_run->add_option("id", ex.id, "The run's id")->required();
+  export_run->add_option("--url", ex.url, "trainwatch server base URL")->capture_default_str();
+  export_run->add_option("--out", ex.out_dir, "Directory to write the files into (made when missing)")->capture_default_str();
   CLI::App* demo = cli.add_subcommand("demo", "Run a simulated training job against a server, through the C++ client");
   DemoOptions& dm = out.demo;
   demo->add_option("--url", dm.url, "trainwatch server base URL")->capture_default_str();
@@ -221,6 +239,14 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   }
   if (demo->parsed()) {
     out.command = CommandLine::Command::kDemo;
+    return out;
+  }
+  if (import->parsed()) {
+    out.command = CommandLine::Command::kImport;
+    return out;
+  }
+  if (export_run->parsed()) {
+    out.command = CommandLine::Command::kExport;
     return out;
   }
   if (query->parsed()) {

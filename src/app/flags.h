@@ -10,6 +10,8 @@
 #include "app/check_cmd.h"
 #include "app/collect_loop.h"
 #include "app/demo_cmd.h"
+#include "app/export_cmd.h"
+#include "app/import_cmd.h"
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
 #include "app/template_cmd.h"
@@ -74,6 +76,8 @@ struct CommandLine {
   CheckRulesOptions check_rules;  // kCheckRules
   std::vector<std::string> check_config_files;  // kCheckConfig
   DemoOptions demo;      // kDemo
+  ImportOptions import;  // kImport
+  ExportOptions export_run;  // kExport
   LogsOptions logs;      // kLogs
   TemplateRenderOptions template_render;  // kTemplateRender
 };

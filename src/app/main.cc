@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
     case trainwatch::app::CommandLine::Command::kCheckRules: return trainwatch::app::RunCheckRules(cl->check_rules);
     case trainwatch::app::CommandLine::Command::kCheckConfig: return trainwatch::app::RunCheckConfig(cl->check_config_files);
     case trainwatch::app::CommandLine::Command::kDemo: return trainwatch::app::RunDemo(cl->demo);
+    case trainwatch::app::CommandLine::Command::kImport: return trainwatch::app::RunImport(cl->import);
+    case trainwatch::app::CommandLine::Command::kExport: return trainwatch::app::RunExport(cl->export_run);
     case trainwatch::app::CommandLine::Command::kLogs: return trainwatch::app::RunLogs(cl->logs);
     case trainwatch::app::CommandLine::Command::kTemplateRender:
       return trainwatch::app::RunTemplateRender(cl->template_render);

@@ -7,13 +7,17 @@
         run.log({"loss": loss, "lr": lr}, step=step)
     run.finish()
 
+    api = trainwatch.Api()                     # reading back (trainwatch.api)
+    rows = api.run(run.id).history(keys=["loss"], pandas=False)
+
 See README.md next to this package and docs/runs-api.md for the wire format.
 """
 from . import run as _run
+from .api import Api, ApiError, RunInfo
 from .run import LogHandler, Run, init
 
 __version__ = "0.1.0"
-__all__ = ["init", "Run", "LogHandler", "log", "finish"]
+__all__ = ["init", "Run", "LogHandler", "log", "finish", "Api", "ApiError", "RunInfo"]
 
 
 def log(values, step=None):
