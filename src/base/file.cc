@@ -62,7 +62,16 @@ Status ReadFile(const std::string& path, std::string* out) {
   return Status::OK();
 }
 
-static Status WriteAll(int fd, std::string_view data, const std::string& path) {
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  if (int e = WriteFault(path); e != 0) {
+    std::string_view half = data.substr(0, data.size() / 2);
+    while (!half.empty()) {
+      ssize_t n = ::write(fd, half.data(), half.size());
+      if (n <= 0) break;
+      half.remove_prefix(static_cast<size_t>(n));
+    }
+    return Status::FromErrno("write " + path, e);
+  }
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {
@@ -92,7 +101,22 @@ namespace {
 std::atomic<bool> sync_fault_set{false};
 std::mutex sync_fault_mu;
 std::function<int(int)> sync_fault;  // guarded by sync_fault_mu
+std::atomic<bool> write_fault_set{false};
+std::mutex write_fault_mu;
+std::function<int(const std::string&)> write_fault;  // guarded by write_fault_mu
 }  // namespace
+
+int WriteFault(const std::string& path) {
+  if (!write_fault_set.load(std::memory_order_acquire)) return 0;
+  std::lock_guard<std::mutex> l(write_fault_mu);
+  return write_fault ? write_fault(path) : 0;
+}
+
+void testing::SetWriteFault(std::function<int(const std::string& path)> fault) {
+  std::lock_guard<std::mutex> l(write_fault_mu);
+  write_fault = std::move(fault);
+  write_fault_set.store(static_cast<bool>(write_fault), std::memory_order_release);
+}
 
 void testing::SetSyncFault(std::function<int(int fd)> fault) {
   std::lock_guard<std::mutex> l(sync_fault_mu);

@@ -32,6 +32,13 @@ class MmapFile {
 };
 
 Status ReadFile(const std::string& path, std::string* out);
+// Writes all of `data` to fd at its offset (retried on EINTR and short
+// writes); errors name `path` (NoSpace for ENOSPC and EDQUOT).
+Status WriteAll(int fd, std::string_view data, const std::string& path);
+// The errno a test's write fault (testing::SetWriteFault) gives the next
+// write to `path`, or 0: always 0 outside tests. Every writer of data files
+// asks it first: WriteAll (blocks, checkpoints' files, atomic files) and the WAL.
+int WriteFault(const std::string& path);
 enum class Sync { kYes, kNo };
 // Writes path.tmp, fsyncs it, renames it over path and fsyncs the directory.
 // With Sync::kNo the fsyncs are skipped: a reader sees the old or the new
@@ -54,6 +61,10 @@ namespace testing {
 // Tests only: while set, every DataSync returns fault(fd) instead of syncing
 // when that is non-zero (an errno such as EIO or ENOSPC). Empty: off.
 void SetSyncFault(std::function<int(int fd)> fault);
+// Tests only: while set, a write to `path` that fault(path) answers with a
+// non-zero errno (ENOSPC, EIO) writes the first half of its bytes, as a disk
+// filling up would, then fails with it. Empty: off.
+void SetWriteFault(std::function<int(const std::string& path)> fault);
 }  // namespace testing
 
 }  // namespace trainwatch::file

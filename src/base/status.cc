@@ -1,5 +1,6 @@
 #include "base/status.h"
 
+#include <cerrno>
 #include <cstring>
 
 namespace trainwatch {
@@ -16,7 +17,7 @@ Status Status::FromErrno(std::string_view context, int err) {
   std::string m(context);
   m += ": ";
   m += std::strerror(err);
-  return Status(StatusCode::kIOError, std::move(m));
+  return Status(err == ENOSPC || err == EDQUOT ? StatusCode::kNoSpace : StatusCode::kIOError, std::move(m));
 }
 
 static const char* CodeName(StatusCode c) {
@@ -31,6 +32,7 @@ static const char* CodeName(StatusCode c) {
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kOutOfRange: return "out of range";
+    case StatusCode::kNoSpace: return "no space";
   }
   return "unknown";
 }

@@ -25,6 +25,7 @@ enum class StatusCode : uint8_t {
   kResourceExhausted,
   kCancelled,
   kOutOfRange,  // a value outside what is accepted, e.g. a timestamp too far in the future
+  kNoSpace,     // the disk is full (ENOSPC, EDQUOT): the same write may succeed later
 };
 
 class [[nodiscard]] Status {
@@ -42,7 +43,9 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
-  // IOError from errno, e.g. ErrnoError("open wal/000012", errno).
+  static Status NoSpace(std::string m) { return {StatusCode::kNoSpace, std::move(m)}; }
+  // IOError from errno, e.g. FromErrno("open wal/000012", errno); NoSpace
+  // for ENOSPC and EDQUOT.
   static Status FromErrno(std::string_view context, int err);
 
   bool ok() const { return code_ == StatusCode::kOk; }
@@ -52,6 +55,7 @@ class [[nodiscard]] Status {
   bool IsCorruption() const { return code_ == StatusCode::kCorruption; }
   bool IsInvalidArgument() const { return code_ == StatusCode::kInvalidArgument; }
   bool IsOutOfRange() const { return code_ == StatusCode::kOutOfRange; }
+  bool IsNoSpace() const { return code_ == StatusCode::kNoSpace; }
 
   // "corruption: <message>", or "ok".
   std::string ToString() const;

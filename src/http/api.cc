@@ -26,9 +26,11 @@ Response ApiError(const Status& s) {
     case StatusCode::kResourceExhausted: r.status = 422; type = "execution"; break;
     case StatusCode::kIOError:
     case StatusCode::kCorruption: r.status = 500; type = "internal"; break;
+    case StatusCode::kNoSpace: r.status = 507; type = "unavailable"; break;
     default: r.status = 422; type = "execution"; break;
   }
   r.body = ErrorJson(type, s.message());
+  if (s.IsNoSpace()) r.headers.emplace_back("Retry-After", std::string(kNoSpaceRetryAfter));
   return r;
 }
 
@@ -55,6 +57,12 @@ Response Text(int status, std::string body) {
 Response IngestError(std::string_view handler, const Status& s, std::string_view reason_prefix) {
   if (s.IsInvalidArgument() || s.IsOutOfRange()) return Text(400, std::string(reason_prefix) + s.message());
   TW_LOG(Error, "{}: {}", handler, s.ToString());
+  if (s.IsNoSpace()) {
+    // Nothing of the request was kept; senders retry (Prometheus retries every 5xx).
+    Response r = Text(507, s.message());
+    r.headers.emplace_back("Retry-After", std::string(kNoSpaceRetryAfter));
+    return r;
+  }
   return Text(s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kResourceExhausted ? 503 : 500,
               s.message());
 }

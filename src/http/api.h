@@ -132,12 +132,16 @@ class Api {
 // A text/plain response; a final newline is added when missing.
 Response Text(int status, std::string body);
 // The answer to a push (import, remote write) that failed: 400 with the
-// reason (after `reason_prefix`) for invalid input; 503 when the store is
-// unavailable or full; 500 otherwise. Non-400 errors are logged under `handler`.
+// reason (after `reason_prefix`) for invalid input; 507 with Retry-After
+// when the disk is full; 503 when the store is unavailable or over a bound;
+// 500 otherwise. Non-400 errors are logged under `handler`.
 Response IngestError(std::string_view handler, const Status& s, std::string_view reason_prefix = "");
 // 204 with no body: a push whose samples are durable.
 Response NoContent();
-// 400/422/503 JSON error for a failed query or a bad parameter, as Prometheus.
+// Seconds a client is told to wait (Retry-After) after a 507: the disk is full.
+inline constexpr std::string_view kNoSpaceRetryAfter = "10";
+// 400/422/503 JSON error for a failed query or a bad parameter, as Prometheus;
+// 507 with Retry-After when the disk is full.
 Response ApiError(const Status& s);
 Response BadData(std::string msg);
 // {"status":"success","data":<data_json>}

@@ -70,6 +70,31 @@ TEST_F(ApiTest, FailedFsyncTurnsReadyRedAndSaysWhy) {
   EXPECT_EQ(Do("GET", "/-/healthy").status, 200);
 }
 
+// Issue 17, a full disk: pushes answer 507 with Retry-After (Prometheus and
+// the clients retry 5xx) and keep nothing; reads and /-/ready go on; when
+// space returns the same push is taken.
+TEST_F(ApiTest, FullDiskAnswers507WithRetryAfterAndRecovers) {
+  ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "before 1 1700000000000\n").status, 204);
+  file::testing::SetWriteFault([](const std::string&) { return ENOSPC; });
+  auto r = Do("POST", "/api/v1/import/prometheus", {}, "during 1 1700000000000\n");
+  EXPECT_EQ(r.status, 507) << r.body;
+  EXPECT_NE(r.body.find("No space left on device"), std::string::npos) << r.body;
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0], (std::pair<std::string, std::string>{"Retry-After", std::string(kNoSpaceRetryAfter)}));
+  EXPECT_EQ(Do("GET", "/-/ready").status, 200);  // reads go on; writes come back by themselves
+  r = Do("GET", "/api/v1/query", {{"query", "before"}, {"time", "1700000000"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("\"before\""), std::string::npos) << r.body;
+  file::testing::SetWriteFault(nullptr);
+  EXPECT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "during 1 1700000000000\n").status, 204);
+  r = Do("GET", "/api/v1/query", {{"query", "during"}, {"time", "1700000000"}});
+  EXPECT_NE(r.body.find("\"during\""), std::string::npos) << r.body;
+  // A JSON API's error (ApiError) says the same.
+  Response e = ApiError(Status::FromErrno("write wal/00000001", ENOSPC));
+  EXPECT_EQ(e.status, 507);
+  EXPECT_EQ(e.headers.size(), 1u);
+}
+
 TEST_F(ApiTest, ImportThenExportRoundTrips) {
   auto r = Do("POST", "/api/v1/import/prometheus", {},
               "# TYPE up gauge\nup{job=\"a\",instance=\"x\"} 1 1700000000000\nup{job=\"a\",instance=\"x\"} 2.5 "

@@ -69,7 +69,10 @@ uint64_t FileSize(const std::string& path) {
 }  // namespace
 
 Status SqliteError(sqlite3* db, std::string_view what) {
-  return Status::IOError("logs: " + std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+  std::string m = "logs: " + std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory");
+  // A full disk: the same write may succeed later (507 with Retry-After).
+  if (db != nullptr && sqlite3_errcode(db) == SQLITE_FULL) return Status::NoSpace(std::move(m));
+  return Status::IOError(std::move(m));
 }
 
 Status Exec(sqlite3* db, const char* sql) {

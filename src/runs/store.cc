@@ -70,8 +70,9 @@ void MergeSummary(Json* into, const Json& from) {
 
 Status Exec(sqlite3* db, const char* sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    Status s = Status::IOError(std::string("runs.db: ") + (err ? err : "error"));
+  if (int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
+    std::string m = std::string("runs.db: ") + (err ? err : "error");
+    Status s = (rc & 0xff) == SQLITE_FULL ? Status::NoSpace(std::move(m)) : Status::IOError(std::move(m));
     sqlite3_free(err);
     return s;
   }

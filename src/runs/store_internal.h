@@ -84,7 +84,9 @@ class Stmt {
   }
   Status status() const {
     if (rc_ == SQLITE_OK) return Status::OK();
-    return Status::IOError(std::string("runs.db: ") + sqlite3_errmsg(db_));
+    std::string m = std::string("runs.db: ") + sqlite3_errmsg(db_);
+    // A full disk: the same write may succeed later (507 with Retry-After).
+    return (rc_ & 0xff) == SQLITE_FULL ? Status::NoSpace(std::move(m)) : Status::IOError(std::move(m));
   }
   bool IsNull(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
   int64_t Int(int col) const { return sqlite3_column_int64(st_, col); }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -155,6 +156,54 @@ TEST_F(DBTest, FlushWritesBlocksAndEmptiesHead) {
   }
   Open();
   EXPECT_EQ(ReadAll(), ref);
+}
+
+// Issue 17, a full disk: a WAL write fails with NoSpace after half its
+// bytes landed (cut back, so later records stay readable); the failed
+// commit leaves nothing in the head; reads go on; a flush fails without
+// losing or damaging anything and leaves no half-written block; the DB stays
+// healthy (unlike a failed fsync), and once there is space again writes and
+// flushes work and a restart finds exactly what was acknowledged.
+TEST_F(DBTest, FullDiskRefusesWritesKeepsReadsAndRecovers) {
+  Open();
+  Data ref;
+  Append({{L("x"), 1000, 1}, {L("x"), 2000, 2}}, &ref);
+  std::atomic<bool> full{true};
+  std::atomic<int> faults{0};
+  file::testing::SetWriteFault([&](const std::string&) {
+    if (!full) return 0;
+    faults++;
+    return ENOSPC;
+  });
+  {
+    auto app = db_->NewAppender();
+    ASSERT_TRUE(app->Append(0, L("x"), 3000, 3).ok());
+    ASSERT_TRUE(app->Append(0, L("new"), 3000, 3).ok());
+    Status s = app->Commit();
+    EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+    EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.message();
+  }
+  EXPECT_EQ(ReadAll(), ref);
+  Status f = db_->Flush();
+  EXPECT_TRUE(f.IsNoSpace()) << f.ToString();
+  EXPECT_GE(faults.load(), 2);
+  EXPECT_EQ(ReadAll(), ref);
+  EXPECT_TRUE(db_->Health().ok());
+  auto names = file::ListDir(dir_);
+  ASSERT_TRUE(names.ok());
+  for (const auto& n : *names) EXPECT_FALSE(n.ends_with(".tmp")) << n;
+
+  full = false;
+  Append({{L("x"), 3000, 3}, {L("new"), 3000, 30}}, &ref);
+  EXPECT_EQ(ReadAll(), ref);
+  Open();  // the WAL, with the failed write cut back, replays
+  EXPECT_EQ(ReadAll(), ref);
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(ReadAll(), ref);
+  file::testing::SetWriteFault(nullptr);
+  Open();
+  EXPECT_EQ(ReadAll(), ref);
+  EXPECT_EQ(db_->GetStats().wal_corruptions_total, 0u);
 }
 
 // Issue 17 (crash loop): a block that compaction replaced is renamed to

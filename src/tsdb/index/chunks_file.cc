@@ -16,19 +16,6 @@ namespace {
 
 constexpr size_t kFlushThreshold = 1 << 20;
 
-Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("write " + path, errno);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::OK();
-}
-
 bool ParseSeq(const std::string& name, uint32_t* seq) {
   if (name.size() != 6) return false;
   uint32_t v = 0;
@@ -73,7 +60,7 @@ Result<std::unique_ptr<ChunkWriter>> ChunkWriter::Create(const std::string& dir,
 
 Status ChunkWriter::Flush() {
   if (buf_.empty()) return Status::OK();
-  RETURN_IF_ERROR(WriteAll(fd_, buf_.data(), buf_.size(), dir_ + "/" + ChunkSegmentName(seq_)));
+  RETURN_IF_ERROR(file::WriteAll(fd_, buf_, dir_ + "/" + ChunkSegmentName(seq_)));
   buf_.clear();
   return Status::OK();
 }

@@ -37,6 +37,14 @@ constexpr int kMaxSegmentIndex = 99999999;
 // Writes iov[0, iovcnt) fully at `offset`, retrying short writes and EINTR.
 // Positional, so a failed write that was cut off leaves no gap behind.
 Status WriteAllV(int fd, const std::string& path, struct iovec* iov, int iovcnt, uint64_t offset) {
+  if (int e = file::WriteFault(path); e != 0) {
+    // A test's full disk: half of the frames' bytes land, then the error.
+    std::string half;
+    for (int i = 0; i < iovcnt; i++) half.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+    half.resize(half.size() / 2);
+    [[maybe_unused]] ssize_t n = ::pwrite(fd, half.data(), half.size(), static_cast<off_t>(offset));
+    return Status::FromErrno("write " + path, e);
+  }
   while (iovcnt > 0) {
     ssize_t n = ::pwritev(fd, iov, std::min(iovcnt, IOV_MAX), static_cast<off_t>(offset));
     if (n < 0) {
