@@ -208,7 +208,8 @@ class Server:
         self.url = "http://127.0.0.1:%d" % self.port
         self.data_dir = data_dir
         self.log_path = log_path
-        self.argv = [binary, "serve", "--listen", "127.0.0.1:%d" % self.port, "--data-dir", data_dir]
+        self.argv = [binary, "serve", "--listen", "127.0.0.1:%d" % self.port, "--data-dir", data_dir,
+                     "--web.enable-admin-api"]
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(self.argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)

@@ -12,12 +12,13 @@ namespace trainwatch::app {
 int RunAgent(const AgentOptions& o) {
   log::SetLevel(o.log_level);
   TW_LOG(Info, "starting trainwatch agent {} (data dir {}, listen {})", TW_VERSION, o.data_dir, o.listen);
-  auto loaded_web = LoadWebSecurity(o.web_config_file);
+  auto loaded_web = LoadWebSecurity(o.web_config_file, o.web_tokens_file);
   if (!loaded_web.ok()) {
     TW_LOG(Error, "{}", loaded_web.error().message());
     return 1;
   }
   std::shared_ptr<http::WebSecurity> web = std::move(*loaded_web);
+  if (std::string w = OpenToTheNetworkWarning(o.listen, web.get()); !w.empty()) TW_LOG(Warn, "{}", w);
   auto rw = LoadRemoteWriteConfigs(o.config_file, o.remote_write_urls);
   if (!rw.ok()) {
     TW_LOG(Error, "{}", rw.error().message());

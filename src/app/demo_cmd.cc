@@ -11,6 +11,7 @@
 #include <numbers>
 #include <vector>
 
+#include "app/api_client.h"
 #include "trainwatch/client.h"
 
 namespace trainwatch::app {
@@ -122,10 +123,11 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
 }
 
 bool BaselineExists(const DemoOptions& o) {
-  client::detail::Url u = client::detail::ParseUrl(o.url);
-  httplib::Client cli(u.host, std::atoi(u.port.c_str()));
+  auto c = NewApiClient(o.url);  // the URL's or the environment's credentials, as the C++ client
+  if (!c.ok()) return false;
+  httplib::Client& cli = *c->http;
   cli.set_connection_timeout(5);
-  auto res = cli.Get(u.prefix + "/api/v1/runs/demo-baseline");
+  auto res = cli.Get(c->prefix + "/api/v1/runs/demo-baseline");
   return res && res->status == 200;
 }
 
@@ -181,11 +183,12 @@ int RunDemo(const DemoOptions& o) {
     return 2;
   }
   // Wait for the server (make run starts both at once).
-  client::detail::Url u = client::detail::ParseUrl(o.url);
   for (int i = 0; i < 300; i++) {
-    httplib::Client cli(u.host, std::atoi(u.port.c_str()));
+    auto c = NewApiClient(o.url);
+    if (!c.ok()) return 2;
+    httplib::Client& cli = *c->http;
     cli.set_connection_timeout(1);
-    auto res = cli.Get(u.prefix + "/-/ready");
+    auto res = cli.Get(c->prefix + "/-/ready");
     if (res && res->status == 200) break;
     if (WaitForSignal(0.2)) return 0;
   }

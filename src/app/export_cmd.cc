@@ -1,3 +1,4 @@
+#include "app/api_client.h"
 #include "app/export_cmd.h"
 
 #include <httplib.h>
@@ -194,15 +195,18 @@ int RunExport(const ExportOptions& o) {
   fs::create_directories(dir, ec);
   if (ec) return fail(dir.string() + ": " + ec.message());
 
-  httplib::Client c(o.url);
+  auto client = NewApiClient(o.url);
+  if (!client.ok()) return fail("--url: " + client.error().message());
+  httplib::Client& c = *client->http;
+  const std::string& url = client->display;
   c.set_read_timeout(300, 0);
-  const std::string run_path = "/api/v1/runs/" + o.id;
+  const std::string run_path = client->prefix + "/api/v1/runs/" + o.id;
   auto res = c.Get(run_path);
-  if (!res) return fail(o.url + run_path + ": " + httplib::to_string(res.error()));
-  if (res->status == 404) return fail("run " + o.id + ": not found on " + o.url);
-  if (res->status != 200) return fail(o.url + run_path + ": " + std::to_string(res->status) + " " + res->body);
+  if (!res) return fail(url + run_path + ": " + httplib::to_string(res.error()));
+  if (res->status == 404) return fail("run " + o.id + ": not found on " + url);
+  if (res->status != 200) return fail(url + run_path + ": " + std::to_string(res->status) + " " + res->body);
   Json env = Json::parse(res->body, nullptr, false);
-  if (!env.is_object() || !env["data"].is_object()) return fail(o.url + run_path + ": the answer is no run");
+  if (!env.is_object() || !env["data"].is_object()) return fail(url + run_path + ": the answer is no run");
 
   OutFile json_file(dir / (o.id + ".json")), csv_file(dir / (o.id + ".csv")), jsonl_file(dir / (o.id + ".jsonl"));
   for (OutFile* f : {&json_file, &csv_file, &jsonl_file}) {
@@ -234,8 +238,8 @@ int RunExport(const ExportOptions& o) {
         }
         return true;
       });
-  if (!hist) return fail(o.url + run_path + "/history: " + httplib::to_string(hist.error()));
-  if (status != 200) return fail(o.url + run_path + "/history: " + std::to_string(status) + " " + body);
+  if (!hist) return fail(url + run_path + "/history: " + httplib::to_string(hist.error()));
+  if (status != 200) return fail(url + run_path + "/history: " + std::to_string(status) + " " + body);
   if (conv_status.ok()) conv_status = conv.Finish(&jsonl);
   if (!conv_status.ok()) return fail(conv_status.message());
   jsonl_file.Write(jsonl);

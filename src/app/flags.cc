@@ -97,7 +97,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--scrape.self", scrape_self,
                     "Scrape our own /metrics as job \"trainwatch\" (true or false; default true)");
   std::optional<bool> rules_default_pack;
-  std::optional<std::string> rules_outage, rules_grace, rules_resend, external_url;
+  std::optional<std::string> rules_outage, rules_grace, rules_resend, external_url, query_timeout, query_lookback;
   serve->add_option("--rules.default-pack", rules_default_pack,
                     "Load the built-in training rule pack (true or false; default true)");
   serve->add_option("--rules.alert.for-outage-tolerance", rules_outage,
@@ -112,6 +112,26 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--web.config.file", web_config_file,
                     "Web config file for TLS and basic authentication, in Prometheus's format (docs/security.md); "
                     "reloaded on SIGHUP");
+  serve->add_option("--web.tokens.file", out.serve.web_tokens_file,
+                    "Bearer tokens with roles (read, write, admin), SHA-256 hashes only (docs/security.md; "
+                    "`trainwatch token add` makes one); reloaded on SIGHUP");
+  serve->add_option("--query.timeout", query_timeout, "Maximum time a query may take before it is aborted (default 2m)");
+  serve->add_option("--query.max-samples", out.serve.query_max_samples,
+                    "Maximum number of samples a single query can load into memory")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--query.max-concurrency", out.serve.query_max_concurrency,
+                    "Maximum number of queries executed at once; more wait, within their timeout")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  serve->add_option("--query.lookback-delta", query_lookback,
+                    "How far back a sample is looked for at an instant of a query (default 5m)");
+  serve->add_option("--storage.max-series", out.serve.max_series,
+                    "New series beyond this many in the head are refused, counted and alerted on; existing series "
+                    "keep flowing (0: no limit)")
+      ->capture_default_str();
+  serve->add_flag("--web.enable-admin-api", out.serve.enable_admin_api,
+                  "Enable the admin API (/api/v1/admin/tsdb/flush and /snapshot), off by default as in Prometheus");
   CollectFlags serve_collect;
   AddCollectFlags(serve, &serve_collect);
   std::optional<std::string> serve_queue_size;
@@ -140,6 +160,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   agent->add_option("--log.level", agent_log_level, "debug, info, warn or error")->capture_default_str();
   agent->add_option("--web.config.file", ao.web_config_file,
                     "Web config file for TLS and basic authentication, in Prometheus's format (docs/security.md)");
+  agent->add_option("--web.tokens.file", ao.web_tokens_file, "Bearer tokens with roles, as serve's");
   CollectFlags agent_collect;
   AddCollectFlags(agent, &agent_collect);
 
@@ -200,6 +221,16 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   export_run->add_option("id", ex.id, "The run's id")->required();
   export_run->add_option("--url", ex.url, "trainwatch server base URL")->capture_default_str();
   export_run->add_option("--out", ex.out_dir, "Directory to write the files into (made when missing)")->capture_default_str();
+  CLI::App* token_cmd = cli.add_subcommand("token", "Bearer tokens for --web.tokens.file");
+  token_cmd->require_subcommand(1);
+  CLI::App* token_add = token_cmd->add_subcommand(
+      "add", "Make a token, print it once, and add its SHA-256 to the tokens file (created when missing)");
+  TokenAddOptions& ta = out.token_add;
+  token_add->add_option("--file", ta.file, "The tokens file (--web.tokens.file)")->required();
+  token_add->add_option("--name", ta.name, "The token's name, for logs and errors")->required();
+  token_add->add_option("--role", ta.role, "read, write (push metrics, runs, logs) or admin")
+      ->required()
+      ->check(CLI::IsMember({"read", "write", "admin"}));
   CLI::App* demo = cli.add_subcommand("demo", "Run a simulated training job against a server, through the C++ client");
   DemoOptions& dm = out.demo;
   demo->add_option("--url", dm.url, "trainwatch server base URL")->capture_default_str();
@@ -247,6 +278,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   }
   if (export_run->parsed()) {
     out.command = CommandLine::Command::kExport;
+    return out;
+  }
+  if (token_add->parsed()) {
+    out.command = CommandLine::Command::kTokenAdd;
     return out;
   }
   if (query->parsed()) {
@@ -359,13 +394,17 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   }
   for (auto [flag, val, dst] : {std::tuple{"--rules.alert.for-outage-tolerance", &rules_outage, &o.rules_outage_tolerance_ms},
                                 std::tuple{"--rules.alert.for-grace-period", &rules_grace, &o.rules_for_grace_period_ms},
-                                std::tuple{"--rules.alert.resend-delay", &rules_resend, &o.rules_resend_delay_ms}}) {
+                                std::tuple{"--rules.alert.resend-delay", &rules_resend, &o.rules_resend_delay_ms},
+                                std::tuple{"--query.timeout", &query_timeout, &o.query_timeout_ms},
+                                std::tuple{"--query.lookback-delta", &query_lookback, &o.query_lookback_delta_ms}}) {
     if (!*val) continue;
     auto d = ParseConfigDuration(**val);
     if (!d.ok()) return d.error().Annotate(flag);
     if (*d < 0) return Status::InvalidArgument(std::string(flag) + ": must not be negative");
     *dst = *d;
   }
+  if (o.query_timeout_ms <= 0) return Status::InvalidArgument("--query.timeout: must be positive");
+  if (o.query_lookback_delta_ms <= 0) return Status::InvalidArgument("--query.lookback-delta: must be positive");
   RETURN_IF_ERROR(ApplyCollectFlags(serve_collect, &o.collect));
   RETURN_IF_ERROR(ApplyQueueSize(serve_queue_size, &o.remote_write_queue_max_bytes));
   return out;

@@ -15,6 +15,7 @@
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
 #include "app/template_cmd.h"
+#include "app/token_cmd.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "tsdb/db.h"
@@ -44,6 +45,17 @@ struct ServeOptions {
   std::string external_url;                             // --web.external-url; empty: http(s)://<listen>
   // --web.config.file: exporter-toolkit web config (TLS, basic auth, headers); empty: plain HTTP, open to all.
   std::string web_config_file;
+  // --web.tokens.file: bearer tokens with roles (http/tokens.h); empty: none.
+  std::string web_tokens_file;
+  bool enable_admin_api = false;  // --web.enable-admin-api: /api/v1/admin/* (flush, snapshot)
+  // --storage.max-series: new series beyond this many in the head are refused
+  // (existing ones flow on; pushes answer 400 for them). 0: no limit.
+  uint64_t max_series = 0;
+  // PromQL limits, with Prometheus's flags and defaults.
+  int64_t query_timeout_ms = 2 * 60 * 1000;        // --query.timeout
+  int64_t query_max_samples = 50'000'000;          // --query.max-samples
+  int query_max_concurrency = 20;                  // --query.max-concurrency
+  int64_t query_lookback_delta_ms = 5 * 60 * 1000;  // --query.lookback-delta
   CollectOptions collect;  // --collect.*, --path.* (instance and hostname are set by serve)
   // Log store (src/logs) under <data-dir>/logs: retention (time: -1 = as --retention.time) and metrics interval.
   int64_t logs_retention_ms = -1;        // --logs.retention.time
@@ -63,11 +75,12 @@ struct AgentOptions {
   log::Level log_level = log::Level::kInfo;
   bool scrape_self = true;
   std::string web_config_file;  // --web.config.file, as serve's
+  std::string web_tokens_file;  // --web.tokens.file, as serve's
   CollectOptions collect;
 };
 
 struct CommandLine {
-  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender, kImport, kExport };
+  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender, kImport, kExport, kTokenAdd };
   Command command = Command::kNone;
   int exit_code = 0;     // kExit: --help, --version or a usage error (already printed)
   ServeOptions serve;    // kServe
@@ -78,6 +91,7 @@ struct CommandLine {
   DemoOptions demo;      // kDemo
   ImportOptions import;  // kImport
   ExportOptions export_run;  // kExport
+  TokenAddOptions token_add;  // kTokenAdd
   LogsOptions logs;      // kLogs
   TemplateRenderOptions template_render;  // kTemplateRender
 };

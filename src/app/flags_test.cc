@@ -6,6 +6,8 @@
 #include <fstream>
 #include <vector>
 
+#include "app/wiring.h"
+
 namespace trainwatch::app {
 namespace {
 
@@ -23,6 +25,46 @@ TEST(FlagsTest, ServeDefaults) {
   EXPECT_EQ(c->serve.retention_ms, 15LL * 86400000);
   EXPECT_EQ(c->serve.retention_bytes, 0u);
   EXPECT_EQ(c->serve.wal_sync, tsdb::WalSync::kPerRequest);
+  EXPECT_FALSE(c->serve.enable_admin_api);  // as Prometheus
+  EXPECT_EQ(c->serve.max_series, 0u);
+  EXPECT_TRUE(IsLoopbackListen(c->serve.listen));
+}
+
+TEST(FlagsTest, QueryLimits) {
+  auto c = Parse({"serve"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->serve.query_timeout_ms, 120000);
+  EXPECT_EQ(c->serve.query_max_samples, 50000000);
+  EXPECT_EQ(c->serve.query_max_concurrency, 20);
+  EXPECT_EQ(c->serve.query_lookback_delta_ms, 300000);
+  c = Parse({"serve", "--query.timeout", "30s", "--query.max-samples", "1000", "--query.max-concurrency", "2",
+             "--query.lookback-delta", "1m", "--storage.max-series", "5000000"});
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->serve.query_timeout_ms, 30000);
+  EXPECT_EQ(c->serve.query_max_samples, 1000);
+  EXPECT_EQ(c->serve.query_max_concurrency, 2);
+  EXPECT_EQ(c->serve.query_lookback_delta_ms, 60000);
+  EXPECT_EQ(c->serve.max_series, 5000000u);
+  auto bad = Parse({"serve", "--query.timeout", "0s"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("--query.timeout"), std::string::npos);
+  EXPECT_FALSE(Parse({"serve", "--query.timeout", "soon"}).ok());
+}
+
+TEST(FlagsTest, AdminApiAndLoopback) {
+  auto c = Parse({"serve", "--web.enable-admin-api"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->serve.enable_admin_api);
+  c = Parse({"serve", "--web.enable-admin-api=false"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->serve.enable_admin_api);
+  for (const char* l : {"127.0.0.1:9800", "127.1.2.3:1", "localhost:9800", "[::1]:9800"}) EXPECT_TRUE(IsLoopbackListen(l)) << l;
+  for (const char* l : {":9800", "0.0.0.0:9800", "[::]:9800", "10.0.0.5:9800", "gpu-node-1:9800", "9800"}) {
+    EXPECT_FALSE(IsLoopbackListen(l)) << l;
+  }
+  EXPECT_EQ(OpenToTheNetworkWarning("127.0.0.1:9800", nullptr), "");
+  EXPECT_NE(OpenToTheNetworkWarning("0.0.0.0:9800", nullptr).find("listening on 0.0.0.0:9800 with no authentication"),
+            std::string::npos);
 }
 
 TEST(FlagsTest, FlagsOverrideConfig) {

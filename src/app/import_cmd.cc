@@ -1,5 +1,6 @@
 #include "app/import_cmd.h"
 
+
 #include <httplib.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "app/api_client.h"
 #include "runs/run.h"
 
 #include "app/import_tb.h"
@@ -153,7 +155,7 @@ Json ParamJson(const std::string& v) {
 }
 
 // The run `r` into the server; returns the values the server stored anew.
-Result<size_t> SendRun(httplib::Client& c, const MlflowRun& r, const std::string& project) {
+Result<size_t> SendRun(ApiClient& c, const MlflowRun& r, const std::string& project) {
   const std::string id = "mlflow-" + r.run_id;
   Json create = {{"id", id}, {"project", project}, {"name", r.name.empty() ? r.run_id : r.name}};
   Json config = Json::object();
@@ -202,9 +204,9 @@ uint64_t ImportHash(std::string_view s, uint64_t h) {
   return h;
 }
 
-Status PostJson(httplib::Client& c, const std::string& path, const Json& body, Json* answer) {
+Status PostJson(ApiClient& c, const std::string& path, const Json& body, Json* answer) {
   // Keys are free text: bytes that are not UTF-8 are sent as U+FFFD rather than failing the dump.
-  auto res = c.Post(path, body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+  auto res = c.http->Post(c.prefix + path, body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
   if (!res) return Status::Unavailable(path + ": " + httplib::to_string(res.error()));
   if (res->status / 100 != 2) return Status::InvalidArgument(path + ": " + std::to_string(res->status) + " " + res->body);
   if (answer != nullptr) *answer = Json::parse(res->body, nullptr, false);
@@ -293,9 +295,14 @@ int RunImport(const ImportOptions& o) {
     std::cerr << "trainwatch import: " << runs.error().message() << "\n";
     return 1;
   }
-  httplib::Client c(o.url);
-  c.set_read_timeout(300, 0);
-  c.set_write_timeout(300, 0);
+  auto client = NewApiClient(o.url);
+  if (!client.ok()) {
+    std::cerr << "trainwatch import: --url: " << client.error().message() << "\n";
+    return 1;
+  }
+  ApiClient& c = *client;
+  c.http->set_read_timeout(300, 0);
+  c.http->set_write_timeout(300, 0);
   size_t values = 0, logged = 0;
   for (const MlflowRun& r : *runs) {
     for (const auto& m : r.metrics) logged += m.second.size();
@@ -307,7 +314,7 @@ int RunImport(const ImportOptions& o) {
     values += *n;
   }
   std::cout << "trainwatch import: " << runs->size() << " runs, " << logged << " metric values (" << values
-            << " stored now, the rest already there) from " << o.dir << " into " << o.url << "\n";
+            << " stored now, the rest already there) from " << o.dir << " into " << c.display << "\n";
   if (!warnings.empty()) std::cout << "trainwatch import: " << warnings.size() << " warnings (above): those parts were skipped\n";
   return 0;
 }

@@ -16,11 +16,9 @@
 
 #include "base/status.h"
 
-namespace httplib {
-class Client;
-}
-
 namespace trainwatch::app {
+
+struct ApiClient;  // app/api_client.h
 
 struct ImportOptions {
   std::string format;  // "mlflow" or "tensorboard"
@@ -60,6 +58,6 @@ int RunImport(const ImportOptions& o);
 uint64_t ImportHash(std::string_view s, uint64_t h = 1469598103934665603ull);
 // POSTs `body` to the server; a non-2xx answer is an error naming the path,
 // status and body; `answer` (when not null) gets the parsed answer.
-Status PostJson(httplib::Client& c, const std::string& path, const nlohmann::json& body, nlohmann::json* answer);
+Status PostJson(ApiClient& c, const std::string& path, const nlohmann::json& body, nlohmann::json* answer);
 
 }  // namespace trainwatch::app

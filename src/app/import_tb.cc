@@ -1,5 +1,6 @@
 #include "app/import_tb.h"
 
+
 #include <httplib.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "app/api_client.h"
 #include "base/coding.h"
 #include "base/crc32c.h"
 #include "runs/run.h"
@@ -326,7 +328,7 @@ void ReadEventFile(const fs::path& path, TbRun* run, std::map<std::string, std::
 }
 
 // The run into the server; returns the values the server stored anew.
-Result<size_t> SendRun(httplib::Client& c, const TbRun& r, const std::string& project) {
+Result<size_t> SendRun(ApiClient& c, const TbRun& r, const std::string& project) {
   Json create = {{"id", r.id}, {"project", project}, {"name", r.name}};
   if (r.start_time > 0) create["start_time"] = r.start_time;
   RETURN_IF_ERROR(PostJson(c, "/api/v1/runs", create, nullptr));
@@ -499,9 +501,14 @@ int RunImportTensorboard(const ImportOptions& o) {
     fs::path root = fs::weakly_canonical(fs::absolute(o.dir, ec), ec);
     project = ec || root.filename().empty() ? "tensorboard" : root.filename().string();
   }
-  httplib::Client c(o.url);
-  c.set_read_timeout(300, 0);
-  c.set_write_timeout(300, 0);
+  auto client = NewApiClient(o.url);
+  if (!client.ok()) {
+    std::cerr << "trainwatch import: --url: " << client.error().message() << "\n";
+    return 1;
+  }
+  ApiClient& c = *client;
+  c.http->set_read_timeout(300, 0);
+  c.http->set_write_timeout(300, 0);
   size_t values = 0, logged = 0;
   std::map<std::string, size_t> skipped;
   for (const TbRun& r : *runs) {
@@ -519,7 +526,7 @@ int RunImportTensorboard(const ImportOptions& o) {
               << " from " << count(r.files.size(), "event file") << (report.empty() ? "" : "; " + report) << "\n";
   }
   std::cout << "trainwatch import: " << runs->size() << " runs, " << logged << " metric values (" << values
-            << " stored now, the rest already there) from " << o.dir << " into " << o.url << "\n";
+            << " stored now, the rest already there) from " << o.dir << " into " << c.display << "\n";
   if (std::string report = TbSkippedReport(skipped); !report.empty()) std::cout << "trainwatch import: " << report << "\n";
   if (!warnings.empty()) std::cout << "trainwatch import: " << warnings.size() << " warnings (above): those parts were skipped\n";
   return 0;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "app/api_client.h"
 #include "base/clock.h"
 #include "http/params.h"
 
@@ -64,24 +65,18 @@ int RunLogs(const LogsOptions& o) {
     }
     params.emplace("start", std::to_string((NowMillis() - *d) / 1000));
   }
-  std::string base = o.url, prefix;
-  size_t scheme = base.find("://");
-  size_t slash = base.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  if (slash != std::string::npos) {
-    prefix = base.substr(slash);
-    base.resize(slash);
-    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  }
-  httplib::Client client(base);
-  if (!client.is_valid()) {
-    std::cerr << "trainwatch logs: --url: invalid URL \"" << o.url << "\"\n";
+  auto api = NewApiClient(o.url);
+  if (!api.ok()) {
+    std::cerr << "trainwatch logs: --url: " << api.error().message() << "\n";
     return 1;
   }
+  httplib::Client& client = *api->http;
+  const std::string& prefix = api->prefix;
   client.set_connection_timeout(static_cast<time_t>(o.timeout_s));
   client.set_read_timeout(static_cast<time_t>(o.timeout_s));
   auto res = client.Post(prefix + "/api/v1/logs/query", params);
   if (!res) {
-    std::cerr << "trainwatch logs: " << o.url << ": " << httplib::to_string(res.error()) << "\n";
+    std::cerr << "trainwatch logs: " << api->display << ": " << httplib::to_string(res.error()) << "\n";
     return 1;
   }
   if (res->status != 200) {

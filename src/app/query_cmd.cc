@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "app/api_client.h"
 #include "http/params.h"
 
 namespace trainwatch::app {
@@ -87,14 +88,6 @@ std::string Seconds(int64_t ms) {
 }
 
 // Splits "http://host:port/prefix" into the client's base and the path prefix.
-void SplitServer(const std::string& url, std::string* base, std::string* prefix) {
-  size_t scheme = url.find("://");
-  size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  *base = url.substr(0, path);
-  *prefix = path == std::string::npos ? "" : url.substr(path);
-  while (!prefix->empty() && prefix->back() == '/') prefix->pop_back();
-}
-
 }  // namespace
 
 Status ValidateQueryOptions(const QueryOptions& o) {
@@ -119,7 +112,7 @@ Status ValidateQueryOptions(const QueryOptions& o) {
     if (end < start) return Status::InvalidArgument("--end: before --start");
   }
   if (o.server.find("://") == std::string::npos) {
-    return Status::InvalidArgument("--server: \"" + o.server + "\" is not a URL like http://127.0.0.1:9800");
+    return Status::InvalidArgument("--server: \"" + RedactUrl(o.server) + "\" is not a URL like http://127.0.0.1:9800");
   }
   return Status::OK();
 }
@@ -221,20 +214,20 @@ int RunQuery(const QueryOptions& o) {
     params.emplace("end", o.end.empty() ? Seconds(end) : o.end);
     params.emplace("step", o.step.empty() ? Seconds(std::max<int64_t>(1000, (end - start) / kDefaultPoints)) : o.step);
   }
-  std::string base, prefix;
-  SplitServer(o.server, &base, &prefix);
-  httplib::Client client(base);
-  if (!client.is_valid()) {
-    std::cerr << "trainwatch query: --server: invalid URL \"" << o.server << "\"\n";
+  auto api = NewApiClient(o.server);
+  if (!api.ok()) {
+    std::cerr << "trainwatch query: --server: " << api.error().message() << "\n";
     return 1;
   }
+  httplib::Client& client = *api->http;
+  const std::string& prefix = api->prefix;
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   client.set_connection_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
   // A form POST, as Grafana sends it: no URL length limit on long queries.
   auto res = client.Post(prefix + path, params);
   if (!res) {
-    std::cerr << "trainwatch query: " << o.server << ": " << httplib::to_string(res.error()) << "\n";
+    std::cerr << "trainwatch query: " << api->display << ": " << httplib::to_string(res.error()) << "\n";
     return 1;
   }
   if (res->status != 200) {
@@ -246,7 +239,7 @@ int RunQuery(const QueryOptions& o) {
     } else {
       std::string body = res->body.substr(0, 500);
       while (!body.empty() && body.back() == '\n') body.pop_back();
-      std::cerr << "trainwatch query: HTTP " << res->status << " from " << o.server << prefix << path << ": " << body
+      std::cerr << "trainwatch query: HTTP " << res->status << " from " << api->display << path << ": " << body
                 << "\n";
     }
     return 1;

@@ -69,12 +69,14 @@ int RunServe(const ServeOptions& o) {
   TW_LOG(Info, "starting trainwatch {} (data dir {}, listen {})", TW_VERSION, o.data_dir, o.listen);
 
   // --web.config.file first: a bad one stops the start before anything opens.
-  auto loaded_web = LoadWebSecurity(o.web_config_file);
+  auto loaded_web = LoadWebSecurity(o.web_config_file, o.web_tokens_file);
   if (!loaded_web.ok()) {
     TW_LOG(Error, "{}", loaded_web.error().message());
     return 1;
   }
   std::shared_ptr<http::WebSecurity> web = std::move(*loaded_web);
+  const std::string open_warning = OpenToTheNetworkWarning(o.listen, web.get());
+  if (!open_warning.empty()) TW_LOG(Warn, "{}", open_warning);
   const std::string external_url =
       !o.external_url.empty() ? o.external_url
                               : (web != nullptr && web->tls() ? "https://" : "http://") + SelfAddress(o.listen);
@@ -82,6 +84,7 @@ int RunServe(const ServeOptions& o) {
   tsdb::Options db_opts;
   db_opts.dir = o.data_dir;
   db_opts.retention_ms = o.retention_ms;
+  db_opts.max_series = o.max_series;
   db_opts.max_future_ms = o.max_future_ms;
   db_opts.retention_bytes = o.retention_bytes;
   db_opts.wal_sync = o.wal_sync;
@@ -238,7 +241,14 @@ int RunServe(const ServeOptions& o) {
   // Recording and alerting rules (rules/), with their own query engine.
   // Alerts leave through senders: external Alertmanagers from `alerting:`;
   // the embedded notifier attaches with rules_manager.AddSender(...).
-  promql::Engine rules_engine{promql::EngineOptions{}};
+  // --query.*: the API's queries and the rules' (their own engine, so rule
+  // evaluation never waits behind a burst of dashboard queries).
+  promql::EngineOptions engine_opts;
+  engine_opts.timeout_ms = o.query_timeout_ms;
+  engine_opts.max_samples = o.query_max_samples;
+  engine_opts.max_concurrent = o.query_max_concurrency;
+  engine_opts.lookback_delta_ms = o.query_lookback_delta_ms;
+  promql::Engine rules_engine{engine_opts};
   rules::ManagerOptions rules_opts;
   rules_opts.appendable = store.get();
   rules_opts.queryable = db->get();
@@ -339,12 +349,14 @@ int RunServe(const ServeOptions& o) {
     return c.ok() ? w : Status(w.code(), w.message() + "; " + c.message());
   };
 
-  promql::Engine engine{promql::EngineOptions{}};
+  promql::Engine engine{engine_opts};
   http::ServerOptions srv_opts;
   srv_opts.listen = o.listen;
   srv_opts.web = web;
   http::ApiDeps deps{db->get(), &engine, MakeBuildInfo()};
   deps.appendable = store.get();
+  deps.enable_admin_api = o.enable_admin_api;
+  deps.security_warning = open_warning;
   deps.remote = &remote_write;
   deps.runs = run_store->get();
   deps.logs = log_store->get();

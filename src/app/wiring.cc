@@ -41,6 +41,19 @@ std::string SelfAddress(const std::string& listen) {
   return host + ":" + port;
 }
 
+bool IsLoopbackListen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
+  return host == "localhost" || host == "[::1]" || host.starts_with("127.");
+}
+
+std::string OpenToTheNetworkWarning(const std::string& listen, const http::WebSecurity* web) {
+  if (web != nullptr || IsLoopbackListen(listen)) return "";
+  return "listening on " + listen + " with no authentication: anyone who can reach this port can read, write and "
+         "delete data; give a --web.config.file with basic_auth_users (and TLS) or a --web.tokens.file before "
+         "exposing it (docs/security.md)";
+}
+
 Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& config_file, const std::string& listen,
                                                             bool scrape_self, const http::WebSecurity* web) {
   Config cfg;
@@ -102,9 +115,9 @@ Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std:
   return cfgs;
 }
 
-Result<std::shared_ptr<http::WebSecurity>> LoadWebSecurity(const std::string& file) {
-  if (file.empty()) return std::shared_ptr<http::WebSecurity>();
-  return http::WebSecurity::Load(file);
+Result<std::shared_ptr<http::WebSecurity>> LoadWebSecurity(const std::string& file, const std::string& tokens_file) {
+  if (file.empty() && tokens_file.empty()) return std::shared_ptr<http::WebSecurity>();
+  return http::WebSecurity::Load(file, tokens_file);
 }
 
 http::BuildInfo MakeBuildInfo() {

@@ -42,9 +42,18 @@ Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& c
 Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std::string& config_file,
                                                                       const std::vector<std::string>& urls);
 
-// --web.config.file of serve and agent: nullptr when `file` is empty (plain
-// HTTP, open to all); an error naming file, line and field when it is bad.
-Result<std::shared_ptr<http::WebSecurity>> LoadWebSecurity(const std::string& file);
+// Whether `listen` ("host:port", ":port") binds loopback only: 127.0.0.0/8,
+// localhost or [::1]. An empty host, 0.0.0.0 and [::] bind every interface.
+bool IsLoopbackListen(const std::string& listen);
+// The warning when `listen` is reachable beyond loopback with no web config
+// or tokens file (anyone who reaches the port may read and write,
+// docs/security.md), logged at start and shown by the UI; empty otherwise.
+std::string OpenToTheNetworkWarning(const std::string& listen, const http::WebSecurity* web);
+
+// --web.config.file and --web.tokens.file of serve and agent: nullptr when
+// both are empty (plain HTTP, open to all); an error naming file, line and
+// field when one is bad.
+Result<std::shared_ptr<http::WebSecurity>> LoadWebSecurity(const std::string& file, const std::string& tokens_file);
 
 http::BuildInfo MakeBuildInfo();
 // "trainwatch/<version>", the User-Agent of outgoing requests.

@@ -163,6 +163,7 @@ class WritersSeamTest : public ::testing::Test {
     recorder_ = std::make_unique<SeamRecorder>(db_.get());
     store_ = remote_->Wrap(recorder_.get());
     http::ApiDeps deps{db_.get(), &engine_, MakeBuildInfo()};
+    deps.enable_admin_api = true;  // flushes as POST /api/v1/admin/tsdb/flush
     deps.appendable = store_.get();
     deps.remote = remote_.get();
     api_ = std::make_unique<http::Api>(std::move(deps));
@@ -357,6 +358,7 @@ class WritersSeamTest : public ::testing::Test {
     so.threads = 2;
     so.keep_alive_ms = 100;
     http::ApiDeps deps{db_.get(), &engine_, MakeBuildInfo()};
+    deps.enable_admin_api = true;  // flushes as POST /api/v1/admin/tsdb/flush
     deps.appendable = store_.get();
     deps.remote = remote_.get();
     deps.collected = collector.snapshot();

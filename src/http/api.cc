@@ -106,6 +106,7 @@ Response Api::Route(const Request& req, std::string_view* handler) {
   static constexpr auto kGet = [](bool g, bool) { return g; };
   static constexpr auto kPost = [](bool, bool p) { return p; };
   static constexpr auto kAny = [](bool g, bool p) { return g || p; };
+  const bool put = req.method == "PUT";
   static const Simple kRoutes[] = {
       {"/-/healthy", kGet, &Api::Healthy},
       {"/-/ready", kGet, &Api::Ready},
@@ -114,6 +115,7 @@ Response Api::Route(const Request& req, std::string_view* handler) {
       {"/api/v1/export", kAny, &Api::Export},
       {"/federate", kGet, &Api::Federate},
       {"/api/v1/admin/tsdb/flush", kPost, &Api::Flush},
+      {"/api/v1/admin/tsdb/snapshot", kPost, &Api::Snapshot},
       {"/api/v1/query", kAny, &Api::Query},
       {"/api/v1/query_range", kAny, &Api::QueryRange},
       {"/api/v1/query_exemplars", kAny, &Api::QueryExemplars},
@@ -122,6 +124,7 @@ Response Api::Route(const Request& req, std::string_view* handler) {
       {"/api/v1/series", kAny, &Api::Series},
       {"/api/v1/status/buildinfo", kGet, &Api::BuildInfoHandler},
       {"/api/v1/status/tsdb", kGet, &Api::TsdbStatus},
+      {"/api/v1/status/security", kGet, &Api::SecurityStatus},
       {"/metrics", kGet, &Api::MetricsHandler},
       {"/api/v1/targets", kGet, &Api::Targets},
       {"/api/v1/targets/metadata", kGet, &Api::TargetsMetadata},
@@ -140,10 +143,21 @@ Response Api::Route(const Request& req, std::string_view* handler) {
       return r;
     }
   }
+  // The admin API only with --web.enable-admin-api, as in Prometheus (which
+  // answers its admin routes so, whatever the method).
+  constexpr std::string_view kAdmin = "/api/v1/admin/";
+  if (p.starts_with(kAdmin) && !deps_.enable_admin_api) {
+    *handler = "admin";
+    Response r;
+    r.status = 503;
+    r.body = ErrorJson("unavailable", "admin APIs disabled");
+    return r;
+  }
   for (const Simple& r : kRoutes) {
     if (p != r.path) continue;
     *handler = r.path;
-    if (!r.allowed(get, post)) return MethodNotAllowed();
+    // Admin routes take PUT too, as Prometheus's.
+    if (!r.allowed(get, post || (put && p.starts_with(kAdmin)))) return MethodNotAllowed();
     return (this->*r.fn)(req);
   }
   if (p == "/-/reload") {
@@ -190,6 +204,46 @@ Response Api::Flush(const Request&) {
   r.status = 204;
   r.content_type.clear();
   return r;
+}
+
+// POST|PUT /api/v1/admin/tsdb/snapshot?skip_head=<bool>: as Prometheus's,
+// {"name": "<dir under <data-dir>/snapshots>"}.
+Response Api::Snapshot(const Request& req) {
+  bool skip_head = false;
+  if (std::string_view v = req.Param("skip_head"); !v.empty()) {
+    // Go's strconv.ParseBool, as Prometheus reads it.
+    static constexpr std::string_view kTrue[] = {"1", "t", "T", "TRUE", "true", "True"};
+    static constexpr std::string_view kFalse[] = {"0", "f", "F", "FALSE", "false", "False"};
+    if (std::find(std::begin(kTrue), std::end(kTrue), v) != std::end(kTrue)) {
+      skip_head = true;
+    } else if (std::find(std::begin(kFalse), std::end(kFalse), v) == std::end(kFalse)) {
+      return BadData("unable to parse boolean 'skip_head' argument: strconv.ParseBool: parsing \"" + std::string(v) +
+                     "\": invalid syntax");
+    }
+  }
+  auto name = deps_.db->Snapshot(skip_head);
+  if (!name.ok()) {
+    TW_LOG(Error, "snapshot: {}", name.status().ToString());
+    Response r;
+    r.status = 500;
+    r.body = ErrorJson("internal", "create snapshot: " + name.status().message());
+    return r;
+  }
+  std::string d = "{\"name\":";
+  AppendJsonString(&d, *name);
+  d += '}';
+  return Success(d);
+}
+
+// trainwatch's own: {"open": whether anyone who reaches the port may read
+// and write, "warning": what to do about it}; the UI shows it as a banner.
+Response Api::SecurityStatus(const Request&) {
+  std::string d = deps_.security_warning.empty() ? "{\"open\":false,\"warning\":\"\"}" : "{\"open\":true,\"warning\":";
+  if (!deps_.security_warning.empty()) {
+    AppendJsonString(&d, deps_.security_warning);
+    d += '}';
+  }
+  return Success(d);
 }
 
 Response Api::BuildInfoHandler(const Request&) {

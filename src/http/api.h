@@ -73,6 +73,12 @@ struct ApiDeps {
   collect::Snapshot* collected = nullptr;  // host/GPU collectors' latest series for /metrics; null: none
   remote::Manager* remote = nullptr;       // remote_write out, for /metrics; null: none
   storage::Appendable* appendable = nullptr;  // where pushes (import, remote write) go; null: db
+  // --web.enable-admin-api: /api/v1/admin/* (flush, snapshot) answer; off,
+  // they answer 503 "admin APIs disabled", as Prometheus's do.
+  bool enable_admin_api = false;
+  // Non-empty when the server is reachable beyond loopback with no
+  // authentication: GET /api/v1/status/security says it, the UI shows it.
+  std::string security_warning;
 };
 
 class Api {
@@ -104,6 +110,8 @@ class Api {
   Response Export(const Request& req);
   Response Federate(const Request& req);  // api_federate.cc
   Response Flush(const Request& req);
+  Response Snapshot(const Request& req);
+  Response SecurityStatus(const Request& req);
   Response Query(const Request& req);
   Response QueryRange(const Request& req);
   Response QueryExemplars(const Request& req);  // api_query.cc: validates, answers []

@@ -46,13 +46,17 @@ Response Api::Import(const Request& req) {
   int64_t t1 = MonoNanos();
   if (s.ok() && batch.stats().samples > 0) {
     s = ingest::AppendAndCommit(appendable(), [&](storage::Appender* app) { return batch.AppendTo(app); });
+    // Committed; samples of new series beyond --storage.max-series: a 400 naming them.
+    if (s.ok()) {
+      metrics_.AddImported(batch.stats().samples - batch.refusals().samples());
+      s = batch.refusals().After(batch.stats().samples);
+    }
   }
   ingest::ImportStats stats = batch.stats();
   batch.Clear();
   if (!s.ok()) return IngestError("import", s);
   TW_LOG(Debug, "import: {} samples, {} series texts, {} bytes: parse {} ms, append+commit {} ms", stats.samples,
          stats.series, req.body.size(), (t1 - t0) / 1000000, (MonoNanos() - t1) / 1000000);
-  metrics_.AddImported(stats.samples);
   return NoContent();
 }
 

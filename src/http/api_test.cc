@@ -16,7 +16,12 @@ using nlohmann::json;
 
 class ApiTest : public ::testing::Test {
  protected:
-  ApiTest() : engine_(promql::EngineOptions{}), api_(ApiDeps{db_.get(), &engine_, BuildInfo{"0.1.0", "abc", "main", "me", "today", "gcc"}}) {}
+  ApiTest() : engine_(promql::EngineOptions{}), api_(Deps(db_.get(), &engine_)) {}
+  static ApiDeps Deps(tsdb::DB* db, promql::Engine* engine) {
+    ApiDeps d{db, engine, BuildInfo{"0.1.0", "abc", "main", "me", "today", "gcc"}};
+    d.enable_admin_api = true;  // as --web.enable-admin-api (AdminApiIsOffByDefault: without)
+    return d;
+  }
 
   Response Do(std::string method, std::string path, std::vector<std::pair<std::string, std::string>> params = {},
               std::string_view body = {}) {
@@ -93,6 +98,33 @@ TEST_F(ApiTest, FullDiskAnswers507WithRetryAfterAndRecovers) {
   Response e = ApiError(Status::FromErrno("write wal/00000001", ENOSPC));
   EXPECT_EQ(e.status, 507);
   EXPECT_EQ(e.headers.size(), 1u);
+}
+
+// --storage.max-series: a push with new series beyond the limit stores
+// the rest and answers 400 naming what was refused (not retried by
+// senders); /metrics counts the refusals.
+TEST_F(ApiTest, SeriesLimitAnswers400ForNewSeriesAndStoresTheRest) {
+  tsdb::testing::TempDB limited([](tsdb::Options* o) { o->max_series = 1; });
+  Api api(ApiDeps{limited.get(), &engine_, {}});
+  auto post = [&](std::string_view body) {
+    Request r;
+    r.method = "POST";
+    r.path = "/api/v1/import/prometheus";
+    r.body = body;
+    r.receive_time_ms = 1700000000000;
+    return api.Handle(r);
+  };
+  EXPECT_EQ(post("kept 1 1700000000000\n").status, 204);
+  Response r = post("kept 2 1700000001000\nnew_one 5 1700000001000\n");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.body,
+            "1 of 2 samples refused: series limit of 1 reached (--storage.max-series): new series new_one{} refused; "
+            "the other samples were stored\n");
+  EXPECT_EQ(limited.NumSamples(), 2u);
+  Request m;
+  m.method = "GET";
+  m.path = "/metrics";
+  EXPECT_NE(api.Handle(m).body.find("trainwatch_tsdb_series_limit_refused_total 1\n"), std::string::npos);
 }
 
 TEST_F(ApiTest, ImportThenExportRoundTrips) {
@@ -320,6 +352,49 @@ TEST_F(ApiTest, StatusEndpointsAndMetrics) {
             std::string::npos)
       << r.body;
   EXPECT_NE(r.body.find("trainwatch_tsdb_head_series "), std::string::npos);
+}
+
+// GET /api/v1/status/security: the UI's banner while the port is open to
+// the network with no authentication (serve sets the warning).
+TEST_F(ApiTest, SecurityStatusSaysWhenThePortIsOpen) {
+  EXPECT_EQ(Do("GET", "/api/v1/status/security").body, R"({"status":"success","data":{"open":false,"warning":""}})");
+  ApiDeps d{db_.get(), &engine_, {}};
+  d.security_warning = "listening on 0.0.0.0:9800 with no \"authentication\"";
+  Api open(std::move(d));
+  Request r;
+  r.method = "GET";
+  r.path = "/api/v1/status/security";
+  EXPECT_EQ(open.Handle(r).body,
+            R"({"status":"success","data":{"open":true,"warning":"listening on 0.0.0.0:9800 with no \"authentication\""}})");
+}
+
+// As Prometheus: without --web.enable-admin-api every /api/v1/admin/ route
+// answers 503 "admin APIs disabled" whatever the method, and changes nothing.
+TEST_F(ApiTest, AdminApiIsOffByDefault) {
+  Api off(ApiDeps{db_.get(), &engine_, {}});
+  ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "up 1 1700000000000\n").status, 204);
+  for (const char* method : {"POST", "PUT", "GET"}) {
+    for (const char* path : {"/api/v1/admin/tsdb/flush", "/api/v1/admin/tsdb/snapshot", "/api/v1/admin/tsdb/delete_series"}) {
+      Request r;
+      r.method = method;
+      r.path = path;
+      Response resp = off.Handle(r);
+      EXPECT_EQ(resp.status, 503) << method << " " << path;
+      EXPECT_EQ(resp.body, R"({"status":"error","errorType":"unavailable","error":"admin APIs disabled"})");
+    }
+  }
+  EXPECT_EQ(db_->GetStats().head_series, 1u);  // not flushed
+  EXPECT_EQ(db_->GetStats().blocks, 0u);
+  // Enabled: PUT as well as POST; skip_head is Go's ParseBool.
+  EXPECT_EQ(Do("GET", "/api/v1/admin/tsdb/snapshot").status, 405);
+  Response bad = Do("PUT", "/api/v1/admin/tsdb/snapshot", {{"skip_head", "yes"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("unable to parse boolean 'skip_head' argument"), std::string::npos) << bad.body;
+  Response snap = Do("PUT", "/api/v1/admin/tsdb/snapshot", {{"skip_head", "T"}});
+  ASSERT_EQ(snap.status, 200) << snap.body;
+  EXPECT_TRUE(json::parse(snap.body)["data"]["name"].is_string()) << snap.body;
+  EXPECT_EQ(Do("PUT", "/api/v1/admin/tsdb/flush").status, 204);
+  EXPECT_EQ(db_->GetStats().head_series, 0u);
 }
 
 }  // namespace

@@ -18,6 +18,11 @@ Response Api::Write(const Request& req) {
   int64_t t1 = MonoNanos();
   if (s.ok() && batch.stats().samples > 0) {
     s = ingest::AppendAndCommit(appendable(), [&](storage::Appender* app) { return batch.AppendTo(app); });
+    // Committed; samples of new series beyond --storage.max-series: a 400 naming them.
+    if (s.ok()) {
+      metrics_.AddImported(batch.stats().samples - batch.refusals().samples());
+      s = batch.refusals().After(batch.stats().samples);
+    }
   }
   ingest::RemoteWriteStats stats = batch.stats();
   batch.Clear();
@@ -25,7 +30,6 @@ Response Api::Write(const Request& req) {
   TW_LOG(Debug, "remote write: {} samples, {} series, {} histograms skipped, {} bytes: decode {} ms, append+commit {} ms",
          stats.samples, stats.series, stats.histograms, req.body.size(), (t1 - t0) / 1000000,
          (MonoNanos() - t1) / 1000000);
-  metrics_.AddImported(stats.samples);
   return NoContent();
 }
 

@@ -70,6 +70,9 @@ void RenderTsdbStats(const tsdb::Stats& s, std::string* out) {
   counter("trainwatch_tsdb_compaction_series_skipped_total",
           "Series left out of a block because a block cannot hold their labels (logged with the series).",
           static_cast<double>(s.compaction_series_skipped_total));
+  counter("trainwatch_tsdb_series_limit_refused_total",
+          "New series refused because the head holds --storage.max-series series (each refused append counts).",
+          static_cast<double>(s.series_limit_refused_total));
   Header(out, "trainwatch_tsdb_out_of_bound_samples_total", "counter",
          "Samples refused for their timestamp: later than the clock plus --ingest.max-future, or older than the retention.");
   *out += fmt::format("trainwatch_tsdb_out_of_bound_samples_total{{reason=\"too_far_in_future\"}} {}\n",

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "http/conn.h"
+#include "http/origin.h"
 
 namespace trainwatch::http {
 
@@ -313,7 +314,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
     // has its body left unread.
     if (web != nullptr) {
       std::vector<std::pair<std::string, std::string>> headers;
-      WebSecurity::Verdict v = web->Check(req.get_header_value("Authorization"), &headers);
+      std::string why;
+      const std::string authorization = req.get_header_value("Authorization");
+      WebSecurity::Verdict v = web->Check({authorization, req.method, req.path}, &headers, &why);
       for (const auto& [name, value] : headers) res.set_header(name, value);
       if (v != WebSecurity::Verdict::kServe) {
         if (Chunked(req) || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
@@ -321,8 +324,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
         }
         if (v == WebSecurity::Verdict::kRateLimited) {
           Text(res, 429, "Too Many Requests\n");
+        } else if (v == WebSecurity::Verdict::kForbidden) {
+          Text(res, 403, "Forbidden: " + why + "\n");
         } else {
-          res.set_header("WWW-Authenticate", "Basic");
+          res.set_header("WWW-Authenticate", web->Challenge());
           Text(res, 401, "Unauthorized\n");
         }
         return R::Handled;
@@ -331,6 +336,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
     if (m != "GET" && m != "HEAD" && m != "POST" && m != "PUT" && m != "DELETE" && m != "OPTIONS") {
       CloseAfter(res);
       Text(res, 405, "method not allowed\n");
+      return R::Handled;
+    }
+    // A browser's state-changing request from another site (http/origin.h).
+    if (auto why = CrossSiteRefusal(OriginHeaders{m, req.get_header_value("Sec-Fetch-Site"), req.get_header_value("Origin"),
+                                                  req.get_header_value("Host"), req.get_header_value("X-Forwarded-Host")})) {
+      if (Chunked(req) || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
+        CloseAfter(res);
+      }
+      Text(res, 403, *why + "\n");
       return R::Handled;
     }
     // httplib leaves unread the body of a GET, HEAD or OPTIONS, and a

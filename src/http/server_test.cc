@@ -169,6 +169,7 @@ struct TestServer {
     o.listen = "127.0.0.1:0";
     ApiDeps deps{db.get(), &engine, {}};
     deps.logs = logs;
+    deps.enable_admin_api = true;  // the flush below
     auto s = Server::Start(o, std::move(deps));
     EXPECT_TRUE(s.ok()) << s.error().ToString();
     srv = std::move(*s);
@@ -234,6 +235,35 @@ TEST(ServerTest, ServesOverTcpWithFormBodiesAndStreaming) {
   EXPECT_EQ(r->status, 400);
   (*s)->Stop();
   (*s)->Stop();  // idempotent
+}
+
+// A browser's POST from another site is refused before its body is read
+// (http/origin.h); the same request from the UI's own origin, or from a
+// client that is not a browser, is served.
+TEST(ServerTest, CrossSiteWritesAreRefused) {
+  TestServer t(ServerOptions{});
+  httplib::Client c("127.0.0.1", t.srv->port());
+  const std::string host = "127.0.0.1:" + std::to_string(t.srv->port());
+  auto r = c.Post("/api/v1/import/prometheus", {{"Origin", "http://evil.example"}}, "cross 1\n", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_NE(r->body.find("cross-origin request refused: Origin \"http://evil.example\""), std::string::npos) << r->body;
+  r = c.Post("/api/v1/import/prometheus", {{"Sec-Fetch-Site", "cross-site"}}, "cross 1\n", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(t.db.NumSamples(), 0u);
+  r = c.Post("/api/v1/import/prometheus", {{"Origin", "http://" + host}, {"Sec-Fetch-Site", "same-origin"}}, "same 1\n",
+             "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204) << r->body;
+  r = c.Post("/api/v1/import/prometheus", "plain 1\n", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204) << r->body;
+  EXPECT_EQ(t.db.NumSamples(), 2u);
+  // Reads from anywhere stay open (the answers carry no CORS grant).
+  auto g = c.Get("/api/v1/labels", {{"Origin", "http://evil.example"}, {"Sec-Fetch-Site", "cross-site"}});
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->status, 200);
 }
 
 TEST(ServerTest, BadListenAddressFailsStart) {

@@ -2,7 +2,11 @@
 
 #include <openssl/rand.h>
 
+#include <openssl/crypto.h>
+
 #include <algorithm>
+#include <cctype>
+#include <unordered_map>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -14,6 +18,7 @@ namespace trainwatch::http {
 struct WebSecurity::State {
   std::shared_ptr<const internal::TlsContext> tls;
   std::unique_ptr<BasicAuth> auth;
+  std::unordered_map<std::string, Token> bearer;  // --web.tokens.file's, by SHA-256 hex
   std::vector<std::pair<std::string, std::string>> headers;
   // rate_limit as a token bucket (Go's rate.Limiter): `burst` tokens, one
   // more every interval.
@@ -37,13 +42,15 @@ struct WebSecurity::State {
 
 namespace {
 
-std::string Summary(const WebConfig& c, const std::string& path) {
-  std::string s = "web config file " + path + ": TLS " + (c.tls.enabled ? "on" : "off");
+std::string Summary(const WebConfig& c, const std::string& path, size_t tokens, const std::string& tokens_path) {
+  std::string s = (path.empty() ? std::string("no web config file") : "web config file " + path) + ": TLS " +
+                  (c.tls.enabled ? "on" : "off");
   s += ", basic auth " + (c.users.empty() ? std::string("off")
                                           : "on for " + std::to_string(c.users.size()) +
                                                 (c.users.size() == 1 ? " user" : " users"));
   if (!c.headers.empty()) s += ", " + std::to_string(c.headers.size()) + " response headers";
   if (c.rate_limit_interval_ms > 0) s += ", rate limited";
+  if (!tokens_path.empty()) s += ", " + std::to_string(tokens) + " bearer tokens from " + tokens_path;
   return s;
 }
 
@@ -51,8 +58,12 @@ std::string Summary(const WebConfig& c, const std::string& path) {
 
 WebSecurity::~WebSecurity() = default;
 
-Result<std::shared_ptr<WebSecurity::State>> WebSecurity::MakeState(const WebConfig& c) const {
+Result<std::shared_ptr<WebSecurity::State>> WebSecurity::MakeState(const WebConfig& c, std::vector<Token> tokens) const {
   auto st = std::make_shared<State>();
+  for (Token& t : tokens) {
+    std::string key = t.sha256;
+    st->bearer.emplace(std::move(key), std::move(t));
+  }
   if (c.tls.enabled) {
     auto t = internal::TlsContext::Make(c.tls);
     if (!t.ok()) return t.error().Annotate("web config file " + path_);
@@ -69,9 +80,18 @@ Result<std::shared_ptr<WebSecurity::State>> WebSecurity::MakeState(const WebConf
   return st;
 }
 
-Result<std::shared_ptr<WebSecurity>> WebSecurity::Load(const std::string& path) {
+Result<std::pair<WebConfig, std::vector<Token>>> WebSecurity::ReadFiles() const {
+  std::pair<WebConfig, std::vector<Token>> out;
+  if (!path_.empty()) { ASSIGN_OR_RETURN(out.first, LoadWebConfigFile(path_)); }
+  if (!tokens_path_.empty()) { ASSIGN_OR_RETURN(out.second, LoadTokensFile(tokens_path_)); }
+  return out;
+}
+
+Result<std::shared_ptr<WebSecurity>> WebSecurity::Load(const std::string& path, const std::string& tokens_path) {
+  if (path.empty() && tokens_path.empty()) return Status::InvalidArgument("web security: neither a web config nor a tokens file");
   std::shared_ptr<WebSecurity> w(new WebSecurity());
   w->path_ = path;
+  w->tokens_path_ = tokens_path;
   unsigned char r[32];
   if (RAND_bytes(r, sizeof r) != 1) return Status::IOError("web config: no random bytes for the self-scrape token");
   static constexpr char kHex[] = "0123456789abcdef";
@@ -79,27 +99,31 @@ Result<std::shared_ptr<WebSecurity>> WebSecurity::Load(const std::string& path) 
     w->self_token_ += kHex[c >> 4];
     w->self_token_ += kHex[c & 15];
   }
-  ASSIGN_OR_RETURN(WebConfig c, LoadWebConfigFile(path));
+  ASSIGN_OR_RETURN(auto files, w->ReadFiles());
+  const WebConfig& c = files.first;
   w->tls_ = c.tls.enabled;
-  ASSIGN_OR_RETURN(w->state_, w->MakeState(c));
+  size_t n = files.second.size();
+  ASSIGN_OR_RETURN(w->state_, w->MakeState(c, std::move(files.second)));
   for (const std::string& warning : c.warnings) TW_LOG(Warn, "web config file {}: {}", path, warning);
-  TW_LOG(Info, "{}", Summary(c, path));
+  TW_LOG(Info, "{}", Summary(c, path, n, tokens_path));
   return w;
 }
 
 Status WebSecurity::Reload() {
-  ASSIGN_OR_RETURN(WebConfig c, LoadWebConfigFile(path_));
+  ASSIGN_OR_RETURN(auto files, ReadFiles());
+  const WebConfig& c = files.first;
   if (c.tls.enabled != tls_) {
     return Status::InvalidArgument("web config file " + path_ + ": it turns TLS " + (tls_ ? "off" : "on") +
                                    ", which needs a restart; kept the running web config");
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<State> st, MakeState(c));
+  size_t n = files.second.size();
+  ASSIGN_OR_RETURN(std::shared_ptr<State> st, MakeState(c, std::move(files.second)));
   {
     std::lock_guard<std::mutex> l(mu_);
     state_ = std::move(st);
   }
   for (const std::string& warning : c.warnings) TW_LOG(Warn, "web config file {}: {}", path_, warning);
-  TW_LOG(Info, "reloaded {}", Summary(c, path_));
+  TW_LOG(Info, "reloaded {}", Summary(c, path_, n, tokens_path_));
   return Status::OK();
 }
 
@@ -117,13 +141,47 @@ bool WebSecurity::requires_client_cert() const {
 
 std::shared_ptr<const internal::TlsContext> WebSecurity::tls_context() const { return Current()->tls; }
 
-WebSecurity::Verdict WebSecurity::Check(std::string_view authorization,
-                                        std::vector<std::pair<std::string, std::string>>* headers) const {
+WebSecurity::Verdict WebSecurity::Check(const Request& req, std::vector<std::pair<std::string, std::string>>* headers,
+                                        std::string* why) const {
   std::shared_ptr<State> st = Current();
   *headers = st->headers;
   // As exporter-toolkit: the rate limit first, then the credentials.
   if (!st->Allow()) return Verdict::kRateLimited;
-  return st->auth->Check(authorization) ? Verdict::kServe : Verdict::kUnauthorized;
+  // Open only with neither users nor a tokens file: a tokens file emptied
+  // (every token revoked) locks everything, it does not open it.
+  if (!st->auth->enabled() && tokens_path_.empty()) return Verdict::kServe;
+  std::string_view a = req.authorization;
+  constexpr std::string_view kBearer = "bearer ";
+  bool bearer = a.size() > kBearer.size() && std::equal(kBearer.begin(), kBearer.end(), a.begin(), [](char x, char y) {
+                  return x == std::tolower(static_cast<unsigned char>(y));
+                });
+  if (bearer) {
+    std::string_view token = a.substr(kBearer.size());
+    // The self-scrape's: reads /metrics, nothing else.
+    if (token.size() == self_token_.size() && CRYPTO_memcmp(token.data(), self_token_.data(), token.size()) == 0) {
+      if (RequiredRole(req.method, req.path) == Role::kRead) return Verdict::kServe;
+      if (why != nullptr) *why = "the self-scrape token only reads";
+      return Verdict::kForbidden;
+    }
+    // A hash lookup: the SHA-256 of a wrong token tells nothing of a right one.
+    auto it = st->bearer.find(Sha256Hex(token));
+    if (it != st->bearer.end()) {
+      Role need = RequiredRole(req.method, req.path);
+      if (it->second.role >= need) return Verdict::kServe;
+      if (why != nullptr) {
+        *why = "token \"" + it->second.name + "\" has role " + std::string(RoleName(it->second.role)) + "; " +
+               std::string(req.method) + " " + std::string(req.path) + " needs " + std::string(RoleName(need));
+      }
+      return Verdict::kForbidden;
+    }
+    return Verdict::kUnauthorized;
+  }
+  // Basic auth users may do everything, as in Prometheus.
+  return st->auth->enabled() && st->auth->Check(a) ? Verdict::kServe : Verdict::kUnauthorized;
+}
+
+std::string WebSecurity::Challenge() const {
+  return Current()->auth->enabled() ? "Basic" : "Bearer realm=\"trainwatch\"";
 }
 
 }  // namespace trainwatch::http

@@ -35,6 +35,7 @@ void ImportBatch::Clear() {
   constexpr size_t kKeepEntries = 1u << 16;
   ClearBounded(&series_, kKeepEntries);
   ClearBounded(&samples_, 4 * kKeepEntries);
+  refusals_.Clear();
 }
 
 Status ImportBatch::Parse(std::string_view body, const ImportOptions& opts) {
@@ -109,6 +110,7 @@ Status ImportBatch::AppendTo(storage::Appender* app) {
     if (s.ref != 0 && app->AppendByRef(s.ref, e.t, e.v)) continue;
     if (s.labels.empty()) RETURN_IF_ERROR(ResolveLabels(&s));
     auto ref = app->Append(0, s.labels, e.t, e.v);
+    if (!ref.ok() && refusals_.Take(ref.error())) continue;
     if (!ref.ok()) return ref.error().Annotate("line " + std::to_string(e.line));
     s.ref = *ref;
     if (cache_ != nullptr && s.ref != 0) cache_->Put(s.key, s.ref);
@@ -131,6 +133,7 @@ Result<ImportStats> ImportText(std::string_view body, const ImportOptions& opts,
   RETURN_IF_ERROR(batch.Parse(body, opts));
   if (batch.stats().samples == 0) return batch.stats();
   RETURN_IF_ERROR(AppendAndCommit(db, [&](storage::Appender* app) { return batch.AppendTo(app); }));
+  RETURN_IF_ERROR(batch.refusals().After(batch.stats().samples));
   return batch.stats();
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "model/labels.h"
+#include "ingest/refusals.h"
 #include "ingest/series_cache.h"
 #include "storage/storage.h"
 
@@ -38,8 +39,11 @@ class ImportBatch {
  public:
   // Parses `body`. On error (InvalidArgument "line N: ...") the batch is empty.
   Status Parse(std::string_view body, const ImportOptions& opts);
-  // Appends every sample; the caller commits or rolls back.
+  // Appends every sample; the caller commits or rolls back. Samples of new
+  // series refused at the store's series limit are skipped and counted in
+  // refusals() (check refusals().After(...) once committed).
   Status AppendTo(storage::Appender* app);
+  const SeriesLimitRefusals& refusals() const { return refusals_; }
   ImportStats stats() const { return {samples_.size(), series_.size()}; }
   void Clear();
 
@@ -61,6 +65,7 @@ class ImportBatch {
   std::vector<Entry> samples_;
   std::vector<model::Label> extra_labels_;
   SeriesCache* cache_ = nullptr;
+  SeriesLimitRefusals refusals_;
 };
 
 // Appends a parsed batch through one appender and commits it; rolls back

@@ -253,6 +253,7 @@ void RemoteWriteBatch::Clear() {
   if (index_.size() > 4 * kKeepEntries) std::vector<uint32_t>().swap(index_);
   else std::fill(index_.begin(), index_.end(), 0);
   stats_ = {};
+  refusals_.Clear();
 }
 
 Status RemoteWriteBatch::ParseSnappy(std::string_view body, SeriesCache* cache) {
@@ -423,6 +424,7 @@ Status RemoteWriteBatch::AppendTo(storage::Appender* app) {
       ASSIGN_OR_RETURN(s.labels, DecodeRemoteWriteLabels(s.label_fields));
     }
     auto ref = app->Append(0, s.labels, e.t, e.v);
+    if (!ref.ok() && refusals_.Take(ref.error())) continue;
     if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
     s.ref = *ref;
     if (cache_ != nullptr && s.ref != 0) cache_->Put(s.key, s.ref);
@@ -435,6 +437,7 @@ Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, 
   RETURN_IF_ERROR(batch.ParseSnappy(body, cache));
   if (batch.stats().samples == 0) return batch.stats();
   RETURN_IF_ERROR(AppendAndCommit(db, [&](storage::Appender* app) { return batch.AppendTo(app); }));
+  RETURN_IF_ERROR(batch.refusals().After(batch.stats().samples));
   return batch.stats();
 }
 

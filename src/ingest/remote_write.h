@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ingest/refusals.h"
 #include "ingest/series_cache.h"
 #include "model/labels.h"
 #include "storage/storage.h"
@@ -52,8 +53,11 @@ class RemoteWriteBatch {
   // Parses an uncompressed WriteRequest. REQUIRES: `proto` outlives the batch
   // (ParseSnappy keeps its own copy).
   Status Parse(std::string_view proto, SeriesCache* cache);
-  // Appends every sample; the caller commits or rolls back.
+  // Appends every sample; the caller commits or rolls back. Samples of new
+  // series refused at the store's series limit are skipped and counted in
+  // refusals() (check refusals().After(...) once committed).
   Status AppendTo(storage::Appender* app);
+  const SeriesLimitRefusals& refusals() const { return refusals_; }
   RemoteWriteStats stats() const { return stats_; }
   void Clear();
 
@@ -85,6 +89,7 @@ class RemoteWriteBatch {
   std::vector<uint32_t> index_;
   RemoteWriteStats stats_;
   SeriesCache* cache_ = nullptr;
+  SeriesLimitRefusals refusals_;
 };
 
 // Decodes the snappy-framed `body` and appends it to `db` in one Commit.

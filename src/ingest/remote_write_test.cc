@@ -70,6 +70,7 @@ std::string Snappy(std::string_view raw) {
 
 class TestStorage : public storage::Appendable {
  public:
+  explicit TestStorage(uint64_t max_series = 0) : db_([max_series](tsdb::Options* o) { o->max_series = max_series; }) {}
   std::unique_ptr<storage::Appender> NewAppender() override {
     commits++;
     return db_->NewAppender();
@@ -101,6 +102,28 @@ TEST(RemoteWriteTest, AppendsAndReadsBack) {
   auto b = data[model::Labels({{"__name__", "up"}, {"job", "b"}})];
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(b[0].v, 3.5);
+}
+
+// At the TSDB's series limit (--storage.max-series) the samples of new
+// series are refused and named in a 400-type error after the rest of the
+// batch is stored: existing series keep flowing.
+TEST(RemoteWriteTest, NewSeriesBeyondTheSeriesLimitAreRefusedTheRestStored) {
+  TestStorage db(2);
+  ASSERT_TRUE(RemoteWrite(Snappy(Request({Series({{"__name__", "a"}}, {{1, 1000}}), Series({{"__name__", "b"}}, {{1, 1000}})})),
+                          nullptr, db)
+                  .ok());
+  auto r = RemoteWrite(Snappy(Request({Series({{"__name__", "a"}}, {{2, 2000}}), Series({{"__name__", "c"}}, {{2, 2000}, {3, 3000}}),
+                                       Series({{"__name__", "b"}}, {{2, 2000}})})),
+                       nullptr, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().IsInvalidArgument()) << r.error().ToString();
+  EXPECT_EQ(r.error().message(),
+            "2 of 4 samples refused: series limit of 2 reached (--storage.max-series): new series c{} refused; "
+            "the other samples were stored");
+  auto data = db.Data();
+  ASSERT_EQ(data.size(), 2u);
+  EXPECT_EQ(data[model::Labels({{"__name__", "a"}})].size(), 2u);
+  EXPECT_EQ(data[model::Labels({{"__name__", "b"}})].size(), 2u);
 }
 
 TEST(RemoteWriteTest, PreservesNaNBitsAndNegativeTimestamps) {

@@ -211,7 +211,7 @@ Status RunStore::WriteRunSeries(const Run& r, Live& live, bool progress, bool en
   Status s = ingest::AppendAndCommit(*app_, [&](storage::Appender* app) -> Status {
     auto add = [&](std::string_view name, double v) -> Status {
       auto ref = app->Append(0, RunLabels(name, r), t, v);
-      return ref.ok() ? Status::OK() : ref.error();
+      return ref.ok() || SkippedAtSeriesLimit(ref.error()) ? Status::OK() : ref.error();
     };
     RETURN_IF_ERROR(add("trainwatch_run_heartbeat_timestamp_seconds", r.heartbeat_time_ms / 1000.0));
     RETURN_IF_ERROR(add("trainwatch_run_active", r.status == kRunning ? 1 : 0));

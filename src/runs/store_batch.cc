@@ -125,6 +125,8 @@ Result<BatchResult> RunStore::WriteBatch(std::string_view id_view, const BatchRe
       storage::SeriesRef& ref = refs[metric];
       if (ref != 0 && app->AppendByRef(ref, t, v)) return Status::OK();
       auto res = app->Append(0, RunLabels(metric, r, {{"rank", rank}, {"host", host}}), t, v);
+      // At the TSDB's series limit the point is still in the step store.
+      if (!res.ok() && SkippedAtSeriesLimit(res.error())) return Status::OK();
       if (!res.ok()) return res.error().Annotate(metric);
       ref = *res;
       return Status::OK();
@@ -156,7 +158,7 @@ Result<BatchResult> RunStore::WriteBatch(std::string_view id_view, const BatchRe
     }
     auto run_series = [&](std::string_view name, int64_t t, double v) -> Status {
       auto res = app->Append(0, RunLabels(name, next), t, v);
-      return res.ok() ? Status::OK() : res.error();
+      return res.ok() || SkippedAtSeriesLimit(res.error()) ? Status::OK() : res.error();
     };
     if (owner && b.rank && newest != nullptr && app_->CheckTimestamp(std::min(newest->ts_ms, now)).ok()) {
       // A ranked batch's points carry rank/host; the run's own step series is rankless.

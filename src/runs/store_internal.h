@@ -113,6 +113,10 @@ class Stmt {
 
 Status Exec(sqlite3* db, const char* sql);
 
+// A run's TSDB series refused at the TSDB's series limit (--storage.max-series;
+// counted there): skipped, the points stay in runs.db's step store.
+inline bool SkippedAtSeriesLimit(const Status& s) { return s.code() == StatusCode::kResourceExhausted; }
+
 // {__name__=name, project, run} plus `extra` labels (empty values dropped).
 model::Labels RunLabels(std::string_view name, const Run& r,
                         std::initializer_list<std::pair<std::string_view, std::string_view>> extra = {});

@@ -368,6 +368,12 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
       }
       continue;
     }
+    if (st.code() == StatusCode::kResourceExhausted) {
+      // A new series beyond the TSDB's series limit: skipped (counted
+      // there); the target's existing series are stored.
+      if (counts->series_limited++ == 0) TW_LOG(Warn, "scrape {}: line {}: {}", url_, s.line, st.message());
+      continue;
+    }
     if (!st.ok()) return st.Annotate("line " + std::to_string(s.line));
   }
   return p.status();

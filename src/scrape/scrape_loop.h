@@ -61,6 +61,7 @@ struct ScrapeCounts {
   uint64_t post_relabel = 0;    // samples left after metric_relabel_configs
   uint64_t series_added = 0;    // series not seen in earlier scrapes
   uint64_t out_of_bounds = 0;   // samples with explicit timestamps the TSDB refused (skipped, as Prometheus)
+  uint64_t series_limited = 0;  // samples of new series the TSDB refused at --storage.max-series (skipped)
 };
 
 class ScrapeLoop {

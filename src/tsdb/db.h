@@ -29,6 +29,9 @@ struct Options {
   int64_t max_future_ms = 10 * 60 * 1000;
   std::function<int64_t()> now_ms;  // the wall clock when empty; tests and soak runs set their own
   uint64_t retention_bytes = 0;                        // --retention.size; 0 = unlimited
+  // --storage.max-series: new series beyond this many in the head are
+  // refused (ResourceExhausted, counted); existing ones flow on. 0: no limit.
+  uint64_t max_series = 0;
   WalSync wal_sync = WalSync::kPerRequest;
   int64_t wal_sync_interval_ms = 100;
   uint64_t wal_segment_bytes = 128ull << 20;
@@ -51,6 +54,7 @@ struct Stats {
   uint64_t too_far_in_future_samples_total = 0;  // refused appends (and unsupported WAL timestamps)
   uint64_t too_old_samples_total = 0;
   uint64_t compaction_series_skipped_total = 0;  // series a block could not hold, left out of it
+  uint64_t series_limit_refused_total = 0;       // new series refused by Options::max_series
   // Top label-name/value cardinalities as /api/v1/status/tsdb reports them.
   std::vector<std::pair<std::string, uint64_t>> series_count_by_metric_name;
 };
@@ -65,6 +69,12 @@ class DB : public storage::Appendable, public storage::Queryable {
   // Persists everything acknowledged so far into compacted on-disk blocks and
   // returns when that is durable (POST /api/v1/admin/tsdb/flush).
   virtual Status Flush() = 0;
+  // Writes a snapshot into <dir>/snapshots/<name> and returns the name, as
+  // Prometheus's POST /api/v1/admin/tsdb/snapshot does: every block
+  // hard-linked (no copy), plus the head's data as one more block unless
+  // `skip_head`. A data dir of its own: `serve --data-dir` on it reads it.
+  // The DB itself is not changed.
+  virtual Result<std::string> Snapshot(bool skip_head) = 0;
   // Stops background work and syncs the WAL. Idempotent; the destructor calls it.
   virtual Status Close() = 0;
   virtual Stats GetStats() = 0;

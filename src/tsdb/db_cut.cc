@@ -1,9 +1,15 @@
 // Persisting the head: rotate the WAL, write head data into blocks (one per
 // aligned block range), drop it from the head, checkpoint what remains and
-// delete the WAL segments the checkpoint covers.
+// delete the WAL segments the checkpoint covers. Also snapshots (the blocks
+// hard-linked, the head written as one more block).
+
+#include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 
 #include "base/clock.h"
@@ -200,6 +206,83 @@ Status DBImpl::WriteCheckpoint(int segment) {
   }
   if (::rename(tmp.c_str(), dir.c_str()) != 0) return Status::FromErrno("rename " + tmp, errno);
   return file::SyncDir(opts_.dir);
+}
+
+Result<std::string> DBImpl::Snapshot(bool skip_head) {
+  // Held throughout: no compaction or retention removes a block while it is linked.
+  std::lock_guard<std::mutex> lock(maint_mu_);
+  if (closed_) return Status::Unavailable("tsdb is closed");
+  // Prometheus's name: UTC time, then 16 random hex digits.
+  char when[32];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &tm);
+  std::random_device rd;
+  const std::string name = fmt::format("{}-{:016x}", when, (uint64_t{rd()} << 32) ^ rd());
+  const std::string parent = opts_.dir + "/snapshots";
+  const std::string dir = parent + "/" + name, tmp = dir + ".tmp";
+  auto fail = [&](Status s) {
+    Status r = file::RemoveAll(tmp);
+    if (!r.ok()) TW_LOG(Warn, "snapshot: {}", r.message());
+    return s.Annotate("snapshot " + name);
+  };
+  if (Status s = file::MkdirAll(tmp); !s.ok()) return fail(s);
+  for (const auto& b : BlocksSnapshot()) {
+    std::error_code ec;
+    std::filesystem::copy(b->dir(), tmp + "/" + b->meta().id,
+                          std::filesystem::copy_options::recursive | std::filesystem::copy_options::create_hard_links,
+                          ec);
+    if (ec) return fail(Status::IOError("link block " + b->dir() + ": " + ec.message()));
+  }
+  if (!skip_head) {
+    if (Status s = WriteHeadBlock(tmp); !s.ok()) return fail(s);
+  }
+  if (Status s = file::SyncDir(tmp); !s.ok()) return fail(s);
+  std::error_code ec;
+  std::filesystem::rename(tmp, dir, ec);
+  if (ec) return fail(Status::IOError("rename " + tmp + ": " + ec.message()));
+  if (Status s = file::SyncDir(parent); !s.ok()) return s.Annotate("snapshot " + name);
+  TW_LOG(Info, "snapshot {} written{}", dir, skip_head ? " (without the head)" : "");
+  return name;
+}
+
+Status DBImpl::WriteHeadBlock(const std::string& parent) {
+  // Compressed chunks are copied, sorted by labels (the index's order), then
+  // decoded one series at a time.
+  std::vector<SeriesSnapshot> all;
+  head_->ForEachSeries([&](uint64_t, const model::Labels& labels, const SeriesSnapshot& snap) {
+    all.push_back(snap);
+    all.back().labels = labels;
+  });
+  int64_t mint = INT64_MAX, maxt = INT64_MIN;
+  for (const auto& s : all) {
+    for (const auto& c : s.chunks) {
+      mint = std::min(mint, c.mint);
+      maxt = std::max(maxt, c.maxt);
+    }
+    for (const auto& smp : s.ooo) {
+      mint = std::min(mint, smp.t);
+      maxt = std::max(maxt, smp.t);
+    }
+  }
+  if (mint > maxt) return Status::OK();  // an empty head: no block
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.labels < b.labels; });
+  index::BlockMeta meta;
+  meta.id = NewUlid();
+  meta.mint = mint;
+  meta.maxt = maxt + 1;  // exclusive, as every block's (head data ends at model::kMaxTime)
+  meta.compaction_level = 1;
+  meta.sources = {meta.id};
+  meta.seq = next_seq_++;
+  ASSIGN_OR_RETURN(auto w, BlockWriter::Create(parent, meta));
+  std::vector<int64_t> ts;
+  std::vector<double> vs;
+  for (const auto& s : all) {
+    RETURN_IF_ERROR(Materialize(s, &ts, &vs));
+    RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), s.labels, ts, vs));
+  }
+  return w->Finish().status();
 }
 
 }  // namespace trainwatch::tsdb

@@ -29,6 +29,7 @@ class DBImpl : public DB {
   Status CheckTimestamp(int64_t t) override { return head_->CheckTimestamp(t); }
   Result<std::unique_ptr<storage::Querier>> NewQuerier(int64_t mint, int64_t maxt) override;
   Status Flush() override;
+  Result<std::string> Snapshot(bool skip_head) override;
   Status Close() override;
   Stats GetStats() override;
   Status Health() override;
@@ -52,6 +53,8 @@ class DBImpl : public DB {
   Status CutHead(int64_t boundary, bool close_all);
   Status WriteBlocks(const Head::PersistSet& set);
   Status WriteCheckpoint(int segment);
+  // The head's current data as one block in `parent` (for Snapshot).
+  Status WriteHeadBlock(const std::string& parent);
 
   // db_compact.cc
   Status Compact(bool force);

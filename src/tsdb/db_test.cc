@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 
 #include "base/file.h"
 #include "tsdb/db_impl.h"
@@ -204,6 +206,96 @@ TEST_F(DBTest, FullDiskRefusesWritesKeepsReadsAndRecovers) {
   Open();
   EXPECT_EQ(ReadAll(), ref);
   EXPECT_EQ(db_->GetStats().wal_corruptions_total, 0u);
+}
+
+// --storage.max-series: at the limit a new series is refused with
+// ResourceExhausted naming it and counted; existing series take samples;
+// once a cut empties the head, new series are taken again.
+TEST_F(DBTest, SeriesLimitRefusesNewSeriesOnly) {
+  Options o = Opts();
+  o.max_series = 2;
+  Open(o);
+  Data ref;
+  Append({{L("a"), 1000, 1}, {L("b"), 1000, 1}}, &ref);
+  {
+    auto app = db_->NewAppender();
+    auto r = app->Append(0, L("c"), 1000, 1);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), StatusCode::kResourceExhausted);
+    EXPECT_EQ(r.error().message(), "series limit of 2 reached (--storage.max-series): new series c{job=\"a\"} refused");
+    ASSERT_TRUE(app->Append(0, L("a"), 2000, 2).ok());
+    ASSERT_TRUE(app->Commit().ok());
+    ref[L("a")].emplace(2000, Bits(2));
+  }
+  EXPECT_EQ(ReadAll(), ref);
+  EXPECT_EQ(db_->GetStats().series_limit_refused_total, 1u);
+  EXPECT_EQ(db_->GetStats().head_series, 2u);
+  ASSERT_TRUE(db_->Flush().ok());  // the head is empty again
+  Append({{L("c"), 3000, 3}}, &ref);
+  EXPECT_EQ(ReadAll(), ref);
+}
+
+// POST /api/v1/admin/tsdb/snapshot: blocks hard-linked, the head (in-order
+// and out-of-order data) as one more block; the DB is unchanged, and the
+// snapshot dir opens as a data dir holding everything.
+TEST_F(DBTest, SnapshotHoldsBlocksAndHeadAndChangesNothing) {
+  Open();
+  Data ref;
+  const int64_t h = 3600 * 1000;
+  std::vector<std::tuple<Labels, int64_t, double>> batch;
+  for (int s = 0; s < 20; s++) {
+    for (int64_t t = 0; t < 3 * h; t += 60000) batch.emplace_back(L("old", std::to_string(s)), t, s + t / 60000.0);
+  }
+  Append(batch, &ref);
+  ASSERT_TRUE(db_->Flush().ok());
+  batch.clear();
+  for (int s = 0; s < 20; s++) {
+    for (int64_t t = 4 * h; t < 5 * h; t += 60000) batch.emplace_back(L("new", std::to_string(s)), t, -s - t / 1e6);
+  }
+  Append(batch, &ref);
+  Append({{L("new", "0"), 4 * h - 30000, 42}}, &ref);  // before its series' first sample: out of order
+  const Stats before = db_->GetStats();
+  ASSERT_GT(before.head_samples, 0u);
+
+  auto name = db_->Snapshot(/*skip_head=*/false);
+  ASSERT_TRUE(name.ok()) << name.status().ToString();
+  EXPECT_TRUE(std::regex_match(*name, std::regex("[0-9]{8}T[0-9]{6}Z-[0-9a-f]{16}"))) << *name;
+  const std::string snap = dir_ + "/snapshots/" + *name;
+  auto without_head = db_->Snapshot(/*skip_head=*/true);
+  ASSERT_TRUE(without_head.ok()) << without_head.status().ToString();
+  EXPECT_NE(*name, *without_head);
+  // Unchanged: the head keeps its data, blocks stay, nothing else was cut.
+  const Stats after = db_->GetStats();
+  EXPECT_EQ(after.head_samples, before.head_samples);
+  EXPECT_EQ(after.blocks, before.blocks);
+  EXPECT_EQ(ReadAll(), ref);
+  // The blocks are hard links, not copies.
+  auto blocks = file::ListDir(snap);
+  ASSERT_TRUE(blocks.ok());
+  ASSERT_EQ(blocks->size(), before.blocks + 1) << "every block and the head's";
+  struct stat st{};
+  ASSERT_EQ(::stat((snap + "/" + (*blocks)[0] + "/index").c_str(), &st), 0);
+  EXPECT_GE(st.st_nlink, 2u);
+  db_.reset();
+
+  // Each snapshot opens as a data dir: the full one holds everything; the
+  // one without the head only what was in blocks.
+  Options o = Opts();
+  o.dir = snap;
+  Open(o);
+  EXPECT_EQ(db_->GetStats().head_samples, 0u);
+  EXPECT_EQ(ReadAll(), ref);
+  Data blocks_only;
+  for (const auto& [l, samples] : ref) {
+    if (l.Get("__name__") == "old") blocks_only[l] = samples;
+  }
+  o.dir = dir_ + "/snapshots/" + *without_head;
+  Open(o);
+  EXPECT_EQ(ReadAll(), blocks_only);
+  // The original opens as before, the snapshots left in place.
+  Open();
+  EXPECT_EQ(ReadAll(), ref);
+  EXPECT_TRUE(file::Exists(snap + "/" + (*blocks)[0] + "/meta.json"));
 }
 
 // Issue 17 (crash loop): a block that compaction replaced is renamed to

@@ -220,7 +220,17 @@ Result<MemSeries*> Head::GetOrCreateChecked(const model::Labels& labels) {
       return Status::InvalidArgument("series " + labels.ToString() + ": label " + l.name + " is not valid UTF-8");
     }
   }
-  return GetOrCreate(labels, h);
+  if (opts_.max_series == 0) return GetOrCreate(labels, h);
+  std::lock_guard<std::mutex> lock(creation_mu_);
+  if (MemSeries* s = Lookup(labels, h)) return s;
+  if (NumSeries() >= opts_.max_series) {
+    series_limit_total_.fetch_add(1, std::memory_order_relaxed);
+    std::string l = labels.ToString();
+    if (l.size() > 200) l = l.substr(0, 200) + "...";
+    return Status::ResourceExhausted("series limit of " + std::to_string(opts_.max_series) +
+                                     " reached (--storage.max-series): new series " + l + " refused");
+  }
+  return CreateLocked(next_ref_.load(std::memory_order_relaxed), labels, h);
 }
 
 bool OooBuffer::Insert(int64_t t, double v) {

@@ -163,6 +163,9 @@ struct HeadOptions {
   std::function<int64_t()> now_ms;
   uint32_t samples_per_chunk = 120;
   bool dense_closed_chunks = true;  // re-encode closed chunks densely
+  // New series beyond this many in the head are refused with
+  // ResourceExhausted (counted); existing ones keep taking samples. 0: no limit.
+  uint64_t max_series = 0;
 };
 
 class Head : public storage::Queryable {
@@ -232,6 +235,8 @@ class Head : public storage::Queryable {
   // [model::kMinTime, model::kMaxTime] dropped at replay.
   uint64_t TooFarInFutureTotal() const { return too_new_total_.load(std::memory_order_relaxed); }
   uint64_t TooOldTotal() const { return too_old_total_.load(std::memory_order_relaxed); }
+  // New series refused by HeadOptions::max_series.
+  uint64_t SeriesLimitRefusedTotal() const { return series_limit_total_.load(std::memory_order_relaxed); }
   // The time bounds an appender checks, computed from the clock now.
   struct TimeBounds {
     int64_t mint, maxt;
@@ -336,6 +341,7 @@ class Head : public storage::Queryable {
   std::atomic<uint64_t> num_series_{0}, num_samples_{0}, num_chunks_{0};
   std::atomic<uint64_t> appended_total_{0}, ooo_total_{0}, dup_total_{0}, replay_unknown_{0};
   std::atomic<uint64_t> too_new_total_{0}, too_old_total_{0};
+  std::atomic<uint64_t> series_limit_total_{0};
 };
 
 }  // namespace trainwatch::tsdb

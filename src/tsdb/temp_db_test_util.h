@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,13 +19,15 @@ namespace trainwatch::tsdb::testing {
 
 class TempDB {
  public:
-  TempDB() {
+  // `tweak` may change the options (a series limit, ...) before the open.
+  explicit TempDB(const std::function<void(Options*)>& tweak = {}) {
     char tmpl[] = "/tmp/tw_test_db_XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     Options o;
     o.dir = dir_;
     o.background = false;
     o.retention_ms = 0;
+    if (tweak) tweak(&o);
     db_ = std::move(DB::Open(o).value());
   }
   ~TempDB() {

@@ -166,7 +166,7 @@ class CheckRulesTest(unittest.TestCase):
         pack = os.path.join(ROOT, "rules", "training.rules.yml")
         code, out, err = run([TRAINWATCH, "check", "rules", pack])
         self.assertEqual(code, 0, err)
-        self.assertIn("SUCCESS: 18 rules found", out)
+        self.assertIn("SUCCESS: 19 rules found", out)
         if not os.path.exists(PROMTOOL):
             self.skipTest("promtool not installed")
         code, pout, err = run([PROMTOOL, "check", "rules", pack])

@@ -166,7 +166,7 @@ class ServerProcess:
         self.offset = os.path.getsize(self.log_path)
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data-dir", self.data_dir, "--listen", "127.0.0.1:%d" % self.port,
-             "--log.level", "info"] + self.extra_args,
+             "--log.level", "info", "--web.enable-admin-api"] + self.extra_args,
             stdout=self.log, stderr=subprocess.STDOUT)
         return time.monotonic()
 

@@ -467,7 +467,7 @@ class PromQLDiffTest(unittest.TestCase):
         prom.wait_ready(cls.prom_port, timeout=120)
 
         data_dir = os.path.join(cls.tmp, "tw-data")
-        cls.tw = twtest.Server(data_dir).start()
+        cls.tw = twtest.Server(data_dir, ["--web.enable-admin-api"]).start()
         batch = []
         for i, (ts, s, v) in enumerate(samples):
             batch.append("%s %s %d\n" % (s, fmt_value(v), ts))

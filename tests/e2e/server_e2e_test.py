@@ -41,9 +41,45 @@ class E2ETest(unittest.TestCase):
         # today's date (unless a test sets its own retention).
         if not any(a.startswith("--retention.time") for a in args):
             args = ("--retention.time", "0") + tuple(args)
+        # These tests flush through the admin API, off by default (test_admin_api_*).
+        args = ("--web.enable-admin-api",) + tuple(args)
         s = Server(self.data_dir, args).start()
         self.servers.append(s)
         return s
+
+    def test_admin_api_is_off_by_default_and_snapshot_is_prometheus_s(self):
+        now_ms = int(time.time() * 1000)
+        s = Server(self.data_dir, ("--retention.time", "0")).start()
+        self.servers.append(s)
+        for method in ("POST", "PUT", "GET"):
+            for path in ("/api/v1/admin/tsdb/flush", "/api/v1/admin/tsdb/snapshot"):
+                status, body = s.request(method, path)
+                self.assertEqual(status, 503, (method, path, body))
+                self.assertEqual(json.loads(body), {"status": "error", "errorType": "unavailable",
+                                                    "error": "admin APIs disabled"})
+        status, resp = s.request("POST", "/api/v1/import/prometheus", b"snap_me{a=\"1\"} 7 %d\n" % (now_ms - 60000))
+        self.assertEqual(status, 204, resp)
+        self.assertEqual(s.terminate(), 0)
+        s = self.start()  # --web.enable-admin-api
+        status, body = s.request("POST", "/api/v1/admin/tsdb/snapshot?skip_head=maybe")
+        self.assertEqual(status, 400, body)
+        self.assertIn(b"unable to parse boolean 'skip_head' argument", body)
+        status, body = s.request("PUT", "/api/v1/admin/tsdb/snapshot")
+        self.assertEqual(status, 200, body)
+        name = json.loads(body)["data"]["name"]
+        self.assertRegex(name, r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{16}$")
+        snap = os.path.join(self.data_dir, "snapshots", name)
+        self.assertTrue(os.path.isdir(snap))
+        # The head is still the server's: nothing was cut.
+        self.assertEqual(len(s.export('{__name__="snap_me"}')), 1)
+        status, _ = s.request("GET", "/api/v1/admin/tsdb/flush")
+        self.assertEqual(status, 405)
+        self.assertEqual(s.terminate(), 0)
+        # The snapshot is a data dir of its own.
+        s2 = Server(snap, ("--retention.time", "0")).start()
+        self.servers.append(s2)
+        self.assertEqual(list(s2.export('{__name__="snap_me"}').values()), [[(now_ms - 60000, 7.0)]])
+        self.assertEqual(s2.terminate(), 0)
 
     def test_import_export_and_health(self):
         s = self.start()

@@ -14,7 +14,11 @@ Prometheus's web config format, on the real binary.
   TRAINWATCH_USERNAME/TRAINWATCH_PASSWORD, and TRAINWATCH_CA_FILE;
 - a bad file refuses the start (naming file, line, field); a bad file on
   SIGHUP or POST /-/reload is logged and the running config kept; a good one
-  takes effect.
+  takes effect;
+- --web.tokens.file: tokens made with `trainwatch token add`, each role on
+  every route of the route table (401 without, 403 beyond its role), the
+  Python client, the C++ client (`trainwatch demo`) and the CLIs with
+  TRAINWATCH_TOKEN; the admin API only with --web.enable-admin-api.
 
 Hashes are made with Python's crypt module (libxcrypt, bcrypt), or libcrypt
 through ctypes where the module is gone. Loopback only; every process is
@@ -404,6 +408,118 @@ class WebConfigE2ETest(unittest.TestCase):
                                                       ca=self.ca)[0] == 200, procs=[tw])
         self.assertEqual(request(tw.port, "GET", "/-/healthy", auth=(USER, PASSWORD), ca=self.ca)[0], 401)
 
+
+    def test_tokens_with_roles_on_every_route_and_every_client(self):
+        tokens_file = os.path.join(self.tmp, "tokens.yml")
+        tok = {}
+        for name, role in (("dash", "read"), ("jobs", "write"), ("ops", "admin")):
+            r = subprocess.run([twtest.BINARY, "token", "add", "--file", tokens_file, "--name", name, "--role", role],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            tok[role] = r.stdout.strip()
+            self.assertRegex(tok[role], r"^tw_[0-9a-f]{48}$")
+        with open(tokens_file) as f:
+            text = f.read()
+        for t in tok.values():
+            self.assertNotIn(t, text)  # hashes only
+        port = free_port()
+        p = Process([twtest.BINARY, "serve", "--data-dir", os.path.join(self.tmp, "data"), "--listen",
+                     "127.0.0.1:%d" % port, "--collect.host=false", "--collect.gpu=false", "--web.tokens.file",
+                     tokens_file, "--web.enable-admin-api"], os.path.join(self.tmp, "tw-tokens.log"))
+        self.procs.append(p)
+
+        def call(method, path, token=None, body=None):
+            h = {"Authorization": "Bearer " + token} if token else {}
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+            try:
+                conn.request(method, path, body=body, headers=h)
+                resp = conn.getresponse()
+                return resp.status, resp.headers, (resp.read() if path != "/api/v1/logs/tail" else b"")
+            finally:
+                conn.close()
+
+        self.wait_for("ready", lambda: self._ready(call, tok["read"]), procs=[p])
+        # Every route: 401 without a token (or with an unknown one), 403 beyond the token's role.
+        writes = {"/api/v1/write", "/api/v1/import/prometheus", "/_bulk", "/loki/api/v1/push", "/api/v1/logs",
+                  "/api/v1/runs", "/api/v2/alerts", "/api/v2/silences"}
+        for path in route_paths():
+            for method in ("GET", "POST"):
+                for token in (None, "tw_" + "0" * 48):
+                    status, headers, _ = call(method, path, token)
+                    self.assertEqual(status, 401, "%s %s" % (method, path))
+                    self.assertEqual(headers.get("WWW-Authenticate"), 'Bearer realm="trainwatch"')
+                admin = path.startswith("/api/v1/admin/") or path == "/-/reload"
+                status, _, body = call(method, path, tok["read"])
+                if admin or (method == "POST" and path in writes):
+                    self.assertEqual(status, 403, "%s %s with a read token: %r" % (method, path, body))
+                    self.assertIn(b"has role read", body)
+                elif method == "GET":
+                    self.assertNotIn(status, (401, 403), "GET %s with a read token" % path)
+                status, _, body = call(method, path, tok["write"])
+                if admin:
+                    self.assertEqual(status, 403, "%s %s with a write token" % (method, path))
+                    self.assertIn(b"needs admin", body)
+                elif method == "POST" and path in writes:
+                    self.assertNotIn(status, (401, 403), "POST %s with a write token: %r" % (path, body))
+        status, _, body = call("POST", "/api/v1/admin/tsdb/flush", tok["admin"])
+        self.assertEqual(status, 204, body)
+        status, _, body = call("POST", "/api/v1/import/prometheus", tok["write"], b"tok_metric 1\n")
+        self.assertEqual(status, 204, body)
+
+        url = "http://127.0.0.1:%d" % port
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINWATCH_")}
+        # The Python client with TRAINWATCH_TOKEN.
+        script = os.path.join(self.tmp, "train_tok.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""\
+                import sys
+                sys.path.insert(0, %r)
+                import trainwatch
+                run = trainwatch.init(project="tok", id="tokrun", url=sys.argv[1], spool_dir=sys.argv[2])
+                for step in range(30):
+                    run.log({"loss": 1.0 / (step + 1)}, step=step)
+                run.finish()
+                print(len(trainwatch.Api(url=sys.argv[1]).run("tokrun").history(keys=["loss"], pandas=False)))
+                """ % CLIENT))
+        r = subprocess.run([sys.executable, script, url, os.path.join(self.tmp, "spool-tok")],
+                           env=dict(env, TRAINWATCH_TOKEN=tok["write"]), capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "30", r.stderr)
+        self.assertNotIn(tok["write"], r.stderr)
+        # The C++ client (trainwatch demo) with TRAINWATCH_TOKEN.
+        r = subprocess.run([twtest.BINARY, "demo", "--url", url, "--steps", "20", "--rate", "200", "--runs", "1",
+                            "--baseline", "false", "--spool-dir", os.path.join(self.tmp, "spool-demo")],
+                           env=dict(env, TRAINWATCH_TOKEN=tok["write"]), capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("finished", r.stdout)
+        status, _, body = call("GET", "/api/v1/runs?filter=" + urllib.parse.quote('project = "demo"'), tok["read"])
+        self.assertEqual(status, 200, body)
+        self.assertTrue(any(x["status"] == "finished" for x in json.loads(body)["data"]), body)
+        # The CLIs: the query with a read token; without one, the 401 is said.
+        r = subprocess.run([twtest.BINARY, "query", "--server", url, "tok_metric"],
+                           env=dict(env, TRAINWATCH_TOKEN=tok["read"]), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tok_metric", r.stdout)
+        r = subprocess.run([twtest.BINARY, "query", "--server", url, "tok_metric"], env=env, capture_output=True,
+                           text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("401", r.stderr)
+        r = subprocess.run([twtest.BINARY, "export", "run", "tokrun", "--url", url, "--out", self.tmp],
+                           env=dict(env, TRAINWATCH_TOKEN=tok["read"]), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "tokrun.csv")))
+        # A token taken away on reload stops working at once.
+        with open(tokens_file, "w") as f:
+            f.write("tokens: []\n")
+        status, _, body = call("POST", "/-/reload", tok["admin"])
+        self.assertEqual(status, 200, body)
+        self.assertEqual(call("GET", "/api/v1/labels", tok["read"])[0], 401)
+
+    def _ready(self, call, token):
+        try:
+            return call("GET", "/-/ready", token)[0] == 200
+        except OSError:
+            return False
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:

@@ -44,6 +44,19 @@ const nav: [string, string, string][] = [
   ["/targets", "Targets", "t"],
 ];
 
+// GET /api/v1/status/security: a banner while anyone who reaches the port
+// may read and write (a non-loopback listen address with no authentication).
+let securityBanner: Promise<HTMLElement | null> | undefined;
+function banner(): Promise<HTMLElement | null> {
+  securityBanner ??= fetch("/api/v1/status/security")
+    .then((r) => (r.ok ? r.json() : null))
+    .then((j: { data?: { open?: boolean; warning?: string } } | null) =>
+      j?.data?.open ? h("div", { class: "notice notice-warn security-banner", role: "alert" }, j.data.warning ?? "") : null,
+    )
+    .catch(() => null);
+  return securityBanner;
+}
+
 let cleanup: Cleanup = undefined;
 let renderSeq = 0;
 
@@ -94,6 +107,9 @@ export async function render(): Promise<void> {
     if (!m) continue;
     found = true;
     top.replaceChildren(header(section));
+    void banner().then((b) => {
+      if (b && seq === renderSeq) top.appendChild(b);
+    });
     document.title = `${section} · trainwatch`;
     const ctx: PageContext = {
       main,

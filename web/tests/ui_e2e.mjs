@@ -273,6 +273,20 @@ try {
   await page.keyboard.press("e");
   await page.waitForURL(/\/explore/);
   await page.screenshot({ path: path.join(outDir, "explore-" + theme1 + ".png"), fullPage: true });
+  // The security banner: none on this loopback server (the real endpoint);
+  // shown with the server's words when the endpoint says the port is open
+  // (a non-loopback listen address, which this loopback-only test cannot
+  // bind: the one answer is replaced, in the shape api_test checks).
+  const sec = await api("GET", "/api/v1/status/security");
+  check(sec.status === 200 && sec.json.data.open === false && sec.json.data.warning === "", "security status: " + sec.text);
+  check((await page.locator(".security-banner").count()) === 0, "no security banner on loopback");
+  const warning = "listening on 0.0.0.0:9800 with no authentication: anyone who can reach this port can read";
+  await page.route("**/api/v1/status/security", (route) =>
+    route.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify({ status: "success", data: { open: true, warning } }) }),
+  );
+  await page.reload();
+  await page.waitForSelector(".security-banner");
+  check((await page.locator(".security-banner").innerText()).includes(warning), "security banner text");
   console.log("unavailable optional endpoints: " + ([...unavailable].join(", ") || "none"));
   console.log("PASS: screenshots in " + outDir);
 } catch (e) {

@@ -58,7 +58,10 @@ namespace trainwatch {
 namespace client {
 
 struct Options {
-  std::string url;          // empty: $TRAINWATCH_URL, then http://127.0.0.1:9800 (http only)
+  std::string url;          // empty: $TRAINWATCH_URL, then http://127.0.0.1:9800 (http only; user:password@ for basic auth)
+  // Bearer token of a server with --web.tokens.file; empty: $TRAINWATCH_TOKEN.
+  // Without one: the URL's user and password, then $TRAINWATCH_USERNAME/PASSWORD.
+  std::string token;
   std::string project = "default";
   std::string name;         // empty: the server's choice
   std::string id;           // empty: $TRAINWATCH_RUN_ID, then random; the same id resumes a run
@@ -143,8 +146,39 @@ struct Url {
   std::string host = "127.0.0.1";
   std::string port = "80";
   std::string prefix;
+  std::string user, password;  // from user:password@; empty: none
+  bool has_userinfo = false;
   bool ok = false;
 };
+
+inline std::string Base64(const std::string& s) {
+  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < s.size(); i += 3) {
+    uint32_t n = static_cast<uint32_t>(static_cast<unsigned char>(s[i])) << 16;
+    if (i + 1 < s.size()) n |= static_cast<uint32_t>(static_cast<unsigned char>(s[i + 1])) << 8;
+    if (i + 2 < s.size()) n |= static_cast<unsigned char>(s[i + 2]);
+    out.push_back(kAlphabet[(n >> 18) & 63]);
+    out.push_back(kAlphabet[(n >> 12) & 63]);
+    out.push_back(i + 1 < s.size() ? kAlphabet[(n >> 6) & 63] : '=');
+    out.push_back(i + 2 < s.size() ? kAlphabet[n & 63] : '=');
+  }
+  return out;
+}
+
+inline std::string PercentDecode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
 
 inline Url ParseUrl(const std::string& url) {
   Url u;
@@ -158,6 +192,15 @@ inline Url ParseUrl(const std::string& url) {
   size_t slash = s.find('/');
   std::string hostport = s.substr(0, slash);
   if (slash != std::string::npos) u.prefix = s.substr(slash);
+  size_t at = hostport.rfind('@');
+  if (at != std::string::npos) {
+    std::string userinfo = hostport.substr(0, at);
+    hostport = hostport.substr(at + 1);
+    size_t c = userinfo.find(':');
+    u.user = PercentDecode(userinfo.substr(0, c));
+    if (c != std::string::npos) u.password = PercentDecode(userinfo.substr(c + 1));
+    u.has_userinfo = true;
+  }
   while (!u.prefix.empty() && u.prefix.back() == '/') u.prefix.pop_back();
   size_t colon = hostport.rfind(':');
   if (colon != std::string::npos && hostport.find(']') == std::string::npos) {
@@ -174,7 +217,9 @@ inline Url ParseUrl(const std::string& url) {
 // One keep-alive HTTP/1.1 connection. Status < 0: unreachable / broken.
 class Http {
  public:
-  Http(Url url, double timeout_s) : url_(std::move(url)), timeout_s_(timeout_s) {}
+  // `authorization`: the Authorization header's value; empty: none.
+  Http(Url url, double timeout_s, std::string authorization = "")
+      : url_(std::move(url)), timeout_s_(timeout_s), authorization_(std::move(authorization)) {}
   ~Http() { Close(); }
   Http(const Http&) = delete;
   Http& operator=(const Http&) = delete;
@@ -194,6 +239,7 @@ class Http {
               const char* content_type) {
     std::string req = std::string(method) + " " + url_.prefix + path + " HTTP/1.1\r\nHost: " + url_.host + ":" +
                       url_.port + "\r\n";
+    if (!authorization_.empty()) req += "Authorization: " + authorization_ + "\r\n";
     if (content_type != nullptr) req += std::string("Content-Type: ") + content_type + "\r\n";
     req += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: keep-alive\r\n\r\n" + body;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -324,6 +370,7 @@ class Http {
 
   Url url_;
   double timeout_s_;
+  std::string authorization_;
   int fd_ = -1;
   std::string buf_;
 };
@@ -494,12 +541,39 @@ class Run {
 
   Run() = default;
 
+  // The URL's user and password, else the token (Options or
+  // $TRAINWATCH_TOKEN), else $TRAINWATCH_USERNAME/$TRAINWATCH_PASSWORD.
+  std::string Authorization(const detail::Url& url) const {
+    if (url.has_userinfo) return "Basic " + detail::Base64(url.user + ":" + url.password);
+    std::string token = !o_.token.empty() ? o_.token : detail::EnvOr("TRAINWATCH_TOKEN", "");
+    if (!token.empty()) return "Bearer " + token;
+    std::string user = detail::EnvOr("TRAINWATCH_USERNAME", "");
+    if (!user.empty()) return "Basic " + detail::Base64(user + ":" + detail::EnvOr("TRAINWATCH_PASSWORD", ""));
+    return "";
+  }
+  static std::string WithoutUserinfo(const std::string& url) {
+    size_t start = url.find("://");
+    start = start == std::string::npos ? 0 : start + 3;
+    size_t at = url.find('@', start), slash = url.find('/', start);
+    if (at == std::string::npos || (slash != std::string::npos && at > slash)) return url;
+    return url.substr(0, start) + url.substr(at + 1);
+  }
+  static std::string Redacted(const std::string& url) {
+    size_t start = url.find("://");
+    start = start == std::string::npos ? 0 : start + 3;
+    size_t at = url.find('@', start), slash = url.find('/', start);
+    if (at == std::string::npos || (slash != std::string::npos && at > slash)) return url;
+    size_t colon = url.find(':', start);
+    if (colon == std::string::npos || colon > at) return url;
+    return url.substr(0, colon + 1) + "xxxxx" + url.substr(at);
+  }
+
   bool Setup(Options o, std::string* error) {
     o_ = std::move(o);
     if (o_.url.empty()) o_.url = detail::EnvOr("TRAINWATCH_URL", "http://127.0.0.1:9800");
     detail::Url url = detail::ParseUrl(o_.url);
     if (!url.ok) {
-      *error = "trainwatch: url \"" + o_.url + "\": expected http://host:port";
+      *error = "trainwatch: url \"" + Redacted(o_.url) + "\": expected http://host:port";
       return false;
     }
     rank_ = o_.rank >= 0 ? o_.rank : std::atoi(detail::EnvOr("RANK", "0").c_str());
@@ -567,7 +641,7 @@ class Run {
       online_ = false;  // replay what an earlier process left first
     }
     std::string meta = "{\"url\":";
-    detail::AppendJsonString(&meta, o_.url);
+    detail::AppendJsonString(&meta, WithoutUserinfo(o_.url));  // never a password on disk
     meta += ",\"run_id\":";
     detail::AppendJsonString(&meta, id_);
     meta += ",\"rank\":" + std::to_string(rank_) + ",\"register\":" + register_body_ + "}";
@@ -575,7 +649,7 @@ class Run {
       *error = "trainwatch: cannot write spool dir " + spool_dir_ + ": " + std::strerror(errno);
       return false;
     }
-    http_ = std::make_unique<detail::Http>(url, o_.timeout_s);
+    http_ = std::make_unique<detail::Http>(url, o_.timeout_s, Authorization(url));
     {
       std::lock_guard<std::mutex> s(send_mu_);
       Register();
@@ -680,7 +754,7 @@ class Run {
 
   // ---- sending (send_mu_ held) ----
   void WentOffline(const std::string& why) {
-    if (online_) Warn("server " + o_.url + " unreachable (" + why + "); spooling to " + spool_dir_);
+    if (online_) Warn("server " + Redacted(o_.url) + " unreachable (" + why + "); spooling to " + spool_dir_);
     online_ = false;
     backoff_s_ = std::min(5.0, std::max(0.2, backoff_s_ * 2));
     next_retry_ = detail::MonoSeconds() + backoff_s_;
@@ -697,7 +771,8 @@ class Run {
       if (!name.empty()) name_ = name;
       return true;
     }
-    if (status < 0 || status == 404 || status == 408 || status == 429 || status >= 500) {
+    // 401: credentials changed on the server mid-run; kept until they work again.
+    if (status < 0 || status == 401 || status == 404 || status == 408 || status == 429 || status >= 500) {
       WentOffline(status < 0 ? "connection failed" : "status " + std::to_string(status));
       return false;
     }
@@ -726,7 +801,7 @@ class Run {
       WentOffline("run unknown to the server; registering again");
       return Sent::kRetry;
     }
-    if (status < 0 || status == 408 || status == 429 || status >= 500) {
+    if (status < 0 || status == 401 || status == 408 || status == 429 || status >= 500) {
       WentOffline(status < 0 ? "connection failed" : "status " + std::to_string(status));
       return Sent::kRetry;
     }
@@ -762,7 +837,7 @@ class Run {
         spooled_--;
       }
     }
-    if (!online_) Warn("server " + o_.url + " reachable again; spool replayed");
+    if (!online_) Warn("server " + Redacted(o_.url) + " reachable again; spool replayed");
     online_ = true;
     backoff_s_ = 0;
     return true;

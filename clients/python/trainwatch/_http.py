@@ -18,13 +18,15 @@ class Http:
     about half of the sender thread's CPU per batch (docs/performance.md).
     Not thread-safe: each user (the sender thread, init) has its own.
 
-    A server behind a web config (docs/security.md): basic auth from the
-    URL's userinfo (http://user:pass@host:9800), else `username`/`password`,
-    else $TRAINWATCH_USERNAME/$TRAINWATCH_PASSWORD; for https, the CA file
-    `ca_file` or $TRAINWATCH_CA_FILE (else the system's CAs).
+    A server behind a web config or a tokens file (docs/security.md): basic
+    auth from the URL's userinfo (http://user:pass@host:9800), else
+    `username`/`password`, else the bearer token `token` or
+    $TRAINWATCH_TOKEN, else $TRAINWATCH_USERNAME/$TRAINWATCH_PASSWORD; for
+    https, the CA file `ca_file` or $TRAINWATCH_CA_FILE (else the system's
+    CAs).
     """
 
-    def __init__(self, url, timeout=10.0, username=None, password=None, ca_file=None):
+    def __init__(self, url, timeout=10.0, username=None, password=None, ca_file=None, token=None):
         u = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
         if u.scheme not in ("http", "https"):
             raise ValueError("trainwatch url %r: scheme must be http or https" % url)
@@ -41,12 +43,18 @@ class Http:
         if u.username is not None:
             username, password = urllib.parse.unquote(u.username), urllib.parse.unquote(u.password or "")
         elif username is None:
-            username = os.environ.get("TRAINWATCH_USERNAME")
-            password = os.environ.get("TRAINWATCH_PASSWORD", "")
+            token = token or os.environ.get("TRAINWATCH_TOKEN")
+            if not token:
+                username = os.environ.get("TRAINWATCH_USERNAME")
+                password = os.environ.get("TRAINWATCH_PASSWORD", "")
         self._auth = ""
         if username:
             cred = base64.b64encode(("%s:%s" % (username, password or "")).encode()).decode()
             self._auth = "Authorization: Basic %s\r\n" % cred
+        elif token:
+            if any(c in token for c in "\r\n"):
+                raise ValueError("trainwatch token: must be one line")
+            self._auth = "Authorization: Bearer %s\r\n" % token
         self.ca_file = ca_file or os.environ.get("TRAINWATCH_CA_FILE") or None
 
     def close(self):
@@ -163,6 +171,14 @@ class Http:
                     pass
             return status, data
         raise Unreachable("unreachable")  # not reached
+
+
+def without_userinfo(url):
+    """`url` without user and password: what is written to disk (the spool's meta)."""
+    u = urllib.parse.urlsplit(url)
+    if "@" not in u.netloc:
+        return url
+    return urllib.parse.urlunsplit(u._replace(netloc=u.netloc.rpartition("@")[2]))
 
 
 def redact(url):

@@ -34,7 +34,7 @@ try:
 except ImportError:  # no flock (Windows): every process spools into a dir of its own
     fcntl = None
 
-from ._http import Http, Unreachable, error_text, redact
+from ._http import Http, Unreachable, error_text, redact, without_userinfo
 
 OK, RETRY = "ok", "retry"
 LOGS_PATH = "/api/v1/logs"
@@ -95,7 +95,7 @@ def _write_all(fd, data):
 class Sender:
     def __init__(self, url, run_id, rank, host, spool_dir, register_body,
                  flush_interval=0.5, heartbeat_interval=30.0, batch_points=1000,
-                 max_queue_points=20000, max_log_lines=10000, timeout=10.0, warn=None, fallback=True):
+                 max_queue_points=20000, max_log_lines=10000, timeout=10.0, warn=None, fallback=True, token=None):
         self.url = url
         self.run_id = run_id
         self.rank = rank
@@ -107,7 +107,7 @@ class Sender:
         self.batch_points = batch_points
         self.max_queue_points = max_queue_points
         self.max_log_lines = max_log_lines
-        self.http = Http(url, timeout=timeout)
+        self.http = Http(url, timeout=timeout, token=token)
         self._warn = warn or (lambda msg: sys.__stderr__.write("trainwatch: " + msg + "\n"))
         self.nonce = secrets.token_hex(4)
 
@@ -200,7 +200,7 @@ class Sender:
             if seqs:
                 self._seq = seqs[-1][0] + 1
                 self.online = False  # replay what an earlier process left first
-            meta = {"url": self.url, "run_id": self.run_id, "rank": self.rank, "register": self.register_body}
+            meta = {"url": without_userinfo(self.url), "run_id": self.run_id, "rank": self.rank, "register": self.register_body}
             self._write_file(os.path.join(self.spool_dir, "meta.json"),
                              json.dumps(meta, allow_nan=False).encode())
             self._sync_dir()

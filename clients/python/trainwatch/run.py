@@ -135,7 +135,7 @@ class Run:
     def __init__(self, project, name=None, config=None, tags=None, total_steps=None, url=None, id=None,
                  capture_output=True, spool_dir=None, heartbeat_interval=30.0, flush_interval=0.5,
                  rank=None, world_size=None, host=None, finish_timeout=60.0, install_hooks=True,
-                 max_queue_points=20000, timeout=10.0):
+                 max_queue_points=20000, timeout=10.0, token=None):
         self.project = project or os.environ.get("TRAINWATCH_PROJECT") or "default"
         self.url = (url or os.environ.get("TRAINWATCH_URL") or "http://127.0.0.1:9800").rstrip("/")
         env_rank = _env_int("RANK")
@@ -183,7 +183,7 @@ class Run:
         self._sender = Sender(self.url, self.id, self.rank, self.host,
                               os.path.join(root, "%s.r%d" % (self.id, self.rank)), body,
                               flush_interval=flush_interval, heartbeat_interval=heartbeat_interval,
-                              max_queue_points=max_queue_points, timeout=timeout)
+                              max_queue_points=max_queue_points, timeout=timeout, token=token)
         # <id>.r<rank>, or <id>.r<rank>.<pid>-<nonce> while another process holds that one
         self.spool_dir = self._sender.spool_dir
         self._points = self._sender.points
@@ -341,7 +341,9 @@ def init(project=None, name=None, config=None, tags=None, total_steps=None, url=
     options: id, capture_output (default True), spool_dir (default
     $TRAINWATCH_SPOOL or ~/.cache/trainwatch/spool), heartbeat_interval,
     flush_interval, rank / world_size / host (default from RANK, WORLD_SIZE
-    and the host name), finish_timeout, install_hooks.
+    and the host name), finish_timeout, install_hooks, token (a bearer token
+    of a server with --web.tokens.file; default $TRAINWATCH_TOKEN; basic auth:
+    http://user:password@host:9800 or $TRAINWATCH_USERNAME/PASSWORD).
     """
     global current
     run = Run(project, name=name, config=config, tags=tags, total_steps=total_steps, url=url, **kwargs)
