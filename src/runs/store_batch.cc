@@ -147,10 +147,13 @@ Result<BatchResult> RunStore::WriteBatch(std::string_view id_view, const BatchRe
       const BatchPoint& end = *by_ts[j - 1].second;
       int64_t t = by_ts[j - 1].first;
       i = j;
-      // A batch whose second ends in the millisecond the previous sample
-      // was written at (the previous batch's end) goes 1 ms later, if that
-      // is not ahead of the clock: the TSDB would keep the older sample.
-      if (t == view_ts && t < now) t++;
+      // Strictly after the previous sample of this run and rank: the TSDB
+      // keeps the first value of a timestamp, so a batch whose second ends
+      // at or before the previous batch's end (batches cut within one
+      // millisecond) goes 1 ms past it, else the view's last sample would
+      // not be the last value. At most a few ms ahead of the clock, and
+      // only where batches end in the same millisecond.
+      if (t <= view_ts) t = view_ts + 1;
       if (!app_->CheckTimestamp(t).ok()) continue;
       view_ts = t;
       for (const auto& [metric, v] : last) RETURN_IF_ERROR(add(*metric, t, v));
