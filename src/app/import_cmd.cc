@@ -204,6 +204,14 @@ uint64_t ImportHash(std::string_view s, uint64_t h) {
   return h;
 }
 
+Result<ApiClient> ImportClient(const std::string& url) {
+  auto c = NewApiClient(url);
+  if (!c.ok()) return c.error().Annotate("--url");
+  c->http->set_read_timeout(300, 0);  // a run's batches are large
+  c->http->set_write_timeout(300, 0);
+  return c;
+}
+
 Status PostJson(ApiClient& c, const std::string& path, const Json& body, Json* answer) {
   // Keys are free text: bytes that are not UTF-8 are sent as U+FFFD rather than failing the dump.
   auto res = c.http->Post(c.prefix + path, body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
@@ -295,14 +303,12 @@ int RunImport(const ImportOptions& o) {
     std::cerr << "trainwatch import: " << runs.error().message() << "\n";
     return 1;
   }
-  auto client = NewApiClient(o.url);
+  auto client = ImportClient(o.url);
   if (!client.ok()) {
-    std::cerr << "trainwatch import: --url: " << client.error().message() << "\n";
+    std::cerr << "trainwatch import: " << client.error().message() << "\n";
     return 1;
   }
   ApiClient& c = *client;
-  c.http->set_read_timeout(300, 0);
-  c.http->set_write_timeout(300, 0);
   size_t values = 0, logged = 0;
   for (const MlflowRun& r : *runs) {
     for (const auto& m : r.metrics) logged += m.second.size();

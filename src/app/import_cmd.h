@@ -56,6 +56,9 @@ int RunImport(const ImportOptions& o);
 // FNV-1a: stable across versions and machines, for run and batch ids
 // derived from the source.
 uint64_t ImportHash(std::string_view s, uint64_t h = 1469598103934665603ull);
+// The server at `url` (credentials as every CLI: app/api_client.h) with the
+// importers' long timeouts.
+Result<ApiClient> ImportClient(const std::string& url);
 // POSTs `body` to the server; a non-2xx answer is an error naming the path,
 // status and body; `answer` (when not null) gets the parsed answer.
 Status PostJson(ApiClient& c, const std::string& path, const nlohmann::json& body, nlohmann::json* answer);

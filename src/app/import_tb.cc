@@ -501,14 +501,12 @@ int RunImportTensorboard(const ImportOptions& o) {
     fs::path root = fs::weakly_canonical(fs::absolute(o.dir, ec), ec);
     project = ec || root.filename().empty() ? "tensorboard" : root.filename().string();
   }
-  auto client = NewApiClient(o.url);
+  auto client = ImportClient(o.url);
   if (!client.ok()) {
-    std::cerr << "trainwatch import: --url: " << client.error().message() << "\n";
+    std::cerr << "trainwatch import: " << client.error().message() << "\n";
     return 1;
   }
   ApiClient& c = *client;
-  c.http->set_read_timeout(300, 0);
-  c.http->set_write_timeout(300, 0);
   size_t values = 0, logged = 0;
   std::map<std::string, size_t> skipped;
   for (const TbRun& r : *runs) {
