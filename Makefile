@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 DATA_DIR ?= data
 LISTEN ?= 127.0.0.1:9800
 
-.PHONY: run test deps build build-asan test-release test-asan clean
+.PHONY: run test deps build build-asan build-fuzz test-release test-asan test-fuzz clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -24,7 +24,15 @@ test-release: build
 test-asan: build-asan
 	@ctest --preset asan -j $(JOBS)
 
-test: test-release test-asan
+# libFuzzer targets (clang-14, ASan + UBSan), each fuzzed ~10 s (docs/fuzzing.md).
+build-fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+
+test-fuzz: build-fuzz
+	@ctest --preset fuzz -j $(JOBS)
+
+test: test-release test-asan test-fuzz
 
 run: build
 	@DATA_DIR=$(DATA_DIR) LISTEN=$(LISTEN) bash scripts/run-demo.sh

@@ -10,6 +10,9 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential g++ cmake ninja-build ccache pkg-config git
+  # the asan preset's compiler: clang 14 builds ASan + UBSan and the libFuzzer
+  # targets (fuzz/, docs/fuzzing.md); libclang-rt-14-dev has libclang_rt.fuzzer
+  clang-14 libclang-rt-14-dev
   # libraries
   libfmt-dev libspdlog-dev libcli11-dev libyaml-cpp-dev libre2-dev
   libzstd-dev libsnappy-dev libprotobuf-dev protobuf-compiler

@@ -1,6 +1,7 @@
 #include "logs/json_record_reference.h"
 
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 namespace trainwatch::logs::reference {
@@ -12,11 +13,19 @@ namespace {
 // A time value: unix seconds (fraction allowed; numbers above 1e11/1e14/1e17
 // are read as ms/us/ns), a numeric string likewise, or RFC 3339.
 Result<int64_t> TimeFromJson(const json& v, std::string_view key) {
-  auto from_number = [](double x) -> int64_t {
+  // The former double -> int64 conversion, saturating where it overflowed
+  // (undefined behaviour, which clang's UBSan reports): the new decoder refuses
+  // such times and json_record_diff_test does not compare them.
+  auto to_int = [](double y) -> int64_t {
+    if (!(y < 9223372036854775808.0)) return INT64_MAX;
+    if (!(y >= -9223372036854775808.0)) return INT64_MIN;
+    return static_cast<int64_t>(y);
+  };
+  auto from_number = [&to_int](double x) -> int64_t {
     double a = std::fabs(x);
-    if (a >= 1e17) return static_cast<int64_t>(x);
-    if (a >= 1e14) return static_cast<int64_t>(x * 1e3);
-    if (a >= 1e11) return static_cast<int64_t>(x * 1e6);
+    if (a >= 1e17) return to_int(x);
+    if (a >= 1e14) return to_int(x * 1e3);
+    if (a >= 1e11) return to_int(x * 1e6);
     return static_cast<int64_t>(std::llround(x * 1e9));
   };
   if (v.is_number_integer()) {

@@ -259,6 +259,11 @@ Result<model::Labels> LabelsFromSelector(std::string_view sel, std::string_view 
     if (m.type() != model::MatchType::kEqual) {
       return Status::InvalidArgument(std::string(where) + ": stream labels must use =");
     }
+    // As the JSON push checks its stream object (found by fuzz/loki_proto_fuzz.cc:
+    // the selector parser took {@run="r1"}).
+    if (!model::IsValidLabelName(m.name())) {
+      return Status::InvalidArgument(std::string(where) + ": invalid label name \"" + m.name() + "\"");
+    }
     if (!IsValidUtf8(m.value())) {
       return Status::InvalidArgument(std::string(where) + ": stream label \"" + m.name() + "\": value is not valid UTF-8");
     }

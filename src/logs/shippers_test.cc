@@ -206,6 +206,10 @@ TEST(ShippersTest, LokiProtoTimestampOverflowAndNonUtf8LabelsAreRefused) {
   Status s = ParseLokiProto(LokiProto("{job=\"t\"}", UINT64_MAX / 2), 0, &out);
   ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("streams[0].entries[0]: timestamp"), std::string::npos) << s.message();
+  // Found by fuzz/loki_proto_fuzz.cc: label names are checked as in the JSON push.
+  s = ParseLokiProto(LokiProto("{job=\"t\", @run=\"r1\"}", 5), 0, &out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("invalid label name \"@run\""), std::string::npos) << s.message();
   s = ParseLokiProto(LokiProto("{job=\"\xff\xfe\"}", 5), 0, &out);
   ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("stream label \"job\": value is not valid UTF-8"), std::string::npos) << s.message();

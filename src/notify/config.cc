@@ -528,13 +528,6 @@ const KeySet kUnsupportedReceivers = {"opsgenie_configs", "wechat_configs", "pus
                                       "victorops_configs", "sns_configs", "telegram_configs",
                                       "discord_configs", "webex_configs", "msteams_configs"};
 
-bool RouteUsesInterval(const Route& r, const std::string& name) {
-  for (const auto& n : r.mute_time_intervals) if (n == name) return true;
-  for (const auto& n : r.active_time_intervals) if (n == name) return true;
-  for (const auto& c : r.routes) if (RouteUsesInterval(c, name)) return true;
-  return false;
-}
-
 Status CheckRouteRefs(const Route& r, const YAML::Node& n, const std::string& where, const Config& cfg) {
   if (r.receiver.empty()) return Err(n, where, "root route must specify a default receiver");
   if (cfg.FindReceiver(r.receiver) == nullptr) return Err(n, where, "undefined receiver \"" + r.receiver + "\" used in route");

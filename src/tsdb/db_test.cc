@@ -420,7 +420,7 @@ TEST_F(DBTest, FarFutureSampleIsRefusedAndDeletesNothing) {
   const int64_t m = 60 * 1000, now = 1'764'000'000'000;
   Options o = Opts();
   o.retention_ms = 15 * 24 * 60 * m;
-  o.now_ms = [now] { return now; };
+  o.now_ms = [] { return now; };
   Open(o);
   Data ref;
   std::vector<std::tuple<Labels, int64_t, double>> keep;
@@ -465,7 +465,7 @@ TEST_F(DBTest, RetentionIgnoresFarFutureSampleOfAnOldDataDir) {
   Append({{L("evil"), now + 400LL * 24 * 60 * m, 1}}, &ref);
   o.max_future_ms = 10 * m;
   o.retention_ms = 15 * 24 * 60 * m;
-  o.now_ms = [now] { return now; };
+  o.now_ms = [] { return now; };
   Open(o);  // replays both from the WAL
   ASSERT_TRUE(Impl()->Maintain().ok());
   ASSERT_TRUE(db_->Flush().ok());

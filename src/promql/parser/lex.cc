@@ -164,8 +164,11 @@ std::vector<Token> Lex(std::string_view in, std::string* error) {
       emit(Tok::kNumber, start, i);
       continue;
     }
-    if (IsAlpha(c) || c == ':') {
-      if (c == ':' && brace_depth == 0) {
+    // Inside braces ':' starts nothing (label names have none): it falls
+    // through to the error below instead of an empty identifier that would
+    // never advance (found by fuzz/promql_fuzz.cc: `up{:a="1"}` looped forever).
+    if (IsAlpha(c) || (c == ':' && brace_depth == 0)) {
+      if (c == ':') {
         // A colon is part of metric names only when followed by identifier
         // characters in a name position; at top level treat ':' alone as kColon
         // when it comes inside brackets (subquery). Decide: identifier chars

@@ -206,7 +206,11 @@ class Parser {
       auto bin = std::make_unique<Expr>(NodeKind::kBinary);
       bin->op = ToBinOp(t.kind);
       ParseBinModifiers(bin.get());
-      // ^ is right-associative.
+      // ^ is right-associative. The right operand nests one level deeper (a
+      // chain x^x^x^... recurses once per operator), so it is bounded like
+      // ParseUnary; Finish alone would check only after the whole chain had
+      // recursed (a stack overflow for long chains; found by clang ASan).
+      DepthGuard guard(this, t.pos);
       ExprPtr rhs = ParseBinary(t.kind == Tok::kPow ? prec : prec + 1);
       bin->pos_start = lhs->pos_start;
       bin->pos_end = rhs->pos_end;
@@ -570,6 +574,7 @@ class Parser {
       int prec = Precedence(t.kind);
       if (prec < min_prec) break;
       Next();
+      DepthGuard guard(this, t.pos);  // as in ParseBinary
       ExprPtr rhs = ParseDurExpr(t.kind == Tok::kPow ? prec : prec + 1);
       auto bin = std::make_unique<Expr>(NodeKind::kBinary);
       bin->op = ToBinOp(t.kind);

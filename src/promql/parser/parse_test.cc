@@ -84,6 +84,32 @@ TEST(Parser, ErrorsWithPositions) {
   EXPECT_NE(e.error().message().find("ranges only allowed for vector selectors"), std::string::npos);
 }
 
+// Found by fuzz/promql_fuzz.cc: a name given as {__name__="..."} that is no
+// identifier outside braces stays inside them when printed.
+TEST(Parser, NameFromMatcherPrintsSoItParsesAgain) {
+  for (const char* q : {"{__name__=\"info_metric\xce\"}", "{__name__=\"sum\"}", "{__name__=\"a.b\", x=\"1\"}",
+                        "{__name__=\"inf\"} offset 1m", "info({job=\"w\"}, {__name__=\"by\"})"}) {
+    auto e = ParseExpr(q);
+    ASSERT_TRUE(e.ok()) << q << ": " << e.error().ToString();
+    std::string printed = (*e)->String();
+    auto again = ParseExpr(printed);
+    ASSERT_TRUE(again.ok()) << q << " printed as " << printed << ": " << again.error().ToString();
+    EXPECT_EQ((*again)->String(), printed);
+  }
+  EXPECT_EQ((*ParseExpr("{__name__=\"up\", job=\"x\"}"))->String(), "up{job=\"x\"}");
+}
+
+// Found by fuzz/promql_fuzz.cc: a ':' inside braces made the lexer emit empty
+// identifiers without advancing, forever (a query could hang a server thread).
+TEST(Parser, ColonInsideBracesIsAnError) {
+  for (const char* q : {"up{:a=\"1\"}", "up{a:b=\"1\"}", "(x{g=\"c\"} + 1) or x{:i=\"1\"}", "{:}"}) {
+    auto e = ParseExpr(q);
+    ASSERT_FALSE(e.ok()) << q;
+    EXPECT_NE(e.error().message().find("unexpected character: ':'"), std::string::npos) << q << ": " << e.error().message();
+  }
+  EXPECT_TRUE(ParseExpr("up{a=\"x:y\"} + a:b:c").ok());
+}
+
 TEST(Parser, FillModifiersAndDurationExpressions) {
   EXPECT_EQ(RoundTrip("a + fill(0) b"), "a + fill(0) b");
   EXPECT_EQ(RoundTrip("a + fill_left(1) fill_right(-Inf) b"), "a + fill_left(1) fill_right(-Inf) b");
@@ -142,9 +168,14 @@ TEST(Parser, NestingDepthLimit) {
   EXPECT_EQ(e.error().message(), "1:257: parse error: expression nesting depth exceeds the maximum of 256");
   std::string neg(10'000, '-');
   EXPECT_FALSE(ParseExpr(neg + "1").ok());
+  // A ^ chain recurses per operator: refused at the depth limit, not after
+  // recursing through all of it (100k deep overflowed the stack).
   std::string pow = "x";
-  for (int i = 0; i < 10'000; ++i) pow += "^x";
+  for (int i = 0; i < 100'000; ++i) pow += "^x";
   EXPECT_FALSE(ParseExpr(pow).ok());
+  std::string dpow = "x[1s";
+  for (int i = 0; i < 100'000; ++i) dpow += "^1";
+  EXPECT_FALSE(ParseExpr(dpow + "]").ok());
   std::string dur = "x[1s";
   for (int i = 0; i < 10'000; ++i) dur += "+1s";
   EXPECT_FALSE(ParseExpr(dur + "]").ok());

@@ -9,6 +9,7 @@
 
 #include "promql/parser/ast.h"
 #include "promql/parser/functions.h"
+#include "promql/parser/lex.h"
 #include "promql/parser/parse.h"
 
 namespace trainwatch::promql::parser {
@@ -172,12 +173,24 @@ std::string AtOffset(const Expr& e) {
   return out;
 }
 
+// Whether `name` reads back as a metric name outside braces: one identifier
+// token, not a keyword, aggregator, inf or nan. A name taken from
+// {__name__="..."} may be anything (UTF-8, "sum", "a.b"); found by
+// fuzz/promql_fuzz.cc, which checks that printed queries parse again.
+bool IsBareName(std::string_view name) {
+  std::string err;
+  std::vector<Token> toks = Lex(name, &err);
+  return err.empty() && toks.size() == 2 && toks[0].text.size() == name.size() &&
+         (toks[0].kind == Tok::kIdentifier || toks[0].kind == Tok::kMetricIdentifier);
+}
+
 std::string SelectorString(const Expr& e) {
-  std::string out = e.name;
+  const bool bare = !e.name.empty() && IsBareName(e.name);
+  std::string out = bare ? e.name : "";
   std::string ms;
   bool skipped_name = false;
   for (const auto& m : e.matchers) {
-    if (!skipped_name && !e.name.empty() && m.name() == "__name__" && m.type() == model::MatchType::kEqual &&
+    if (!skipped_name && bare && m.name() == "__name__" && m.type() == model::MatchType::kEqual &&
         m.value() == e.name) {
       skipped_name = true;
       continue;

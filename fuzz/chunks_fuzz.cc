@@ -1,0 +1,144 @@
+// Chunk encodings (tsdb/chunkenc/chunk.h: Gorilla XOR, the blocks' dense
+// codec, the head's delta chunks) and block chunk segment files
+// (tsdb/index/chunks_file.h). Input: a mode byte, then the bytes.
+//   mode % 4 == 0, 1, 2: the bytes are an XOR, dense or delta chunk. Decoded
+//     with DecodeAll and with the Iterator (Next, AppendUntil, Seek), which
+//     must agree; a chunk whose timestamps increase is encoded again with
+//     every encoder (EncodeXor, EncodeDense, XorChunk, DeltaChunk) and must
+//     decode to the same samples, bit for bit.
+//   mode % 4 == 3: the bytes are chunk segment 000001 of a block; every
+//     chunk record in it is fetched with ChunkReader::Get (CRCs verified when
+//     mode bit 2 is set) and decoded as above.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/coding.h"
+#include "base/file.h"  // MmapFile, complete for the readers' unique_ptr
+#include "fuzz_util.h"
+#include "tsdb/chunkenc/chunk.h"
+#include "tsdb/index/chunks_file.h"
+
+namespace {
+constexpr const char* kTarget = "chunks_fuzz";
+namespace chunkenc = trainwatch::chunkenc;
+
+uint64_t Bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+void ExpectSame(chunkenc::Encoding enc, std::string_view bytes, const std::vector<int64_t>& ts,
+                const std::vector<double>& vs, const char* what) {
+  std::vector<int64_t> ts2;
+  std::vector<double> vs2;
+  trainwatch::Status s = chunkenc::DecodeAll(enc, bytes, &ts2, &vs2);
+  FUZZ_CHECK(s.ok(), std::string(what) + ": re-encoded chunk does not decode: " + s.ToString());
+  FUZZ_CHECK(ts2 == ts, std::string(what) + ": timestamps differ after re-encoding");
+  for (size_t i = 0; i < vs.size(); i++) {
+    FUZZ_CHECK(Bits(vs2[i]) == Bits(vs[i]), std::string(what) + ": value bits differ after re-encoding");
+  }
+}
+
+void CheckChunk(chunkenc::Encoding enc, std::string_view bytes) {
+  std::vector<int64_t> ts;
+  std::vector<double> vs;
+  trainwatch::Status s = chunkenc::DecodeAll(enc, bytes, &ts, &vs);
+  chunkenc::Iterator it(enc, bytes);
+  size_t n = 0;
+  while (it.Next()) {
+    FUZZ_CHECK(n < ts.size() && it.t() == ts[n] && Bits(it.v()) == Bits(vs[n]),
+               "Iterator and DecodeAll disagree at sample " + std::to_string(n));
+    n++;
+  }
+  if (!s.ok()) {
+    FUZZ_CHECK_ERROR(s);
+    FUZZ_CHECK(!it.Err().ok(), "DecodeAll fails where the Iterator does not: " + s.ToString());
+    return;
+  }
+  FUZZ_CHECK(it.Err().ok(), "the Iterator fails where DecodeAll does not: " + it.Err().ToString());
+  FUZZ_CHECK(n == ts.size() && vs.size() == ts.size(), "Iterator and DecodeAll give different counts");
+  if (ts.empty() || ts.size() >= 65535) return;  // chunks count samples in 16 bits
+  for (size_t i = 1; i < ts.size(); i++) {
+    if (ts[i] <= ts[i - 1]) return;  // the encoders require increasing timestamps
+  }
+
+  // AppendUntil from the first sample to the middle timestamp, then Seek.
+  const int64_t mid = ts[ts.size() / 2];
+  chunkenc::Iterator a(enc, bytes);
+  FUZZ_CHECK(a.Next(), "Iterator has no first sample");
+  std::vector<trainwatch::model::Sample> out;
+  (void)a.AppendUntil(mid, &out);
+  FUZZ_CHECK(out.size() == ts.size() / 2 + 1, "AppendUntil(mid) returned " + std::to_string(out.size()) + " samples");
+  chunkenc::Iterator sk(enc, bytes);
+  FUZZ_CHECK(sk.Seek(mid) && sk.t() == mid, "Seek(mid) did not land on mid");
+
+  std::string x, d;
+  chunkenc::EncodeXor(ts.data(), vs.data(), ts.size(), &x);
+  ExpectSame(chunkenc::Encoding::kXor, x, ts, vs, "EncodeXor");
+  chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &d);
+  ExpectSame(chunkenc::Encoding::kDense, d, ts, vs, "EncodeDense");
+  chunkenc::XorChunk xc;
+  chunkenc::DeltaChunk dc;
+  for (size_t i = 0; i < ts.size(); i++) {
+    xc.Append(ts[i], vs[i]);
+    dc.Append(ts[i], vs[i]);
+  }
+  FUZZ_CHECK(xc.Bytes() == x, "XorChunk and EncodeXor differ");
+  ExpectSame(chunkenc::Encoding::kDelta, dc.Bytes(), ts, vs, "DeltaChunk");
+}
+
+void CheckSegment(std::string_view seg, bool verify) {
+  namespace index = trainwatch::index;
+  static const std::string dir = trainwatch::fuzz::ScratchDir() + "/chunks";
+  static const bool made = std::filesystem::create_directories(dir) || true;
+  (void)made;
+  trainwatch::fuzz::WriteScratchFile(dir + "/" + index::ChunkSegmentName(1), seg);
+  index::ChunkReader::Options opts;
+  opts.verify_checksums = verify;
+  auto r = index::ChunkReader::Open(dir, opts);
+  if (!r.ok()) {
+    FUZZ_CHECK_ERROR(r.error());
+    return;
+  }
+  // Walk the records as the writer lays them out: varint length, encoding
+  // byte, data, CRC32C.
+  uint64_t off = index::kChunksSegmentHeaderSize;
+  for (int i = 0; i < 64 && off < seg.size(); i++) {
+    auto v = (*r)->Get(index::MakeChunkRef(1, static_cast<uint32_t>(off)));
+    if (!v.ok()) {
+      FUZZ_CHECK_ERROR(v.error());
+      break;
+    }
+    FUZZ_CHECK(v->data.size() <= seg.size(), "chunk larger than its segment");
+    if (v->encoding >= 1 && v->encoding <= 3) CheckChunk(static_cast<chunkenc::Encoding>(v->encoding), v->data);
+    std::string_view rest = seg.substr(off);
+    uint64_t len = 0;
+    if (!trainwatch::GetVarint64(&rest, &len)) break;
+    off = seg.size() - rest.size() + 1 + len + 4;
+  }
+  for (index::ChunkRef bad : {index::ChunkRef{0}, index::MakeChunkRef(2, 8), index::MakeChunkRef(1, 0xffffffffu)}) {
+    auto v = (*r)->Get(bad);
+    FUZZ_CHECK(!v.ok(), "Get of a ref outside the segments succeeded");
+    FUZZ_CHECK_ERROR(v.error());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 4) {
+    case 0: CheckChunk(chunkenc::Encoding::kXor, in); break;
+    case 1: CheckChunk(chunkenc::Encoding::kDense, in); break;
+    case 2: CheckChunk(chunkenc::Encoding::kDelta, in); break;
+    default: CheckSegment(in, (data[0] & 4) != 0); break;
+  }
+  return 0;
+}
