@@ -6,8 +6,9 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
+
+#include "base/ascii.h"
 
 namespace trainwatch::http {
 namespace {
@@ -96,10 +97,7 @@ Result<std::string> BcryptHash(std::string_view password, int cost) {
 
 bool ParseBasicAuth(std::string_view authorization, std::string* user, std::string* password) {
   constexpr std::string_view kPrefix = "basic ";
-  if (authorization.size() < kPrefix.size()) return false;
-  for (size_t i = 0; i < kPrefix.size(); i++) {
-    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kPrefix[i]) return false;
-  }
+  if (!StartsWithIgnoreCase(authorization, kPrefix)) return false;
   std::string decoded;
   if (!DecodeBase64(authorization.substr(kPrefix.size()), &decoded)) return false;
   size_t colon = decoded.find(':');

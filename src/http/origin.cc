@@ -1,21 +1,14 @@
 #include "http/origin.h"
 
-#include <algorithm>
-#include <cctype>
+#include "base/ascii.h"
 
 namespace trainwatch::http {
 namespace {
 
-bool EqualFold(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // "host:port" with the scheme's default port made explicit, lower case.
 std::string Authority(std::string_view hostport, std::string_view scheme) {
   std::string out(hostport);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (char& c : out) c = AsciiLower(c);
   size_t colon = out.rfind(':');
   size_t bracket = out.rfind(']');  // [::1]:9800
   bool has_port = colon != std::string::npos && (bracket == std::string::npos || colon > bracket);
@@ -28,7 +21,7 @@ std::string Authority(std::string_view hostport, std::string_view scheme) {
 std::optional<std::string> CrossSiteRefusal(const OriginHeaders& h) {
   if (h.method == "GET" || h.method == "HEAD" || h.method == "OPTIONS") return std::nullopt;
   if (!h.sec_fetch_site.empty()) {
-    if (EqualFold(h.sec_fetch_site, "same-origin") || EqualFold(h.sec_fetch_site, "none")) return std::nullopt;
+    if (EqualsIgnoreCase(h.sec_fetch_site, "same-origin") || EqualsIgnoreCase(h.sec_fetch_site, "none")) return std::nullopt;
     return "cross-site request refused: Sec-Fetch-Site is \"" + std::string(h.sec_fetch_site) +
            "\"; a page of another site cannot change state here";
   }

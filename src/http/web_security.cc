@@ -5,9 +5,9 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
-#include <cctype>
 #include <unordered_map>
 
+#include "base/ascii.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "http/basic_auth.h"
@@ -152,10 +152,7 @@ WebSecurity::Verdict WebSecurity::Check(const Request& req, std::vector<std::pai
   if (!st->auth->enabled() && tokens_path_.empty()) return Verdict::kServe;
   std::string_view a = req.authorization;
   constexpr std::string_view kBearer = "bearer ";
-  bool bearer = a.size() > kBearer.size() && std::equal(kBearer.begin(), kBearer.end(), a.begin(), [](char x, char y) {
-                  return x == std::tolower(static_cast<unsigned char>(y));
-                });
-  if (bearer) {
+  if (a.size() > kBearer.size() && StartsWithIgnoreCase(a, kBearer)) {
     std::string_view token = a.substr(kBearer.size());
     // The self-scrape's: reads /metrics, nothing else.
     if (token.size() == self_token_.size() && CRYPTO_memcmp(token.data(), self_token_.data(), token.size()) == 0) {

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/ascii.h"
+
 namespace trainwatch::ingest {
 namespace {
 
@@ -39,16 +41,6 @@ inline std::string_view Token(std::string_view s, size_t* pos) {
   size_t start = *pos;
   while (*pos < s.size() && !IsSpace(s[*pos])) ++*pos;
   return s.substr(start, *pos - start);
-}
-
-inline bool EqualsIgnoreCase(std::string_view a, std::string_view lower) {
-  if (a.size() != lower.size()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    char c = a[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower[i]) return false;
-  }
-  return true;
 }
 
 std::string Quote(std::string_view s) {
