@@ -7,10 +7,15 @@ campaign (bench/fuzz/run.sh) do; docs/fuzzing.md.
    files from ../shared/conformance and the repo's tests and testdata (read,
    never written), and make_seeds' output for the binary formats. Whatever is
    missing is skipped: a target without seeds still fuzzes.
-3. Fuzzes for --seconds into WORK/corpus/<target> (kept between runs), crash
-   inputs to WORK/artifacts/<target>/, and prints one summary line:
+3. Fuzzes for --seconds, or for --runs inputs from a fixed --seed, into
+   WORK/corpus/<target> (kept between runs unless --fresh), crash inputs to
+   WORK/artifacts/<target>/, and prints one summary line:
    "fuzz <target>: <execs> execs in <s> s, cov <n>, ft <n>, corpus <n>, crashes <n>".
 Exit status: libFuzzer's (0 when nothing was found).
+
+ctest runs `--fresh --runs N --seed 1`: the same inputs on every machine with
+the same clang, so a test that passes here passes in CI; exploring new inputs
+is the campaign's job (bench/fuzz/run.sh), whose finds become regressions.
 """
 
 import argparse
@@ -127,6 +132,8 @@ def main():
     ap.add_argument("--target", required=True)
     ap.add_argument("--exe", required=True)
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=0, help="inputs to run instead of --seconds (with --seed: reproducible)")
+    ap.add_argument("--seed", type=int, default=0, help="libFuzzer's random seed (0: from the clock)")
     ap.add_argument("--work", required=True)
     ap.add_argument("--source", required=True)
     ap.add_argument("--shared", default="")
@@ -156,8 +163,10 @@ def main():
     artifacts = os.path.join(args.work, "artifacts", t) + "/"
     os.makedirs(artifacts, exist_ok=True)
     print("fuzz %s: %d seed(s)" % (t, seeds.n))
-    cmd = [args.exe, corpus, seeds.dir, "-max_total_time=%d" % args.seconds, "-timeout=%d" % args.timeout,
-           "-max_len=%d" % args.max_len, "-print_final_stats=1", "-artifact_prefix=" + artifacts]
+    budget = ["-runs=%d" % args.runs] if args.runs > 0 else ["-max_total_time=%d" % args.seconds]
+    cmd = [args.exe, corpus, seeds.dir] + budget + [
+        "-seed=%d" % args.seed, "-timeout=%d" % args.timeout, "-max_len=%d" % args.max_len,
+        "-print_final_stats=1", "-artifact_prefix=" + artifacts]
     print(" ".join(cmd))
     sys.stdout.flush()
     start = time.monotonic()

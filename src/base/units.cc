@@ -9,7 +9,8 @@
 namespace trainwatch {
 
 Result<int64_t> ParseDurationMs(std::string_view s) {
-  // Prometheus's model.ParseDuration: units y w d h m s ms, largest first.
+  // Prometheus's model.ParseDuration: units y w d h m s ms, largest first,
+  // each at most once; a total past int64 milliseconds is out of range.
   auto bad = [&] { return Status::InvalidArgument("invalid duration \"" + std::string(s) + "\""); };
   if (s == "0") return int64_t{0};
   if (s.empty()) return bad();
@@ -25,8 +26,9 @@ Result<int64_t> ParseDurationMs(std::string_view s) {
   while (pos < s.size()) {
     size_t start = pos;
     while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) pos++;
+    if (pos == start) return bad();
     int64_t n = 0;
-    if (pos == start || std::from_chars(s.data() + start, s.data() + pos, n).ec != std::errc()) return bad();
+    auto parsed = std::from_chars(s.data() + start, s.data() + pos, n).ec;
     int found = -1;
     // "ms" before "m": try the longest unit name first.
     if (s.substr(pos).starts_with("ms")) found = 6;
@@ -41,7 +43,11 @@ Result<int64_t> ParseDurationMs(std::string_view s) {
     if (found <= last) return bad();
     last = found;
     pos += kUnits[found].name.size();
-    total += n * kUnits[found].ms;
+    int64_t part = 0;
+    if (parsed != std::errc() || __builtin_mul_overflow(n, kUnits[found].ms, &part) ||
+        __builtin_add_overflow(total, part, &total)) {
+      return Status::InvalidArgument("duration \"" + std::string(s) + "\" out of range");
+    }
   }
   return total;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "base/units.h"
 #include "model/labels.h"
 
 namespace trainwatch::http {
@@ -122,41 +123,9 @@ Result<int64_t> ParseDuration(std::string_view s) {
     }
     return static_cast<int64_t>(std::llround(v * 1000));
   }
-  struct Unit {
-    std::string_view name;
-    int64_t ms;
-  };
-  static constexpr Unit kUnits[] = {{"y", 365LL * 86400000}, {"w", 7LL * 86400000}, {"d", 86400000},
-                                    {"h", 3600000},          {"ms", 1},               {"m", 60000},
-                                    {"s", 1000}};
-  // Units must appear in this order, each at most once (ms after s).
-  static constexpr int kOrder[] = {0, 1, 2, 3, 6, 4, 5};
-  int64_t total = 0;
-  size_t pos = 0;
-  int last_order = -1;
-  if (s.empty()) return Status::InvalidArgument("cannot parse \"\" to a valid duration");
-  while (pos < s.size()) {
-    size_t start = pos;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') pos++;
-    int64_t n = 0;
-    auto [p, ec] = std::from_chars(s.data() + start, s.data() + pos, n);
-    if (pos == start || ec != std::errc()) return Status::InvalidArgument("cannot parse " + Quoted(s) + " to a valid duration");
-    (void)p;
-    int found = -1;
-    for (int i = 0; i < 7; i++) {
-      if (s.substr(pos).starts_with(kUnits[i].name)) {
-        found = i;
-        break;
-      }
-    }
-    if (found < 0 || kOrder[found] <= last_order) {
-      return Status::InvalidArgument("cannot parse " + Quoted(s) + " to a valid duration");
-    }
-    last_order = kOrder[found];
-    pos += kUnits[found].name.size();
-    total += n * kUnits[found].ms;
-  }
-  return total;
+  auto ms = ParseDurationMs(s);
+  if (!ms.ok()) return Status::InvalidArgument("cannot parse " + Quoted(s) + " to a valid duration");
+  return *ms;
 }
 
 namespace {

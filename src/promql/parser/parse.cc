@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/units.h"
 #include "promql/parser/functions.h"
 #include "model/labels.h"
 #include "promql/parser/lex.h"
@@ -1130,40 +1131,9 @@ Result<std::string> Unquote(std::string_view q) {
 }
 
 Result<int64_t> ParseDuration(std::string_view s) {
-  if (s == "0") return int64_t{0};
-  int64_t total = 0;
-  size_t i = 0;
-  int last_rank = 100;
-  if (s.empty()) return Status::InvalidArgument("empty duration string");
-  while (i < s.size()) {
-    size_t j = i;
-    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-    if (j == i) return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
-    int64_t n = std::strtoll(std::string(s.substr(i, j - i)).c_str(), nullptr, 10);
-    int64_t unit;
-    int rank;
-    size_t ulen = 1;
-    if (s.compare(j, 2, "ms") == 0) {
-      unit = 1, rank = 0, ulen = 2;
-    } else if (j < s.size()) {
-      switch (s[j]) {
-        case 's': unit = 1000, rank = 1; break;
-        case 'm': unit = 60'000, rank = 2; break;
-        case 'h': unit = 3'600'000, rank = 3; break;
-        case 'd': unit = 86'400'000, rank = 4; break;
-        case 'w': unit = 7 * 86'400'000LL, rank = 5; break;
-        case 'y': unit = 365 * 86'400'000LL, rank = 6; break;
-        default: return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
-      }
-    } else {
-      return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
-    }
-    if (rank >= last_rank) return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
-    last_rank = rank;
-    total += n * unit;
-    i = j + ulen;
-  }
-  return total;
+  auto ms = ParseDurationMs(s);
+  if (!ms.ok()) return Status::InvalidArgument("not a valid duration string: \"" + std::string(s) + "\"");
+  return *ms;
 }
 
 std::string FormatDuration(int64_t ms) {
