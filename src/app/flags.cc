@@ -126,9 +126,24 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       ->check(CLI::PositiveNumber);
   serve->add_option("--query.lookback-delta", query_lookback,
                     "How far back a sample is looked for at an instant of a query (default 5m)");
-  serve->add_option("--storage.max-series", out.serve.max_series,
+  serve->add_option("--storage.max-series", out.serve.series_limits.max_series,
                     "New series beyond this many in the head are refused, counted and alerted on; existing series "
                     "keep flowing (0: no limit)")
+      ->capture_default_str();
+  serve->add_option("--ingest.max-labels-per-series", out.serve.series_limits.max_labels_per_series,
+                    "A new series with more labels than this (__name__ included) is refused and counted (0: no limit)")
+      ->capture_default_str();
+  serve->add_option("--ingest.max-label-name-length", out.serve.series_limits.max_label_name_length,
+                    "A new series with a label name longer than this many bytes is refused and counted (0: no limit)")
+      ->capture_default_str();
+  serve->add_option("--ingest.max-label-value-length", out.serve.series_limits.max_label_value_length,
+                    "A new series with a label value longer than this many bytes is refused and counted (0: no limit)")
+      ->capture_default_str();
+  serve->add_option("--ingest.max-series-per-request", out.serve.max_series_per_request,
+                    "A remote_write or import request with more series than this is refused whole (0: no limit)")
+      ->capture_default_str();
+  serve->add_option("--ingest.max-samples-per-request", out.serve.max_samples_per_request,
+                    "A remote_write or import request with more samples than this is refused whole (0: no limit)")
       ->capture_default_str();
   serve->add_flag("--web.enable-admin-api", out.serve.enable_admin_api,
                   "Enable the admin API (/api/v1/admin/tsdb/flush and /snapshot), off by default as in Prometheus");

@@ -48,9 +48,18 @@ struct ServeOptions {
   // --web.tokens.file: bearer tokens with roles (http/tokens.h); empty: none.
   std::string web_tokens_file;
   bool enable_admin_api = false;  // --web.enable-admin-api: /api/v1/admin/* (flush, snapshot)
-  // --storage.max-series: new series beyond this many in the head are refused
-  // (existing ones flow on; pushes answer 400 for them). 0: no limit.
-  uint64_t max_series = 0;
+  // Bounds on new series, checked at the append seam for every writer:
+  // --storage.max-series (0: none), --ingest.max-labels-per-series,
+  // --ingest.max-label-name-length, --ingest.max-label-value-length.
+  // Existing series flow on; pushes answer 400 naming the refused ones.
+  tsdb::SeriesLimits series_limits{.max_series = 0,
+                                   .max_labels_per_series = 128,
+                                   .max_label_name_length = 1024,
+                                   .max_label_value_length = 4096};
+  // --ingest.max-series-per-request, --ingest.max-samples-per-request: a
+  // remote_write or import body beyond either is refused whole (400).
+  uint64_t max_series_per_request = 1'000'000;
+  uint64_t max_samples_per_request = 10'000'000;
   // PromQL limits, with Prometheus's flags and defaults.
   int64_t query_timeout_ms = 2 * 60 * 1000;        // --query.timeout
   int64_t query_max_samples = 50'000'000;          // --query.max-samples

@@ -26,7 +26,7 @@ TEST(FlagsTest, ServeDefaults) {
   EXPECT_EQ(c->serve.retention_bytes, 0u);
   EXPECT_EQ(c->serve.wal_sync, tsdb::WalSync::kPerRequest);
   EXPECT_FALSE(c->serve.enable_admin_api);  // as Prometheus
-  EXPECT_EQ(c->serve.max_series, 0u);
+  EXPECT_EQ(c->serve.series_limits.max_series, 0u);
   EXPECT_TRUE(IsLoopbackListen(c->serve.listen));
 }
 
@@ -44,11 +44,34 @@ TEST(FlagsTest, QueryLimits) {
   EXPECT_EQ(c->serve.query_max_samples, 1000);
   EXPECT_EQ(c->serve.query_max_concurrency, 2);
   EXPECT_EQ(c->serve.query_lookback_delta_ms, 60000);
-  EXPECT_EQ(c->serve.max_series, 5000000u);
+  EXPECT_EQ(c->serve.series_limits.max_series, 5000000u);
   auto bad = Parse({"serve", "--query.timeout", "0s"});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("--query.timeout"), std::string::npos);
   EXPECT_FALSE(Parse({"serve", "--query.timeout", "soon"}).ok());
+}
+
+TEST(FlagsTest, IngestLimits) {
+  auto c = Parse({"serve"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->serve.series_limits.max_labels_per_series, 128u);
+  EXPECT_EQ(c->serve.series_limits.max_label_name_length, 1024u);
+  EXPECT_EQ(c->serve.series_limits.max_label_value_length, 4096u);
+  EXPECT_EQ(c->serve.max_series_per_request, 1000000u);
+  EXPECT_EQ(c->serve.max_samples_per_request, 10000000u);
+  c = Parse({"serve", "--ingest.max-labels-per-series", "10", "--ingest.max-label-name-length", "20",
+             "--ingest.max-label-value-length", "0", "--ingest.max-series-per-request", "5",
+             "--ingest.max-samples-per-request", "6"});
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->serve.series_limits.max_labels_per_series, 10u);
+  EXPECT_EQ(c->serve.series_limits.max_label_name_length, 20u);
+  EXPECT_EQ(c->serve.series_limits.max_label_value_length, 0u);
+  EXPECT_EQ(c->serve.max_series_per_request, 5u);
+  EXPECT_EQ(c->serve.max_samples_per_request, 6u);
+  auto bad = Parse({"serve", "--ingest.max-labels-per-series", "-1"});  // CLI11: "Could not convert"
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->command, CommandLine::Command::kExit);
+  EXPECT_NE(bad->exit_code, 0);
 }
 
 TEST(FlagsTest, AdminApiAndLoopback) {

@@ -84,7 +84,7 @@ int RunServe(const ServeOptions& o) {
   tsdb::Options db_opts;
   db_opts.dir = o.data_dir;
   db_opts.retention_ms = o.retention_ms;
-  db_opts.max_series = o.max_series;
+  db_opts.series_limits = o.series_limits;
   db_opts.max_future_ms = o.max_future_ms;
   db_opts.retention_bytes = o.retention_bytes;
   db_opts.wal_sync = o.wal_sync;
@@ -356,6 +356,8 @@ int RunServe(const ServeOptions& o) {
   http::ApiDeps deps{db->get(), &engine, MakeBuildInfo()};
   deps.appendable = store.get();
   deps.enable_admin_api = o.enable_admin_api;
+  deps.request_limits.max_series = o.max_series_per_request;
+  deps.request_limits.max_samples = o.max_samples_per_request;
   deps.security_warning = open_warning;
   deps.remote = &remote_write;
   deps.runs = run_store->get();

@@ -79,11 +79,17 @@ struct ApiDeps {
   // Non-empty when the server is reachable beyond loopback with no
   // authentication: GET /api/v1/status/security says it, the UI shows it.
   std::string security_warning;
+  // Bounds on one remote_write or import request (the counters are set by
+  // Api to its metrics).
+  ingest::RequestLimits request_limits;
 };
 
 class Api {
  public:
-  explicit Api(ApiDeps deps) : deps_(std::move(deps)) {}
+  explicit Api(ApiDeps deps) : deps_(std::move(deps)) {
+    deps_.request_limits.series_refused = &metrics_.requests_refused_series;
+    deps_.request_limits.samples_refused = &metrics_.requests_refused_samples;
+  }
 
   // Routes and serves one request; counts it in metrics().
   Response Handle(const Request& req);

@@ -27,6 +27,7 @@ Response Api::Import(const Request& req) {
   ingest::ImportOptions opts;
   opts.default_timestamp_ms = req.receive_time_ms;
   opts.cache = &series_cache_;
+  opts.limits = deps_.request_limits;
   if (std::string_view ts = req.Param("timestamp"); !ts.empty()) {
     auto t = TimestampArg(ts);
     if (!t.ok()) return Text(400, t.error().message());

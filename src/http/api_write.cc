@@ -14,7 +14,7 @@ Response Api::Write(const Request& req) {
   // Reused across requests, like the body buffer (see server.cc).
   auto lease = write_batches_.Acquire();
   ingest::RemoteWriteBatch& batch = *lease;
-  Status s = batch.ParseSnappy(req.body, &series_cache_);
+  Status s = batch.ParseSnappy(req.body, &series_cache_, deps_.request_limits);
   int64_t t1 = MonoNanos();
   if (s.ok() && batch.stats().samples > 0) {
     s = ingest::AppendAndCommit(appendable(), [&](storage::Appender* app) { return batch.AppendTo(app); });

@@ -43,6 +43,13 @@ void Metrics::Render(std::string* out) const {
   }
   Header(out, "trainwatch_import_samples_total", "counter", "Samples stored through /api/v1/import/prometheus.");
   *out += fmt::format("trainwatch_import_samples_total {}\n", imported_samples_);
+  Header(out, "trainwatch_ingest_requests_refused_total", "counter",
+         "Push requests (remote_write, import) refused whole by --ingest.max-series-per-request or "
+         "--ingest.max-samples-per-request.");
+  *out += fmt::format("trainwatch_ingest_requests_refused_total{{limit=\"series_per_request\"}} {}\n",
+                      requests_refused_series.load(std::memory_order_relaxed));
+  *out += fmt::format("trainwatch_ingest_requests_refused_total{{limit=\"samples_per_request\"}} {}\n",
+                      requests_refused_samples.load(std::memory_order_relaxed));
 }
 
 void RenderTsdbStats(const tsdb::Stats& s, std::string* out) {
@@ -70,9 +77,13 @@ void RenderTsdbStats(const tsdb::Stats& s, std::string* out) {
   counter("trainwatch_tsdb_compaction_series_skipped_total",
           "Series left out of a block because a block cannot hold their labels (logged with the series).",
           static_cast<double>(s.compaction_series_skipped_total));
-  counter("trainwatch_tsdb_series_limit_refused_total",
-          "New series refused because the head holds --storage.max-series series (each refused append counts).",
-          static_cast<double>(s.series_limit_refused_total));
+  Header(out, "trainwatch_tsdb_series_refused_total", "counter",
+         "Appends of new series refused by a limit (--storage.max-series, --ingest.max-labels-per-series, "
+         "--ingest.max-label-name-length, --ingest.max-label-value-length).");
+  for (size_t i = 0; i < tsdb::kNumSeriesRefusals; i++) {
+    *out += fmt::format("trainwatch_tsdb_series_refused_total{{limit=\"{}\"}} {}\n",
+                        tsdb::SeriesRefusalName(static_cast<tsdb::SeriesRefusal>(i)), s.series_refused_total[i]);
+  }
   Header(out, "trainwatch_tsdb_out_of_bound_samples_total", "counter",
          "Samples refused for their timestamp: later than the clock plus --ingest.max-future, or older than the retention.");
   *out += fmt::format("trainwatch_tsdb_out_of_bound_samples_total{{reason=\"too_far_in_future\"}} {}\n",

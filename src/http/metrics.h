@@ -3,6 +3,7 @@
 // durations by handler and code, import counters, and TSDB statistics, in the
 // Prometheus text format. Thread-safe.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -21,6 +22,11 @@ class Metrics {
   void AddImported(uint64_t samples);
   // Appends every metric in the text exposition format.
   void Render(std::string* out) const;
+
+  // Push requests refused whole by --ingest.max-series-per-request and
+  // --ingest.max-samples-per-request (ingest::RequestLimits counts here).
+  std::atomic<uint64_t> requests_refused_series{0};
+  std::atomic<uint64_t> requests_refused_samples{0};
 
  private:
   mutable std::mutex mu_;

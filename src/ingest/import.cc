@@ -80,10 +80,20 @@ Status ImportBatch::Parse(std::string_view body, const ImportOptions& opts) {
         last_idx = static_cast<uint32_t>(series_.size() - 1);
       } else {
         auto [it, inserted] = by_text.try_emplace(s.series, static_cast<uint32_t>(series_.size()));
-        if (inserted) series_.push_back(Series{BuildLabels(s, opts.extra_labels), 0, s.series, key});
+        if (inserted) {
+          if (!opts.limits.SeriesOk(by_text.size())) {
+            Clear();
+            return opts.limits.TooManySeries();
+          }
+          series_.push_back(Series{BuildLabels(s, opts.extra_labels), 0, s.series, key});
+        }
         last_idx = it->second;
       }
       last_text = s.series;
+    }
+    if (!opts.limits.SamplesOk(samples_.size() + 1)) {
+      Clear();
+      return opts.limits.TooManySamples();
     }
     samples_.push_back({last_idx, static_cast<uint32_t>(s.line), s.timestamp_ms, s.value});
   }

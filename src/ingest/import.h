@@ -26,6 +26,9 @@ struct ImportOptions {
   std::vector<model::Label> extra_labels;
   // Series text -> ref cache shared across requests; optional.
   SeriesCache* cache = nullptr;
+  // A body beyond these fails as it is parsed. Series are the series texts
+  // the store does not know yet (known ones cost no label parsing).
+  RequestLimits limits;
 };
 
 struct ImportStats {
@@ -43,7 +46,7 @@ class ImportBatch {
   // series refused at the store's series limit are skipped and counted in
   // refusals() (check refusals().After(...) once committed).
   Status AppendTo(storage::Appender* app);
-  const SeriesLimitRefusals& refusals() const { return refusals_; }
+  const SeriesRefusals& refusals() const { return refusals_; }
   ImportStats stats() const { return {samples_.size(), series_.size()}; }
   void Clear();
 
@@ -65,7 +68,7 @@ class ImportBatch {
   std::vector<Entry> samples_;
   std::vector<model::Label> extra_labels_;
   SeriesCache* cache_ = nullptr;
-  SeriesLimitRefusals refusals_;
+  SeriesRefusals refusals_;
 };
 
 // Appends a parsed batch through one appender and commits it; rolls back

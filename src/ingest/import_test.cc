@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 
 #include "base/clock.h"
@@ -57,6 +58,32 @@ TEST(ImportTest, AppendsSortedLabelsWithDefaultTimestamp) {
   model::Labels b{{"__name__", "up"}, {"job", "b"}};  // empty label dropped
   ASSERT_EQ(data[b].size(), 1u);
   EXPECT_EQ(db.commits, 1);
+}
+
+// --ingest.max-series-per-request, --ingest.max-samples-per-request: a body
+// beyond either is refused whole as it is parsed, naming the flag, and
+// counted. Series are the texts the store does not know yet.
+TEST(ImportTest, RequestLimitsRefuseTheWholeBody) {
+  TestStorage db;
+  std::atomic<uint64_t> series_refused{0}, samples_refused{0};
+  ImportOptions opts{.default_timestamp_ms = 5000};
+  opts.limits = {.max_series = 2, .max_samples = 3, .series_refused = &series_refused,
+                 .samples_refused = &samples_refused};
+  ASSERT_TRUE(ImportText("a 1 1000\nb 1 1000\na 2 2000\n", opts, db).ok());
+  auto r = ImportText("a 3 3000\nb 2 2000\nc 1 1000\n", opts, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "request has more than 2 series (--ingest.max-series-per-request); nothing of it was stored");
+  r = ImportText("a 3 3000\na 4 4000\na 5 5000\na 6 6000\n", opts, db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "request has more than 3 samples (--ingest.max-samples-per-request); nothing of it was stored");
+  auto data = db.Data();
+  EXPECT_EQ(data[model::Labels({{"__name__", "a"}})].size(), 2u);
+  EXPECT_EQ(data[model::Labels({{"__name__", "b"}})].size(), 1u);
+  EXPECT_EQ(data.count(model::Labels({{"__name__", "c"}})), 0u);
+  EXPECT_EQ(series_refused.load(), 1u);
+  EXPECT_EQ(samples_refused.load(), 1u);
 }
 
 TEST(ImportTest, ExtraLabelsOverrideAndRemove) {

@@ -1,10 +1,19 @@
 #pragma once
-// Samples of new series that the store refused at its series limit
-// (--storage.max-series: ResourceExhausted from Append). A push skips them,
-// stores the rest of its batch and then answers 400 naming them, as
-// Prometheus's receiver does for samples it cannot take: existing series
-// keep flowing, and the sender does not retry what can never be stored.
+// What a push (remote_write, import) refuses beyond its bounds.
+//
+// SeriesRefusals: samples of new series that the store refused at one of
+// its series limits (--storage.max-series, --ingest.max-labels-per-series,
+// ...: ResourceExhausted from Append). A push skips them, stores the rest of
+// its batch and then answers 400 naming them, as Prometheus's receiver does
+// for samples it cannot take: existing series keep flowing, and the sender
+// does not retry what can never be stored.
+//
+// RequestLimits: bounds on one request's series and samples, checked while
+// the body is decoded, so a body within the byte cap cannot make the decoder
+// hold tens of millions of entries. A request beyond one is refused whole.
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -12,7 +21,30 @@
 
 namespace trainwatch::ingest {
 
-class SeriesLimitRefusals {
+// --ingest.max-series-per-request and --ingest.max-samples-per-request (0:
+// no bound). Refusals are counted in the atomics when given.
+struct RequestLimits {
+  uint64_t max_series = 0;
+  uint64_t max_samples = 0;
+  std::atomic<uint64_t>* series_refused = nullptr;
+  std::atomic<uint64_t>* samples_refused = nullptr;
+
+  bool SeriesOk(size_t n) const { return max_series == 0 || n <= max_series; }
+  bool SamplesOk(size_t n) const { return max_samples == 0 || n <= max_samples; }
+  // Counts one refused request; InvalidArgument naming the bound and flag.
+  Status TooManySeries() const {
+    if (series_refused != nullptr) series_refused->fetch_add(1, std::memory_order_relaxed);
+    return Status::InvalidArgument("request has more than " + std::to_string(max_series) +
+                                   " series (--ingest.max-series-per-request); nothing of it was stored");
+  }
+  Status TooManySamples() const {
+    if (samples_refused != nullptr) samples_refused->fetch_add(1, std::memory_order_relaxed);
+    return Status::InvalidArgument("request has more than " + std::to_string(max_samples) +
+                                   " samples (--ingest.max-samples-per-request); nothing of it was stored");
+  }
+};
+
+class SeriesRefusals {
  public:
   // True, and counted, when `s` is such a refusal: skip the sample.
   bool Take(const Status& s) {

@@ -256,10 +256,10 @@ void RemoteWriteBatch::Clear() {
   refusals_.Clear();
 }
 
-Status RemoteWriteBatch::ParseSnappy(std::string_view body, SeriesCache* cache) {
+Status RemoteWriteBatch::ParseSnappy(std::string_view body, SeriesCache* cache, const RequestLimits& limits) {
   Clear();
   auto proto = SnappyBlockDecode(body, &buf_);
-  Status s = proto.ok() ? ParseProto(*proto, cache) : proto.error();
+  Status s = proto.ok() ? ParseProto(*proto, cache, limits) : proto.error();
   if (!s.ok()) Clear();
   return s;
 }
@@ -289,15 +289,16 @@ void RemoteWriteBatch::IndexSeries(uint32_t idx) {
   place(idx);
 }
 
-Status RemoteWriteBatch::Parse(std::string_view proto, SeriesCache* cache) {
+Status RemoteWriteBatch::Parse(std::string_view proto, SeriesCache* cache, const RequestLimits& limits) {
   Clear();
-  Status s = ParseProto(proto, cache);
+  Status s = ParseProto(proto, cache, limits);
   if (!s.ok()) Clear();
   return s;
 }
 
-Status RemoteWriteBatch::ParseProto(std::string_view proto, SeriesCache* cache) {
+Status RemoteWriteBatch::ParseProto(std::string_view proto, SeriesCache* cache, const RequestLimits& limits) {
   cache_ = cache;
+  limits_ = limits;
   Reader r(proto, 0);
   size_t index = 0;
   while (!r.done()) {
@@ -351,6 +352,7 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
         size_t at = 0;
         RETURN_IF_ERROR(r.Bytes(&v, &at));
         Entry e{0, 0, 0.0};
+        if (!limits_.SamplesOk(samples_.size() + 1)) return limits_.TooManySamples();
         if (DecodeCanonicalSample(v, &e.v, &e.t)) {
           samples_.push_back(e);
           break;
@@ -408,6 +410,7 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
     }
     // Series with only histograms or exemplars are validated, not stored.
     if (!has_samples) return Status::OK();
+    if (!limits_.SeriesOk(series_.size() + 1)) return limits_.TooManySeries();
     series_.push_back(Series{std::move(labels), cached, fields, key});
     IndexSeries(idx);
   }
@@ -432,9 +435,10 @@ Status RemoteWriteBatch::AppendTo(storage::Appender* app) {
   return Status::OK();
 }
 
-Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, storage::Appendable& db) {
+Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, storage::Appendable& db,
+                                     const RequestLimits& limits) {
   RemoteWriteBatch batch;
-  RETURN_IF_ERROR(batch.ParseSnappy(body, cache));
+  RETURN_IF_ERROR(batch.ParseSnappy(body, cache, limits));
   if (batch.stats().samples == 0) return batch.stats();
   RETURN_IF_ERROR(AppendAndCommit(db, [&](storage::Appender* app) { return batch.AppendTo(app); }));
   RETURN_IF_ERROR(batch.refusals().After(batch.stats().samples));

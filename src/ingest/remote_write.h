@@ -48,16 +48,17 @@ Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields);
 class RemoteWriteBatch {
  public:
   // Snappy-decodes and parses `body`, keeping the decompressed bytes.
-  // `cache` (optional) maps a series' encoded labels to its ref.
-  Status ParseSnappy(std::string_view body, SeriesCache* cache);
+  // `cache` (optional) maps a series' encoded labels to its ref. A body
+  // beyond `limits` fails as it is decoded.
+  Status ParseSnappy(std::string_view body, SeriesCache* cache, const RequestLimits& limits = {});
   // Parses an uncompressed WriteRequest. REQUIRES: `proto` outlives the batch
   // (ParseSnappy keeps its own copy).
-  Status Parse(std::string_view proto, SeriesCache* cache);
+  Status Parse(std::string_view proto, SeriesCache* cache, const RequestLimits& limits = {});
   // Appends every sample; the caller commits or rolls back. Samples of new
   // series refused at the store's series limit are skipped and counted in
   // refusals() (check refusals().After(...) once committed).
   Status AppendTo(storage::Appender* app);
-  const SeriesLimitRefusals& refusals() const { return refusals_; }
+  const SeriesRefusals& refusals() const { return refusals_; }
   RemoteWriteStats stats() const { return stats_; }
   void Clear();
 
@@ -73,7 +74,7 @@ class RemoteWriteBatch {
     int64_t t;
     double v;
   };
-  Status ParseProto(std::string_view proto, SeriesCache* cache);
+  Status ParseProto(std::string_view proto, SeriesCache* cache, const RequestLimits& limits);
   Status ParseTimeSeries(std::string_view msg, size_t base, size_t index);
   // The index in series_ of the series with these label fields and key, or
   // one past the end after adding nothing (the caller then appends it).
@@ -89,11 +90,13 @@ class RemoteWriteBatch {
   std::vector<uint32_t> index_;
   RemoteWriteStats stats_;
   SeriesCache* cache_ = nullptr;
-  SeriesLimitRefusals refusals_;
+  RequestLimits limits_;
+  SeriesRefusals refusals_;
 };
 
 // Decodes the snappy-framed `body` and appends it to `db` in one Commit.
 // Nothing is stored when decoding or appending fails.
-Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, storage::Appendable& db);
+Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, storage::Appendable& db,
+                                     const RequestLimits& limits = {});
 
 }  // namespace trainwatch::ingest

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <snappy.h>
 
+#include <atomic>
 #include <bit>
 #include <map>
 #include <random>
@@ -70,7 +71,8 @@ std::string Snappy(std::string_view raw) {
 
 class TestStorage : public storage::Appendable {
  public:
-  explicit TestStorage(uint64_t max_series = 0) : db_([max_series](tsdb::Options* o) { o->max_series = max_series; }) {}
+  explicit TestStorage(uint64_t max_series = 0)
+      : db_([max_series](tsdb::Options* o) { o->series_limits.max_series = max_series; }) {}
   std::unique_ptr<storage::Appender> NewAppender() override {
     commits++;
     return db_->NewAppender();
@@ -81,6 +83,33 @@ class TestStorage : public storage::Appendable {
  private:
   tsdb::testing::TempDB db_;
 };
+
+// --ingest.max-series-per-request, --ingest.max-samples-per-request: a body
+// beyond either is refused whole as it is decoded, naming the flag, and
+// counted; one exactly at both bounds is stored.
+TEST(RemoteWriteTest, RequestLimitsRefuseTheWholeBody) {
+  TestStorage db;
+  std::atomic<uint64_t> series_refused{0}, samples_refused{0};
+  RequestLimits lim{.max_series = 2, .max_samples = 3, .series_refused = &series_refused,
+                    .samples_refused = &samples_refused};
+  auto a = [](std::vector<std::pair<double, int64_t>> s) { return Series({{"__name__", "a"}}, std::move(s)); };
+  auto b = Series({{"__name__", "b"}}, {{1, 1000}});
+  ASSERT_TRUE(RemoteWrite(Snappy(Request({a({{1, 1000}, {2, 2000}}), b})), nullptr, db, lim).ok());
+  auto r = RemoteWrite(Snappy(Request({a({{3, 3000}}), b, Series({{"__name__", "c"}}, {{1, 1000}})})), nullptr, db, lim);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "request has more than 2 series (--ingest.max-series-per-request); nothing of it was stored");
+  r = RemoteWrite(Snappy(Request({a({{3, 3000}, {4, 4000}, {5, 5000}, {6, 6000}})})), nullptr, db, lim);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "request has more than 3 samples (--ingest.max-samples-per-request); nothing of it was stored");
+  auto data = db.Data();
+  EXPECT_EQ(data[model::Labels({{"__name__", "a"}})].size(), 2u);
+  EXPECT_EQ(data[model::Labels({{"__name__", "b"}})].size(), 1u);
+  EXPECT_EQ(data.count(model::Labels({{"__name__", "c"}})), 0u);
+  EXPECT_EQ(series_refused.load(), 1u);
+  EXPECT_EQ(samples_refused.load(), 1u);
+}
 
 TEST(RemoteWriteTest, AppendsAndReadsBack) {
   TestStorage db;
@@ -118,7 +147,8 @@ TEST(RemoteWriteTest, NewSeriesBeyondTheSeriesLimitAreRefusedTheRestStored) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.error().IsInvalidArgument()) << r.error().ToString();
   EXPECT_EQ(r.error().message(),
-            "2 of 4 samples refused: series limit of 2 reached (--storage.max-series): new series c{} refused; "
+            "2 of 4 samples refused: series c{} refused: it is new and the head holds the series limit of 2 "
+            "(--storage.max-series); "
             "the other samples were stored");
   auto data = db.Data();
   ASSERT_EQ(data.size(), 2u);

@@ -113,8 +113,8 @@ class Stmt {
 
 Status Exec(sqlite3* db, const char* sql);
 
-// A run's TSDB series refused at the TSDB's series limit (--storage.max-series;
-// counted there): skipped, the points stay in runs.db's step store.
+// A run's TSDB series refused by a TSDB series limit (--storage.max-series or
+// a label bound; counted there): skipped, the points stay in runs.db's step store.
 inline bool SkippedAtSeriesLimit(const Status& s) { return s.code() == StatusCode::kResourceExhausted; }
 
 // {__name__=name, project, run} plus `extra` labels (empty values dropped).

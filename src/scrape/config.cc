@@ -43,7 +43,7 @@ Result<TargetGroup> ParseGroup(const YAML::Node& n, const std::string& where) {
 
 const std::set<std::string, std::less<>>& KnownUnsupported() {
   static const std::set<std::string, std::less<>> k = {
-      "target_limit", "oauth2", "proxy_url", "no_proxy", "proxy_from_environment", "proxy_connect_header",
+      "oauth2", "proxy_url", "no_proxy", "proxy_from_environment", "proxy_connect_header",
       "follow_redirects", "enable_http2", "azure_sd_configs", "consul_sd_configs", "digitalocean_sd_configs",
       "docker_sd_configs", "dockerswarm_sd_configs", "dns_sd_configs", "ec2_sd_configs", "eureka_sd_configs",
       "gce_sd_configs", "hetzner_sd_configs", "http_sd_configs", "ionos_sd_configs", "kubernetes_sd_configs",
@@ -63,7 +63,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   const std::string w = index_where + " (job \"" + c.job_name + "\")";
   static const std::set<std::string, std::less<>> kKeys = {
       "job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels",
-      "honor_timestamps", "sample_limit", "label_limit", "label_name_length_limit", "label_value_length_limit",
+      "honor_timestamps", "sample_limit", "target_limit", "label_limit", "label_name_length_limit", "label_value_length_limit",
       "body_size_limit", "static_configs", "file_sd_configs", "relabel_configs", "metric_relabel_configs"};
   for (const auto& kv : n) {
     std::string k = kv.first.as<std::string>();
@@ -109,6 +109,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   if (n["honor_labels"]) { ASSIGN_OR_RETURN(c.honor_labels, Bool(n["honor_labels"], w + ".honor_labels")); }
   if (n["honor_timestamps"]) { ASSIGN_OR_RETURN(c.honor_timestamps, Bool(n["honor_timestamps"], w + ".honor_timestamps")); }
   if (n["sample_limit"]) { ASSIGN_OR_RETURN(c.sample_limit, Uint(n["sample_limit"], w + ".sample_limit")); }
+  if (n["target_limit"]) { ASSIGN_OR_RETURN(c.target_limit, Uint(n["target_limit"], w + ".target_limit")); }
   if (n["label_limit"]) { ASSIGN_OR_RETURN(c.label_limit, Uint(n["label_limit"], w + ".label_limit")); }
   if (n["label_name_length_limit"]) {
     ASSIGN_OR_RETURN(c.label_name_length_limit, Uint(n["label_name_length_limit"], w + ".label_name_length_limit"));

@@ -39,6 +39,9 @@ struct ScrapeConfig {
   bool honor_labels = false;
   bool honor_timestamps = true;
   uint64_t sample_limit = 0;             // 0: none
+  // More targets than this after relabeling: every target of the job fails
+  // with "target_limit exceeded" and is not scraped, as in Prometheus. 0: none.
+  uint64_t target_limit = 0;
   uint64_t label_limit = 0;
   uint64_t label_name_length_limit = 0;
   uint64_t label_value_length_limit = 0;

@@ -102,9 +102,19 @@ void Manager::SyncPool(Pool* p, std::vector<std::unique_ptr<ScrapeLoop>>* stoppe
       ++it;
     }
   }
+  // target_limit: beyond it every target of the job fails, none is scraped
+  // (Prometheus's message); back within it, they scrape again.
+  Status forced;
+  if (c.target_limit > 0 && active.size() > c.target_limit) {
+    forced = Status::ResourceExhausted("target_limit exceeded (number of targets: " + std::to_string(active.size()) +
+                                       ", limit: " + std::to_string(c.target_limit) + ")");
+    TW_LOG(Warn, "job {}: {}", c.job_name, forced.message());
+  }
+  for (auto& [h, loop] : p->loops) loop->SetForcedError(forced);
   for (auto& [h, t] : active) {
     if (p->loops.contains(h)) continue;
     auto loop = std::make_unique<ScrapeLoop>(p->cfg, std::move(t), db_);
+    loop->SetForcedError(forced);
     loop->Start();
     p->loops.emplace(h, std::move(loop));
   }

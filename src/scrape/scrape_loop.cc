@@ -169,7 +169,21 @@ Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
   return Status::OK();
 }
 
+void ScrapeLoop::SetForcedError(Status s) {
+  std::lock_guard<std::mutex> l(mu_);
+  forced_error_ = std::move(s);
+}
+
 void ScrapeLoop::ScrapeOnce(int64_t now_ms) {
+  Status forced;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    forced = forced_error_;
+  }
+  if (!forced.ok()) {
+    ProcessScrape(forced, "", "", now_ms, 0);
+    return;
+  }
   int64_t t0 = MonoNanos();
   std::string ctype;
   Status s = Fetch(&body_, &ctype);
@@ -369,8 +383,8 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
       continue;
     }
     if (st.code() == StatusCode::kResourceExhausted) {
-      // A new series beyond the TSDB's series limit: skipped (counted
-      // there); the target's existing series are stored.
+      // A new series beyond a TSDB series limit (--storage.max-series, a
+      // label bound): skipped (counted there); the target's other series are stored.
       if (counts->series_limited++ == 0) TW_LOG(Warn, "scrape {}: line {}: {}", url_, s.line, st.message());
       continue;
     }

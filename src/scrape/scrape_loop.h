@@ -61,7 +61,7 @@ struct ScrapeCounts {
   uint64_t post_relabel = 0;    // samples left after metric_relabel_configs
   uint64_t series_added = 0;    // series not seen in earlier scrapes
   uint64_t out_of_bounds = 0;   // samples with explicit timestamps the TSDB refused (skipped, as Prometheus)
-  uint64_t series_limited = 0;  // samples of new series the TSDB refused at --storage.max-series (skipped)
+  uint64_t series_limited = 0;  // samples of new series the TSDB refused by a series limit (skipped)
 };
 
 class ScrapeLoop {
@@ -84,6 +84,10 @@ class ScrapeLoop {
   // `fetch_error` non-OK means the fetch failed.
   void ProcessScrape(const Status& fetch_error, std::string_view body, std::string_view content_type, int64_t now_ms,
                      double duration_s);
+
+  // While set (non-OK), each scrape fails with this error without fetching:
+  // up is 0 and /api/v1/targets shows it (the job's target_limit).
+  void SetForcedError(Status s);
 
   const TargetSpec& target() const { return target_; }
   const ScrapeConfig& config() const { return *cfg_; }
@@ -150,10 +154,11 @@ class ScrapeLoop {
   ReportSeries report_[5];
 
   std::thread thread_;
-  mutable std::mutex mu_;  // guards state_, metadata_, stop_
+  mutable std::mutex mu_;  // guards state_, metadata_, stop_, forced_error_
   std::condition_variable cv_;
   bool stop_ = false;
   TargetState state_;
+  Status forced_error_;
   std::map<std::string, MetricMetadata> metadata_;  // written by the loop thread only, which reads it without mu_
 };
 

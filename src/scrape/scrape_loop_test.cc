@@ -376,6 +376,45 @@ TEST(Manager, ApplyConfigKeepsUnchangedLoopsAndStalesRemovedTargets) {
   m.Stop();
 }
 
+// target_limit: more targets than the limit after relabeling fail every
+// target of the job, unscraped, with Prometheus's message; within it they
+// scrape.
+TEST(Manager, TargetLimitFailsEveryTargetOfTheJob) {
+  HttpTarget t;
+  t.body_ = "m 1\n";
+  tsdb::testing::TempDB db;
+  std::string port = std::to_string(t.port());
+  Manager m(db.get(), ManagerOptions{50});
+  auto apply = [&](int limit) {
+    m.ApplyConfig(*ParseScrapeConfigs(
+        YAML::Load("scrape_configs: [{job_name: a, scrape_interval: 200ms, scrape_timeout: 100ms, target_limit: " +
+                   std::to_string(limit) + ", static_configs: [{targets: ['127.0.0.1:" + port + "', 'localhost:" +
+                   port + "']}]}]"),
+        GlobalDefaults{}));
+  };
+  auto wait_for = [&](const std::string& error) {
+    for (int i = 0; i < 500; i++) {
+      PoolsSnapshot s = m.Snapshot();
+      if (s.active.size() == 2 &&
+          std::all_of(s.active.begin(), s.active.end(), [&](const TargetInfo& ti) {
+            return ti.state.health != Health::kUnknown && ti.state.last_error == error;
+          })) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  apply(1);
+  ASSERT_TRUE(wait_for("target_limit exceeded (number of targets: 2, limit: 1)"));
+  for (const TargetInfo& ti : m.Snapshot().active) EXPECT_EQ(ti.state.health, Health::kDown);
+  EXPECT_EQ(db.Data().count(model::Labels{{"__name__", "m"}, {"instance", "localhost:" + port}, {"job", "a"}}), 0u);
+  apply(2);
+  ASSERT_TRUE(wait_for(""));
+  for (const TargetInfo& ti : m.Snapshot().active) EXPECT_EQ(ti.state.health, Health::kUp);
+  m.Stop();
+}
+
 TEST(Manager, FileSdChangesArePickedUp) {
   tsdb::testing::TempDB db;
   char tmpl[] = "/tmp/tw_scrape_sd_XXXXXX";

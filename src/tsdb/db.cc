@@ -31,7 +31,7 @@ DBImpl::DBImpl(const Options& opts) : opts_(opts) {
   ho.max_future_ms = opts.max_future_ms;
   ho.max_age_ms = opts.retention_ms;
   ho.now_ms = opts.now_ms;
-  ho.max_series = opts.max_series;
+  ho.limits = opts.series_limits;
   head_ = std::make_unique<Head>(ho);
 }
 
@@ -373,7 +373,9 @@ Stats DBImpl::GetStats() {
   st.too_far_in_future_samples_total = head_->TooFarInFutureTotal();
   st.too_old_samples_total = head_->TooOldTotal();
   st.compaction_series_skipped_total = series_skipped_.load();
-  st.series_limit_refused_total = head_->SeriesLimitRefusedTotal();
+  for (size_t i = 0; i < kNumSeriesRefusals; i++) {
+    st.series_refused_total[i] = head_->SeriesRefusedTotal(static_cast<SeriesRefusal>(i));
+  }
   st.series_count_by_metric_name = head_->TopMetricNames(10);
   return st;
 }

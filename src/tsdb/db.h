@@ -3,6 +3,7 @@
 // the WAL) plus immutable on-disk blocks, compaction and retention. Implements
 // storage::Appendable and storage::Queryable. Thread-safe.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "base/status.h"
 #include "storage/storage.h"
+#include "tsdb/limits.h"
 
 namespace trainwatch::tsdb {
 
@@ -29,9 +31,9 @@ struct Options {
   int64_t max_future_ms = 10 * 60 * 1000;
   std::function<int64_t()> now_ms;  // the wall clock when empty; tests and soak runs set their own
   uint64_t retention_bytes = 0;                        // --retention.size; 0 = unlimited
-  // --storage.max-series: new series beyond this many in the head are
-  // refused (ResourceExhausted, counted); existing ones flow on. 0: no limit.
-  uint64_t max_series = 0;
+  // Bounds on new series (--storage.max-series, --ingest.max-labels-per-series,
+  // ...): refused with ResourceExhausted and counted; existing ones flow on.
+  SeriesLimits series_limits;
   WalSync wal_sync = WalSync::kPerRequest;
   int64_t wal_sync_interval_ms = 100;
   uint64_t wal_segment_bytes = 128ull << 20;
@@ -54,7 +56,8 @@ struct Stats {
   uint64_t too_far_in_future_samples_total = 0;  // refused appends (and unsupported WAL timestamps)
   uint64_t too_old_samples_total = 0;
   uint64_t compaction_series_skipped_total = 0;  // series a block could not hold, left out of it
-  uint64_t series_limit_refused_total = 0;       // new series refused by Options::max_series
+  // New series refused by each bound of Options::series_limits (SeriesRefusal order).
+  std::array<uint64_t, kNumSeriesRefusals> series_refused_total = {};
   // Top label-name/value cardinalities as /api/v1/status/tsdb reports them.
   std::vector<std::pair<std::string, uint64_t>> series_count_by_metric_name;
 };

@@ -213,7 +213,7 @@ TEST_F(DBTest, FullDiskRefusesWritesKeepsReadsAndRecovers) {
 // once a cut empties the head, new series are taken again.
 TEST_F(DBTest, SeriesLimitRefusesNewSeriesOnly) {
   Options o = Opts();
-  o.max_series = 2;
+  o.series_limits.max_series = 2;
   Open(o);
   Data ref;
   Append({{L("a"), 1000, 1}, {L("b"), 1000, 1}}, &ref);
@@ -222,17 +222,66 @@ TEST_F(DBTest, SeriesLimitRefusesNewSeriesOnly) {
     auto r = app->Append(0, L("c"), 1000, 1);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), StatusCode::kResourceExhausted);
-    EXPECT_EQ(r.error().message(), "series limit of 2 reached (--storage.max-series): new series c{job=\"a\"} refused");
+    EXPECT_EQ(r.error().message(), "series c{job=\"a\"} refused: it is new and the head holds the series limit of 2 (--storage.max-series)");
     ASSERT_TRUE(app->Append(0, L("a"), 2000, 2).ok());
     ASSERT_TRUE(app->Commit().ok());
     ref[L("a")].emplace(2000, Bits(2));
   }
   EXPECT_EQ(ReadAll(), ref);
-  EXPECT_EQ(db_->GetStats().series_limit_refused_total, 1u);
+  EXPECT_EQ(db_->GetStats().series_refused_total[static_cast<size_t>(SeriesRefusal::kMaxSeries)], 1u);
   EXPECT_EQ(db_->GetStats().head_series, 2u);
   ASSERT_TRUE(db_->Flush().ok());  // the head is empty again
   Append({{L("c"), 3000, 3}}, &ref);
   EXPECT_EQ(ReadAll(), ref);
+}
+
+// --ingest.max-labels-per-series, --ingest.max-label-name-length,
+// --ingest.max-label-value-length: a new series beyond one is refused with
+// ResourceExhausted naming the flag and counted by limit; a series that
+// exists already keeps taking samples, whatever the bounds say now.
+TEST_F(DBTest, LabelLimitsRefuseNewSeriesOnly) {
+  Open(Opts());
+  Data ref;
+  model::Labels wide({{"__name__", "wide"}, {"a", "1"}, {"b", "2"}, {"c", "3"}});
+  Append({{wide, 1000, 1}}, &ref);
+  db_.reset();
+  Options o = Opts();
+  o.series_limits.max_labels_per_series = 3;
+  o.series_limits.max_label_name_length = 8;  // "__name__" is 8 bytes
+  o.series_limits.max_label_value_length = 8;
+  Open(o);
+  auto refused = [&](const model::Labels& l) {
+    auto app = db_->NewAppender();
+    auto r = app->Append(0, l, 2000, 2);
+    app->Rollback();
+    EXPECT_FALSE(r.ok()) << l.ToString();
+    return r.ok() ? Status::OK() : r.error();
+  };
+  Status s = refused(model::Labels({{"__name__", "m"}, {"a", "1"}, {"b", "2"}, {"c", "3"}}));
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "series m{a=\"1\", b=\"2\", c=\"3\"} refused: it has 4 labels, more than 3 (--ingest.max-labels-per-series)");
+  s = refused(model::Labels({{"__name__", "m"}, {"longname1", "1"}}));
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "series m{longname1=\"1\"} refused: it has a label name of 9 bytes, more than 8 "
+            "(--ingest.max-label-name-length)");
+  s = refused(model::Labels({{"__name__", "m"}, {"a", std::string(9, 'v')}}));
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "series m{a=\"vvvvvvvvv\"} refused: it has a value of 9 bytes for label a, more than 8 "
+            "(--ingest.max-label-value-length)");
+  // The name counts as a label value too: __name__ is a label.
+  s = refused(model::Labels({{"__name__", "much_too_long"}}));
+  EXPECT_NE(s.message().find("--ingest.max-label-value-length"), std::string::npos) << s.message();
+  // Exactly at each bound: stored. The series from before the bounds: still taking samples.
+  Append({{model::Labels({{"__name__", "m"}, {"abcdefgh", "12345678"}}), 2000, 2}, {wide, 2000, 2}}, &ref);
+  EXPECT_EQ(ReadAll(), ref);
+  Stats st = db_->GetStats();
+  EXPECT_EQ(st.series_refused_total[static_cast<size_t>(SeriesRefusal::kLabelsPerSeries)], 1u);
+  EXPECT_EQ(st.series_refused_total[static_cast<size_t>(SeriesRefusal::kLabelNameLength)], 1u);
+  EXPECT_EQ(st.series_refused_total[static_cast<size_t>(SeriesRefusal::kLabelValueLength)], 2u);
+  EXPECT_EQ(st.series_refused_total[static_cast<size_t>(SeriesRefusal::kMaxSeries)], 0u);
 }
 
 // POST /api/v1/admin/tsdb/snapshot: blocks hard-linked, the head (in-order

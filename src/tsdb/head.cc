@@ -220,17 +220,51 @@ Result<MemSeries*> Head::GetOrCreateChecked(const model::Labels& labels) {
       return Status::InvalidArgument("series " + labels.ToString() + ": label " + l.name + " is not valid UTF-8");
     }
   }
-  if (opts_.max_series == 0) return GetOrCreate(labels, h);
+  const SeriesLimits& lim = opts_.limits;
+  if (lim.max_labels_per_series > 0 && labels.size() > lim.max_labels_per_series) {
+    return RefuseSeries(SeriesRefusal::kLabelsPerSeries, labels,
+                        "has " + std::to_string(labels.size()) + " labels, more than " +
+                            std::to_string(lim.max_labels_per_series) + " (--ingest.max-labels-per-series)");
+  }
+  for (const model::Label& l : labels) {
+    if (lim.max_label_name_length > 0 && l.name.size() > lim.max_label_name_length) {
+      return RefuseSeries(SeriesRefusal::kLabelNameLength, labels,
+                          "has a label name of " + std::to_string(l.name.size()) + " bytes, more than " +
+                              std::to_string(lim.max_label_name_length) + " (--ingest.max-label-name-length)");
+    }
+    if (lim.max_label_value_length > 0 && l.value.size() > lim.max_label_value_length) {
+      return RefuseSeries(SeriesRefusal::kLabelValueLength, labels,
+                          "has a value of " + std::to_string(l.value.size()) + " bytes for label " + l.name.substr(0, 64) +
+                              ", more than " + std::to_string(lim.max_label_value_length) +
+                              " (--ingest.max-label-value-length)");
+    }
+  }
+  if (lim.max_series == 0) return GetOrCreate(labels, h);
   std::lock_guard<std::mutex> lock(creation_mu_);
   if (MemSeries* s = Lookup(labels, h)) return s;
-  if (NumSeries() >= opts_.max_series) {
-    series_limit_total_.fetch_add(1, std::memory_order_relaxed);
-    std::string l = labels.ToString();
-    if (l.size() > 200) l = l.substr(0, 200) + "...";
-    return Status::ResourceExhausted("series limit of " + std::to_string(opts_.max_series) +
-                                     " reached (--storage.max-series): new series " + l + " refused");
+  if (NumSeries() >= lim.max_series) {
+    return RefuseSeries(SeriesRefusal::kMaxSeries, labels,
+                        "is new and the head holds the series limit of " + std::to_string(lim.max_series) +
+                            " (--storage.max-series)");
   }
   return CreateLocked(next_ref_.load(std::memory_order_relaxed), labels, h);
+}
+
+Status Head::RefuseSeries(SeriesRefusal r, const model::Labels& labels, const std::string& why) {
+  series_refused_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+  std::string l = labels.ToString();
+  if (l.size() > 200) l = l.substr(0, 200) + "...";
+  return Status::ResourceExhausted("series " + l + " refused: it " + why);
+}
+
+std::string_view SeriesRefusalName(SeriesRefusal r) {
+  switch (r) {
+    case SeriesRefusal::kMaxSeries: return "max_series";
+    case SeriesRefusal::kLabelsPerSeries: return "labels_per_series";
+    case SeriesRefusal::kLabelNameLength: return "label_name_length";
+    case SeriesRefusal::kLabelValueLength: return "label_value_length";
+  }
+  return "unknown";
 }
 
 bool OooBuffer::Insert(int64_t t, double v) {

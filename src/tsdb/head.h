@@ -29,6 +29,7 @@
 #include "storage/storage.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/index/postings.h"
+#include "tsdb/limits.h"
 #include "tsdb/symbols.h"
 #include "tsdb/wal/records.h"
 
@@ -163,9 +164,7 @@ struct HeadOptions {
   std::function<int64_t()> now_ms;
   uint32_t samples_per_chunk = 120;
   bool dense_closed_chunks = true;  // re-encode closed chunks densely
-  // New series beyond this many in the head are refused with
-  // ResourceExhausted (counted); existing ones keep taking samples. 0: no limit.
-  uint64_t max_series = 0;
+  SeriesLimits limits;
 };
 
 class Head : public storage::Queryable {
@@ -235,8 +234,10 @@ class Head : public storage::Queryable {
   // [model::kMinTime, model::kMaxTime] dropped at replay.
   uint64_t TooFarInFutureTotal() const { return too_new_total_.load(std::memory_order_relaxed); }
   uint64_t TooOldTotal() const { return too_old_total_.load(std::memory_order_relaxed); }
-  // New series refused by HeadOptions::max_series.
-  uint64_t SeriesLimitRefusedTotal() const { return series_limit_total_.load(std::memory_order_relaxed); }
+  // New series refused by a bound of HeadOptions::limits (each refused append counts).
+  uint64_t SeriesRefusedTotal(SeriesRefusal r) const {
+    return series_refused_[static_cast<size_t>(r)].load(std::memory_order_relaxed);
+  }
   // The time bounds an appender checks, computed from the clock now.
   struct TimeBounds {
     int64_t mint, maxt;
@@ -274,7 +275,9 @@ class Head : public storage::Queryable {
   MemSeries* GetOrCreate(const model::Labels& labels);
   MemSeries* GetOrCreate(const model::Labels& labels, uint64_t hash);  // hash: labels.Hash()
   // GetOrCreate, refusing to create a series whose label set a block cannot
-  // hold (model::CheckSeriesLabels) or whose names or values are not UTF-8.
+  // hold (model::CheckSeriesLabels) or whose names or values are not UTF-8
+  // (InvalidArgument), or one beyond a bound of HeadOptions::limits
+  // (ResourceExhausted, counted).
   Result<MemSeries*> GetOrCreateChecked(const model::Labels& labels);
   // Applies one sample. Returns false for a duplicate timestamp. Neither the
   // head's time range nor its sample counts are updated: callers pass the
@@ -341,7 +344,9 @@ class Head : public storage::Queryable {
   std::atomic<uint64_t> num_series_{0}, num_samples_{0}, num_chunks_{0};
   std::atomic<uint64_t> appended_total_{0}, ooo_total_{0}, dup_total_{0}, replay_unknown_{0};
   std::atomic<uint64_t> too_new_total_{0}, too_old_total_{0};
-  std::atomic<uint64_t> series_limit_total_{0};
+  std::atomic<uint64_t> series_refused_[kNumSeriesRefusals] = {};
+  // ResourceExhausted for a new series beyond a bound (and counts it).
+  Status RefuseSeries(SeriesRefusal r, const model::Labels& labels, const std::string& why);
 };
 
 }  // namespace trainwatch::tsdb
