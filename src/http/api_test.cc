@@ -100,20 +100,30 @@ TEST_F(ApiTest, FullDiskAnswers507WithRetryAfterAndRecovers) {
   EXPECT_EQ(e.headers.size(), 1u);
 }
 
+// A text import into `api` at receive time 1700000000000.
+Response PostImport(Api& api, std::string_view body) {
+  Request r;
+  r.method = "POST";
+  r.path = "/api/v1/import/prometheus";
+  r.body = body;
+  r.receive_time_ms = 1700000000000;
+  return api.Handle(r);
+}
+
+std::string GetMetrics(Api& api) {
+  Request m;
+  m.method = "GET";
+  m.path = "/metrics";
+  return api.Handle(m).body;
+}
+
 // --storage.max-series: a push with new series beyond the limit stores
 // the rest and answers 400 naming what was refused (not retried by
 // senders); /metrics counts the refusals.
 TEST_F(ApiTest, SeriesLimitAnswers400ForNewSeriesAndStoresTheRest) {
   tsdb::testing::TempDB limited([](tsdb::Options* o) { o->series_limits.max_series = 1; });
   Api api(ApiDeps{limited.get(), &engine_, {}});
-  auto post = [&](std::string_view body) {
-    Request r;
-    r.method = "POST";
-    r.path = "/api/v1/import/prometheus";
-    r.body = body;
-    r.receive_time_ms = 1700000000000;
-    return api.Handle(r);
-  };
+  auto post = [&](std::string_view body) { return PostImport(api, body); };
   EXPECT_EQ(post("kept 1 1700000000000\n").status, 204);
   Response r = post("kept 2 1700000001000\nnew_one 5 1700000001000\n");
   EXPECT_EQ(r.status, 400) << r.body;
@@ -122,10 +132,7 @@ TEST_F(ApiTest, SeriesLimitAnswers400ForNewSeriesAndStoresTheRest) {
             "(--storage.max-series); "
             "the other samples were stored\n");
   EXPECT_EQ(limited.NumSamples(), 2u);
-  Request m;
-  m.method = "GET";
-  m.path = "/metrics";
-  EXPECT_NE(api.Handle(m).body.find("trainwatch_tsdb_series_refused_total{limit=\"max_series\"} 1\n"), std::string::npos);
+  EXPECT_NE(GetMetrics(api).find("trainwatch_tsdb_series_refused_total{limit=\"max_series\"} 1\n"), std::string::npos);
 }
 
 // --ingest.max-samples-per-request, --ingest.max-series-per-request: a push
@@ -136,14 +143,7 @@ TEST_F(ApiTest, RequestAndLabelLimitsAnswer400AndAreCounted) {
   ApiDeps deps{db.get(), &engine_, {}};
   deps.request_limits = {.max_series = 0, .max_samples = 2};
   Api api(std::move(deps));
-  auto post = [&](std::string_view body) {
-    Request r;
-    r.method = "POST";
-    r.path = "/api/v1/import/prometheus";
-    r.body = body;
-    r.receive_time_ms = 1700000000000;
-    return api.Handle(r);
-  };
+  auto post = [&](std::string_view body) { return PostImport(api, body); };
   Response r = post("a 1 1700000000000\na 2 1700000001000\na 3 1700000002000\n");
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.body, "request has more than 2 samples (--ingest.max-samples-per-request); nothing of it was stored\n");
@@ -153,10 +153,7 @@ TEST_F(ApiTest, RequestAndLabelLimitsAnswer400AndAreCounted) {
             "1 of 2 samples refused: series b{x=\"12345\"} refused: it has a value of 5 bytes for label x, more than 4 "
             "(--ingest.max-label-value-length); the other samples were stored\n");
   EXPECT_EQ(db.NumSamples(), 1u);
-  Request m;
-  m.method = "GET";
-  m.path = "/metrics";
-  std::string metrics = api.Handle(m).body;
+  std::string metrics = GetMetrics(api);
   EXPECT_NE(metrics.find("trainwatch_ingest_requests_refused_total{limit=\"samples_per_request\"} 1\n"),
             std::string::npos);
   EXPECT_NE(metrics.find("trainwatch_ingest_requests_refused_total{limit=\"series_per_request\"} 0\n"),
