@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -12,9 +13,15 @@ namespace trainwatch::runs {
 
 enum class Op { kEq, kNe, kLt, kLe, kGt, kGe, kRe, kContains };
 
+// Deepest filter tree and parenthesis/`not` nesting: parsing, evaluation and
+// destruction recurse, so a hostile filter (200,000 parentheses, a chain of
+// a million `and`s) is an error, never a stack overflow. As PromQL's bound.
+constexpr int kMaxFilterDepth = 256;
+
 struct Filter::Node {
   enum class Kind { kAnd, kOr, kNot, kCmp } kind;
   std::shared_ptr<const Node> a, b;  // kAnd/kOr: both; kNot: a
+  int depth = 1;                     // of the tree below and including this node
   std::string field;                 // kCmp
   Op op = Op::kEq;
   Json literal;
@@ -135,12 +142,26 @@ class Parser {
     return Error(i_, "unexpected character '" + std::string(1, c) + "'");
   }
 
+  // A kAnd, kOr or kNot node over a (and b), or an error at `pos` when the
+  // tree would be deeper than kMaxFilterDepth.
+  static Result<NodePtr> Combine(Node::Kind kind, NodePtr a, NodePtr b, size_t pos) {
+    int depth = 1 + std::max(a->depth, b != nullptr ? b->depth : 0);
+    if (depth > kMaxFilterDepth) return TooDeep(pos);
+    auto n = std::make_shared<Node>(Node{kind, std::move(a), std::move(b)});
+    n->depth = depth;
+    return NodePtr(std::move(n));
+  }
+  static Status TooDeep(size_t pos) {
+    return Error(pos, "filter nested deeper than " + std::to_string(kMaxFilterDepth) + " levels");
+  }
+
   Result<NodePtr> ParseOr() {
     ASSIGN_OR_RETURN(NodePtr left, ParseAnd());
     while (IsKeyword(tok_, "or")) {
+      size_t pos = tok_.pos;
       RETURN_IF_ERROR(Advance());
       ASSIGN_OR_RETURN(NodePtr right, ParseAnd());
-      left = std::make_shared<const Node>(Node{Node::Kind::kOr, left, right});
+      ASSIGN_OR_RETURN(left, Combine(Node::Kind::kOr, std::move(left), std::move(right), pos));
     }
     return left;
   }
@@ -148,31 +169,42 @@ class Parser {
   Result<NodePtr> ParseAnd() {
     ASSIGN_OR_RETURN(NodePtr left, ParseUnary());
     while (IsKeyword(tok_, "and")) {
+      size_t pos = tok_.pos;
       RETURN_IF_ERROR(Advance());
       ASSIGN_OR_RETURN(NodePtr right, ParseUnary());
-      left = std::make_shared<const Node>(Node{Node::Kind::kAnd, left, right});
+      ASSIGN_OR_RETURN(left, Combine(Node::Kind::kAnd, std::move(left), std::move(right), pos));
     }
     return left;
   }
 
   Result<NodePtr> ParseUnary() {
-    if (IsKeyword(tok_, "not")) {
-      RETURN_IF_ERROR(Advance());
-      ASSIGN_OR_RETURN(NodePtr inner, ParseUnary());
-      return std::make_shared<const Node>(Node{Node::Kind::kNot, inner, nullptr});
-    }
-    if (tok_.type == Token::Type::kLParen) {
-      size_t open = tok_.pos;
-      RETURN_IF_ERROR(Advance());
-      ASSIGN_OR_RETURN(NodePtr inner, ParseOr());
-      if (tok_.type != Token::Type::kRParen) {
-        return Error(tok_.pos, "expected \")\" to close \"(\" at position " + std::to_string(open + 1) + ", found " +
-                                   Describe(tok_));
-      }
-      RETURN_IF_ERROR(Advance());
-      return inner;
+    // `not` and `(` recurse before any node exists: bounded here.
+    if (IsKeyword(tok_, "not") || tok_.type == Token::Type::kLParen) {
+      if (nesting_ >= kMaxFilterDepth) return TooDeep(tok_.pos);
+      nesting_++;
+      auto n = ParseNested();
+      nesting_--;
+      return n;
     }
     return ParseComparison();
+  }
+
+  Result<NodePtr> ParseNested() {
+    if (IsKeyword(tok_, "not")) {
+      size_t pos = tok_.pos;
+      RETURN_IF_ERROR(Advance());
+      ASSIGN_OR_RETURN(NodePtr inner, ParseUnary());
+      return Combine(Node::Kind::kNot, std::move(inner), nullptr, pos);
+    }
+    size_t open = tok_.pos;  // a "("
+    RETURN_IF_ERROR(Advance());
+    ASSIGN_OR_RETURN(NodePtr inner, ParseOr());
+    if (tok_.type != Token::Type::kRParen) {
+      return Error(tok_.pos, "expected \")\" to close \"(\" at position " + std::to_string(open + 1) + ", found " +
+                                 Describe(tok_));
+    }
+    RETURN_IF_ERROR(Advance());
+    return inner;
   }
 
   Result<NodePtr> ParseComparison() {
@@ -230,6 +262,7 @@ class Parser {
   std::string_view s_;
   size_t i_ = 0;
   Token tok_;
+  int nesting_ = 0;  // `not`s and `(`s being parsed
 };
 
 bool Equal(const Json& a, const Json& b) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace trainwatch::runs {
 namespace {
 
@@ -61,6 +63,37 @@ TEST(FilterTest, Evaluates) {
   f("start_time > 1796218600 and start_time < 1796218601", true);
   f("host contains 'node'", true);
   f("config.lr > -1 and config.batch > +255", true);
+}
+
+// Parsing, evaluating and freeing a filter recurse: nesting and chains
+// deeper than 256 are an error naming the position, never a stack overflow.
+TEST(FilterTest, NestingDepthIsBounded) {
+  runs::Run r = MakeRun();
+  auto repeat = [](std::string_view s, int n) {
+    std::string out;
+    for (int i = 0; i < n; i++) out += s;
+    return out;
+  };
+  // At the bound: parses and evaluates.
+  auto ok = Filter::Parse(repeat("(", 255) + "status = 'running'" + repeat(")", 255));
+  ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+  EXPECT_TRUE(ok->Matches(r));
+  ok = Filter::Parse(repeat("not ", 254) + "status = 'running'");
+  ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+  EXPECT_TRUE(ok->Matches(r));
+  ok = Filter::Parse("status = 'running'" + repeat(" and step > 1", 255));
+  ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+  EXPECT_TRUE(ok->Matches(r));
+  // Far beyond it: 200,000 parentheses, `not`s, and a million-term chain.
+  for (const std::string& hostile :
+       {repeat("(", 200000) + "status = 'running'" + repeat(")", 200000), repeat("not ", 200000) + "step > 1",
+        "step > 1" + repeat(" and step > 1", 1000000), "step > 1" + repeat(" or step > 1", 1000000)}) {
+    auto f = Filter::Parse(hostile);
+    ASSERT_FALSE(f.ok());
+    EXPECT_TRUE(f.error().IsInvalidArgument());
+    EXPECT_NE(f.error().message().find("filter nested deeper than 256 levels"), std::string::npos)
+        << f.error().message();
+  }
 }
 
 TEST(FilterTest, ErrorsNameThePosition) {
