@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     body.assign(in);
   }
   std::vector<logs::Record> out;
-  trainwatch::Status s = logs::ParseLokiProto(body, 1'700'000'000'000'000'000, &out);
+  trainwatch::Status s = logs::ParseLokiProto(body, 1'700'000'000'000'000'000, size_t{256} << 20, &out);
   if (!s.ok()) {
     FUZZ_CHECK_ERROR(s);
     return 0;

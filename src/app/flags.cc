@@ -145,6 +145,11 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--ingest.max-samples-per-request", out.serve.max_samples_per_request,
                     "A remote_write or import request with more samples than this is refused whole (0: no limit)")
       ->capture_default_str();
+  serve->add_option("--web.max-request-body-bytes", out.serve.max_request_body_bytes,
+                    "A request body larger than this many bytes, as sent or once decoded (gzip, deflate, snappy), "
+                    "is refused before it is buffered")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   serve->add_flag("--web.enable-admin-api", out.serve.enable_admin_api,
                   "Enable the admin API (/api/v1/admin/tsdb/flush and /snapshot), off by default as in Prometheus");
   CollectFlags serve_collect;

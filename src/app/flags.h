@@ -18,6 +18,7 @@
 #include "app/token_cmd.h"
 #include "base/log.h"
 #include "base/status.h"
+#include "ingest/refusals.h"
 #include "tsdb/db.h"
 
 namespace trainwatch::app {
@@ -60,6 +61,10 @@ struct ServeOptions {
   // remote_write or import body beyond either is refused whole (400).
   uint64_t max_series_per_request = 1'000'000;
   uint64_t max_samples_per_request = 10'000'000;
+  // --web.max-request-body-bytes: a body larger than this, as sent or once
+  // decoded (gzip, deflate, snappy), is refused (413, or 400 for a snappy
+  // header) before it is buffered.
+  uint64_t max_request_body_bytes = ingest::kDefaultMaxBodyBytes;
   // PromQL limits, with Prometheus's flags and defaults.
   int64_t query_timeout_ms = 2 * 60 * 1000;        // --query.timeout
   int64_t query_max_samples = 50'000'000;          // --query.max-samples

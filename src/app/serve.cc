@@ -352,12 +352,14 @@ int RunServe(const ServeOptions& o) {
   promql::Engine engine{engine_opts};
   http::ServerOptions srv_opts;
   srv_opts.listen = o.listen;
+  srv_opts.max_body_bytes = o.max_request_body_bytes;
   srv_opts.web = web;
   http::ApiDeps deps{db->get(), &engine, MakeBuildInfo()};
   deps.appendable = store.get();
   deps.enable_admin_api = o.enable_admin_api;
   deps.request_limits.max_series = o.max_series_per_request;
   deps.request_limits.max_samples = o.max_samples_per_request;
+  deps.request_limits.max_decoded_bytes = o.max_request_body_bytes;
   deps.security_warning = open_warning;
   deps.remote = &remote_write;
   deps.runs = run_store->get();

@@ -107,12 +107,12 @@ Response Bulk(logs::LogStore& store, const Request& req, std::string_view index)
   return r;
 }
 
-Response LokiPush(logs::LogStore& store, const Request& req) {
+Response LokiPush(logs::LogStore& store, const Request& req, size_t max_decoded_bytes) {
   std::vector<logs::Record> recs;
   logs::TimeBounds bounds = store.IngestBounds();
   Status s = req.content_type.starts_with("application/json")
                  ? logs::ParseLokiJson(req.body, ReceiveNs(req), &recs, &bounds)
-                 : logs::ParseLokiProto(req.body, ReceiveNs(req), &recs, &bounds);
+                 : logs::ParseLokiProto(req.body, ReceiveNs(req), max_decoded_bytes, &recs, &bounds);
   CountRefusal(store, bounds);
   if (!s.ok()) return IngestError("/loki/api/v1/push", s);
   s = store.Append(std::move(recs));
@@ -256,7 +256,7 @@ Response Api::Logs(const Request& req, std::string_view* handler) {
     *handler = "/loki/api/v1/push";
     if (!post) return method_not_allowed();
     if (store == nullptr) return Text(503, "the log store is not enabled");
-    return LokiPush(*store, req);
+    return LokiPush(*store, req, deps_.request_limits.max_decoded_bytes);
   }
   if (p == "/api/v1/logs") {
     *handler = "/api/v1/logs";

@@ -162,6 +162,24 @@ TEST_F(ApiTest, RequestAndLabelLimitsAnswer400AndAreCounted) {
             std::string::npos);
 }
 
+// --web.max-request-body-bytes bounds a snappy body as decoded: a header
+// declaring 4 GiB (snappy's largest length) is a 400 naming the flag before anything is allocated.
+TEST_F(ApiTest, SnappyHeaderBeyondTheBodyLimitIs400) {
+  ApiDeps deps{db_.get(), &engine_, {}};
+  deps.request_limits.max_decoded_bytes = 1024;
+  Api api(std::move(deps));
+  Request r;
+  r.method = "POST";
+  r.path = "/api/v1/write";
+  const std::string body = std::string("\xff\xff\xff\xff\x0f", 5) + "x";  // varint 2^32 - 1 (snappy's largest), then a byte
+  r.body = body;
+  Response resp = api.Handle(r);
+  EXPECT_EQ(resp.status, 400) << resp.body;
+  EXPECT_EQ(resp.body,
+            "remote write: snappy: the body declares 4294967295 decoded bytes, more than the limit of 1024 "
+            "(--web.max-request-body-bytes)\n");
+}
+
 TEST_F(ApiTest, ImportThenExportRoundTrips) {
   auto r = Do("POST", "/api/v1/import/prometheus", {},
               "# TYPE up gauge\nup{job=\"a\",instance=\"x\"} 1 1700000000000\nup{job=\"a\",instance=\"x\"} 2.5 "

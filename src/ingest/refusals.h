@@ -21,11 +21,18 @@
 
 namespace trainwatch::ingest {
 
+// --web.max-request-body-bytes by default: the largest request body, as sent
+// or once decoded.
+inline constexpr size_t kDefaultMaxBodyBytes = size_t{256} << 20;
+
 // --ingest.max-series-per-request and --ingest.max-samples-per-request (0:
 // no bound). Refusals are counted in the atomics when given.
 struct RequestLimits {
   uint64_t max_series = 0;
   uint64_t max_samples = 0;
+  // --web.max-request-body-bytes for bodies the handler decodes itself
+  // (snappy); the HTTP server holds bodies as sent and gzip-decoded to it.
+  size_t max_decoded_bytes = kDefaultMaxBodyBytes;
   std::atomic<uint64_t>* series_refused = nullptr;
   std::atomic<uint64_t>* samples_refused = nullptr;
 

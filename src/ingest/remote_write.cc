@@ -1,11 +1,10 @@
 #include "ingest/remote_write.h"
 
+#include "base/snappy.h"
 #include "base/utf8.h"
 
 #include "ingest/clear_bounded.h"
 #include "ingest/import.h"
-
-#include <snappy.h>
 
 #include <algorithm>
 #include <bit>
@@ -183,22 +182,6 @@ std::string Quote(std::string_view s) {
 
 }  // namespace
 
-Result<std::string_view> SnappyBlockDecode(std::string_view body, std::string* buf) {
-  size_t n = 0;
-  if (!snappy::GetUncompressedLength(body.data(), body.size(), &n)) {
-    return Status::InvalidArgument("snappy: corrupt input (bad length header)");
-  }
-  if (n > kMaxRemoteWriteBytes) {
-    return Status::InvalidArgument("snappy: decoded length " + std::to_string(n) + " exceeds limit " +
-                                   std::to_string(kMaxRemoteWriteBytes));
-  }
-  if (buf->size() < n) buf->resize(n);
-  if (!snappy::RawUncompress(body.data(), body.size(), buf->data())) {
-    return Status::InvalidArgument("snappy: corrupt input");
-  }
-  return std::string_view(buf->data(), n);
-}
-
 Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields) {
   std::vector<model::Label> v;
   Reader r(label_fields, 0);
@@ -258,7 +241,7 @@ void RemoteWriteBatch::Clear() {
 
 Status RemoteWriteBatch::ParseSnappy(std::string_view body, SeriesCache* cache, const RequestLimits& limits) {
   Clear();
-  auto proto = SnappyBlockDecode(body, &buf_);
+  auto proto = SnappyBlockDecode(body, &buf_, limits.max_decoded_bytes);
   Status s = proto.ok() ? ParseProto(*proto, cache, limits) : proto.error();
   if (!s.ok()) Clear();
   return s;

@@ -21,21 +21,12 @@
 
 namespace trainwatch::ingest {
 
-// Largest uncompressed WriteRequest accepted (the snappy header declares it).
-inline constexpr size_t kMaxRemoteWriteBytes = size_t{256} << 20;
-
 struct RemoteWriteStats {
   uint64_t samples = 0;
   uint64_t series = 0;      // distinct label sets (by encoded bytes) in the body
   uint64_t histograms = 0;  // native histogram samples, skipped
   uint64_t exemplars = 0;   // skipped
 };
-
-// Decompresses a snappy block-format `body` into the front of *buf, which
-// only grows (a reused buffer is not zero-filled again); the result views
-// *buf. InvalidArgument on a malformed body or one declaring more than
-// kMaxRemoteWriteBytes.
-Result<std::string_view> SnappyBlockDecode(std::string_view body, std::string* buf);
 
 // Decodes a sorted-or-not label set from the concatenated Label submessages
 // of a TimeSeries (field 1 of TimeSeries, tags included). Validates names,

@@ -314,10 +314,32 @@ TEST(RemoteWriteTest, RejectsBadSnappy) {
     EXPECT_NE(r.error().message().find("snappy"), std::string::npos) << r.error().message();
   }
   // A header declaring more than the limit is refused before allocating.
-  std::string huge = Enc().Varint(kMaxRemoteWriteBytes + 1).b + "x";
+  std::string huge = Enc().Varint(kDefaultMaxBodyBytes + 1).b + "x";
   auto r = RemoteWrite(huge, nullptr, db);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("limit"), std::string::npos) << r.error().message();
+}
+
+// The decoded-size bound is the server's body limit (--web.max-request-body-bytes),
+// checked against the header before allocating: 4 GiB declared is refused at once.
+TEST(RemoteWriteTest, DecodedSizeBoundIsTheBodyLimit) {
+  TestStorage db;
+  RequestLimits limits;
+  limits.max_decoded_bytes = 1024;
+  std::string four_gib = Enc().Varint((uint64_t{4} << 30) - 1).b + "x";  // snappy's largest length
+  auto r = RemoteWrite(four_gib, nullptr, db, limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().IsInvalidArgument());
+  EXPECT_NE(r.error().message().find("4294967295 decoded bytes, more than the limit of 1024 (--web.max-request-body-bytes)"),
+            std::string::npos)
+      << r.error().message();
+  std::vector<std::pair<double, int64_t>> many;
+  for (int i = 0; i < 200; ++i) many.emplace_back(i, 1000 + i);
+  std::string req = Request({Series({{"__name__", "c"}}, many)});
+  ASSERT_GT(req.size(), 1024u);
+  EXPECT_FALSE(RemoteWrite(Snappy(req), nullptr, db, limits).ok());
+  limits.max_decoded_bytes = req.size();
+  EXPECT_TRUE(RemoteWrite(Snappy(req), nullptr, db, limits).ok());
 }
 
 TEST(RemoteWriteTest, CacheKeysOnLabelBytesAndSurvivesStaleRefs) {

@@ -1,12 +1,12 @@
 #include "logs/shippers.h"
 
-#include <snappy.h>
 
 #include <atomic>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/snappy.h"
 #include "logs/json_record.h"
 #include "logs/query.h"
 
@@ -359,16 +359,14 @@ struct Pb {
 
 }  // namespace
 
-Status ParseLokiProto(std::string_view body, int64_t receive_ns, std::vector<Record>* out, TimeBounds* bounds) {
+Status ParseLokiProto(std::string_view body, int64_t receive_ns, size_t max_decoded_bytes, std::vector<Record>* out,
+                      TimeBounds* bounds) {
   (void)receive_ns;
-  size_t ulen = 0;
-  if (!snappy::GetUncompressedLength(body.data(), body.size(), &ulen) || ulen > (256u << 20)) {
-    return Status::InvalidArgument("snappy: invalid or too large body");
-  }
-  std::string raw;
-  if (!snappy::Uncompress(body.data(), body.size(), &raw)) return Status::InvalidArgument("snappy: corrupt body");
+  std::string buf;
+  auto raw = SnappyBlockDecode(body, &buf, max_decoded_bytes);
+  if (!raw.ok()) return raw.error();
   RecordDecoder decoder;
-  Pb req{raw};
+  Pb req{*raw};
   uint32_t f, wt;
   std::string_view b;
   uint64_t num;

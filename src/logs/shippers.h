@@ -53,8 +53,11 @@ std::string ElasticErrorJson(std::string_view type, std::string_view reason, int
 
 // Loki push: {"streams":[{"stream":{...},"values":[["<ns>","line"(,{metadata})]]}]}.
 Status ParseLokiJson(std::string_view body, int64_t receive_ns, std::vector<Record>* out, TimeBounds* bounds = nullptr);
-// Loki push: snappy-compressed logproto.PushRequest.
-Status ParseLokiProto(std::string_view body, int64_t receive_ns, std::vector<Record>* out, TimeBounds* bounds = nullptr);
+// Loki push: snappy-compressed logproto.PushRequest. A body declaring more
+// than `max_decoded_bytes` (--web.max-request-body-bytes) is refused before
+// it is decoded.
+Status ParseLokiProto(std::string_view body, int64_t receive_ns, size_t max_decoded_bytes, std::vector<Record>* out,
+                      TimeBounds* bounds = nullptr);
 
 // Stream labels `base` plus `extra` (later names win, an empty value
 // deletes), in O(n log n); InvalidArgument for a bad name or a value that is

@@ -6,6 +6,8 @@
 namespace trainwatch::logs {
 namespace {
 
+constexpr size_t kMaxBody = size_t{256} << 20;
+
 // Issue 25: a Loki JSON push is depth-checked before nlohmann builds it.
 TEST(ShippersTest, DeeplyNestedLokiJsonIsRefusedByDepth) {
   std::string body = "{\"streams\":" + std::string(1000000, '[') + std::string(1000000, ']') + "}";
@@ -79,12 +81,16 @@ TEST(ShippersTest, LokiJsonAndProtobuf) {
   std::string compressed;
   snappy::Compress(push.data(), push.size(), &compressed);
   out.clear();
-  ASSERT_TRUE(ParseLokiProto(compressed, 0, &out).ok());
+  ASSERT_TRUE(ParseLokiProto(compressed, 0, kMaxBody, &out).ok());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].message, "hi");
   EXPECT_EQ(out[0].time_ns, 5000000007LL);
   EXPECT_EQ(out[0].labels.Get("job"), "t");
-  EXPECT_FALSE(ParseLokiProto("garbage", 0, &out).ok());
+  EXPECT_FALSE(ParseLokiProto("garbage", 0, kMaxBody, &out).ok());
+  // Beyond --web.max-request-body-bytes as decoded: refused, naming the flag.
+  Status big = ParseLokiProto(compressed, 0, push.size() - 1, &out);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.message().find("(--web.max-request-body-bytes)"), std::string::npos) << big.message();
 }
 
 // A hostile line with 100k labels: merging was quadratic (LabelsBuilder::Set
@@ -201,16 +207,16 @@ std::string LokiProto(const std::string& selector, uint64_t secs) {
 
 TEST(ShippersTest, LokiProtoTimestampOverflowAndNonUtf8LabelsAreRefused) {
   std::vector<Record> out;
-  ASSERT_TRUE(ParseLokiProto(LokiProto("{job=\"t\"}", 5), 0, &out).ok());
+  ASSERT_TRUE(ParseLokiProto(LokiProto("{job=\"t\"}", 5), 0, kMaxBody, &out).ok());
   // seconds * 1e9 overflowed int64 (UB) for a hostile seconds field.
-  Status s = ParseLokiProto(LokiProto("{job=\"t\"}", UINT64_MAX / 2), 0, &out);
+  Status s = ParseLokiProto(LokiProto("{job=\"t\"}", UINT64_MAX / 2), 0, kMaxBody, &out);
   ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("streams[0].entries[0]: timestamp"), std::string::npos) << s.message();
   // Found by fuzz/loki_proto_fuzz.cc: label names are checked as in the JSON push.
-  s = ParseLokiProto(LokiProto("{job=\"t\", @run=\"r1\"}", 5), 0, &out);
+  s = ParseLokiProto(LokiProto("{job=\"t\", @run=\"r1\"}", 5), 0, kMaxBody, &out);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("invalid label name \"@run\""), std::string::npos) << s.message();
-  s = ParseLokiProto(LokiProto("{job=\"\xff\xfe\"}", 5), 0, &out);
+  s = ParseLokiProto(LokiProto("{job=\"\xff\xfe\"}", 5), 0, kMaxBody, &out);
   ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("stream label \"job\": value is not valid UTF-8"), std::string::npos) << s.message();
 }

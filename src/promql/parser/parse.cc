@@ -380,9 +380,7 @@ class Parser {
       return *d;
     }
     if (allow_number && t.kind == Tok::kNumber) {
-      double v = ParseNumber(t);
-      if (!std::isfinite(v)) Fail(t.pos, "invalid duration");
-      return static_cast<int64_t>(std::llround(v * 1000));
+      return SecondsToMs(ParseNumber(t), t.pos);
     }
     Fail(t.pos, "unexpected " + TokString(t) + ", expected duration");
   }
@@ -559,7 +557,13 @@ class Parser {
       *expr = std::move(d);
       return 0;
     }
-    double v = EvalDurationExpr(*d, 0, 0);
+    return SecondsToMs(EvalDurationExpr(*d, 0, 0), pos);
+  }
+
+  // A duration given in seconds (a number or a duration expression) as int64
+  // milliseconds; beyond ±9.2e12 s (about 290,000 years) it is an error, not an
+  // out-of-range conversion.
+  int64_t SecondsToMs(double v, int pos) {
     if (!std::isfinite(v) || std::fabs(v) > 9.2e12) Fail(pos, "duration out of range");
     return static_cast<int64_t>(std::llround(v * 1000));
   }
@@ -1139,20 +1143,22 @@ Result<int64_t> ParseDuration(std::string_view s) {
 std::string FormatDuration(int64_t ms) {
   if (ms == 0) return "0s";
   std::string out;
+  // The magnitude in uint64, so INT64_MIN has one too.
+  uint64_t left = static_cast<uint64_t>(ms);
   if (ms < 0) {
     out = "-";
-    ms = -ms;
+    left = 0 - left;
   }
   struct U {
-    int64_t n;
+    uint64_t n;
     const char* s;
   };
-  static const U units[] = {{365 * 86'400'000LL, "y"}, {7 * 86'400'000LL, "w"}, {86'400'000, "d"}, {3'600'000, "h"},
-                            {60'000, "m"},            {1000, "s"},              {1, "ms"}};
+  static const U units[] = {{365 * 86'400'000ULL, "y"}, {7 * 86'400'000ULL, "w"}, {86'400'000, "d"}, {3'600'000, "h"},
+                            {60'000, "m"},             {1000, "s"},               {1, "ms"}};
   for (const auto& u : units) {
-    if (ms >= u.n) {
-      out += std::to_string(ms / u.n) + u.s;
-      ms %= u.n;
+    if (left >= u.n) {
+      out += std::to_string(left / u.n) + u.s;
+      left %= u.n;
     }
   }
   return out;

@@ -1,5 +1,8 @@
 #include "promql/parser/parse.h"
 
+#include <cstdint>
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace trainwatch::promql::parser {
@@ -186,6 +189,20 @@ TEST(Parser, Durations) {
   EXPECT_EQ(*ParseDuration("5s500ms"), 5'500);
   EXPECT_FALSE(ParseDuration("5m1h").ok());
   EXPECT_EQ(FormatDuration(5'400'000), "1h30m");
+  EXPECT_EQ(FormatDuration(-90'000), "-1m30s");
+  EXPECT_EQ(FormatDuration(INT64_MIN), "-292471208y35w2d7h12m55s808ms");
+}
+
+// A unitless step or range is seconds; one too large for int64 milliseconds is
+// an error (found by the fuzzing campaign: it converted out of range).
+TEST(Parser, NumberDurationOutOfRange) {
+  auto r = ParseExpr("absent_over_time(rate(m[5m])[5m:" + std::string(80, '4') + "])");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("duration out of range"), std::string::npos) << r.error().message();
+  EXPECT_FALSE(ParseExpr("m[1e300]").ok());
+  auto ok = ParseExpr("rate(m[5m])[300:15]");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ((*ok)->String(), "rate(m[5m])[5m:15s]");
 }
 
 }  // namespace

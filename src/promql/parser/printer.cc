@@ -163,10 +163,8 @@ std::string AtOffset(const Expr& e) {
     bool primary = d.kind == NodeKind::kNumber || d.kind == NodeKind::kCall || d.kind == NodeKind::kParen ||
                    (d.kind == NodeKind::kUnary && d.args[0]->kind != NodeKind::kBinary);
     out += " offset " + (primary ? d.String() : "(" + d.String() + ")");
-  } else if (e.offset_ms > 0) {
+  } else if (e.offset_ms != 0) {
     out += " offset " + FormatDuration(e.offset_ms);
-  } else if (e.offset_ms < 0) {
-    out += " offset -" + FormatDuration(-e.offset_ms);
   }
   if (e.range_mod == RangeMod::kAnchored) out += " anchored";
   if (e.range_mod == RangeMod::kSmoothed) out += " smoothed";
