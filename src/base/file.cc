@@ -158,6 +158,37 @@ Status RemoveAll(const std::string& path) {
   return Status::OK();
 }
 
+Result<std::string> SetAside(const std::string& path, const std::vector<std::string_view>& companions) {
+  std::string to = path + std::string(kSetAsideSuffix);
+  for (int i = 1; Exists(to); i++) to = path + std::string(kSetAsideSuffix) + "." + std::to_string(i);
+  if (::rename(path.c_str(), to.c_str()) != 0) return Status::FromErrno("set aside " + path, errno);
+  for (std::string_view c : companions) {
+    std::string from = path + std::string(c);
+    if (!Exists(from)) continue;
+    std::string dest = to + std::string(c);
+    if (::rename(from.c_str(), dest.c_str()) != 0) return Status::FromErrno("set aside " + from, errno);
+  }
+  size_t slash = path.rfind('/');
+  if (Status s = SyncDir(slash == std::string::npos ? "." : path.substr(0, slash)); !s.ok()) return s;
+  return to;
+}
+
+size_t CountSetAside(const std::string& dir, std::string_view name) {
+  auto names = ListDir(dir);
+  if (!names.ok()) return 0;
+  const std::string base = std::string(name) + std::string(kSetAsideSuffix);
+  size_t n = 0;
+  for (const auto& e : *names) {
+    if (e == base) {
+      n++;
+    } else if (e.size() > base.size() + 1 && e.starts_with(base) && e[base.size()] == '.' &&
+               e.find_first_not_of("0123456789", base.size() + 1) == std::string::npos) {
+      n++;
+    }
+  }
+  return n;
+}
+
 Result<std::vector<std::string>> ListDir(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> names;

@@ -57,6 +57,17 @@ bool Exists(const std::string& path);
 // Total bytes of the regular files under path.
 uint64_t DiskUsage(const std::string& path);
 
+// A damaged file or directory is set aside, not deleted: renamed
+// "<path>.corrupt" (".corrupt.1", ".corrupt.2", ... when taken), each of
+// `companions` ("-wal", "-shm" for a SQLite database) renamed to the new
+// name plus its suffix, so that the sqlite3 shell still opens the copy (for
+// .recover). Nothing serves it after; the operator inspects or removes it.
+inline constexpr std::string_view kSetAsideSuffix = ".corrupt";
+Result<std::string> SetAside(const std::string& path, const std::vector<std::string_view>& companions = {});
+// How many entries of `dir` are set aside copies of `name` ("<name>.corrupt",
+// "<name>.corrupt.N"), companions not counted.
+size_t CountSetAside(const std::string& dir, std::string_view name);
+
 namespace testing {
 // Tests only: while set, every DataSync returns fault(fd) instead of syncing
 // when that is non-zero (an errno such as EIO or ENOSPC). Empty: off.

@@ -10,6 +10,7 @@
 #include "logs/store.h"
 #include "notify/notifier.h"
 #include "remote/manager.h"
+#include "runs/store.h"
 #include "rules/manager.h"
 
 namespace trainwatch::http {
@@ -292,6 +293,7 @@ Response Api::MetricsHandler(const Request&) {
   if (deps_.notifier != nullptr) deps_.notifier->RenderMetrics(&r.body);  // notifications (notify/)
   if (deps_.collected != nullptr) deps_.collected->Render(&r.body);  // node_*, DCGM_* (collect/)
   if (deps_.logs != nullptr) deps_.logs->RenderMetrics(&r.body);  // trainwatch_logs_* (logs/)
+  if (deps_.runs != nullptr) deps_.runs->RenderMetrics(&r.body);  // trainwatch_runs_db_set_aside (runs/)
   return r;
 }
 

@@ -69,6 +69,10 @@ void RenderTsdbStats(const tsdb::Stats& s, std::string* out) {
   gauge("trainwatch_tsdb_blocks_loaded", "Persisted blocks.", static_cast<double>(s.blocks));
   gauge("trainwatch_tsdb_storage_blocks_bytes", "Bytes of persisted blocks.", static_cast<double>(s.block_bytes));
   gauge("trainwatch_tsdb_wal_storage_size_bytes", "Bytes of WAL segments.", static_cast<double>(s.wal_bytes));
+  gauge("trainwatch_tsdb_blocks_set_aside",
+        "Damaged blocks renamed <id>.corrupt in the data dir and no longer served: found at start, or set aside "
+        "since when a read failed its checksum.",
+        static_cast<double>(s.blocks_set_aside));
   counter("trainwatch_tsdb_head_samples_appended_total", "Samples appended.", static_cast<double>(s.appended_samples_total));
   counter("trainwatch_tsdb_out_of_order_samples_total", "Samples appended out of order.", static_cast<double>(s.out_of_order_samples_total));
   counter("trainwatch_tsdb_duplicate_samples_total", "Samples ignored for repeating a stored timestamp.", static_cast<double>(s.duplicate_samples_total));

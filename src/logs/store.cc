@@ -68,17 +68,30 @@ uint64_t FileSize(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// NoSpace for a full disk (the same write may succeed later: 507 with
+// Retry-After), Corruption for a damaged file, IOError otherwise.
+Status SqliteStatus(int rc, std::string m) {
+  switch (rc & 0xff) {
+    case SQLITE_FULL: return Status::NoSpace(std::move(m));
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return Status::Corruption(std::move(m));
+    default: return Status::IOError(std::move(m));
+  }
+}
+
+}  // namespace
+
 Status SqliteError(sqlite3* db, std::string_view what) {
   std::string m = "logs: " + std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory");
-  // A full disk: the same write may succeed later (507 with Retry-After).
-  if (db != nullptr && sqlite3_errcode(db) == SQLITE_FULL) return Status::NoSpace(std::move(m));
-  return Status::IOError(std::move(m));
+  return SqliteStatus(db != nullptr ? sqlite3_errcode(db) : SQLITE_NOMEM, std::move(m));
 }
 
 Status Exec(sqlite3* db, const char* sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    Status s = Status::IOError(std::string("logs: sqlite: ") + (err ? err : "error"));
+  if (int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
+    Status s = SqliteStatus(rc, std::string("logs: sqlite: ") + (err ? err : "error"));
     sqlite3_free(err);
     return s;
   }
@@ -145,6 +158,11 @@ Status LogStore::Init() {
   ASSIGN_OR_RETURN(auto names, file::ListDir(opts_.dir));
   std::lock_guard<std::mutex> l(mu_);
   for (const std::string& n : names) {
+    if (n.starts_with("logs-") && n.find(".db" + std::string(file::kSetAsideSuffix)) != std::string::npos &&
+        !n.ends_with("-wal") && !n.ends_with("-shm")) {
+      set_aside_++;
+      continue;
+    }
     if (!n.starts_with("logs-") || !n.ends_with(".db")) continue;
     int64_t secs = 0;
     std::string_view digits = std::string_view(n).substr(5, n.size() - 8);
@@ -156,7 +174,18 @@ Status LogStore::Init() {
     }
     // Opened one at a time: the schema is checked and the streams loaded,
     // then the connection may be closed again (max_open_partitions).
-    RETURN_IF_ERROR(GetPartition(secs * 1000, false).status());
+    Status s = GetPartition(secs * 1000, false).status();
+    if (s.IsCorruption()) {
+      // A partition SQLite finds damaged is set aside with its WAL, so the
+      // store (and the server) opens; every other partition is served.
+      auto to = file::SetAside(opts_.dir + "/" + n, {"-wal", "-shm"});
+      if (!to.ok()) return s.Annotate(to.status().message());
+      set_aside_++;
+      TW_LOG(Error, "logs: partition {}/{} is damaged ({}); set aside as {}: its lines are not served", opts_.dir, n,
+             s.message(), *to);
+      continue;
+    }
+    RETURN_IF_ERROR(s);
   }
   TW_LOG(Info, "logs: opened {} ({} partitions)", opts_.dir, partitions_.size());
   return Status::OK();
@@ -634,6 +663,7 @@ LogStore::Stats LogStore::GetStats() {
   s.open_partitions = open_.size();
   s.rejected_too_far_in_future = rejected_future_;
   s.rejected_too_old = rejected_old_;
+  s.set_aside = set_aside_;
   return s;
 }
 
@@ -666,10 +696,12 @@ void LogStore::RenderMetrics(std::string* out) {
   *out += "trainwatch_logs_lines_rejected_total{reason=\"too_far_in_future\"} " +
           std::to_string(s.rejected_too_far_in_future) + "\n";
   *out += "trainwatch_logs_lines_rejected_total{reason=\"too_old\"} " + std::to_string(s.rejected_too_old) + "\n";
-  *out += "# HELP trainwatch_logs_partitions Log store partitions, and those with an open SQLite connection.\n"
+  *out += "# HELP trainwatch_logs_partitions Log store partitions, those with an open SQLite connection, and damaged "
+          "ones set aside (logs-*.db.corrupt*, not served).\n"
           "# TYPE trainwatch_logs_partitions gauge\n";
   *out += "trainwatch_logs_partitions{state=\"all\"} " + std::to_string(s.partitions) + "\n";
   *out += "trainwatch_logs_partitions{state=\"open\"} " + std::to_string(s.open_partitions) + "\n";
+  *out += "trainwatch_logs_partitions{state=\"set_aside\"} " + std::to_string(s.set_aside) + "\n";
 }
 
 std::vector<Record> LogStore::WaitNew(uint64_t* seq, int64_t timeout_ms) {

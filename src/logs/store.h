@@ -132,6 +132,7 @@ class LogStore {
     uint64_t appended_lines = 0;  // since open
     uint64_t open_partitions = 0;  // SQLite connections open now
     uint64_t rejected_too_far_in_future = 0, rejected_too_old = 0;  // since open
+    uint64_t set_aside = 0;  // damaged partitions renamed logs-*.db.corrupt*, present at open
   };
   Stats GetStats();
 
@@ -170,6 +171,7 @@ class LogStore {
   int64_t last_retention_ms_ = 0;
   uint64_t appended_ = 0;
   uint64_t rejected_future_ = 0, rejected_old_ = 0;  // GUARDED_BY(mu_)
+  uint64_t set_aside_ = 0;                           // GUARDED_BY(mu_)
 
   std::mutex tail_mu_;
   std::condition_variable tail_cv_;

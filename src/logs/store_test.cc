@@ -142,6 +142,45 @@ TEST_F(LogStoreTest, ReopenKeepsLinesAcrossPartitionsAndLongMessagesRoundTrip) {
   EXPECT_EQ(*runs, (std::vector<std::string>{"a", "b"}));
 }
 
+// Issue 17, corrupt files: a partition SQLite finds damaged no longer stops
+// the store from opening. It is set aside with its WAL, counted (and shown
+// on /metrics), and the other partitions are served; new lines of its day go
+// to a new partition.
+TEST_F(LogStoreTest, DamagedPartitionIsSetAsideAndTheRestServed) {
+  const int64_t day = 86400 * kSec;
+  {
+    auto s = Open();
+    ASSERT_TRUE(s->Append({Rec(kT0, "a", "INFO", "first day"), Rec(kT0 + 3 * day, "b", "INFO", "later day")}).ok());
+  }
+  auto names = file::ListDir(opts_.dir);
+  ASSERT_TRUE(names.ok());
+  std::vector<std::string> dbs;
+  for (const auto& n : *names) {
+    if (n.ends_with(".db")) dbs.push_back(n);
+  }
+  ASSERT_EQ(dbs.size(), 2u);  // sorted: the first day's partition first
+  const std::string damaged = opts_.dir + "/" + dbs[0];
+  ASSERT_TRUE(file::WriteFileAtomic(damaged, std::string(8192, '\xab')).ok());
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->GetStats().partitions, 1u);
+  EXPECT_EQ(s->GetStats().set_aside, 1u);
+  EXPECT_TRUE(file::Exists(damaged + ".corrupt"));
+  auto r = s->Select(Q(""), {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Messages(*r), (std::vector<std::string>{"later day"}));
+  std::string m;
+  s->RenderMetrics(&m);
+  EXPECT_NE(m.find("trainwatch_logs_partitions{state=\"set_aside\"} 1\n"), std::string::npos) << m;
+  ASSERT_TRUE(s->Append({Rec(kT0 + 1, "a", "INFO", "again")}).ok());
+  s.reset();
+  s = Open();
+  EXPECT_EQ(s->GetStats().set_aside, 1u);
+  r = s->Select(Q(""), {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Messages(*r), (std::vector<std::string>{"later day", "again"}));
+}
+
 TEST_F(LogStoreTest, RetentionByTimeDropsOldPartitions) {
   opts_.retention_ms = 2 * 86400000LL;
   int64_t now_ms = kT0 / 1000000;  // retention measures age from this clock

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/clock.h"
+#include "base/file.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "ingest/import.h"
@@ -71,8 +72,7 @@ void MergeSummary(Json* into, const Json& from) {
 Status Exec(sqlite3* db, const char* sql) {
   char* err = nullptr;
   if (int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
-    std::string m = std::string("runs.db: ") + (err ? err : "error");
-    Status s = (rc & 0xff) == SQLITE_FULL ? Status::NoSpace(std::move(m)) : Status::IOError(std::move(m));
+    Status s = SqliteStatus(rc, std::string("runs.db: ") + (err ? err : "error"));
     sqlite3_free(err);
     return s;
   }
@@ -112,6 +112,19 @@ Result<std::unique_ptr<RunStore>> RunStore::Open(const RunStoreOptions& opts, st
                                                   storage::Queryable* queryable) {
   std::unique_ptr<RunStore> s(new RunStore(opts, app, queryable));
   Status st = s->Init();
+  if (st.IsCorruption()) {
+    // A damaged runs.db (checksums, a page SQLite cannot read) is set aside,
+    // not deleted, and a new one started, so that the server comes up and
+    // goes on recording runs; the copy is kept for .recover.
+    s.reset();
+    auto to = file::SetAside(opts.path, {"-wal", "-shm"});
+    if (!to.ok()) return st.Annotate("open " + opts.path + " (" + to.status().message() + ")");
+    TW_LOG(Error, "runs: {} is damaged ({}); set aside as {} and a new one started. The runs it held are not shown; "
+                  "`sqlite3 {} .recover` may restore them.",
+           opts.path, st.message(), *to, *to);
+    s.reset(new RunStore(opts, app, queryable));
+    st = s->Init();
+  }
   if (!st.ok()) return st.Annotate("open " + opts.path);
   return s;
 }
@@ -168,8 +181,17 @@ Status RunStore::Init() {
     return Status::IOError(rdb_ ? sqlite3_errmsg(rdb_) : "out of memory");
   }
   sqlite3_busy_timeout(rdb_, 5000);
+  const size_t slash = opts_.path.rfind('/');
+  set_aside_ = slash == std::string::npos ? file::CountSetAside(".", opts_.path)
+                                          : file::CountSetAside(opts_.path.substr(0, slash), opts_.path.substr(slash + 1));
   TW_LOG(Info, "runs: opened {} ({} runs, synchronous={})", opts_.path, runs_.size(), opts_.sync_full ? "FULL" : "NORMAL");
   return Status::OK();
+}
+
+void RunStore::RenderMetrics(std::string* out) const {
+  *out += "# HELP trainwatch_runs_db_set_aside Damaged run databases set aside as runs.db.corrupt* beside the one in use.\n"
+          "# TYPE trainwatch_runs_db_set_aside gauge\n"
+          "trainwatch_runs_db_set_aside " + std::to_string(set_aside_) + "\n";
 }
 
 RunStore::Live& RunStore::LiveOf(const std::string& id) {

@@ -95,7 +95,9 @@ struct StepQuery {
 
 class RunStore {
  public:
-  // Opens (creating) the database. `app` and `queryable` must outlive the store.
+  // Opens (creating) the database. `app` and `queryable` must outlive the
+  // store. A damaged database is set aside ("runs.db.corrupt", logged,
+  // counted) and a new one started.
   static Result<std::unique_ptr<RunStore>> Open(const RunStoreOptions& opts, storage::Appendable* app,
                                                  storage::Queryable* queryable);
   ~RunStore();
@@ -132,6 +134,9 @@ class RunStore {
   void StartHeartbeatChecker();
   void Stop();
 
+  // trainwatch_runs_db_set_aside: damaged databases set aside beside this one.
+  void RenderMetrics(std::string* out) const;
+
  struct Live;  // internal: per-run live state (store_internal.h)
 
  private:
@@ -164,6 +169,7 @@ class RunStore {
   storage::Appendable* const app_;
   storage::Queryable* const queryable_;
   const int64_t opened_ms_;
+  size_t set_aside_ = 0;  // "<path>.corrupt*" present once opened
 
   mutable std::mutex mu_;
   sqlite3* db_ = nullptr;             // guarded by mu_

@@ -43,6 +43,18 @@ struct RunStore::Live {
 };
 
 // One prepared statement; Status-returning steps. Not thread-safe.
+// A SQLite result code as a Status: NoSpace for a full disk (the same write
+// may succeed later: 507 with Retry-After), Corruption for a damaged file
+// (SQLITE_CORRUPT, SQLITE_NOTADB), IOError otherwise.
+inline Status SqliteStatus(int rc, std::string message) {
+  switch (rc & 0xff) {
+    case SQLITE_FULL: return Status::NoSpace(std::move(message));
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return Status::Corruption(std::move(message));
+    default: return Status::IOError(std::move(message));
+  }
+}
+
 class Stmt {
  public:
   Stmt(sqlite3* db, std::string_view sql) : db_(db) {
@@ -84,9 +96,7 @@ class Stmt {
   }
   Status status() const {
     if (rc_ == SQLITE_OK) return Status::OK();
-    std::string m = std::string("runs.db: ") + sqlite3_errmsg(db_);
-    // A full disk: the same write may succeed later (507 with Retry-After).
-    return (rc_ & 0xff) == SQLITE_FULL ? Status::NoSpace(std::move(m)) : Status::IOError(std::move(m));
+    return SqliteStatus(rc_, std::string("runs.db: ") + sqlite3_errmsg(db_));
   }
   bool IsNull(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
   int64_t Int(int col) const { return sqlite3_column_int64(st_, col); }

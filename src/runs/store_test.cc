@@ -139,6 +139,43 @@ TEST_F(RunStoreTest, RunRoundTripsThroughReopen) {
   EXPECT_EQ(store_->Get("nope").status().code(), StatusCode::kNotFound);
 }
 
+// Issue 17, corrupt files: a runs.db that SQLite finds damaged (its header,
+// or the pages of its tables) is set aside as runs.db.corrupt (then
+// .corrupt.1) and a new one started, so the server comes up; the gauge
+// counts the copies.
+TEST_F(RunStoreTest, DamagedDatabaseIsSetAsideAndANewOneStarted) {
+  Create(R"({"id":"abc","project":"p","name":"r"})");
+  store_.reset();  // the last connection's close checkpoints the WAL into runs.db
+  const std::string path = dir_ + "/runs.db";
+  auto overwrite = [&](size_t from) {
+    std::string data;
+    ASSERT_TRUE(file::ReadFile(path, &data).ok());
+    ASSERT_GT(data.size(), from);
+    std::fill(data.begin() + static_cast<std::ptrdiff_t>(from), data.end(), '\xab');
+    ASSERT_TRUE(file::WriteFileAtomic(path, data).ok());
+  };
+  overwrite(0);  // the header: SQLITE_NOTADB
+  Open();
+  EXPECT_EQ(store_->Get("abc").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(file::Exists(path + ".corrupt"));
+  std::string m;
+  store_->RenderMetrics(&m);
+  EXPECT_NE(m.find("\ntrainwatch_runs_db_set_aside 1\n"), std::string::npos) << m;
+  // The new database works and keeps what it is given.
+  Create(R"({"id":"def","project":"p","name":"r2"})");
+  store_.reset();
+  overwrite(4096);  // every page after the first (the schema): SQLITE_CORRUPT reading the runs
+  Open();
+  EXPECT_EQ(store_->Get("def").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(file::Exists(path + ".corrupt.1"));
+  m.clear();
+  store_->RenderMetrics(&m);
+  EXPECT_NE(m.find("\ntrainwatch_runs_db_set_aside 2\n"), std::string::npos) << m;
+  Create(R"({"id":"ghi","project":"p","name":"r3"})");
+  Open();
+  EXPECT_TRUE(store_->Get("ghi").ok());
+}
+
 TEST_F(RunStoreTest, KnownIdResumes) {
   Create(R"({"id":"abc","project":"p","name":"r","config":{"lr":1},"total_steps":10})");
   now_ += 5000;

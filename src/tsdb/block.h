@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -35,7 +37,15 @@ class Block : public std::enable_shared_from_this<Block> {
   std::unique_ptr<storage::Querier> NewQuerier(int64_t mint, int64_t maxt);
 
   // The directory is deleted once the last reference is dropped.
-  void MarkDeleted() { deleted_.store(true); }
+  void MarkDeleted() { fate_.store(Fate::kDelete); }
+  // Damage met while reading (an index section or chunk checksum, a bad
+  // reference): the DB stops serving the block and sets it aside. The first
+  // reason is kept.
+  void MarkCorrupt(const Status& why);
+  bool corrupt() const { return corrupt_.load(std::memory_order_acquire); }
+  std::string CorruptReason() const;
+  // The directory is renamed "<id>.corrupt" once the last reference is dropped.
+  void MarkSetAside() { fate_.store(Fate::kSetAside); }
 
  private:
   friend class BlockQuerier;
@@ -46,7 +56,11 @@ class Block : public std::enable_shared_from_this<Block> {
   uint64_t size_bytes_ = 0;
   std::unique_ptr<index::IndexReader> index_;
   std::unique_ptr<index::ChunkReader> chunks_;
-  std::atomic<bool> deleted_{false};
+  enum class Fate { kKeep, kDelete, kSetAside };
+  std::atomic<Fate> fate_{Fate::kKeep};
+  std::atomic<bool> corrupt_{false};
+  mutable std::mutex reason_mu_;
+  std::string corrupt_reason_;  // GUARDED_BY(reason_mu_)
 };
 
 // Writes one block. Series must be added in strictly increasing label order.

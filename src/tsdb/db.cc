@@ -66,7 +66,8 @@ Status DBImpl::Init() {
 Status DBImpl::LoadBlocks() {
   ASSIGN_OR_RETURN(auto names, file::ListDir(opts_.dir));
   std::vector<std::shared_ptr<Block>> blocks;
-  std::vector<std::pair<std::string, std::string>> unreadable;  // (name, why)
+  std::vector<std::pair<std::string, Status>> unreadable;  // (name, why)
+  uint64_t set_aside = 0;
   for (const auto& name : names) {
     std::string path = opts_.dir + "/" + name;
     if (name.size() > 4 && name.ends_with(".tmp")) {
@@ -74,12 +75,16 @@ Status DBImpl::LoadBlocks() {
       RETURN_IF_ERROR(file::RemoveAll(path));
       continue;
     }
+    if (name.find(file::kSetAsideSuffix) != std::string::npos) {
+      set_aside++;
+      continue;
+    }
     std::error_code ec;
     if (name.size() != 26 || !std::filesystem::is_directory(path, ec)) continue;
     auto b = file::Exists(path + "/meta.json") ? Block::Open(path)
                                                : Result<std::shared_ptr<Block>>(Status::Corruption("no meta.json"));
     if (!b.ok()) {
-      unreadable.emplace_back(name, b.status().message());
+      unreadable.emplace_back(name, b.status());
       continue;
     }
     next_seq_ = std::max<uint64_t>(next_seq_, (*b)->meta().seq + 1);
@@ -87,8 +92,10 @@ Status DBImpl::LoadBlocks() {
   }
   // An unreadable block dir that a compacted block lists among its sources
   // is what an older version's interrupted delete left (files removed in
-  // place): its data is in the newer block, so the rest goes. Any other
-  // stays, and is logged at every start.
+  // place): its data is in the newer block, so the rest goes. Any other that
+  // its checksums or structure show damaged is set aside ("<id>.corrupt");
+  // one that failed for another reason (permissions, no memory) stays, and
+  // is logged at every start.
   for (const auto& [name, why] : unreadable) {
     const Block* by = nullptr;
     for (const auto& o : blocks) {
@@ -96,11 +103,22 @@ Status DBImpl::LoadBlocks() {
       if (o->meta().id != name && std::find(src.begin(), src.end(), name) != src.end()) by = o.get();
     }
     std::string path = opts_.dir + "/" + name;
-    if (by == nullptr) {
-      TW_LOG(Error, "skip unreadable block {}: {}", path, why);
+    if (by == nullptr && why.IsCorruption()) {
+      auto to = file::SetAside(path);
+      if (to.ok()) {
+        set_aside++;
+        TW_LOG(Error, "block {} is damaged and was set aside as {}: {}; its data is not served", path, *to,
+               why.message());
+      } else {
+        TW_LOG(Error, "skip damaged block {} ({}): {}", path, why.message(), to.status().message());
+      }
       continue;
     }
-    TW_LOG(Warn, "remove the rest of block {} ({}): compacted into block {}", path, why, by->meta().id);
+    if (by == nullptr) {
+      TW_LOG(Error, "skip unreadable block {}: {}", path, why.message());
+      continue;
+    }
+    TW_LOG(Warn, "remove the rest of block {} ({}): compacted into block {}", path, why.message(), by->meta().id);
     RETURN_IF_ERROR(file::RemoveAll(path));
   }
   // A compaction that crashed after writing its output but before deleting
@@ -127,6 +145,7 @@ Status DBImpl::LoadBlocks() {
   });
   std::lock_guard<std::mutex> lock(blocks_mu_);
   blocks_ = std::move(kept);
+  blocks_set_aside_.store(set_aside);
   return Status::OK();
 }
 
@@ -216,6 +235,20 @@ Status DBImpl::ReplayWal() {
 
 std::vector<std::shared_ptr<Block>> DBImpl::BlocksSnapshot() {
   std::lock_guard<std::mutex> lock(blocks_mu_);
+  // A block a read found damaged leaves the set here; its directory is
+  // renamed once the last reader lets go.
+  for (auto it = blocks_.begin(); it != blocks_.end();) {
+    if (!(*it)->corrupt()) {
+      ++it;
+      continue;
+    }
+    const Block& b = **it;
+    TW_LOG(Error, "block {} is damaged and is set aside as {}{}: {}; its data [{}, {}] is no longer served", b.dir(),
+           b.dir(), file::kSetAsideSuffix, b.CorruptReason(), b.meta().mint, b.meta().maxt);
+    (*it)->MarkSetAside();
+    blocks_set_aside_.fetch_add(1, std::memory_order_relaxed);
+    it = blocks_.erase(it);
+  }
   return blocks_;
 }
 
@@ -373,6 +406,7 @@ Stats DBImpl::GetStats() {
   st.too_far_in_future_samples_total = head_->TooFarInFutureTotal();
   st.too_old_samples_total = head_->TooOldTotal();
   st.compaction_series_skipped_total = series_skipped_.load();
+  st.blocks_set_aside = blocks_set_aside_.load();
   for (size_t i = 0; i < kNumSeriesRefusals; i++) {
     st.series_refused_total[i] = head_->SeriesRefusedTotal(static_cast<SeriesRefusal>(i));
   }

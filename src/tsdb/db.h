@@ -56,6 +56,7 @@ struct Stats {
   uint64_t too_far_in_future_samples_total = 0;  // refused appends (and unsupported WAL timestamps)
   uint64_t too_old_samples_total = 0;
   uint64_t compaction_series_skipped_total = 0;  // series a block could not hold, left out of it
+  uint64_t blocks_set_aside = 0;  // damaged blocks renamed "<id>.corrupt" (present at open, or set aside since)
   // New series refused by each bound of Options::series_limits (SeriesRefusal order).
   std::array<uint64_t, kNumSeriesRefusals> series_refused_total = {};
   // Top label-name/value cardinalities as /api/v1/status/tsdb reports them.

@@ -20,6 +20,16 @@ int64_t AlignDown(int64_t t, int64_t r) { return t >= 0 ? t / r * r : -(((-t) + 
 }  // namespace
 
 Status DBImpl::Compact(bool force) {
+  // A merge that met a damaged input goes on with the next round: the
+  // snapshot there has set that block aside, and the others still compact.
+  auto compact = [&](const std::vector<std::shared_ptr<Block>>& g) {
+    Status s = CompactBlocks(g);
+    if (!s.ok() && std::any_of(g.begin(), g.end(), [](const auto& b) { return b->corrupt(); })) {
+      TW_LOG(Error, "compaction of {} blocks stopped at a damaged block: {}", g.size(), s.message());
+      return Status::OK();
+    }
+    return s;
+  };
   for (int round = 0; round < 64; round++) {
     std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();
     if (blocks.size() < 2) return Status::OK();
@@ -37,7 +47,7 @@ Status DBImpl::Compact(bool force) {
       group_maxt = b->meta().maxt;
     }
     if (group.size() > 1) {
-      RETURN_IF_ERROR(CompactBlocks(group));
+      RETURN_IF_ERROR(compact(group));
       continue;
     }
     // 2. Level windows.
@@ -56,7 +66,7 @@ Status DBImpl::Compact(bool force) {
         if (j - i > 1 && complete) {
           std::vector<std::shared_ptr<Block>> g(blocks.begin() + static_cast<std::ptrdiff_t>(i),
                                                 blocks.begin() + static_cast<std::ptrdiff_t>(j));
-          RETURN_IF_ERROR(CompactBlocks(g));
+          RETURN_IF_ERROR(compact(g));
           did = true;
         }
         i = std::max(j, i + 1);

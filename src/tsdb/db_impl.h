@@ -75,6 +75,8 @@ class DBImpl : public DB {
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> wal_corruptions_{0}, compactions_{0};
   std::atomic<uint64_t> series_skipped_{0};  // series a block could not hold (issue 17)
+  // "<id>.corrupt" dirs: found at open, plus blocks set aside since.
+  std::atomic<uint64_t> blocks_set_aside_{0};
   // AddSeries; a series the writer refuses for its labels is logged, counted
   // and skipped (one bad series must not stop every cut), other errors return.
   Status AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const std::vector<int64_t>& ts,

@@ -17,6 +17,7 @@ The promtool parts are skipped when /usr/bin/promtool is missing (it ships
 with Debian's prometheus package).
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -166,7 +167,9 @@ class CheckRulesTest(unittest.TestCase):
         pack = os.path.join(ROOT, "rules", "training.rules.yml")
         code, out, err = run([TRAINWATCH, "check", "rules", pack])
         self.assertEqual(code, 0, err)
-        self.assertIn("SUCCESS: 19 rules found", out)
+        with open(pack) as f:
+            rules = sum(1 for line in f if re.match(r"\s*- (alert|record):", line))
+        self.assertIn("SUCCESS: %d rules found" % rules, out)
         if not os.path.exists(PROMTOOL):
             self.skipTest("promtool not installed")
         code, pout, err = run([PROMTOOL, "check", "rules", pack])
