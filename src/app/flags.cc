@@ -145,6 +145,16 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--ingest.max-samples-per-request", out.serve.max_samples_per_request,
                     "A remote_write or import request with more samples than this is refused whole (0: no limit)")
       ->capture_default_str();
+  serve->add_option("--ingest.max-memory", out.serve.max_memory,
+                    "Pushes (remote_write, import, run batches, logs) answer 503 with Retry-After while the "
+                    "process's memory is above this: N% of the machine's or cgroup's memory, a size such as "
+                    "8GiB, or 0 for no bound")
+      ->capture_default_str();
+  serve->add_option("--ingest.max-concurrent-pushes", out.serve.max_concurrent_pushes,
+                    "Pushes decoded and stored at once; more wait up to 10 s for a turn, then get 503 with "
+                    "Retry-After (0: 2 per core, at least 4)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   serve->add_option("--web.max-request-body-bytes", out.serve.max_request_body_bytes,
                     "A request body larger than this many bytes, as sent or once decoded (gzip, deflate, snappy), "
                     "is refused before it is buffered")

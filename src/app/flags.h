@@ -65,6 +65,13 @@ struct ServeOptions {
   // decoded (gzip, deflate, snappy), is refused (413, or 400 for a snappy
   // header) before it is buffered.
   uint64_t max_request_body_bytes = ingest::kDefaultMaxBodyBytes;
+  // --ingest.max-memory: pushes answer 503 with Retry-After while the
+  // process's anonymous memory is above this: "N%" of the machine's (or its
+  // cgroup's) memory, a size, or "0" for no bound (http/ingest_gate.h).
+  std::string max_memory = "80%";
+  // --ingest.max-concurrent-pushes: pushes decoded and stored at once; the
+  // rest wait up to 10 s, then 503 (0: 2 per core, at least 4).
+  int max_concurrent_pushes = 0;
   // PromQL limits, with Prometheus's flags and defaults.
   int64_t query_timeout_ms = 2 * 60 * 1000;        // --query.timeout
   int64_t query_max_samples = 50'000'000;          // --query.max-samples

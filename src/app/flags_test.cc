@@ -60,9 +60,12 @@ TEST(FlagsTest, IngestLimits) {
   EXPECT_EQ(c->serve.max_series_per_request, 1000000u);
   EXPECT_EQ(c->serve.max_samples_per_request, 10000000u);
   EXPECT_EQ(c->serve.max_request_body_bytes, 256u << 20);
+  EXPECT_EQ(c->serve.max_memory, "80%");
+  EXPECT_EQ(c->serve.max_concurrent_pushes, 0);
   c = Parse({"serve", "--ingest.max-labels-per-series", "10", "--ingest.max-label-name-length", "20",
              "--ingest.max-label-value-length", "0", "--ingest.max-series-per-request", "5",
-             "--ingest.max-samples-per-request", "6", "--web.max-request-body-bytes", "4096"});
+             "--ingest.max-samples-per-request", "6", "--web.max-request-body-bytes", "4096", "--ingest.max-memory", "2GiB",
+             "--ingest.max-concurrent-pushes", "3"});
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   EXPECT_EQ(c->serve.series_limits.max_labels_per_series, 10u);
   EXPECT_EQ(c->serve.series_limits.max_label_name_length, 20u);
@@ -70,6 +73,8 @@ TEST(FlagsTest, IngestLimits) {
   EXPECT_EQ(c->serve.max_series_per_request, 5u);
   EXPECT_EQ(c->serve.max_samples_per_request, 6u);
   EXPECT_EQ(c->serve.max_request_body_bytes, 4096u);
+  EXPECT_EQ(c->serve.max_memory, "2GiB");
+  EXPECT_EQ(c->serve.max_concurrent_pushes, 3);
   auto bad = Parse({"serve", "--ingest.max-labels-per-series", "-1"});  // CLI11: "Could not convert"
   ASSERT_TRUE(bad.ok());
   EXPECT_EQ(bad->command, CommandLine::Command::kExit);

@@ -1,6 +1,8 @@
 #include "app/serve.h"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "app/collect_loop.h"
 #include "app/config.h"
@@ -9,6 +11,8 @@
 #include "app/wiring.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/memory.h"
+#include "http/ingest_gate.h"
 #include "http/server.h"
 #include "logs/forward.h"
 #include "logs/metrics.h"
@@ -75,6 +79,18 @@ int RunServe(const ServeOptions& o) {
     return 1;
   }
   std::shared_ptr<http::WebSecurity> web = std::move(*loaded_web);
+  const uint64_t allowed_memory = memory::Allowed();
+  auto memory_bound = memory::ParseMemoryBound(o.max_memory, allowed_memory);
+  if (!memory_bound.ok()) {
+    TW_LOG(Error, "--ingest.max-memory: {}", memory_bound.error().message());
+    return 1;
+  }
+  if (*memory_bound == 0) {
+    TW_LOG(Info, "ingest memory bound: none (--ingest.max-memory {})", o.max_memory);
+  } else {
+    TW_LOG(Info, "ingest memory bound: {} MiB (--ingest.max-memory {}; {} MiB allowed to this process)",
+           *memory_bound >> 20, o.max_memory, allowed_memory >> 20);
+  }
   const std::string open_warning = OpenToTheNetworkWarning(o.listen, web.get());
   if (!open_warning.empty()) TW_LOG(Warn, "{}", open_warning);
   const std::string external_url =
@@ -360,6 +376,12 @@ int RunServe(const ServeOptions& o) {
   deps.request_limits.max_series = o.max_series_per_request;
   deps.request_limits.max_samples = o.max_samples_per_request;
   deps.request_limits.max_decoded_bytes = o.max_request_body_bytes;
+  http::IngestGate::Options gate;
+  gate.memory_limit = *memory_bound;
+  gate.max_concurrent = o.max_concurrent_pushes > 0
+                            ? o.max_concurrent_pushes
+                            : std::max(4, 2 * static_cast<int>(std::thread::hardware_concurrency()));
+  deps.ingest_gate = std::make_shared<http::IngestGate>(gate);
   deps.security_warning = open_warning;
   deps.remote = &remote_write;
   deps.runs = run_store->get();

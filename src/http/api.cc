@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "collect/snapshot.h"
 #include "http/format.h"
+#include "http/ingest_gate.h"
 #include "logs/store.h"
 #include "notify/notifier.h"
 #include "remote/manager.h"
@@ -294,6 +295,7 @@ Response Api::MetricsHandler(const Request&) {
   if (deps_.collected != nullptr) deps_.collected->Render(&r.body);  // node_*, DCGM_* (collect/)
   if (deps_.logs != nullptr) deps_.logs->RenderMetrics(&r.body);  // trainwatch_logs_* (logs/)
   if (deps_.runs != nullptr) deps_.runs->RenderMetrics(&r.body);  // trainwatch_runs_db_set_aside (runs/)
+  if (deps_.ingest_gate != nullptr) deps_.ingest_gate->Render(&r.body);  // trainwatch_ingest_memory_*, _pushes_*
   return r;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,8 @@ class Manager;
 
 namespace trainwatch::http {
 
+class IngestGate;
+
 // /api/v1/status/buildinfo, in Prometheus's field names.
 struct BuildInfo {
   std::string version;
@@ -67,7 +70,7 @@ struct ApiDeps {
   scrape::Manager* scrape = nullptr;   // null: /api/v1/targets answers 503, metadata is empty
   std::function<Status()> reload;      // POST /-/reload: re-reads and applies the config file
   runs::RunStore* runs = nullptr;      // null: /api/v1/runs answers 503
-  logs::LogStore* logs = nullptr;      // null: /api/v1/logs..., /_bulk, /loki/api/v1/push answer 503
+  logs::LogStore* logs = nullptr;      // null: log queries answer 503, pushes (/api/v1/logs, /_bulk, /loki/...) 404
   rules::Manager* rules = nullptr;     // null: /api/v1/rules and /api/v1/alerts answer 503
   notify::Notifier* notifier = nullptr;  // null: /api/v2/* (Alertmanager) and /api/v1/notifications answer 503
   collect::Snapshot* collected = nullptr;  // host/GPU collectors' latest series for /metrics; null: none
@@ -82,6 +85,9 @@ struct ApiDeps {
   // Bounds on one remote_write or import request (the counters are set by
   // Api to its metrics).
   ingest::RequestLimits request_limits;
+  // --ingest.max-memory and --ingest.max-concurrent-pushes: the server
+  // admits pushes through it (http/ingest_gate.h). Null: no bound.
+  std::shared_ptr<IngestGate> ingest_gate;
 };
 
 class Api {
@@ -94,6 +100,7 @@ class Api {
   // Routes and serves one request; counts it in metrics().
   Response Handle(const Request& req);
   Metrics& metrics() { return metrics_; }
+  IngestGate* ingest_gate() const { return deps_.ingest_gate.get(); }
 
  private:
   Response Route(const Request& req, std::string_view* handler);

@@ -246,7 +246,9 @@ Response Api::Logs(const Request& req, std::string_view* handler) {
   if (p == "/_bulk" || (p.ends_with("/_bulk") && p.find('/', 1) == p.size() - 6)) {
     *handler = "/_bulk";
     if (!post) return method_not_allowed();
-    if (store == nullptr) return ElasticError(503, "unavailable", "the log store is not enabled");
+    // Without a log store a push can never succeed: 404, which shippers do
+    // not retry (503 is for "over the memory bound, retry": http/ingest_gate.h).
+    if (store == nullptr) return ElasticError(404, "not_found", "the log store is not enabled");
     std::string_view index = p == "/_bulk" ? std::string_view() : std::string_view(p).substr(1, p.size() - 7);
     Response r = Bulk(*store, req, index);
     r.headers.emplace_back("X-Elastic-Product", "Elasticsearch");
@@ -255,13 +257,13 @@ Response Api::Logs(const Request& req, std::string_view* handler) {
   if (p == "/loki/api/v1/push") {
     *handler = "/loki/api/v1/push";
     if (!post) return method_not_allowed();
-    if (store == nullptr) return Text(503, "the log store is not enabled");
+    if (store == nullptr) return Text(404, "the log store is not enabled");
     return LokiPush(*store, req, deps_.request_limits.max_decoded_bytes);
   }
   if (p == "/api/v1/logs") {
     *handler = "/api/v1/logs";
     if (!post) return method_not_allowed();
-    if (store == nullptr) return Text(503, "the log store is not enabled");
+    if (store == nullptr) return Text(404, "the log store is not enabled");
     return Push(*store, req);
   }
   constexpr std::string_view kLabel = "/api/v1/logs/label/", kValues = "/values";

@@ -458,6 +458,14 @@ GuardedServer::~GuardedServer() {
   }
 }
 
+void GuardedServer::RaiseListenBacklog() {
+  socket_t s = svr_sock_;
+  // listen(2) again on a listening socket sets its backlog anew.
+  if (s != INVALID_SOCKET && ::listen(s, SOMAXCONN) != 0) {
+    TW_LOG(Warn, "http: cannot raise the listen backlog: {}", std::strerror(errno));
+  }
+}
+
 void GuardedServer::Wake() {
   if (wake_[1] < 0) return;
   char c = 1;

@@ -89,6 +89,10 @@ class GuardedServer final : public httplib::Server {
   ~GuardedServer() override;
   // Ends idle keep-alive waits at once; call before stop().
   void Wake();
+  // httplib listens with a backlog of 5: a burst of new connections (100
+  // senders) overflows it, and the kernel resets some of them. Raises it to
+  // SOMAXCONN on the bound socket; call after bind.
+  void RaiseListenBacklog();
 
  private:
   bool process_and_close_socket(socket_t sock) override;

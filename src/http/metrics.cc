@@ -44,12 +44,17 @@ void Metrics::Render(std::string* out) const {
   Header(out, "trainwatch_import_samples_total", "counter", "Samples stored through /api/v1/import/prometheus.");
   *out += fmt::format("trainwatch_import_samples_total {}\n", imported_samples_);
   Header(out, "trainwatch_ingest_requests_refused_total", "counter",
-         "Push requests (remote_write, import) refused whole by --ingest.max-series-per-request or "
-         "--ingest.max-samples-per-request.");
+         "Push requests refused whole: remote_write and import by --ingest.max-series-per-request or "
+         "--ingest.max-samples-per-request (400); any push over --ingest.max-memory or kept waiting by "
+         "--ingest.max-concurrent-pushes (503).");
   *out += fmt::format("trainwatch_ingest_requests_refused_total{{limit=\"series_per_request\"}} {}\n",
                       requests_refused_series.load(std::memory_order_relaxed));
   *out += fmt::format("trainwatch_ingest_requests_refused_total{{limit=\"samples_per_request\"}} {}\n",
                       requests_refused_samples.load(std::memory_order_relaxed));
+  *out += fmt::format("trainwatch_ingest_requests_refused_total{{limit=\"memory\"}} {}\n",
+                      requests_refused_memory.load(std::memory_order_relaxed));
+  *out += fmt::format("trainwatch_ingest_requests_refused_total{{limit=\"concurrency\"}} {}\n",
+                      requests_refused_busy.load(std::memory_order_relaxed));
 }
 
 void RenderTsdbStats(const tsdb::Stats& s, std::string* out) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "http/ingest_gate.h"
 #include "tsdb/db.h"
 
 namespace trainwatch::http {
@@ -27,6 +28,13 @@ class Metrics {
   // --ingest.max-samples-per-request (ingest::RequestLimits counts here).
   std::atomic<uint64_t> requests_refused_series{0};
   std::atomic<uint64_t> requests_refused_samples{0};
+  // Pushes refused with 503 by the ingest gate (http/ingest_gate.h).
+  std::atomic<uint64_t> requests_refused_memory{0};
+  std::atomic<uint64_t> requests_refused_busy{0};
+  void CountIngestRefusal(IngestGate::Verdict v) {
+    (v == IngestGate::Verdict::kBusy ? requests_refused_busy : requests_refused_memory)
+        .fetch_add(1, std::memory_order_relaxed);
+  }
 
  private:
   mutable std::mutex mu_;

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "http/conn.h"
+#include "http/ingest_gate.h"
 #include "http/origin.h"
 
 namespace trainwatch::http {
@@ -259,6 +260,24 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
     // Reused: fresh multi-megabyte buffers per request cost page faults and
     // allocator churn (a fifth of ingest CPU). Bodies beyond kKeepBodyBytes
     // are not kept; idle ones are freed (base/idle_pool.h).
+    // A push (remote_write, import, ...) passes the ingest gate twice: over
+    // the memory bound, before its body is read; then for a slot, with its
+    // body read (http/ingest_gate.h). Refused: 503 with Retry-After.
+    IngestGate* gate = api->ingest_gate();
+    const bool push = gate != nullptr && IsIngestRoute(req.method, req.path);
+    auto refuse = [&](IngestGate::Verdict v) {
+      api->metrics().CountIngestRefusal(v);
+      res.set_header("Retry-After", std::string(IngestGate::kRetryAfterSeconds));
+      Text(res, 503, gate->Message(v));
+    };
+    const bool has_body = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+    if (push) {
+      if (IngestGate::Verdict v = gate->Check(); v != IngestGate::Verdict::kAdmitted) {
+        if (has_body) CloseAfter(res);  // the body is left unread
+        refuse(v);
+        return;
+      }
+    }
     auto lease = bodies->Acquire();
     std::string& body = *lease;
     body.clear();
@@ -272,7 +291,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
     // A request with neither Content-Length nor Transfer-Encoding has no
     // body (RFC 9112 6.3): `curl -X POST .../admin/tsdb/flush` must work,
     // where httplib's reader would fail waiting for the end of the stream.
-    const bool has_body = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
     if (has_body && !reader([&](const char* data, size_t len) {
           if (len > max_body - body.size()) {
             too_large = true;
@@ -294,7 +312,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
       if (body.capacity() > kKeepBodyBytes) std::string().swap(body);
       return;
     }
-    Serve(api, streams, req, body, res);
+    IngestGate::Slot slot;
+    if (IngestGate::Verdict v = push ? gate->Enter(&slot) : IngestGate::Verdict::kAdmitted;
+        v != IngestGate::Verdict::kAdmitted) {
+      refuse(v);
+    } else {
+      Serve(api, streams, req, body, res);
+    }
     if (body.capacity() > kKeepBodyBytes) std::string().swap(body);
   };
   // Every path goes to the Api router, which answers 404 itself.
@@ -380,6 +404,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts, ApiDeps
   } else if (!s->srv_->bind_to_port(s->host_, s->port_)) {
     return Status::IOError("listen on " + opts.listen + ": cannot bind (address in use or not permitted)");
   }
+  s->srv_->RaiseListenBacklog();
   httplib::Server* srv = s->srv_.get();
   auto exited = std::make_shared<std::atomic<bool>>(false);
   s->thread_ = std::thread([srv, exited] {

@@ -592,17 +592,18 @@ class Sender:
         except Unreachable as e:
             self._went_offline(str(e))
             return RETRY
-        if status >= 500 and status != 503 or status in (408, 429):
+        if status >= 500 or status in (408, 429):
             self.logs_stuck = True
             if spooled:
                 self._went_offline(error_text(status, doc))  # back off as for any spooled request
             return RETRY
         if not 200 <= status < 300:
-            # 404/503: no logs endpoint on this server; 4xx: refused. Dropped, counted.
+            # 404: no log store on this server; other 4xx: refused. Dropped, counted.
+            # (503, over the server's memory bound, is retried above.)
             self.logs_dropped += n
             self._warn_once("logs%d" % status, "log lines not stored (%s); dropping them (counted in run.logs_dropped)"
                             % error_text(status, doc))
-            if status in (404, 503):
+            if status == 404:
                 self._logs_absent_until = time.monotonic() + 30
         else:
             self._last_contact = time.monotonic()

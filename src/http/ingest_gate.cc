@@ -1,0 +1,96 @@
+#include "http/ingest_gate.h"
+
+#include <chrono>
+
+#include "base/memory.h"
+
+namespace trainwatch::http {
+
+bool IsIngestRoute(std::string_view method, std::string_view path) {
+  if (method != "POST" && method != "PUT") return false;
+  if (path == "/api/v1/write" || path == "/api/v1/import/prometheus" || path == "/api/v1/logs" ||
+      path == "/loki/api/v1/push" || path == "/_bulk" ||
+      (path.ends_with("/_bulk") && path.size() > 6 && path.find('/', 1) == path.size() - 6)) {
+    return true;
+  }
+  // /api/v1/runs/<id>/batches: a run's metrics and logs. Creating, heartbeats
+  // and finishing are a few bytes each and go through.
+  return path.starts_with("/api/v1/runs/") && path.ends_with("/batches");
+}
+
+IngestGate::IngestGate(Options o)
+    : o_([&] {
+        if (!o.read) o.read = [] { return memory::ProcessAnonRss(); };
+        return std::move(o);
+      }()) {}
+
+bool IngestGate::OverMemory() {
+  if (o_.memory_limit == 0) return false;
+  uint64_t used = o_.read();
+  used_.store(used, std::memory_order_relaxed);
+  return used > o_.memory_limit;
+}
+
+IngestGate::Verdict IngestGate::Enter(Slot* slot) {
+  if (o_.max_concurrent > 0) {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!cv_.wait_for(l, std::chrono::milliseconds(o_.max_wait_ms), [&] { return in_progress_ < o_.max_concurrent; })) {
+      return Verdict::kBusy;
+    }
+    in_progress_++;
+    slot->gate_ = this;
+  }
+  if (OverMemory()) {
+    if (slot->gate_ != nullptr) {
+      slot->gate_ = nullptr;
+      Release();
+    }
+    return Verdict::kOverMemory;
+  }
+  return Verdict::kAdmitted;
+}
+
+void IngestGate::Release() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    in_progress_--;
+  }
+  cv_.notify_one();
+}
+
+IngestGate::Slot::~Slot() {
+  if (gate_ != nullptr) gate_->Release();
+}
+
+std::string IngestGate::Message(Verdict v) const {
+  auto mib = [](uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
+  if (v == Verdict::kBusy) {
+    return "trainwatch is busy: " + std::to_string(o_.max_concurrent) +
+           " pushes in progress (--ingest.max-concurrent-pushes) and none ended within " +
+           std::to_string(o_.max_wait_ms / 1000) + " s: retry later\n";
+  }
+  return "trainwatch is over its memory bound (" + mib(used_.load(std::memory_order_relaxed)) +
+         " in use, --ingest.max-memory " + mib(o_.memory_limit) + "): retry later\n";
+}
+
+void IngestGate::Render(std::string* out) {
+  int in_progress;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    in_progress = in_progress_;
+  }
+  *out += "# HELP trainwatch_ingest_memory_limit_bytes Pushes are refused (503) while memory in use is above this "
+          "(--ingest.max-memory; 0: no bound).\n"
+          "# TYPE trainwatch_ingest_memory_limit_bytes gauge\n"
+          "trainwatch_ingest_memory_limit_bytes " + std::to_string(o_.memory_limit) + "\n";
+  *out += "# HELP trainwatch_ingest_memory_used_bytes Anonymous resident memory of the process, as the bound "
+          "compares it.\n"
+          "# TYPE trainwatch_ingest_memory_used_bytes gauge\n"
+          "trainwatch_ingest_memory_used_bytes " + std::to_string(o_.read()) + "\n";
+  *out += "# HELP trainwatch_ingest_pushes_in_progress Pushes being decoded and stored now "
+          "(at most --ingest.max-concurrent-pushes).\n"
+          "# TYPE trainwatch_ingest_pushes_in_progress gauge\n"
+          "trainwatch_ingest_pushes_in_progress " + std::to_string(in_progress) + "\n";
+}
+
+}  // namespace trainwatch::http
