@@ -9,6 +9,7 @@ Usage: overload_e2e_test.py /path/to/trainwatch [unittest args]
 """
 import http.client
 import json
+import mmap
 import os
 import shutil
 import sys
@@ -64,7 +65,11 @@ class OverloadTest(unittest.TestCase):
         probe.stop_quietly()
         bound = base + HEADROOM_MIB * 2**20
         # Under ASan (the asan preset runs this too), freed memory waits in a
-        # quarantine of 256 MiB by default, which the bound would count: keep it small.
+        # quarantine of 256 MiB by default, which the bound would count: keep it
+        # small. Its per-thread caches and shadow pages still count, so the peak
+        # gets more room there.
+        with open(twtest.BINARY, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            asan = m.find(b"AddressSanitizer") != -1
         os.environ["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=8"
         self.server = Server(os.path.join(self.tmp, "data"),
                              ["--ingest.max-memory", "%dKiB" % (bound // 1024)]).start()
@@ -141,7 +146,7 @@ class OverloadTest(unittest.TestCase):
         self.assertEqual(no_retry_after, [])
         self.assertEqual(query_status, 200)
         # Near the bound: requests admitted just before it was crossed finish.
-        slack = 32 * 2**20
+        slack = (96 if asan else 32) * 2**20
         print("overload: %d senders, %d requests acknowledged, %d refused with 503; anon RSS at start %d MiB, "
               "bound %d MiB, peak %d MiB" % (SENDERS, len(acked), refused[0], base >> 20, bound >> 20, peak[0] >> 20),
               file=sys.stderr)
