@@ -102,6 +102,20 @@ TEST(Parser, NameFromMatcherPrintsSoItParsesAgain) {
   EXPECT_EQ((*ParseExpr("{__name__=\"up\", job=\"x\"}"))->String(), "up{job=\"x\"}");
 }
 
+// Found by the fuzz campaign: a quoted label name that is not a legacy name
+// ({"\r"="1"}, {"a.b"="1"}) was printed bare and did not parse again.
+TEST(Parser, QuotedLabelNamesPrintQuoted) {
+  for (const char* q : {"metric{\"\r\"=\"1\"}", "m{\"a.b\"=\"1\", job=\"x\"}", "{\"\u00e9t\u00e9\"!~\"x\", __name__=\"m\"}"}) {
+    auto e = ParseExpr(q);
+    ASSERT_TRUE(e.ok()) << q << ": " << e.error().ToString();
+    std::string printed = (*e)->String();
+    auto again = ParseExpr(printed);
+    ASSERT_TRUE(again.ok()) << q << " printed as " << printed << ": " << again.error().ToString();
+    EXPECT_EQ((*again)->String(), printed);
+  }
+  EXPECT_EQ((*ParseExpr("m{\"a.b\"=\"1\", job=\"x\"}"))->String(), "m{\"a.b\"=\"1\", job=\"x\"}");
+}
+
 // Found by fuzz/promql_fuzz.cc: a ':' inside braces made the lexer emit empty
 // identifiers without advancing, forever (a query could hang a server thread).
 TEST(Parser, ColonInsideBracesIsAnError) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "model/labels.h"
 #include "promql/parser/ast.h"
 #include "promql/parser/functions.h"
 #include "promql/parser/lex.h"
@@ -198,7 +199,9 @@ std::string SelectorString(const Expr& e) {
                      : m.type() == model::MatchType::kNotEqual ? "!="
                      : m.type() == model::MatchType::kRegex    ? "=~"
                                                                : "!~";
-    ms += m.name() + op + Quote(m.value());
+    // A label name outside [a-zA-Z_][a-zA-Z0-9_]* is quoted, as Prometheus 3
+    // prints it (found by the fuzz campaign: {"\r"="1"} printed bare).
+    ms += (model::IsValidLabelName(m.name()) ? m.name() : Quote(m.name())) + op + Quote(m.value());
   }
   if (!ms.empty() || out.empty()) out += "{" + ms + "}";
   return out;
