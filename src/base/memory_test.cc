@@ -28,7 +28,7 @@ class MemoryTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(MemoryTest, AnonRssFromProcStatus) {
+TEST_F(MemoryTest, AnonRssFromProcStatm) {
   EXPECT_EQ(ProcessAnonRss(dir_ + "/proc"), 0u);  // no file: unknown
   Write("proc/self/statm", "250000 9000 7766 300 0 120000 0\n");  // resident 9000 pages, 7766 of files
   EXPECT_EQ(ProcessAnonRss(dir_ + "/proc"), uint64_t{1234} * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));

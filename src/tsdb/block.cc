@@ -58,6 +58,11 @@ void Block::MarkCorrupt(const Status& why) {
   corrupt_.store(true, std::memory_order_release);
 }
 
+Status Block::ReadFailed(const Status& s) {
+  if (s.IsCorruption()) MarkCorrupt(s);
+  return s.Annotate("block " + meta_.id);
+}
+
 std::string Block::CorruptReason() const {
   std::lock_guard<std::mutex> l(reason_mu_);
   return corrupt_reason_;
@@ -100,7 +105,7 @@ class BlockSeriesSet : public storage::SeriesSet {
     while (err_.ok() && i_ < ids_.size()) {
       Status s = b_->index_->Series(ids_[i_++], cur_.mutable_labels(), &metas_);
       if (!s.ok()) {
-        err_ = Fail(s);
+        err_ = b_->ReadFailed(s);
         return false;
       }
       std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
@@ -109,7 +114,7 @@ class BlockSeriesSet : public storage::SeriesSet {
         if (m.maxt < mint_ || m.mint > maxt_) continue;
         auto cv = b_->chunks_->Get(m.ref);
         if (!cv.ok()) {
-          err_ = Fail(cv.status());
+          err_ = b_->ReadFailed(cv.status());
           return false;
         }
         chunks.push_back({m.mint, m.maxt, static_cast<chunkenc::Encoding>(cv->encoding), cv->data});
@@ -123,11 +128,6 @@ class BlockSeriesSet : public storage::SeriesSet {
   Status Err() const override { return err_; }
 
  private:
-  Status Fail(const Status& s) {
-    if (s.IsCorruption()) b_->MarkCorrupt(s);
-    return s.Annotate("block " + b_->meta_.id);
-  }
-
   std::shared_ptr<Block> b_;
   index::Postings ids_;
   ChunkSeries cur_;
@@ -145,10 +145,7 @@ class BlockQuerier : public storage::Querier {
                                              const model::Matchers& matchers) override {
     int64_t mint = std::max(mint_, hints.start), maxt = std::min(maxt_, hints.end);
     auto ids = b_->index_->PostingsForMatchers(matchers);
-    if (!ids.ok()) {
-      if (ids.status().IsCorruption()) b_->MarkCorrupt(ids.status());
-      return storage::ErrorSeriesSet(ids.status().Annotate("block " + b_->meta_.id));
-    }
+    if (!ids.ok()) return storage::ErrorSeriesSet(b_->ReadFailed(ids.status()));
     // Block series ids are in label order: the set is sorted already.
     return std::make_unique<BlockSeriesSet>(b_, std::move(*ids), mint, maxt);
   }

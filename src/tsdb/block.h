@@ -42,6 +42,9 @@ class Block : public std::enable_shared_from_this<Block> {
   // reference): the DB stops serving the block and sets it aside. The first
   // reason is kept.
   void MarkCorrupt(const Status& why);
+  // A read's error `s`, annotated with the block's id; marks the block
+  // corrupt first when `s` is Corruption.
+  Status ReadFailed(const Status& s);
   bool corrupt() const { return corrupt_.load(std::memory_order_acquire); }
   std::string CorruptReason() const;
   // The directory is renamed "<id>.corrupt" once the last reference is dropped.

@@ -87,17 +87,23 @@ TEST(Parser, ErrorsWithPositions) {
   EXPECT_NE(e.error().message().find("ranges only allowed for vector selectors"), std::string::npos);
 }
 
+// `q` parses; printed, it parses again and prints the same (the promql
+// fuzzer's invariant).
+void ExpectPrintedParsesAgain(const char* q) {
+  auto e = ParseExpr(q);
+  ASSERT_TRUE(e.ok()) << q << ": " << e.error().ToString();
+  std::string printed = (*e)->String();
+  auto again = ParseExpr(printed);
+  ASSERT_TRUE(again.ok()) << q << " printed as " << printed << ": " << again.error().ToString();
+  EXPECT_EQ((*again)->String(), printed);
+}
+
 // Found by fuzz/promql_fuzz.cc: a name given as {__name__="..."} that is no
 // identifier outside braces stays inside them when printed.
 TEST(Parser, NameFromMatcherPrintsSoItParsesAgain) {
   for (const char* q : {"{__name__=\"info_metric\xce\"}", "{__name__=\"sum\"}", "{__name__=\"a.b\", x=\"1\"}",
                         "{__name__=\"inf\"} offset 1m", "info({job=\"w\"}, {__name__=\"by\"})"}) {
-    auto e = ParseExpr(q);
-    ASSERT_TRUE(e.ok()) << q << ": " << e.error().ToString();
-    std::string printed = (*e)->String();
-    auto again = ParseExpr(printed);
-    ASSERT_TRUE(again.ok()) << q << " printed as " << printed << ": " << again.error().ToString();
-    EXPECT_EQ((*again)->String(), printed);
+    ASSERT_NO_FATAL_FAILURE(ExpectPrintedParsesAgain(q));
   }
   EXPECT_EQ((*ParseExpr("{__name__=\"up\", job=\"x\"}"))->String(), "up{job=\"x\"}");
 }
@@ -106,12 +112,7 @@ TEST(Parser, NameFromMatcherPrintsSoItParsesAgain) {
 // ({"\r"="1"}, {"a.b"="1"}) was printed bare and did not parse again.
 TEST(Parser, QuotedLabelNamesPrintQuoted) {
   for (const char* q : {"metric{\"\r\"=\"1\"}", "m{\"a.b\"=\"1\", job=\"x\"}", "{\"\u00e9t\u00e9\"!~\"x\", __name__=\"m\"}"}) {
-    auto e = ParseExpr(q);
-    ASSERT_TRUE(e.ok()) << q << ": " << e.error().ToString();
-    std::string printed = (*e)->String();
-    auto again = ParseExpr(printed);
-    ASSERT_TRUE(again.ok()) << q << " printed as " << printed << ": " << again.error().ToString();
-    EXPECT_EQ((*again)->String(), printed);
+    ASSERT_NO_FATAL_FAILURE(ExpectPrintedParsesAgain(q));
   }
   EXPECT_EQ((*ParseExpr("m{\"a.b\"=\"1\", job=\"x\"}"))->String(), "m{\"a.b\"=\"1\", job=\"x\"}");
 }
