@@ -39,6 +39,8 @@ PACKAGES=(
   # logs e2e test: a real shipper (imfile + omelasticsearch into trainwatch's /_bulk);
   # ripgrep: the physical baseline beside grep in bench/logs
   rsyslog rsyslog-elasticsearch ripgrep
+  # the soak benchmark's plots (bench/soak/plot.py)
+  python3-matplotlib
 )
 
 # The web UI's build (web/CMakeLists.txt): node >= 18.19 and npm on PATH.

@@ -103,7 +103,7 @@ void CollectLoop::Run() {
     // Aligned to the interval, as a scrape loop is.
     int64_t now = NowMillis();
     int64_t next = (now / o_.interval_ms + 1) * o_.interval_ms;
-    cv_.wait_for(l, std::chrono::milliseconds(next - now), [this] { return stop_; });
+    cv_.wait_for(l, RealWait(next - now), [this] { return stop_; });
   }
 }
 

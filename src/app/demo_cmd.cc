@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "app/api_client.h"
+#include "base/clock.h"
 #include "trainwatch/client.h"
 
 namespace trainwatch::app {
@@ -38,7 +40,7 @@ bool WaitForSignal(double seconds) {
 }
 
 std::string RunName() {
-  std::time_t t = std::time(nullptr);
+  std::time_t t = static_cast<std::time_t>(NowMillis() / 1000);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[64];
@@ -76,6 +78,14 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
     co.command = "trainwatch demo";
     co.spool_dir = o.spool_dir;
     co.finish_timeout_s = 10;  // Ctrl-C of `make run` stops the server too
+    // Points carry server time (base/clock.h); under a warped clock the
+    // client's intervals shrink with it, so a run's heartbeats stay as
+    // frequent in server time as at speed 1.
+    co.now_ms = [] { return NowMillis(); };
+    if (ClockWarped()) {
+      co.flush_interval_s = std::max(0.02, co.flush_interval_s / ClockSpeed());
+      co.heartbeat_interval_s = std::max(0.05, co.heartbeat_interval_s / ClockSpeed());
+    }
     std::string err;
     auto run = client::Run::Init(co, &err);
     if (!run) {

@@ -62,6 +62,17 @@ Status ApplyQueueSize(const std::optional<std::string>& flag, uint64_t* out) {
   return Status::OK();
 }
 
+void AddClockFlags(CLI::App* cmd, ClockOptions* c) {
+  cmd->add_option("--debug.clock-speed", c->speed,
+                  "Run the server's clock this many times faster than real time (soak benchmarks; 0: off)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--debug.clock-start", c->start_s,
+                  "With --debug.clock-speed: the clock's reading at --debug.clock-origin, unix seconds");
+  cmd->add_option("--debug.clock-origin", c->origin_s,
+                  "With --debug.clock-speed: the real time at which the clock reads --debug.clock-start, "
+                  "unix seconds (default: now)");
+}
+
 }  // namespace
 
 Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
@@ -89,6 +100,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--ingest.max-future", max_future,
                     "Refuse samples and log lines dated more than this after the server's clock, e.g. 10m; "
                     "0 accepts any (default 10m)");
+  AddClockFlags(serve, &out.clock);
   serve->add_option("--wal.sync", wal_sync, "WAL fsync policy: per-request or interval (default per-request)");
   serve->add_option("--log.level", log_level, "debug, info, warn or error")->capture_default_str();
   std::optional<std::string> runs_heartbeat_timeout;
@@ -273,6 +285,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   demo->add_option("--baseline", dm.baseline, "First a finished run \"baseline\" (once per server; true or false)")
       ->capture_default_str();
   demo->add_option("--spool-dir", dm.spool_dir, "Client spool directory (default ~/.cache/trainwatch/spool)");
+  AddClockFlags(demo, &out.clock);
 
   try {
     cli.parse(argc, argv);

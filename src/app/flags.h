@@ -100,6 +100,14 @@ struct AgentOptions {
   CollectOptions collect;
 };
 
+// --debug.clock-*: serve and demo on a warped clock (base/clock.h), for the
+// soak benchmark and long-run tests. Both processes given the same values agree.
+struct ClockOptions {
+  double speed = 0;                 // 0: the system clock
+  std::optional<double> start_s;    // server time at the origin, unix seconds (default: the origin)
+  std::optional<double> origin_s;   // the real time at which it reads start, unix seconds (default: now)
+};
+
 struct CommandLine {
   enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender, kImport, kExport, kTokenAdd };
   Command command = Command::kNone;
@@ -115,6 +123,7 @@ struct CommandLine {
   TokenAddOptions token_add;  // kTokenAdd
   LogsOptions logs;      // kLogs
   TemplateRenderOptions template_render;  // kTemplateRender
+  ClockOptions clock;    // kServe, kDemo
 };
 
 // Parses argv, loads the config file when given, and merges. Prints help,

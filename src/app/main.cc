@@ -1,6 +1,7 @@
 // trainwatch: parse the command line, then run the chosen subcommand.
 #include <sys/resource.h>
 
+#include <cmath>
 #include <iostream>
 
 #include "app/agent_cmd.h"
@@ -13,6 +14,7 @@
 #include "app/serve.h"
 #include "app/template_cmd.h"
 #include "app/wiring.h"
+#include "base/clock.h"
 
 namespace {
 
@@ -27,6 +29,16 @@ void RaiseOpenFileLimit() {
   }
 }
 
+// --debug.clock-*: warps the clock before any thread reads it.
+void ApplyClock(const trainwatch::app::ClockOptions& c) {
+  if (c.speed <= 0) return;
+  const int64_t origin = c.origin_s ? std::llround(*c.origin_s * 1000) : trainwatch::NowMillis();
+  const int64_t start = c.start_s ? std::llround(*c.start_s * 1000) : origin;
+  trainwatch::WarpClock(start, origin, c.speed);
+  std::cerr << "trainwatch: the clock is warped (--debug.clock-speed " << c.speed << "): it reads "
+            << trainwatch::NowMillis() / 1000 << " (unix seconds) now\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -37,6 +49,7 @@ int main(int argc, char** argv) {
     std::cerr << "trainwatch: " << cl.error().message() << "\n";
     return 2;
   }
+  ApplyClock(cl->clock);
   switch (cl->command) {
     case trainwatch::app::CommandLine::Command::kServe: return trainwatch::app::RunServe(cl->serve);
     case trainwatch::app::CommandLine::Command::kAgent: return trainwatch::app::RunAgent(cl->agent);

@@ -122,7 +122,7 @@ void LogMetrics::Start() {
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> l(mu_);
     while (!stop_) {
-      cv_.wait_for(l, std::chrono::milliseconds(interval_ms_));
+      cv_.wait_for(l, RealWait(interval_ms_));
       if (stop_) break;
       l.unlock();
       Status s = Flush(NowMillis());

@@ -649,8 +649,10 @@ void Notifier::DispatchLoop() {
     }
     std::unique_lock<std::mutex> l(mu_);
     if (stop_) return;
-    int64_t wait = std::clamp<int64_t>(NextDueLocked() - Now(), 1, 1000);
-    cv_.wait_for(l, std::chrono::milliseconds(wait));
+    // At most a second of real time, so a stop or a new alert is seen soon.
+    auto wait = std::clamp<std::chrono::milliseconds>(RealWait(NextDueLocked() - Now()), std::chrono::milliseconds(1),
+                                                      std::chrono::milliseconds(1000));
+    cv_.wait_for(l, wait);
     if (stop_) return;
   }
 }

@@ -224,7 +224,7 @@ bool Group::SleepUntil(int64_t deadline_ms) {
     if (stop_) return false;
     int64_t now = NowMillis();
     if (now >= deadline_ms) return true;
-    cv_.wait_for(l, std::chrono::milliseconds(deadline_ms - now));
+    cv_.wait_for(l, RealWait(deadline_ms - now));
   }
 }
 

@@ -478,7 +478,7 @@ void RunStore::StartHeartbeatChecker() {
   checker_ = std::thread([this, period] {
     std::unique_lock<std::mutex> l(stop_mu_);
     while (!stopping_) {
-      stop_cv_.wait_for(l, std::chrono::milliseconds(period), [&] { return stopping_; });
+      stop_cv_.wait_for(l, RealWait(period), [&] { return stopping_; });
       if (stopping_) break;
       l.unlock();
       CheckHeartbeats();

@@ -17,11 +17,6 @@ constexpr std::string_view kReportNames[5] = {"up", "scrape_duration_seconds", "
 // Cache entries not seen for this many scrapes are forgotten.
 constexpr uint64_t kCacheKeepIters = 10;
 
-int64_t WallNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 const char* StatusText(int code) {
   switch (code) {
     case 301: return "Moved Permanently";
@@ -77,21 +72,18 @@ void ScrapeLoop::Run() {
   const int64_t interval_ns = cfg_->scrape_interval_ms * 1000000;
   // Spread targets over the interval: each scrapes at a fixed offset within
   // it, from the hash of its labels (Prometheus's Target.offset).
-  int64_t now = WallNanos();
+  int64_t now = NowNanos();
   int64_t offset = static_cast<int64_t>(target_.Hash() % static_cast<uint64_t>(interval_ns));
   int64_t next = now - now % interval_ns + offset;
   if (next < now) next += interval_ns;
-  auto mono_at = [&](int64_t wall_ns) {
-    return std::chrono::steady_clock::now() + std::chrono::nanoseconds(wall_ns - WallNanos());
-  };
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
-      if (cv_.wait_until(l, mono_at(next), [&] { return stop_; })) return;
+      if (cv_.wait_until(l, SteadyAt(next), [&] { return stop_; })) return;
     }
     ScrapeOnce(NowMillis());
     next += interval_ns;
-    now = WallNanos();
+    now = NowNanos();
     if (next <= now) next += ((now - next) / interval_ns + 1) * interval_ns;  // skip missed slots
   }
 }

@@ -341,7 +341,8 @@ Status DBImpl::Maintain() {
 }
 
 void DBImpl::BackgroundLoop() {
-  int64_t next_maint = MonoNanos() + 60'000'000'000LL;
+  // Maintenance (head cut, compaction, retention) once a minute of server time.
+  int64_t next_maint = NowMillis() + 60'000;
   std::unique_lock<std::mutex> lock(bg_mu_);
   while (!stopping_) {
     int64_t wait_ms = opts_.wal_sync == WalSync::kInterval ? opts_.wal_sync_interval_ms : 1000;
@@ -352,10 +353,10 @@ void DBImpl::BackgroundLoop() {
       Status s = wal_->Sync();
       if (!s.ok()) TW_LOG(Error, "wal sync: {}", s.message());
     }
-    if (opts_.background && MonoNanos() >= next_maint) {
+    if (opts_.background && NowMillis() >= next_maint) {
       Status s = Maintain();
       if (!s.ok()) TW_LOG(Error, "tsdb maintenance: {}", s.message());
-      next_maint = MonoNanos() + 60'000'000'000LL;
+      next_maint = NowMillis() + 60'000;
     }
     lock.lock();
   }

@@ -44,6 +44,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,8 @@ struct Options {
   size_t batch_points = 1000;
   size_t max_queue_points = 20000;
   bool verbose = true;       // warnings on stderr (server unreachable, refused values)
+  // The time stamped on logged points, unix ms; empty: the system clock.
+  std::function<int64_t()> now_ms;
 };
 
 namespace detail {
@@ -427,7 +430,7 @@ class Run {
     {
       std::lock_guard<std::mutex> l(mu_);
       if (finished_) return;
-      int64_t ts = detail::NowMillis();
+      int64_t ts = o_.now_ms ? o_.now_ms() : detail::NowMillis();
       if (step < 0) step = step_ + 1;
       step_ = step;
       points_.push_back(Point{step, ts, std::move(values)});

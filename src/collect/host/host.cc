@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <map>
@@ -16,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
 
@@ -539,7 +539,7 @@ Status HostCollector::CollectFilefd(Families* out) {
 
 void HostCollector::CollectUnameTime(Families* out) {
   double now = impl_->o.now ? impl_->o.now()
-                            : std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+                            : static_cast<double>(NowNanos()) / 1e9;
   Add(out, "node_time_seconds", "System time in seconds since epoch (1970).", kG, {}, now);
   struct utsname u;
   if (impl_->o.uname && ::uname(&u) == 0) {
