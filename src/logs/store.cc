@@ -175,16 +175,8 @@ Status LogStore::Init() {
     // Opened one at a time: the schema is checked and the streams loaded,
     // then the connection may be closed again (max_open_partitions).
     Status s = GetPartition(secs * 1000, false).status();
-    if (s.IsCorruption()) {
-      // A partition SQLite finds damaged is set aside with its WAL, so the
-      // store (and the server) opens; every other partition is served.
-      auto to = file::SetAside(opts_.dir + "/" + n, {"-wal", "-shm"});
-      if (!to.ok()) return s.Annotate(to.status().message());
-      set_aside_++;
-      TW_LOG(Error, "logs: partition {}/{} is damaged ({}); set aside as {}: its lines are not served", opts_.dir, n,
-             s.message(), *to);
-      continue;
-    }
+    // A damaged partition is set aside, so the store (and the server) opens.
+    if (s.IsCorruption()) s = SetAside(secs * 1000, opts_.dir + "/" + n, s);
     RETURN_IF_ERROR(s);
   }
   TW_LOG(Info, "logs: opened {} ({} partitions)", opts_.dir, partitions_.size());
@@ -576,9 +568,19 @@ Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, 
     std::vector<Record*> dup;
     for (auto& [start, recs] : by_part) {
       new_partition = new_partition || partitions_.count(start) == 0;
-      ASSIGN_OR_RETURN(Partition * p, GetPartition(start, true));
       bool d = false;
-      RETURN_IF_ERROR(AppendToPartition(p, recs, batch_id, &d));
+      auto append = [&, start = start, &recs = recs]() -> Status {
+        ASSIGN_OR_RETURN(Partition * p, GetPartition(start, true));
+        return AppendToPartition(p, recs, batch_id, &d);
+      };
+      Status s = append();
+      if (s.IsCorruption()) {
+        // Found damaged while writing: nothing of this batch is acknowledged
+        // yet, so it goes whole into a new partition of the same range.
+        RETURN_IF_ERROR(SetAside(start, opts_.dir + "/" + PartitionName(start), s));
+        s = append();
+      }
+      RETURN_IF_ERROR(s);
       if (d) {
         dup.insert(dup.end(), recs.begin(), recs.end());
         continue;
@@ -627,6 +629,28 @@ Status LogStore::DropPartition(int64_t start_ms) {
   partitions_.erase(it);
   for (const char* suffix : {"", "-wal", "-shm"}) RETURN_IF_ERROR(file::RemoveAll(path + suffix));
   return file::SyncDir(opts_.dir);
+}
+
+Status LogStore::SetAside(int64_t start_ms, std::string path, const Status& damage) {
+  if (auto it = partitions_.find(start_ms); it != partitions_.end()) {
+    Disconnect(it->second.get());
+    partitions_.erase(it);
+  }
+  auto to = file::SetAside(path, {"-wal", "-shm"});
+  if (!to.ok()) return damage.Annotate(to.status().message());
+  set_aside_++;
+  TW_LOG(Error, "logs: partition {} is damaged ({}); set aside as {}: its lines are not served", path,
+         damage.message(), *to);
+  return Status::OK();
+}
+
+std::vector<int64_t> LogStore::PartitionsOverlapping(int64_t start_ns, int64_t end_ns, bool newest_first) const {
+  std::vector<int64_t> out;
+  for (const auto& [start, p] : partitions_) {
+    if (PartitionFirstNs(start) <= end_ns && PartitionLastNs(start) >= start_ns) out.push_back(start);
+  }
+  if (newest_first) std::reverse(out.begin(), out.end());
+  return out;
 }
 
 Status LogStore::ApplyRetention() {

@@ -132,7 +132,7 @@ class LogStore {
     uint64_t appended_lines = 0;  // since open
     uint64_t open_partitions = 0;  // SQLite connections open now
     uint64_t rejected_too_far_in_future = 0, rejected_too_old = 0;  // since open
-    uint64_t set_aside = 0;  // damaged partitions renamed logs-*.db.corrupt*, present at open
+    uint64_t set_aside = 0;  // damaged partitions renamed logs-*.db.corrupt*: present at open, or set aside since
   };
   Stats GetStats();
 
@@ -149,6 +149,15 @@ class LogStore {
   void Disconnect(Partition* p);
   // Removes p's files and forgets it (retention).
   Status DropPartition(int64_t start_ms);
+  // Damage (SQLite's SQLITE_CORRUPT or NOTADB, a block that does not
+  // decode): the partition file at `path` is renamed aside with its WAL,
+  // counted and logged, so every other partition is served and new lines
+  // of its range go to a new one. The partition at start_ms, if open, is
+  // closed and forgotten first. An error only when the rename fails.
+  Status SetAside(int64_t start_ms, std::string path, const Status& damage);
+  // Start times of the partitions overlapping [start_ns, end_ns], oldest
+  // first or newest first: a list that a loop setting partitions aside can walk.
+  std::vector<int64_t> PartitionsOverlapping(int64_t start_ns, int64_t end_ns, bool newest_first) const;
   int64_t Now() const;  // opts_.now_ms, else the wall clock
   // First and last ns of the partition starting at start_ms, saturated to int64.
   int64_t PartitionFirstNs(int64_t start_ms) const;

@@ -279,17 +279,20 @@ Result<SelectResult> LogStore::Select(const Query& q, const SelectOptions& o) {
   if (o.limit == 0) return out;
   std::lock_guard<std::mutex> l(mu_);
   int64_t cursor_part = has_cursor ? PartitionStart(cur_t) : INT64_MAX;
-  for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
-    Partition* p = it->second.get();
-    if (PartitionFirstNs(p->start_ms) > o.end_ns || PartitionLastNs(p->start_ms) < o.start_ns ||
-        p->start_ms > cursor_part) {
-      continue;
-    }
-    RETURN_IF_ERROR(Touch(p));
+  for (int64_t start : PartitionsOverlapping(o.start_ns, o.end_ns, /*newest_first=*/true)) {
+    if (start > cursor_part) continue;
+    Partition* p = partitions_.at(start).get();
     // One more than asked: whether there is a next page.
     std::vector<Hit> hits;
-    RETURN_IF_ERROR(ScanPartition(p, dctx_, q, o, has_cursor && p->start_ms == cursor_part, cur_t, cur_seq,
-                                  o.limit + 1 - out.lines.size(), &hits));
+    Status s = Touch(p);
+    if (s.ok()) {
+      s = ScanPartition(p, dctx_, q, o, has_cursor && p->start_ms == cursor_part, cur_t, cur_seq,
+                        o.limit + 1 - out.lines.size(), &hits);
+    }
+    const bool damaged = s.IsCorruption();
+    if (damaged) s = SetAside(start, p->path, s);  // the others are served
+    RETURN_IF_ERROR(s);
+    if (damaged) continue;
     for (Hit& h : hits) {
       if (out.lines.size() == o.limit) return out;  // more follow; next_cursor names the last line kept
       out.lines.push_back(std::move(h.rec));
@@ -315,14 +318,20 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
   std::lock_guard<std::mutex> l(mu_);
   auto never = [](int64_t, uint64_t) { return false; };
   auto always = [](int64_t, uint64_t) { return true; };
+  std::vector<uint64_t> part_counts;
   auto count = [&](const LineView&, int64_t t, uint64_t, uint8_t) {
-    counts[static_cast<size_t>(offset(t) / static_cast<uint64_t>(step_ns))]++;
+    part_counts[static_cast<size_t>(offset(t) / static_cast<uint64_t>(step_ns))]++;
   };
-  for (auto& [pstart, up] : partitions_) {
-    Partition* p = up.get();
-    if (PartitionFirstNs(p->start_ms) > end_ns || PartitionLastNs(p->start_ms) < start_ns) continue;
-    RETURN_IF_ERROR(Touch(p));
-    RETURN_IF_ERROR(VisitLines(p, dctx_, q, start_ns, end_ns, "", "id", false, never, always, count));
+  for (int64_t start : PartitionsOverlapping(start_ns, end_ns, false)) {
+    Partition* p = partitions_.at(start).get();
+    part_counts.assign(nbuckets, 0);
+    Status s = Touch(p);
+    if (s.ok()) s = VisitLines(p, dctx_, q, start_ns, end_ns, "", "id", false, never, always, count);
+    const bool damaged = s.IsCorruption();
+    if (damaged) s = SetAside(start, p->path, s);  // its counts are dropped; the others are served
+    RETURN_IF_ERROR(s);
+    if (damaged) continue;
+    for (uint64_t i = 0; i < nbuckets; ++i) counts[i] += part_counts[i];
   }
   std::vector<std::pair<int64_t, uint64_t>> out;
   out.reserve(nbuckets);
@@ -337,12 +346,12 @@ Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* afte
   std::lock_guard<std::mutex> l(mu_);
   Query all;
   auto first = [](const Hit& a, const Hit& b) { return a.seq < b.seq; };
-  for (auto& [pstart, p] : partitions_) {
+  for (int64_t pstart : PartitionsOverlapping(INT64_MIN, INT64_MAX, false)) {
     if (out.size() >= max) break;
+    Partition* p = partitions_.at(pstart).get();
     int64_t& last = (*after)[pstart];
     // Nothing new: skipped without opening its connection.
     if (last >= 0 && static_cast<uint64_t>(last) + 1 >= p->next_seq) continue;
-    RETURN_IF_ERROR(Touch(p.get()));
     size_t want = max - out.size();
     std::vector<Hit> hits;
     // Blocks come by seq_min; once `want` lines below a block's seq_min are
@@ -359,8 +368,13 @@ Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* afte
       hits.push_back(Hit{t, seq, ToRecord(v, t, flags)});
     };
     std::string after_sql = std::to_string(last);
-    RETURN_IF_ERROR(VisitLines(p.get(), dctx_, all, INT64_MIN, INT64_MAX, "seq_max > " + after_sql, "seq_min", true,
-                               stop, keep, fn));
+    Status s = Touch(p);
+    if (s.ok()) s = VisitLines(p, dctx_, all, INT64_MIN, INT64_MAX, "seq_max > " + after_sql, "seq_min", true, stop, keep, fn);
+    // Damaged: set aside, its lines not forwarded; the others are.
+    const bool damaged = s.IsCorruption();
+    if (damaged) s = SetAside(pstart, p->path, s);
+    RETURN_IF_ERROR(s);
+    if (damaged) continue;
     std::sort(hits.begin(), hits.end(), first);
     if (hits.size() > want) hits.resize(want);
     for (Hit& h : hits) {

@@ -181,6 +181,51 @@ TEST_F(LogStoreTest, DamagedPartitionIsSetAsideAndTheRestServed) {
   EXPECT_EQ(Messages(*r), (std::vector<std::string>{"later day", "again"}));
 }
 
+// Damage found while serving, not at open: a query that meets it sets the
+// partition aside and answers from the others; a write into a damaged
+// partition sets it aside and lands whole in a new one.
+TEST_F(LogStoreTest, PartitionDamagedWhileServingIsSetAside) {
+  const int64_t day = 86400 * kSec;
+  opts_.max_open_partitions = 1;  // a partition not in use is closed, so damage on disk is read
+  auto s = Open();
+  ASSERT_TRUE(s->Append({Rec(kT0, "a", "INFO", "first day"), Rec(kT0 + 3 * day, "b", "INFO", "later day")}).ok());
+  auto dbs = [&] {
+    std::vector<std::string> out;
+    auto names = file::ListDir(opts_.dir);
+    if (!names.ok()) return out;
+    for (const auto& n : *names) {
+      if (n.ends_with(".db")) out.push_back(opts_.dir + "/" + n);
+    }
+    return out;
+  };
+  const std::vector<std::string> paths = dbs();
+  ASSERT_EQ(paths.size(), 2u);
+  // The first day's partition is closed (one connection, the later day's): damage it.
+  ASSERT_TRUE(file::WriteFileAtomic(paths[0], std::string(8192, '\xab')).ok());
+  auto r = s->Select(Q(""), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Messages(*r), (std::vector<std::string>{"later day"}));
+  EXPECT_EQ(s->GetStats().set_aside, 1u);
+  EXPECT_TRUE(file::Exists(paths[0] + ".corrupt"));
+  auto h = s->Histogram(Q(""), kT0, kT0 + 4 * day, day);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ((*h)[0].second, 0u);
+  EXPECT_EQ((*h)[3].second, 1u);
+  // A write into the first day: a new partition.
+  ASSERT_TRUE(s->Append({Rec(kT0 + 1, "a", "INFO", "again")}).ok());
+  // Now the later day's partition is closed: damage it, then write into it.
+  ASSERT_TRUE(file::WriteFileAtomic(paths[1], std::string(8192, '\xcd')).ok());
+  ASSERT_TRUE(s->Append({Rec(kT0 + 3 * day + 1, "b", "INFO", "later again")}).ok());
+  EXPECT_EQ(s->GetStats().set_aside, 2u);
+  EXPECT_TRUE(file::Exists(paths[1] + ".corrupt"));
+  r = s->Select(Q(""), {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Messages(*r), (std::vector<std::string>{"later again", "again"}));
+  std::string m;
+  s->RenderMetrics(&m);
+  EXPECT_NE(m.find("trainwatch_logs_partitions{state=\"set_aside\"} 2\n"), std::string::npos) << m;
+}
+
 TEST_F(LogStoreTest, RetentionByTimeDropsOldPartitions) {
   opts_.retention_ms = 2 * 86400000LL;
   int64_t now_ms = kT0 / 1000000;  // retention measures age from this clock
