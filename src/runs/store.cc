@@ -129,8 +129,7 @@ Result<std::unique_ptr<RunStore>> RunStore::Open(const RunStoreOptions& opts, st
   return s;
 }
 
-Status RunStore::Init() {
-  std::lock_guard<std::mutex> l(mu_);
+Status RunStore::OpenWriter() const {
   if (sqlite3_open_v2(opts_.path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
     return Status::IOError(db_ ? sqlite3_errmsg(db_) : "out of memory");
@@ -138,7 +137,55 @@ Status RunStore::Init() {
   sqlite3_busy_timeout(db_, 5000);
   RETURN_IF_ERROR(Exec(db_, "PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(Exec(db_, opts_.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
-  RETURN_IF_ERROR(Exec(db_, kSchema));
+  return Exec(db_, kSchema);
+}
+
+Status RunStore::OpenReader() const {
+  if (sqlite3_open_v2(opts_.path.c_str(), &rdb_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    return Status::IOError(rdb_ ? sqlite3_errmsg(rdb_) : "out of memory");
+  }
+  sqlite3_busy_timeout(rdb_, 5000);
+  return Status::OK();
+}
+
+Status RunStore::ReplaceDamaged(const Status& damage, uint64_t generation) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<std::mutex> r(read_mu_);
+  if (db_generation_.load() != generation) return Status::OK();  // replaced by another thread meanwhile
+  sqlite3_close_v2(rdb_);
+  sqlite3_close_v2(db_);
+  rdb_ = db_ = nullptr;
+  auto to = file::SetAside(opts_.path, {"-wal", "-shm"});
+  if (!to.ok()) {
+    // Not renamed: the damaged file stays in use, and the operation fails.
+    TW_LOG(Error, "runs: {} is damaged ({}) and cannot be set aside: {}", opts_.path, damage.message(),
+           to.status().message());
+    Status s = OpenWriter();
+    if (s.ok()) s = OpenReader();
+    return s.ok() ? to.status() : s;
+  }
+  Status s = OpenWriter();
+  if (s.ok()) s = Exec(db_, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+  if (s.ok()) s = Exec(db_, "BEGIN");
+  for (auto it = runs_.begin(); s.ok() && it != runs_.end(); ++it) s = SaveRun(it->second);
+  if (s.ok()) s = Exec(db_, "COMMIT");
+  if (s.ok()) s = OpenReader();
+  set_aside_++;
+  db_generation_++;
+  if (!s.ok()) {
+    TW_LOG(Error, "runs: {} is damaged ({}); set aside as {}, but a new one cannot be started: {}", opts_.path,
+           damage.message(), *to, s.ToString());
+    return s;
+  }
+  TW_LOG(Error, "runs: {} is damaged ({}); set aside as {} and a new one started with the {} runs held in memory. "
+                "Their step history and alerts are in the copy; `sqlite3 {} .recover` may restore them.",
+         opts_.path, damage.message(), *to, runs_.size(), *to);
+  return Status::OK();
+}
+
+Status RunStore::Init() {
+  std::lock_guard<std::mutex> l(mu_);
+  RETURN_IF_ERROR(OpenWriter());
   Stmt q(db_, std::string("SELECT ") + kRunColumns + " FROM runs");
   while (q.Step()) {
     Run r;
@@ -177,10 +224,7 @@ Status RunStore::Init() {
     return Status::NotSupported("runs.db has schema version " + std::to_string(version) +
                                       ", newer than this trainwatch knows (" + std::to_string(kSchemaVersion) + ")");
   }
-  if (sqlite3_open_v2(opts_.path.c_str(), &rdb_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
-    return Status::IOError(rdb_ ? sqlite3_errmsg(rdb_) : "out of memory");
-  }
-  sqlite3_busy_timeout(rdb_, 5000);
+  RETURN_IF_ERROR(OpenReader());
   const size_t slash = opts_.path.rfind('/');
   set_aside_ = slash == std::string::npos ? file::CountSetAside(".", opts_.path)
                                           : file::CountSetAside(opts_.path.substr(0, slash), opts_.path.substr(slash + 1));
@@ -191,7 +235,7 @@ Status RunStore::Init() {
 void RunStore::RenderMetrics(std::string* out) const {
   *out += "# HELP trainwatch_runs_db_set_aside Damaged run databases set aside as runs.db.corrupt* beside the one in use.\n"
           "# TYPE trainwatch_runs_db_set_aside gauge\n"
-          "trainwatch_runs_db_set_aside " + std::to_string(set_aside_) + "\n";
+          "trainwatch_runs_db_set_aside " + std::to_string(set_aside_.load()) + "\n";
 }
 
 RunStore::Live& RunStore::LiveOf(const std::string& id) {
@@ -200,7 +244,7 @@ RunStore::Live& RunStore::LiveOf(const std::string& id) {
   return *p;
 }
 
-Status RunStore::SaveRun(const Run& r) {
+Status RunStore::SaveRun(const Run& r) const {
   Stmt st(db_, std::string("INSERT INTO runs(") + kRunColumns +
                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18) "
                    "ON CONFLICT(id) DO UPDATE SET project=?2, name=?3, status=?4, config=?5, tags=?6, summary=?7, "
@@ -253,6 +297,26 @@ Status RunStore::WriteRunSeries(const Run& r, Live& live, bool progress, bool en
 }
 
 Result<Run> RunStore::CreateOrResume(const CreateRequest& req) {
+  return RetryOnDamage([&] { return DoCreateOrResume(req); });
+}
+
+Status RunStore::Heartbeat(std::string_view id) {
+  return RetryOnDamage([&] { return DoHeartbeat(id); });
+}
+
+Result<Run> RunStore::Finish(std::string_view id, const FinishRequest& req) {
+  return RetryOnDamage([&] { return DoFinish(id, req); });
+}
+
+Status RunStore::AddAlert(std::string_view id, RunAlert a) {
+  return RetryOnDamage([&] { return DoAddAlert(id, a); });
+}
+
+Result<std::vector<RunAlert>> RunStore::Alerts(std::string_view id) const {
+  return RetryOnDamage([&] { return DoAlerts(id); });
+}
+
+Result<Run> RunStore::DoCreateOrResume(const CreateRequest& req) {
   std::unique_lock<std::mutex> l(mu_);
   Live& live = LiveOf(req.id);
   l.unlock();
@@ -292,7 +356,7 @@ Result<Run> RunStore::CreateOrResume(const CreateRequest& req) {
   return r;
 }
 
-Status RunStore::Heartbeat(std::string_view id) {
+Status RunStore::DoHeartbeat(std::string_view id) {
   std::unique_lock<std::mutex> l(mu_);
   if (!runs_.contains(std::string(id))) return NotFound(id);
   Live& live = LiveOf(std::string(id));
@@ -311,7 +375,7 @@ Status RunStore::Heartbeat(std::string_view id) {
   return WriteRunSeries(r, live, true, false);
 }
 
-Result<Run> RunStore::Finish(std::string_view id, const FinishRequest& req) {
+Result<Run> RunStore::DoFinish(std::string_view id, const FinishRequest& req) {
   std::unique_lock<std::mutex> l(mu_);
   if (!runs_.contains(std::string(id))) return NotFound(id);
   Live& live = LiveOf(std::string(id));
@@ -334,7 +398,7 @@ Result<Run> RunStore::Finish(std::string_view id, const FinishRequest& req) {
   return r;
 }
 
-Status RunStore::AddAlert(std::string_view id, RunAlert a) {
+Status RunStore::DoAddAlert(std::string_view id, RunAlert a) {
   std::unique_lock<std::mutex> l(mu_);
   auto it = runs_.find(std::string(id));
   if (it == runs_.end()) return NotFound(id);
@@ -383,7 +447,7 @@ Result<Run> RunStore::Get(std::string_view id) const {
   return it->second;
 }
 
-Result<std::vector<RunAlert>> RunStore::Alerts(std::string_view id) const {
+Result<std::vector<RunAlert>> RunStore::DoAlerts(std::string_view id) const {
   std::lock_guard<std::mutex> l(mu_);
   if (!runs_.contains(std::string(id))) return NotFound(id);
   std::vector<RunAlert> out;
@@ -459,9 +523,14 @@ int RunStore::CheckHeartbeats() {
       continue;
     }
     l.lock();
+    const uint64_t generation = db_generation_.load();
     s = SaveRun(r);
     if (!s.ok()) {
       TW_LOG(Error, "runs: mark {} crashed: {}", id, s.ToString());
+      if (s.IsCorruption()) {
+        l.unlock();
+        (void)ReplaceDamaged(s, generation);  // the next check marks it
+      }
       continue;
     }
     runs_[id] = r;

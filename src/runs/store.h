@@ -18,6 +18,7 @@
 // Thread-safe. Mutations of one run are serialized; different runs proceed
 // in parallel.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -29,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "base/status.h"
@@ -97,7 +99,10 @@ class RunStore {
  public:
   // Opens (creating) the database. `app` and `queryable` must outlive the
   // store. A damaged database is set aside ("runs.db.corrupt", logged,
-  // counted) and a new one started.
+  // counted) and a new one started. So is one found damaged while serving
+  // (SQLITE_CORRUPT, a step chunk that does not decode): the new one holds
+  // every run's row from memory (their step history and alerts stay in the
+  // copy), and the operation that met the damage runs once more.
   static Result<std::unique_ptr<RunStore>> Open(const RunStoreOptions& opts, storage::Appendable* app,
                                                  storage::Queryable* queryable);
   ~RunStore();
@@ -143,9 +148,39 @@ class RunStore {
   struct StepSeriesState;
   RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Queryable* q);
   Status Init();
+  // The write connection (created with the schema) and the read one.
+  // REQUIRES: mu_ held; read_mu_ too for OpenReader.
+  Status OpenWriter() const;
+  Status OpenReader() const;
+  // Damage met while serving: sets the file aside and starts a new one with
+  // every run's row, unless another thread already did since `generation`.
+  // REQUIRES: no lock held.
+  Status ReplaceDamaged(const Status& damage, uint64_t generation) const;
+  // Runs `op`, a public operation; when it meets damage, replaces the
+  // database and runs it once more.
+  template <typename F>
+  auto RetryOnDamage(F op) const -> decltype(op()) {
+    const uint64_t generation = db_generation_.load();
+    auto r = op();
+    Status s;
+    if constexpr (std::is_same_v<decltype(r), Status>) {
+      s = r;
+    } else {
+      s = r.status();
+    }
+    if (!s.IsCorruption() || !ReplaceDamaged(s, generation).ok()) return r;
+    return op();
+  }
+  Result<Run> DoCreateOrResume(const CreateRequest& req);
+  Result<BatchResult> DoWriteBatch(std::string_view id, const BatchRequest& batch);
+  Status DoHeartbeat(std::string_view id);
+  Result<Run> DoFinish(std::string_view id, const FinishRequest& req);
+  Status DoAddAlert(std::string_view id, RunAlert alert);
+  Result<std::vector<RunAlert>> DoAlerts(std::string_view id) const;
+  Result<std::vector<StepSeries>> DoReadSteps(std::string_view id, const StepQuery& q) const;
   int64_t Now() const { return opts_.now_ms(); }
   Live& LiveOf(const std::string& id);  // REQUIRES: mu_ held
-  Status SaveRun(const Run& r);         // REQUIRES: mu_ held
+  Status SaveRun(const Run& r) const;   // REQUIRES: mu_ held
   std::string UniqueName(const std::string& project, const std::string& name) const;  // REQUIRES: mu_ held
   // Appends the run series of `r` at now (heartbeat, active, start, total,
   // and with `progress` the progress ratio and ETA) and commits.
@@ -169,14 +204,18 @@ class RunStore {
   storage::Appendable* const app_;
   storage::Queryable* const queryable_;
   const int64_t opened_ms_;
-  size_t set_aside_ = 0;  // "<path>.corrupt*" present once opened
+  // "<path>.corrupt*" present once opened, plus those set aside since.
+  mutable std::atomic<size_t> set_aside_ = 0;
+  // Bumped by each ReplaceDamaged (under mu_ and read_mu_): a Live's step
+  // series states of an older generation name rows of the replaced file.
+  mutable std::atomic<uint64_t> db_generation_ = 0;
 
   mutable std::mutex mu_;
-  sqlite3* db_ = nullptr;             // guarded by mu_
+  mutable sqlite3* db_ = nullptr;     // guarded by mu_
   // A second connection for the step store's reads, so a long read never
   // holds up writes (WAL mode: readers see the last commit).
   mutable std::mutex read_mu_;
-  sqlite3* rdb_ = nullptr;            // guarded by read_mu_
+  mutable sqlite3* rdb_ = nullptr;    // guarded by read_mu_
   std::map<std::string, Run> runs_;   // by id; guarded by mu_
   std::map<std::string, std::unique_ptr<Live>> live_;  // by id; never erased; guarded by mu_
   AlertSink alert_sink_;              // guarded by mu_

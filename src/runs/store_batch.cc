@@ -46,7 +46,11 @@ std::optional<double> UpdateRate(RunStore::Live* live, const std::vector<BatchPo
 
 }  // namespace
 
-Result<BatchResult> RunStore::WriteBatch(std::string_view id_view, const BatchRequest& b) {
+Result<BatchResult> RunStore::WriteBatch(std::string_view id, const BatchRequest& b) {
+  return RetryOnDamage([&] { return DoWriteBatch(id, b); });
+}
+
+Result<BatchResult> RunStore::DoWriteBatch(std::string_view id_view, const BatchRequest& b) {
   std::string id(id_view);
   std::unique_lock<std::mutex> l(mu_);
   if (!runs_.contains(id)) return Status::NotFound("run \"" + id + "\" not found");

@@ -38,8 +38,10 @@ struct RunStore::Live {
   int64_t last_series_ts = 0;    // timestamp of the last run-series sample written
   uint64_t batches_since_trim = 0;
   std::map<int64_t, int64_t> view_ts;  // by rank (-1: none): time of the last time-view sample
-  // Step-store series written since the store opened, by (rank or -1, metric).
+  // Step-store series written since the store opened, by (rank or -1, metric),
+  // of the database generation `steps_generation` (RunStore::db_generation_).
   std::map<std::pair<int64_t, std::string>, StepSeriesState> steps;
+  uint64_t steps_generation = 0;
 };
 
 // One prepared statement; Status-returning steps. Not thread-safe.

@@ -41,6 +41,11 @@ Result<std::vector<std::pair<int64_t, int64_t>>> InsertStepChunks(sqlite3* db, i
 
 Result<RunStore::StepSeriesState*> RunStore::StepSeriesOf(Live& live, const std::string& id, int64_t rank,
                                                           const std::string& host, const std::string& metric) {
+  if (live.steps_generation != db_generation_.load()) {
+    // The database was replaced (damage): these states name rows of the old file.
+    live.steps.clear();
+    live.steps_generation = db_generation_.load();
+  }
   auto [it, fresh] = live.steps.try_emplace({rank, metric});
   StepSeriesState& s = it->second;
   if (!fresh) {
@@ -140,7 +145,11 @@ Status RunStore::CompactSteps(StepSeriesState& s) {
   return Status::OK();
 }
 
-Result<std::vector<StepSeries>> RunStore::ReadSteps(std::string_view id_view, const StepQuery& q) const {
+Result<std::vector<StepSeries>> RunStore::ReadSteps(std::string_view id, const StepQuery& q) const {
+  return RetryOnDamage([&] { return DoReadSteps(id, q); });
+}
+
+Result<std::vector<StepSeries>> RunStore::DoReadSteps(std::string_view id_view, const StepQuery& q) const {
   std::string id(id_view);
   {
     std::lock_guard<std::mutex> l(mu_);

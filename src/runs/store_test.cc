@@ -176,6 +176,46 @@ TEST_F(RunStoreTest, DamagedDatabaseIsSetAsideAndANewOneStarted) {
   EXPECT_TRUE(store_->Get("ghi").ok());
 }
 
+// Damage found while serving: a step chunk that does not decode (written
+// here through SQLite, as a bad disk sector inside a row would read) makes
+// the read that meets it set runs.db aside and start a new one holding every
+// run's row; the read runs again there, and writes go on.
+TEST_F(RunStoreTest, DatabaseDamagedWhileServingIsReplacedWithTheRunsItHeld) {
+  Create(R"({"id":"abc","project":"p","name":"r"})");
+  Create(R"({"id":"def","project":"p","name":"r2"})");
+  now_ = kT0 + 10000;
+  Batch("abc", R"({"batch_id":"b1","points":[{"step":1,"ts":1796218601000,"values":{"loss":0.5}}]})");
+  ASSERT_EQ(ChunkCount(), 1);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2((dir_ + "/runs.db").c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    char* err = nullptr;
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE step_chunks SET data = x'ff00ff00'", nullptr, nullptr, &err), SQLITE_OK) << err;
+    sqlite3_close(db);
+  }
+  StepQuery q;
+  auto r = store_->ReadSteps("abc", q);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->empty());  // the history is in the copy
+  EXPECT_TRUE(file::Exists(dir_ + "/runs.db.corrupt"));
+  std::string m;
+  store_->RenderMetrics(&m);
+  EXPECT_NE(m.find("\ntrainwatch_runs_db_set_aside 1\n"), std::string::npos) << m;
+  // Every run is still listed, and survives a restart: the new file holds them.
+  EXPECT_EQ(store_->List(Filter(), ListOptions()).size(), 2u);
+  // The run's step series are written afresh in the new file.
+  Batch("abc", R"({"batch_id":"b2","points":[{"step":2,"ts":1796218602000,"values":{"loss":0.4}}]})");
+  EXPECT_EQ(Steps("abc", "loss"), (std::vector<StepPoint>{{2, 1796218602000, 0.4}}));
+  Open();
+  EXPECT_TRUE(store_->Get("abc").ok());
+  EXPECT_TRUE(store_->Get("def").ok());
+  EXPECT_EQ(Steps("abc", "loss"), (std::vector<StepPoint>{{2, 1796218602000, 0.4}}));
+  m.clear();
+  store_->RenderMetrics(&m);
+  EXPECT_NE(m.find("\ntrainwatch_runs_db_set_aside 1\n"), std::string::npos) << m;
+}
+
 TEST_F(RunStoreTest, KnownIdResumes) {
   Create(R"({"id":"abc","project":"p","name":"r","config":{"lr":1},"total_steps":10})");
   now_ += 5000;
