@@ -475,6 +475,7 @@ TEST(JsonRecordDiffTest, BodiesDecodeLineByLine) {
         want_status = ls.Annotate(at);
         break;
       }
+      InferMissingLevel(&r);  // as ParseNative does for a line without a level
       auto l = MergeLabels(stream, extra);
       if (!l.ok()) {
         want_status = l.error().Annotate(at + ": field \"labels\"");

@@ -1,5 +1,7 @@
 #include "logs/record.h"
 
+#include <re2/re2.h>
+
 #include <cstdio>
 
 #include "base/units.h"
@@ -17,6 +19,27 @@ std::string NormalizeLevel(std::string_view level) {
   if (u == "I" || u == "INFORMATION" || u == "NOTICE") return "INFO";
   if (u == "D") return "DEBUG";
   return u;
+}
+
+std::string InferLevel(std::string_view message) {
+  static const RE2 word(R"(\b(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b)");
+  // A Python exception line: a (dotted) class name ending in Error or
+  // Exception, then ':' or the end ("KeyError", "torch.OutOfMemoryError: ...").
+  static const RE2 exception(R"(^\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|\s*$))");
+  static const RE2 fatal(R"(Traceback \(most recent call last\)|CUDA error|CUDA out of memory|NCCL error|)"
+                         R"(Segmentation fault|core dumped)");
+  // Python's warnings module: "train.py:12: UserWarning: ...".
+  static const RE2 warning(R"(\b[A-Z]\w*Warning: )");
+  if (message.starts_with("Traceback (most recent call last):")) return "ERROR";
+  std::string lvl;
+  if (RE2::PartialMatch(message.substr(0, 80), word, &lvl)) return NormalizeLevel(lvl);
+  if (RE2::PartialMatch(message, exception) || RE2::PartialMatch(message, fatal)) return "ERROR";
+  if (RE2::PartialMatch(message, warning)) return "WARNING";
+  return "";
+}
+
+void InferMissingLevel(Record* r) {
+  if (r->level.empty()) r->level = InferLevel(r->message);
 }
 
 int LevelRank(std::string_view canonical) {

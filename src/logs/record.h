@@ -30,6 +30,15 @@ struct Record {
 // Upper-cases and maps aliases: WARN -> WARNING, ERR -> ERROR, CRIT/FATAL ->
 // CRITICAL, TRACE kept, "E"/"W"/"I"/"D" single letters expanded.
 std::string NormalizeLevel(std::string_view level);
+// The level a plain line shows, for a line that arrives without one (a
+// tailed file, stdout, a Loki or _bulk line with no level field): a level
+// word in its first 80 bytes ("INFO:root:...", "[WARN]"), else ERROR for a
+// Python traceback or exception line ("RuntimeError: CUDA error: ...",
+// "torch.OutOfMemoryError: ...") and for CUDA, NCCL and segfault reports,
+// WARNING for a Python warning ("UserWarning: "); empty when it shows none.
+std::string InferLevel(std::string_view message);
+// Sets r->level from InferLevel when it is empty.
+void InferMissingLevel(Record* r);
 // Rank of a canonical level for ordering (DEBUG 1 .. CRITICAL 5), 0 when unknown.
 int LevelRank(std::string_view canonical);
 inline constexpr std::string_view kLevels[] = {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"};

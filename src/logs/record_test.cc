@@ -133,3 +133,38 @@ TEST(RecordTest, Utf8Validation) {
 
 }  // namespace
 }  // namespace trainwatch::logs
+
+namespace trainwatch::logs {
+namespace {
+
+// Issue 19: plain lines (stdout, a tailed file, Loki without a level) show
+// their level; a CUDA error printed by PyTorch is an ERROR, not INFO.
+TEST(RecordTest, InferLevelFromPlainLines) {
+  EXPECT_EQ(InferLevel("RuntimeError: CUDA error: an illegal memory access was encountered"), "ERROR");
+  EXPECT_EQ(InferLevel("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"), "ERROR");
+  EXPECT_EQ(InferLevel("torch.cuda.OutOfMemoryError"), "ERROR");
+  EXPECT_EQ(InferLevel("Traceback (most recent call last):\n  File \"train.py\", line 3"), "ERROR");
+  EXPECT_EQ(InferLevel("NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled system error"),
+            "ERROR");
+  EXPECT_EQ(InferLevel("Segmentation fault (core dumped)"), "ERROR");
+  EXPECT_EQ(InferLevel("INFO:root:epoch 3 done"), "INFO");
+  EXPECT_EQ(InferLevel("[W] something"), "");  // one letter in brackets is too weak a sign
+  EXPECT_EQ(InferLevel("2026-01-01 12:00:00 WARN loader slow"), "WARNING");
+  EXPECT_EQ(InferLevel("train.py:12: UserWarning: torch.meshgrid: in an upcoming release"), "WARNING");
+  // A level word wins over an error mentioned later in the line.
+  EXPECT_EQ(InferLevel("INFO recovered after RuntimeError: CUDA error: retrying"), "INFO");
+  // Nothing to go by: unknown, not a guess.
+  EXPECT_EQ(InferLevel("step 100 loss 0.31 (no errors so far)"), "");
+  EXPECT_EQ(InferLevel("caught ValueError: retrying"), "");
+  EXPECT_EQ(InferLevel(" 10%|█         | 100/1000 [00:01<00:09, 99.00it/s]"), "");
+  Record r;
+  r.message = "RuntimeError: CUDA error: device-side assert triggered";
+  InferMissingLevel(&r);
+  EXPECT_EQ(r.level, "ERROR");
+  r.level = "INFO";  // a level the sender gave is kept
+  InferMissingLevel(&r);
+  EXPECT_EQ(r.level, "INFO");
+}
+
+}  // namespace
+}  // namespace trainwatch::logs

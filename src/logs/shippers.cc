@@ -81,6 +81,7 @@ Status ParseNative(std::string_view body, const model::Labels& stream, int64_t r
     extra.clear();
     Status s = decoder.NativeLine(line, receive_ns, &r, &extra);
     if (!s.ok()) return s.Annotate("line " + std::to_string(n));
+    InferMissingLevel(&r);
     if (bounds != nullptr) RETURN_IF_ERROR(bounds->Check(r.time_ns).Annotate("line " + std::to_string(n)));
     auto labels = MergeLabels(stream, extra);
     if (!labels.ok()) return labels.error().Annotate("line " + std::to_string(n) + ": field \"labels\"");
@@ -149,6 +150,7 @@ Status ParseBulk(std::string_view body, std::string_view default_index, int64_t 
     Result<bool> decoded = decoder.Decode(line, ElasticKeys(), receive_ns, &r, &extra);
     if (!decoded.ok()) return fail("mapper_parsing_exception", decoded.error().message());
     if (!*decoded) return fail("mapper_parsing_exception", "failed to parse: the document is not a JSON object");
+    InferMissingLevel(&r);
     if (bounds != nullptr) RETURN_IF_ERROR(bounds->Check(r.time_ns).Annotate("line " + std::to_string(n)));
     extra.insert(extra.begin(), model::Label{"index", item.index});
     auto labels = MergeLabels(model::Labels(), extra);
@@ -221,6 +223,7 @@ Status LokiEntry(RecordDecoder& decoder, std::string_view line, int64_t t, const
       if (m.name == "level" || m.name == "detected_level") r.level = NormalizeLevel(m.value);
     }
     if (r.level.empty() && stream.Has("level")) r.level = NormalizeLevel(stream.Get("level"));
+    InferMissingLevel(&r);
   }
   if (!metadata.empty()) {
     json f = r.fields.empty() ? json::object() : json::parse(r.fields);

@@ -55,11 +55,6 @@ std::string FromHex(std::string_view h) {
   return out;
 }
 
-const RE2& LevelRe() {
-  static const RE2 re(R"(\b(TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL|FATAL)\b)");
-  return re;
-}
-
 bool StartsIndented(const std::string& l) { return !l.empty() && (l[0] == ' ' || l[0] == '\t'); }
 
 }  // namespace
@@ -157,10 +152,8 @@ Status Tailer::ReadFile(Input& in, File& f, bool final_pass) {
       r.time_ns = now_ns;
       SetMessage(&r, text);
       extra.clear();
-      std::string lvl;
-      if (text.starts_with("Traceback (most recent call last):")) r.level = "ERROR";
-      else if (RE2::PartialMatch(std::string_view(text).substr(0, 80), LevelRe(), &lvl)) r.level = NormalizeLevel(lvl);
     }
+    InferMissingLevel(&r);
     model::LabelsBuilder b(in.cfg.labels);
     b.Set("filename", f.path);
     auto labels = MergeLabels(b.Build(), extra);

@@ -320,7 +320,8 @@ class LogsTest(unittest.TestCase):
         self.assertEqual(found.get(("trainwatch_log_pattern_matches_total", "cuda_error")), "1")
         self.assertEqual(found.get(("trainwatch_log_pattern_matches_total", "traceback")), "1")
         self.assertEqual(found.get(("trainwatch_log_lines_total", "INFO")), "2")
-        self.assertEqual(found.get(("trainwatch_log_lines_total", "ERROR")), "1")
+        # The plain "Traceback ..." line has no level field: the server reads ERROR from it.
+        self.assertEqual(found.get(("trainwatch_log_lines_total", "ERROR")), "2")
 
     def test_cli(self):
         self.push_training_mix()

@@ -55,6 +55,9 @@ for step in range(%(steps)d):
         print("step %%d loss %%.4f" %% (step, loss.item()), flush=True)
     time.sleep(0.015)
 run.summary["final_loss"] = loss.item()
+# What PyTorch prints on a GPU fault, and what logging's default handler writes, both to stderr.
+print("RuntimeError: CUDA error: an illegal memory access was encountered (simulated)", file=sys.stderr, flush=True)
+print("INFO:root:checkpoint saved", file=sys.stderr, flush=True)
 print("training done", flush=True)
 '''
 
@@ -163,6 +166,12 @@ class TorchTest(unittest.TestCase):
         for s in range(0, STEPS, 50):
             self.assertTrue(any(l.startswith("step %d loss" % s) for l in lines), (s, lines))
         self.assertIn("training done", lines)
+        # Captured lines carry no level: the server reads it from each line.
+        levels = {l["message"]: l["level"] for l in self.get("/api/v1/logs/query?limit=1000&query=" + q)["lines"]}
+        self.assertEqual(levels["RuntimeError: CUDA error: an illegal memory access was encountered (simulated)"],
+                         "ERROR")
+        self.assertEqual(levels["INFO:root:checkpoint saved"], "INFO")
+        self.assertEqual(levels["training done"], "")
 
 
 if __name__ == "__main__":

@@ -54,8 +54,11 @@ class Tee:
     """Replaces sys.stdout and sys.stderr while installed."""
 
     def __init__(self, sink):
-        self.out = _TeeStream(sys.stdout, sink, "stdout", "info")
-        self.err = _TeeStream(sys.stderr, sink, "stderr", "error")
+        # No level: the server reads it from the line ("INFO:root:...",
+        # "RuntimeError: CUDA error: ..."), as it does for a tailed file; a
+        # stream says nothing (logging writes INFO to stderr, tqdm its bars).
+        self.out = _TeeStream(sys.stdout, sink, "stdout", None)
+        self.err = _TeeStream(sys.stderr, sink, "stderr", None)
 
     @classmethod
     def install(cls, sink):

@@ -557,8 +557,10 @@ class Sender:
         chunk = [self.lines.popleft() for _ in range(min(max_lines, len(self.lines)))]
         by_source = {}
         for t, level, msg, source in chunk:
-            by_source.setdefault(source, []).append(
-                json.dumps({"time": t, "level": level, "message": msg}, separators=(",", ":")))
+            line = {"time": t, "message": msg}
+            if level is not None:  # none: the server infers it from the message
+                line["level"] = level
+            by_source.setdefault(source, []).append(json.dumps(line, separators=(",", ":")))
         for source, rows in by_source.items():
             self._log_seq += 1
             q = urllib.parse.urlencode({
