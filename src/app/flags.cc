@@ -91,7 +91,8 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--config.file", config_file, "YAML configuration file (prometheus.yml plus a trainwatch: section)");
   std::optional<std::string> am_config_file;
   serve->add_option("--alertmanager.config.file", am_config_file,
-                    "alertmanager.yml for the embedded notifier (default: none, the notifier is off)");
+                    "alertmanager.yml for the embedded notifier (default: a built-in one that records "
+                    "notifications in the history and sends none)");
   serve->add_option("--retention.time,--storage.tsdb.retention.time", retention_time,
                     "How long to keep samples, e.g. 15d; 0 keeps them forever (default 15d)");
   serve->add_option("--retention.size,--storage.tsdb.retention.size", retention_size,

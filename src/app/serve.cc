@@ -288,12 +288,18 @@ int RunServe(const ServeOptions& o) {
     if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
     return 1;
   }
-  // The embedded Alertmanager (notify/): on with --alertmanager.config.file
-  // (or trainwatch.alertmanager.config_file); silences and the notification
-  // log in <data-dir>/alertmanager. The rule evaluator's alerts go to it.
+  // The embedded Alertmanager (notify/): --alertmanager.config.file (or
+  // trainwatch.alertmanager.config_file), else the built-in record-only
+  // configuration, so silences and the notification history work from the
+  // first start; silences and the notification log in <data-dir>/alertmanager.
+  // The rule evaluator's alerts go to it.
+  auto load_am_config = [&]() -> Result<std::shared_ptr<const notify::Config>> {
+    if (o.alertmanager_config_file.empty()) return notify::ParseConfig(notify::kDefaultConfigYaml, MakeNotifyTemplates());
+    return notify::LoadConfigFile(o.alertmanager_config_file, MakeNotifyTemplates());
+  };
   std::unique_ptr<notify::Notifier> notifier;
-  if (!o.alertmanager_config_file.empty()) {
-    auto am = notify::LoadConfigFile(o.alertmanager_config_file, MakeNotifyTemplates());
+  {
+    auto am = load_am_config();
     Status ns = am.status();
     if (ns.ok()) {
       notify::NotifierOptions no;
@@ -310,7 +316,8 @@ int RunServe(const ServeOptions& o) {
       if (!s.ok()) TW_LOG(Error, "close tsdb: {}", s.ToString());
       return 1;
     }
-    TW_LOG(Info, "embedded notifier on, config {}", o.alertmanager_config_file);
+    TW_LOG(Info, "embedded notifier on, config {}",
+           o.alertmanager_config_file.empty() ? "built in (records notifications, sends none)" : o.alertmanager_config_file);
     rules_manager.AddSender([n = notifier.get()](std::vector<rules::OutgoingAlert> alerts) {
       std::vector<notify::Alert> out;
       out.reserve(alerts.size());
@@ -344,7 +351,7 @@ int RunServe(const ServeOptions& o) {
     }
     std::shared_ptr<const notify::Config> am_cfg;
     if (notifier != nullptr) {
-      auto am = notify::LoadConfigFile(o.alertmanager_config_file, MakeNotifyTemplates());
+      auto am = load_am_config();
       if (!am.ok()) return am.error().Annotate("alertmanager config");
       am_cfg = std::move(*am);
     }

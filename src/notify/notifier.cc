@@ -566,6 +566,11 @@ void Notifier::FlushLocked(Group& g, int64_t now, std::vector<std::shared_ptr<Jo
   for (size_t i = 0; i < recv->email.size(); i++) add("email", i, recv->email[i].send_resolved);
   for (size_t i = 0; i < recv->slack.size(); i++) add("slack", i, recv->slack[i].send_resolved);
   for (size_t i = 0; i < recv->pagerduty.size(); i++) add("pagerduty", i, recv->pagerduty[i].send_resolved);
+  // A receiver without integrations (the default configuration's) records
+  // its notifications in the history, on the same schedule, and sends none.
+  if (recv->webhook.empty() && recv->email.empty() && recv->slack.empty() && recv->pagerduty.empty()) {
+    add(kRecordOnly, 0, true);
+  }
   if (mine.empty()) {
     if (flush->all_ok) drop_resolved();
     return;
@@ -585,7 +590,8 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
       // Nothing an integration throws may end the sender thread (or the
       // process): it is a failed attempt, not retried.
       try {
-        if (j->integration == "webhook") s = SendWebhook(recv->webhook[j->index], j->data, so);
+        if (j->integration == kRecordOnly) s = Status::OK();
+        else if (j->integration == "webhook") s = SendWebhook(recv->webhook[j->index], j->data, so);
         else if (j->integration == "email") s = SendEmail(recv->email[j->index], j->data, so);
         else if (j->integration == "slack") s = SendSlack(recv->slack[j->index], j->data, so);
         else s = SendPagerduty(recv->pagerduty[j->index], j->data, so);

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,21 @@
 #include "notify/config.h"
 
 namespace trainwatch::notify {
+
+// The integration name of a receiver without integrations in the history:
+// its notifications are recorded there and sent nowhere.
+inline constexpr const char* kRecordOnly = "record";
+
+// What serve runs without --alertmanager.config.file: every alert grouped by
+// name, project and run, silenced and inhibited as configured in the UI, and
+// recorded in the notification history; nothing is sent anywhere.
+inline constexpr std::string_view kDefaultConfigYaml = R"(# trainwatch's built-in alertmanager.yml
+route:
+  receiver: record-only
+  group_by: [alertname, project, run]
+receivers:
+  - name: record-only
+)";
 
 // An alert as sent by Prometheus or the rule evaluator. ends_at_ms 0: unset
 // (resolves after global.resolve_timeout unless re-sent).

@@ -356,6 +356,36 @@ TEST_F(NotifierTest, RetriesWithBackoffAndCountsFailures) {
   EXPECT_NE(m.find("trainwatch_notifications_failed_total{integration=\"webhook\"} 2"), std::string::npos) << m;
 }
 
+// Issue 19: serve's built-in configuration (no --alertmanager.config.file):
+// a receiver without integrations records each notification in the history,
+// on Alertmanager's schedule, and sends nothing; resolved ones too.
+TEST_F(NotifierTest, BuiltInConfigRecordsNotificationsAndSendsNone) {
+  Open(std::string(kDefaultConfigYaml));
+  Alert a = Firing("TrainingStalled", "node-1");
+  a.labels = model::Labels{{"alertname", "TrainingStalled"}, {"project", "p"}, {"run", "r1"}};
+  ASSERT_TRUE(n_->PutAlerts({a}).ok());
+  Advance(29000);
+  EXPECT_TRUE(n_->History(10).empty());  // group_wait: 30 s, as Alertmanager's default
+  Advance(1000);
+  auto h = n_->History(10);
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].receiver, "record-only");
+  EXPECT_EQ(h[0].integration, kRecordOnly);
+  EXPECT_EQ(h[0].group_key, "{}:{alertname=\"TrainingStalled\", project=\"p\", run=\"r1\"}");
+  EXPECT_EQ(h[0].status, "firing");
+  EXPECT_TRUE(h[0].success);
+  // Nothing new before group_interval (5 m): nothing more recorded.
+  Advance(4 * 60000);
+  EXPECT_EQ(n_->History(10).size(), 1u);
+  a.ends_at_ms = clock_.now;
+  ASSERT_TRUE(n_->PutAlerts({a}).ok());
+  Advance(2 * 60000);
+  h = n_->History(10);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].status, "resolved");
+  EXPECT_TRUE(recv_.Take().empty());
+}
+
 TEST_F(NotifierTest, RestartRepeatsNothingAndKeepsSilences) {
   Open(ConfigFor(recv_.port()));
   Silence s;

@@ -564,16 +564,36 @@ class RulesToNotifierTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-class NotifierOffTest(unittest.TestCase):
-    def test_without_config_answers_503(self):
-        tmp = tempfile.mkdtemp(prefix="tw-notify-off-")
+class BuiltInConfigTest(unittest.TestCase):
+    """Without --alertmanager.config.file (issue 19): the built-in record-only
+    configuration, so alerts, silences and the notification history answer
+    from the first start, and nothing is sent anywhere."""
+
+    def test_without_config_silences_and_history_work(self):
+        tmp = tempfile.mkdtemp(prefix="tw-notify-builtin-")
         server = twtest.Server(os.path.join(tmp, "data"), ["--rules.default-pack=false", "--scrape.self=false"])
         try:
             server.start()
-            status, _ = server.request("GET", "/api/v2/alerts")
-            self.assertEqual(status, 503)
-            status, _ = server.request("GET", "/api/v1/notifications")
-            self.assertEqual(status, 503)
+            status, body = server.request("GET", "/api/v2/alerts")
+            self.assertEqual((status, json.loads(body)), (200, []))
+            status, body = server.request("GET", "/api/v2/status")
+            self.assertEqual(status, 200, body)
+            self.assertIn("record-only", json.loads(body)["config"]["original"])
+            start = datetime.now(timezone.utc)
+            sil = {"matchers": [{"name": "alertname", "value": "Noisy", "isRegex": False, "isEqual": True}],
+                   "startsAt": rfc3339(start), "endsAt": rfc3339(start + timedelta(hours=1)),
+                   "createdBy": "e2e", "comment": "maintenance"}
+            status, body = server.request("POST", "/api/v2/silences", json.dumps(sil))
+            self.assertEqual(status, 200, body)
+            status, body = server.request("GET", "/api/v2/silences")
+            self.assertEqual([s["status"]["state"] for s in json.loads(body)], ["active"])
+            status, body = server.request("POST", "/api/v2/alerts", json.dumps([alert("Noisy", "a"), alert("Real", "b")]))
+            self.assertEqual(status, 200, body)
+            status, body = server.request("GET", "/api/v2/alerts")
+            states = {a["labels"]["alertname"]: a["status"]["state"] for a in json.loads(body)}
+            self.assertEqual(states, {"Noisy": "suppressed", "Real": "active"})
+            status, body = server.request("GET", "/api/v1/notifications")
+            self.assertEqual(status, 200, body)  # recorded after group_wait (30 s): NotifierTest covers the timing
         finally:
             server.stop_quietly()
             shutil.rmtree(tmp, ignore_errors=True)
