@@ -171,8 +171,12 @@ DemoModel::Values DemoModel::At(int64_t step) {
     loss *= 1 + 1.8 * decay;
     grad *= 1 + 9 * decay;
   }
-  // Rank 3 is a slightly slower GPU: a straggler the ranks view shows.
-  double sps = (rank_ == 3 ? 1790 : 1850) + 40 * noise(rng_);
+  // Rank 3 is a slightly slower GPU (the ranks view shows it), and for a
+  // while a straggler 30 % slower (a throttling GPU: the rule pack's
+  // TrainingStragglerRank fires within minutes of the start).
+  double sps = 1850;
+  if (rank_ == 3) sps = step >= StragglerFrom() && step < StragglerTo() ? 1850 / 1.3 : 1790;
+  sps += 40 * noise(rng_);
   return Values{loss, Lr(step), grad, sps, kBatch / sps};
 }
 

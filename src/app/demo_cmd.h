@@ -28,6 +28,10 @@ class DemoModel {
   DemoModel(int64_t total_steps, int rank, uint64_t seed, double base_loss = 2.6, double floor = 0.35);
   double Lr(int64_t step) const;            // linear warm-up over 2% of the steps, then cosine to 10%
   int64_t SpikeStep() const { return spike_step_; }  // where the loss spike starts
+  // Rank 3 is a straggler, 30 % slower, over [StragglerFrom, StragglerTo):
+  // from 1 % of the run for a quarter of it (TrainingStragglerRank fires).
+  int64_t StragglerFrom() const { return total_ / 100; }
+  int64_t StragglerTo() const { return total_ / 100 + total_ / 4; }
   // loss, lr, grad_norm, samples_per_sec, step_time_seconds at `step`.
   struct Values {
     double loss, lr, grad_norm, samples_per_sec, step_time_seconds;
