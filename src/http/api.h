@@ -121,7 +121,7 @@ class Api {
   Response Import(const Request& req);
   Response Write(const Request& req);  // remote_write (api_write.cc)
   Response Export(const Request& req);
-  Response Federate(const Request& req);  // api_federate.cc
+  Response Federate(const Request& req);  // api_series.cc
   Response Flush(const Request& req);
   Response Snapshot(const Request& req);
   Response SecurityStatus(const Request& req);

@@ -1,11 +1,11 @@
 #pragma once
-// Parsing of API time, duration and selector parameters as Prometheus does.
+// Parsing of API time and duration parameters as Prometheus does (series
+// selectors: promql::parser::ParseMetricSelector).
 
 #include <cstdint>
 #include <string_view>
 
 #include "base/status.h"
-#include "model/matcher.h"
 
 namespace trainwatch::http {
 
@@ -15,10 +15,5 @@ Result<int64_t> ParseTime(std::string_view s);
 // Seconds with an optional fraction ("15", "0.5") or a Prometheus duration
 // ("1h30m", "15s", "100ms", units y w d h m s ms); returns milliseconds.
 Result<int64_t> ParseDuration(std::string_view s);
-
-// A series selector: `name`, `name{a="b",c=~"d"}` or `{__name__=~"x.*"}`.
-// Operators = != =~ !~; strings in "", '' or `` with Go escapes. At least one
-// matcher must not match the empty string, as in Prometheus.
-Result<model::Matchers> ParseSelector(std::string_view s);
 
 }  // namespace trainwatch::http

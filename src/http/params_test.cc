@@ -47,28 +47,5 @@ TEST(ParamsTest, ParsesDurations) {
   }
 }
 
-TEST(ParamsTest, ParsesSelectors) {
-  auto m = ParseSelector("up");
-  ASSERT_TRUE(m.ok());
-  ASSERT_EQ(m->size(), 1u);
-  EXPECT_EQ((*m)[0].ToString(), "__name__=\"up\"");
-  m = ParseSelector(" http_requests_total { job = \"a\", code=~'2..', path!=`/x`, env!~\"d\\\"e\", } ");
-  ASSERT_TRUE(m.ok()) << m.error().ToString();
-  ASSERT_EQ(m->size(), 5u);
-  EXPECT_EQ((*m)[1].ToString(), "job=\"a\"");
-  EXPECT_EQ((*m)[2].type(), model::MatchType::kRegex);
-  EXPECT_EQ((*m)[2].value(), "2..");
-  EXPECT_EQ((*m)[3].value(), "/x");
-  EXPECT_EQ((*m)[4].value(), "d\"e");
-  m = ParseSelector("{__name__=~\"up|down\"}");
-  ASSERT_TRUE(m.ok());
-  EXPECT_TRUE((*m)[0].Matches("down"));
-  for (std::string_view bad : {"", "{}", "{a=\"\"}", "{a=~\".*\"}", "up{", "up{a}", "up{a=b}", "up{a=\"x}", "up[5m]",
-                               "up{a=~\"(\"}", "{1a=\"b\"}"}) {
-    EXPECT_FALSE(ParseSelector(bad).ok()) << bad;
-  }
-  EXPECT_EQ(ParseSelector("{a=\"\"}").error().message(), "vector selector must contain at least one non-empty matcher");
-}
-
 }  // namespace
 }  // namespace trainwatch::http

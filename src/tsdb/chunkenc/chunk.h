@@ -102,7 +102,6 @@ class DeltaChunk {
     char& back() { return c->buf_[c->size_ - 1]; }
   };
   void Grow(size_t need);
-  void AppendValue(Buf* b, double v);
 
   char* buf_ = nullptr;  // u16 count header + bitstream
   uint32_t size_ = 0, cap_ = 0;

@@ -23,10 +23,6 @@ inline constexpr uint64_t kMaxRecordSize = UINT32_MAX;
 // weak, so the stored value is rotated and offset.
 inline constexpr uint32_t kMaskDelta = 0xa282ead8u;
 inline uint32_t MaskCrc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + kMaskDelta; }
-inline uint32_t UnmaskCrc(uint32_t masked) {
-  uint32_t rot = masked - kMaskDelta;
-  return (rot >> 17) | (rot << 15);
-}
 
 // Fills dst[0, kFrameHeaderSize) for a kFrameFull frame holding `record`.
 // REQUIRES: record.size() <= kMaxRecordSize.
