@@ -176,7 +176,7 @@ Status LogStore::Init() {
     // then the connection may be closed again (max_open_partitions).
     Status s = GetPartition(secs * 1000, false).status();
     // A damaged partition is set aside, so the store (and the server) opens.
-    if (s.IsCorruption()) s = SetAside(secs * 1000, opts_.dir + "/" + n, s);
+    if (s.IsCorruption()) s = SetAside(secs * 1000, s);
     RETURN_IF_ERROR(s);
   }
   TW_LOG(Info, "logs: opened {} ({} partitions)", opts_.dir, partitions_.size());
@@ -269,7 +269,7 @@ Result<LogStore::Partition*> LogStore::GetPartition(int64_t start_ms, bool creat
   while (open_.size() >= opts_.max_open_partitions) Disconnect(open_.back());
   auto p = std::make_unique<Partition>();
   p->start_ms = start_ms;
-  p->path = opts_.dir + "/" + PartitionName(start_ms);
+  p->path = PartitionPath(start_ms);
   bool existed = file::Exists(p->path);
   RETURN_IF_ERROR(Connect(p.get()));
   int64_t version = 0;
@@ -577,7 +577,7 @@ Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, 
       if (s.IsCorruption()) {
         // Found damaged while writing: nothing of this batch is acknowledged
         // yet, so it goes whole into a new partition of the same range.
-        RETURN_IF_ERROR(SetAside(start, opts_.dir + "/" + PartitionName(start), s));
+        RETURN_IF_ERROR(SetAside(start, s));
         s = append();
       }
       RETURN_IF_ERROR(s);
@@ -631,7 +631,10 @@ Status LogStore::DropPartition(int64_t start_ms) {
   return file::SyncDir(opts_.dir);
 }
 
-Status LogStore::SetAside(int64_t start_ms, std::string path, const Status& damage) {
+std::string LogStore::PartitionPath(int64_t start_ms) const { return opts_.dir + "/" + PartitionName(start_ms); }
+
+Status LogStore::SetAside(int64_t start_ms, const Status& damage) {
+  const std::string path = PartitionPath(start_ms);
   if (auto it = partitions_.find(start_ms); it != partitions_.end()) {
     Disconnect(it->second.get());
     partitions_.erase(it);
@@ -642,6 +645,15 @@ Status LogStore::SetAside(int64_t start_ms, std::string path, const Status& dama
   TW_LOG(Error, "logs: partition {} is damaged ({}); set aside as {}: its lines are not served", path,
          damage.message(), *to);
   return Status::OK();
+}
+
+Result<bool> LogStore::ReadPartition(int64_t start_ms, const std::function<Status(Partition*)>& read) {
+  Partition* p = partitions_.at(start_ms).get();
+  Status s = Touch(p);
+  if (s.ok()) s = read(p);
+  if (!s.IsCorruption()) return s.ok() ? Result<bool>(true) : Result<bool>(s);
+  RETURN_IF_ERROR(SetAside(start_ms, s));
+  return false;
 }
 
 std::vector<int64_t> LogStore::PartitionsOverlapping(int64_t start_ns, int64_t end_ns, bool newest_first) const {

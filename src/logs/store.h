@@ -150,11 +150,16 @@ class LogStore {
   // Removes p's files and forgets it (retention).
   Status DropPartition(int64_t start_ms);
   // Damage (SQLite's SQLITE_CORRUPT or NOTADB, a block that does not
-  // decode): the partition file at `path` is renamed aside with its WAL,
-  // counted and logged, so every other partition is served and new lines
-  // of its range go to a new one. The partition at start_ms, if open, is
-  // closed and forgotten first. An error only when the rename fails.
-  Status SetAside(int64_t start_ms, std::string path, const Status& damage);
+  // decode): the file of the partition starting at start_ms is renamed
+  // aside with its WAL, counted and logged, so every other partition is
+  // served and new lines of its range go to a new one. The partition, if
+  // loaded, is closed and forgotten first. An error only when the rename fails.
+  Status SetAside(int64_t start_ms, const Status& damage);
+  // Runs `read` on the partition starting at start_ms (its connection opened
+  // first). False when it met damage and the partition was set aside: the
+  // caller drops what `read` gathered and goes on with the others.
+  Result<bool> ReadPartition(int64_t start_ms, const std::function<Status(Partition*)>& read);
+  std::string PartitionPath(int64_t start_ms) const;
   // Start times of the partitions overlapping [start_ns, end_ns], oldest
   // first or newest first: a list that a loop setting partitions aside can walk.
   std::vector<int64_t> PartitionsOverlapping(int64_t start_ns, int64_t end_ns, bool newest_first) const;

@@ -281,18 +281,13 @@ Result<SelectResult> LogStore::Select(const Query& q, const SelectOptions& o) {
   int64_t cursor_part = has_cursor ? PartitionStart(cur_t) : INT64_MAX;
   for (int64_t start : PartitionsOverlapping(o.start_ns, o.end_ns, /*newest_first=*/true)) {
     if (start > cursor_part) continue;
-    Partition* p = partitions_.at(start).get();
     // One more than asked: whether there is a next page.
     std::vector<Hit> hits;
-    Status s = Touch(p);
-    if (s.ok()) {
-      s = ScanPartition(p, dctx_, q, o, has_cursor && p->start_ms == cursor_part, cur_t, cur_seq,
-                        o.limit + 1 - out.lines.size(), &hits);
-    }
-    const bool damaged = s.IsCorruption();
-    if (damaged) s = SetAside(start, p->path, s);  // the others are served
-    RETURN_IF_ERROR(s);
-    if (damaged) continue;
+    ASSIGN_OR_RETURN(bool read, ReadPartition(start, [&](Partition* p) {
+                       return ScanPartition(p, dctx_, q, o, has_cursor && start == cursor_part, cur_t, cur_seq,
+                                            o.limit + 1 - out.lines.size(), &hits);
+                     }));
+    if (!read) continue;  // damaged and set aside: the others are served
     for (Hit& h : hits) {
       if (out.lines.size() == o.limit) return out;  // more follow; next_cursor names the last line kept
       out.lines.push_back(std::move(h.rec));
@@ -323,14 +318,11 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
     part_counts[static_cast<size_t>(offset(t) / static_cast<uint64_t>(step_ns))]++;
   };
   for (int64_t start : PartitionsOverlapping(start_ns, end_ns, false)) {
-    Partition* p = partitions_.at(start).get();
     part_counts.assign(nbuckets, 0);
-    Status s = Touch(p);
-    if (s.ok()) s = VisitLines(p, dctx_, q, start_ns, end_ns, "", "id", false, never, always, count);
-    const bool damaged = s.IsCorruption();
-    if (damaged) s = SetAside(start, p->path, s);  // its counts are dropped; the others are served
-    RETURN_IF_ERROR(s);
-    if (damaged) continue;
+    ASSIGN_OR_RETURN(bool read, ReadPartition(start, [&](Partition* p) {
+                       return VisitLines(p, dctx_, q, start_ns, end_ns, "", "id", false, never, always, count);
+                     }));
+    if (!read) continue;  // damaged and set aside: its counts are dropped
     for (uint64_t i = 0; i < nbuckets; ++i) counts[i] += part_counts[i];
   }
   std::vector<std::pair<int64_t, uint64_t>> out;
@@ -368,13 +360,11 @@ Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* afte
       hits.push_back(Hit{t, seq, ToRecord(v, t, flags)});
     };
     std::string after_sql = std::to_string(last);
-    Status s = Touch(p);
-    if (s.ok()) s = VisitLines(p, dctx_, all, INT64_MIN, INT64_MAX, "seq_max > " + after_sql, "seq_min", true, stop, keep, fn);
-    // Damaged: set aside, its lines not forwarded; the others are.
-    const bool damaged = s.IsCorruption();
-    if (damaged) s = SetAside(pstart, p->path, s);
-    RETURN_IF_ERROR(s);
-    if (damaged) continue;
+    ASSIGN_OR_RETURN(bool read, ReadPartition(pstart, [&](Partition* part) {
+                       return VisitLines(part, dctx_, all, INT64_MIN, INT64_MAX, "seq_max > " + after_sql, "seq_min",
+                                         true, stop, keep, fn);
+                     }));
+    if (!read) continue;  // damaged and set aside: its lines are not forwarded
     std::sort(hits.begin(), hits.end(), first);
     if (hits.size() > want) hits.resize(want);
     for (Hit& h : hits) {
