@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/file.h"
@@ -51,7 +52,12 @@ Status DBImpl::Init() {
   }
   int64_t start = MonoNanos();
   RETURN_IF_ERROR(LoadBlocks());
-  RETURN_IF_ERROR(ReplayWal());
+  // Chunks closed during replay are re-encoded densely after it, in the
+  // background: ready sooner (it was a fifth of replay's time).
+  head_->SetDeferDense(true);
+  Status replayed = ReplayWal();
+  head_->SetDeferDense(false);
+  RETURN_IF_ERROR(replayed);
   wal::Options wo;
   wo.dir = WalDir();
   wo.segment_bytes = opts_.wal_segment_bytes;
@@ -60,7 +66,31 @@ Status DBImpl::Init() {
   TW_LOG(Info, "tsdb opened dir={} blocks={} head_series={} head_samples={} in {} ms", opts_.dir, blocks_.size(),
          head_->NumSeries(), head_->NumSamples(), (MonoNanos() - start) / 1000000);
   if (opts_.background || opts_.wal_sync == WalSync::kInterval) bg_ = std::thread([this] { BackgroundLoop(); });
+  densify_ = std::thread([this] { DensifyAfterReplay(); });
   return Status::OK();
+}
+
+void DBImpl::DensifyAfterReplay() {
+  const std::vector<uint64_t> refs = head_->SeriesRefs();
+  const int64_t start = MonoNanos();
+  uint64_t chunks = 0;
+  // In slices, each under maint_mu_ (a head cut must not swap chunks under
+  // it), so maintenance and flushes wait at most one slice.
+  constexpr size_t kSlice = 4096;
+  for (size_t i = 0; i < refs.size(); i += kSlice) {
+    {
+      std::lock_guard<std::mutex> lock(bg_mu_);
+      if (stopping_) return;
+    }
+    std::lock_guard<std::mutex> lock(maint_mu_);
+    if (closed_) return;
+    std::vector<uint64_t> slice(refs.begin() + static_cast<std::ptrdiff_t>(i),
+                                refs.begin() + static_cast<std::ptrdiff_t>(std::min(refs.size(), i + kSlice)));
+    chunks += head_->DensifyClosed(slice);
+  }
+  if (chunks > 0) {
+    TW_LOG(Info, "tsdb: re-encoded {} chunks replayed from the wal in {} ms", chunks, (MonoNanos() - start) / 1000000);
+  }
 }
 
 Status DBImpl::LoadBlocks() {
@@ -182,8 +212,24 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
   ASSIGN_OR_RETURN(auto reader, wal::Reader::Open(dir, first_segment));
   std::string_view rec;
   std::vector<wal::RefSeries> series;
-  std::vector<wal::RefSample> samples;
+  std::vector<wal::RefSample> samples, batch, scratch;
   uint64_t records = 0;
+  // Samples are applied in batches of many records (Head::ReplaySamples
+  // sorts them by series and spreads the series over the cores). A series
+  // record precedes its samples in the log, so creating series as their
+  // records come while samples wait in the batch keeps every sample's
+  // series known when it is applied.
+  // One batch is applied while the next is decoded.
+  const size_t batch_samples = std::max<size_t>(opts_.replay_batch_samples, 1);
+  const int workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<wal::RefSample> applying;
+  std::thread applier;
+  auto apply = [&] {
+    if (applier.joinable()) applier.join();
+    applying.swap(batch);
+    batch.clear();
+    if (!applying.empty()) applier = std::thread([&] { head_->ReplaySamples(&applying, &scratch, workers); });
+  };
   while (reader->Next(&rec)) {
     records++;
     switch (wal::Type(rec)) {
@@ -202,7 +248,8 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
           TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
           continue;
         }
-        head_->ReplaySamples(samples);
+        batch.insert(batch.end(), samples.begin(), samples.end());
+        if (batch.size() >= batch_samples) apply();
         break;
       }
       default:
@@ -210,6 +257,8 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
                reader->offset());
     }
   }
+  apply();
+  if (applier.joinable()) applier.join();
   if (!reader->status().ok()) {
     wal_corruptions_++;
     TW_LOG(Warn, "wal replay stopped: {}; truncating the segment there", reader->status().message());
@@ -370,6 +419,7 @@ Status DBImpl::Close() {
   }
   bg_cv_.notify_all();
   if (bg_.joinable()) bg_.join();
+  if (densify_.joinable()) densify_.join();
   std::lock_guard<std::mutex> lock(maint_mu_);
   closed_ = true;
   Status s;

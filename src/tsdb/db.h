@@ -38,6 +38,9 @@ struct Options {
   int64_t wal_sync_interval_ms = 100;
   uint64_t wal_segment_bytes = 128ull << 20;
   bool background = true;  // run cut/compaction/retention in a background thread
+  // WAL replay applies samples in batches of this many (sorted by series;
+  // 48 bytes each while replaying).
+  size_t replay_batch_samples = 4u << 20;
 };
 
 struct Stats {

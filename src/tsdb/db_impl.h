@@ -47,6 +47,8 @@ class DBImpl : public DB {
   // which it returns in *damage.
   Status ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage);
   void BackgroundLoop();
+  // Re-encodes the chunks closed during replay densely (Head::SetDeferDense).
+  void DensifyAfterReplay();
   std::vector<std::shared_ptr<Block>> BlocksSnapshot();
 
   // db_cut.cc: persists head data before `boundary` (all of it when close_all).
@@ -86,6 +88,7 @@ class DBImpl : public DB {
   std::condition_variable bg_cv_;
   bool stopping_ = false;  // GUARDED_BY(bg_mu_)
   std::thread bg_;
+  std::thread densify_;
   bool closed_ = false;
 };
 

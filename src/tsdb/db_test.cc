@@ -925,8 +925,16 @@ TEST_F(DBTest, WalDamageInsideTheLogKeepsLaterSegments) {
 
 // Random appends (in order, late, duplicate) interleaved with flushes,
 // maintenance and restarts always read back exactly the reference.
-TEST_F(DBTest, RandomOperationsMatchReference) {
+class RandomOperationsTest : public DBTest, public ::testing::WithParamInterface<size_t> {};
+
+// Flushes, maintenance and restarts amid in-order, late, out-of-order and
+// duplicate samples; the parameter is the replay batch (7: a series' samples
+// span many batches, and batches split series).
+TEST_P(RandomOperationsTest, MatchReference) {
   std::mt19937_64 rng(7);
+  Options opts = Opts();
+  opts.replay_batch_samples = GetParam();
+  auto Open = [&] { DBTest::Open(opts); };
   Open();
   Data ref;
   const int64_t h = 3600 * 1000;
@@ -958,6 +966,8 @@ TEST_F(DBTest, RandomOperationsMatchReference) {
     ASSERT_EQ(ReadAll(), ref) << "round " << round;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(ReplayBatch, RandomOperationsTest, ::testing::Values(size_t{7}, size_t{4} << 20));
 
 }  // namespace
 }  // namespace trainwatch::tsdb

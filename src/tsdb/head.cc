@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
+#include <utility>
 #include <unordered_set>
 
 #include "base/clock.h"
@@ -388,28 +390,73 @@ void Head::CloseOpenLocked(MemSeries* s) {
   c.mint = s->open->MinTime();
   c.maxt = s->open->MaxTime();
   c.num_samples = s->open->NumSamples();
+  c.enc = chunkenc::DeltaChunk::kEncoding;
   // Closed chunks are immutable: re-encode them with the dense codec when
   // that is smaller (about half of XOR on typical metrics), so the head
   // holds recent data at close to on-disk density.
+  std::string_view open_bytes = s->open->Bytes();
+  HeadChunk dense;
+  if (defer_dense_.load(std::memory_order_relaxed) || !EncodeDenser(c, &dense, open_bytes)) {
+    c.data = ChunkBytes::Copy(open_bytes);
+  } else {
+    c = std::move(dense);
+  }
+  s->closed.push_back(std::move(c));
+  s->open.reset();
+}
+
+bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes) const {
+  if (!opts_.dense_closed_chunks) return false;
   thread_local std::vector<int64_t> ts;
   thread_local std::vector<double> vs;
   thread_local std::string dense;
   ts.clear();
   vs.clear();
   dense.clear();
-  std::string_view open_bytes = s->open->Bytes();
-  if (opts_.dense_closed_chunks && chunkenc::DecodeAll(chunkenc::DeltaChunk::kEncoding, open_bytes, &ts, &vs).ok()) {
-    chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &dense);
+  if (!chunkenc::DecodeAll(c.enc, bytes, &ts, &vs).ok() || ts.empty()) return false;
+  chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &dense);
+  if (dense.size() >= bytes.size()) return false;
+  out->mint = c.mint;
+  out->maxt = c.maxt;
+  out->num_samples = c.num_samples;
+  out->enc = chunkenc::Encoding::kDense;
+  out->data = ChunkBytes::Copy(dense);
+  return true;
+}
+
+std::vector<uint64_t> Head::SeriesRefs() const {
+  std::shared_lock lock(postings_mu_);
+  return std::vector<uint64_t>(postings_.All().begin(), postings_.All().end());
+}
+
+uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
+  uint64_t done = 0;
+  std::vector<HeadChunk> todo;
+  for (uint64_t ref : refs) {
+    MemSeries* s = GetByRef(ref);
+    if (s == nullptr) continue;
+    todo.clear();
+    {
+      std::lock_guard<SpinLock> lock(s->mu);
+      for (const auto& c : s->closed) {
+        if (c.enc == chunkenc::DeltaChunk::kEncoding) todo.push_back(c);
+      }
+    }
+    // Encoded outside the series' lock (appenders go on); swapped in only
+    // where the chunk is still the one read.
+    for (const HeadChunk& c : todo) {
+      HeadChunk dense;
+      if (!EncodeDenser(c, &dense, c.data.view())) continue;
+      std::lock_guard<SpinLock> lock(s->mu);
+      for (auto& cur : s->closed) {
+        if (!cur.data.SameAs(c.data)) continue;
+        cur = std::move(dense);
+        done++;
+        break;
+      }
+    }
   }
-  if (!dense.empty() && dense.size() < open_bytes.size()) {
-    c.enc = chunkenc::Encoding::kDense;
-    c.data = ChunkBytes::Copy(dense);
-  } else {
-    c.enc = chunkenc::DeltaChunk::kEncoding;
-    c.data = ChunkBytes::Copy(open_bytes);
-  }
-  s->closed.push_back(std::move(c));
-  s->open.reset();
+  return done;
 }
 
 bool Head::InOrderHasLocked(const MemSeries* s, int64_t t) const {
@@ -427,6 +474,10 @@ bool Head::InOrderHasLocked(const MemSeries* s, int64_t t) const {
 
 bool Head::ApplySample(MemSeries* s, int64_t t, double v) {
   std::lock_guard<SpinLock> lock(s->mu);
+  return ApplySampleLocked(s, t, v);
+}
+
+bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
   int64_t maxt = s->open ? s->open->MaxTime() : (s->closed.empty() ? INT64_MIN : s->closed.back().maxt);
   if (t > maxt) {
     if (s->open && (s->open->NumSamples() >= opts_.samples_per_chunk || t >= s->open_block_end)) {
@@ -653,28 +704,87 @@ void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
   }
 }
 
-void Head::ReplaySamples(const std::vector<wal::RefSample>& samples) {
-  int64_t mint = INT64_MAX, maxt = INT64_MIN;
-  uint64_t applied = 0;
-  for (const auto& s : samples) {
-    MemSeries* ms = GetByRef(s.ref);
-    if (ms == nullptr) {
-      replay_unknown_.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
+namespace {
+
+// Stable LSD radix sort of samples by ref, in as few passes of at most 16
+// bits as the largest ref needs.
+void SortByRef(std::vector<wal::RefSample>* a, std::vector<wal::RefSample>* tmp) {
+  uint64_t max_ref = 0;
+  for (const auto& s : *a) max_ref = std::max(max_ref, s.ref);
+  const int bits = max_ref == 0 ? 0 : 64 - __builtin_clzll(max_ref);
+  if (bits == 0) return;
+  const int passes = (bits + 15) / 16;
+  const int digit = (bits + passes - 1) / passes;
+  const uint64_t mask = (uint64_t{1} << digit) - 1;
+  std::vector<size_t> count(size_t{1} << digit);
+  tmp->resize(a->size());
+  for (int shift = 0; shift < bits; shift += digit) {
+    std::fill(count.begin(), count.end(), 0);
+    for (const auto& s : *a) count[(s.ref >> shift) & mask]++;
+    size_t sum = 0;
+    for (auto& c : count) sum += std::exchange(c, sum);
+    wal::RefSample* out = tmp->data();
+    for (const auto& s : *a) out[count[(s.ref >> shift) & mask]++] = s;
+    a->swap(*tmp);
+  }
+}
+
+}  // namespace
+
+void Head::ReplayRun(const wal::RefSample* run, size_t n, ReplayTally* tally) {
+  MemSeries* ms = GetByRef(run[0].ref);
+  if (ms == nullptr) {
+    tally->unknown += n;
+    return;
+  }
+  std::lock_guard<SpinLock> lock(ms->mu);
+  for (size_t i = 0; i < n; i++) {
+    const int64_t t = run[i].t;
     // Written by a version that had no time bounds: no block can hold it
     // (a block's range would overflow), and it would stop every cut.
-    if (s.t < model::kMinTime || s.t > model::kMaxTime) {
-      (s.t < model::kMinTime ? too_old_total_ : too_new_total_).fetch_add(1, std::memory_order_relaxed);
-      TW_LOG(Warn, "wal replay: dropped a sample of series {} at unsupported timestamp {}", ms->ref, s.t);
+    if (t < model::kMinTime || t > model::kMaxTime) {
+      (t < model::kMinTime ? too_old_total_ : too_new_total_).fetch_add(1, std::memory_order_relaxed);
+      TW_LOG(Warn, "wal replay: dropped a sample of series {} at unsupported timestamp {}", ms->ref, t);
       continue;
     }
-    applied += ApplySample(ms, s.t, s.v) ? 1 : 0;
-    mint = std::min(mint, s.t);
-    maxt = std::max(maxt, s.t);
+    tally->applied += ApplySampleLocked(ms, t, run[i].v) ? 1 : 0;
+    tally->mint = std::min(tally->mint, t);
+    tally->maxt = std::max(tally->maxt, t);
   }
-  UpdateTimes(mint, maxt);
-  CountApplied(applied);
+}
+
+void Head::ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::RefSample>* scratch, int workers) {
+  if (batch->empty()) return;
+  SortByRef(batch, scratch);
+  const wal::RefSample* b = batch->data();
+  const size_t n = batch->size();
+  // Contiguous shares that end where a series' run ends.
+  workers = static_cast<int>(std::clamp<size_t>(static_cast<size_t>(std::max(workers, 1)), 1, n / 4096 + 1));
+  std::vector<size_t> cut{0};
+  for (int w = 1; w < workers; w++) {
+    size_t i = std::max(cut.back(), n * static_cast<size_t>(w) / static_cast<size_t>(workers));
+    while (i < n && i > 0 && b[i].ref == b[i - 1].ref) i++;
+    cut.push_back(i);
+  }
+  cut.push_back(n);
+  std::vector<ReplayTally> tallies(cut.size() - 1);
+  auto apply = [&](size_t w) {
+    for (size_t i = cut[w]; i < cut[w + 1];) {
+      size_t j = i + 1;
+      while (j < cut[w + 1] && b[j].ref == b[i].ref) j++;
+      ReplayRun(b + i, j - i, &tallies[w]);
+      i = j;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < tallies.size(); w++) threads.emplace_back(apply, w);
+  apply(0);
+  for (auto& t : threads) t.join();
+  for (const ReplayTally& t : tallies) {
+    replay_unknown_.fetch_add(t.unknown, std::memory_order_relaxed);
+    UpdateTimes(t.mint, t.maxt);
+    CountApplied(t.applied);
+  }
 }
 
 Head::MemoryStats Head::GetMemoryStats() const {

@@ -50,6 +50,40 @@ TEST(HeadTest, ChunksAreCutAtSampleCountAndBlockBoundary) {
   EXPECT_EQ(rest.front().t, 100000);
 }
 
+TEST(HeadTest, DeferredDenseChunksAreReencodedLater) {
+  HeadOptions o;
+  o.samples_per_chunk = 100;
+  Head head(o);
+  head.SetDeferDense(true);
+  auto app = head.NewAppender();
+  Labels l{{"__name__", "x"}};
+  std::vector<model::Sample> want;
+  for (int64_t t = 0; t < 250; t++) {
+    want.push_back({t * 1000, static_cast<double>(t % 7)});
+    ASSERT_TRUE(app->Append(0, l, want.back().t, want.back().v).ok());
+  }
+  ASSERT_TRUE(app->Commit().ok());
+  head.SetDeferDense(false);
+  auto encodings = [&] {
+    SeriesSnapshot snap;
+    EXPECT_TRUE(head.SnapshotByRef(head.SeriesRefs().at(0), model::kMinTime, model::kMaxTime, &snap));
+    std::vector<chunkenc::Encoding> out;
+    for (const auto& c : snap.chunks) out.push_back(c.enc);
+    return out;
+  };
+  using chunkenc::Encoding;
+  EXPECT_EQ(encodings(), (std::vector<Encoding>{Encoding::kDelta, Encoding::kDelta, Encoding::kDelta}));
+  EXPECT_EQ(head.DensifyClosed(head.SeriesRefs()), 2u);  // the open chunk stays appendable
+  EXPECT_EQ(encodings(), (std::vector<Encoding>{Encoding::kDense, Encoding::kDense, Encoding::kDelta}));
+  EXPECT_EQ(head.DensifyClosed(head.SeriesRefs()), 0u);
+  auto got = Read(&head, {Eq("__name__", "x")});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); i++) {
+    EXPECT_EQ(got[i].t, want[i].t);
+    EXPECT_EQ(got[i].v, want[i].v);
+  }
+}
+
 TEST(HeadTest, PersistSetIsSortedByLabels) {
   // Label sets that are prefixes of one another, share prefixes, differ in
   // names before values, and were created in an unrelated order.
