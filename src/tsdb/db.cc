@@ -2,6 +2,7 @@
 // stats and the background maintenance loop.
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ Status DBImpl::Init() {
   // Chunks closed during replay are re-encoded densely after it, in the
   // background: ready sooner (it was a fifth of replay's time).
   head_->SetDeferDense(true);
+  head_->EnableChunkQueue();
   Status replayed = ReplayWal();
   head_->SetDeferDense(false);
   RETURN_IF_ERROR(replayed);
@@ -63,8 +65,27 @@ Status DBImpl::Init() {
   wo.segment_bytes = opts_.wal_segment_bytes;
   ASSIGN_OR_RETURN(wal_, wal::Writer::Open(wo));
   head_->SetWal(wal_.get(), opts_.wal_sync == WalSync::kPerRequest);
-  TW_LOG(Info, "tsdb opened dir={} blocks={} head_series={} head_samples={} in {} ms", opts_.dir, blocks_.size(),
-         head_->NumSeries(), head_->NumSamples(), (MonoNanos() - start) / 1000000);
+  // Samples replayed from after the last mark were logged in segments the
+  // next span covers.
+  head_->NoteLogged(replay_tail_maxt_);
+  if (!chunk_log_dir_.empty() && replay_mark_.has_value()) {
+    spans_ = replay_mark_->spans;
+    span_start_ = replay_mark_->wal_segment;
+    wal::Options co;
+    co.dir = chunk_log_dir_;
+    auto w = wal::Writer::Open(co);
+    if (w.ok()) {
+      chunk_log_ = std::move(*w);
+    } else {
+      DropChunkLog(w.status());
+    }
+  }
+  if (chunk_log_ == nullptr) StartChunkLog(chunk_gen_);
+  TW_LOG(Info,
+         "tsdb opened dir={} blocks={} head_series={} head_samples={} in {} ms (the chunk log held {} wal samples "
+         "records and {} more samples)",
+         opts_.dir, blocks_.size(), head_->NumSeries(), head_->NumSamples(), (MonoNanos() - start) / 1000000,
+         replay_skipped_records_, head_->ReplaySkipped());
   if (opts_.background || opts_.wal_sync == WalSync::kInterval) bg_ = std::thread([this] { BackgroundLoop(); });
   densify_ = std::thread([this] { DensifyAfterReplay(); });
   return Status::OK();
@@ -185,14 +206,15 @@ std::string DBImpl::CheckpointDir(int segment) const {
   return opts_.dir + "/" + buf;
 }
 
-Status DBImpl::ReplayDir(const std::string& dir, int first_segment, bool repair) {
+Status DBImpl::ReplayDir(const std::string& dir, int first_segment, bool repair, const chunklog::Mark* mark,
+                         bool checkpoint) {
   // Damage inside the log (a flipped bit, not a crash's torn tail) loses the
   // rest of its segment only: replay goes on with the next segment, whose
   // records are framed on their own, and repair cuts just the damaged one.
   std::vector<wal::CorruptionInfo> damaged;
   for (int first = first_segment;;) {
     std::optional<wal::CorruptionInfo> c;
-    RETURN_IF_ERROR(ReplaySegments(dir, first, &c));
+    RETURN_IF_ERROR(ReplaySegments(dir, first, &c, mark, checkpoint));
     if (!c.has_value()) break;
     damaged.push_back(*c);
     if (c->torn_tail || !repair) break;
@@ -208,7 +230,8 @@ Status DBImpl::ReplayDir(const std::string& dir, int first_segment, bool repair)
   return Status::OK();
 }
 
-Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage) {
+Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage,
+                              const chunklog::Mark* mark, bool checkpoint) {
   ASSIGN_OR_RETURN(auto reader, wal::Reader::Open(dir, first_segment));
   std::string_view rec;
   std::vector<wal::RefSeries> series;
@@ -220,15 +243,29 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
   // records come while samples wait in the batch keeps every sample's
   // series known when it is applied.
   // One batch is applied while the next is decoded.
-  const size_t batch_samples = std::max<size_t>(opts_.replay_batch_samples, 1);
+  auto batch_samples = [&] {
+    return std::clamp<size_t>(head_->NumSeries() * 16, std::min<size_t>(opts_.replay_batch_samples, 1u << 20),
+                              std::max<size_t>(opts_.replay_batch_samples, 1));
+  };
   const int workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<wal::RefSample> applying;
   std::thread applier;
+  // Whether the batch's samples were logged before the chunk log's mark;
+  // those in the log are skipped: all before its time T here, the rest by
+  // their series' logged chunks in Head::ReplaySamples.
+  bool batch_covered = false;
+  uint64_t skipped = 0;
+  // Segments whose samples records are all covered are not even decoded.
+  const int skip_before = mark != nullptr ? mark->FirstUncoveredSegment(first_segment) : 0;
   auto apply = [&] {
     if (applier.joinable()) applier.join();
     applying.swap(batch);
     batch.clear();
-    if (!applying.empty()) applier = std::thread([&] { head_->ReplaySamples(&applying, &scratch, workers); });
+    if (!applying.empty()) {
+      applier = std::thread([&, covered = batch_covered] {
+        head_->ReplaySamples(&applying, &scratch, workers, covered);
+      });
+    }
   };
   while (reader->Next(&rec)) {
     records++;
@@ -243,13 +280,37 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
         break;
       }
       case wal::RecordType::kSamples: {
+        // Records whose samples the chunk log holds are passed over undecoded:
+        // whole segments by the mark's spans, others by their latest time.
+        const bool covered = mark != nullptr && (checkpoint || reader->segment() < mark->wal_segment);
+        int64_t rec_maxt;
+        if ((!checkpoint && reader->segment() < skip_before) ||
+            (covered && wal::SamplesMaxTime(rec, &rec_maxt) && rec_maxt < mark->covered_before)) {
+          replay_skipped_records_++;
+          break;
+        }
         Status s = wal::DecodeSamples(rec, &samples);
         if (!s.ok()) {
           TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
           continue;
         }
-        batch.insert(batch.end(), samples.begin(), samples.end());
-        if (batch.size() >= batch_samples) apply();
+        if (covered != batch_covered) {
+          apply();
+          batch_covered = covered;
+        }
+        if (!checkpoint && (mark == nullptr || reader->segment() >= mark->wal_segment)) {
+          for (const auto& smp : samples) replay_tail_maxt_ = std::max(replay_tail_maxt_, smp.t);
+        }
+        if (covered) {
+          const size_t before = batch.size();
+          for (const auto& smp : samples) {
+            if (smp.t >= mark->covered_before) batch.push_back(smp);
+          }
+          skipped += samples.size() - (batch.size() - before);
+        } else {
+          batch.insert(batch.end(), samples.begin(), samples.end());
+        }
+        if (batch.size() >= batch_samples()) apply();
         break;
       }
       default:
@@ -259,6 +320,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
   }
   apply();
   if (applier.joinable()) applier.join();
+  head_->CountReplaySkipped(skipped);
   if (!reader->status().ok()) {
     wal_corruptions_++;
     TW_LOG(Warn, "wal replay stopped: {}; truncating the segment there", reader->status().message());
@@ -277,9 +339,43 @@ Status DBImpl::ReplayWal() {
   for (const auto& name : names) {
     if (name.rfind("checkpoint.", 0) == 0 && name.size() == 19) checkpoint = std::max(checkpoint, std::atoi(name.c_str() + 11));
   }
-  if (checkpoint >= 0) RETURN_IF_ERROR(ReplayDir(CheckpointDir(checkpoint), 0, /*repair=*/false));
-  if (!file::Exists(WalDir())) return Status::OK();
-  return ReplayDir(WalDir(), std::max(checkpoint, 0), /*repair=*/true);
+  // The chunk log of this checkpoint, if any, holds most of what follows.
+  const int gen = std::max(checkpoint, 0);
+  chunk_gen_ = gen;
+  for (const auto& name : names) {
+    if (name.rfind("chunks_head.", 0) == 0 && opts_.dir + "/" + name != ChunkLogDir(gen)) {
+      RETURN_IF_ERROR(file::RemoveAll(opts_.dir + "/" + name));  // of an older checkpoint, or unfinished
+    }
+  }
+  std::optional<chunklog::Mark> mark;
+  if (file::Exists(ChunkLogDir(gen))) {
+    auto loaded = chunklog::Load(ChunkLogDir(gen));
+    if (!loaded.ok() || !loaded->mark.has_value()) {
+      if (!loaded.ok()) TW_LOG(Warn, "chunk log {}: {}; replaying the whole wal", ChunkLogDir(gen), loaded.status().message());
+      RETURN_IF_ERROR(file::RemoveAll(ChunkLogDir(gen)));
+    } else {
+      mark = loaded->mark;
+      replay_mark_ = mark;
+      TW_LOG(Info, "chunk log {}: {} chunks{}", ChunkLogDir(gen), loaded->num_chunks,
+             loaded->dropped_overlaps > 0 ? fmt::format(" ({} logged twice)", loaded->dropped_overlaps) : "");
+      head_->SetReplayBase(std::move(loaded->chunks), std::move(loaded->ooo));
+    }
+  }
+  const chunklog::Mark* m = mark.has_value() ? &*mark : nullptr;
+  Status s;
+  if (checkpoint >= 0) s = ReplayDir(CheckpointDir(checkpoint), 0, /*repair=*/false, m, /*checkpoint=*/true);
+  if (s.ok() && file::Exists(WalDir())) s = ReplayDir(WalDir(), gen, /*repair=*/true, m, /*checkpoint=*/false);
+  if (uint64_t left = head_->EndReplayBase(); left > 0) {
+    TW_LOG(Warn, "chunk log {}: {} chunks of series the wal does not know were dropped", ChunkLogDir(gen), left);
+  }
+  if (mark.has_value()) chunk_log_dir_ = ChunkLogDir(gen);  // appended to after open
+  return s;
+}
+
+std::string DBImpl::ChunkLogDir(int gen) const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "chunks_head.%08d", gen);
+  return opts_.dir + "/" + buf;
 }
 
 std::vector<std::shared_ptr<Block>> DBImpl::BlocksSnapshot() {
@@ -367,6 +463,14 @@ Status DBImpl::Flush() {
   return s.ok() ? r : s;
 }
 
+Status DBImpl::FlushChunkLog() {
+  std::lock_guard<std::mutex> lock(maint_mu_);
+  if (closed_ || chunk_log_ == nullptr) return Status::OK();
+  Status s = WriteChunkLog(chunk_log_.get(), /*all=*/false);
+  if (!s.ok()) DropChunkLog(s);
+  return s;
+}
+
 Status DBImpl::Maintain() {
   std::lock_guard<std::mutex> lock(maint_mu_);
   if (closed_) return Status::OK();
@@ -406,6 +510,16 @@ void DBImpl::BackgroundLoop() {
       Status s = Maintain();
       if (!s.ok()) TW_LOG(Error, "tsdb maintenance: {}", s.message());
       next_maint = NowMillis() + 60'000;
+    }
+    // The chunk log every real minute (what replay re-applies is the WAL
+    // since the last flush), or sooner when a fast ingest queued much.
+    // Nothing appended: nothing to log (and no WAL segment a minute).
+    if (opts_.background && head_->AppendedTotal() != last_chunk_flush_appended_ &&
+        (MonoNanos() / 1000000 - last_chunk_flush_ms_ >= 60'000 || head_->ChunkQueueBytes() >= kChunkLogFlushBytes)) {
+      last_chunk_flush_appended_ = head_->AppendedTotal();
+      Status s = FlushChunkLog();
+      if (!s.ok()) TW_LOG(Error, "tsdb chunk log: {}", s.message());
+      last_chunk_flush_ms_ = MonoNanos() / 1000000;
     }
     lock.lock();
   }
@@ -458,6 +572,8 @@ Stats DBImpl::GetStats() {
   st.too_old_samples_total = head_->TooOldTotal();
   st.compaction_series_skipped_total = series_skipped_.load();
   st.blocks_set_aside = blocks_set_aside_.load();
+  st.replay_skipped_samples = head_->ReplaySkipped();
+  st.replay_skipped_records = replay_skipped_records_;
   for (size_t i = 0; i < kNumSeriesRefusals; i++) {
     st.series_refused_total[i] = head_->SeriesRefusedTotal(static_cast<SeriesRefusal>(i));
   }

@@ -38,8 +38,9 @@ struct Options {
   int64_t wal_sync_interval_ms = 100;
   uint64_t wal_segment_bytes = 128ull << 20;
   bool background = true;  // run cut/compaction/retention in a background thread
-  // WAL replay applies samples in batches of this many (sorted by series;
-  // 48 bytes each while replaying).
+  // WAL replay applies samples in batches of 16 per series known so far,
+  // at least 1 Mi and at most this many (sorted by series; 72 bytes each
+  // while replaying: the batch, the one being applied, the sort's scratch).
   size_t replay_batch_samples = 4u << 20;
 };
 
@@ -59,6 +60,9 @@ struct Stats {
   uint64_t too_far_in_future_samples_total = 0;  // refused appends (and unsupported WAL timestamps)
   uint64_t too_old_samples_total = 0;
   uint64_t compaction_series_skipped_total = 0;  // series a block could not hold, left out of it
+  // WAL samples and whole samples records the last open skipped (not even
+  // decoded): the chunk log held them.
+  uint64_t replay_skipped_samples = 0, replay_skipped_records = 0;
   uint64_t blocks_set_aside = 0;  // damaged blocks renamed "<id>.corrupt" (present at open, or set aside since)
   // New series refused by each bound of Options::series_limits (SeriesRefusal order).
   std::array<uint64_t, kNumSeriesRefusals> series_refused_total = {};

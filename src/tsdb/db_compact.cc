@@ -153,6 +153,7 @@ Status DBImpl::ApplyRetention() {
   }
   if (opts_.retention_bytes > 0) {
     uint64_t total = wal_ != nullptr ? wal_->SizeBytes() : 0;
+    if (chunk_log_ != nullptr) total += chunk_log_->SizeBytes();
     for (auto& b : blocks) total += b->SizeBytes();
     // Oldest first (blocks are sorted by mint).
     for (auto& b : blocks) {

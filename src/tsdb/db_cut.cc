@@ -71,16 +71,96 @@ Status DBImpl::CutHead(int64_t boundary, bool close_all) {
     head_->Truncate(set);
   }
   RETURN_IF_ERROR(WriteCheckpoint(segment));
+  // The chunk log starts over with what the checkpoint left in the head.
+  StartChunkLog(segment);
   RETURN_IF_ERROR(wal_->TruncateBefore(segment));
   ASSIGN_OR_RETURN(auto names, file::ListDir(opts_.dir));
-  std::string keep = CheckpointDir(segment);
+  std::string keep = CheckpointDir(segment), keep_log = ChunkLogDir(segment);
   for (const auto& name : names) {
     std::string path = opts_.dir + "/" + name;
     if (name.rfind("checkpoint.", 0) == 0 && path != keep) RETURN_IF_ERROR(file::RemoveAll(path));
+    if (name.rfind("chunks_head.", 0) == 0 && path != keep_log) RETURN_IF_ERROR(file::RemoveAll(path));
   }
   TW_LOG(Info, "persisted head up to {}: {} series in {} ms", boundary == INT64_MAX ? "now" : std::to_string(boundary),
          set.series.size(), (MonoNanos() - start) / 1000000);
   return Status::OK();
+}
+
+Status DBImpl::WriteChunkLog(wal::Writer* w, bool all) {
+  int segment;
+  {
+    // Every sample logged before the new segment is applied to the head, so
+    // the drain below sees it: in a chunk it logs, an open chunk (at or
+    // after open_min) or out-of-order samples it logs.
+    Head::ExclusiveAppendLock lock(head_.get());
+    ASSIGN_OR_RETURN(segment, wal_->NextSegment());
+    spans_.push_back({span_start_, head_->TakeLoggedMaxt()});
+    span_start_ = segment;
+  }
+  Head::ChunkLogDrain d = head_->DrainForChunkLog(all);
+  std::vector<std::string> recs;
+  constexpr size_t kChunksPerRecord = 4096;
+  for (size_t i = 0; i < d.chunks.size(); i += kChunksPerRecord) {
+    recs.emplace_back();
+    chunklog::EncodeChunks(d.chunks.data() + i, std::min(kChunksPerRecord, d.chunks.size() - i), &recs.back());
+    if (recs.size() >= 16) {
+      RETURN_IF_ERROR(w->Log(recs));
+      recs.clear();
+    }
+  }
+  for (const RefOoo& o : d.ooo) {
+    recs.emplace_back();
+    chunklog::EncodeOoo(o, &recs.back());
+  }
+  recs.emplace_back();
+  chunklog::EncodeMark(chunklog::Mark{segment, d.open_min, spans_}, &recs.back());
+  RETURN_IF_ERROR(w->Log(recs));
+  return w->Sync();
+}
+
+void DBImpl::DropChunkLog(const Status& why) {
+  TW_LOG(Error, "tsdb: chunk log {} dropped: {}; the next start replays the whole wal", chunk_log_dir_,
+         why.message());
+  chunk_log_.reset();
+  if (!chunk_log_dir_.empty()) {
+    if (Status s = file::RemoveAll(chunk_log_dir_); !s.ok()) TW_LOG(Error, "tsdb: {}", s.message());
+  }
+  chunk_log_dir_.clear();
+}
+
+void DBImpl::StartChunkLog(int gen) {
+  chunk_log_.reset();
+  chunk_gen_ = gen;
+  spans_.clear();
+  span_start_ = gen;
+  const std::string dir = ChunkLogDir(gen), tmp = dir + ".tmp";
+  auto fail = [&](const Status& s) {
+    TW_LOG(Error, "tsdb: chunk log {} not started: {}; the next start replays the whole wal", dir, s.message());
+    (void)file::RemoveAll(tmp);
+    (void)file::RemoveAll(dir);
+    chunk_log_dir_.clear();
+  };
+  // Written aside and renamed: a generation without its base would promise
+  // what it does not hold.
+  if (Status s = file::RemoveAll(tmp); !s.ok()) return fail(s);
+  if (Status s = file::RemoveAll(dir); !s.ok()) return fail(s);
+  {
+    wal::Options o;
+    o.dir = tmp;
+    auto w = wal::Writer::Open(o);
+    if (!w.ok()) return fail(w.status());
+    Status s = WriteChunkLog(w->get(), /*all=*/true);
+    if (s.ok()) s = (*w)->Close();
+    if (!s.ok()) return fail(s);
+  }
+  if (::rename(tmp.c_str(), dir.c_str()) != 0) return fail(Status::FromErrno("rename " + tmp, errno));
+  if (Status s = file::SyncDir(opts_.dir); !s.ok()) return fail(s);
+  wal::Options o;
+  o.dir = dir;
+  auto w = wal::Writer::Open(o);
+  if (!w.ok()) return fail(w.status());
+  chunk_log_ = std::move(*w);
+  chunk_log_dir_ = dir;
 }
 
 Status DBImpl::AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const std::vector<int64_t>& ts,

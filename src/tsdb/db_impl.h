@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tsdb/block.h"
+#include "tsdb/chunk_log.h"
 #include "tsdb/db.h"
 #include "tsdb/head.h"
 #include "tsdb/wal/reader.h"
@@ -37,15 +38,23 @@ class DBImpl : public DB {
   // One maintenance pass: cut the head if it spans enough, compact, apply
   // retention. Exposed for tests.
   Status Maintain();
+  // Logs the chunks closed since the last flush to the chunk log
+  // (tsdb/chunk_log.h), behind a new WAL segment. The background loop calls
+  // it every minute, or sooner when much is queued. Exposed for tests.
+  Status FlushChunkLog();
 
  private:
   // db.cc
   Status LoadBlocks();
   Status ReplayWal();
-  Status ReplayDir(const std::string& dir, int first_segment, bool repair);
+  // `mark`: the chunk log's, whose covered samples are skipped (null: none);
+  // `checkpoint`: dir is a checkpoint (every record in it is before the mark).
+  Status ReplayDir(const std::string& dir, int first_segment, bool repair, const chunklog::Mark* mark,
+                   bool checkpoint);
   // Replays segments from first_segment on until the end or the first damage,
   // which it returns in *damage.
-  Status ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage);
+  Status ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage,
+                        const chunklog::Mark* mark, bool checkpoint);
   void BackgroundLoop();
   // Re-encodes the chunks closed during replay densely (Head::SetDeferDense).
   void DensifyAfterReplay();
@@ -63,12 +72,36 @@ class DBImpl : public DB {
   Status CompactBlocks(const std::vector<std::shared_ptr<Block>>& group);
   Status ApplyRetention();
 
+  // The chunk log generation that goes with checkpoint.<gen> (0: none).
+  std::string ChunkLogDir(int gen) const;
+  // Starts generation `gen` with a base (closing the current one) and keeps
+  // appending to it. On failure the DB goes on without a chunk log (replay
+  // then re-applies the whole WAL) until the next head cut or open.
+  // REQUIRES: maint_mu_ held, or still opening.
+  void StartChunkLog(int gen);
+  Status WriteChunkLog(wal::Writer* w, bool all);
+  // Closes and deletes the current generation after a failed write: what it
+  // logged may now miss chunks that a later mark would promise.
+  void DropChunkLog(const Status& why);
   std::string CheckpointDir(int segment) const;
   std::string WalDir() const { return opts_.dir + "/wal"; }
 
   const Options opts_;
   std::unique_ptr<Head> head_;
   std::unique_ptr<wal::Writer> wal_;
+  std::unique_ptr<wal::Writer> chunk_log_;  // GUARDED_BY(maint_mu_) after open; null: none
+  std::string chunk_log_dir_;                // the generation replay used, appended to after open
+  int chunk_gen_ = 0;                        // the generation that goes with the current checkpoint
+  // The current generation's spans of WAL segments (chunklog::Mark::spans)
+  // and the first segment of the span still open. GUARDED_BY(maint_mu_).
+  std::vector<chunklog::SegmentSpan> spans_;
+  int span_start_ = 0;
+  std::optional<chunklog::Mark> replay_mark_;  // the mark replay used
+  int64_t replay_tail_maxt_ = INT64_MIN;      // latest sample replayed from WAL segments after it
+  uint64_t replay_skipped_records_ = 0;       // samples records replay did not decode
+  static constexpr size_t kChunkLogFlushBytes = 16u << 20;  // queued chunk bytes that call a flush early
+  int64_t last_chunk_flush_ms_ = 0;          // monotonic; background thread only
+  uint64_t last_chunk_flush_appended_ = 0;   // head_->AppendedTotal() then; background thread only
   int lock_fd_ = -1;
 
   std::mutex maint_mu_;  // one cut / compaction / retention pass at a time

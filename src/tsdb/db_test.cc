@@ -925,6 +925,105 @@ TEST_F(DBTest, WalDamageInsideTheLogKeepsLaterSegments) {
 
 // Random appends (in order, late, duplicate) interleaved with flushes,
 // maintenance and restarts always read back exactly the reference.
+// Restart after a crash attaches the chunks the chunk log holds and skips
+// their samples in the WAL; what it does not hold (open chunks, samples
+// logged after its last mark, out-of-order ones) replays as before.
+TEST_F(DBTest, ChunkLogSkipsLoggedSamplesAtReplay) {
+  Open();
+  Data ref;
+  std::mt19937_64 rng(3);
+  auto step = [&](int64_t from, int64_t to) {
+    std::vector<std::tuple<Labels, int64_t, double>> batch;
+    for (int64_t t = from; t < to; t++) {
+      for (int s = 0; s < 20; s++) batch.emplace_back(L("m", std::to_string(s)), t * 15000, static_cast<double>(rng() % 100));
+    }
+    Append(batch, &ref);
+  };
+  step(0, 300);  // two closed chunks and an open one per series
+  // Late and duplicate samples: out-of-order ones the log holds.
+  Append({{L("m", "1"), 7500, 1.25}, {L("m", "2"), 15000, 99}, {L("m", "3"), 3 * 15000 + 1, 2.5}}, &ref);
+  ASSERT_TRUE(Impl()->FlushChunkLog().ok());
+  step(300, 400);                                          // after the mark: replayed
+  Append({{L("m", "4"), 7 * 15000 + 2, 3.5}}, &ref);       // out of order after the mark
+  Open();
+  EXPECT_EQ(ReadAll(), ref);
+  Stats st = db_->GetStats();
+  EXPECT_EQ(st.head_samples, 20u * 400 + 3);
+  // The late samples' record is passed over whole (all of it before T); of
+  // the others, the samples in the two closed chunks of each series.
+  EXPECT_EQ(st.replay_skipped_records, 1u);
+  EXPECT_EQ(st.replay_skipped_samples, 20u * 240);
+  // The generation goes on after the restart.
+  step(400, 500);
+  ASSERT_TRUE(Impl()->FlushChunkLog().ok());
+  Open();
+  EXPECT_EQ(ReadAll(), ref);
+  // The first life's segments end before T: not even read; so does the
+  // record of the out-of-order sample after the first mark.
+  EXPECT_GT(db_->GetStats().replay_skipped_records, 1u);
+  EXPECT_GT(db_->GetStats().replay_skipped_samples, 0u);
+  // A cut starts a new generation from what stays in the head.
+  ASSERT_TRUE(db_->Flush().ok());
+  step(500, 700);
+  ASSERT_TRUE(Impl()->FlushChunkLog().ok());
+  Open();
+  EXPECT_EQ(ReadAll(), ref);
+  EXPECT_EQ(db_->GetStats().replay_skipped_samples, 20u * 120);
+}
+
+// A flush that fails part-way may leave chunks out of the log that a later
+// mark would promise: the generation is dropped and the next open replays
+// the whole WAL.
+TEST_F(DBTest, FailedChunkLogFlushDropsTheGeneration) {
+  Open();
+  Data ref;
+  std::vector<std::tuple<Labels, int64_t, double>> batch;
+  for (int64_t t = 0; t < 300; t++) batch.emplace_back(L("m"), t * 1000, static_cast<double>(t));
+  Append(batch, &ref);
+  file::testing::SetWriteFault([](const std::string& path) { return path.find("chunks_head") != std::string::npos ? ENOSPC : 0; });
+  Status s = Impl()->FlushChunkLog();
+  file::testing::SetWriteFault(nullptr);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(Impl()->FlushChunkLog().ok());  // nothing to write to until the next cut or open
+  Open();
+  EXPECT_EQ(ReadAll(), ref);
+  EXPECT_EQ(db_->GetStats().replay_skipped_samples, 0u);
+}
+
+TEST_F(DBTest, ChunkLogCutAtEveryOffsetReplaysEverything) {
+  Open();
+  Data ref;
+  std::vector<std::tuple<Labels, int64_t, double>> batch;
+  for (int64_t t = 0; t < 250; t++) {
+    batch.emplace_back(L("a"), t * 1000, static_cast<double>(t));
+    batch.emplace_back(L("b"), t * 1000, static_cast<double>(-t));
+  }
+  Append(batch, &ref);
+  Append({{L("a"), 500, 0.5}}, &ref);  // out of order
+  ASSERT_TRUE(Impl()->FlushChunkLog().ok());
+  db_.reset();
+  std::string log_dir, seg;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    if (e.path().filename().string().rfind("chunks_head.", 0) == 0) log_dir = e.path();
+  }
+  ASSERT_FALSE(log_dir.empty());
+  for (const auto& e : std::filesystem::directory_iterator(log_dir)) seg = std::max(seg, e.path().string());
+  const std::string whole = dir_ + ".whole";
+  ASSERT_TRUE(file::RemoveAll(whole).ok());
+  std::filesystem::copy(dir_, whole, std::filesystem::copy_options::recursive);
+  const uint64_t size = std::filesystem::file_size(seg);
+  ASSERT_GT(size, 0u);
+  for (uint64_t cut = 0; cut < size; cut += 1 + cut % 13) {
+    ASSERT_TRUE(file::RemoveAll(dir_).ok());
+    std::filesystem::copy(whole, dir_, std::filesystem::copy_options::recursive);
+    std::filesystem::resize_file(seg, cut);
+    Open();
+    ASSERT_EQ(ReadAll(), ref) << "cut at byte " << cut;
+  }
+  db_.reset();
+  (void)file::RemoveAll(whole);
+}
+
 class RandomOperationsTest : public DBTest, public ::testing::WithParamInterface<size_t> {};
 
 // Flushes, maintenance and restarts amid in-order, late, out-of-order and
@@ -961,6 +1060,7 @@ TEST_P(RandomOperationsTest, MatchReference) {
       case 0: ASSERT_TRUE(db_->Flush().ok()); break;
       case 1: ASSERT_TRUE(Impl()->Maintain().ok()); break;
       case 2: Open(); break;
+      case 3: ASSERT_TRUE(Impl()->FlushChunkLog().ok()); break;
       default: break;
     }
     ASSERT_EQ(ReadAll(), ref) << "round " << round;

@@ -401,8 +401,94 @@ void Head::CloseOpenLocked(MemSeries* s) {
   } else {
     c = std::move(dense);
   }
+  if (chunk_queue_on_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(chunk_queue_mu_);
+    chunk_queue_bytes_.fetch_add(c.data.view().size(), std::memory_order_relaxed);
+    chunk_queue_.emplace_back(s->ref, c);
+  }
   s->closed.push_back(std::move(c));
   s->open.reset();
+}
+
+Head::ChunkLogDrain Head::DrainForChunkLog(bool all) {
+  ChunkLogDrain d;
+  {
+    std::lock_guard<std::mutex> lock(chunk_queue_mu_);
+    if (!all) d.chunks.swap(chunk_queue_);
+    chunk_queue_.clear();
+    chunk_queue_bytes_.store(0, std::memory_order_relaxed);
+  }
+  // A chunk closing meanwhile may come both from the queue (next time) and
+  // from `closed` here; the log's reader drops the second copy.
+  for (uint64_t ref : SeriesRefs()) {
+    MemSeries* s = GetByRef(ref);
+    if (s == nullptr) continue;
+    std::lock_guard<SpinLock> lock(s->mu);
+    if (all) {
+      for (const auto& c : s->closed) d.chunks.emplace_back(ref, c);
+    }
+    if (s->ooo && (all || s->ooo_dirty)) {
+      NormalizeOooLocked(s);
+      d.ooo.emplace_back(ref, s->ooo->samples);
+    }
+    s->ooo_dirty = false;
+    if (s->open && s->open->NumSamples() > 0) d.open_min = std::min(d.open_min, s->open->MinTime());
+  }
+  return d;
+}
+
+void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks,
+                         std::unordered_map<uint64_t, std::vector<model::Sample>> ooo) {
+  auto base = std::make_unique<ReplayBase>();
+  for (const auto& [ref, list] : chunks) {
+    if (!list.empty()) base->covered[ref] = list.back().maxt;
+  }
+  base->chunks = std::move(chunks);
+  base->ooo = std::move(ooo);
+  std::lock_guard<std::mutex> lock(creation_mu_);
+  replay_base_ = std::move(base);
+}
+
+uint64_t Head::EndReplayBase() {
+  std::lock_guard<std::mutex> lock(creation_mu_);
+  uint64_t left = 0;
+  if (replay_base_ != nullptr) {
+    for (const auto& [ref, list] : replay_base_->chunks) left += list.size();
+  }
+  replay_base_.reset();
+  return left;
+}
+
+void Head::AttachReplayBaseLocked(MemSeries* s) {
+  if (replay_base_ == nullptr) return;
+  std::lock_guard<SpinLock> lock(s->mu);
+  uint64_t samples = 0;
+  int64_t mint = INT64_MAX, maxt = INT64_MIN;
+  if (auto it = replay_base_->chunks.find(s->ref); it != replay_base_->chunks.end()) {
+    for (const auto& c : it->second) samples += c.num_samples;
+    if (!it->second.empty()) {
+      mint = it->second.front().mint;
+      maxt = it->second.back().maxt;
+      // The open chunk of a replayed series starts after these; its block
+      // boundary is set by its first sample as always.
+      num_chunks_.fetch_add(it->second.size(), std::memory_order_relaxed);
+      s->closed = std::move(it->second);
+    }
+    replay_base_->chunks.erase(it);
+  }
+  if (auto it = replay_base_->ooo.find(s->ref); it != replay_base_->ooo.end()) {
+    if (!it->second.empty()) {
+      s->ooo = std::make_unique<OooBuffer>();
+      s->ooo->samples = std::move(it->second);
+      s->ooo->sorted = s->ooo->samples.size();
+      samples += s->ooo->samples.size();
+      mint = std::min(mint, s->ooo->samples.front().t);
+      maxt = std::max(maxt, s->ooo->samples.back().t);
+    }
+    replay_base_->ooo.erase(it);
+  }
+  UpdateTimes(mint, maxt);
+  CountApplied(samples);
 }
 
 bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes) const {
@@ -503,6 +589,7 @@ bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
       return false;
     }
     ooo_total_.fetch_add(1, std::memory_order_relaxed);
+    s->ooo_dirty = true;
     if (s->ooo->NeedsNormalize()) NormalizeOooLocked(s);
   }
   return true;
@@ -685,7 +772,12 @@ Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vecto
     for (MemSeries* s : unlogged) series.push_back({s->ref, LabelsOf(s)});
     wal::EncodeSeries(series, &recs[n++]);
   }
-  if (!samples.empty()) wal::EncodeSamples(samples, &recs[n++]);
+  if (!samples.empty()) {
+    wal::EncodeSamples(samples, &recs[n++]);
+    int64_t maxt = INT64_MIN;
+    for (const auto& s : samples) maxt = std::max(maxt, s.t);
+    NoteLogged(maxt);
+  }
   recs.resize(n);
   if (n == 0) return Status::OK();
   RETURN_IF_ERROR(wal_->Log(recs));
@@ -700,7 +792,9 @@ void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
     if (GetByRef(rs.ref) != nullptr) continue;
     uint64_t h = rs.labels.Hash();
     if (Lookup(rs.labels, h) != nullptr) continue;
-    CreateLocked(rs.ref, rs.labels, h)->logged.store(true, std::memory_order_relaxed);
+    MemSeries* s = CreateLocked(rs.ref, rs.labels, h);
+    s->logged.store(true, std::memory_order_relaxed);
+    AttachReplayBaseLocked(s);
   }
 }
 
@@ -731,15 +825,23 @@ void SortByRef(std::vector<wal::RefSample>* a, std::vector<wal::RefSample>* tmp)
 
 }  // namespace
 
-void Head::ReplayRun(const wal::RefSample* run, size_t n, ReplayTally* tally) {
+void Head::ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, ReplayTally* tally) {
   MemSeries* ms = GetByRef(run[0].ref);
   if (ms == nullptr) {
     tally->unknown += n;
     return;
   }
+  int64_t covered = INT64_MIN;
+  if (skip_covered && replay_base_ != nullptr) {
+    if (auto it = replay_base_->covered.find(ms->ref); it != replay_base_->covered.end()) covered = it->second;
+  }
   std::lock_guard<SpinLock> lock(ms->mu);
   for (size_t i = 0; i < n; i++) {
     const int64_t t = run[i].t;
+    if (t <= covered) {
+      tally->skipped++;
+      continue;
+    }
     // Written by a version that had no time bounds: no block can hold it
     // (a block's range would overflow), and it would stop every cut.
     if (t < model::kMinTime || t > model::kMaxTime) {
@@ -753,7 +855,8 @@ void Head::ReplayRun(const wal::RefSample* run, size_t n, ReplayTally* tally) {
   }
 }
 
-void Head::ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::RefSample>* scratch, int workers) {
+void Head::ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::RefSample>* scratch, int workers,
+                         bool skip_covered) {
   if (batch->empty()) return;
   SortByRef(batch, scratch);
   const wal::RefSample* b = batch->data();
@@ -772,7 +875,7 @@ void Head::ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::Re
     for (size_t i = cut[w]; i < cut[w + 1];) {
       size_t j = i + 1;
       while (j < cut[w + 1] && b[j].ref == b[i].ref) j++;
-      ReplayRun(b + i, j - i, &tallies[w]);
+      ReplayRun(b + i, j - i, skip_covered, &tallies[w]);
       i = j;
     }
   };
@@ -782,6 +885,7 @@ void Head::ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::Re
   for (auto& t : threads) t.join();
   for (const ReplayTally& t : tallies) {
     replay_unknown_.fetch_add(t.unknown, std::memory_order_relaxed);
+    replay_skipped_.fetch_add(t.skipped, std::memory_order_relaxed);
     UpdateTimes(t.mint, t.maxt);
     CountApplied(t.applied);
   }

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <unordered_map>
 #include <unordered_set>
 #include <string>
 #include <string_view>
@@ -82,6 +83,11 @@ struct HeadChunk {
   chunkenc::Encoding enc = chunkenc::Encoding::kXor;
 };
 
+// A series' closed chunk, or its out-of-order samples, by series ref (the
+// chunk log's entries: tsdb/chunk_log.h).
+using RefChunk = std::pair<uint64_t, HeadChunk>;
+using RefOoo = std::pair<uint64_t, std::vector<model::Sample>>;
+
 class SpinLock {
  public:
   void lock() {
@@ -134,6 +140,7 @@ struct MemSeries {
   std::atomic<bool> logged{false};
 
   mutable SpinLock mu;
+  bool ooo_dirty = false;  // guarded by mu: out-of-order samples added since the chunk log last took them
   // Everything below is guarded by mu.
   std::vector<HeadChunk> closed;             // sorted by time, non-overlapping
   std::optional<chunkenc::DeltaChunk> open;  // inline: one cache miss less per append
@@ -188,7 +195,40 @@ class Head : public storage::Queryable {
   // run rather than once per sample scattered over the whole head, which
   // made replay bound by cache misses. Samples of unknown refs are counted
   // and dropped. Leaves *batch and *scratch in an unspecified state.
-  void ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::RefSample>* scratch, int workers);
+  // With skip_covered, the samples of a series up to the end of its chunks
+  // from the replay base are skipped (they are in those chunks).
+  void ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::RefSample>* scratch, int workers,
+                     bool skip_covered = false);
+
+  // The chunk log (tsdb/chunk_log.h). Once enabled, every chunk that closes
+  // is queued for it.
+  void EnableChunkQueue() { chunk_queue_on_.store(true, std::memory_order_relaxed); }
+  size_t ChunkQueueBytes() const { return chunk_queue_bytes_.load(std::memory_order_relaxed); }
+  struct ChunkLogDrain {
+    std::vector<RefChunk> chunks;  // closed since the last drain; with `all`, every closed chunk
+    std::vector<RefOoo> ooo;       // of series given out-of-order samples since; with `all`, of all
+    int64_t open_min = INT64_MAX;  // the earliest sample of any open chunk
+  };
+  // Takes what the chunk log has not logged yet (everything, for a base).
+  // REQUIRES: no concurrent Truncate.
+  ChunkLogDrain DrainForChunkLog(bool all);
+  // Replay from a chunk log: a series that ReplaySeries creates takes its
+  // chunks and out-of-order samples from `chunks` and `ooo`, and
+  // ReplaySamples(skip_covered) skips its samples up to the end of the last
+  // of those chunks. EndReplayBase forgets the rest and returns how many
+  // chunks no series took.
+  void SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks,
+                     std::unordered_map<uint64_t, std::vector<model::Sample>> ooo);
+  uint64_t EndReplayBase();
+  // The latest sample time logged to the WAL since the last TakeLoggedMaxt
+  // (the chunk log records it per span of segments); NoteLogged raises it
+  // for samples logged otherwise (those replay found after the last mark).
+  void NoteLogged(int64_t t) {
+    int64_t cur = logged_maxt_.load(std::memory_order_relaxed);
+    while (t > cur && !logged_maxt_.compare_exchange_weak(cur, t, std::memory_order_relaxed)) {
+    }
+  }
+  int64_t TakeLoggedMaxt() { return logged_maxt_.exchange(INT64_MIN, std::memory_order_relaxed); }
 
   // While set, chunks closed keep their appendable encoding instead of being
   // re-encoded densely (replay sets it: re-encoding was a fifth of its time);
@@ -247,6 +287,9 @@ class Head : public storage::Queryable {
   uint64_t OutOfOrderTotal() const { return ooo_total_.load(std::memory_order_relaxed); }
   uint64_t DuplicateTotal() const { return dup_total_.load(std::memory_order_relaxed); }
   uint64_t ReplayUnknownRefs() const { return replay_unknown_.load(std::memory_order_relaxed); }
+  // WAL samples replay skipped because the chunk log held them.
+  uint64_t ReplaySkipped() const { return replay_skipped_.load(std::memory_order_relaxed); }
+  void CountReplaySkipped(uint64_t n) { replay_skipped_.fetch_add(n, std::memory_order_relaxed); }
   // Samples refused by appenders for their timestamp, and WAL samples outside
   // [model::kMinTime, model::kMaxTime] dropped at replay.
   uint64_t TooFarInFutureTotal() const { return too_new_total_.load(std::memory_order_relaxed); }
@@ -344,10 +387,12 @@ class Head : public storage::Queryable {
   bool EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes) const;
   // Applies n samples of one series (a run of ReplaySamples' sorted batch).
   struct ReplayTally {
-    uint64_t applied = 0, unknown = 0;
+    uint64_t applied = 0, unknown = 0, skipped = 0;
     int64_t mint = INT64_MAX, maxt = INT64_MIN;
   };
-  void ReplayRun(const wal::RefSample* run, size_t n, ReplayTally* tally);
+  void ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, ReplayTally* tally);
+  // Gives a series being created at replay its chunks from the replay base.
+  void AttachReplayBaseLocked(MemSeries* s);  // REQUIRES: creation_mu_ held
   // Merges s's out-of-order tail, counting the duplicates it drops. REQUIRES: s->mu held.
   void NormalizeOooLocked(MemSeries* s);
   // Whether the in-order chunks hold a sample at t. REQUIRES: s->mu held.
@@ -366,11 +411,22 @@ class Head : public storage::Queryable {
   wal::Writer* wal_ = nullptr;
   bool sync_each_commit_ = true;
   std::atomic<bool> defer_dense_{false};
+  std::atomic<bool> chunk_queue_on_{false};
+  std::atomic<int64_t> logged_maxt_{INT64_MIN};
+  std::mutex chunk_queue_mu_;
+  std::vector<RefChunk> chunk_queue_;  // GUARDED_BY(chunk_queue_mu_)
+  std::atomic<size_t> chunk_queue_bytes_{0};
+  struct ReplayBase {
+    std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks;      // taken by ReplaySeries
+    std::unordered_map<uint64_t, std::vector<model::Sample>> ooo;     // taken by ReplaySeries
+    std::unordered_map<uint64_t, int64_t> covered;  // ref -> end of its last chunk; read-only during replay
+  };
+  std::unique_ptr<ReplayBase> replay_base_;
 
   std::atomic<int64_t> min_time_{INT64_MAX}, max_time_{INT64_MIN};
   IdlePool<AppendBuffers> append_buffers_;
   std::atomic<uint64_t> num_series_{0}, num_samples_{0}, num_chunks_{0};
-  std::atomic<uint64_t> appended_total_{0}, ooo_total_{0}, dup_total_{0}, replay_unknown_{0};
+  std::atomic<uint64_t> appended_total_{0}, ooo_total_{0}, dup_total_{0}, replay_unknown_{0}, replay_skipped_{0};
   std::atomic<uint64_t> too_new_total_{0}, too_old_total_{0};
   std::atomic<uint64_t> series_refused_[kNumSeriesRefusals] = {};
   // ResourceExhausted for a new series beyond a bound (and counts it).

@@ -30,6 +30,9 @@ inline char* PutVarint(char* p, uint64_t v) {
   return EncodeVarint64(p, v);
 }
 
+// The type byte of samples records led by their latest timestamp.
+constexpr uint8_t kSamplesTimedByte = 3;
+
 Status Malformed(std::string_view kind, std::string_view what) {
   std::string m("wal ");
   m += kind;
@@ -44,7 +47,8 @@ RecordType Type(std::string_view rec) {
   if (rec.empty()) return RecordType::kUnknown;
   switch (static_cast<uint8_t>(rec[0])) {
     case static_cast<uint8_t>(RecordType::kSeries): return RecordType::kSeries;
-    case static_cast<uint8_t>(RecordType::kSamples): return RecordType::kSamples;
+    case static_cast<uint8_t>(RecordType::kSamples):
+    case kSamplesTimedByte: return RecordType::kSamples;
     default: return RecordType::kUnknown;
   }
 }
@@ -108,9 +112,12 @@ void EncodeSamples(const std::vector<RefSample>& samples, std::string* out) {
   // (28 bytes a sample) would zero-fill ~3x the typical output.
   constexpr size_t kBlock = 256;
   constexpr size_t kMaxSampleBytes = 10 + 10 + 8;
-  out->resize(1 + 10);
+  int64_t maxt = INT64_MIN;
+  for (const RefSample& s : samples) maxt = std::max(maxt, s.t);
+  out->resize(1 + 10 + 10);
   char* p = out->data();
-  *p++ = static_cast<char>(RecordType::kSamples);
+  *p++ = static_cast<char>(kSamplesTimedByte);
+  p = EncodeVarint64(p, ZigZagEncode(maxt));
   p = EncodeVarint64(p, samples.size());
   size_t used = static_cast<size_t>(p - out->data());
   // Deltas from the previous sample, computed in uint64 so any pair of
@@ -143,6 +150,15 @@ Status DecodeSamples(std::string_view rec, std::vector<RefSample>* out) {
   }
   const char* p = rec.data() + 1;
   const char* limit = rec.data() + rec.size();
+  const bool timed = static_cast<uint8_t>(rec[0]) == kSamplesTimedByte;
+  uint64_t head_maxt = 0;
+  if (timed) {
+    p = GetVarint(p, limit, &head_maxt);
+    if (p == nullptr) {
+      out->clear();
+      return Malformed("samples", "bad latest timestamp");
+    }
+  }
   uint64_t n;
   p = GetVarint(p, limit, &n);
   if (p == nullptr || n > static_cast<uint64_t>(limit - p) / kMinSampleBytes) {
@@ -179,7 +195,24 @@ Status DecodeSamples(std::string_view rec, std::vector<RefSample>* out) {
     out->clear();
     return Malformed("samples", "trailing bytes");
   }
+  if (timed) {
+    // Replay skips a record on this figure: it must be the truth.
+    int64_t maxt = INT64_MIN;
+    for (const RefSample& s : *out) maxt = std::max(maxt, s.t);
+    if (maxt != ZigZagDecode(head_maxt)) {
+      out->clear();
+      return Malformed("samples", "latest timestamp in the head does not match the samples");
+    }
+  }
   return Status::OK();
+}
+
+bool SamplesMaxTime(std::string_view rec, int64_t* maxt) {
+  if (rec.empty() || static_cast<uint8_t>(rec[0]) != kSamplesTimedByte) return false;
+  uint64_t v;
+  if (GetVarint(rec.data() + 1, rec.data() + rec.size(), &v) == nullptr) return false;
+  *maxt = ZigZagDecode(v);
+  return true;
 }
 
 }  // namespace trainwatch::wal

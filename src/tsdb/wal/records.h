@@ -18,6 +18,9 @@ namespace trainwatch::wal {
 enum class RecordType : uint8_t {
   kUnknown = 0,  // never written: empty or unrecognised record
   kSeries = 1,
+  // Type byte 2, or 3 for the layout led by the latest timestamp in the
+  // record (written since the chunk log: replay passes over a record whose
+  // samples the log holds without decoding it). Both decode alike.
   kSamples = 2,
 };
 
@@ -50,5 +53,8 @@ void EncodeSeriesEncoded(const std::vector<std::pair<uint64_t, std::string_view>
 // duplicate names).
 Status DecodeSeries(std::string_view rec, std::vector<RefSeries>* out);
 Status DecodeSamples(std::string_view rec, std::vector<RefSample>* out);
+// The latest timestamp in a samples record, read from its head; false for
+// the older layout that does not carry it, or a malformed head.
+bool SamplesMaxTime(std::string_view rec, int64_t* maxt);
 
 }  // namespace trainwatch::wal

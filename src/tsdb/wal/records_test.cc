@@ -63,6 +63,30 @@ TEST(WalRecordsTest, SamplesRoundTripBitExact) {
   EXPECT_EQ(Bits(got[1].v), model::kStaleNaNBits);
 }
 
+TEST(WalRecordsTest, SamplesRecordsCarryTheirLatestTimeAndOldOnesStillDecode) {
+  std::vector<RefSample> want = {{1, 5000, 1.5}, {2, 9000, 2.5}, {1, -3, 0}};
+  std::string rec;
+  EncodeSamples(want, &rec);
+  int64_t maxt = 0;
+  ASSERT_TRUE(SamplesMaxTime(rec, &maxt));
+  EXPECT_EQ(maxt, 9000);
+  // The layout before it: type byte 2, then the count and the samples.
+  std::string old(1, '\x02');
+  size_t head = 1;
+  while (static_cast<uint8_t>(rec[head]) & 0x80) head++;  // the latest time's varint
+  old += rec.substr(head + 1);
+  std::vector<RefSample> got;
+  ASSERT_TRUE(DecodeSamples(old, &got).ok());
+  ExpectSamplesEqual(got, want);
+  EXPECT_FALSE(SamplesMaxTime(old, &maxt));
+  // A head that understates the latest time would make replay skip samples.
+  std::string lying = rec;
+  lying[1] = static_cast<char>(lying[1] - 2);
+  Status s = DecodeSamples(lying, &got);
+  EXPECT_TRUE(s.IsCorruption());
+  EXPECT_NE(s.message().find("latest timestamp"), std::string::npos) << s.ToString();
+}
+
 TEST(WalRecordsTest, SamplesRoundTripRandom) {
   std::mt19937_64 rng(3);
   std::vector<RefSample> want(5000);

@@ -1,0 +1,161 @@
+#include "tsdb/chunk_log.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/file.h"
+#include "tsdb/wal/reader.h"
+#include "tsdb/wal/wal.h"
+
+namespace trainwatch::tsdb::chunklog {
+namespace {
+
+HeadChunk Chunk(int64_t mint, int64_t maxt, std::string_view bytes, chunkenc::Encoding enc = chunkenc::Encoding::kDense) {
+  HeadChunk c;
+  c.mint = mint;
+  c.maxt = maxt;
+  c.num_samples = 3;
+  c.enc = enc;
+  c.data = ChunkBytes::Copy(bytes);
+  return c;
+}
+
+TEST(ChunkLogTest, RecordsRoundTrip) {
+  std::vector<RefChunk> in = {{1, Chunk(-5000, 7000, "abc")}, {1ull << 40, Chunk(10, 10, std::string(300, 'x'),
+                                                                                  chunkenc::Encoding::kDelta)}};
+  std::string rec;
+  EncodeChunks(in.data(), in.size(), &rec);
+  std::vector<RefChunk> out;
+  ASSERT_TRUE(DecodeChunks(rec, &out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  for (size_t i = 0; i < 2; i++) {
+    EXPECT_EQ(out[i].first, in[i].first);
+    EXPECT_EQ(out[i].second.mint, in[i].second.mint);
+    EXPECT_EQ(out[i].second.maxt, in[i].second.maxt);
+    EXPECT_EQ(out[i].second.num_samples, 3u);
+    EXPECT_EQ(out[i].second.enc, in[i].second.enc);
+    EXPECT_EQ(out[i].second.data.view(), in[i].second.data.view());
+  }
+  RefOoo ooo{7, {{-3, 1.5}, {4, model::StaleNaN()}}}, ooo_out;
+  EncodeOoo(ooo, &rec);
+  ASSERT_TRUE(DecodeOoo(rec, &ooo_out).ok());
+  EXPECT_EQ(ooo_out.first, 7u);
+  ASSERT_EQ(ooo_out.second.size(), 2u);
+  EXPECT_EQ(ooo_out.second[0].t, -3);
+  EXPECT_TRUE(model::IsStaleNaN(ooo_out.second[1].v));
+  Mark m{12, -77}, m_out;
+  EncodeMark(m, &rec);
+  ASSERT_TRUE(DecodeMark(rec, &m_out).ok());
+  EXPECT_EQ(m_out, m);
+}
+
+TEST(ChunkLogTest, MalformedRecordsAreCorruptionNamingTheProblem) {
+  std::vector<RefChunk> in = {{1, Chunk(0, 10, "abc")}};
+  std::string rec;
+  EncodeChunks(in.data(), in.size(), &rec);
+  std::vector<RefChunk> out;
+  for (size_t cut = 0; cut < rec.size(); cut++) {
+    EXPECT_TRUE(DecodeChunks(rec.substr(0, cut), &out).IsCorruption()) << cut;
+  }
+  EXPECT_TRUE(DecodeChunks(rec + "x", &out).IsCorruption());
+  std::string bad_enc = rec;
+  bad_enc[rec.size() - 5] = 9;  // the encoding byte precedes the length (1) and the 3 bytes
+  Status s = DecodeChunks(bad_enc, &out);
+  EXPECT_NE(s.message().find("unknown encoding of chunk 0"), std::string::npos) << s.ToString();
+  RefOoo ooo{1, {{5, 1}, {5, 2}}}, ooo_out;
+  EncodeOoo(ooo, &rec);
+  s = DecodeOoo(rec, &ooo_out);
+  EXPECT_NE(s.message().find("not in time order"), std::string::npos) << s.ToString();
+  Mark m;
+  EXPECT_TRUE(DecodeMark(rec, &m).IsCorruption());  // wrong type
+}
+
+class ChunkLogDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("tw_chunklog_test_" + std::to_string(::getpid()));
+    ASSERT_TRUE(file::RemoveAll(dir_).ok());
+  }
+  void TearDown() override { (void)file::RemoveAll(dir_); }
+  void Write(const std::vector<std::string>& recs) {
+    wal::Options o;
+    o.dir = dir_;
+    auto w = wal::Writer::Open(o);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Log(recs).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  static std::string Chunks(std::vector<RefChunk> cs) {
+    std::string r;
+    EncodeChunks(cs.data(), cs.size(), &r);
+    return r;
+  }
+  static std::string MarkRec(int seg, int64_t t) {
+    std::string r;
+    EncodeMark(Mark{seg, t}, &r);
+    return r;
+  }
+  static std::string OooRec(uint64_t ref, std::vector<model::Sample> s) {
+    std::string r;
+    EncodeOoo(RefOoo{ref, std::move(s)}, &r);
+    return r;
+  }
+  std::string dir_;
+};
+
+TEST_F(ChunkLogDirTest, LoadTakesWhatTheLastMarkCoversAndCutsTheRest) {
+  Write({Chunks({{1, Chunk(0, 10, "a")}, {2, Chunk(0, 10, "b")}}), OooRec(1, {{-5, 1}}), MarkRec(3, 11),
+         Chunks({{1, Chunk(5, 20, "dup")}, {1, Chunk(11, 20, "c")}}), OooRec(1, {{-5, 1}, {-4, 2}}), MarkRec(4, 21),
+         Chunks({{2, Chunk(11, 20, "unpromised")}})});
+  auto l = Load(dir_);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ASSERT_TRUE(l->mark.has_value());
+  EXPECT_EQ(*l->mark, (Mark{4, 21}));
+  EXPECT_EQ(l->num_chunks, 3u);
+  EXPECT_EQ(l->dropped_overlaps, 1u);  // [5, 20] overlaps [0, 10]
+  ASSERT_EQ(l->chunks[1].size(), 2u);
+  EXPECT_EQ(l->chunks[1][1].data.view(), "c");
+  ASSERT_EQ(l->chunks[2].size(), 1u);
+  ASSERT_EQ(l->ooo[1].size(), 2u);  // the later record replaces the earlier
+  // The unpromised record is gone from the files: appending after it and
+  // marking again does not revive it.
+  Write({MarkRec(5, 30)});
+  l = Load(dir_);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->chunks[2].size(), 1u);
+  EXPECT_EQ(*l->mark, (Mark{5, 30}));
+}
+
+TEST_F(ChunkLogDirTest, WithoutAMarkNothingIsPromised) {
+  Write({Chunks({{1, Chunk(0, 10, "a")}})});
+  auto l = Load(dir_);
+  ASSERT_TRUE(l.ok());
+  EXPECT_FALSE(l->mark.has_value());
+  EXPECT_TRUE(l->chunks.empty());
+}
+
+TEST_F(ChunkLogDirTest, TornTailKeepsWhatEarlierMarksCover) {
+  Write({Chunks({{1, Chunk(0, 10, "a")}}), MarkRec(3, 11), Chunks({{1, Chunk(11, 20, "b")}}), MarkRec(4, 21)});
+  std::string seg;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) seg = e.path();
+  const auto size = std::filesystem::file_size(seg);
+  for (uint64_t cut = 0; cut < size; cut++) {
+    std::filesystem::resize_file(seg, cut);
+    auto l = Load(dir_);
+    ASSERT_TRUE(l.ok()) << cut << ": " << l.status().ToString();
+    if (l->mark.has_value()) {
+      EXPECT_EQ(l->chunks[1].size(), l->mark->wal_segment == 4 ? 2u : 1u) << cut;
+    } else {
+      EXPECT_TRUE(l->chunks.empty()) << cut;
+    }
+    // Restore the whole segment for the next cut.
+    ASSERT_TRUE(file::RemoveAll(dir_).ok());
+    Write({Chunks({{1, Chunk(0, 10, "a")}}), MarkRec(3, 11), Chunks({{1, Chunk(11, 20, "b")}}), MarkRec(4, 21)});
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) seg = e.path();
+  }
+}
+
+}  // namespace
+}  // namespace trainwatch::tsdb::chunklog
