@@ -244,7 +244,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
   // series known when it is applied.
   // One batch is applied while the next is decoded.
   auto batch_samples = [&] {
-    return std::clamp<size_t>(head_->NumSeries() * 16, std::min<size_t>(opts_.replay_batch_samples, 1u << 20),
+    return std::clamp<size_t>(head_->NumSeries() * 16, std::min<size_t>(opts_.replay_batch_samples, 256u << 10),
                               std::max<size_t>(opts_.replay_batch_samples, 1));
   };
   const int workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -39,7 +39,7 @@ struct Options {
   uint64_t wal_segment_bytes = 128ull << 20;
   bool background = true;  // run cut/compaction/retention in a background thread
   // WAL replay applies samples in batches of 16 per series known so far,
-  // at least 1 Mi and at most this many (sorted by series; 72 bytes each
+  // at least 256 Ki and at most this many (sorted by series; 72 bytes each
   // while replaying: the batch, the one being applied, the sort's scratch).
   size_t replay_batch_samples = 4u << 20;
 };
