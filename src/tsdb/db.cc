@@ -68,9 +68,10 @@ Status DBImpl::Init() {
   // Samples replayed from after the last mark were logged in segments the
   // next span covers.
   head_->NoteLogged(replay_tail_maxt_);
-  if (!chunk_log_dir_.empty() && replay_mark_.has_value()) {
+  if (replay_mark_.has_value()) {  // replay used the generation: append to it
     spans_ = replay_mark_->spans;
     span_start_ = replay_mark_->wal_segment;
+    chunk_log_dir_ = ChunkLogDir(chunk_gen_);
     wal::Options co;
     co.dir = chunk_log_dir_;
     auto w = wal::Writer::Open(co);
@@ -368,7 +369,6 @@ Status DBImpl::ReplayWal() {
   if (uint64_t left = head_->EndReplayBase(); left > 0) {
     TW_LOG(Warn, "chunk log {}: {} chunks of series the wal does not know were dropped", ChunkLogDir(gen), left);
   }
-  if (mark.has_value()) chunk_log_dir_ = ChunkLogDir(gen);  // appended to after open
   return s;
 }
 

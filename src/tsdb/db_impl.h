@@ -90,7 +90,7 @@ class DBImpl : public DB {
   std::unique_ptr<Head> head_;
   std::unique_ptr<wal::Writer> wal_;
   std::unique_ptr<wal::Writer> chunk_log_;  // GUARDED_BY(maint_mu_) after open; null: none
-  std::string chunk_log_dir_;                // the generation replay used, appended to after open
+  std::string chunk_log_dir_;                // the current generation's directory; empty: none
   int chunk_gen_ = 0;                        // the generation that goes with the current checkpoint
   // The current generation's spans of WAL segments (chunklog::Mark::spans)
   // and the first segment of the span still open. GUARDED_BY(maint_mu_).

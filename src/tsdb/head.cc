@@ -774,9 +774,8 @@ Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vecto
   }
   if (!samples.empty()) {
     wal::EncodeSamples(samples, &recs[n++]);
-    int64_t maxt = INT64_MIN;
-    for (const auto& s : samples) maxt = std::max(maxt, s.t);
-    NoteLogged(maxt);
+    int64_t maxt;
+    if (wal::SamplesMaxTime(recs[n - 1], &maxt)) NoteLogged(maxt);  // the encoder's own figure
   }
   recs.resize(n);
   if (n == 0) return Status::OK();
