@@ -1,5 +1,6 @@
 #include "base/memory.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,6 +102,37 @@ Result<uint64_t> ParseMemoryBound(std::string_view s, uint64_t allowed) {
   auto b = ParseByteSize(s);
   if (!b.ok()) return Status::InvalidArgument("invalid memory bound \"" + std::string(s) + "\": expected N% or a size such as 8GiB");
   return *b;
+}
+
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+size_t MapBytes(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
+}  // namespace
+
+void* AllocateLarge(size_t bytes) {
+  if (bytes < kLargeBlock) return ::operator new(bytes);
+  const size_t len = MapBytes(bytes);
+  // Over-map by one huge page, then unmap the ends so the block is aligned.
+  void* p = ::mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  auto* raw = static_cast<char*>(p);
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(raw);
+  char* start = raw + (((addr + kHugePage - 1) & ~(kHugePage - 1)) - addr);
+  if (start > raw) ::munmap(raw, static_cast<size_t>(start - raw));
+  if (char* end = start + len; end < raw + len + kHugePage) {
+    ::munmap(end, static_cast<size_t>(raw + len + kHugePage - end));
+  }
+  ::madvise(start, len, MADV_HUGEPAGE);  // best effort: without THP, 4 KiB pages
+  return start;
+}
+
+void FreeLarge(void* p, size_t bytes) noexcept {
+  if (p == nullptr) return;
+  if (bytes < kLargeBlock) {
+    ::operator delete(p);
+    return;
+  }
+  ::munmap(p, MapBytes(bytes));
 }
 
 }  // namespace trainwatch::memory

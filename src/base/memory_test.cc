@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/file.h"
 
@@ -73,6 +75,24 @@ TEST(MemoryBoundTest, PercentSizeOrNone) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.error().message().find("invalid memory bound"), std::string::npos) << r.error().message();
   }
+}
+
+TEST(LargeBlockAllocatorTest, LargeBlocksAreAlignedMapsAndKeepTheirContents) {
+  std::vector<uint64_t, LargeBlockAllocator<uint64_t>> v;
+  for (uint64_t i = 0; i < (uint64_t{3} << 20); i++) {  // 24 MiB: grows through small and large blocks
+    v.push_back(i * 2654435761u);
+    if (v.capacity() * sizeof(uint64_t) >= kLargeBlock) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % (uintptr_t{2} << 20), 0u) << v.capacity();
+    }
+  }
+  for (uint64_t i = 0; i < v.size(); i++) ASSERT_EQ(v[i], i * 2654435761u) << i;
+  v.resize(10);
+  v.shrink_to_fit();  // back to a small block
+  EXPECT_EQ(v[9], 9 * uint64_t{2654435761u});
+  std::vector<uint64_t, LargeBlockAllocator<uint64_t>> w(kLargeBlock / sizeof(uint64_t), 7);
+  w.swap(v);
+  EXPECT_EQ(v.back(), 7u);
+  EXPECT_EQ(w.size(), 10u);
 }
 
 }  // namespace

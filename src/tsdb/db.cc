@@ -236,7 +236,8 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
   ASSIGN_OR_RETURN(auto reader, wal::Reader::Open(dir, first_segment));
   std::string_view rec;
   std::vector<wal::RefSeries> series;
-  std::vector<wal::RefSample> samples, batch, scratch;
+  std::vector<wal::RefSample> samples;
+  Head::ReplayBatch batch, scratch;
   uint64_t records = 0;
   // Samples are applied in batches of many records (Head::ReplaySamples
   // sorts them by series and spreads the series over the cores). A series
@@ -249,7 +250,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
                               std::max<size_t>(opts_.replay_batch_samples, 1));
   };
   const int workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<wal::RefSample> applying;
+  Head::ReplayBatch applying;
   std::thread applier;
   // Whether the batch's samples were logged before the chunk log's mark;
   // those in the log are skipped: all before its time T here, the rest by
@@ -298,6 +299,13 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
         if (covered != batch_covered) {
           apply();
           batch_covered = covered;
+        }
+        // Room for the whole batch at once, with an eighth to spare as the
+        // series (and so the batch size) grow: growing by doubling would
+        // write (and fault in) each batch buffer about twice over.
+        if (const size_t want = batch.size() + samples.size(); want > batch.capacity()) {
+          const size_t full = std::max(want, batch_samples() + samples.size());
+          batch.reserve(full + full / 8);
         }
         if (!checkpoint && (mark == nullptr || reader->segment() >= mark->wal_segment)) {
           for (const auto& smp : samples) replay_tail_maxt_ = std::max(replay_tail_maxt_, smp.t);

@@ -800,8 +800,10 @@ void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
 namespace {
 
 // Stable LSD radix sort of samples by ref, in as few passes of at most 16
-// bits as the largest ref needs.
-void SortByRef(std::vector<wal::RefSample>* a, std::vector<wal::RefSample>* tmp) {
+// bits as the largest ref needs. *tmp only grows (to the capacity of *a,
+// which the caller reserves for its whole batch): a new buffer's pages are
+// cleared by the kernel on first touch, which costs more than the sort.
+void SortByRef(Head::ReplayBatch* a, Head::ReplayBatch* tmp) {
   uint64_t max_ref = 0;
   for (const auto& s : *a) max_ref = std::max(max_ref, s.ref);
   const int bits = max_ref == 0 ? 0 : 64 - __builtin_clzll(max_ref);
@@ -810,16 +812,26 @@ void SortByRef(std::vector<wal::RefSample>* a, std::vector<wal::RefSample>* tmp)
   const int digit = (bits + passes - 1) / passes;
   const uint64_t mask = (uint64_t{1} << digit) - 1;
   std::vector<size_t> count(size_t{1} << digit);
-  tmp->resize(a->size());
+  const size_t n = a->size();
+  if (tmp->size() < n) {
+    if (tmp->capacity() < n) {
+      Head::ReplayBatch fresh;
+      fresh.reserve(std::max(n, a->capacity()));
+      tmp->swap(fresh);
+    }
+    tmp->resize(n);
+  }
+  wal::RefSample* from = a->data();
+  wal::RefSample* to = tmp->data();
   for (int shift = 0; shift < bits; shift += digit) {
     std::fill(count.begin(), count.end(), 0);
-    for (const auto& s : *a) count[(s.ref >> shift) & mask]++;
+    for (size_t i = 0; i < n; i++) count[(from[i].ref >> shift) & mask]++;
     size_t sum = 0;
     for (auto& c : count) sum += std::exchange(c, sum);
-    wal::RefSample* out = tmp->data();
-    for (const auto& s : *a) out[count[(s.ref >> shift) & mask]++] = s;
-    a->swap(*tmp);
+    for (size_t i = 0; i < n; i++) to[count[(from[i].ref >> shift) & mask]++] = from[i];
+    std::swap(from, to);
   }
+  if (from != a->data()) std::copy(from, from + n, a->data());  // an odd number of passes
 }
 
 }  // namespace
@@ -854,8 +866,7 @@ void Head::ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, Rep
   }
 }
 
-void Head::ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::RefSample>* scratch, int workers,
-                         bool skip_covered) {
+void Head::ReplaySamples(ReplayBatch* batch, ReplayBatch* scratch, int workers, bool skip_covered) {
   if (batch->empty()) return;
   SortByRef(batch, scratch);
   const wal::RefSample* b = batch->data();

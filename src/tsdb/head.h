@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/idle_pool.h"
+#include "base/memory.h"
 #include "model/labels.h"
 #include "model/sample.h"
 #include "storage/storage.h"
@@ -197,8 +198,9 @@ class Head : public storage::Queryable {
   // and dropped. Leaves *batch and *scratch in an unspecified state.
   // With skip_covered, the samples of a series up to the end of its chunks
   // from the replay base are skipped (they are in those chunks).
-  void ReplaySamples(std::vector<wal::RefSample>* batch, std::vector<wal::RefSample>* scratch, int workers,
-                     bool skip_covered = false);
+  // A batch is tens of MiB written once: its blocks are huge-page maps.
+  using ReplayBatch = std::vector<wal::RefSample, memory::LargeBlockAllocator<wal::RefSample>>;
+  void ReplaySamples(ReplayBatch* batch, ReplayBatch* scratch, int workers, bool skip_covered = false);
 
   // The chunk log (tsdb/chunk_log.h). Once enabled, every chunk that closes
   // is queued for it.

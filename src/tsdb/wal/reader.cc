@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "base/coding.h"
 #include "base/file.h"
+#include "base/memory.h"
 #include "tsdb/wal/segment.h"
 
 namespace trainwatch::wal {
@@ -32,7 +34,13 @@ Result<std::unique_ptr<Reader>> Reader::Open(const std::string& dir, int first_s
   return std::unique_ptr<Reader>(new Reader(dir, std::move(segs)));
 }
 
-Reader::~Reader() = default;
+Reader::~Reader() { CloseSegment(); }
+
+void Reader::CloseSegment() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  buf_len_ = 0;
+}
 
 void Reader::SetCorruption(int segment, uint64_t offset, std::string_view what, bool torn_candidate) {
   CorruptionInfo c;
@@ -55,8 +63,7 @@ bool Reader::LaterSegmentsEmpty() const {
 }
 
 bool Reader::OpenNextSegment() {
-  map_.reset();
-  data_ = {};
+  CloseSegment();
   if (next_seg_ == segments_.size()) return false;
   const Seg& seg = segments_[next_seg_];
   if (cur_index_ >= 0 && seg.index != cur_index_ + 1) {
@@ -66,45 +73,64 @@ bool Reader::OpenNextSegment() {
     return false;
   }
   next_seg_++;
-  auto m = file::MmapFile::Open(seg.path);
-  if (!m.ok()) {
-    status_ = m.status().Annotate("wal read");
+  int fd = ::open(seg.path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    status_ = Status::FromErrno((fd < 0 ? "open " : "stat ") + seg.path, errno).Annotate("wal read");
+    if (fd >= 0) ::close(fd);
     return false;
   }
-  map_ = std::move(*m);
-  data_ = map_->data();
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  fd_ = fd;
+  cur_path_ = seg.path;
+  seg_size_ = static_cast<uint64_t>(st.st_size);
   cur_index_ = seg.index;
   pos_ = 0;
+  buf_off_ = 0;
+  buf_len_ = 0;
   return true;
 }
 
-bool Reader::Next(std::string_view* record) {
-  if (!status_.ok()) return false;
-  for (;;) {
-    if (map_ == nullptr || pos_ == data_.size()) {
-      if (!OpenNextSegment()) return false;
-      continue;
-    }
-    std::string_view rec, rest = data_.substr(pos_);
-    size_t frame_size = 0;
-    std::string what;
-    bool torn = false;
-    if (!ParseFrame(rest, &rec, &frame_size, &what, &torn)) {
-      SetCorruption(cur_index_, pos_, what, torn);
-      return false;
-    }
-    rec_segment_ = cur_index_;
-    rec_offset_ = pos_;
-    pos_ += frame_size;
-    *record = rec;
-    return true;
+std::string_view Reader::Window(uint64_t off, size_t n) {
+  constexpr size_t kReadSize = size_t{4} << 20;
+  n = static_cast<size_t>(std::min<uint64_t>(n, seg_size_ - std::min(off, seg_size_)));
+  if (off >= buf_off_ && off + n <= buf_off_ + buf_len_) return {buf_.data() + (off - buf_off_), n};
+  // Keep what is buffered from `off` on, then read after it: at least n
+  // bytes and as much more as fills the buffer.
+  if (off >= buf_off_ && off < buf_off_ + buf_len_) {
+    const size_t keep = static_cast<size_t>(buf_off_ + buf_len_ - off);
+    std::memmove(buf_.data(), buf_.data() + (off - buf_off_), keep);
+    buf_len_ = keep;
+  } else {
+    buf_len_ = 0;
   }
+  buf_off_ = off;
+  if (buf_.size() < std::max(n, kReadSize)) buf_.resize(std::max(n, kReadSize));
+  while (buf_len_ < n) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf_.size() - buf_len_, seg_size_ - (off + buf_len_)));
+    ssize_t got = ::pread(fd_, buf_.data() + buf_len_, want, static_cast<off_t>(off + buf_len_));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      status_ = Status::FromErrno("read " + cur_path_, errno).Annotate("wal read");
+      return {};
+    }
+    if (got == 0) break;  // shrunk since it was opened: what is there
+    buf_len_ += static_cast<size_t>(got);
+  }
+  return {buf_.data(), std::min(n, buf_len_)};
 }
 
-bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_size, std::string* what, bool* torn) {
-  const uint64_t left = data.size();
-  const char* p = data.data();
-  if (left < kFrameHeaderSize) {
+namespace {
+
+// ParseFrame's rules on the bytes the reader has: `avail` is the start of
+// the rest of the segment (at least the frame, where the segment holds it),
+// `left` the rest's size, and rest_zero tells whether the whole rest is
+// zeros (asked only of a zero header).
+template <class RestZero>
+bool ParseFrameIn(std::string_view avail, uint64_t left, const RestZero& rest_zero, std::string_view* record,
+                  size_t* frame_size, std::string* what, bool* torn) {
+  const char* p = avail.data();
+  if (left < kFrameHeaderSize || avail.size() < kFrameHeaderSize) {
     *what = "truncated frame header";
     *torn = true;
     return false;
@@ -113,7 +139,7 @@ bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_s
   const uint32_t crc = DecodeFixed32(p + 4);
   const auto type = static_cast<uint8_t>(p[8]);
   if (type != internal::kFrameFull) {
-    if (type == 0 && len == 0 && crc == 0 && AllZero(data)) {
+    if (type == 0 && len == 0 && crc == 0 && rest_zero()) {
       *what = "zero-filled tail";
       *torn = true;
     } else {
@@ -122,7 +148,7 @@ bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_s
     }
     return false;
   }
-  if (len > left - kFrameHeaderSize) {
+  if (len > left - kFrameHeaderSize || len > avail.size() - kFrameHeaderSize) {
     *what = "frame of " + std::to_string(len) + " bytes runs past segment end (" +
             std::to_string(left - kFrameHeaderSize) + " left)";
     *torn = true;
@@ -139,6 +165,53 @@ bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_s
   *record = rec;
   *frame_size = kFrameHeaderSize + len;
   return true;
+}
+
+}  // namespace
+
+bool ParseFrame(std::string_view data, std::string_view* record, size_t* frame_size, std::string* what, bool* torn) {
+  return ParseFrameIn(data, data.size(), [&] { return AllZero(data); }, record, frame_size, what, torn);
+}
+
+bool Reader::Next(std::string_view* record) {
+  if (!status_.ok()) return false;
+  for (;;) {
+    if (fd_ < 0 || pos_ >= seg_size_) {
+      if (!OpenNextSegment()) return false;
+      continue;
+    }
+    // The frame alone, by its header's length (Window stops at the
+    // segment's end); a zero header is a torn tail only if zeros fill the
+    // rest, which is read through the buffer piece by piece.
+    const uint64_t left = seg_size_ - pos_;
+    std::string_view avail = Window(pos_, kFrameHeaderSize);
+    if (avail.size() == kFrameHeaderSize) {
+      avail = Window(pos_, kFrameHeaderSize + size_t{DecodeFixed32(avail.data())});
+    }
+    if (!status_.ok()) return false;
+    auto rest_zero = [&] {
+      for (uint64_t off = pos_; off < seg_size_;) {
+        std::string_view w = Window(off, static_cast<size_t>(std::min<uint64_t>(seg_size_ - off, size_t{4} << 20)));
+        if (w.empty() || !AllZero(w)) return false;
+        off += w.size();
+      }
+      return true;
+    };
+    std::string_view rec;
+    size_t frame_size = 0;
+    std::string what;
+    bool torn = false;
+    if (!ParseFrameIn(avail, left, rest_zero, &rec, &frame_size, &what, &torn)) {
+      if (!status_.ok()) return false;  // a read error while looking at the rest
+      SetCorruption(cur_index_, pos_, what, torn);
+      return false;
+    }
+    rec_segment_ = cur_index_;
+    rec_offset_ = pos_;
+    pos_ += frame_size;
+    *record = rec;
+    return true;
+  }
 }
 
 Status Repair(const std::string& dir, int segment, uint64_t offset, bool keep_later) {

@@ -8,11 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/memory.h"
 #include "base/status.h"
-
-namespace trainwatch::file {
-class MmapFile;
-}  // namespace trainwatch::file
 
 namespace trainwatch::wal {
 
@@ -27,8 +24,11 @@ struct CorruptionInfo {
 };
 
 // Iterates the records of the segments of a WAL directory, in order. Not
-// thread-safe. Meant for replay while no Writer appends: a segment is mapped
-// with the size it has when the reader reaches it.
+// thread-safe. Meant for replay while no Writer appends: a segment is read
+// up to the size it has when the reader reaches it. Reads go through a
+// buffer of a few MiB (read(2), not mmap: the kernel copies from its linear
+// map, so checking the frames' CRCs runs 3x faster than through 4 KiB
+// user mappings of the page cache on a virtual machine).
 //
 //   ASSIGN_OR_RETURN(auto r, Reader::Open(dir));
 //   std::string_view rec;
@@ -63,16 +63,24 @@ class Reader {
   };
   Reader(std::string dir, std::vector<Seg> segments) : dir_(std::move(dir)), segments_(std::move(segments)) {}
   bool OpenNextSegment();
+  // The segment's bytes [off, off + n), or fewer where it ends first; valid
+  // until the next call. Sets status_ on a read error (and returns {}).
+  std::string_view Window(uint64_t off, size_t n);
+  void CloseSegment();
   void SetCorruption(int segment, uint64_t offset, std::string_view what, bool torn_candidate);
   bool LaterSegmentsEmpty() const;
 
   const std::string dir_;
   const std::vector<Seg> segments_;
   size_t next_seg_ = 0;                    // index into segments_ of the next one to open
-  std::unique_ptr<file::MmapFile> map_;    // current segment; null between segments
-  int cur_index_ = -1;                     // segment index of map_
-  std::string_view data_;                  // map_'s bytes
-  uint64_t pos_ = 0;                       // offset of the next frame in data_
+  int fd_ = -1;                            // current segment; -1 between segments
+  int cur_index_ = -1;                     // segment index of fd_
+  std::string cur_path_;
+  uint64_t seg_size_ = 0;                  // its size when opened
+  uint64_t pos_ = 0;                       // offset of the next frame in it
+  std::vector<char, memory::LargeBlockAllocator<char>> buf_;  // its bytes [buf_off_, buf_off_ + buf_len_)
+  uint64_t buf_off_ = 0;
+  size_t buf_len_ = 0;
   int rec_segment_ = -1;
   uint64_t rec_offset_ = 0;
   Status status_;

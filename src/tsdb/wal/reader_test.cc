@@ -158,6 +158,49 @@ TEST_F(WalReaderTest, ZeroFilledTailIsTorn) {
   EXPECT_TRUE(ReadAll(dir).status.ok());
 }
 
+// The reader goes through a buffer of a few MiB: records that straddle its
+// refills, one larger than it, and a zero-filled tail longer than it (torn)
+// or ending in one non-zero byte (damage, not torn) read as from the file.
+TEST_F(WalReaderTest, RecordsAndTailsAcrossTheReadBuffer) {
+  std::string dir = tmp_.Sub("wal");
+  std::mt19937_64 rng(11);
+  std::vector<std::string> recs;
+  {
+    auto w = Writer::Open({.dir = dir, .segment_bytes = 64 << 20});
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < 400; i++) {
+      std::string r(i == 200 ? (9 << 20) : 20000 + rng() % 20000, '\0');
+      for (auto& c : r) c = static_cast<char>(rng());
+      ASSERT_TRUE((*w)->Log(r).ok());
+      recs.push_back(std::move(r));
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto pos = Positions(dir);
+  ASSERT_EQ(pos.size(), recs.size());
+  ASSERT_EQ(pos.back().first, pos.front().first) << "one segment";
+  std::string path = internal::SegmentPath(dir, pos.back().first);
+  const uint64_t size = fs::file_size(path);
+  ASSERT_GT(size, uint64_t{20} << 20);
+  EXPECT_EQ(ReadAll(dir).records, recs);
+
+  Resize(path, size + (uint64_t{11} << 20));
+  auto got = ReadAll(dir);
+  EXPECT_EQ(got.records, recs);
+  ASSERT_TRUE(got.corruption.has_value());
+  EXPECT_EQ(got.corruption->offset, size);
+  EXPECT_TRUE(got.corruption->torn_tail);
+  EXPECT_NE(got.status.message().find("zero-filled tail"), std::string::npos) << got.status.message();
+
+  FlipBit(path, size + (uint64_t{11} << 20) - 1, 0);
+  got = ReadAll(dir);
+  EXPECT_EQ(got.records, recs);
+  ASSERT_TRUE(got.corruption.has_value());
+  EXPECT_EQ(got.corruption->offset, size);
+  EXPECT_FALSE(got.corruption->torn_tail);
+  EXPECT_NE(got.status.message().find("invalid frame type 0"), std::string::npos) << got.status.message();
+}
+
 TEST_F(WalReaderTest, PartialRecordThenZerosIsTorn) {
   std::string dir = tmp_.Sub("wal");
   auto recs = WriteLog(dir, 30);
