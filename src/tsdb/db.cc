@@ -311,11 +311,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
           for (const auto& smp : samples) replay_tail_maxt_ = std::max(replay_tail_maxt_, smp.t);
         }
         if (covered) {
-          const size_t before = batch.size();
-          for (const auto& smp : samples) {
-            if (smp.t >= mark->covered_before) batch.push_back(smp);
-          }
-          skipped += samples.size() - (batch.size() - before);
+          skipped += head_->AppendUncovered(samples, mark->covered_before, &batch);
         } else {
           batch.insert(batch.end(), samples.begin(), samples.end());
         }

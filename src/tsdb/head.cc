@@ -440,8 +440,17 @@ Head::ChunkLogDrain Head::DrainForChunkLog(bool all) {
 void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks,
                          std::unordered_map<uint64_t, std::vector<model::Sample>> ooo) {
   auto base = std::make_unique<ReplayBase>();
-  for (const auto& [ref, list] : chunks) {
-    if (!list.empty()) base->covered[ref] = list.back().maxt;
+  uint64_t max_ref = 0;
+  for (const auto& [ref, list] : chunks) max_ref = std::max(max_ref, ref);
+  if (max_ref < 4 * chunks.size() + (uint64_t{1} << 20)) {  // at most 4 slots an entry, or 8 MiB
+    base->covered_dense.assign(chunks.empty() ? 0 : max_ref + 1, INT64_MIN);
+    for (const auto& [ref, list] : chunks) {
+      if (!list.empty()) base->covered_dense[ref] = list.back().maxt;
+    }
+  } else {
+    for (const auto& [ref, list] : chunks) {
+      if (!list.empty()) base->covered[ref] = list.back().maxt;
+    }
   }
   base->chunks = std::move(chunks);
   base->ooo = std::move(ooo);
@@ -571,6 +580,10 @@ bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
     }
     if (!s->open) {
       s->open.emplace();
+      // In replay the chunk fills at once: as much room as the last one took.
+      if (defer_dense_.load(std::memory_order_relaxed) && !s->closed.empty()) {
+        s->open->Reserve(s->closed.back().data.view().size() + 32);
+      }
       s->open_block_end = BlockEnd(t, opts_.block_duration_ms);
       num_chunks_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -842,10 +855,7 @@ void Head::ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, Rep
     tally->unknown += n;
     return;
   }
-  int64_t covered = INT64_MIN;
-  if (skip_covered && replay_base_ != nullptr) {
-    if (auto it = replay_base_->covered.find(ms->ref); it != replay_base_->covered.end()) covered = it->second;
-  }
+  const int64_t covered = skip_covered && replay_base_ != nullptr ? replay_base_->Covered(ms->ref) : INT64_MIN;
   std::lock_guard<SpinLock> lock(ms->mu);
   for (size_t i = 0; i < n; i++) {
     const int64_t t = run[i].t;
@@ -864,6 +874,15 @@ void Head::ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, Rep
     tally->mint = std::min(tally->mint, t);
     tally->maxt = std::max(tally->maxt, t);
   }
+}
+
+size_t Head::AppendUncovered(const std::vector<wal::RefSample>& samples, int64_t from, ReplayBatch* out) const {
+  const size_t before = out->size();
+  const ReplayBase* base = replay_base_.get();
+  for (const auto& smp : samples) {
+    if (smp.t >= from && (base == nullptr || smp.t > base->Covered(smp.ref))) out->push_back(smp);
+  }
+  return samples.size() - (out->size() - before);
 }
 
 void Head::ReplaySamples(ReplayBatch* batch, ReplayBatch* scratch, int workers, bool skip_covered) {

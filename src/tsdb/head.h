@@ -201,6 +201,11 @@ class Head : public storage::Queryable {
   // A batch is tens of MiB written once: its blocks are huge-page maps.
   using ReplayBatch = std::vector<wal::RefSample, memory::LargeBlockAllocator<wal::RefSample>>;
   void ReplaySamples(ReplayBatch* batch, ReplayBatch* scratch, int workers, bool skip_covered = false);
+  // Appends to *out the samples the replay base does not hold (at or after
+  // `from` and after the end of their series' chunks in the base); returns
+  // how many it left out. Filtering as records are decoded keeps covered
+  // samples out of the batches' copies and sorts.
+  size_t AppendUncovered(const std::vector<wal::RefSample>& samples, int64_t from, ReplayBatch* out) const;
 
   // The chunk log (tsdb/chunk_log.h). Once enabled, every chunk that closes
   // is queued for it.
@@ -421,7 +426,15 @@ class Head : public storage::Queryable {
   struct ReplayBase {
     std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks;      // taken by ReplaySeries
     std::unordered_map<uint64_t, std::vector<model::Sample>> ooo;     // taken by ReplaySeries
-    std::unordered_map<uint64_t, int64_t> covered;  // ref -> end of its last chunk; read-only during replay
+    // ref -> end of its last chunk (INT64_MIN: none), read-only during
+    // replay: by index where the refs are dense enough, else by hash.
+    std::vector<int64_t> covered_dense;
+    std::unordered_map<uint64_t, int64_t> covered;
+    int64_t Covered(uint64_t ref) const {
+      if (!covered_dense.empty()) return ref < covered_dense.size() ? covered_dense[ref] : INT64_MIN;
+      auto it = covered.find(ref);
+      return it != covered.end() ? it->second : INT64_MIN;
+    }
   };
   std::unique_ptr<ReplayBase> replay_base_;
 

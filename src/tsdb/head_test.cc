@@ -84,6 +84,35 @@ TEST(HeadTest, DeferredDenseChunksAreReencodedLater) {
   }
 }
 
+// Replay filters what the chunk log holds as records are decoded: samples
+// before `from`, and those at or before the end of their series' chunks in
+// the base, by index for dense refs and by hash for sparse ones.
+TEST(HeadTest, AppendUncoveredLeavesOutWhatTheBaseHolds) {
+  for (uint64_t far_ref : {uint64_t{9}, uint64_t{1} << 40}) {
+    Head head(HeadOptions{});
+    auto chunk = [](int64_t mint, int64_t maxt) {
+      HeadChunk c;
+      c.mint = mint;
+      c.maxt = maxt;
+      c.num_samples = 1;
+      c.data = ChunkBytes::Copy("xx");
+      return c;
+    };
+    std::unordered_map<uint64_t, std::vector<HeadChunk>> base;
+    base[1] = {chunk(0, 100), chunk(101, 200)};
+    base[far_ref] = {chunk(0, 50)};
+    head.SetReplayBase(std::move(base), {});
+    std::vector<wal::RefSample> in = {{1, 150, 1}, {1, 200, 2}, {1, 201, 3}, {far_ref, 50, 4}, {far_ref, 51, 5},
+                                      {7, 0, 6},   {7, 10, 7},  {far_ref + 1, 20, 8}};
+    Head::ReplayBatch out{{3, 3, 3}};
+    EXPECT_EQ(head.AppendUncovered(in, 10, &out), 4u) << far_ref;  // 150, 200, 50 covered; 0 before `from`
+    std::vector<double> vs;
+    for (const auto& smp : out) vs.push_back(smp.v);
+    EXPECT_EQ(vs, (std::vector<double>{3, 3, 5, 7, 8})) << far_ref;
+    EXPECT_EQ(head.EndReplayBase(), 3u);  // no series took its chunks
+  }
+}
+
 TEST(HeadTest, PersistSetIsSortedByLabels) {
   // Label sets that are prefixes of one another, share prefixes, differ in
   // names before values, and were created in an unrelated order.

@@ -89,6 +89,12 @@ class DeltaChunk {
   DeltaChunk& operator=(DeltaChunk&& o) noexcept;
   // REQUIRES: t is greater than the last appended timestamp.
   void Append(int64_t t, double v);
+  // Room for `bytes` of encoding without growing: Append grows in small
+  // steps (a head keeps an open chunk per series), which costs a realloc
+  // every few samples where a whole chunk is written at once (WAL replay).
+  void Reserve(size_t bytes) {
+    if (bytes > cap_) Grow(bytes);
+  }
   uint32_t NumSamples() const { return n_; }
   std::string_view Bytes() const;
   size_t MemoryBytes() const;  // heap bytes held
