@@ -41,7 +41,7 @@ void EncodeChunks(const RefChunk* chunks, size_t n, std::string* out) {
   }
 }
 
-Status DecodeChunks(std::string_view rec, std::vector<RefChunk>* out) {
+Status DecodeChunks(std::string_view rec, std::vector<RefChunk>* out, ChunkSlabs* slabs, int64_t group_ms) {
   out->clear();
   if (rec.empty() || static_cast<uint8_t>(rec[0]) != static_cast<uint8_t>(RecordType::kChunks)) {
     return Malformed("chunks", "wrong type");
@@ -72,7 +72,12 @@ Status DecodeChunks(std::string_view rec, std::vector<RefChunk>* out) {
     c.maxt = static_cast<int64_t>(maxt);
     c.num_samples = num;
     c.enc = static_cast<chunkenc::Encoding>(enc);
-    c.data = ChunkBytes::Copy(data);
+    if (slabs == nullptr) {
+      c.data = ChunkBytes::Copy(data);
+    } else {
+      const int64_t t = c.maxt;
+      c.data = slabs->Copy(data, group_ms > 0 ? t / group_ms - (t % group_ms < 0 ? 1 : 0) : 0);  // floor
+    }
     out->emplace_back(ref, std::move(c));
   }
   if (!rec.empty()) return Malformed("chunks", "trailing bytes");
@@ -171,8 +176,9 @@ Status DecodeMark(std::string_view rec, Mark* out) {
   return Status::OK();
 }
 
-Result<Loaded> Load(const std::string& dir) {
+Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
   Loaded out;
+  ChunkSlabs slabs;
   ASSIGN_OR_RETURN(auto reader, wal::Reader::Open(dir));
   // Records since the last mark wait here until the next one.
   std::vector<RefChunk> pending, rec_chunks;
@@ -190,7 +196,7 @@ Result<Loaded> Load(const std::string& dir) {
     }
     switch (rec.empty() ? 0 : static_cast<uint8_t>(rec[0])) {
       case static_cast<uint8_t>(RecordType::kChunks):
-        bad = DecodeChunks(rec, &rec_chunks);
+        bad = DecodeChunks(rec, &rec_chunks, &slabs, group_ms);
         for (auto& c : rec_chunks) pending.push_back(std::move(c));
         break;
       case static_cast<uint8_t>(RecordType::kOoo):

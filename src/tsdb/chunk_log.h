@@ -60,8 +60,11 @@ void EncodeOoo(const RefOoo& ooo, std::string* out);
 void EncodeMark(const Mark& mark, std::string* out);
 // Corruption on a wrong type byte, truncated or trailing bytes, an unknown
 // chunk encoding, a chunk ending before it starts or out-of-order samples
-// not strictly increasing.
-Status DecodeChunks(std::string_view rec, std::vector<RefChunk>* out);
+// not strictly increasing. With `slabs`, the chunks' bytes are copied
+// into its blocks, grouped by the span of group_ms their last time falls in
+// (a head cut frees them together; 0: one group); else each on its own.
+Status DecodeChunks(std::string_view rec, std::vector<RefChunk>* out, ChunkSlabs* slabs = nullptr,
+                    int64_t group_ms = 0);
 Status DecodeOoo(std::string_view rec, RefOoo* out);
 Status DecodeMark(std::string_view rec, Mark* out);
 
@@ -79,7 +82,8 @@ struct Loaded {
 // Reads the generation in `dir` and cuts off (wal::Repair) everything after
 // its last mark, torn or damaged records included, so that appending to it
 // again leaves no unpromised record before a later mark.
-// REQUIRES: no writer open on dir.
-Result<Loaded> Load(const std::string& dir);
+// REQUIRES: no writer open on dir. group_ms: as DecodeChunks's (the
+// head's block span).
+Result<Loaded> Load(const std::string& dir, int64_t group_ms = 0);
 
 }  // namespace trainwatch::tsdb::chunklog

@@ -354,7 +354,7 @@ Status DBImpl::ReplayWal() {
   }
   std::optional<chunklog::Mark> mark;
   if (file::Exists(ChunkLogDir(gen))) {
-    auto loaded = chunklog::Load(ChunkLogDir(gen));
+    auto loaded = chunklog::Load(ChunkLogDir(gen), opts_.block_duration_ms);
     if (!loaded.ok() || !loaded->mark.has_value()) {
       if (!loaded.ok()) TW_LOG(Warn, "chunk log {}: {}; replaying the whole wal", ChunkLogDir(gen), loaded.status().message());
       RETURN_IF_ERROR(file::RemoveAll(ChunkLogDir(gen)));

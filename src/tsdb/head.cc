@@ -101,17 +101,66 @@ ChunkBytes ChunkBytes::Copy(std::string_view b) {
   void* mem = std::malloc(sizeof(Rep) + b.size());
   CHECK(mem != nullptr, "out of memory");
   ChunkBytes out;
-  out.p_ = new (mem) Rep{{1}, static_cast<uint32_t>(b.size())};
+  out.p_ = new (mem) Rep{{1}, static_cast<uint32_t>(b.size()), 0};
   if (!b.empty()) std::memcpy(reinterpret_cast<char*>(out.p_ + 1), b.data(), b.size());
   return out;
 }
 
-size_t ChunkBytes::MemoryBytes() const { return p_ != nullptr ? ::malloc_usable_size(p_) : 0; }
+ChunkSlabs::~ChunkSlabs() {
+  for (auto& [group, o] : open_) Drop(o.block);
+}
+
+void ChunkSlabs::Drop(char* block) noexcept {
+  if (block == nullptr) return;
+  auto* slab = reinterpret_cast<ChunkBytes::Slab*>(block);
+  if (slab->live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    const uint32_t bytes = slab->bytes;
+    slab->~Slab();
+    memory::FreeLarge(block, bytes);
+  }
+}
+
+ChunkBytes ChunkSlabs::Copy(std::string_view b, int64_t group) {
+  using Rep = ChunkBytes::Rep;
+  constexpr size_t kAlign = alignof(Rep);
+  constexpr size_t kHead = (sizeof(ChunkBytes::Slab) + kAlign - 1) & ~(kAlign - 1);
+  constexpr size_t kMinBlock = size_t{64} << 10, kMaxBlock = memory::kLargeBlock;
+  const size_t need = (sizeof(Rep) + b.size() + kAlign - 1) & ~(kAlign - 1);
+  if (kHead + need > kMaxBlock / 4) return ChunkBytes::Copy(b);  // a chunk that large is rare: its own
+  Open& o = open_[group];
+  if (o.block == nullptr || o.used + need > o.cap) {
+    size_t cap = o.block == nullptr ? kMinBlock : std::min(o.cap * 2, kMaxBlock);
+    while (cap < kHead + need) cap *= 2;
+    Drop(o.block);
+    o.block = static_cast<char*>(memory::AllocateLarge(cap));
+    new (o.block) ChunkBytes::Slab{{1}, static_cast<uint32_t>(cap)};
+    o.used = kHead;
+    o.cap = cap;
+  }
+  auto* slab = reinterpret_cast<ChunkBytes::Slab*>(o.block);
+  slab->live.fetch_add(1, std::memory_order_relaxed);
+  ChunkBytes c;
+  c.p_ = new (o.block + o.used) Rep{{1}, static_cast<uint32_t>(b.size()), static_cast<uint32_t>(o.used)};
+  if (!b.empty()) std::memcpy(reinterpret_cast<char*>(c.p_ + 1), b.data(), b.size());
+  o.used += need;
+  return c;
+}
+
+size_t ChunkBytes::MemoryBytes() const {
+  if (p_ == nullptr) return 0;
+  return p_->slab_offset == 0 ? ::malloc_usable_size(p_) : sizeof(Rep) + p_->size;
+}
 
 void ChunkBytes::Release() noexcept {
   if (p_ != nullptr && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    const uint32_t slab_offset = p_->slab_offset;
+    char* at = reinterpret_cast<char*>(p_);
     p_->~Rep();
-    std::free(p_);
+    if (slab_offset == 0) {
+      std::free(at);
+    } else {
+      ChunkSlabs::Drop(at - slab_offset);
+    }
   }
   p_ = nullptr;
 }

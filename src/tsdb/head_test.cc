@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <thread>
 
 #include "model/matcher.h"
@@ -111,6 +112,35 @@ TEST(HeadTest, AppendUncoveredLeavesOutWhatTheBaseHolds) {
     EXPECT_EQ(vs, (std::vector<double>{3, 3, 5, 7, 8})) << far_ref;
     EXPECT_EQ(head.EndReplayBase(), 3u);  // no series took its chunks
   }
+}
+
+// Chunks copied into slabs keep their bytes after the ChunkSlabs is gone
+// and while any copy of them lives; a block goes with its last chunk (the
+// ASan build checks that nothing is freed early or twice).
+TEST(HeadTest, ChunkSlabsKeepBytesUntilTheLastChunkOfABlockGoes) {
+  std::vector<ChunkBytes> chunks;
+  std::vector<std::string> want;
+  {
+    ChunkSlabs slabs;
+    for (int i = 0; i < 30000; i++) {  // ~4.5 MiB: blocks from 64 KiB up to a huge-page one
+      std::string b(20 + i % 200, static_cast<char>('a' + i % 26));
+      b += std::to_string(i);
+      chunks.push_back(slabs.Copy(b, i % 3 == 0 ? 7 : -2));
+      want.push_back(std::move(b));
+    }
+    std::string big(3 << 20, 'z');  // too large to share a block
+    chunks.push_back(slabs.Copy(big, 7));
+    want.push_back(big);
+    chunks.push_back(slabs.Copy("", 7));
+    want.push_back("");
+  }
+  for (size_t i = 0; i < chunks.size(); i++) ASSERT_EQ(chunks[i].view(), want[i]) << i;
+  EXPECT_EQ(chunks[5].MemoryBytes(), 12 + want[5].size());
+  std::vector<ChunkBytes> copies(chunks.begin(), chunks.begin() + 100);
+  std::mt19937 rng(3);
+  std::shuffle(chunks.begin(), chunks.end(), rng);  // release in any order
+  chunks.clear();
+  for (size_t i = 0; i < copies.size(); i++) EXPECT_EQ(copies[i].view(), want[i]) << i;
 }
 
 TEST(HeadTest, PersistSetIsSortedByLabels) {
