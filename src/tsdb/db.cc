@@ -336,6 +336,21 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
 }
 
 
+int DBImpl::ReplaySeriesRecords(const std::string& dir, int first_segment) {
+  auto reader = wal::Reader::Open(dir, first_segment);
+  if (!reader.ok()) return first_segment - 1;
+  std::string_view rec;
+  std::vector<wal::RefSeries> series;
+  int done = first_segment - 1;
+  while ((*reader)->Next(&rec)) {
+    done = std::max(done, (*reader)->segment() - 1);
+    if (wal::Type(rec) == wal::RecordType::kSeries && wal::DecodeSeries(rec, &series).ok()) head_->ReplaySeries(series);
+  }
+  if (!(*reader)->status().ok()) return done;
+  auto segs = wal::internal::ListSegments(dir);
+  return segs.ok() && !segs->empty() ? std::max(done, segs->back().index) : done;
+}
+
 Status DBImpl::ReplayWal() {
   // The newest complete checkpoint holds the head as of its segment; older
   // segments are covered by it.
@@ -352,24 +367,39 @@ Status DBImpl::ReplayWal() {
       RETURN_IF_ERROR(file::RemoveAll(opts_.dir + "/" + name));  // of an older checkpoint, or unfinished
     }
   }
+  // The chunk log loads on a thread while the series records are read
+  // (the base's chunks go to the series created before it arrives, and to
+  // the others as they are created); then the samples are replayed, from
+  // the first segment with samples the log does not hold if every segment
+  // before it read cleanly.
   std::optional<chunklog::Mark> mark;
+  int wal_first = gen;
   if (file::Exists(ChunkLogDir(gen))) {
-    auto loaded = chunklog::Load(ChunkLogDir(gen), opts_.block_duration_ms);
-    if (!loaded.ok() || !loaded->mark.has_value()) {
-      if (!loaded.ok()) TW_LOG(Warn, "chunk log {}: {}; replaying the whole wal", ChunkLogDir(gen), loaded.status().message());
+    std::optional<Result<chunklog::Loaded>> loaded;
+    std::thread loader([&, dir = ChunkLogDir(gen)] { loaded.emplace(chunklog::Load(dir, opts_.block_duration_ms)); });
+    if (checkpoint >= 0) ReplaySeriesRecords(CheckpointDir(checkpoint), 0);
+    const int wal_clean = file::Exists(WalDir()) ? ReplaySeriesRecords(WalDir(), gen) : gen - 1;
+    loader.join();
+    if (!loaded->ok() || !(*loaded)->mark.has_value()) {
+      if (!loaded->ok()) {
+        TW_LOG(Warn, "chunk log {}: {}; replaying the whole wal", ChunkLogDir(gen), loaded->status().message());
+      }
       RETURN_IF_ERROR(file::RemoveAll(ChunkLogDir(gen)));
     } else {
-      mark = loaded->mark;
+      chunklog::Loaded& l = **loaded;
+      mark = l.mark;
       replay_mark_ = mark;
-      TW_LOG(Info, "chunk log {}: {} chunks{}", ChunkLogDir(gen), loaded->num_chunks,
-             loaded->dropped_overlaps > 0 ? fmt::format(" ({} logged twice)", loaded->dropped_overlaps) : "");
-      head_->SetReplayBase(std::move(loaded->chunks), std::move(loaded->ooo));
+      TW_LOG(Info, "chunk log {}: {} chunks{}", ChunkLogDir(gen), l.num_chunks,
+             l.dropped_overlaps > 0 ? fmt::format(" ({} logged twice)", l.dropped_overlaps) : "");
+      head_->SetReplayBase(std::move(l.chunks), std::move(l.ooo));
+      const int skip_to = mark->FirstUncoveredSegment(gen);
+      if (wal_clean >= skip_to - 1) wal_first = std::max(gen, skip_to);
     }
   }
   const chunklog::Mark* m = mark.has_value() ? &*mark : nullptr;
   Status s;
   if (checkpoint >= 0) s = ReplayDir(CheckpointDir(checkpoint), 0, /*repair=*/false, m, /*checkpoint=*/true);
-  if (s.ok() && file::Exists(WalDir())) s = ReplayDir(WalDir(), gen, /*repair=*/true, m, /*checkpoint=*/false);
+  if (s.ok() && file::Exists(WalDir())) s = ReplayDir(WalDir(), wal_first, /*repair=*/true, m, /*checkpoint=*/false);
   if (uint64_t left = head_->EndReplayBase(); left > 0) {
     TW_LOG(Warn, "chunk log {}: {} chunks of series the wal does not know were dropped", ChunkLogDir(gen), left);
   }

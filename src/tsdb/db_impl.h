@@ -55,6 +55,12 @@ class DBImpl : public DB {
   // which it returns in *damage.
   Status ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage,
                         const chunklog::Mark* mark, bool checkpoint);
+  // Creates the series of the series records of dir's segments from
+  // first_segment on, passing over everything else, up to the end or the
+  // first damage (left to ReplayDir). Returns the last segment it read
+  // cleanly to its end (first_segment - 1: none). Runs while the chunk log
+  // loads, so that series creation and the load share the cores.
+  int ReplaySeriesRecords(const std::string& dir, int first_segment);
   void BackgroundLoop();
   // Re-encodes the chunks closed during replay densely (Head::SetDeferDense).
   void DensifyAfterReplay();

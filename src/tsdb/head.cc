@@ -505,6 +505,14 @@ void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> ch
   base->ooo = std::move(ooo);
   std::lock_guard<std::mutex> lock(creation_mu_);
   replay_base_ = std::move(base);
+  // Series replay created before the base arrived (no samples applied yet)
+  // take theirs now; later ones as they are created.
+  std::vector<uint64_t> refs;
+  for (const auto& [ref, list] : replay_base_->chunks) refs.push_back(ref);
+  for (const auto& [ref, samples] : replay_base_->ooo) refs.push_back(ref);
+  for (uint64_t ref : refs) {
+    if (MemSeries* s = GetByRef(ref); s != nullptr) AttachReplayBaseLocked(s);
+  }
 }
 
 uint64_t Head::EndReplayBase() {

@@ -251,8 +251,9 @@ class Head : public storage::Queryable {
   // Takes what the chunk log has not logged yet (everything, for a base).
   // REQUIRES: no concurrent Truncate.
   ChunkLogDrain DrainForChunkLog(bool all);
-  // Replay from a chunk log: a series that ReplaySeries creates takes its
-  // chunks and out-of-order samples from `chunks` and `ooo`, and
+  // Replay from a chunk log: a series that ReplaySeries created or creates
+  // takes its chunks and out-of-order samples from `chunks` and `ooo`
+  // (REQUIRES: no samples replayed yet), and
   // ReplaySamples(skip_covered) skips its samples up to the end of the last
   // of those chunks. EndReplayBase forgets the rest and returns how many
   // chunks no series took.
