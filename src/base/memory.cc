@@ -119,9 +119,7 @@ void* AllocateLarge(size_t bytes) {
   const uintptr_t addr = reinterpret_cast<uintptr_t>(raw);
   char* start = raw + (((addr + kHugePage - 1) & ~(kHugePage - 1)) - addr);
   if (start > raw) ::munmap(raw, static_cast<size_t>(start - raw));
-  if (char* end = start + len; end < raw + len + kHugePage) {
-    ::munmap(end, static_cast<size_t>(raw + len + kHugePage - end));
-  }
+  ::munmap(start + len, static_cast<size_t>(raw + kHugePage - start));  // never empty: start < raw + kHugePage
   ::madvise(start, len, MADV_HUGEPAGE);  // best effort: without THP, 4 KiB pages
   return start;
 }

@@ -208,14 +208,14 @@ std::string DBImpl::CheckpointDir(int segment) const {
 }
 
 Status DBImpl::ReplayDir(const std::string& dir, int first_segment, bool repair, const chunklog::Mark* mark,
-                         bool checkpoint) {
+                         bool checkpoint, int series_through) {
   // Damage inside the log (a flipped bit, not a crash's torn tail) loses the
   // rest of its segment only: replay goes on with the next segment, whose
   // records are framed on their own, and repair cuts just the damaged one.
   std::vector<wal::CorruptionInfo> damaged;
   for (int first = first_segment;;) {
     std::optional<wal::CorruptionInfo> c;
-    RETURN_IF_ERROR(ReplaySegments(dir, first, &c, mark, checkpoint));
+    RETURN_IF_ERROR(ReplaySegments(dir, first, &c, mark, checkpoint, series_through));
     if (!c.has_value()) break;
     damaged.push_back(*c);
     if (c->torn_tail || !repair) break;
@@ -232,7 +232,7 @@ Status DBImpl::ReplayDir(const std::string& dir, int first_segment, bool repair,
 }
 
 Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage,
-                              const chunklog::Mark* mark, bool checkpoint) {
+                              const chunklog::Mark* mark, bool checkpoint, int series_through) {
   ASSIGN_OR_RETURN(auto reader, wal::Reader::Open(dir, first_segment));
   std::string_view rec;
   std::vector<wal::RefSeries> series;
@@ -273,6 +273,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
     records++;
     switch (wal::Type(rec)) {
       case wal::RecordType::kSeries: {
+        if (reader->segment() <= series_through) break;  // created by ReplaySeriesRecords
         Status s = wal::DecodeSeries(rec, &series);
         if (!s.ok()) {
           TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
@@ -344,7 +345,13 @@ int DBImpl::ReplaySeriesRecords(const std::string& dir, int first_segment) {
   int done = first_segment - 1;
   while ((*reader)->Next(&rec)) {
     done = std::max(done, (*reader)->segment() - 1);
-    if (wal::Type(rec) == wal::RecordType::kSeries && wal::DecodeSeries(rec, &series).ok()) head_->ReplaySeries(series);
+    if (wal::Type(rec) != wal::RecordType::kSeries) continue;
+    Status s = wal::DecodeSeries(rec, &series);
+    if (!s.ok()) {
+      TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, (*reader)->segment(), (*reader)->offset(), s.message());
+      continue;
+    }
+    head_->ReplaySeries(series);
   }
   if (!(*reader)->status().ok()) return done;
   auto segs = wal::internal::ListSegments(dir);
@@ -374,11 +381,12 @@ Status DBImpl::ReplayWal() {
   // before it read cleanly.
   std::optional<chunklog::Mark> mark;
   int wal_first = gen;
+  int checkpoint_clean = -1, wal_clean = -1;  // series records applied through these segments
   if (file::Exists(ChunkLogDir(gen))) {
     std::optional<Result<chunklog::Loaded>> loaded;
     std::thread loader([&, dir = ChunkLogDir(gen)] { loaded.emplace(chunklog::Load(dir, opts_.block_duration_ms)); });
-    if (checkpoint >= 0) ReplaySeriesRecords(CheckpointDir(checkpoint), 0);
-    const int wal_clean = file::Exists(WalDir()) ? ReplaySeriesRecords(WalDir(), gen) : gen - 1;
+    if (checkpoint >= 0) checkpoint_clean = ReplaySeriesRecords(CheckpointDir(checkpoint), 0);
+    wal_clean = file::Exists(WalDir()) ? ReplaySeriesRecords(WalDir(), gen) : gen - 1;
     loader.join();
     if (!loaded->ok() || !(*loaded)->mark.has_value()) {
       if (!loaded->ok()) {
@@ -398,8 +406,12 @@ Status DBImpl::ReplayWal() {
   }
   const chunklog::Mark* m = mark.has_value() ? &*mark : nullptr;
   Status s;
-  if (checkpoint >= 0) s = ReplayDir(CheckpointDir(checkpoint), 0, /*repair=*/false, m, /*checkpoint=*/true);
-  if (s.ok() && file::Exists(WalDir())) s = ReplayDir(WalDir(), wal_first, /*repair=*/true, m, /*checkpoint=*/false);
+  if (checkpoint >= 0) {
+    s = ReplayDir(CheckpointDir(checkpoint), 0, /*repair=*/false, m, /*checkpoint=*/true, checkpoint_clean);
+  }
+  if (s.ok() && file::Exists(WalDir())) {
+    s = ReplayDir(WalDir(), wal_first, /*repair=*/true, m, /*checkpoint=*/false, wal_clean);
+  }
   if (uint64_t left = head_->EndReplayBase(); left > 0) {
     TW_LOG(Warn, "chunk log {}: {} chunks of series the wal does not know were dropped", ChunkLogDir(gen), left);
   }

@@ -49,12 +49,14 @@ class DBImpl : public DB {
   Status ReplayWal();
   // `mark`: the chunk log's, whose covered samples are skipped (null: none);
   // `checkpoint`: dir is a checkpoint (every record in it is before the mark).
+  // `series_through`: the last segment whose series records
+  // ReplaySeriesRecords applied (they are passed over; -1: none).
   Status ReplayDir(const std::string& dir, int first_segment, bool repair, const chunklog::Mark* mark,
-                   bool checkpoint);
+                   bool checkpoint, int series_through);
   // Replays segments from first_segment on until the end or the first damage,
   // which it returns in *damage.
   Status ReplaySegments(const std::string& dir, int first_segment, std::optional<wal::CorruptionInfo>* damage,
-                        const chunklog::Mark* mark, bool checkpoint);
+                        const chunklog::Mark* mark, bool checkpoint, int series_through);
   // Creates the series of the series records of dir's segments from
   // first_segment on, passing over everything else, up to the end or the
   // first damage (left to ReplayDir). Returns the last segment it read

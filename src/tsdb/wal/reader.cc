@@ -92,7 +92,6 @@ bool Reader::OpenNextSegment() {
 }
 
 std::string_view Reader::Window(uint64_t off, size_t n) {
-  constexpr size_t kReadSize = size_t{4} << 20;
   n = static_cast<size_t>(std::min<uint64_t>(n, seg_size_ - std::min(off, seg_size_)));
   if (off >= buf_off_ && off + n <= buf_off_ + buf_len_) return {buf_.data() + (off - buf_off_), n};
   // Keep what is buffered from `off` on, then read after it: at least n
@@ -191,7 +190,7 @@ bool Reader::Next(std::string_view* record) {
     if (!status_.ok()) return false;
     auto rest_zero = [&] {
       for (uint64_t off = pos_; off < seg_size_;) {
-        std::string_view w = Window(off, static_cast<size_t>(std::min<uint64_t>(seg_size_ - off, size_t{4} << 20)));
+        std::string_view w = Window(off, static_cast<size_t>(std::min<uint64_t>(seg_size_ - off, kReadSize)));
         if (w.empty() || !AllZero(w)) return false;
         off += w.size();
       }

@@ -66,6 +66,7 @@ class Reader {
   // The segment's bytes [off, off + n), or fewer where it ends first; valid
   // until the next call. Sets status_ on a read error (and returns {}).
   std::string_view Window(uint64_t off, size_t n);
+  static constexpr size_t kReadSize = size_t{4} << 20;  // bytes a refill reads at least
   void CloseSegment();
   void SetCorruption(int segment, uint64_t offset, std::string_view what, bool torn_candidate);
   bool LaterSegmentsEmpty() const;
