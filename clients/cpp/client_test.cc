@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "trainwatch/client.h"
 
@@ -210,6 +212,50 @@ TEST_F(ClientTest, EveryStepOnceAndMetadata) {
   ASSERT_EQ(info["alerts"].size(), 1u);
   EXPECT_EQ(info["alerts"][0]["text"], "a \"quoted\" text\n");
   EXPECT_EQ(access(run->spool_dir().c_str(), F_OK), -1);  // removed once empty
+}
+
+TEST_F(ClientTest, StepPhaseTimers) {
+  server_->Start();
+  std::string err;
+  auto run = Run::Init(Opts("phases"), &err);
+  ASSERT_NE(run, nullptr) << err;
+  for (int s = 0; s < 6; s++) {
+    {
+      auto t = run->Time("data");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    auto f = run->Time("forward");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    f.Stop();
+    run->AddPhaseSeconds("comm", 0.5);
+    if (s % 2 == 1) run->Log({{"loss", 1.0}}, s);  // every other step: per step over the two
+  }
+  run->Log({{"loss", 1.0}, {"step_phase/data", 7}}, 6);  // nothing timed since step 5
+  EXPECT_TRUE(run->Finish());
+  json m = server_->GetJson("/api/v1/runs/metrics?x=step&points=100&ids=" + run->id() +
+                            "&keys=step_phase/data,step_phase/forward,step_phase/comm");
+  ASSERT_EQ(m.size(), 3u) << m.dump();
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> got;
+  for (const json& sr : m) {
+    EXPECT_EQ(sr["metric"], "trainwatch_step_phase_seconds");
+    for (const json& p : sr["points"]) got[sr["key"]].emplace_back(p["x"].get<int64_t>(), p["last"].get<double>());
+  }
+  // The run's first Log() counts one step: step 1 holds two steps' time.
+  ASSERT_EQ(got["step_phase/comm"].size(), 3u);
+  EXPECT_EQ(got["step_phase/comm"][0], (std::pair<int64_t, double>{1, 1.0}));
+  EXPECT_EQ(got["step_phase/comm"][1], (std::pair<int64_t, double>{3, 0.5}));
+  EXPECT_EQ(got["step_phase/comm"][2], (std::pair<int64_t, double>{5, 0.5}));
+  const auto& data = got["step_phase/data"];
+  ASSERT_EQ(data.size(), 4u);
+  EXPECT_GE(data[0].second, 0.2);
+  for (int i = 1; i < 3; i++) {
+    EXPECT_GE(data[i].second, 0.1);
+    EXPECT_LT(data[i].second, 0.2);
+  }
+  EXPECT_EQ(data[3], (std::pair<int64_t, double>{6, 7.0}));  // a value logged under the key is kept
+  for (const auto& [step, v] : got["step_phase/forward"]) EXPECT_GE(v, 0.01) << step;
+  auto series = Exported(R"(trainwatch_step_phase_seconds{run="phases",phase="comm"})");
+  EXPECT_EQ(series.size(), 1u);
 }
 
 TEST_F(ClientTest, UnreachableAtInitThenKilledAndRestarted) {

@@ -115,7 +115,12 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
                       {"lr", v.lr},
                       {"grad_norm", v.grad_norm},
                       {"samples_per_sec", v.samples_per_sec},
-                      {"step_time_seconds", v.step_time_seconds}},
+                      {"step_time_seconds", v.step_time_seconds},
+                      {"step_phase/data", v.data},
+                      {"step_phase/forward", v.forward},
+                      {"step_phase/backward", v.backward},
+                      {"step_phase/optimizer", v.optimizer},
+                      {"step_phase/comm", v.comm}},
                      step);
         if (r == 0) last_loss = v.loss;
       }
@@ -177,7 +182,13 @@ DemoModel::Values DemoModel::At(int64_t step) {
   double sps = 1850;
   if (rank_ == 3) sps = step >= StragglerFrom() && step < StragglerTo() ? 1850 / 1.3 : 1790;
   sps += 40 * noise(rng_);
-  return Values{loss, Lr(step), grad, sps, kBatch / sps};
+  const double step_time = kBatch / sps;
+  // Data loading, the optimizer step and the all-reduce take about the same
+  // on every rank; the GPU's forward and backward take the rest, 36:64.
+  const double base = kBatch / 1850;
+  const double data = 0.08 * base, optimizer = 0.06 * base, comm = 0.08 * base;
+  const double compute = step_time - data - optimizer - comm;
+  return Values{loss, Lr(step), grad, sps, step_time, data, 0.36 * compute, 0.64 * compute, optimizer, comm};
 }
 
 std::string ValidateDemoOptions(const DemoOptions& o) {

@@ -32,9 +32,13 @@ class DemoModel {
   // from 1 % of the run for a quarter of it (TrainingStragglerRank fires).
   int64_t StragglerFrom() const { return total_ / 100; }
   int64_t StragglerTo() const { return total_ / 100 + total_ / 4; }
-  // loss, lr, grad_norm, samples_per_sec, step_time_seconds at `step`.
+  // loss, lr, grad_norm, samples_per_sec, step_time_seconds at `step`, and
+  // where the step's time goes (step_phase/<phase>, what the clients' phase
+  // timers log): they add up to step_time_seconds, and a straggler's extra
+  // time is in forward and backward (a throttling GPU computes slower).
   struct Values {
     double loss, lr, grad_norm, samples_per_sec, step_time_seconds;
+    double data, forward, backward, optimizer, comm;
   };
   Values At(int64_t step);
 

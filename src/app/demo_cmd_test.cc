@@ -48,6 +48,8 @@ TEST(DemoTest, ScheduleSpikeAndDeterminism) {
     DemoModel::Values v = m.At(s);
     EXPECT_EQ(v.loss, same.At(s).loss);
     EXPECT_NEAR(v.step_time_seconds * v.samples_per_sec, 256, 1e-9);
+    EXPECT_NEAR(v.data + v.forward + v.backward + v.optimizer + v.comm, v.step_time_seconds, 1e-12);
+    EXPECT_GT(v.forward, 0);
     loss.push_back(v.loss);
   }
   EXPECT_LT(loss[999], loss[0] / 2);          // it learns
@@ -73,6 +75,10 @@ TEST(DemoTest, RankThreeStragglesForAWhile) {
     double r3 = mean_step_time(3, from, to);
     if (slow) {
       EXPECT_GT(r3, 1.25 * others) << from;
+      // The straggler's extra time is compute, not data or the all-reduce.
+      DemoModel::Values v3 = ranks[3].At(from), v0 = ranks[0].At(from);
+      EXPECT_GT(v3.forward + v3.backward, 1.2 * (v0.forward + v0.backward)) << from;
+      EXPECT_DOUBLE_EQ(v3.data, v0.data);
     } else {
       EXPECT_LT(r3, 1.1 * others) << from;
     }

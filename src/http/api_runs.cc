@@ -180,7 +180,7 @@ Response RunHistory(runs::RunStore& store, std::string_view id, const Request& r
       ts.push_back(p.ts_ms);
       values.push_back(runs::NumberJson(p.value));
     }
-    a.push_back({{"key", runs::MetricNameToKey(s.metric)}, {"metric", s.metric}, {"labels", runs::StepLabelsJson(s)},
+    a.push_back({{"key", runs::MetricNameToKey(s.metric)}, {"metric", runs::TimeViewNameOf(s.metric).name}, {"labels", runs::StepLabelsJson(s)},
                  {"steps", std::move(steps)}, {"timestamps", std::move(ts)}, {"values", std::move(values)}});
   }
   return JsonSuccess(a);

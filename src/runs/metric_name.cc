@@ -68,6 +68,17 @@ constexpr std::string_view kRunSeriesPrefix = "trainwatch_run_";
 
 bool IsRunSeriesName(std::string_view name) { return name.starts_with(kRunSeriesPrefix); }
 
+TimeViewName TimeViewNameOf(std::string_view metric) {
+  // Only names that can decode to the prefix: `step_phase:...` or escaped.
+  if (metric.starts_with("step_phase:") || metric.starts_with(kEscapePrefix)) {
+    std::string key = MetricNameToKey(metric);
+    if (key.size() > kStepPhaseKeyPrefix.size() && key.starts_with(kStepPhaseKeyPrefix)) {
+      return {std::string(kStepPhaseSeries), key.substr(kStepPhaseKeyPrefix.size())};
+    }
+  }
+  return {std::string(metric), {}};
+}
+
 Result<std::string> KeyToMetricName(std::string_view key) {
   if (key.empty()) return Status::InvalidArgument("empty key");
   std::string name;

@@ -25,4 +25,21 @@ std::string MetricNameToKey(std::string_view name);
 // True for the names the server writes itself (`trainwatch_run_...`).
 bool IsRunSeriesName(std::string_view name);
 
+// Keys `step_phase/<phase>` are what the clients' step-phase timers log
+// (`with run.timer("data")`): the seconds of one step spent in <phase>, per
+// rank. Their time view is one metric with a `phase` label,
+// `trainwatch_step_phase_seconds{phase="<phase>"}`, so that
+// `sum by (rank) (...)` is a rank's timed step; the step store keeps them
+// by key as any other.
+inline constexpr std::string_view kStepPhaseKeyPrefix = "step_phase/";
+inline constexpr std::string_view kStepPhaseSeries = "trainwatch_step_phase_seconds";
+
+// The time-view series of the step-store metric `metric` (a KeyToMetricName
+// result): its name, and the phase label value (empty but for step phases).
+struct TimeViewName {
+  std::string name;
+  std::string phase;
+};
+TimeViewName TimeViewNameOf(std::string_view metric);
+
 }  // namespace trainwatch::runs

@@ -90,5 +90,19 @@ TEST(MetricNameTest, RoundTripProperty) {
   }
 }
 
+TEST(MetricNameTest, StepPhasesShareOneTimeViewMetric) {
+  auto tv = [](std::string_view key) { return TimeViewNameOf(*KeyToMetricName(key)); };
+  EXPECT_EQ(tv("step_phase/data").name, "trainwatch_step_phase_seconds");
+  EXPECT_EQ(tv("step_phase/data").phase, "data");
+  EXPECT_EQ(tv("step_phase/fwd/attn").phase, "fwd/attn");
+  EXPECT_EQ(tv("step_phase/data loader").name, "trainwatch_step_phase_seconds");  // escaped (U__)
+  EXPECT_EQ(tv("step_phase/data loader").phase, "data loader");
+  EXPECT_EQ(tv("step_phase/").name, "step_phase:");  // no phase name: an ordinary key
+  EXPECT_EQ(tv("step_phase").name, "step_phase");
+  EXPECT_EQ(tv("train/loss").name, "train:loss");
+  EXPECT_EQ(tv("train/loss").phase, "");
+  EXPECT_EQ(tv("U__x").name, "U__U____x");
+}
+
 }  // namespace
 }  // namespace trainwatch::runs

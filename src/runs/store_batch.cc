@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "ingest/import.h"
+#include "runs/metric_name.h"
 #include "runs/store.h"
 #include "runs/store_internal.h"
 
@@ -128,7 +129,8 @@ Result<BatchResult> RunStore::DoWriteBatch(std::string_view id_view, const Batch
     auto add = [&](const std::string& metric, int64_t t, double v) -> Status {
       storage::SeriesRef& ref = refs[metric];
       if (ref != 0 && app->AppendByRef(ref, t, v)) return Status::OK();
-      auto res = app->Append(0, RunLabels(metric, r, {{"rank", rank}, {"host", host}}), t, v);
+      const TimeViewName tv = TimeViewNameOf(metric);
+      auto res = app->Append(0, RunLabels(tv.name, r, {{"rank", rank}, {"host", host}, {"phase", tv.phase}}), t, v);
       // At the TSDB's series limit the point is still in the step store.
       if (!res.ok() && SkippedAtSeriesLimit(res.error())) return Status::OK();
       if (!res.ok()) return res.error().Annotate(metric);

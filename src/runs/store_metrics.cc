@@ -37,6 +37,7 @@ Json StepLabelsJson(const StepSeries& s) {
     if (!s.host.empty()) j["host"] = s.host;
     j["rank"] = std::to_string(*s.rank);
   }
+  if (TimeViewName tv = TimeViewNameOf(s.metric); !tv.phase.empty()) j["phase"] = std::move(tv.phase);
   return j;
 }
 
@@ -78,7 +79,7 @@ Result<Json> RunStore::ReadMetrics(const MetricsQuery& q) const {
       e["project"] = r.project;
       e["name"] = r.name;
       e["key"] = MetricNameToKey(s.metric);
-      e["metric"] = s.metric;
+      e["metric"] = TimeViewNameOf(s.metric).name;
       e["labels"] = StepLabelsJson(s);
       e["total_points"] = pts.size();
       e["points"] = BucketsJson(Downsample(pts, q.points, ema), q.by_step, smooth);

@@ -557,6 +557,31 @@ TEST_F(RunStoreTest, ProgressAndEtaFromTheStepRate) {
   EXPECT_EQ(store_->Get("a")->summary["acc"], 0.9);
 }
 
+TEST_F(RunStoreTest, StepPhasesAreOneMetricWithAPhaseLabel) {
+  Create(R"({"id":"a","project":"p","name":"r"})");
+  now_ = kT0 + 5000;
+  Batch("a", R"({"batch_id":"b1","rank":2,"host":"h2","points":[
+      {"step":7,"ts":1796218601000,"values":{"step_phase/data":0.25,"step_phase/forward":0.5,"loss":1}},
+      {"step":8,"ts":1796218602000,"values":{"step_phase/data loader":0.125}}]})");
+  EXPECT_EQ(Samples(L("trainwatch_step_phase_seconds", "r", {{"host", "h2"}, {"phase", "data"}, {"rank", "2"}})),
+            (std::vector<S>{{1796218601000, 0.25}}));
+  EXPECT_EQ(Samples(L("trainwatch_step_phase_seconds", "r", {{"host", "h2"}, {"phase", "forward"}, {"rank", "2"}})),
+            (std::vector<S>{{1796218601000, 0.5}}));
+  EXPECT_EQ(Samples(L("trainwatch_step_phase_seconds", "r", {{"host", "h2"}, {"phase", "data loader"}, {"rank", "2"}})),
+            (std::vector<S>{{1796218602000, 0.125}}));
+  EXPECT_EQ(Samples(L("loss", "r", {{"host", "h2"}, {"rank", "2"}})), (std::vector<S>{{1796218601000, 1}}));
+  // The step store keeps them by key; its series say which time-view series they are.
+  MetricsQuery q;
+  q.ids = {"a"};
+  q.keys = {"step_phase/data"};
+  auto res = store_->ReadMetrics(q);
+  ASSERT_TRUE(res.ok()) << res.error().ToString();
+  ASSERT_EQ(res->size(), 1u) << res->dump();
+  EXPECT_EQ((*res)[0]["key"], "step_phase/data");
+  EXPECT_EQ((*res)[0]["metric"], "trainwatch_step_phase_seconds");
+  EXPECT_EQ((*res)[0]["labels"], Json::parse(R"({"rank":"2","host":"h2","phase":"data"})"));
+}
+
 TEST_F(RunStoreTest, ListFiltersSortsAndPages) {
   for (int i = 0; i < 5; i++) {
     now_ = kT0 + i * 1000;

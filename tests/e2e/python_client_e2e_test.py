@@ -501,6 +501,47 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sorted(dict(k)["rank"] for k in series), ["0", "1", "2"])
         self.assertTrue(all(dict(k)["host"] for k in series))
 
+    def test_step_phase_timers(self):
+        self.start()
+        run = self.init(project="phases", name="timed", rank=1, world_size=2, host="node-b", id="phases1")
+        for step in range(6):
+            with run.timer("data"):
+                time.sleep(0.1)
+            with run.timer("forward"):
+                time.sleep(0.01)
+            with run.timer("forward"):  # a phase entered twice in a step sums
+                time.sleep(0.01)
+            if step % 2 == 1:  # every other step: the phases are per step over the two
+                run.log({"loss": 1.0 / (step + 1)}, step=step)
+        with trainwatch.timer("comm"):  # the module-level form, on the last init()
+            time.sleep(0.01)
+        run.log({"loss": 0.1}, step=7)
+        with run.timer("data"):  # nothing logged after it: never sent
+            pass
+        run.finish()
+        h = {x["key"]: x for x in self.history("phases1")}
+        self.assertEqual(sorted(h), ["loss", "step_phase/comm", "step_phase/data", "step_phase/forward"])
+        data, fwd = h["step_phase/data"], h["step_phase/forward"]
+        self.assertEqual(data["steps"], [1, 3, 5])  # no data phase since step 5's log
+        self.assertEqual(data["labels"], {"rank": "1", "host": "node-b", "phase": "data"})
+        self.assertEqual(data["metric"], "trainwatch_step_phase_seconds")
+        # Steps 3 and 5 average two steps (0.1 s of data each); the run's first
+        # log() counts one step, so step 1 holds both steps' time.
+        self.assertGreaterEqual(data["values"][0], 0.2)
+        for v in data["values"][1:]:
+            self.assertGreaterEqual(v, 0.1)
+            self.assertLess(v, 0.2)  # not the sum of both steps
+        self.assertEqual(fwd["steps"], [1, 3, 5])
+        for v in fwd["values"][1:]:
+            self.assertGreaterEqual(v, 0.02)
+        self.assertEqual(h["step_phase/comm"]["steps"], [7])
+        self.assertGreaterEqual(h["step_phase/comm"]["values"][0], 0.01 / 2)  # 0.01 s over steps 6-7
+        series = self.server.export('trainwatch_step_phase_seconds{run="timed"}')
+        self.assertEqual(sorted(dict(k)["phase"] for k in series), ["comm", "data", "forward"])
+        self.assertTrue(all(dict(k)["rank"] == "1" and dict(k)["host"] == "node-b" for k in series))
+        with self.assertRaises(ValueError):
+            run.timer("")
+
     def test_bad_values_and_keys_do_not_stop_the_run(self):
         self.start()
         run = self.init(project="bad", name="bad")

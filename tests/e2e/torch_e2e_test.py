@@ -156,6 +156,26 @@ class TorchTest(unittest.TestCase):
         self.assertAlmostEqual(lr[150], 0.025)  # StepLR halved it
         sps = self.get("/api/v1/runs/metrics?ids=%s&keys=samples_per_sec&x=step&points=100000" % run_id)[0]
         self.assertTrue(all(0 < p["last"] < 64 / 0.015 for p in sps["points"]), sps)
+        # watch()'s step phases, timed by its hooks: they add up to the step
+        # time, and the loop's 15 ms sleep after each step is data time.
+        phases = {}
+        for key in ("step_phase/forward", "step_phase/backward", "step_phase/optimizer", "step_phase/data"):
+            m = self.get("/api/v1/runs/metrics?ids=%s&keys=%s&x=step&points=100000"
+                         % (run_id, urllib.parse.quote(key)))
+            self.assertEqual(len(m), 1, (key, m))
+            self.assertEqual(m[0]["metric"], "trainwatch_step_phase_seconds")
+            phases[key] = {p["x"]: p["last"] for p in m[0]["points"]}
+            self.assertEqual(sorted(phases[key]), list(range(10, STEPS, 10)), key)
+            self.assertTrue(all(v > 0 for v in phases[key].values()), (key, phases[key]))
+        self.assertTrue(all(v >= 0.015 for v in phases["step_phase/data"].values()), phases["step_phase/data"])
+        step_time = {p["x"]: p["last"] for p in self.get(
+            "/api/v1/runs/metrics?ids=%s&keys=step_time_seconds&x=step&points=100000" % run_id)[0]["points"]}
+        for x in range(20, STEPS, 10):  # the first window has no data phase before step 0
+            total = sum(phases[k][x] for k in phases)
+            self.assertGreater(total, 0.8 * step_time[x], (x, total, step_time[x]))
+            self.assertLess(total, 1.25 * step_time[x], (x, total, step_time[x]))
+        series = self.server.export('trainwatch_step_phase_seconds{run="mlp"}')
+        self.assertEqual(sorted(dict(k)["phase"] for k in series), ["backward", "data", "forward", "optimizer"])
 
         st, _ = self.server.request("GET", "/api/v1/logs/query?query=" + urllib.parse.quote('{run="mlp"}'))
         if st != 200:

@@ -432,6 +432,15 @@ class Run {
       if (finished_) return;
       int64_t ts = o_.now_ms ? o_.now_ms() : detail::NowMillis();
       if (step < 0) step = step_ + 1;
+      if (!phases_.empty() && step > step_) {
+        // Phase time since the previous Log(), per step since it.
+        const double n = step_ >= 0 ? static_cast<double>(step - step_) : 1.0;
+        for (const auto& [key, seconds] : phases_) {
+          bool logged = std::any_of(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
+          if (!logged) values.emplace_back(key, seconds / n);
+        }
+        phases_.clear();
+      }
       step_ = step;
       points_.push_back(Point{step, ts, std::move(values)});
       spill = points_.size() > o_.max_queue_points;
@@ -449,6 +458,40 @@ class Run {
     for (const auto& kv : values) v.emplace_back(kv.first, kv.second);
     Log(std::move(v), step);
   }
+
+  // Times one phase of the training step (any name: data, forward, backward,
+  // optimizer, comm, ...) for as long as it lives:
+  //   { auto t = run->Time("data"); batch = loader.Next(); }
+  // A phase's seconds are summed until the next Log() of a later step, which
+  // sends them as step_phase/<phase> = seconds per step over the steps since
+  // the previous Log() (the run's first Log() counts one step); the server
+  // keeps them as trainwatch_step_phase_seconds{phase="<phase>"} too
+  // (docs/training-metrics.md).
+  class PhaseTimer {
+   public:
+    PhaseTimer(PhaseTimer&& o) noexcept : run_(o.run_), key_(std::move(o.key_)), t0_(o.t0_) { o.run_ = nullptr; }
+    PhaseTimer(const PhaseTimer&) = delete;
+    PhaseTimer& operator=(const PhaseTimer&) = delete;
+    PhaseTimer& operator=(PhaseTimer&&) = delete;
+    ~PhaseTimer() { Stop(); }
+    // Ends the phase now rather than at the end of the scope.
+    void Stop() {
+      if (run_ == nullptr) return;
+      std::chrono::duration<double> d = std::chrono::steady_clock::now() - t0_;
+      run_->AddPhaseKey(key_, d.count());
+      run_ = nullptr;
+    }
+
+   private:
+    friend class Run;
+    PhaseTimer(Run* run, std::string key) : run_(run), key_(std::move(key)), t0_(std::chrono::steady_clock::now()) {}
+    Run* run_;
+    std::string key_;
+    std::chrono::steady_clock::time_point t0_;
+  };
+  PhaseTimer Time(const std::string& phase) { return PhaseTimer(this, kPhasePrefix + phase); }
+  // Adds seconds measured elsewhere (CUDA events, a profiler) to a phase.
+  void AddPhaseSeconds(const std::string& phase, double seconds) { AddPhaseKey(kPhasePrefix + phase, seconds); }
 
   // Sets summary[key] (sent with the next batch).
   void SetSummary(const std::string& key, double value) {
@@ -913,6 +956,18 @@ class Run {
     http_->Close();
   }
 
+  static constexpr const char* kPhasePrefix = "step_phase/";
+  void AddPhaseKey(const std::string& key, double seconds) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [k, s] : phases_) {
+      if (k == key) {
+        s += seconds;
+        return;
+      }
+    }
+    phases_.emplace_back(key, seconds);
+  }
+
   Options o_;
   std::string id_, nonce_, register_body_, spool_dir_, last_error_;
   int rank_ = 0;
@@ -927,6 +982,7 @@ class Run {
   std::deque<std::pair<std::string, std::string>> ops_;
   std::vector<std::pair<std::string, std::string>> summary_;  // key, JSON value
   int64_t step_ = -1;
+  Values phases_;  // step_phase/<phase> -> seconds since the last Log() of a later step
   uint64_t seq_ = 0;
   bool finished_ = false;
   bool finish_result_ = false;

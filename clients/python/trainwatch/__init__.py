@@ -4,6 +4,9 @@
     run = trainwatch.init(project="llama", config={"lr": 3e-4}, total_steps=20000)
     for step in range(20000):
         ...
+        with run.timer("data"):                # step phases: data, forward, ...
+            batch = next(loader)
+        ...
         run.log({"loss": loss, "lr": lr}, step=step)
     run.finish()
 
@@ -17,7 +20,7 @@ from .api import Api, ApiError, RunInfo
 from .run import LogHandler, Run, init
 
 __version__ = "0.1.0"
-__all__ = ["init", "Run", "LogHandler", "log", "finish", "Api", "ApiError", "RunInfo"]
+__all__ = ["init", "Run", "LogHandler", "log", "timer", "finish", "Api", "ApiError", "RunInfo"]
 
 
 def log(values, step=None):
@@ -25,6 +28,13 @@ def log(values, step=None):
     if _run.current is None:
         raise RuntimeError("trainwatch.log: call trainwatch.init() first")
     _run.current.log(values, step=step)
+
+
+def timer(phase):
+    """run.timer() on the run of the last init(): `with trainwatch.timer("data"): ...`."""
+    if _run.current is None:
+        raise RuntimeError("trainwatch.timer: call trainwatch.init() first")
+    return _run.current.timer(phase)
 
 
 def finish(status="finished"):

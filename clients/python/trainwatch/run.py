@@ -129,6 +129,28 @@ class Summary(dict):
             self[k] = v
 
 
+PHASE_PREFIX = "step_phase/"  # the key of a timed phase of the step
+
+
+class _PhaseTimer:
+    """What Run.timer() returns: a context manager that adds its wall time to the phase."""
+
+    __slots__ = ("_run", "_key", "_t0")
+
+    def __init__(self, run, key):
+        self._run = run
+        self._key = key
+        self._t0 = None
+
+    def __enter__(self):
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._run._add_phase(self._key, time.perf_counter() - self._t0)
+        return False
+
+
 class Run:
     """One training run (one rank of it). Create with trainwatch.init()."""
 
@@ -164,6 +186,7 @@ class Run:
         self.status = "running"
         self._lock = threading.Lock()
         self._step = -1
+        self._phases = {}  # step_phase/<phase> -> seconds since the last log() of a later step
         self._finished = False
         self._capture = None
         self._max_queue = max_queue_points
@@ -205,15 +228,49 @@ class Run:
         returns at once; a background thread sends it. The point carries
         the wall-clock time of this call (unix ms; points may share one)."""
         t = time.time_ns() // 1000000
+        values = dict(values)
         with self._lock:
             if step is None:
                 step = self._step + 1
             elif type(step) is not int:
                 step = int(step)
+            if self._phases and step > self._step:
+                # Phase time since the previous log(), per step since it.
+                n = step - self._step if self._step >= 0 else 1
+                for key, seconds in self._phases.items():
+                    values.setdefault(key, seconds / n)
+                self._phases.clear()
             self._step = step
-            self._points.append((step, t, dict(values)))
+            self._points.append((step, t, values))
         if len(self._points) > self._max_queue:
             self._sender.spill()
+
+    def timer(self, phase):
+        """Times one phase of the training step; any name (data, forward,
+        backward, optimizer, comm, ...):
+
+            with run.timer("data"):
+                batch = next(loader)
+
+        A phase's seconds are summed until the next log() of a later step,
+        which sends them as step_phase/<phase> = seconds per step over the
+        steps since the previous log() (the first log() of a run counts one
+        step). The server keeps them by step and as the series
+        trainwatch_step_phase_seconds{phase="<phase>"} with the run's and
+        rank's labels (docs/training-metrics.md)."""
+        phase = str(phase)
+        if not phase:
+            raise ValueError("trainwatch: timer: expected a phase name")
+        return _PhaseTimer(self, PHASE_PREFIX + phase)
+
+    def add_phase_time(self, phase, seconds):
+        """Adds seconds measured elsewhere (CUDA events, a profiler) to a
+        phase, as a timer() of that phase would."""
+        self._add_phase(PHASE_PREFIX + str(phase), float(seconds))
+
+    def _add_phase(self, key, seconds):
+        with self._lock:
+            self._phases[key] = self._phases.get(key, 0.0) + seconds
 
     @property
     def step(self):

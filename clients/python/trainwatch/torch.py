@@ -10,6 +10,24 @@ grad_norm (global L2 norm of the gradients, before the step), param_norm
 time between consecutive steps over the window) and samples_per_sec (batch
 size, taken from the first dimension of the model's first input, over the
 step time), at step = the number of optimizer steps taken before this one.
+
+With phases=True (the default when a model is given) it also times where
+each step's time goes, through hooks, without changes to the training loop,
+and logs step_phase/<phase> (seconds per step; docs/training-metrics.md):
+
+  forward    from the model's forward call until its output's first gradient
+             (the loss computation included)
+  backward   from there until the last parameter gradient
+  optimizer  from the last gradient to the end of optimizer.step (gradient
+             clipping, scaling, the step)
+  data       the rest: from the end of a step (or of a micro-batch's
+             backward) to the next forward call -- the data loader, logging
+
+On CPU every step is timed and the window's mean is logged. On a CUDA
+device kernels run asynchronously, so host-side times would hide GPU time:
+only the last step of each window is timed, with a device synchronize at
+each phase boundary, and that step's times are logged (the other steps run
+untouched).
 """
 import time
 
@@ -23,7 +41,7 @@ _foreach_norm = getattr(_torch, "_foreach_norm", None)  # torch >= 1.13
 class Watch:
     """What watch() returns: remove() undoes the wrapping."""
 
-    def __init__(self, model, optimizer, every, run, batch_size, log_grad_norm):
+    def __init__(self, model, optimizer, every, run, batch_size, log_grad_norm, phases):
         self.model = model
         self.optimizer = optimizer
         self.every = max(1, int(every))
@@ -37,9 +55,28 @@ class Watch:
         self._window_start = None
         self._last_batch = None
         self._hook = None
+        self._handles = []
         self._orig_step = optimizer.step
         if model is not None and batch_size is None:
             self._hook = model.register_forward_pre_hook(self._pre_forward)
+        # Step phases: the open phase and when it began, the last parameter
+        # gradient's time, and the seconds per phase of the window.
+        self.phases = bool(phases) and model is not None
+        self._phase = None
+        self._phase_t = None
+        self._grad_t = None
+        self._phase_sum = {}
+        self._phase_steps = 0
+        self._cuda = False
+        if self.phases:
+            first = next(iter(model.parameters()), None)
+            self._cuda = first is not None and first.is_cuda
+            self._handles.append(model.register_forward_pre_hook(self._phase_forward))
+            self._handles.append(model.register_forward_hook(self._phase_forward_done))
+            if not self._cuda:  # on CUDA a gradient's host time says nothing of the GPU's
+                for p in model.parameters():
+                    if p.requires_grad:
+                        self._handles.append(p.register_hook(self._phase_grad))
         optimizer.step = self._step
 
     def _pre_forward(self, module, inputs):
@@ -47,6 +84,76 @@ class Watch:
             if isinstance(x, _torch.Tensor) and x.dim() > 0:
                 self._last_batch = x.shape[0]
                 return
+
+    # ---- step phases ------------------------------------------------------------
+    def _timing(self, ahead=0):
+        """Whether the step `ahead` steps on is timed: every step on CPU, the
+        window's last on CUDA."""
+        return not self._cuda or (self.steps + 1 + ahead) % self.every == 0
+
+    def _now(self):
+        if self._cuda:
+            _torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def _switch(self, phase, now=None):
+        """Closes the open phase at `now` and opens `phase` (None: none)."""
+        if now is None:
+            now = self._now()
+        if self._phase is not None and now > self._phase_t:
+            self._phase_sum[self._phase] = self._phase_sum.get(self._phase, 0.0) + (now - self._phase_t)
+        self._phase, self._phase_t = phase, now
+
+    def _phase_forward(self, module, inputs):
+        if not self._timing():
+            return
+        now = self._now()
+        if self._phase == "backward" and self._grad_t is not None:
+            self._switch("data", self._grad_t)  # a micro-batch's backward ended at its last gradient
+        self._grad_t = None
+        self._switch("forward", now)
+
+    def _phase_forward_done(self, module, inputs, output):
+        if not self._timing() or not _torch.is_grad_enabled():
+            return
+        t = _first_grad_tensor(output)
+        if t is not None:
+            t.register_hook(self._phase_backward)
+
+    def _phase_backward(self, grad):
+        if self._phase == "forward":
+            self._switch("backward")
+
+    def _phase_grad(self, grad):
+        if self._phase == "backward":
+            self._grad_t = time.perf_counter()
+
+    def _phase_step_begin(self):
+        if not self._timing():
+            return
+        now = self._now()
+        if self._phase == "backward" and self._grad_t is not None:
+            self._switch("optimizer", self._grad_t)
+        self._grad_t = None
+        self._switch("optimizer", now)
+
+    def _phase_step_end(self):
+        # What follows is the next step's data phase, timed if that step is.
+        nxt = "data" if self._timing(1) else None
+        if self._timing():
+            self._switch(nxt)
+            self._phase_steps += 1
+        elif nxt is not None:
+            self._switch(nxt)
+
+    def _phase_values(self):
+        """step_phase/<phase> -> mean seconds per timed step of the window; resets it."""
+        out = {}
+        if self._phase_steps:
+            out = {"step_phase/" + k: v / self._phase_steps for k, v in self._phase_sum.items()}
+        self._phase_sum = {}
+        self._phase_steps = 0
+        return out
 
     def _params(self):
         for g in self.optimizer.param_groups:
@@ -80,7 +187,11 @@ class Watch:
             grad = self._norm([p.grad for p in self._params() if p.grad is not None])
         if self.profile:
             c1 = time.thread_time()
+        if self.phases:
+            self._phase_step_begin()
         out = self._orig_step(*args, **kwargs)
+        if self.phases:
+            self._phase_step_end()
         if self.profile:
             c2 = time.thread_time()
         if log_now:
@@ -93,6 +204,8 @@ class Watch:
                       "param_norm": got.pop(0) if pnorm is not None else 0.0}
             if self.log_grad_norm:
                 values["grad_norm"] = got.pop(0) if grad is not None else 0.0
+            if self.phases:
+                values.update(self._phase_values())
             if window > 0:
                 values["step_time_seconds"] = window / self.every
                 if self._samples:
@@ -110,11 +223,31 @@ class Watch:
     def remove(self):
         if self._hook is not None:
             self._hook.remove()
+        for h in self._handles:
+            h.remove()
+        self._handles = []
         self.optimizer.step = self._orig_step
 
 
-def watch(model, optimizer, every=10, run=None, batch_size=None, log_grad_norm=True):
+def _first_grad_tensor(output):
+    """The first tensor needing a gradient in a forward's output (a tensor, or
+    a tuple, list or dict of them, as models return), or None."""
+    if isinstance(output, _torch.Tensor):
+        return output if output.requires_grad else None
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (tuple, list)):
+        for x in output:
+            t = _first_grad_tensor(x)
+            if t is not None:
+                return t
+    return None
+
+
+def watch(model, optimizer, every=10, run=None, batch_size=None, log_grad_norm=True, phases=True):
     """Logs grad_norm, param_norm, lr, samples_per_sec and step_time_seconds
-    every `every` optimizer steps to `run` (default: the last init()).
-    batch_size: samples per step, when the model's first input does not say."""
-    return Watch(model, optimizer, every, run, batch_size, log_grad_norm)
+    every `every` optimizer steps to `run` (default: the last init()), and
+    with phases (needs the model) step_phase/forward, backward, optimizer
+    and data. batch_size: samples per step, when the model's first input
+    does not say."""
+    return Watch(model, optimizer, every, run, batch_size, log_grad_norm, phases)
