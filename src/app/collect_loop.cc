@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <unordered_map>
@@ -29,6 +30,7 @@ struct CollectLoop::State {
   // pid -> run of this host, refreshed once per cycle when a GPU process is seen.
   std::unordered_map<int64_t, collect::gpu::RunRef> pids;
   bool pids_fresh = false;
+  std::unique_ptr<collect::gpu::UsageMeter> usage;  // with a GPU collector and a run store
 };
 
 CollectLoop::CollectLoop(CollectOptions o, storage::Appendable* app, runs::RunStore* runs)
@@ -70,6 +72,11 @@ void CollectLoop::Open() {
     if (gpu.ok()) {
       TW_LOG(Info, "gpu collector: {} GPU(s) through {}", (*gpu)->device_count(), o_.nvml_path);
       state_->gpu = std::move(*gpu);
+      if (runs_ != nullptr) {
+        collect::gpu::UsageOptions u = o_.usage;
+        u.max_gap_ms = std::max(u.max_gap_ms, 4 * o_.interval_ms);
+        state_->usage = std::make_unique<collect::gpu::UsageMeter>(std::move(u));
+      }
     } else {
       TW_LOG(Info, "gpu collector off: {}", gpu.error().ToString());
     }
@@ -160,6 +167,13 @@ void CollectLoop::CollectOnce(int64_t now_ms) {
     if (failed > 0) TW_LOG(Warn, "collectors: {} sample(s) not stored, first: {}", failed, first_error.ToString());
   }
   st.last = std::move(now);
+  if (st.usage) {
+    std::vector<runs::RunStore::GpuUsageDelta> deltas;
+    for (collect::gpu::RunUsage& u : st.usage->Add(sources[1].fams, now_ms)) {
+      deltas.push_back({std::move(u.project), std::move(u.run), {u.gpu_seconds, u.energy_joules, u.idle_seconds, u.cost}});
+    }
+    if (Status s = runs_->AddGpuUsage(deltas); !s.ok()) TW_LOG(Warn, "collectors: GPU use of runs: {}", s.ToString());
+  }
   snapshot_.Set("gpu", std::move(sources[1].fams));
   snapshot_.Set("host", std::move(sources[0].fams));
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "collect/gpu/usage.h"
 #include "collect/host/host.h"
 #include "collect/snapshot.h"
 #include "storage/storage.h"
@@ -30,6 +31,9 @@ struct CollectOptions {
   std::string instance;                       // instance label; <hostname>:<port>
   std::string hostname;                       // Hostname label and runs' host for pid lookups
   collect::host::Options host_options;        // /proc, /sys roots (tests point them at fixtures)
+  // GPU time, energy, idle time and cost per run (--runs.gpu-hour-price);
+  // its max_gap_ms is raised to 4 collection intervals where that is longer.
+  collect::gpu::UsageOptions usage;
 };
 
 class CollectLoop {

@@ -107,6 +107,13 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   std::optional<std::string> runs_heartbeat_timeout;
   serve->add_option("--runs.heartbeat-timeout", runs_heartbeat_timeout,
                     "Mark a running run crashed after this long without a heartbeat or batch (default 5m)");
+  std::optional<std::string> runs_gpu_price;
+  serve->add_option("--runs.gpu-hour-price", runs_gpu_price,
+                    "Price of a GPU-hour for runs' cost, by model: \"H100=4.5,A100=2.2,1.5\" (a model whose name "
+                    "contains the text; a bare number for any other; default none)");
+  std::optional<double> runs_gpu_idle;
+  serve->add_option("--runs.gpu-idle-utilization", runs_gpu_idle,
+                    "A run's GPU below this utilisation (%) counts as idle GPU time (default 20)");
   serve->add_option("--scrape.self", scrape_self,
                     "Scrape our own /metrics as job \"trainwatch\" (true or false; default true)");
   std::optional<bool> rules_default_pack;
@@ -450,6 +457,17 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   if (o.query_timeout_ms <= 0) return Status::InvalidArgument("--query.timeout: must be positive");
   if (o.query_lookback_delta_ms <= 0) return Status::InvalidArgument("--query.lookback-delta: must be positive");
   RETURN_IF_ERROR(ApplyCollectFlags(serve_collect, &o.collect));
+  if (runs_gpu_price) {
+    auto t = collect::gpu::PriceTable::Parse(*runs_gpu_price);
+    if (!t.ok()) return t.error().Annotate("--runs.gpu-hour-price");
+    o.collect.usage.prices = std::move(*t);
+  }
+  if (runs_gpu_idle) {
+    if (!(*runs_gpu_idle >= 0 && *runs_gpu_idle <= 100)) {
+      return Status::InvalidArgument("--runs.gpu-idle-utilization: expected a percentage, 0-100");
+    }
+    o.collect.usage.idle_util_percent = *runs_gpu_idle;
+  }
   RETURN_IF_ERROR(ApplyQueueSize(serve_queue_size, &o.remote_write_queue_max_bytes));
   return out;
 }

@@ -202,6 +202,24 @@ TEST(FlagsTest, CollectFlags) {
   EXPECT_NE(c.error().message().find("--collect.interval"), std::string::npos);
 }
 
+TEST(FlagsTest, RunGpuPriceAndIdleThreshold) {
+  auto c = Parse({"serve"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->serve.collect.usage.prices.empty());
+  EXPECT_EQ(c->serve.collect.usage.idle_util_percent, 20);
+  c = Parse({"serve", "--runs.gpu-hour-price", "H100=4.5,2", "--runs.gpu-idle-utilization", "10"});
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->serve.collect.usage.prices.For("NVIDIA H100 80GB HBM3"), 4.5);
+  EXPECT_EQ(c->serve.collect.usage.prices.For("Tesla T4"), 2);
+  EXPECT_EQ(c->serve.collect.usage.idle_util_percent, 10);
+  c = Parse({"serve", "--runs.gpu-hour-price", "H100=lots"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message(), "--runs.gpu-hour-price: price of \"H100\": expected a number >= 0, got \"lots\"");
+  c = Parse({"serve", "--runs.gpu-idle-utilization", "120"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message(), "--runs.gpu-idle-utilization: expected a percentage, 0-100");
+}
+
 TEST(FlagsTest, AgentFlags) {
   auto c = Parse({"agent", "--remote-write", "http://a:9800/api/v1/write", "--remote-write", "http://b/api/v1/write"});
   ASSERT_TRUE(c.ok()) << c.error().ToString();

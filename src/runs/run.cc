@@ -70,6 +70,10 @@ Json RunToJson(const Run& r, const std::vector<RunAlert>* alerts) {
   auto p = r.progress();
   j["progress"] = p ? NumberJson(*p) : Json(nullptr);
   j["eta_seconds"] = r.eta_seconds ? NumberJson(*r.eta_seconds) : Json(nullptr);
+  j["gpu"] = {{"hours", NumberJson(r.gpu.seconds / 3600)},
+              {"energy_kwh", NumberJson(r.gpu.energy_joules / 3.6e6)},
+              {"idle_hours", NumberJson(r.gpu.idle_seconds / 3600)},
+              {"cost", NumberJson(r.gpu.cost)}};
   if (alerts != nullptr) {
     Json a = Json::array();
     for (const RunAlert& al : *alerts) {
@@ -100,13 +104,18 @@ Json FieldValue(const Run& r, std::string_view f) {
   if (f == "heartbeat_time") return Seconds(r.heartbeat_time_ms);
   if (f == "progress") return Opt(r.progress());
   if (f == "eta_seconds") return Opt(r.eta_seconds);
+  if (f == "gpu_hours") return NumberJson(r.gpu.seconds / 3600);
+  if (f == "gpu_kwh") return NumberJson(r.gpu.energy_joules / 3.6e6);
+  if (f == "gpu_idle_hours") return NumberJson(r.gpu.idle_seconds / 3600);
+  if (f == "gpu_cost") return NumberJson(r.gpu.cost);
   return nullptr;
 }
 
 bool IsKnownField(std::string_view f) {
   static constexpr std::string_view kPlain[] = {"status", "name", "project", "id", "host", "command", "git_commit",
                                                "tags", "step", "total_steps", "world_size", "start_time",
-                                               "end_time", "heartbeat_time", "progress", "eta_seconds"};
+                                               "end_time", "heartbeat_time", "progress", "eta_seconds",
+                                               "gpu_hours", "gpu_kwh", "gpu_idle_hours", "gpu_cost"};
   for (std::string_view k : kPlain) if (f == k) return true;
   for (std::string_view p : {"config.", "summary.", "metrics."}) {
     if (f.starts_with(p) && f.size() > p.size()) return true;

@@ -35,6 +35,12 @@ struct Run {
   std::string host, command, git_commit;  // empty: unknown
   std::optional<int64_t> pid, world_size;
   std::optional<double> eta_seconds;
+  // GPU use of the run's processes on this server's host (issue 19;
+  // collect/gpu/usage.h): GPU time, the energy it took, the part of that
+  // time at low utilisation, and its cost at --runs.gpu-hour-price.
+  struct GpuUsage {
+    double seconds = 0, energy_joules = 0, idle_seconds = 0, cost = 0;
+  } gpu;
 
   std::optional<double> progress() const;
 };
@@ -57,7 +63,8 @@ Json NumberJson(double v);
 // The value a filter or sort field names for `r`: `config.a.b`,
 // `summary.k` (alias `metrics.k`), `status`, `name`, `project`, `host`,
 // `id`, `tags`, `step`, `total_steps`, `start_time`, `end_time`,
-// `heartbeat_time` (unix seconds), `progress`. Null when absent.
+// `heartbeat_time` (unix seconds), `progress`, `gpu_hours`, `gpu_kwh`,
+// `gpu_idle_hours`, `gpu_cost`. Null when absent.
 Json FieldValue(const Run& r, std::string_view field);
 // True when `field` is a name FieldValue knows (for error messages).
 bool IsKnownField(std::string_view field);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "base/clock.h"
 #include "base/file.h"
@@ -21,6 +22,8 @@ CREATE TABLE IF NOT EXISTS runs(
   total_steps INTEGER, step INTEGER, start_time_ms INTEGER NOT NULL, end_time_ms INTEGER,
   heartbeat_time_ms INTEGER NOT NULL, host TEXT NOT NULL, pid INTEGER, command TEXT NOT NULL,
   git_commit TEXT NOT NULL, world_size INTEGER, eta_seconds REAL,
+  gpu_seconds REAL NOT NULL DEFAULT 0, gpu_energy_joules REAL NOT NULL DEFAULT 0,
+  gpu_idle_seconds REAL NOT NULL DEFAULT 0, gpu_cost REAL NOT NULL DEFAULT 0,
   UNIQUE(project, name));
 CREATE TABLE IF NOT EXISTS batches(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, batch_id TEXT NOT NULL,
@@ -46,7 +49,12 @@ constexpr int64_t kSchemaVersion = 1;
 
 constexpr const char* kRunColumns =
     "id, project, name, status, config, tags, summary, total_steps, step, start_time_ms, end_time_ms, "
-    "heartbeat_time_ms, host, pid, command, git_commit, world_size, eta_seconds";
+    "heartbeat_time_ms, host, pid, command, git_commit, world_size, eta_seconds, "
+    "gpu_seconds, gpu_energy_joules, gpu_idle_seconds, gpu_cost";
+
+// Columns added to the runs table after its first release: a database that
+// predates one gets it (ALTER TABLE) when opened.
+constexpr std::string_view kAddedRunColumns[] = {"gpu_seconds", "gpu_energy_joules", "gpu_idle_seconds", "gpu_cost"};
 
 Status NotFound(std::string_view id) { return Status::NotFound("run \"" + std::string(id) + "\" not found"); }
 
@@ -137,7 +145,18 @@ Status RunStore::OpenWriter() const {
   sqlite3_busy_timeout(db_, 5000);
   RETURN_IF_ERROR(Exec(db_, "PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(Exec(db_, opts_.sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
-  return Exec(db_, kSchema);
+  RETURN_IF_ERROR(Exec(db_, kSchema));
+  std::set<std::string> have;
+  {
+    Stmt cols(db_, "PRAGMA table_info(runs)");
+    while (cols.Step()) have.insert(cols.Text(1));
+    RETURN_IF_ERROR(cols.status());
+  }
+  for (std::string_view c : kAddedRunColumns) {
+    if (have.contains(std::string(c))) continue;
+    RETURN_IF_ERROR(Exec(db_, ("ALTER TABLE runs ADD COLUMN " + std::string(c) + " REAL NOT NULL DEFAULT 0").c_str()));
+  }
+  return Status::OK();
 }
 
 Status RunStore::OpenReader() const {
@@ -207,6 +226,7 @@ Status RunStore::Init() {
     r.git_commit = q.Text(15);
     r.world_size = q.OptInt(16);
     if (!q.IsNull(17)) r.eta_seconds = q.Double(17);
+    r.gpu = {q.Double(18), q.Double(19), q.Double(20), q.Double(21)};
     std::string id = r.id;
     runs_.emplace(std::move(id), std::move(r));
   }
@@ -246,15 +266,17 @@ RunStore::Live& RunStore::LiveOf(const std::string& id) {
 
 Status RunStore::SaveRun(const Run& r) const {
   Stmt st(db_, std::string("INSERT INTO runs(") + kRunColumns +
-                   ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18) "
+                   ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22) "
                    "ON CONFLICT(id) DO UPDATE SET project=?2, name=?3, status=?4, config=?5, tags=?6, summary=?7, "
                    "total_steps=?8, step=?9, start_time_ms=?10, end_time_ms=?11, heartbeat_time_ms=?12, host=?13, "
-                   "pid=?14, command=?15, git_commit=?16, world_size=?17, eta_seconds=?18");
+                   "pid=?14, command=?15, git_commit=?16, world_size=?17, eta_seconds=?18, gpu_seconds=?19, "
+                   "gpu_energy_joules=?20, gpu_idle_seconds=?21, gpu_cost=?22");
   st.Bind(1, r.id).Bind(2, r.project).Bind(3, r.name).Bind(4, r.status);
   st.Bind(5, DumpJson(r.config)).Bind(6, DumpJson(r.tags)).Bind(7, DumpJson(r.summary));
   st.Bind(8, r.total_steps).Bind(9, r.step).Bind(10, r.start_time_ms).Bind(11, r.end_time_ms);
   st.Bind(12, r.heartbeat_time_ms).Bind(13, r.host).Bind(14, r.pid).Bind(15, r.command).Bind(16, r.git_commit);
   st.Bind(17, r.world_size).Bind(18, r.eta_seconds);
+  st.Bind(19, r.gpu.seconds).Bind(20, r.gpu.energy_joules).Bind(21, r.gpu.idle_seconds).Bind(22, r.gpu.cost);
   return st.Run();
 }
 
@@ -373,6 +395,48 @@ Status RunStore::DoHeartbeat(std::string_view id) {
   runs_[r.id] = r;
   l.unlock();
   return WriteRunSeries(r, live, true, false);
+}
+
+Status RunStore::AddGpuUsage(const std::vector<GpuUsageDelta>& usage) {
+  if (usage.empty()) return Status::OK();
+  return RetryOnDamage([&] { return DoAddGpuUsage(usage); });
+}
+
+Status RunStore::DoAddGpuUsage(const std::vector<GpuUsageDelta>& usage) {
+  std::vector<Run> updated;
+  for (const GpuUsageDelta& d : usage) {
+    std::unique_lock<std::mutex> l(mu_);
+    auto it = std::find_if(runs_.begin(), runs_.end(),
+                           [&](const auto& kv) { return kv.second.project == d.project && kv.second.name == d.run; });
+    if (it == runs_.end()) continue;
+    const std::string id = it->first;
+    Live& live = LiveOf(id);
+    l.unlock();
+    std::lock_guard<std::mutex> w(live.write_mu);
+    l.lock();
+    Run r = runs_.at(id);
+    r.gpu.seconds += d.add.seconds;
+    r.gpu.energy_joules += d.add.energy_joules;
+    r.gpu.idle_seconds += d.add.idle_seconds;
+    r.gpu.cost += d.add.cost;
+    RETURN_IF_ERROR(SaveRun(r));
+    runs_[id] = r;
+    updated.push_back(std::move(r));
+  }
+  if (updated.empty()) return Status::OK();
+  const int64_t now = Now();
+  return ingest::AppendAndCommit(*app_, [&](storage::Appender* app) -> Status {
+    for (const Run& r : updated) {
+      for (auto [name, v] : {std::pair<std::string_view, double>{"trainwatch_run_gpu_seconds_total", r.gpu.seconds},
+                             {"trainwatch_run_gpu_energy_joules_total", r.gpu.energy_joules},
+                             {"trainwatch_run_gpu_idle_seconds_total", r.gpu.idle_seconds},
+                             {"trainwatch_run_gpu_cost_total", r.gpu.cost}}) {
+        auto ref = app->Append(0, RunLabels(name, r), now, v);
+        if (!ref.ok() && !SkippedAtSeriesLimit(ref.error())) return ref.error();
+      }
+    }
+    return Status::OK();
+  });
 }
 
 Result<Run> RunStore::DoFinish(std::string_view id, const FinishRequest& req) {

@@ -114,6 +114,16 @@ class RunStore {
   // POST /api/v1/runs/{id}/batches. NotFound for an unknown run.
   Result<BatchResult> WriteBatch(std::string_view id, const BatchRequest& batch);
   Status Heartbeat(std::string_view id);
+  // Adds GPU use to the run named `run` in `project` (the collectors' meter,
+  // collect/gpu/usage.h, every collection) and writes the run's counters
+  // trainwatch_run_gpu_seconds_total, trainwatch_run_gpu_energy_joules_total,
+  // trainwatch_run_gpu_idle_seconds_total and trainwatch_run_gpu_cost_total
+  // (totals kept in runs.db, so they only go up). Unknown runs are skipped.
+  struct GpuUsageDelta {
+    std::string project, run;
+    Run::GpuUsage add;
+  };
+  Status AddGpuUsage(const std::vector<GpuUsageDelta>& usage);
   Result<Run> Finish(std::string_view id, const FinishRequest& req);
   // Keeps `alert` with the run; its time is set to now. Once stored, the
   // alert goes to the alert sink, if one is set.
@@ -174,6 +184,7 @@ class RunStore {
   Result<Run> DoCreateOrResume(const CreateRequest& req);
   Result<BatchResult> DoWriteBatch(std::string_view id, const BatchRequest& batch);
   Status DoHeartbeat(std::string_view id);
+  Status DoAddGpuUsage(const std::vector<GpuUsageDelta>& usage);
   Result<Run> DoFinish(std::string_view id, const FinishRequest& req);
   Status DoAddAlert(std::string_view id, RunAlert alert);
   Result<std::vector<RunAlert>> DoAlerts(std::string_view id) const;

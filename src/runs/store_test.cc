@@ -139,6 +139,52 @@ TEST_F(RunStoreTest, RunRoundTripsThroughReopen) {
   EXPECT_EQ(store_->Get("nope").status().code(), StatusCode::kNotFound);
 }
 
+// Issue 19: GPU time, energy, idle time and cost add up per run, survive a
+// reopen, and are written as counters; a runs.db from before the columns
+// existed gets them when opened.
+TEST_F(RunStoreTest, GpuUsageAddsUpAndSurvivesReopen) {
+  Create(R"({"id":"g","project":"p","name":"r"})");
+  now_ += 15000;
+  ASSERT_TRUE(store_->AddGpuUsage({{"p", "r", {15, 9000, 0, 0.015}}, {"p", "nope", {1, 1, 1, 1}}}).ok());
+  now_ += 15000;
+  ASSERT_TRUE(store_->AddGpuUsage({{"p", "r", {30, 1800, 30, 0.03}}}).ok());
+  Open();
+  Json j = RunToJson(*store_->Get("g"));
+  EXPECT_DOUBLE_EQ(j["gpu"]["hours"].get<double>(), 45 / 3600.0);
+  EXPECT_DOUBLE_EQ(j["gpu"]["energy_kwh"].get<double>(), 10800 / 3.6e6);
+  EXPECT_DOUBLE_EQ(j["gpu"]["idle_hours"].get<double>(), 30 / 3600.0);
+  EXPECT_DOUBLE_EQ(j["gpu"]["cost"].get<double>(), 0.045);
+  EXPECT_DOUBLE_EQ(FieldValue(*store_->Get("g"), "gpu_hours").get<double>(), 45 / 3600.0);
+  EXPECT_TRUE(IsKnownField("gpu_cost"));
+  EXPECT_EQ(Samples(L("trainwatch_run_gpu_seconds_total")), (std::vector<S>{{kT0 + 15000, 15}, {kT0 + 30000, 45}}));
+  EXPECT_EQ(Samples(L("trainwatch_run_gpu_energy_joules_total")).back(), (S{kT0 + 30000, 10800}));
+  EXPECT_EQ(Samples(L("trainwatch_run_gpu_idle_seconds_total")).back(), (S{kT0 + 30000, 30}));
+  EXPECT_EQ(Samples(L("trainwatch_run_gpu_cost_total")).back(), (S{kT0 + 30000, 0.045}));
+
+  // A database written before the GPU columns.
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir_ + "/old.db").c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, R"sql(
+      CREATE TABLE runs(
+        id TEXT PRIMARY KEY, project TEXT NOT NULL, name TEXT NOT NULL, status TEXT NOT NULL,
+        config TEXT NOT NULL, tags TEXT NOT NULL, summary TEXT NOT NULL,
+        total_steps INTEGER, step INTEGER, start_time_ms INTEGER NOT NULL, end_time_ms INTEGER,
+        heartbeat_time_ms INTEGER NOT NULL, host TEXT NOT NULL, pid INTEGER, command TEXT NOT NULL,
+        git_commit TEXT NOT NULL, world_size INTEGER, eta_seconds REAL, UNIQUE(project, name));
+      INSERT INTO runs VALUES('old','p','o','finished','{}','[]','{}',NULL,NULL,1,2,2,'',NULL,'','',NULL,NULL);
+      PRAGMA user_version=1;)sql", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Open("old.db");
+  auto old = store_->Get("old");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->gpu.seconds, 0);
+  ASSERT_TRUE(store_->AddGpuUsage({{"p", "o", {5, 0, 0, 0}}}).ok());
+  Open("old.db");
+  EXPECT_EQ(store_->Get("old")->gpu.seconds, 5);
+}
+
 // Issue 17, corrupt files: a runs.db that SQLite finds damaged (its header,
 // or the pages of its tables) is set aside as runs.db.corrupt (then
 // .corrupt.1) and a new one started, so the server comes up; the gauge
