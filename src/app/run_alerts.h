@@ -5,8 +5,11 @@
 
 #include <string>
 
+#include <vector>
+
 #include "rules/alert.h"
 #include "runs/run.h"
+#include "runs/store.h"
 
 namespace trainwatch::app {
 
@@ -18,5 +21,14 @@ namespace trainwatch::app {
 // the run's page, <external_url>/runs/<id>.
 rules::OutgoingAlert RunAlertToOutgoing(const runs::Run& run, const runs::RunAlert& alert,
                                         const std::string& external_url);
+
+// Actions on alerts (issue 19, docs/runs-api.md "Actions"): each firing alert
+// whose annotations name an `action` (one name, or several separated by
+// commas) and whose labels carry `project` and `run` queues the action(s)
+// for that run's clients, once per firing (keyed by the alert's labels and
+// start, so resends add nothing). Alerts of unknown runs are skipped. A rules
+// sender: called from rule evaluation with each batch of outgoing alerts.
+// Returns the number of actions queued (or found queued already).
+int QueueRunActions(runs::RunStore& store, const std::vector<rules::OutgoingAlert>& alerts, int64_t now_ms);
 
 }  // namespace trainwatch::app

@@ -336,6 +336,11 @@ int RunServe(const ServeOptions& o) {
   (*run_store)->SetAlertSink([&rules_manager, url = external_url](const runs::Run& run, const runs::RunAlert& alert) {
     rules_manager.Notify({RunAlertToOutgoing(run, alert, url)});
   });
+  // Actions on alerts: a firing alert of a run whose rule names an `action`
+  // annotation queues it for the run's clients (docs/runs-api.md "Actions").
+  rules_manager.AddSender([rs = run_store->get()](std::vector<rules::OutgoingAlert> alerts) {
+    (void)QueueRunActions(*rs, alerts, NowMillis());
+  });
   // POST /-/reload and SIGHUP: re-read the config file; a bad one changes nothing.
   auto reload_config = [&]() -> Status {
     auto jobs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self, web.get());

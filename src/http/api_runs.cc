@@ -191,7 +191,17 @@ Response GetRun(runs::RunStore& store, std::string_view id) {
   if (!r.ok()) return ApiError(r.error());
   auto alerts = store.Alerts(id);
   if (!alerts.ok()) return ApiError(alerts.error());
-  return JsonSuccess(runs::RunToJson(*r, &*alerts));
+  auto actions = store.Actions(id);
+  if (!actions.ok()) return ApiError(actions.error());
+  return JsonSuccess(runs::RunToJson(*r, &*alerts, &*actions));
+}
+
+// The actions rank `rank` of run `id` has yet to acknowledge, for the answer
+// to its batch or heartbeat (docs/runs-api.md, "Actions").
+runs::Json PendingActionsJson(runs::RunStore& store, std::string_view id, int64_t rank) {
+  runs::Json a = runs::Json::array();
+  for (const runs::RunAction& x : store.PendingActions(id, rank)) a.push_back(runs::RunActionJson(x));
+  return a;
 }
 
 Response RunAction(runs::RunStore& store, std::string_view id, std::string_view action, const Request& req) {
@@ -200,11 +210,26 @@ Response RunAction(runs::RunStore& store, std::string_view id, std::string_view 
     if (!b.ok()) return ApiError(b.error());
     auto res = store.WriteBatch(id, *b);
     if (!res.ok()) return ApiError(res.error());
-    return JsonSuccess({{"accepted", res->accepted}, {"duplicate", res->duplicate},
-                        {"rejected", runs::RejectionsJson(res->rejected)}});
+    runs::Json data = {{"accepted", res->accepted}, {"duplicate", res->duplicate},
+                       {"rejected", runs::RejectionsJson(res->rejected)}};
+    if (runs::Json a = PendingActionsJson(store, id, b->rank.value_or(0)); !a.empty()) data["actions"] = std::move(a);
+    return JsonSuccess(data);
   }
   if (action == "heartbeat") {
+    auto hb = runs::ParseHeartbeatRequest(req.body);
+    if (!hb.ok()) return ApiError(hb.error());
     Status s = store.Heartbeat(id);
+    if (!s.ok()) return ApiError(s);
+    runs::Json a = PendingActionsJson(store, id, hb->rank);
+    if (a.empty()) return NoContent();
+    return JsonSuccess({{"actions", std::move(a)}});
+  }
+  if (action.starts_with("actions/")) {
+    auto n = runs::ParseActionId(action.substr(8));
+    if (!n.ok()) return ApiError(n.error());
+    auto ack = runs::ParseActionAck(req.body);
+    if (!ack.ok()) return ApiError(ack.error());
+    Status s = store.AckAction(id, *n, ack->rank, ack->status, ack->result);
     return s.ok() ? NoContent() : ApiError(s);
   }
   if (action == "finish") {
@@ -269,6 +294,12 @@ Response Api::Runs(const Request& req, std::string_view* handler) {
   for (size_t i = 0; i < std::size(kActions); i++) {
     if (action != kActions[i]) continue;
     *handler = kHandlers[i];
+    if (!post) return method_not_allowed();
+    if (store == nullptr) return unavailable();
+    return RunAction(*store, id, action, req);
+  }
+  if (action.starts_with("actions/") && action.find('/', 8) == std::string_view::npos) {
+    *handler = "/api/v1/runs/:id/actions/:n";
     if (!post) return method_not_allowed();
     if (store == nullptr) return unavailable();
     return RunAction(*store, id, action, req);

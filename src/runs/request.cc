@@ -1,5 +1,6 @@
 #include "runs/request.h"
 
+#include <charconv>
 #include <cmath>
 #include <unordered_map>
 
@@ -216,6 +217,39 @@ Result<FinishRequest> ParseFinishRequest(std::string_view body) {
   ASSIGN_OR_RETURN(r.summary, OptSummary(j));
   ASSIGN_OR_RETURN(r.end_time_ms, OptTime(j, "end_time"));
   return r;
+}
+
+Result<HeartbeatRequest> ParseHeartbeatRequest(std::string_view body) {
+  HeartbeatRequest r;
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return r;
+  ASSIGN_OR_RETURN(Json j, ParseObject(body));
+  ASSIGN_OR_RETURN(auto rank, OptInt(j, "rank", 0));
+  r.rank = rank.value_or(0);
+  return r;
+}
+
+Result<int64_t> ParseActionId(std::string_view text) {
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || n <= 0) {
+    return Status::InvalidArgument("action id: expected a positive integer, got \"" + std::string(text) + "\"");
+  }
+  return n;
+}
+
+Result<ActionAck> ParseActionAck(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, ParseObject(body));
+  ActionAck a;
+  ASSIGN_OR_RETURN(auto rank, OptInt(j, "rank", 0));
+  a.rank = rank.value_or(0);
+  ASSIGN_OR_RETURN(auto status, OptString(j, "status", 16));
+  if (!status || (*status != "done" && *status != "failed" && *status != "unhandled")) {
+    return FieldError("status", "expected \"done\", \"failed\" or \"unhandled\"");
+  }
+  a.status = *status;
+  ASSIGN_OR_RETURN(auto result, OptString(j, "result", 65536));
+  a.result = result.value_or("");
+  return a;
 }
 
 Result<RunAlert> ParseAlertRequest(std::string_view body) {

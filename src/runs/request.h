@@ -72,4 +72,19 @@ Result<FinishRequest> ParseFinishRequest(std::string_view body);
 // POST /api/v1/runs/{id}/alerts
 Result<RunAlert> ParseAlertRequest(std::string_view body);
 
+// POST /api/v1/runs/{id}/heartbeat: an empty body or {"rank": n} (default 0).
+struct HeartbeatRequest {
+  int64_t rank = 0;
+};
+Result<HeartbeatRequest> ParseHeartbeatRequest(std::string_view body);
+
+// POST /api/v1/runs/{id}/actions/{n}: {"rank": n, "status": "done" | "failed"
+// | "unhandled", "result": "..."}.
+struct ActionAck {
+  int64_t rank = 0;
+  std::string status, result;
+};
+Result<int64_t> ParseActionId(std::string_view text);
+Result<ActionAck> ParseActionAck(std::string_view body);
+
 }  // namespace trainwatch::runs

@@ -48,7 +48,12 @@ Json NumberJson(double v) {
   return v;
 }
 
-Json RunToJson(const Run& r, const std::vector<RunAlert>* alerts) {
+Json RunActionJson(const RunAction& a) {
+  return {{"id", a.id}, {"action", a.action}, {"alert", a.alert}, {"labels", a.labels},
+          {"time", Seconds(a.time_ms)}, {"acks", a.acks}};
+}
+
+Json RunToJson(const Run& r, const std::vector<RunAlert>* alerts, const std::vector<RunAction>* actions) {
   Json j = Json::object();
   j["id"] = r.id;
   j["project"] = r.project;
@@ -80,6 +85,11 @@ Json RunToJson(const Run& r, const std::vector<RunAlert>* alerts) {
       a.push_back({{"time", Seconds(al.time_ms)}, {"title", al.title}, {"text", al.text}, {"level", al.level}});
     }
     j["alerts"] = std::move(a);
+  }
+  if (actions != nullptr) {
+    Json a = Json::array();
+    for (const RunAction& x : *actions) a.push_back(RunActionJson(x));
+    j["actions"] = std::move(a);
   }
   return j;
 }

@@ -51,8 +51,22 @@ struct RunAlert {
   std::string alert_id;            // the client's idempotency key; empty: none (not stored)
 };
 
-// The run object of the API (alerts included when given).
-Json RunToJson(const Run& r, const std::vector<RunAlert>* alerts = nullptr);
+// An action sent to a run because an alert fired (issue 19, docs/runs-api.md
+// "Actions"): the rule's `action` annotation names it; every rank of the run
+// receives it with its batches' and heartbeats' answers until it acknowledges.
+struct RunAction {
+  int64_t id = 0;                 // the server's sequence number
+  std::string action;             // "checkpoint", "stop", any name
+  std::string alert;              // the alert's alertname
+  Json labels = Json::object();   // the alert's labels
+  int64_t time_ms = 0;            // when it was queued
+  Json acks = Json::object();     // rank -> {"status", "result", "time"}
+};
+Json RunActionJson(const RunAction& a);
+
+// The run object of the API (alerts and actions included when given).
+Json RunToJson(const Run& r, const std::vector<RunAlert>* alerts = nullptr,
+               const std::vector<RunAction>* actions = nullptr);
 
 // j.dump(), with invalid UTF-8 replaced by U+FFFD rather than throwing.
 std::string DumpJson(const Json& j);

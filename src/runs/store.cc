@@ -33,6 +33,10 @@ CREATE TABLE IF NOT EXISTS alerts(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, time_ms INTEGER NOT NULL,
   title TEXT NOT NULL, text TEXT NOT NULL, level TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS alerts_by_run ON alerts(run_id, seq);
+CREATE TABLE IF NOT EXISTS actions(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, action TEXT NOT NULL, alert TEXT NOT NULL,
+  labels TEXT NOT NULL, dedupe TEXT NOT NULL, time_ms INTEGER NOT NULL, acks TEXT NOT NULL,
+  done INTEGER NOT NULL DEFAULT 0, UNIQUE(run_id, dedupe));
 CREATE TABLE IF NOT EXISTS step_series(
   id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, rank INTEGER NOT NULL, host TEXT NOT NULL, metric TEXT NOT NULL,
   UNIQUE(run_id, rank, metric));
@@ -244,6 +248,7 @@ Status RunStore::Init() {
     return Status::NotSupported("runs.db has schema version " + std::to_string(version) +
                                       ", newer than this trainwatch knows (" + std::to_string(kSchemaVersion) + ")");
   }
+  RETURN_IF_ERROR(LoadPendingActions());
   RETURN_IF_ERROR(OpenReader());
   const size_t slash = opts_.path.rfind('/');
   set_aside_ = slash == std::string::npos ? file::CountSetAside(".", opts_.path)

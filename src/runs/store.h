@@ -134,6 +134,21 @@ class RunStore {
   using AlertSink = std::function<void(const Run& run, const RunAlert& alert)>;
   void SetAlertSink(AlertSink sink);
 
+  // Actions on alerts (issue 19): queues `a` for the run named `run` in
+  // `project`, once per `dedupe` (an alert's fingerprint and start: its
+  // resends queue nothing more); NotFound for an unknown run. Every rank of a
+  // running run gets it (PendingActions) until that rank acknowledges it.
+  Result<int64_t> QueueAction(std::string_view project, std::string_view run, RunAction a, std::string_view dedupe);
+  // The actions rank `rank` of run `id` has not acknowledged, while it runs.
+  std::vector<RunAction> PendingActions(std::string_view id, int64_t rank) const;
+  // POST /api/v1/runs/{id}/actions/{n}: rank `rank` ran it with `status`
+  // ("done", "failed" or "unhandled") and `result` (free text); the first
+  // acknowledgement of a rank stands. InvalidArgument for an unknown action.
+  Status AckAction(std::string_view id, int64_t action_id, int64_t rank, const std::string& status,
+                   const std::string& result);
+  // Every action of the run, oldest first.
+  Result<std::vector<RunAction>> Actions(std::string_view id) const;
+
   Result<Run> Get(std::string_view id) const;
   Result<std::vector<RunAlert>> Alerts(std::string_view id) const;
   std::vector<Run> List(const Filter& filter, const ListOptions& opts) const;
@@ -230,6 +245,9 @@ class RunStore {
   std::map<std::string, Run> runs_;   // by id; guarded by mu_
   std::map<std::string, std::unique_ptr<Live>> live_;  // by id; never erased; guarded by mu_
   AlertSink alert_sink_;              // guarded by mu_
+  // Actions not yet acknowledged by every rank, by run id; guarded by mu_.
+  std::map<std::string, std::vector<RunAction>> pending_actions_;
+  Status LoadPendingActions();
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

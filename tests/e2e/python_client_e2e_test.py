@@ -542,6 +542,71 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             run.timer("")
 
+    def test_alert_action_round_trip(self):
+        """Issue 19: a rule's alert with an `action` annotation reaches a real
+        training loop's handler through the answers to its batches; the
+        result is recorded on the run."""
+        rules_dir = os.path.join(self.tmp, "rules")
+        os.makedirs(rules_dir)
+        with open(os.path.join(rules_dir, "act.yml"), "w") as f:
+            f.write(textwrap.dedent("""
+                groups:
+                - name: act
+                  interval: 1s
+                  rules:
+                  - alert: LossTooHigh
+                    expr: loss{project="act"} > 5
+                    labels: {severity: critical}
+                    annotations: {action: "checkpoint, pause", summary: "loss of {{ $labels.run }} is high"}
+            """))
+        config = os.path.join(self.tmp, "tw.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  evaluation_interval: 1s\nrule_files: ['rules/*.yml']\n")
+        self.start("--config.file", config, "--rules.default-pack=false")
+        body = """
+            import json, threading
+            run = trainwatch.init(project="act", name="acted", flush_interval=0.05, heartbeat_interval=0.5)
+            got = threading.Event()
+            def checkpoint(action):
+                got.set()
+                return "saved at step %d" % run.step
+            run.on_action("checkpoint", checkpoint)
+            step = 0
+            deadline = time.time() + 60
+            while not got.is_set() and time.time() < deadline:
+                run.log({"loss": 9.0 if step >= 20 else 1.0}, step=step)
+                step += 1
+                time.sleep(0.02)
+            time.sleep(1)  # the acknowledgements go out with the next cycles
+            print(json.dumps({"got": got.is_set(), "id": run.id, "actions": run.actions}))
+            run.finish()
+        """
+        rc, out, err = self.script(body)
+        self.assertEqual(rc, 0, err)
+        res = json.loads(out.strip().splitlines()[-1])
+        self.assertTrue(res["got"], (out, err))
+        taken = {a["action"]: a for a in res["actions"]}
+        self.assertEqual(taken["checkpoint"]["status"], "done")
+        self.assertTrue(taken["checkpoint"]["result"].startswith("saved at step "))
+        self.assertEqual(taken["checkpoint"]["alert"], "LossTooHigh")
+        self.assertEqual(taken["pause"]["status"], "unhandled")  # no handler registered for it
+        info = self.get("/api/v1/runs/" + res["id"])
+        stored = {a["action"]: a for a in info["actions"]}
+        self.assertEqual(sorted(stored), ["checkpoint", "pause"])
+        self.assertEqual(stored["checkpoint"]["alert"], "LossTooHigh")
+        self.assertEqual(stored["checkpoint"]["labels"]["run"], "acted")
+        self.assertEqual(stored["checkpoint"]["acks"]["0"]["status"], "done")
+        self.assertEqual(stored["checkpoint"]["acks"]["0"]["result"], taken["checkpoint"]["result"])
+        self.assertEqual(stored["pause"]["acks"]["0"]["status"], "unhandled")
+        # A bad acknowledgement names its field; an unknown action is refused, not 404.
+        st, b = self.server.request("POST", "/api/v1/runs/%s/actions/%d" % (res["id"], stored["pause"]["id"]),
+                                    json.dumps({"status": "maybe"}).encode(), {"Content-Type": "application/json"})
+        self.assertEqual(st, 400, b)
+        self.assertIn("status", b.decode() if isinstance(b, bytes) else b)
+        st, b = self.server.request("POST", "/api/v1/runs/%s/actions/999" % res["id"],
+                                    json.dumps({"status": "done"}).encode(), {"Content-Type": "application/json"})
+        self.assertEqual(st, 400, b)
+
     def test_bad_values_and_keys_do_not_stop_the_run(self):
         self.start()
         run = self.init(project="bad", name="bad")

@@ -123,6 +123,7 @@ class Sender:
         self.spool_failures = 0  # spool writes that failed
         self.sent_batches = 0
         self.cpu_seconds = 0.0  # CPU time of the sender thread (benchmarks)
+        self.on_actions = None  # called with the actions an answer carries (docs/runs-api.md "Actions")
 
         self._lock = threading.RLock()
         self._wake = threading.Event()
@@ -402,6 +403,7 @@ class Sender:
             if isinstance(doc, dict) and isinstance(doc.get("data"), dict):
                 for r in doc["data"].get("rejected") or []:
                     self._warn_once("rej:%s" % r.get("key"), "server rejected key %r: %s" % (r.get("key"), r.get("error")))
+                self._actions(doc["data"])
             if path.endswith("/batches"):
                 self.sent_batches += 1
             return OK
@@ -531,14 +533,21 @@ class Sender:
         if not self.registered and not self._register():
             return
         try:
-            status, doc = self.http.request("POST", "/api/v1/runs/%s/heartbeat" % self.run_id, {})
+            status, doc = self.http.request("POST", "/api/v1/runs/%s/heartbeat" % self.run_id, {"rank": self.rank})
         except Unreachable as e:
             self._went_offline(str(e))
             return
         if 200 <= status < 300:
             self._last_contact = time.monotonic()
+            if isinstance(doc, dict) and isinstance(doc.get("data"), dict):
+                self._actions(doc["data"])
         elif status == 404:
             self.registered = False
+
+    def _actions(self, data):
+        actions = data.get("actions")
+        if actions and self.on_actions is not None:
+            self.on_actions([a for a in actions if isinstance(a, dict)])
 
     def _logs_absent(self):
         """True (and the queued lines dropped, counted) while the server has no logs endpoint."""

@@ -3,6 +3,7 @@ import atexit
 import hashlib
 import logging
 import os
+import queue
 import re
 import secrets
 import socket
@@ -187,6 +188,10 @@ class Run:
         self._lock = threading.Lock()
         self._step = -1
         self._phases = {}  # step_phase/<phase> -> seconds since the last log() of a later step
+        self._action_handlers = {}  # action name (or "*") -> fn(action)
+        self._actions_seen = set()  # ids of actions taken (answers repeat them until acknowledged)
+        self._action_queue = None   # queue.Queue for the action thread, started on the first action
+        self.actions = []           # every action received: {"id", "action", "alert", "labels", "status", "result"}
         self._finished = False
         self._capture = None
         self._max_queue = max_queue_points
@@ -210,6 +215,7 @@ class Run:
         # <id>.r<rank>, or <id>.r<rank>.<pid>-<nonce> while another process holds that one
         self.spool_dir = self._sender.spool_dir
         self._points = self._sender.points
+        self._sender.on_actions = self._receive_actions
         self.summary = Summary(self)
         self._sender.register_now()  # raises on a refused run; unreachable: registers later
         if self._sender.name:
@@ -244,6 +250,52 @@ class Run:
             self._points.append((step, t, values))
         if len(self._points) > self._max_queue:
             self._sender.spill()
+
+    # ---- actions on alerts ------------------------------------------------------
+    def on_action(self, name, fn):
+        """Registers fn(action) for the action `name` ("checkpoint", "stop", any
+        name a rule's `action` annotation gives; "*" for any other). When an
+        alert about this run fires and its rule names an action, the server
+        sends it with its answers to this run's batches and heartbeats; fn runs
+        on the client's action thread (not the training thread: set a flag the
+        loop checks, or do thread-safe work) with the action as a dict (id,
+        action, alert, labels). What fn returns is recorded as the result (an
+        exception: status "failed"); an action with no handler is
+        acknowledged as "unhandled". See docs/runs-api.md, "Actions"."""
+        if not callable(fn):
+            raise TypeError("trainwatch: on_action: fn must be callable")
+        self._action_handlers[str(name)] = fn
+
+    def _receive_actions(self, actions):
+        for a in actions:
+            aid = a.get("id")
+            if not isinstance(aid, int) or aid in self._actions_seen:
+                continue
+            self._actions_seen.add(aid)
+            if self._action_queue is None:
+                self._action_queue = queue.Queue()
+                threading.Thread(target=self._action_loop, name="trainwatch-actions", daemon=True).start()
+            self._action_queue.put(a)
+
+    def _action_loop(self):
+        while True:
+            a = self._action_queue.get()
+            name = str(a.get("action", ""))
+            fn = self._action_handlers.get(name) or self._action_handlers.get("*")
+            info = {k: a.get(k) for k in ("id", "action", "alert", "labels")}
+            if fn is None:
+                status, result = "unhandled", "no handler for action %r" % name
+            else:
+                try:
+                    out = fn(info)
+                    status, result = "done", "" if out is None else str(out)
+                except Exception as e:  # the handler's failure is the action's result
+                    status, result = "failed", "%s: %s" % (type(e).__name__, e)
+            info.update(status=status, result=result[:65536])
+            self.actions.append(info)
+            self._sender.ops.append(("/api/v1/runs/%s/actions/%d" % (self.id, a["id"]),
+                                     {"rank": self.rank, "status": status, "result": result[:65536]}))
+            self._sender.wake()
 
     def timer(self, phase):
         """Times one phase of the training step; any name (data, forward,
