@@ -163,7 +163,7 @@ class ClientTest : public ::testing::Test {
 TEST_F(ClientTest, EveryStepOnceAndMetadata) {
   server_->Start();
   Options o = Opts("fast");
-  o.config_json = R"({"lr": 0.001, "layers": 12})";
+  o.config_json = R"({"lr": 0.001, "layers": 12, "optimizer": {"name": "adamw"}})";  // a nested "name"
   o.tags = {"cpp", "unit"};
   o.total_steps = 20000;
   std::string err;
@@ -264,6 +264,7 @@ TEST_F(ClientTest, UnreachableAtInitThenKilledAndRestarted) {
   std::string err;
   auto run = Run::Init(o, &err);  // no server yet: not an error, everything spools
   ASSERT_NE(run, nullptr) << err;
+  run->LogLine("RuntimeError: CUDA error: an illegal memory access was encountered");  // spooled, then sent
   for (int s = 0; s < 1000; s++) run->Log({{"loss", s * 0.5}});
   for (int i = 0; i < 100 && run->spooled() == 0; i++) usleep(20000);
   EXPECT_GT(run->spooled(), 0u);
@@ -283,6 +284,13 @@ TEST_F(ClientTest, UnreachableAtInitThenKilledAndRestarted) {
   json info = server_->GetJson("/api/v1/runs/" + run->id());
   EXPECT_EQ(info["status"], "finished");
   EXPECT_EQ(info["name"], "outage");
+  run->LogLine("checkpoint saved", "info");  // after Finish: dropped, as Log() is
+  json lines = server_->GetJson("/api/v1/logs/query?limit=10&query=%7Bproject%3D%22cpp%22%7D")["lines"];
+  ASSERT_EQ(lines.size(), 1u) << lines.dump();
+  EXPECT_EQ(lines[0]["message"], "RuntimeError: CUDA error: an illegal memory access was encountered");
+  EXPECT_EQ(lines[0]["level"], "ERROR");  // read from the message
+  EXPECT_EQ(lines[0]["labels"]["run"], "outage");
+  EXPECT_EQ(lines[0]["labels"]["source"], "app");
 }
 
 TEST_F(ClientTest, RanksAndBoundedMemory) {

@@ -123,6 +123,16 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
                       {"step_phase/comm", v.comm}},
                      step);
         if (r == 0) last_loss = v.loss;
+        // The logs a training script prints, through the same client.
+        if (r == 0 && step % models[r].LogEvery() == 0) {
+          char line[160];
+          std::snprintf(line, sizeof line, "step %lld/%lld loss %.4f lr %.3g %.0f samples/s",
+                        static_cast<long long>(step), static_cast<long long>(steps), v.loss, v.lr, v.samples_per_sec);
+          runs[r]->LogLine(line);
+        }
+        if (r == 2 && step == models[r].CudaErrorStep()) {
+          runs[r]->LogLine("RuntimeError: CUDA error: an illegal memory access was encountered (simulated by the demo)");
+        }
       }
     }
     if (step < steps) interrupted = WaitForSignal(0.1);

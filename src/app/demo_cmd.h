@@ -4,6 +4,7 @@
 // through the real C++ client (clients/cpp/trainwatch/client.h) against a
 // running server, one run after another, so a fresh server shows live data.
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -32,6 +33,12 @@ class DemoModel {
   // from 1 % of the run for a quarter of it (TrainingStragglerRank fires).
   int64_t StragglerFrom() const { return total_ / 100; }
   int64_t StragglerTo() const { return total_ / 100 + total_ / 4; }
+  // Rank 2 prints a CUDA error (what PyTorch prints on a GPU fault) at 1/12
+  // of the run, 5 minutes into `make run`'s hour-long run: the log pattern
+  // rule TrainingLogFailure fires on it.
+  int64_t CudaErrorStep() const { return total_ / 12; }
+  // Rank 0 prints a progress line every this many steps.
+  int64_t LogEvery() const { return std::max<int64_t>(1, total_ / 100); }
   // loss, lr, grad_norm, samples_per_sec, step_time_seconds at `step`, and
   // where the step's time goes (step_phase/<phase>, what the clients' phase
   // timers log): they add up to step_time_seconds, and a straggler's extra

@@ -65,6 +65,8 @@ TEST(DemoTest, RankThreeStragglesForAWhile) {
   for (int r = 0; r < 4; r++) ranks.emplace_back(1000, r, 11 + r);
   EXPECT_EQ(ranks[3].StragglerFrom(), 10);
   EXPECT_EQ(ranks[3].StragglerTo(), 260);
+  EXPECT_EQ(ranks[2].CudaErrorStep(), 83);  // within the first twelfth: 5 minutes of `make run`'s hour
+  EXPECT_EQ(ranks[0].LogEvery(), 10);
   auto mean_step_time = [&](int r, int64_t from, int64_t to) {
     double sum = 0;
     for (int64_t s = from; s < to; s++) sum += ranks[r].At(s).step_time_seconds;

@@ -54,7 +54,8 @@ class DemoTest(unittest.TestCase):
 
     def test_demo_runs_through_a_server_restart(self):
         port = twtest.free_port()
-        self.server = Server(os.path.join(self.tmp, "data"), ["--runs.heartbeat-timeout", "1h"], port=port).start()
+        self.server = Server(os.path.join(self.tmp, "data"), ["--runs.heartbeat-timeout", "1h", "--logs.metrics-interval", "1s"],
+                             port=port).start()
         url = "http://127.0.0.1:%d" % port
         self.demo = Process([twtest.BINARY, "demo", "--url", url, "--rate", "150", "--steps", str(STEPS), "--runs", "2",
                              "--pause", "0.5", "--spool-dir", os.path.join(self.tmp, "spool")],
@@ -113,6 +114,23 @@ class DemoTest(unittest.TestCase):
             full = self.get("/api/v1/runs/" + run["id"])
             self.assertEqual([a["title"] for a in full["alerts"]], ["demo checkpoint"])
             self.assertIn("final_loss", full["summary"])
+            # What the simulated script prints: progress lines from rank 0 and, from
+            # rank 2, a CUDA error that the log metrics count for TrainingLogFailure.
+            q = urllib.parse.quote('{project="demo", run="%s"}' % run["name"])
+            lines = self.get("/api/v1/logs/query?limit=1000&query=" + q)["lines"]
+            progress = [l for l in lines if l["message"].startswith("step ")]
+            self.assertEqual(len(progress), STEPS // (STEPS // 100), [l["message"] for l in lines][:5])
+            self.assertTrue(all(l["labels"]["rank"] == "0" for l in progress))
+            cuda = [l for l in lines if "CUDA error" in l["message"]]
+            self.assertEqual(len(cuda), 1, [l["message"] for l in lines if not l["message"].startswith("step ")])
+            self.assertEqual((cuda[0]["level"], cuda[0]["labels"]["rank"]), ("ERROR", "2"))
+        # Counted per run for TrainingLogFailure (written every --logs.metrics-interval).
+        q = urllib.parse.quote('max by (run) (max_over_time(trainwatch_log_pattern_matches_total'
+                               '{project="demo",pattern="cuda_error"}[1h]))')
+        deadline = time.time() + 30
+        while len(self.get("/api/v1/query?query=" + q)["result"]) < 3 and time.time() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(len(self.get("/api/v1/query?query=" + q)["result"]), 3)
         # The run series the server writes for rules and dashboards.
         q = urllib.parse.quote('max_over_time(trainwatch_run_progress_ratio{project="demo"}[1h])')
         prog = self.get("/api/v1/query?query=" + q)["result"]

@@ -95,6 +95,22 @@ inline double MonoSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Percent-encodes all but RFC 3986's unreserved characters (a query value).
+inline std::string QueryEscape(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 inline void AppendJsonString(std::string* out, const std::string& s) {
   out->push_back('"');
   for (unsigned char c : s) {
@@ -143,6 +159,33 @@ inline std::string FindJsonString(const std::string& doc, const std::string& key
     out.push_back(doc[p]);
   }
   return out;
+}
+
+// The string value of `key` among the members of the objects nested `depth`
+// levels deep (1: the document's own members), skipping deeper objects and
+// strings, so a run's "name" is not taken from inside its config; "" when
+// absent or not a string.
+inline std::string FindJsonStringAt(const std::string& doc, const std::string& key, int depth) {
+  int level = 0;
+  for (size_t p = 0; p < doc.size(); p++) {
+    char c = doc[p];
+    if (c == '{' || c == '[') {
+      level++;
+    } else if (c == '}' || c == ']') {
+      level--;
+    } else if (c == '"') {
+      size_t start = p + 1;
+      for (p++; p < doc.size() && doc[p] != '"'; p++) {
+        if (doc[p] == '\\') p++;
+      }
+      if (level != depth || doc.compare(start, p - start, key) != 0 || p - start != key.size()) continue;
+      size_t q = p + 1;
+      while (q < doc.size() && doc[q] == ' ') q++;
+      if (q >= doc.size() || doc[q] != ':') continue;  // a value, not a member name
+      return FindJsonString(doc.substr(start - 1), key);
+    }
+  }
+  return "";
 }
 
 struct Url {
@@ -511,6 +554,32 @@ class Run {
   }
 
   // Records an alert with the run: level "info", "warning" or "error".
+  // Sends one log line with the run, as the Python client's output capture
+  // does: stream labels project, run, rank, host and source="app"; `level`
+  // empty lets the server read it from the message ("RuntimeError: CUDA
+  // error: ..." is ERROR). Queued like an alert, spooled while the server is
+  // unreachable, stored once (each line carries its own batch id).
+  void LogLine(const std::string& message, const std::string& level = "") {
+    std::string body = "{\"time\":";
+    detail::AppendJsonNumber(&body, static_cast<double>(o_.now_ms ? o_.now_ms() : detail::NowMillis()) / 1000.0);
+    body += ",\"message\":";
+    detail::AppendJsonString(&body, message);
+    if (!level.empty()) {
+      body += ",\"level\":";
+      detail::AppendJsonString(&body, level);
+    }
+    body += "}\n";
+    std::lock_guard<std::mutex> l(mu_);
+    if (finished_) return;
+    std::string path = "/api/v1/logs?project=" + detail::QueryEscape(o_.project) +
+                       "&run=" + detail::QueryEscape(name_.empty() ? id_ : name_) + "&rank=" + std::to_string(rank_) +
+                       "&host=" + detail::QueryEscape(o_.host) + "&source=app&batch_id=" +
+                       detail::QueryEscape(id_ + "." + std::to_string(rank_) + "." + nonce_ + ".L" +
+                                           std::to_string(++log_seq_));
+    ops_.emplace_back(std::move(path), std::move(body));
+    cv_.notify_one();
+  }
+
   void Alert(const std::string& title, const std::string& text, const std::string& level = "info") {
     std::string body = "{\"title\":";
     detail::AppendJsonString(&body, title);
@@ -812,7 +881,7 @@ class Run {
     if (status == 200) {
       registered_ = true;
       last_contact_ = detail::MonoSeconds();
-      std::string name = detail::FindJsonString(answer, "name");
+      std::string name = detail::FindJsonStringAt(answer, "name", 2);  // data.name, not data.config...name
       std::lock_guard<std::mutex> l(mu_);
       if (!name.empty()) name_ = name;
       return true;
@@ -982,6 +1051,7 @@ class Run {
   std::deque<std::pair<std::string, std::string>> ops_;
   std::vector<std::pair<std::string, std::string>> summary_;  // key, JSON value
   int64_t step_ = -1;
+  uint64_t log_seq_ = 0;
   Values phases_;  // step_phase/<phase> -> seconds since the last Log() of a later step
   uint64_t seq_ = 0;
   bool finished_ = false;
