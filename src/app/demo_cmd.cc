@@ -2,17 +2,21 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numbers>
 #include <vector>
 
 #include "app/api_client.h"
+#include "app/collect_loop.h"
 #include "base/clock.h"
 #include "trainwatch/client.h"
 
@@ -57,10 +61,55 @@ std::string Config(const DemoOptions& o, double peak_lr) {
   return buf;
 }
 
+// A rank's step slower than this is a throttled GPU (the straggler's).
+bool Throttled(const DemoModel::Values& v) { return v.samples_per_sec < 1700; }
+
+// The simulated GPU's power draw: idle, computing, or throttled.
+double FakePowerW(const DemoModel::Values* v) {
+  if (v == nullptr) return 68;
+  return Throttled(*v) ? 610 : 690;
+}
+
+// The fake NVML file kept by --fake-gpus: rewritten (whole, by rename) at
+// most once a second with the ranks' latest step, energy counters going on.
+class FakeGpus {
+ public:
+  FakeGpus(std::string path, int ranks) : path_(std::move(path)), ranks_(ranks), energy_mj_(ranks, 0) {}
+  // `busy`: the latest values of each rank; null: idle (between runs).
+  void Write(const std::vector<DemoModel::Values>* busy, bool force = false) {
+    const int64_t now = NowMillis();
+    if (!force && now - last_ms_ < 1000) return;
+    const double dt = last_ms_ == 0 ? 0 : static_cast<double>(now - last_ms_) / 1000.0;
+    for (int i = 0; i < ranks_; i++) {
+      const DemoModel::Values* v = busy != nullptr && static_cast<size_t>(i) < busy->size() ? &(*busy)[i] : nullptr;
+      energy_mj_[i] += FakePowerW(v) * dt * 1000;
+    }
+    last_ms_ = now;
+    const std::string tmp = path_ + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << FakeNvmlConfig(ranks_, busy, static_cast<uint32_t>(::getpid()), energy_mj_);
+      if (!out) {
+        if (!warned_) std::cerr << "trainwatch demo: cannot write " << tmp << "\n";
+        warned_ = true;
+        return;
+      }
+    }
+    std::rename(tmp.c_str(), path_.c_str());
+  }
+
+ private:
+  std::string path_;
+  int ranks_;
+  std::vector<double> energy_mj_;
+  int64_t last_ms_ = 0;
+  bool warned_ = false;
+};
+
 // One run: `ranks` clients logging `steps` steps at `rate` (inf: as fast as
 // possible). False when interrupted (the run is then marked failed).
 bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name, int64_t steps, double rate,
-           uint64_t seed, double base_loss) {
+           uint64_t seed, double base_loss, FakeGpus* gpus) {
   std::vector<std::unique_ptr<client::Run>> runs;
   std::vector<DemoModel> models;
   for (int r = 0; r < o.ranks; r++) {
@@ -71,7 +120,9 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
     co.id = id;
     co.rank = r;
     co.world_size = o.ranks;
-    co.host = "demo-node-" + std::to_string(r / 2);
+    // Simulated GPUs are this host's (the collector attributes them by pid
+    // to runs of its own host); else two ranks per simulated node.
+    co.host = gpus != nullptr ? HostName() : "demo-node-" + std::to_string(r / 2);
     co.total_steps = steps;
     co.config_json = Config(o, kPeakLr);
     co.tags = {"demo", "simulated"};
@@ -102,6 +153,7 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
   auto t0 = Clock::now();
   bool interrupted = false;
   double last_loss = 0;
+  std::vector<DemoModel::Values> latest;  // each rank's last step, for the simulated GPUs
   while (step < steps && !interrupted) {
     int64_t target = steps;
     if (!std::isinf(rate)) {
@@ -111,6 +163,10 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
     for (; step < target; step++) {
       for (int r = 0; r < o.ranks; r++) {
         DemoModel::Values v = models[r].At(step);
+        if (gpus != nullptr) {
+          if (latest.size() <= static_cast<size_t>(r)) latest.resize(r + 1);
+          latest[r] = v;
+        }
         runs[r]->Log({{"loss", v.loss},
                       {"lr", v.lr},
                       {"grad_norm", v.grad_norm},
@@ -135,8 +191,10 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
         }
       }
     }
+    if (gpus != nullptr) gpus->Write(&latest);
     if (step < steps) interrupted = WaitForSignal(0.1);
   }
+  if (gpus != nullptr) gpus->Write(nullptr, true);  // idle until the next run
   runs[0]->SetSummary("final_loss", last_loss);
   if (!interrupted && step >= steps / 2) runs[0]->Alert("demo checkpoint", "the demo run saved a checkpoint", "info");
   bool ok = true;
@@ -201,6 +259,43 @@ DemoModel::Values DemoModel::At(int64_t step) {
   return Values{loss, Lr(step), grad, sps, step_time, data, 0.36 * compute, 0.64 * compute, optimizer, comm};
 }
 
+std::string FakeNvmlConfig(int ranks, const std::vector<DemoModel::Values>* busy, uint32_t pid,
+                           const std::vector<double>& energy_mj) {
+  std::string out = "# written by `trainwatch demo --fake-gpus`: simulated GPUs for the fake NVML library\nreload\n";
+  out += "gpus " + std::to_string(ranks) + "\n";
+  constexpr double kMiB = 1 << 20;
+  char line[512];
+  for (int i = 0; i < ranks; i++) {
+    const bool on = busy != nullptr && static_cast<size_t>(i) < busy->size();
+    double util = 0, power_w = 68, temp = 34, sm_clock = 345, fb_used_mib = 512;
+    if (on) {
+      const DemoModel::Values& v = (*busy)[i];
+      // The GPU computes during forward and backward; a slow step means a throttled GPU.
+      const double compute = (v.forward + v.backward) / v.step_time_seconds;
+      const bool throttled = Throttled(v);
+      util = std::min(100.0, 100 * compute + 5);
+      power_w = FakePowerW(&v);
+      temp = throttled ? 88 : 71;
+      sm_clock = throttled ? 1410 : 1980;
+      fb_used_mib = 61440 + 512 * i;
+    }
+    std::snprintf(line, sizeof line,
+                  "gpu %d name NVIDIA H100 80GB HBM3\ngpu %d util_gpu %.0f\ngpu %d util_mem %.0f\ngpu %d temp %.0f\n"
+                  "gpu %d power_mw %.0f\ngpu %d sm_clock %.0f\ngpu %d mem_clock 2619\ngpu %d fb_total %.0f\n"
+                  "gpu %d fb_used %.0f\ngpu %d fb_free %.0f\ngpu %d field:83 %.0f\n",
+                  i, i, util, i, util * 0.6, i, temp, i, power_w * 1000, i, sm_clock, i, i, 81559.0 * kMiB, i,
+                  fb_used_mib * kMiB, i, (81559 - fb_used_mib) * kMiB, i,
+                  static_cast<size_t>(i) < energy_mj.size() ? energy_mj[i] : 0.0);
+    out += line;
+    if (on) {
+      std::snprintf(line, sizeof line, "gpu %d process %u %llu\n", i, pid,
+                    static_cast<unsigned long long>(fb_used_mib - 512) << 20);
+      out += line;
+    }
+  }
+  return out;
+}
+
 std::string ValidateDemoOptions(const DemoOptions& o) {
   if (o.steps < 1) return "--steps: must be at least 1";
   if (!(o.rate > 0)) return "--rate: must be positive";
@@ -217,6 +312,12 @@ int RunDemo(const DemoOptions& o) {
     std::cerr << "trainwatch demo: " << err << "\n";
     return 2;
   }
+  // The simulated GPUs' file first: make run starts the server on it.
+  std::unique_ptr<FakeGpus> gpus;
+  if (!o.fake_gpus.empty()) {
+    gpus = std::make_unique<FakeGpus>(o.fake_gpus, o.ranks);
+    gpus->Write(nullptr, true);
+  }
   // Wait for the server (make run starts both at once).
   for (int i = 0; i < 300; i++) {
     auto c = NewApiClient(o.url);
@@ -229,12 +330,12 @@ int RunDemo(const DemoOptions& o) {
   }
   std::random_device rd;
   if (o.baseline && !BaselineExists(o)) {
-    if (!DoRun(o, "demo-baseline", "baseline", std::min<int64_t>(o.steps, 2000), INFINITY, 1, 2.7)) return 0;
+    if (!DoRun(o, "demo-baseline", "baseline", std::min<int64_t>(o.steps, 2000), INFINITY, 1, 2.7, nullptr)) return 0;
   }
   for (int n = 0; o.runs == 0 || n < o.runs; n++) {
     std::string id;
     for (int i = 0; i < 16; i++) id.push_back("0123456789abcdef"[rd() % 16]);
-    if (!DoRun(o, id, RunName(), o.steps, o.rate, rd(), 2.6)) return 0;
+    if (!DoRun(o, id, RunName(), o.steps, o.rate, rd(), 2.6, gpus.get())) return 0;
     if ((o.runs == 0 || n + 1 < o.runs) && WaitForSignal(o.pause_s)) return 0;
   }
   return 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace trainwatch::app {
 
@@ -21,6 +22,13 @@ struct DemoOptions {
   double pause_s = 10;     // between runs
   bool baseline = true;    // first a finished run "baseline" (id demo-baseline), once per server
   std::string spool_dir;   // client spool root (empty: the client's default)
+  // Simulated GPUs: the demo keeps this file of the fake NVML library
+  // (tests/fake_nvml, `reload` mode) up to date, one GPU per rank with this
+  // process on it, so a server whose --collect.nvml-path is that library and
+  // FAKE_NVML_CONFIG this file shows GPUs through the real collector (make
+  // run does this where no real NVML loads). The ranks then report this
+  // host's name, so the GPUs are attributed to the run. Empty: none.
+  std::string fake_gpus;
 };
 
 // The simulated metrics of one rank of a run; deterministic per seed.
@@ -56,6 +64,14 @@ class DemoModel {
   int64_t spike_step_;
   std::mt19937_64 rng_;
 };
+
+// The fake NVML library's file for `ranks` GPUs (docs in tests/fake_nvml):
+// with `busy` (one Values per rank) each GPU runs process `pid` at the
+// utilisation, power, temperature and clocks the rank's step implies (the
+// straggler throttles: hot, lower clocks and power); without, idle. Energy
+// counters (mJ) are in `energy_mj`, one per GPU, and go on from there.
+std::string FakeNvmlConfig(int ranks, const std::vector<DemoModel::Values>* busy, uint32_t pid,
+                           const std::vector<double>& energy_mj);
 
 // Validates the options: InvalidArgument-style message naming the flag, or "".
 std::string ValidateDemoOptions(const DemoOptions& o);

@@ -87,5 +87,27 @@ TEST(DemoTest, RankThreeStragglesForAWhile) {
   }
 }
 
+// Issue 19: `make run` without a GPU simulates one per rank through the fake
+// NVML library's file: busy GPUs run the demo's process, the straggler's
+// throttles, idle ones run nothing.
+TEST(DemoTest, FakeGpusFollowTheRanks) {
+  std::vector<DemoModel> ranks;
+  for (int r = 0; r < 4; r++) ranks.emplace_back(1000, r, 5 + r);
+  std::vector<DemoModel::Values> v;
+  for (int r = 0; r < 4; r++) v.push_back(ranks[r].At(100));  // rank 3 straggles at step 100
+  std::string cfg = FakeNvmlConfig(4, &v, 4242, {1000, 2000, 3000, 4000});
+  EXPECT_TRUE(cfg.find("reload\ngpus 4\n") != std::string::npos) << cfg;
+  for (int r = 0; r < 4; r++) {
+    EXPECT_NE(cfg.find("gpu " + std::to_string(r) + " process 4242 "), std::string::npos) << cfg;
+  }
+  EXPECT_NE(cfg.find("gpu 0 power_mw 690000\n"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("gpu 3 power_mw 610000\n"), std::string::npos) << cfg;  // throttled
+  EXPECT_NE(cfg.find("gpu 3 temp 88\n"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("gpu 2 field:83 3000\n"), std::string::npos) << cfg;
+  std::string idle = FakeNvmlConfig(4, nullptr, 4242, {0, 0, 0, 0});
+  EXPECT_EQ(idle.find("process"), std::string::npos);
+  EXPECT_NE(idle.find("gpu 1 util_gpu 0\n"), std::string::npos) << idle;
+}
+
 }  // namespace
 }  // namespace trainwatch::app

@@ -293,6 +293,9 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   demo->add_option("--baseline", dm.baseline, "First a finished run \"baseline\" (once per server; true or false)")
       ->capture_default_str();
   demo->add_option("--spool-dir", dm.spool_dir, "Client spool directory (default ~/.cache/trainwatch/spool)");
+  demo->add_option("--fake-gpus", dm.fake_gpus,
+                   "Simulate one GPU per rank in this file of the fake NVML library (tests/fake_nvml), for a server "
+                   "started with FAKE_NVML_CONFIG=FILE --collect.nvml-path=<libnvidia-ml-fake.so> (make run without a GPU)");
   AddClockFlags(demo, &out.clock);
 
   try {

@@ -21,6 +21,7 @@ from twtest import Process, Server
 
 STEPS = 900
 RANKS = 4
+FAKE_NVML = None
 
 
 class DemoTest(unittest.TestCase):
@@ -34,6 +35,7 @@ class DemoTest(unittest.TestCase):
             self.demo.stop()
         if self.server:
             self.server.stop_quietly()
+        os.environ.pop("FAKE_NVML_CONFIG", None)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def get(self, path):
@@ -54,12 +56,22 @@ class DemoTest(unittest.TestCase):
 
     def test_demo_runs_through_a_server_restart(self):
         port = twtest.free_port()
-        self.server = Server(os.path.join(self.tmp, "data"), ["--runs.heartbeat-timeout", "1h", "--logs.metrics-interval", "1s"],
-                             port=port).start()
+        # As make run without a GPU: the demo keeps the fake NVML library's file,
+        # which the server's real GPU collector reads.
+        gpus = os.path.join(self.tmp, "gpus.txt")
+        os.environ["FAKE_NVML_CONFIG"] = gpus
         url = "http://127.0.0.1:%d" % port
         self.demo = Process([twtest.BINARY, "demo", "--url", url, "--rate", "150", "--steps", str(STEPS), "--runs", "2",
-                             "--pause", "0.5", "--spool-dir", os.path.join(self.tmp, "spool")],
+                             "--pause", "0.5", "--spool-dir", os.path.join(self.tmp, "spool"), "--fake-gpus", gpus],
                             os.path.join(self.tmp, "demo.log"))
+        deadline = time.time() + 10
+        while not os.path.exists(gpus) and time.time() < deadline:
+            time.sleep(0.05)
+        self.server = Server(os.path.join(self.tmp, "data"),
+                             ["--runs.heartbeat-timeout", "1h", "--logs.metrics-interval", "1s", "--collect.host=false",
+                              "--collect.interval", "1s", "--collect.nvml-path", FAKE_NVML,
+                              "--runs.gpu-hour-price", "H100=3.6"],
+                             port=port, collect=True).start()
         # The first live run gets going; its ETA is reported while it runs.
         deadline = time.time() + 120
         eta = None
@@ -124,6 +136,17 @@ class DemoTest(unittest.TestCase):
             cuda = [l for l in lines if "CUDA error" in l["message"]]
             self.assertEqual(len(cuda), 1, [l["message"] for l in lines if not l["message"].startswith("step ")])
             self.assertEqual((cuda[0]["level"], cuda[0]["labels"]["rank"]), ("ERROR", "2"))
+        # The simulated GPUs, one per rank, through the real collector: each live run
+        # held them (its GPU time, energy and cost); the baseline ran at full speed
+        # without them.
+        util = self.get("/api/v1/query?query=" + urllib.parse.quote('DCGM_FI_DEV_GPU_UTIL{job="dcgm"}'))["result"]
+        self.assertEqual(sorted(r["metric"]["gpu"] for r in util), ["0", "1", "2", "3"])
+        for run in live:
+            gpu = self.get("/api/v1/runs/" + run["id"])["gpu"]
+            self.assertGreater(gpu["hours"], 0, run["name"])
+            self.assertGreater(gpu["energy_kwh"], 0, run["name"])
+            self.assertAlmostEqual(gpu["cost"], gpu["hours"] * 3.6, delta=1e-9)
+        self.assertEqual(base["gpu"]["hours"], 0)
         # Counted per run for TrainingLogFailure (written every --logs.metrics-interval).
         q = urllib.parse.quote('max by (run) (max_over_time(trainwatch_log_pattern_matches_total'
                                '{project="demo",pattern="cuda_error"}[1h]))')
@@ -141,4 +164,5 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: demo_e2e_test.py /path/to/trainwatch [unittest args]")
     twtest.BINARY = os.path.abspath(sys.argv.pop(1))
+    FAKE_NVML = os.path.abspath(sys.argv.pop(1))
     unittest.main()

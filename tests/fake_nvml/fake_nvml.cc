@@ -14,7 +14,12 @@
 //   gpu <i> process_util <pid> <sm%> a process utilisation sample (stamped at each call)
 //   gpu <i> xid <code>               one XID event, delivered by the first nvmlEventSetWait_v2
 //   init_error <code>                nvmlInit_v2 fails with it
+//   reload                           re-read the file when it changes (at most every 0.5 s, on a
+//                                    value read): values, processes, names and lost GPUs change in
+//                                    place, the GPU count stays; `trainwatch demo --fake-gpus` drives it
 // `#` starts a comment. Unknown directives make nvmlInit_v2 fail (and say so on stderr).
+
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -49,6 +54,10 @@ struct State {
   std::vector<FakeGpu> gpus;
   int init_error = 0;
   bool initialised = false;
+  bool reload = false;
+  std::string path;
+  struct timespec mtime = {};
+  std::chrono::steady_clock::time_point checked;
   std::atomic<bool> xids_delivered{false};
 };
 
@@ -69,6 +78,10 @@ bool Load(State* s) {
     std::fprintf(stderr, "fake_nvml: FAKE_NVML_CONFIG is not set\n");
     return false;
   }
+  s->path = path;
+  struct stat st;
+  if (::stat(path, &st) == 0) s->mtime = st.st_mtim;
+  s->checked = std::chrono::steady_clock::now();
   std::ifstream in(path);
   if (!in) {
     std::fprintf(stderr, "fake_nvml: cannot open %s\n", path);
@@ -98,6 +111,8 @@ bool Load(State* s) {
       }
     } else if (word == "init_error") {
       ls >> s->init_error;
+    } else if (word == "reload") {
+      s->reload = true;
     } else if (word == "gpu") {
       size_t i = 0;
       std::string key;
@@ -150,9 +165,34 @@ bool Load(State* s) {
   return true;
 }
 
+// With `reload`: the file's new values, processes, names and lost flags, in
+// place (device handles point into g->gpus, so the GPUs themselves stay).
+void MaybeReload() {
+  if (!g->reload) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - g->checked < std::chrono::milliseconds(500)) return;
+  g->checked = now;
+  struct stat st;
+  if (::stat(g->path.c_str(), &st) != 0) return;
+  if (st.st_mtim.tv_sec == g->mtime.tv_sec && st.st_mtim.tv_nsec == g->mtime.tv_nsec) return;
+  State fresh;
+  if (!Load(&fresh)) return;  // a half-written file: the next check tries again
+  g->mtime = fresh.mtime;
+  for (size_t i = 0; i < g->gpus.size() && i < fresh.gpus.size(); ++i) {
+    FakeGpu& to = g->gpus[i];
+    FakeGpu& from = fresh.gpus[i];
+    to.name = from.name;
+    to.values = std::move(from.values);
+    to.processes = std::move(from.processes);
+    to.process_util = std::move(from.process_util);
+    to.lost = from.lost;
+  }
+}
+
 // The answer for `key` of `gpu`: lost, unsupported, missing (NOT_SUPPORTED) or the value.
 nvmlReturn_t Get(nvmlDevice_t d, const std::string& key, double* v) {
   if (g == nullptr || !g->initialised) return NVML_ERROR_UNINITIALIZED;
+  MaybeReload();
   FakeGpu* gpu = Gpu(d);
   if (gpu == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (gpu->lost) return NVML_ERROR_GPU_IS_LOST;

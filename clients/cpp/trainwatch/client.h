@@ -478,9 +478,10 @@ class Run {
       if (!phases_.empty() && step > step_) {
         // Phase time since the previous Log(), per step since it.
         const double n = step_ >= 0 ? static_cast<double>(step - step_) : 1.0;
-        for (const auto& [key, seconds] : phases_) {
+        for (const auto& phase : phases_) {
+          const std::string& key = phase.first;
           bool logged = std::any_of(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
-          if (!logged) values.emplace_back(key, seconds / n);
+          if (!logged) values.emplace_back(key, phase.second / n);
         }
         phases_.clear();
       }

@@ -262,6 +262,41 @@ TEST_F(GpuFakeTest, NoGpuIsAClearError) {
   EXPECT_NE(c.error().message().find("no GPU"), std::string::npos) << c.error().ToString();
 }
 
+// `trainwatch demo --fake-gpus` rewrites the fake library's file with
+// `reload`: the next collection half a second later reads the new values and
+// processes through the real NVML path.
+TEST_F(GpuFakeTest, ReloadedValuesAndProcesses) {
+  auto cfg = [](int util, unsigned pid) {
+    return fmt::format(
+        "reload\ngpus 2\ngpu 0 util_gpu {}\ngpu 0 util_mem 1\ngpu 1 util_gpu 7\ngpu 1 util_mem 1\n"
+        "gpu 1 process {} 1048576\n",
+        util, pid);
+  };
+  ASSERT_TRUE(file::WriteFileAtomic(dir_ + "/nvml.txt", cfg(40, 100)).ok());
+  Options o;
+  o.library = TW_FAKE_NVML;
+  o.xid_events = false;
+  auto c = GpuCollector::Open(o);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  auto collect = [&] {
+    Families fams;
+    (*c)->Collect(&fams);
+    std::map<std::string, double> out;
+    for (const Family& f : fams) {
+      for (const Metric& m : f.metrics) {
+        if (f.name == "DCGM_FI_DEV_GPU_UTIL") out["util" + std::string(m.labels.Get("gpu"))] = m.value;
+        if (f.name == "trainwatch_gpu_process_memory_used_bytes") out["pid" + std::string(m.labels.Get("pid"))] = m.value;
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(collect(), (std::map<std::string, double>{{"util0", 40}, {"util1", 7}, {"pid100", 1048576}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a newer mtime
+  ASSERT_TRUE(file::WriteFileAtomic(dir_ + "/nvml.txt", cfg(90, 200)).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(collect(), (std::map<std::string, double>{{"util0", 90}, {"util1", 7}, {"pid200", 1048576}}));
+}
+
 TEST(GpuTest, MissingLibraryIsAClearError) {
   Options o;
   o.library = "/nonexistent/libnvidia-ml.so.1";
