@@ -11,7 +11,6 @@
 #include "base/log.h"
 #include "collect/gpu/gpu.h"
 #include "collect/host/host.h"
-#include "runs/filter.h"
 #include "runs/store.h"
 
 namespace trainwatch::app {
@@ -55,12 +54,7 @@ void CollectLoop::Open() {
       g.run_lookup = [st, rs, host](uint32_t pid) -> std::optional<collect::gpu::RunRef> {
         if (!st->pids_fresh) {
           st->pids.clear();
-          auto filter = runs::Filter::Parse("status = \"running\"");
-          if (filter.ok()) {
-            for (const runs::Run& r : rs->List(*filter, runs::ListOptions{})) {
-              if (r.pid && (r.host == host || r.host == "localhost")) st->pids[*r.pid] = {r.project, r.name};
-            }
-          }
+          for (auto& [pid, p] : rs->ProcessesOn(host)) st->pids[pid] = {p.project, p.run, std::to_string(p.rank)};
           st->pids_fresh = true;
         }
         auto it = st->pids.find(pid);

@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS alerts(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, time_ms INTEGER NOT NULL,
   title TEXT NOT NULL, text TEXT NOT NULL, level TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS alerts_by_run ON alerts(run_id, seq);
+CREATE TABLE IF NOT EXISTS rank_processes(
+  run_id TEXT NOT NULL, rank INTEGER NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, PRIMARY KEY(run_id, rank));
 CREATE TABLE IF NOT EXISTS actions(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, action TEXT NOT NULL, alert TEXT NOT NULL,
   labels TEXT NOT NULL, dedupe TEXT NOT NULL, time_ms INTEGER NOT NULL, acks TEXT NOT NULL,
@@ -249,6 +251,11 @@ Status RunStore::Init() {
                                       ", newer than this trainwatch knows (" + std::to_string(kSchemaVersion) + ")");
   }
   RETURN_IF_ERROR(LoadPendingActions());
+  {
+    Stmt procs(db_, "SELECT run_id, rank, host, pid FROM rank_processes");
+    while (procs.Step()) rank_processes_[procs.Text(0)][procs.Int(1)] = {procs.Text(2), procs.Int(3)};
+    RETURN_IF_ERROR(procs.status());
+  }
   RETURN_IF_ERROR(OpenReader());
   const size_t slash = opts_.path.rfind('/');
   set_aside_ = slash == std::string::npos ? file::CountSetAside(".", opts_.path)
@@ -353,12 +360,28 @@ Result<Run> RunStore::DoCreateOrResume(const CreateRequest& req) {
   auto it = runs_.find(req.id);
   bool owner = !req.rank || *req.rank == 0;
   Run r;
+  // Every rank's process, for the GPU collector's attribution (ProcessesOn).
+  auto note_process = [&]() -> Status {
+    if (!req.pid || !req.host) return Status::OK();
+    const int64_t rank = req.rank.value_or(0);
+    auto& procs = rank_processes_[req.id];
+    auto p = procs.find(rank);
+    if (p != procs.end() && p->second.first == *req.host && p->second.second == *req.pid) return Status::OK();
+    Stmt st(db_, "INSERT OR REPLACE INTO rank_processes(run_id, rank, host, pid) VALUES(?1,?2,?3,?4)");
+    st.Bind(1, req.id).Bind(2, rank).Bind(3, *req.host).Bind(4, *req.pid);
+    RETURN_IF_ERROR(st.Run());
+    procs[rank] = {*req.host, *req.pid};
+    return Status::OK();
+  };
   if (it != runs_.end()) {
     r = it->second;
     if (r.project != req.project) {
       return Status::InvalidArgument("field \"id\": run \"" + req.id + "\" belongs to project \"" + r.project + "\"");
     }
-    if (!owner) return r;  // another rank joining: the run is rank 0's
+    if (!owner) {  // another rank joining: the run is rank 0's
+      RETURN_IF_ERROR(note_process());
+      return r;
+    }
     r.status = std::string(kRunning);
     r.end_time_ms.reset();
   } else {
@@ -378,9 +401,30 @@ Result<Run> RunStore::DoCreateOrResume(const CreateRequest& req) {
   if (req.world_size) r.world_size = *req.world_size;
   RETURN_IF_ERROR(SaveRun(r));
   runs_[r.id] = r;
+  RETURN_IF_ERROR(note_process());
   l.unlock();
   RETURN_IF_ERROR(WriteRunSeries(r, live, true, false));
   return r;
+}
+
+std::unordered_map<int64_t, RunStore::RankProcess> RunStore::ProcessesOn(std::string_view host) const {
+  std::unordered_map<int64_t, RankProcess> out;
+  std::lock_guard<std::mutex> l(mu_);
+  auto here = [&](const std::string& h) { return h == host || h == "localhost"; };
+  for (const auto& [id, r] : runs_) {
+    if (r.status != kRunning) continue;
+    auto p = rank_processes_.find(id);
+    if (p != rank_processes_.end()) {
+      for (const auto& [rank, hp] : p->second) {
+        if (here(hp.first)) out[hp.second] = {r.project, r.name, rank};
+      }
+    }
+    // A run registered before ranks' processes were kept: rank 0's, from the run.
+    if (r.pid && here(r.host) && (p == rank_processes_.end() || !p->second.contains(0))) {
+      out.emplace(*r.pid, RankProcess{r.project, r.name, 0});
+    }
+  }
+  return out;
 }
 
 Status RunStore::DoHeartbeat(std::string_view id) {

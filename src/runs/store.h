@@ -24,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -149,6 +150,15 @@ class RunStore {
   // Every action of the run, oldest first.
   Result<std::vector<RunAction>> Actions(std::string_view id) const;
 
+  // The processes of running runs on `host` (or registered as "localhost"),
+  // by pid: every rank that registered with its pid and host, for the GPU
+  // collector to attribute GPU processes to runs and ranks.
+  struct RankProcess {
+    std::string project, run;
+    int64_t rank = 0;
+  };
+  std::unordered_map<int64_t, RankProcess> ProcessesOn(std::string_view host) const;
+
   Result<Run> Get(std::string_view id) const;
   Result<std::vector<RunAlert>> Alerts(std::string_view id) const;
   std::vector<Run> List(const Filter& filter, const ListOptions& opts) const;
@@ -247,6 +257,8 @@ class RunStore {
   AlertSink alert_sink_;              // guarded by mu_
   // Actions not yet acknowledged by every rank, by run id; guarded by mu_.
   std::map<std::string, std::vector<RunAction>> pending_actions_;
+  // run id -> rank -> (host, pid) of each rank's process; guarded by mu_.
+  std::map<std::string, std::map<int64_t, std::pair<std::string, int64_t>>> rank_processes_;
   Status LoadPendingActions();
 
   std::mutex stop_mu_;

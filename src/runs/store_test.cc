@@ -185,6 +185,29 @@ TEST_F(RunStoreTest, GpuUsageAddsUpAndSurvivesReopen) {
   EXPECT_EQ(store_->Get("old")->gpu.seconds, 5);
 }
 
+// Issue 19: every rank's process (not only rank 0's, which the run keeps),
+// so the GPU collector attributes each rank's GPU to the run and rank.
+TEST_F(RunStoreTest, ProcessesOfEveryRankOnAHost) {
+  Create(R"({"id":"d","project":"p","name":"r","world_size":3,"rank":0,"host":"n1","pid":100})");
+  Create(R"({"id":"d","project":"p","rank":1,"host":"n1","pid":101})");
+  Create(R"({"id":"d","project":"p","rank":2,"host":"n2","pid":102})");
+  Create(R"({"id":"old","project":"p","name":"o","host":"n1","pid":7})");
+  auto procs = store_->ProcessesOn("n1");
+  ASSERT_EQ(procs.size(), 3u);
+  EXPECT_EQ(procs[100].rank, 0);
+  EXPECT_EQ(procs[101].rank, 1);
+  EXPECT_EQ(procs[101].run, "r");
+  EXPECT_EQ(procs[7].run, "o");
+  EXPECT_EQ(store_->ProcessesOn("n2").at(102).rank, 2);
+  Create(R"({"id":"d","project":"p","rank":1,"host":"n1","pid":111})");  // rank 1 restarted
+  Open();
+  procs = store_->ProcessesOn("n1");
+  EXPECT_EQ(procs.count(101), 0u);
+  EXPECT_EQ(procs.at(111).rank, 1);
+  ASSERT_TRUE(store_->Finish("d", *ParseFinishRequest(R"({"status":"finished"})")).ok());
+  EXPECT_EQ(store_->ProcessesOn("n1").size(), 1u);  // only running runs' processes
+}
+
 // Issue 17, corrupt files: a runs.db that SQLite finds damaged (its header,
 // or the pages of its tables) is set aside as runs.db.corrupt (then
 // .corrupt.1) and a new one started, so the server comes up; the gauge

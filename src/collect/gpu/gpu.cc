@@ -494,6 +494,7 @@ struct GpuCollector::Impl {
             if (std::optional<RunRef> run = o.run_lookup(procs[i].pid)) {
               b.Set("project", run->project);
               b.Set("run", run->run);
+              if (!run->rank.empty()) b.Set("rank", run->rank);
             }
           }
           staged[kProcessFb].push_back({b.Build(), static_cast<double>(procs[i].usedGpuMemory)});
@@ -523,6 +524,7 @@ struct GpuCollector::Impl {
           if (std::optional<RunRef> run = o.run_lookup ? o.run_lookup(pid) : std::nullopt) {
             b.Set("project", run->project);
             b.Set("run", run->run);
+            if (!run->rank.empty()) b.Set("rank", run->rank);
           }
           staged[kProcessSm].push_back({b.Build(), static_cast<double>(smp.smUtil)});
         }

@@ -16,10 +16,11 @@
 
 namespace trainwatch::collect::gpu {
 
-// The training run a process belongs to (project and run labels).
+// The training run a process belongs to (project, run and rank labels).
 struct RunRef {
   std::string project;
   std::string run;
+  std::string rank;  // empty: unknown
 };
 
 struct Options {
