@@ -215,6 +215,11 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   AddCollectFlags(agent, &agent_collect);
 
   CLI::App* logs_cmd = cli.add_subcommand("logs", "Search logs on a running server (docs/logs.md) and print the lines");
+  CLI::App* gpus_cmd = cli.add_subcommand("gpus", "An nvidia-smi-like table of a running server's GPU fleet, refreshed in place");
+  GpusOptions& go = out.gpus;
+  gpus_cmd->add_flag("--once", go.once, "Print the table once and exit");
+  gpus_cmd->add_option("--url", go.url, "trainwatch (or Prometheus) base URL")->capture_default_str();
+  gpus_cmd->add_option("--interval", go.interval_s, "Seconds between refreshes")->capture_default_str();
   LogsOptions& lo = out.logs;
   logs_cmd->add_option("query", lo.query, "Log query, e.g. '{run=\"r1\"} level=ERROR CUDA'")->required();
   logs_cmd->add_option("--since", lo.since, "How far back to search, e.g. 1h or 7d; 0 for all time")->capture_default_str();
@@ -344,6 +349,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   }
   if (logs_cmd->parsed()) {
     out.command = CommandLine::Command::kLogs;
+    return out;
+  }
+  if (gpus_cmd->parsed()) {
+    out.command = CommandLine::Command::kGpus;
     return out;
   }
   if (agent->parsed()) {

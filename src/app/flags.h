@@ -11,6 +11,7 @@
 #include "app/collect_loop.h"
 #include "app/demo_cmd.h"
 #include "app/export_cmd.h"
+#include "app/gpus_cmd.h"
 #include "app/import_cmd.h"
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
@@ -109,7 +110,7 @@ struct ClockOptions {
 };
 
 struct CommandLine {
-  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender, kImport, kExport, kTokenAdd };
+  enum class Command { kNone, kExit, kServe, kAgent, kQuery, kCheckRules, kDemo, kCheckConfig, kLogs, kTemplateRender, kImport, kExport, kTokenAdd, kGpus };
   Command command = Command::kNone;
   int exit_code = 0;     // kExit: --help, --version or a usage error (already printed)
   ServeOptions serve;    // kServe
@@ -122,6 +123,7 @@ struct CommandLine {
   ExportOptions export_run;  // kExport
   TokenAddOptions token_add;  // kTokenAdd
   LogsOptions logs;      // kLogs
+  GpusOptions gpus;      // kGpus
   TemplateRenderOptions template_render;  // kTemplateRender
   ClockOptions clock;    // kServe, kDemo
 };

@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
     case trainwatch::app::CommandLine::Command::kExport: return trainwatch::app::RunExport(cl->export_run);
     case trainwatch::app::CommandLine::Command::kTokenAdd: return trainwatch::app::RunTokenAdd(cl->token_add);
     case trainwatch::app::CommandLine::Command::kLogs: return trainwatch::app::RunLogs(cl->logs);
+    case trainwatch::app::CommandLine::Command::kGpus: return trainwatch::app::RunGpus(cl->gpus);
     case trainwatch::app::CommandLine::Command::kTemplateRender:
       return trainwatch::app::RunTemplateRender(cl->template_render);
     case trainwatch::app::CommandLine::Command::kExit:

@@ -19,6 +19,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import socket
 import sys
 import tempfile
@@ -282,6 +283,44 @@ class GpuTest(unittest.TestCase):
         other = query(self.tw, 'trainwatch_gpu_process_memory_used_bytes{pid="999999"}')
         self.assertEqual(len(other), 1)
         self.assertNotIn("run", other[0]["metric"])
+
+    def test_run_gpu_time_and_idle_time(self):
+        """Issue 19: the run whose process holds GPU 1 (11 % utilised: idle
+        below the default 20 %) accumulates GPU time, all of it idle."""
+        def usage():
+            st, body = self.tw.request("GET", "/api/v1/runs/e2e-run-1")
+            gpu = json.loads(body)["data"]["gpu"] if st == 200 else {}
+            return gpu if gpu.get("hours", 0) * 3600 >= 2 else None
+        gpu = wait_for(usage, "two seconds of the run's GPU time")
+        self.assertAlmostEqual(gpu["idle_hours"], gpu["hours"], delta=1e-9)
+        self.assertEqual(gpu["energy_kwh"], 0)  # the fake energy counter stands still
+        self.assertEqual(gpu["cost"], 0)  # no --runs.gpu-hour-price
+        res = wait_for(lambda: query(self.tw, 'trainwatch_run_gpu_seconds_total{run="resnet-7"}'), "the counter")
+        self.assertGreater(float(res[0]["value"][1]), 0)
+        self.assertEqual(res[0]["metric"]["project"], "vision")
+
+    def test_gpus_command(self):
+        """`trainwatch gpus --once`: one row per GPU the server has, with the
+        run and rank using it."""
+        wait_for(lambda: len(query(self.tw, 'DCGM_FI_DEV_GPU_UTIL{job="dcgm"}')) == 7 or None, "GPU series")
+        wait_for(lambda: [r for r in query(self.tw, 'trainwatch_gpu_process_memory_used_bytes{run="resnet-7"}')],
+                 "the run's process series")
+        p = subprocess.run([twtest.BINARY, "gpus", "--once", "--url", "http://127.0.0.1:%d" % self.tw.port],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertTrue(lines[1].startswith("HOST"), p.stdout)
+        rows = {l.split()[1]: l for l in lines[2:]}
+        self.assertEqual(sorted(rows, key=int), ["0", "1", "2", "4", "5", "6", "7"], p.stdout)  # GPU 3 is lost
+        self.assertIn("NVIDIA H100 80GB HBM3", rows["2"])
+        self.assertIn(" 12% ", rows["2"])  # util_gpu 10 + i
+        self.assertIn(" 42C ", rows["2"])
+        self.assertTrue(rows["1"].endswith("pid 999999, vision/resnet-7 rank 0"), rows["1"])
+        # An unreachable server is a clear error.
+        p = subprocess.run([twtest.BINARY, "gpus", "--once", "--url", "http://127.0.0.1:%d" % free_port()],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("trainwatch gpus: http://127.0.0.1:", p.stderr)
 
     def test_missing_library_is_one_log_line(self):
         tw = Server(os.path.join(self.tmp, "data2"),

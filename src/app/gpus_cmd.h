@@ -1,0 +1,44 @@
+#pragma once
+// `trainwatch gpus [--once] [--url URL] [--interval S]`: an nvidia-smi-like
+// table of the GPU fleet a running server knows (one row per GPU: host,
+// index, model, utilisation, memory, temperature, power, and the runs and
+// ranks whose processes use it), read from its PromQL API; refreshed in
+// place until Ctrl-C, or printed once.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainwatch::app {
+
+struct GpusOptions {
+  std::string url = "http://127.0.0.1:9800";
+  bool once = false;
+  double interval_s = 2;
+  double timeout_s = 10;
+};
+
+struct GpuRow {
+  std::string host, gpu, model;
+  std::optional<double> util, mem_used_mib, mem_total_mib, temp_c, power_w;
+  std::vector<std::string> users;  // "project/run rank R" (or "pid N" for processes of no run)
+};
+
+// The instant query each column comes from, by metric name.
+const std::vector<std::string>& GpuQueryMetrics();
+
+// Joins the `result` arrays of instant queries (by metric name, as
+// GpuQueryMetrics lists them) into one row per GPU (host, then index order).
+std::vector<GpuRow> JoinGpuRows(const std::map<std::string, nlohmann::json>& results);
+
+// The table, nvidia-smi style, with a header line naming `source` and the time.
+std::string FormatGpuTable(const std::vector<GpuRow>& rows, const std::string& source, int64_t at_ms);
+
+// Runs the command; returns the process exit code.
+int RunGpus(const GpusOptions& o);
+
+}  // namespace trainwatch::app
