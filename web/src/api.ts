@@ -94,7 +94,20 @@ export interface Run {
   summary?: Record<string, unknown>;
   progress?: number | null;
   eta_seconds?: number | null;
+  // GPU use of the run's processes on the server's host (docs/runs-api.md).
+  gpu?: { hours: number; energy_kwh: number; idle_hours: number; cost: number };
   alerts?: { time?: number; title: string; text: string; level: string }[];
+  actions?: RunAction[];
+}
+
+// An action a firing alert sent to the run, and each rank's result (docs/runs-api.md, "Actions").
+export interface RunAction {
+  id: number;
+  action: string;
+  alert: string;
+  labels: Record<string, string>;
+  time: number;
+  acks: Record<string, { status: string; result: string; time: number }>;
 }
 
 export interface MetricPoint {
@@ -116,6 +129,16 @@ export interface RunMetrics {
   labels: Record<string, string>;
   total_points: number;
   points: MetricPoint[];
+}
+
+// One series of GET /api/v1/runs/{id}/history (full resolution, by step).
+export interface HistorySeries {
+  key: string;
+  metric: string;
+  labels: Record<string, string>; // rank and host; empty for a rankless series
+  steps: number[];
+  timestamps: number[];
+  values: (number | string | null)[];
 }
 
 export interface PromSeries {
@@ -147,6 +170,9 @@ export function getRun(id: string): Promise<Run> {
 }
 export function runMetrics(params: Params, signal?: AbortSignal): Promise<RunMetrics[]> {
   return getData<RunMetrics[]>("/api/v1/runs/metrics", params, signal);
+}
+export function runHistory(id: string, params: Params, signal?: AbortSignal): Promise<HistorySeries[]> {
+  return getData<HistorySeries[]>("/api/v1/runs/" + encodeURIComponent(id) + "/history", params, signal);
 }
 export function instantQuery(query: string, time?: number): Promise<QueryResult> {
   return getData<QueryResult>("/api/v1/query", { query, time });

@@ -42,8 +42,29 @@ const log = fs.openSync(path.join(outDir, "server.log"), "w");
 // integrations), so the Alerts page's silences work end to end.
 const amConfig = path.join(dataDir, "..", path.basename(dataDir) + "-alertmanager.yml");
 fs.writeFileSync(amConfig, "route:\n  receiver: none\nreceivers:\n  - name: none\n");
+// TrainingStragglerRank as the shipped rule tests it (a rank's step time above
+// 1.2 x the median of its run's ranks), evaluated every second and without
+// its 2 minutes' `for`, so it fires for the distributed run within the test.
+const ruleDir = fs.mkdtempSync(path.join(os.tmpdir(), "tw-ui-rules-"));
+fs.writeFileSync(path.join(ruleDir, "straggler.rules.yml"), `groups:
+  - name: ui-e2e-straggler
+    interval: 1s
+    rules:
+      - alert: TrainingStragglerRank
+        expr: >-
+          step_time_seconds{run!="", rank!=""}
+            > on (project, run) group_left ()
+          1.2 * quantile by (project, run) (0.5, step_time_seconds{run!="", rank!=""})
+        labels:
+          severity: warning
+        annotations:
+          summary: "Rank {{ $labels.rank }} of run {{ $labels.run }} is a straggler"
+          action: checkpoint
+`);
+fs.writeFileSync(path.join(ruleDir, "trainwatch.yml"), "rule_files:\n  - straggler.rules.yml\n");
 const server = spawn(binary, ["serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`,
-                              "--alertmanager.config.file", amConfig], { stdio: ["ignore", log, log] });
+                              "--alertmanager.config.file", amConfig, "--config.file", path.join(ruleDir, "trainwatch.yml")],
+                     { stdio: ["ignore", log, log] });
 let browser = null;
 
 async function api(method, p, body) {
@@ -98,6 +119,14 @@ try {
     if (r.finish) check((await api("POST", `/api/v1/runs/${r.id}/finish`, { status: r.finish })).status === 200, "finish");
   }
   const gpuLines = [];
+  // GPU time two runs held over the last half hour (the collector's counters):
+  // dist-4 mostly idle (3/4), lr-3e-4 (ui-run-a) busy.
+  for (let t = now - 1800e3, i = 0; t <= now; t += 15e3, i++) {
+    gpuLines.push(`trainwatch_run_gpu_seconds_total{project="uitest",run="dist-4"} ${60 * i} ${t}`);
+    gpuLines.push(`trainwatch_run_gpu_idle_seconds_total{project="uitest",run="dist-4"} ${45 * i} ${t}`);
+    gpuLines.push(`trainwatch_run_gpu_seconds_total{project="uitest",run="lr-3e-4"} ${30 * i} ${t}`);
+    gpuLines.push(`trainwatch_run_gpu_idle_seconds_total{project="uitest",run="lr-3e-4"} 0 ${t}`);
+  }
   for (let t = now - 1800e3; t <= now; t += 15e3) {
     for (let host = 0; host < 2; host++) for (let g = 0; g < 2; g++) {
       const idle = host === 1 && g === 1;
@@ -109,6 +138,53 @@ try {
       gpuLines.push(`DCGM_FI_DEV_XID_ERRORS{${L}} ${host === 0 && g === 1 && t > now - 300e3 ? 79 : 0} ${t}`);
     }
   }
+  // Two distributed runs that time their step phases (step_phase/<name>, as
+  // the clients' phase timers log them), each rank through its own batches
+  // as the clients send them. ui-dist: 4 ranks on 2 hosts that log
+  // step_time_seconds too; rank 3 is slow in backward. ui-dist-phases: 3
+  // ranks and no step time (the phases' sum but comm counts); rank 1 is slow
+  // in data.
+  const DIST_STEPS = 120;
+  const phaseValues = {}; // run id -> rank -> phase -> values, for the expected means
+  const dist = [
+    { id: "ui-dist", name: "dist-4", ranks: 4, stepTime: true, slow: { rank: 3, phase: "backward", extra: 0.25 } },
+    { id: "ui-dist-phases", name: "dist-3", ranks: 3, stepTime: false, slow: { rank: 1, phase: "data", extra: 0.3 } },
+  ];
+  for (const d of dist) {
+    phaseValues[d.id] = {};
+    for (let rank = 0; rank < d.ranks; rank++) {
+      const host = `gpu-node-${rank >> 1}`;
+      const c = await api("POST", "/api/v1/runs", { id: d.id, project: "uitest", name: d.name, world_size: d.ranks, rank, host, total_steps: 1000, tags: ["dist"] });
+      check(c.status === 200, "create distributed run: " + c.text);
+      const vals = (phaseValues[d.id][rank] = {});
+      const points = [];
+      for (let s = 0; s < DIST_STEPS; s++) {
+        const ph = {
+          data: 0.02 + 0.002 * ((s + rank) % 3),
+          forward: 0.1 + 0.001 * (s % 5),
+          backward: 0.2 + 0.002 * ((s * 7 + rank) % 4),
+          optimizer: 0.03,
+          comm: 0.05 + 0.001 * (s % 2),
+        };
+        if (rank === d.slow.rank) {
+          ph[d.slow.phase] += d.slow.extra;
+          ph.comm = 0.01; // the others wait for it at the all-reduce
+        }
+        const values = { loss: 2 / (1 + s / 40) + 0.01 * rank };
+        for (const [p, v] of Object.entries(ph)) {
+          values["step_phase/" + p] = v;
+          (vals[p] ??= []).push(v);
+        }
+        if (d.stepTime) values.step_time_seconds = Object.values(ph).reduce((a, b) => a + b, 0);
+        points.push({ step: s, ts: now - (DIST_STEPS - s) * 500, values });
+      }
+      for (let i = 0; i < points.length; i += 50) {
+        const b = await api("POST", `/api/v1/runs/${d.id}/batches`, { batch_id: `${d.id}.${rank}.${i}`, rank, host, points: points.slice(i, i + 50) });
+        check(b.status === 200 && b.json.data.rejected.length === 0, "distributed batch: " + b.text);
+      }
+    }
+  }
+
   const imp = await api("POST", "/api/v1/import/prometheus", gpuLines.join("\n") + "\n");
   check(imp.status === 204, "import GPU metrics: " + imp.status + " " + imp.text);
 
@@ -153,6 +229,10 @@ try {
   // Runs: every run, its status and last loss as the API says.
   const apiRuns = await data("/api/v1/runs?filter=" + encodeURIComponent('project = "uitest"'));
   await visit("runs", "/", "table.runs tbody tr");
+  // GPU columns (GPU-hours, kWh, cost), empty for runs no GPU collector saw.
+  const heads = await page.locator("table.runs thead th").allInnerTexts();
+  check(["GPU-h", "kWh", "Cost"].every((t) => heads.some((x) => x.startsWith(t))), "runs: GPU columns: " + heads.join(","));
+  check((await page.locator(`tr[data-run-id="${apiRuns[0].id}"] td[data-field="gpu_hours"]`).innerText()).trim() === "–", "runs: no GPU time");
   for (const r of apiRuns) {
     const row = page.locator(`tr[data-run-id="${r.id}"]`);
     check((await row.locator("td").nth(3).innerText()).trim() === r.status, `runs: status of ${r.id}`);
@@ -197,6 +277,87 @@ try {
   check(lastLoss === fmt6(run.summary.loss), `run: last loss ${lastLoss} vs ${run.summary.loss}`);
   check((await page.locator("#run-config").innerText()).includes("model.layers"), "run: config");
   await page.waitForSelector("#run-gpus canvas");
+
+  // Run page of a distributed run: the step-phase panel has one stacked bar
+  // per rank with the mean of each phase over the steps shown, a legend of
+  // the phases in their order, and the slow rank and its host marked, with the
+  // firing TrainingStragglerRank alert (the real rule, on the TSDB's time view).
+  const phaseOrder = ["data", "forward", "backward", "optimizer", "comm"];
+  const avg = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  {
+    let alerts = [];
+    for (let i = 0; i < 200; i++) {
+      alerts = (await data("/api/v1/alerts")).alerts.filter((a) => a.labels.alertname === "TrainingStragglerRank" && a.labels.run === "dist-4" && a.state === "firing");
+      if (alerts.length) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    check(alerts.length === 1 && alerts[0].labels.rank === "3" && alerts[0].labels.host === "gpu-node-1",
+          "TrainingStragglerRank fires for rank 3 of ui-dist: " + JSON.stringify(alerts.map((a) => a.labels)));
+  }
+  for (const d of dist) {
+    await visit("run-" + d.id, "/runs/" + d.id, "#phase-table tbody tr[data-rank]");
+    check(await page.locator("#run-phases").isVisible(), `${d.id}: step-phase panel shown`);
+    const rows = await page.locator("#phase-table tbody tr[data-rank]").evaluateAll((rs) =>
+      rs.map((r) => ({
+        rank: r.dataset.rank,
+        host: r.dataset.host,
+        straggler: r.dataset.straggler === "true",
+        segs: [...r.querySelectorAll(".phase-seg")].map((s) => [s.dataset.phase, Number(s.dataset.value), s.getBoundingClientRect().width]),
+        barWidth: r.querySelector(".phase-bar").getBoundingClientRect().width,
+      })),
+    );
+    check(JSON.stringify(rows.map((r) => r.rank)) === JSON.stringify([...Array(d.ranks).keys()].map(String)), `${d.id}: one bar per rank: ${rows.map((r) => r.rank)}`);
+    const legendPhases = await page.locator("#phase-legend [data-phase]").evaluateAll((es) => es.map((e) => e.dataset.phase));
+    check(JSON.stringify(legendPhases) === JSON.stringify(phaseOrder), `${d.id}: legend ${legendPhases}`);
+    for (const r of rows) {
+      check(r.host === `gpu-node-${Number(r.rank) >> 1}`, `${d.id}: host of rank ${r.rank}: ${r.host}`);
+      check(JSON.stringify(r.segs.map((s) => s[0])) === JSON.stringify(phaseOrder), `${d.id}: phases of rank ${r.rank} in order: ${r.segs.map((s) => s[0])}`);
+      for (const [p, v, w] of r.segs) {
+        const want = avg(phaseValues[d.id][r.rank][p]);
+        check(Math.abs(v - want) < 1e-9, `${d.id}: mean ${p} of rank ${r.rank}: ${v} vs ${want}`);
+        check(w > 0, `${d.id}: segment ${p} of rank ${r.rank} drawn`);
+      }
+      check(r.straggler === (Number(r.rank) === d.slow.rank), `${d.id}: straggler mark of rank ${r.rank}: ${r.straggler}`);
+    }
+    // The slow rank's bar is the longest, and its slow phase the widest segment of its kind.
+    const slowRow = rows[d.slow.rank];
+    check(rows.every((r) => r === slowRow || r.barWidth < slowRow.barWidth), `${d.id}: the slow rank's bar is the longest`);
+    const segW = (r, p) => r.segs.find((s) => s[0] === p)[2];
+    check(rows.every((r) => r === slowRow || segW(r, d.slow.phase) < segW(slowRow, d.slow.phase)), `${d.id}: its ${d.slow.phase} segment is the widest`);
+    const slowTr = page.locator(`#phase-table tr[data-rank="${d.slow.rank}"]`);
+    check((await slowTr.locator("th .badge").innerText()).startsWith("straggler"), `${d.id}: straggler badge`);
+    check(await slowTr.locator("td.phase-host.bad").count() === 1, `${d.id}: straggler host marked`);
+    const summary = await page.locator(`#phase-summary [data-rank="${d.slow.rank}"]`).innerText();
+    check(summary.includes(`rank ${d.slow.rank}`) && summary.includes(`gpu-node-${d.slow.rank >> 1}`) && summary.includes(`slowest phase ${d.slow.phase}`),
+          `${d.id}: straggler summary: ${summary}`);
+    // The phase keys are in the panel's one phase-over-steps chart, not one chart each in the grid.
+    check((await page.locator('#run-charts [data-key^="step_phase/"]').count()) === 0, `${d.id}: no step_phase/ charts in the grid`);
+    await page.waitForSelector('#phase-chart [data-key="step_phase/data"] canvas');
+    check((await page.locator('#phase-chart [data-key="step_phase/data"] .lg-item').count()) === d.ranks, `${d.id}: phase chart has a line per rank`);
+    check((await page.locator('#run-charts [data-key="loss"] canvas').count()) === 1, `${d.id}: ordinary keys still charted`);
+  }
+  {
+    // ui-dist's rule alert (rank 3 on gpu-node-1) is shown in the panel and marks its row.
+    await visit("run-ui-dist-alert", "/runs/ui-dist", '#phase-alerts [data-state="firing"]');
+    const a = page.locator('#phase-alerts [data-state="firing"]');
+    check((await a.count()) === 1 && (await a.getAttribute("data-rank")) === "3", "panel: one firing straggler alert, rank 3");
+    const text = await a.innerText();
+    check(text.includes("TrainingStragglerRank") && text.includes("rank 3") && text.includes("gpu-node-1"), "panel alert text: " + text);
+    check((await page.locator('#phase-table tr[data-rank="3"][data-alert="firing"]').count()) === 1, "panel: alerted rank's row marked");
+    // The rule's `action: checkpoint` queued an action for the run; rank 0 takes it.
+    const full = await data("/api/v1/runs/ui-dist");
+    const act = (full.actions ?? []).find((x) => x.action === "checkpoint");
+    check(act && act.alert === "TrainingStragglerRank", "the straggler alert's action: " + JSON.stringify(full.actions));
+    const ack = await api("POST", `/api/v1/runs/ui-dist/actions/${act.id}`, { rank: 0, status: "done", result: "saved step 119" });
+    check(ack.status === 204, "acknowledge the action: " + ack.status + " " + ack.text);
+    await visit("run-ui-dist-actions", "/runs/ui-dist", '#run-actions tr[data-action="checkpoint"] [data-rank="0"]');
+    const cell = await page.locator('#run-actions tr[data-action="checkpoint"] [data-rank="0"]').innerText();
+    check(cell.includes("done") && cell.includes("saved step 119"), "run page: the action's result: " + cell);
+    // A run without step phases has no panel.
+    await visit("run-no-phases", "/runs/ui-run-a", '#run-charts [data-key="loss"] canvas');
+    check(!(await page.locator("#run-phases").isVisible()) && (await page.locator("#phase-table").count()) === 0, "no step-phase panel without step_phase/ keys");
+    console.log("ok  run: step phases per rank, straggler and its alert");
+  }
 
   // Explore: completion, then a query whose table matches /api/v1/query.
   await visit("explore", "/explore", "#promql");
@@ -252,6 +413,14 @@ try {
   check((await page.locator("#gpu-heat").innerText()).includes("XID"), "gpus: XID marked");
   const power = await page.locator('#gpu-table tr[data-gpu="gpu-node-0 gpu 0"] td').nth(4).innerText();
   check(power === "550.5 W", "gpus: power value " + power);
+  // GPU time held by runs over the last day, the idle part first, per project and per run.
+  await page.waitForSelector('#gpu-waste tr[data-run="dist-4"]');
+  const waste = await page.locator('#gpu-waste tr[data-run="dist-4"] td').allInnerTexts();
+  check(waste[0] === "uitest / dist-4" && waste[3] === "75 %", "gpus: idle share of dist-4: " + waste.join(" | "));
+  check(Math.abs(Number(waste[2]) / Number(waste[1]) - 0.75) < 0.01, "gpus: idle GPU-hours of dist-4: " + waste.join(" | "));
+  const firstRun = await page.locator("#gpu-waste table").nth(1).locator("tbody tr").first().getAttribute("data-run");
+  check(firstRun === "dist-4", "gpus: the most idle run first: " + firstRun);
+  check((await page.locator('#gpu-waste table').first().locator('tr[data-project="uitest"]').count()) === 1, "gpus: one row per project");
 
   // Dashboards: the shipped training dashboard's stat equals the query.
   await visit("dashboards", "/dashboards", "#dashboard-list a");
@@ -298,4 +467,5 @@ try {
   await new Promise((r) => (server.exitCode !== null ? r() : server.once("exit", r)));
   fs.rmSync(dataDir, { recursive: true, force: true });
   fs.rmSync(amConfig, { force: true });
+  fs.rmSync(ruleDir, { recursive: true, force: true });
 }

@@ -225,6 +225,11 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
   const cols: Column<number>[] = [
     { title: "run", value: (i) => runs[i].name, cell: (i) => h("span", null, h("span", { class: "swatch", style: `background:${color.get(runs[i].id)}` }), " ", link("/runs/" + encodeURIComponent(runs[i].id), runs[i].name)) },
     { title: "status", value: (i) => runs[i].status },
+    // GPU use, where the runs' processes held GPUs of the server's host.
+    ...(runs.some((r) => r.gpu?.hours)
+      ? ([["GPU-hours", "hours"], ["kWh", "energy_kwh"], ["idle GPU-hours", "idle_hours"], ["cost", "cost"]] as const).map(
+          ([title, f]): Column<number> => ({ title, value: (i) => runs[i].gpu?.[f] ?? 0, cell: (i) => fmtNum(runs[i].gpu?.[f] ?? 0, 3), num: true }))
+      : []),
     ...cfgKeys.map((k): Column<number> => ({ title: "config." + k, value: (i) => cfgs[i][k], num: typeof cfgs.find((c) => c[k] !== undefined)?.[k] === "number" })),
     ...allKeys.map((k): Column<number> => ({ title: k, value: (i) => summaryNumbers(runs[i])[k], cell: (i) => fmtNum(summaryNumbers(runs[i])[k]), num: true })),
   ];

@@ -1,7 +1,8 @@
 // GPU fleet: a heat map of every GPU over time across hosts (utilisation,
 // memory, temperature or power, dcgm-exporter names), idle GPUs flagged
-// (mean utilisation < 5 % over 10 minutes), XID errors marked, and a table of
-// current values.
+// (mean utilisation < 5 % over 10 minutes), XID errors marked, the GPU time
+// runs held over the last day and how much of it sat idle (per project and
+// run, from trainwatch_run_gpu_*_seconds_total), and a table of current values.
 import { instantQuery, num, rangeQuery, type PromSeries } from "../api";
 import { heatMap } from "../chart";
 import { h } from "../dom";
@@ -22,8 +23,10 @@ export async function renderGpus(ctx: PageContext): Promise<void> {
   const form = h("form", { class: "toolbar" }, mSel, h("label", { class: "inline" }, "range", rIn), h("button", { type: "submit" }, "Show"));
   const heatBox = h("div", { id: "gpu-heat" });
   const idleBox = h("div", { id: "gpu-idle" });
+  const wasteBox = h("div", { id: "gpu-waste" });
   const tableBox = h("div", { id: "gpu-table" });
-  main.append(h("h1", null, "GPU fleet"), form, heatBox, h("h2", null, "Idle GPUs"), idleBox, h("h2", null, "Now"), tableBox);
+  main.append(h("h1", null, "GPU fleet"), form, heatBox, h("h2", null, "Idle GPUs"), idleBox,
+    h("h2", null, "GPU time held by runs, last 24 h"), wasteBox, h("h2", null, "Now"), tableBox);
 
   const draw = async () => {
     const q = new URLSearchParams({ metric, range: rangeText });
@@ -90,6 +93,12 @@ export async function renderGpus(ctx: PageContext): Promise<void> {
   }
 
   try {
+    wasteBox.replaceChildren(await idleWaste());
+  } catch (e) {
+    wasteBox.replaceChildren(errorNotice("GPU time of runs", e));
+  }
+
+  try {
     const cur = new Map<string, Record<string, number | null>>();
     for (const [m] of [...GPU_METRICS, ["DCGM_FI_DEV_XID_ERRORS", "XID"]]) {
       const r = await instantQuery(m);
@@ -111,4 +120,44 @@ export async function renderGpus(ctx: PageContext): Promise<void> {
   } catch (e) {
     tableBox.replaceChildren(errorNotice("GPU values", e));
   }
+}
+
+// GPU-hours the runs' processes held over the last day and the idle part
+// (below --runs.gpu-idle-utilization), per project, then per run, most idle
+// first: the GPU-hours paid for and not used.
+async function idleWaste(): Promise<HTMLElement> {
+  const by = async (q: string) => {
+    const m = new Map<string, number>();
+    for (const s of (await instantQuery(q)).result as PromSeries[]) {
+      m.set(`${s.metric.project ?? ""}\u0000${s.metric.run ?? ""}`, num(s.value?.[1]) ?? 0);
+    }
+    return m;
+  };
+  const held = await by("sum by (project, run) (increase(trainwatch_run_gpu_seconds_total[24h])) / 3600");
+  const idle = await by("sum by (project, run) (increase(trainwatch_run_gpu_idle_seconds_total[24h])) / 3600");
+  if (!held.size) return h("p", { class: "muted" }, "No run held a GPU of this host in the last 24 h (GPU time comes from the processes of runs the GPU collector sees).");
+  type Row = { project: string; run: string; held: number; idle: number };
+  const rows: Row[] = [...held].map(([k, v]) => {
+    const [project, run] = k.split("\u0000");
+    return { project, run, held: v, idle: idle.get(k) ?? 0 };
+  });
+  const projects = new Map<string, Row>();
+  for (const r of rows) {
+    const p = projects.get(r.project) ?? { project: r.project, run: "", held: 0, idle: 0 };
+    p.held += r.held;
+    p.idle += r.idle;
+    projects.set(r.project, p);
+  }
+  const fmt = (v: number) => v.toFixed(v < 10 ? 2 : 1);
+  const share = (r: Row) => (r.held > 0 ? r.idle / r.held : 0);
+  const table = (list: Row[], first: string) =>
+    h("table", { class: "gpu-waste" },
+      h("thead", null, h("tr", null, h("th", null, first), h("th", { class: "num" }, "GPU-hours"), h("th", { class: "num" }, "idle GPU-hours"), h("th", { class: "num" }, "idle"))),
+      h("tbody", null, list.sort((a, b) => b.idle - a.idle || b.held - a.held).map((r) =>
+        h("tr", { "data-project": r.project, "data-run": r.run },
+          h("td", null, r.run ? `${r.project} / ${r.run}` : r.project),
+          h("td", { class: "num" }, fmt(r.held)),
+          h("td", { class: share(r) > 0.5 ? "num bad" : "num" }, fmt(r.idle)),
+          h("td", { class: "num" }, `${Math.round(100 * share(r))} %`)))));
+  return h("div", null, table([...projects.values()], "project"), table(rows, "run"));
 }

@@ -14,6 +14,9 @@ const FIELDS: [string, string][] = [
   ["progress", "Progress"],
   ["step", "Step"],
   ["eta_seconds", "ETA"],
+  ["gpu_hours", "GPU-h"],
+  ["gpu_kwh", "kWh"],
+  ["gpu_cost", "Cost"],
   ["start_time", "Started"],
   ["heartbeat_time", "Last seen"],
 ];
@@ -98,7 +101,7 @@ export function renderRuns(ctx: PageContext): () => void {
       "tr",
       null,
       h("th", null, all),
-      FIELDS.map(([f, t]) => sortHeader(f, t, f === "step" || f === "eta_seconds")),
+      FIELDS.map(([f, t]) => sortHeader(f, t, f === "step" || f === "eta_seconds" || f.startsWith("gpu_"))),
       keys.map((k) => sortHeader("summary." + k, k, true)),
     );
     const rows = runs.map((r) => {
@@ -113,6 +116,10 @@ export function renderRuns(ctx: PageContext): () => void {
         h("td", null, progressBar(r.progress)),
         h("td", { class: "num" }, r.step === null || r.step === undefined ? "–" : fmtNum(r.step, 12) + (r.total_steps ? " / " + fmtNum(r.total_steps, 12) : "")),
         h("td", { class: "num" }, r.status === "running" ? fmtDuration(r.eta_seconds) : "–"),
+        // GPU use: only where the run's processes held GPUs of the server's host.
+        h("td", { class: "num", "data-field": "gpu_hours" }, r.gpu?.hours ? fmtNum(r.gpu.hours, 3) : "–"),
+        h("td", { class: "num", "data-field": "gpu_kwh" }, r.gpu?.hours ? fmtNum(r.gpu.energy_kwh, 3) : "–"),
+        h("td", { class: "num", "data-field": "gpu_cost" }, r.gpu?.cost ? fmtNum(r.gpu.cost, 3) : "–"),
         h("td", { title: fmtTime(r.start_time) }, fmtTime(r.start_time)),
         h("td", { title: fmtTime(r.heartbeat_time) }, fmtAgo(r.heartbeat_time)),
         keys.map((k) => {
