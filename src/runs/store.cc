@@ -64,9 +64,13 @@ constexpr std::string_view kAddedRunColumns[] = {"gpu_seconds", "gpu_energy_joul
 
 Status NotFound(std::string_view id) { return Status::NotFound("run \"" + std::string(id) + "\" not found"); }
 
-// Rows written before bodies were depth-checked may nest deeper than the
-// API accepts now; such a field reads as its fallback rather than risking
-// the stack in a later copy or dump.
+// Summary values as stored: numbers stay, non-finite numbers become strings.
+void MergeSummary(Json* into, const Json& from) {
+  for (const auto& [k, v] : from.items()) (*into)[k] = v;
+}
+
+}  // namespace
+
 Json ParseStored(const std::string& text, Json fallback) {
   if (!CheckJsonDepth(text).ok()) return fallback;
   try {
@@ -75,13 +79,6 @@ Json ParseStored(const std::string& text, Json fallback) {
     return fallback;
   }
 }
-
-// Summary values as stored: numbers stay, non-finite numbers become strings.
-void MergeSummary(Json* into, const Json& from) {
-  for (const auto& [k, v] : from.items()) (*into)[k] = v;
-}
-
-}  // namespace
 
 Status Exec(sqlite3* db, const char* sql) {
   char* err = nullptr;

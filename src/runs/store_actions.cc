@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "base/json.h"
 #include "runs/store.h"
 #include "runs/store_internal.h"
 
@@ -13,13 +12,16 @@ namespace {
 
 constexpr size_t kMaxPendingActions = 64;  // per run: the oldest go once more are queued
 
-Json ParseOr(const std::string& text, Json fallback) {
-  if (!CheckJsonDepth(text).ok()) return fallback;
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception&) {
-    return fallback;
-  }
+// An action from the columns seq, action, alert, labels, time_ms, acks at `col`...
+RunAction ReadAction(Stmt& q, int col) {
+  RunAction a;
+  a.id = q.Int(col);
+  a.action = q.Text(col + 1);
+  a.alert = q.Text(col + 2);
+  a.labels = ParseStored(q.Text(col + 3), Json::object());
+  a.time_ms = q.Int(col + 4);
+  a.acks = ParseStored(q.Text(col + 5), Json::object());
+  return a;
 }
 
 // Every rank has acknowledged it (a run of unknown size: rank 0 has).
@@ -35,17 +37,8 @@ bool Done(const RunAction& a, const Run& r) {
 
 Status RunStore::LoadPendingActions() {
   pending_actions_.clear();
-  Stmt q(db_, "SELECT seq, run_id, action, alert, labels, time_ms, acks FROM actions WHERE done=0 ORDER BY seq");
-  while (q.Step()) {
-    RunAction a;
-    a.id = q.Int(0);
-    a.action = q.Text(2);
-    a.alert = q.Text(3);
-    a.labels = ParseOr(q.Text(4), Json::object());
-    a.time_ms = q.Int(5);
-    a.acks = ParseOr(q.Text(6), Json::object());
-    pending_actions_[q.Text(1)].push_back(std::move(a));
-  }
+  Stmt q(db_, "SELECT run_id, seq, action, alert, labels, time_ms, acks FROM actions WHERE done=0 ORDER BY seq");
+  while (q.Step()) pending_actions_[q.Text(0)].push_back(ReadAction(q, 1));
   return q.status();
 }
 
@@ -111,7 +104,7 @@ Status RunStore::AckAction(std::string_view id, int64_t action_id, int64_t rank,
       // Not NotFound: a client takes 404 for a run the server does not know.
       return Status::InvalidArgument("run \"" + std::string(id) + "\" has no action " + std::to_string(action_id));
     }
-    Json acks = ParseOr(q.Text(0), Json::object());
+    Json acks = ParseStored(q.Text(0), Json::object());
     const std::string key = std::to_string(rank);
     if (acks.contains(key)) return Status::OK();  // a retried acknowledgement: the first one stands
     acks[key] = {{"status", status}, {"result", result}, {"time", static_cast<double>(Now()) / 1000.0}};
@@ -143,16 +136,7 @@ Result<std::vector<RunAction>> RunStore::Actions(std::string_view id) const {
     std::vector<RunAction> out;
     Stmt q(db_, "SELECT seq, action, alert, labels, time_ms, acks FROM actions WHERE run_id=?1 ORDER BY seq");
     q.Bind(1, id);
-    while (q.Step()) {
-      RunAction a;
-      a.id = q.Int(0);
-      a.action = q.Text(1);
-      a.alert = q.Text(2);
-      a.labels = ParseOr(q.Text(3), Json::object());
-      a.time_ms = q.Int(4);
-      a.acks = ParseOr(q.Text(5), Json::object());
-      out.push_back(std::move(a));
-    }
+    while (q.Step()) out.push_back(ReadAction(q, 0));
     RETURN_IF_ERROR(q.status());
     return out;
   });

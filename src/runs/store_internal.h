@@ -125,6 +125,11 @@ class Stmt {
 
 Status Exec(sqlite3* db, const char* sql);
 
+// A JSON column as stored. Rows written before bodies were depth-checked may
+// nest deeper than the API accepts now; such a field (or one that does not
+// parse) reads as `fallback` rather than risking the stack in a later copy.
+Json ParseStored(const std::string& text, Json fallback);
+
 // A run's TSDB series refused by a TSDB series limit (--storage.max-series or
 // a label bound; counted there): skipped, the points stay in runs.db's step store.
 inline bool SkippedAtSeriesLimit(const Status& s) { return s.code() == StatusCode::kResourceExhausted; }
