@@ -215,17 +215,24 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   AddCollectFlags(agent, &agent_collect);
 
   CLI::App* logs_cmd = cli.add_subcommand("logs", "Search logs on a running server (docs/logs.md) and print the lines");
-  CLI::App* gpus_cmd = cli.add_subcommand("gpus", "An nvidia-smi-like table of a running server's GPU fleet, refreshed in place");
-  GpusOptions& go = out.gpus;
-  gpus_cmd->add_flag("--once", go.once, "Print the table once and exit");
-  gpus_cmd->add_option("--url", go.url, "trainwatch (or Prometheus) base URL")->capture_default_str();
-  gpus_cmd->add_option("--interval", go.interval_s, "Seconds between refreshes")->capture_default_str();
   LogsOptions& lo = out.logs;
   logs_cmd->add_option("query", lo.query, "Log query, e.g. '{run=\"r1\"} level=ERROR CUDA'")->required();
   logs_cmd->add_option("--since", lo.since, "How far back to search, e.g. 1h or 7d; 0 for all time")->capture_default_str();
   logs_cmd->add_option("--limit", lo.limit, "Most lines to print (the newest)")->capture_default_str();
   logs_cmd->add_option("--url", lo.url, "trainwatch base URL")->capture_default_str();
   logs_cmd->add_flag("--json", lo.json, "Print each line as the API's JSON object");
+
+  CLI::App* gpus_cmd =
+      cli.add_subcommand("gpus", "An nvidia-smi-like table of a running server's GPU fleet, refreshed in place");
+  GpusOptions& go = out.gpus;
+  gpus_cmd->add_flag("--once", go.once, "Print the table once and exit (1 when the server has no GPU series)");
+  gpus_cmd->add_option("--url", go.url, "trainwatch (or Prometheus) base URL")->capture_default_str();
+  gpus_cmd->add_option("--interval", go.interval_s, "Seconds between refreshes until Ctrl-C")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gpus_cmd->add_option("--timeout", go.timeout_s, "HTTP timeout in seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   CLI::App* query = cli.add_subcommand("query", "Run a PromQL query against a running server and print a table");
   QueryOptions& qo = out.query;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -13,6 +14,7 @@
 
 #include "app/api_client.h"
 #include "base/clock.h"
+#include "base/status.h"
 
 namespace trainwatch::app {
 namespace {
@@ -22,6 +24,7 @@ using json = nlohmann::json;
 constexpr const char* kUtil = "DCGM_FI_DEV_GPU_UTIL";
 constexpr const char* kFbUsed = "DCGM_FI_DEV_FB_USED";
 constexpr const char* kFbFree = "DCGM_FI_DEV_FB_FREE";
+constexpr const char* kFbTotal = "DCGM_FI_DEV_FB_TOTAL";  // not in dcgm-exporter's default set: else used + free
 constexpr const char* kTemp = "DCGM_FI_DEV_GPU_TEMP";
 constexpr const char* kPower = "DCGM_FI_DEV_POWER_USAGE";
 constexpr const char* kProcs = "trainwatch_gpu_process_memory_used_bytes";
@@ -59,11 +62,20 @@ std::string Num(const std::optional<double>& v, int digits, const char* unit = "
   return buf;
 }
 
-bool Interrupted(double seconds) {
+// The signals that end the refresh loop; main() blocks them (for `serve`),
+// so they are waited for here rather than handled.
+sigset_t StopSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);  // the terminal went away
+  return set;
+}
+
+// Waits up to `seconds` (0: only looks) for a stop signal; true when one came.
+bool Interrupted(double seconds) {
+  sigset_t set = StopSignals();
   timespec ts{static_cast<time_t>(seconds), static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
   for (;;) {
     int sig = sigtimedwait(&set, nullptr, &ts);
@@ -72,10 +84,43 @@ bool Interrupted(double seconds) {
   }
 }
 
+std::string NoGpusMessage() {
+  return std::string("no GPU series found (looked for ") + kUtil +
+         " and the other DCGM_FI_DEV_* columns): start serve where NVML loads, or scrape a dcgm-exporter";
+}
+
+// One instant query per column; the rows, or the error naming the server.
+Result<std::vector<GpuRow>> FetchGpuRows(httplib::Client& client, const ApiClient& api, bool watch) {
+  std::map<std::string, json> results;
+  for (const std::string& m : GpuQueryMetrics()) {
+    if (watch && Interrupted(0)) return Status::Cancelled("interrupted");
+    auto res = client.Post(api.prefix + "/api/v1/query", httplib::Params{{"query", m}});
+    if (!res) {
+      const bool refused = res.error() == httplib::Error::Connection;
+      return Status::Unavailable(api.display + ": " + httplib::to_string(res.error()) +
+                                 (refused ? " (no trainwatch server answers there)" : ""));
+    }
+    json j = json::parse(res->body, nullptr, false);
+    bool api_error = !j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_string();
+    if (res->status != 200 || api_error) {
+      std::string body = res->body.substr(0, 300);
+      while (!body.empty() && body.back() == '\n') body.pop_back();
+      return Status::Unavailable("HTTP " + std::to_string(res->status) + " from " + api.display +
+                                 "/api/v1/query: " + (api_error ? j["error"].get<std::string>() : body));
+    }
+    if (!j.is_object() || j.value("status", "") != "success" || !j.contains("data") || !j["data"].is_object()) {
+      return Status::InvalidArgument(api.display + "/api/v1/query: not a Prometheus query result: " +
+                                     res->body.substr(0, 200));
+    }
+    results[m] = j["data"].value("result", json::array());
+  }
+  return JoinGpuRows(results);
+}
+
 }  // namespace
 
 const std::vector<std::string>& GpuQueryMetrics() {
-  static const std::vector<std::string> kMetrics = {kUtil, kFbUsed, kFbFree, kTemp, kPower, kProcs};
+  static const std::vector<std::string> kMetrics = {kUtil, kFbUsed, kFbFree, kFbTotal, kTemp, kPower, kProcs};
   return kMetrics;
 }
 
@@ -91,7 +136,10 @@ std::vector<GpuRow> JoinGpuRows(const std::map<std::string, json>& results) {
     if (r.model.empty()) r.model = Label(metric, "modelName");
     return r;
   };
-  std::map<std::pair<std::string, std::string>, std::set<std::string>> users;
+  // Per GPU: its runs and ranks (by name), then the pids of no run (by number).
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> runs;
+  std::map<std::pair<std::string, std::string>, std::set<std::pair<size_t, std::string>>> pids;
+  std::map<std::pair<std::string, std::string>, double> fb_free, fb_total;
   for (const auto& [name, result] : results) {
     if (!result.is_array()) continue;
     for (const json& s : result) {
@@ -101,23 +149,34 @@ std::vector<GpuRow> JoinGpuRows(const std::map<std::string, json>& results) {
       std::optional<double> v = Value(s);
       if (name == kUtil) r.util = v;
       else if (name == kFbUsed) r.mem_used_mib = v;
-      else if (name == kFbFree && v) r.mem_total_mib = *v;  // total = used + free, below
+      else if (name == kFbFree && v) fb_free[GpuKey(metric)] = *v;
+      else if (name == kFbTotal && v) fb_total[GpuKey(metric)] = *v;
       else if (name == kTemp) r.temp_c = v;
       else if (name == kPower) r.power_w = v;
       else if (name == kProcs) {
         std::string run = Label(metric, "run");
-        std::string who = run.empty() ? "pid " + Label(metric, "pid") : Label(metric, "project") + "/" + run;
-        if (!run.empty() && !Label(metric, "rank").empty()) who += " rank " + Label(metric, "rank");
-        users[GpuKey(metric)].insert(who);
+        if (run.empty()) {
+          std::string pid = Label(metric, "pid");
+          pids[GpuKey(metric)].insert({pid.size(), "pid " + pid});
+          continue;
+        }
+        std::string who = Label(metric, "project") + "/" + run;
+        if (!Label(metric, "rank").empty()) who += " rank " + Label(metric, "rank");
+        runs[GpuKey(metric)].insert(who);
       }
     }
   }
   std::vector<GpuRow> out;
   for (auto& [key, r] : rows) {
-    if (r.mem_total_mib && r.mem_used_mib) r.mem_total_mib = *r.mem_total_mib + *r.mem_used_mib;
-    else r.mem_total_mib.reset();
-    auto u = users.find(key);
-    if (u != users.end()) r.users.assign(u->second.begin(), u->second.end());
+    // nvidia-smi's total is FB_TOTAL; used + free leaves out the driver's reserved memory.
+    auto total_it = fb_total.find(key);
+    auto free_it = fb_free.find(key);
+    if (total_it != fb_total.end()) r.mem_total_mib = total_it->second;
+    else if (free_it != fb_free.end() && r.mem_used_mib) r.mem_total_mib = free_it->second + *r.mem_used_mib;
+    if (auto it = runs.find(key); it != runs.end()) r.users.assign(it->second.begin(), it->second.end());
+    if (auto it = pids.find(key); it != pids.end()) {
+      for (const auto& [len, pid] : it->second) r.users.push_back(pid);
+    }
     out.push_back(std::move(r));
   }
   // Host, then GPU index as a number.
@@ -139,8 +198,7 @@ std::string FormatGpuTable(const std::vector<GpuRow>& rows, const std::string& s
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
   out += "trainwatch gpus  " + source + "  " + when + "\n";
   if (rows.empty()) {
-    out += "no GPU series (" + std::string(kUtil) +
-           ") on this server: start serve where NVML loads, or scrape a dcgm-exporter\n";
+    out += NoGpusMessage() + "\n";
     return out;
   }
   size_t host_w = 4, model_w = 5;
@@ -167,15 +225,19 @@ std::string FormatGpuTable(const std::vector<GpuRow>& rows, const std::string& s
 }
 
 int RunGpus(const GpusOptions& o) {
-  // main() blocks these for `serve`; here Ctrl-C ends the refresh loop.
   if (!(o.interval_s > 0)) {
     std::cerr << "trainwatch gpus: --interval: must be positive\n";
-    return 2;
+    return 1;
+  }
+  if (o.once) {
+    // main() blocked these for `serve`; one table must stay interruptible.
+    sigset_t sigs = StopSignals();
+    pthread_sigmask(SIG_UNBLOCK, &sigs, nullptr);
   }
   auto api = NewApiClient(o.url);
   if (!api.ok()) {
     std::cerr << "trainwatch gpus: --url: " << api.error().message() << "\n";
-    return 2;
+    return 1;
   }
   httplib::Client& client = *api->http;
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
@@ -183,33 +245,30 @@ int RunGpus(const GpusOptions& o) {
   client.set_read_timeout(timeout);
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   for (bool first = true;; first = false) {
-    std::map<std::string, json> results;
-    for (const std::string& m : GpuQueryMetrics()) {
-      auto res = client.Post(api->prefix + "/api/v1/query", httplib::Params{{"query", m}});
-      if (!res) {
-        std::cerr << "trainwatch gpus: " << api->display << ": " << httplib::to_string(res.error()) << "\n";
-        return 1;
-      }
-      json j = json::parse(res->body, nullptr, false);
-      if (res->status != 200 || j.is_discarded() || j.value("status", "") != "success") {
-        std::string why = !j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_string()
-                              ? j["error"].get<std::string>()
-                              : res->body.substr(0, 300);
-        std::cerr << "trainwatch gpus: HTTP " << res->status << " from " << api->display << "/api/v1/query: " << why
-                  << "\n";
-        return 1;
-      }
-      results[m] = j["data"].value("result", json::array());
+    auto rows = FetchGpuRows(client, *api, !o.once);
+    if (!rows.ok() && rows.error().code() == StatusCode::kCancelled) return 0;
+    if (!rows.ok() && (o.once || first)) {
+      std::cerr << "trainwatch gpus: " << rows.error().message() << "\n";
+      return 1;
     }
-    std::string table = FormatGpuTable(JoinGpuRows(results), api->display, NowMillis());
     if (o.once) {
-      std::cout << table << std::flush;
-      return 0;
+      if (rows->empty()) {
+        std::cerr << "trainwatch gpus: " << api->display << ": " << NoGpusMessage() << "\n";
+        return 1;
+      }
+      std::cout << FormatGpuTable(*rows, api->display, NowMillis()) << std::flush;
+      return std::cout ? 0 : 1;
     }
-    // In place on a terminal (home, clear to the end); elsewhere one table after another.
-    if (tty) std::cout << "\x1b[H\x1b[J";
-    else if (!first) std::cout << "\n";
-    std::cout << table << std::flush;
+    if (!rows.ok()) {
+      // The server went away after a first table: say so, keep the last table, try again.
+      std::cerr << "trainwatch gpus: " << rows.error().message() << " (retrying every " << o.interval_s << "s)\n";
+    } else {
+      // In place on a terminal (home, clear to the end); elsewhere one table after another.
+      if (tty) std::cout << "\x1b[H\x1b[J";
+      else if (!first) std::cout << "\n";
+      std::cout << FormatGpuTable(*rows, api->display, NowMillis()) << std::flush;
+      if (!std::cout) return 1;  // stdout closed (`| head`): SIGPIPE is ignored, so stop here
+    }
     if (Interrupted(o.interval_s)) return 0;
   }
 }

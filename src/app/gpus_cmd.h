@@ -3,7 +3,9 @@
 // table of the GPU fleet a running server knows (one row per GPU: host,
 // index, model, utilisation, memory, temperature, power, and the runs and
 // ranks whose processes use it), read from its PromQL API; refreshed in
-// place until Ctrl-C, or printed once.
+// place until Ctrl-C (on a terminal; elsewhere one table after another), or
+// printed once. Errors go to stderr with exit code 1, as does --once on a
+// server with no GPU series; credentials as every client (app/api_client.h).
 
 #include <cstdint>
 #include <map>
@@ -25,7 +27,7 @@ struct GpusOptions {
 struct GpuRow {
   std::string host, gpu, model;
   std::optional<double> util, mem_used_mib, mem_total_mib, temp_c, power_w;
-  std::vector<std::string> users;  // "project/run rank R" (or "pid N" for processes of no run)
+  std::vector<std::string> users;  // "project/run rank R" by name, then "pid N" of processes of no run
 };
 
 // The instant query each column comes from, by metric name.
@@ -38,7 +40,8 @@ std::vector<GpuRow> JoinGpuRows(const std::map<std::string, nlohmann::json>& res
 // The table, nvidia-smi style, with a header line naming `source` and the time.
 std::string FormatGpuTable(const std::vector<GpuRow>& rows, const std::string& source, int64_t at_ms);
 
-// Runs the command; returns the process exit code.
+// Runs the command; returns the process exit code (0, or 1 after printing
+// the error to stderr).
 int RunGpus(const GpusOptions& o);
 
 }  // namespace trainwatch::app

@@ -9,6 +9,7 @@
 #include "app/check_config_cmd.h"
 #include "app/demo_cmd.h"
 #include "app/flags.h"
+#include "app/gpus_cmd.h"
 #include "app/logs_cmd.h"
 #include "app/query_cmd.h"
 #include "app/serve.h"

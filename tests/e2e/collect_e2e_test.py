@@ -200,6 +200,16 @@ class HostTest(unittest.TestCase):
         wait_for(lambda: query(self.tw, 'count_over_time(up{job="trainwatch"}[1m]) >= 3'), "three self-scrapes")
         self.assertEqual(query(self.tw, 'count({__name__=~"node_.+",job="trainwatch"})'), [])
 
+    def test_gpus_command_without_gpus(self):
+        """`trainwatch gpus --once` against a server with no GPU series
+        (--collect.gpu=false) says which metric it looked for and exits 1."""
+        wait_for(lambda: query(self.tw, 'node_load1{job="node"}'), "host series")
+        p = subprocess.run([twtest.BINARY, "gpus", "--once", "--url", "http://127.0.0.1:%d" % self.tw.port],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("no GPU series found (looked for DCGM_FI_DEV_GPU_UTIL", p.stderr)
+
 
 FAKE_CONFIG = """driver 550.54.15
 gpus 8
@@ -315,12 +325,31 @@ class GpuTest(unittest.TestCase):
         self.assertIn("NVIDIA H100 80GB HBM3", rows["2"])
         self.assertIn(" 12% ", rows["2"])  # util_gpu 10 + i
         self.assertIn(" 42C ", rows["2"])
-        self.assertTrue(rows["1"].endswith("pid 999999, vision/resnet-7 rank 0"), rows["1"])
+        self.assertIn(" 1002 / 81559 ", rows["2"])  # fb_used 1000 + i MiB of FB_TOTAL (as nvidia-smi)
+        self.assertIn(" 300W ", rows["2"])  # power_mw 300000 + i
+        self.assertTrue(all(r.split()[0] == socket.gethostname() for r in rows.values()), p.stdout)
+        self.assertTrue(rows["2"].endswith("  -"), rows["2"])  # no process on GPU 2
+        # The run and rank of our pid first, then the process of no run.
+        self.assertTrue(rows["1"].endswith("  vision/resnet-7 rank 0, pid 999999"), rows["1"])
         # An unreachable server is a clear error.
         p = subprocess.run([twtest.BINARY, "gpus", "--once", "--url", "http://127.0.0.1:%d" % free_port()],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn("trainwatch gpus: http://127.0.0.1:", p.stderr)
+        # Without --once (stdout not a terminal): successive tables, a blank line between them.
+        p = subprocess.Popen([twtest.BINARY, "gpus", "--interval", "0.2", "--url",
+                              "http://127.0.0.1:%d" % self.tw.port], stdout=subprocess.PIPE, text=True)
+        try:
+            out = ""
+            deadline = time.time() + 30
+            while out.count("\nHOST") < 2 and time.time() < deadline:
+                out += p.stdout.readline()
+        finally:
+            p.send_signal(2)  # Ctrl-C ends it, exit 0
+            rest, _ = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 0)
+        self.assertNotIn("\x1b[", out)
+        self.assertRegex(out, r"\n\ntrainwatch gpus  http://127\.0\.0\.1:%d  .*\nHOST" % self.tw.port)
 
     def test_missing_library_is_one_log_line(self):
         tw = Server(os.path.join(self.tmp, "data2"),
