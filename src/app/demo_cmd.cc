@@ -17,6 +17,7 @@
 
 #include "app/api_client.h"
 #include "app/collect_loop.h"
+#include "app/wiring.h"
 #include "base/clock.h"
 #include "trainwatch/client.h"
 
@@ -27,21 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kPeakLr = 3e-4;
 constexpr double kBatch = 256;
-
-// Sleeps up to `seconds`; true when SIGINT/SIGTERM arrived (they are blocked
-// in every thread, so sigtimedwait receives them).
-bool WaitForSignal(double seconds) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  timespec ts{static_cast<time_t>(seconds), static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
-  for (;;) {
-    int sig = sigtimedwait(&set, nullptr, &ts);
-    if (sig > 0) return true;
-    if (errno != EINTR) return false;
-  }
-}
 
 std::string RunName() {
   std::time_t t = static_cast<std::time_t>(NowMillis() / 1000);
@@ -192,7 +178,7 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
       }
     }
     if (gpus != nullptr) gpus->Write(&latest);
-    if (step < steps) interrupted = WaitForSignal(0.1);
+    if (step < steps) interrupted = StopSignalWithin(0.1);
   }
   if (gpus != nullptr) gpus->Write(nullptr, true);  // idle until the next run
   runs[0]->SetSummary("final_loss", last_loss);
@@ -326,7 +312,7 @@ int RunDemo(const DemoOptions& o) {
     cli.set_connection_timeout(1);
     auto res = cli.Get(c->prefix + "/-/ready");
     if (res && res->status == 200) break;
-    if (WaitForSignal(0.2)) return 0;
+    if (StopSignalWithin(0.2)) return 0;
   }
   std::random_device rd;
   if (o.baseline && !BaselineExists(o)) {
@@ -336,7 +322,7 @@ int RunDemo(const DemoOptions& o) {
     std::string id;
     for (int i = 0; i < 16; i++) id.push_back("0123456789abcdef"[rd() % 16]);
     if (!DoRun(o, id, RunName(), o.steps, o.rate, rd(), 2.6, gpus.get())) return 0;
-    if ((o.runs == 0 || n + 1 < o.runs) && WaitForSignal(o.pause_s)) return 0;
+    if ((o.runs == 0 || n + 1 < o.runs) && StopSignalWithin(o.pause_s)) return 0;
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "app/api_client.h"
+#include "app/wiring.h"
 #include "base/clock.h"
 #include "base/status.h"
 
@@ -62,28 +63,6 @@ std::string Num(const std::optional<double>& v, int digits, const char* unit = "
   return buf;
 }
 
-// The signals that end the refresh loop; main() blocks them (for `serve`),
-// so they are waited for here rather than handled.
-sigset_t StopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);  // the terminal went away
-  return set;
-}
-
-// Waits up to `seconds` (0: only looks) for a stop signal; true when one came.
-bool Interrupted(double seconds) {
-  sigset_t set = StopSignals();
-  timespec ts{static_cast<time_t>(seconds), static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
-  for (;;) {
-    int sig = sigtimedwait(&set, nullptr, &ts);
-    if (sig > 0) return true;
-    if (errno != EINTR) return false;
-  }
-}
-
 std::string NoGpusMessage() {
   return std::string("no GPU series found (looked for ") + kUtil +
          " and the other DCGM_FI_DEV_* columns): start serve where NVML loads, or scrape a dcgm-exporter";
@@ -93,7 +72,7 @@ std::string NoGpusMessage() {
 Result<std::vector<GpuRow>> FetchGpuRows(httplib::Client& client, const ApiClient& api, bool watch) {
   std::map<std::string, json> results;
   for (const std::string& m : GpuQueryMetrics()) {
-    if (watch && Interrupted(0)) return Status::Cancelled("interrupted");
+    if (watch && StopSignalWithin(0)) return Status::Cancelled("interrupted");
     auto res = client.Post(api.prefix + "/api/v1/query", httplib::Params{{"query", m}});
     if (!res) {
       const bool refused = res.error() == httplib::Error::Connection;
@@ -231,7 +210,10 @@ int RunGpus(const GpusOptions& o) {
   }
   if (o.once) {
     // main() blocked these for `serve`; one table must stay interruptible.
-    sigset_t sigs = StopSignals();
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_UNBLOCK, &sigs, nullptr);
   }
   auto api = NewApiClient(o.url);
@@ -269,7 +251,7 @@ int RunGpus(const GpusOptions& o) {
       std::cout << FormatGpuTable(*rows, api->display, NowMillis()) << std::flush;
       if (!std::cout) return 1;  // stdout closed (`| head`): SIGPIPE is ignored, so stop here
     }
-    if (Interrupted(o.interval_s)) return 0;
+    if (StopSignalWithin(o.interval_s)) return 0;
   }
 }
 

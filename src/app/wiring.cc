@@ -3,6 +3,9 @@
 #include <malloc.h>
 #include <signal.h>
 
+#include <cerrno>
+#include <cmath>
+
 #include <yaml-cpp/yaml.h>
 
 #include "app/config.h"
@@ -24,6 +27,15 @@ sigset_t TerminationSignals() {
 }
 
 }  // namespace
+
+bool StopSignalWithin(double seconds) {
+  sigset_t set = TerminationSignals();
+  timespec ts{static_cast<time_t>(seconds), static_cast<long>(std::fmod(seconds, 1.0) * 1e9)};
+  for (;;) {
+    if (sigtimedwait(&set, nullptr, &ts) > 0) return true;
+    if (errno != EINTR) return false;
+  }
+}
 
 void BlockTerminationSignals() {
   sigset_t set = TerminationSignals();

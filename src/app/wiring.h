@@ -64,4 +64,9 @@ std::string UserAgent();
 // signal. REQUIRES: the signals are blocked (BlockTerminationSignals).
 int WaitForTermination(const std::function<Status()>& reload);
 
+// For the client commands (demo, gpus): waits up to `seconds` (0: only
+// looks) for SIGINT, SIGTERM or SIGHUP; true when one came. REQUIRES: the
+// signals are blocked (BlockTerminationSignals), so none is lost meanwhile.
+bool StopSignalWithin(double seconds);
+
 }  // namespace trainwatch::app
