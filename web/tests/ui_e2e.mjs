@@ -344,6 +344,28 @@ try {
     const text = await a.innerText();
     check(text.includes("TrainingStragglerRank") && text.includes("rank 3") && text.includes("gpu-node-1"), "panel alert text: " + text);
     check((await page.locator('#phase-table tr[data-rank="3"][data-alert="firing"]').count()) === 1, "panel: alerted rank's row marked");
+    // A drag-zoom by step on a chart averages the panel over the zoomed steps;
+    // "latest steps" goes back to the latest window.
+    const overEl = page.locator('#run-charts [data-key="loss"] .u-over');
+    await overEl.scrollIntoViewIfNeeded();
+    const over = await overEl.boundingBox();
+    await page.mouse.move(over.x + over.width * 0.3, over.y + over.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2, { steps: 8 });
+    await page.mouse.up();
+    await page.waitForSelector('#phase-range:has-text("zoomed range")');
+    const zm = (await page.locator("#phase-range").innerText()).match(/steps (\d+)–(\d+)/);
+    check(zm && Number(zm[1]) > 0 && Number(zm[2]) < DIST_STEPS - 1 && Number(zm[1]) < Number(zm[2]), "zoomed range: " + (zm && zm[0]));
+    const [z0, z1] = [Number(zm[1]), Number(zm[2])];
+    const zoomed = await page.locator('#phase-table tr[data-rank="0"] .phase-seg').evaluateAll((ss) => ss.map((s) => [s.dataset.phase, Number(s.dataset.value)]));
+    check(zoomed.length === phaseOrder.length, "zoomed: rank 0's phases");
+    for (const [p, v] of zoomed) {
+      const want = avg(phaseValues["ui-dist"][0][p].slice(z0, z1 + 1));
+      check(Math.abs(v - want) < 1e-9, `zoomed mean ${p} of rank 0: ${v} vs ${want} over steps ${z0}-${z1}`);
+    }
+    await page.getByRole("button", { name: "latest steps" }).click();
+    await page.waitForSelector(`#phase-range:text-is("mean over steps 0–${DIST_STEPS - 1}")`);
+    console.log(`ok  run: step phases over the zoomed steps ${z0}-${z1}`);
     // The rule's `action: checkpoint` queued an action for the run; rank 0 takes it.
     const full = await data("/api/v1/runs/ui-dist");
     const act = (full.actions ?? []).find((x) => x.action === "checkpoint");
