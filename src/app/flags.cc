@@ -114,6 +114,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   std::optional<double> runs_gpu_idle;
   serve->add_option("--runs.gpu-idle-utilization", runs_gpu_idle,
                     "A run's GPU below this utilisation (%) counts as idle GPU time (default 20)");
+  std::optional<int64_t> artifact_keep;
+  serve->add_option("--runs.artifact-keep-versions", artifact_keep,
+                    "Keep the uploaded content of only the newest N versions of each artifact (older ones not used by "
+                    "a running run are removed when a version is logged); 0 keeps all (default 0)");
   serve->add_option("--scrape.self", scrape_self,
                     "Scrape our own /metrics as job \"trainwatch\" (true or false; default true)");
   std::optional<bool> rules_default_pack;
@@ -486,6 +490,10 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
       return Status::InvalidArgument("--runs.gpu-idle-utilization: expected a percentage, 0-100");
     }
     o.collect.usage.idle_util_percent = *runs_gpu_idle;
+  }
+  if (artifact_keep) {
+    if (*artifact_keep < 0) return Status::InvalidArgument("--runs.artifact-keep-versions: expected a count >= 0");
+    o.runs_artifact_keep_versions = *artifact_keep;
   }
   RETURN_IF_ERROR(ApplyQueueSize(serve_queue_size, &o.remote_write_queue_max_bytes));
   return out;

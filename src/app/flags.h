@@ -38,6 +38,7 @@ struct ServeOptions {
   tsdb::WalSync wal_sync = tsdb::WalSync::kPerRequest;
   log::Level log_level = log::Level::kInfo;
   int64_t runs_heartbeat_timeout_ms = 5 * 60 * 1000;  // --runs.heartbeat-timeout
+  int64_t runs_artifact_keep_versions = 0;            // --runs.artifact-keep-versions
   bool scrape_self = true;  // --scrape.self / trainwatch.scrape_self
   // Rules (src/rules): the built-in training pack and Prometheus's for-state flags.
   bool rules_default_pack = true;                       // --rules.default-pack

@@ -139,6 +139,7 @@ int RunServe(const ServeOptions& o) {
   runs_opts.path = o.data_dir + "/runs.db";
   runs_opts.sync_full = o.wal_sync == tsdb::WalSync::kPerRequest;
   runs_opts.heartbeat_timeout_ms = o.runs_heartbeat_timeout_ms;
+  runs_opts.artifact_keep_versions = o.runs_artifact_keep_versions;
   auto run_store = runs::RunStore::Open(runs_opts, store.get(), db->get());
   if (!run_store.ok()) {
     TW_LOG(Error, "{}", run_store.error().ToString());

@@ -168,6 +168,7 @@ Response Api::Route(const Request& req, std::string_view* handler) {
     return Reload(req);
   }
   if (p == "/api/v1/runs" || p.starts_with("/api/v1/runs/")) return Runs(req, handler);
+  if (p == "/api/v1/artifacts" || p.starts_with("/api/v1/artifacts/")) return Artifacts(req, handler);
   if (LogsServes(req)) return Logs(req, handler);  // api_logs.cc
   if (p == "/api/v1/rules" || p == "/api/v1/alerts") return RulesApi(req, handler);  // api_rules.cc
   if (p.starts_with("/api/v2/") || p == "/api/v1/notifications") return Alertmanager(req, handler);  // api_alertmanager.cc

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -106,6 +107,7 @@ class Api {
   Response Route(const Request& req, std::string_view* handler);
   storage::Appendable& appendable() { return deps_.appendable != nullptr ? *deps_.appendable : *deps_.db; }
   Response Runs(const Request& req, std::string_view* handler);  // api_runs.cc: /api/v1/runs...
+  Response Artifacts(const Request& req, std::string_view* handler);  // api_media.cc: /api/v1/artifacts...
   // api_logs.cc: /api/v1/logs..., /_bulk, /<index>/_bulk, /loki/api/v1/push, and / for non-browsers (ES banner).
   static bool LogsServes(const Request& req);
   Response Logs(const Request& req, std::string_view* handler);
@@ -167,5 +169,11 @@ Response ApiError(const Status& s);
 Response BadData(std::string msg);
 // {"status":"success","data":<data_json>}
 Response Success(std::string_view data_json);
+
+// api_media.cc: the rich-value and artifact routes of run `id` and of the
+// runs (`id` empty): `what` is the path after "/api/v1/runs/{id}/" or
+// "/api/v1/runs/"; nullopt when it names none of them.
+std::optional<Response> RunsMediaRoute(runs::RunStore* store, const Request& req, std::string_view id,
+                                       std::string_view what, std::string_view* handler);
 
 }  // namespace trainwatch::http

@@ -18,31 +18,6 @@ constexpr std::string_view kPrefix = "/api/v1/runs";
 
 Response JsonSuccess(const runs::Json& data) { return Success(runs::DumpJson(data)); }
 
-Result<int64_t> IntParam(const Request& req, std::string_view name, int64_t def, int64_t min, int64_t max) {
-  std::string_view s = req.Param(name);
-  if (s.empty()) return def;
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max) {
-    return Status::InvalidArgument("invalid parameter \"" + std::string(name) + "\": expected an integer in [" +
-                                   std::to_string(min) + ", " + std::to_string(max) + "], got \"" + std::string(s) +
-                                   "\"");
-  }
-  return v;
-}
-
-std::vector<std::string> SplitList(std::string_view s) {
-  std::vector<std::string> out;
-  while (!s.empty()) {
-    size_t c = s.find(',');
-    std::string_view part = s.substr(0, c);
-    if (!part.empty()) out.emplace_back(part);
-    if (c == std::string_view::npos) break;
-    s.remove_prefix(c + 1);
-  }
-  return out;
-}
-
 Response ListRuns(runs::RunStore& store, const Request& req) {
   auto filter = runs::Filter::Parse(req.Param("filter"));
   if (!filter.ok()) return ApiError(filter.error());
@@ -273,6 +248,9 @@ Response Api::Runs(const Request& req, std::string_view* handler) {
     if (store == nullptr) return unavailable();
     return RunMetrics(*store, req);
   }
+  if (rest == "media" || rest == "histograms" || rest == "media/keys") {
+    return *RunsMediaRoute(store, req, "", rest, handler);
+  }
   size_t slash = rest.find('/');
   std::string_view id = rest.substr(0, slash);
   if (slash == std::string_view::npos) {
@@ -282,6 +260,7 @@ Response Api::Runs(const Request& req, std::string_view* handler) {
     return GetRun(*store, id);
   }
   std::string_view action = rest.substr(slash + 1);
+  if (auto media = RunsMediaRoute(store, req, id, action, handler)) return std::move(*media);
   if (action == "history") {
     *handler = "/api/v1/runs/:id/history";
     if (!get) return method_not_allowed();

@@ -127,4 +127,29 @@ Result<int64_t> ParseDuration(std::string_view s) {
   return *ms;
 }
 
+Result<int64_t> IntParam(const Request& req, std::string_view name, int64_t def, int64_t min, int64_t max) {
+  std::string_view s = req.Param(name);
+  if (s.empty()) return def;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max) {
+    return Status::InvalidArgument("invalid parameter \"" + std::string(name) + "\": expected an integer in [" +
+                                   std::to_string(min) + ", " + std::to_string(max) + "], got \"" + std::string(s) +
+                                   "\"");
+  }
+  return v;
+}
+
+std::vector<std::string> SplitList(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    size_t c = s.find(',');
+    std::string_view part = s.substr(0, c);
+    if (!part.empty()) out.emplace_back(part);
+    if (c == std::string_view::npos) break;
+    s.remove_prefix(c + 1);
+  }
+  return out;
+}
+
 }  // namespace trainwatch::http

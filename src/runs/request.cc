@@ -1,10 +1,12 @@
 #include "runs/request.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <unordered_map>
 
 #include "base/json.h"
+#include "base/utf8.h"
 #include "runs/metric_name.h"
 
 namespace trainwatch::runs {
@@ -96,7 +98,7 @@ std::optional<double> AsValue(const Json& v) {
 
 size_t BatchRequest::num_values() const {
   size_t n = 0;
-  for (const BatchPoint& p : points) n += p.values.size();
+  for (const BatchPoint& p : points) n += p.values.size() + p.rich.size();
   return n;
 }
 
@@ -108,7 +110,9 @@ Result<CreateRequest> ParseCreateRequest(std::string_view body) {
     return FieldError("id", "expected 1-64 characters of [A-Za-z0-9_.-]");
   }
   r.id = id->get<std::string>();
-  if (r.id == "metrics") return FieldError("id", "\"metrics\" is reserved (GET /api/v1/runs/metrics)");
+  if (r.id == "metrics" || r.id == "media" || r.id == "histograms") {
+    return FieldError("id", "\"" + r.id + "\" is reserved (GET /api/v1/runs/" + r.id + ")");
+  }
   ASSIGN_OR_RETURN(auto project, OptString(j, "project", kMaxNameLength));
   if (!project || project->empty()) return FieldError("project", "expected a non-empty string");
   r.project = *project;
@@ -175,9 +179,18 @@ Result<BatchRequest> ParseBatchRequest(std::string_view body) {
       r.rejected.push_back({i, std::nullopt, ts == p.end() ? "missing ts" : "ts: expected unix milliseconds"});
       continue;
     }
-    BatchPoint bp{i, *s, *t, {}, {}};
+    BatchPoint bp{i, *s, *t, {}, {}, {}};
     if (vals != p.end() && vals->is_object()) {
       for (const auto& [key, v] : vals->items()) {
+        if (IsRichValue(v)) {
+          auto rich = ParseRichValue(key, v);
+          if (!rich.ok()) {
+            r.rejected.push_back({i, key, rich.error().message()});
+            continue;
+          }
+          bp.rich.push_back(std::move(*rich));
+          continue;
+        }
         auto value = AsValue(v);
         if (!value) {
           r.rejected.push_back({i, key, "value is not a number (a JSON number or \"NaN\", \"Inf\", \"-Inf\")"});
@@ -269,6 +282,60 @@ Result<RunAlert> ParseAlertRequest(std::string_view body) {
   if (alert_id && alert_id->empty()) return FieldError("alert_id", "expected a non-empty string");
   a.alert_id = alert_id.value_or("");
   return a;
+}
+
+Result<ArtifactRequest> ParseArtifactRequest(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, ParseObject(body));
+  ArtifactRequest r;
+  ASSIGN_OR_RETURN(auto name, OptString(j, "name", kMaxNameLength));
+  if (!name || name->empty() || name->find('/') != std::string::npos || !IsValidUtf8(*name)) {
+    return FieldError("name", "expected 1-256 bytes of UTF-8 without \"/\"");
+  }
+  r.name = *name;
+  ASSIGN_OR_RETURN(auto type, OptString(j, "type", kMaxNameLength));
+  r.type = type && !type->empty() ? *type : "artifact";
+  ASSIGN_OR_RETURN(auto sha, OptString(j, "sha256", 64));
+  if (!sha || sha->size() != 64 ||
+      !std::all_of(sha->begin(), sha->end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+    return FieldError("sha256", "expected 64 lower-case hex digits");
+  }
+  r.sha256 = *sha;
+  auto size = j.find("size");
+  std::optional<int64_t> n = size == j.end() ? std::nullopt : AsInt(*size);
+  if (!n || *n < 0) return FieldError("size", "expected the content's size in bytes (an integer >= 0)");
+  r.size = *n;
+  ASSIGN_OR_RETURN(auto uri, OptString(j, "uri", 4096));
+  if (uri) r.uri = *uri;
+  auto meta = j.find("metadata");
+  if (meta != j.end() && !meta->is_null()) {
+    if (!meta->is_object()) return FieldError("metadata", "expected an object");
+    r.metadata = *meta;
+  }
+  return r;
+}
+
+Result<ArtifactUse> ParseArtifactUse(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, ParseObject(body));
+  ArtifactUse u;
+  ASSIGN_OR_RETURN(auto name, OptString(j, "name", kMaxNameLength));
+  if (!name || name->empty()) return FieldError("name", "expected a non-empty string");
+  u.name = *name;
+  auto v = j.find("version");
+  if (v != j.end() && !v->is_null() && !(v->is_string() && *v == "latest")) {
+    std::optional<int64_t> n = AsInt(*v);
+    if (!n && v->is_string()) {  // "v3"
+      const std::string& s = v->get_ref<const std::string&>();
+      if (s.size() > 1 && s[0] == 'v') {
+        int64_t x = 0;
+        auto [end, ec] = std::from_chars(s.data() + 1, s.data() + s.size(), x);
+        if (ec == std::errc() && end == s.data() + s.size()) n = x;
+      }
+    }
+    if (!n || *n < 0) return FieldError("version", "expected a version number, \"vN\" or \"latest\"");
+    u.version = n;
+  }
+  ASSIGN_OR_RETURN(u.sha256, OptString(j, "sha256", 64));
+  return u;
 }
 
 }  // namespace trainwatch::runs

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runs/media.h"
 #include "runs/run.h"
 
 namespace trainwatch::runs {
@@ -42,6 +43,7 @@ struct BatchPoint {
   int64_t ts_ms;
   std::vector<BatchValue> values;
   std::vector<std::pair<std::string, double>> keyed;  // (key, value) for the summary
+  std::vector<RichValue> rich;  // histograms, images, text, tables (runs/media.h)
 };
 struct Rejection {
   size_t point;
@@ -86,5 +88,20 @@ struct ActionAck {
 };
 Result<int64_t> ParseActionId(std::string_view text);
 Result<ActionAck> ParseActionAck(std::string_view body);
+
+// POST /api/v1/runs/{id}/artifacts
+struct ArtifactRequest {
+  std::string name, type, sha256, uri;
+  int64_t size = 0;
+  Json metadata = Json::object();
+};
+Result<ArtifactRequest> ParseArtifactRequest(std::string_view body);
+// POST /api/v1/runs/{id}/artifacts/use: version absent: the latest.
+struct ArtifactUse {
+  std::string name;
+  std::optional<int64_t> version;
+  std::optional<std::string> sha256;
+};
+Result<ArtifactUse> ParseArtifactUse(std::string_view body);
 
 }  // namespace trainwatch::runs

@@ -47,6 +47,21 @@ CREATE TABLE IF NOT EXISTS step_chunks(
   min_step INTEGER NOT NULL, max_step INTEGER NOT NULL, min_ts INTEGER NOT NULL, max_ts INTEGER NOT NULL,
   data BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS step_chunks_by_series ON step_chunks(series, seq);
+CREATE TABLE IF NOT EXISTS media_keys(
+  run_id TEXT NOT NULL, key TEXT NOT NULL, kind TEXT NOT NULL, PRIMARY KEY(run_id, key));
+CREATE TABLE IF NOT EXISTS media(
+  run_id TEXT NOT NULL, key TEXT NOT NULL, rank INTEGER NOT NULL, step INTEGER NOT NULL, ts_ms INTEGER NOT NULL,
+  kind TEXT NOT NULL, meta TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY(run_id, key, rank, step));
+CREATE TABLE IF NOT EXISTS artifacts(
+  id INTEGER PRIMARY KEY, project TEXT NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, version INTEGER NOT NULL,
+  sha256 TEXT NOT NULL, size INTEGER NOT NULL, uri TEXT NOT NULL, metadata TEXT NOT NULL, producer TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, stored INTEGER NOT NULL DEFAULT 0, deleted INTEGER NOT NULL DEFAULT 0,
+  UNIQUE(project, name, sha256), UNIQUE(project, name, version));
+CREATE INDEX IF NOT EXISTS artifacts_by_producer ON artifacts(producer);
+CREATE INDEX IF NOT EXISTS artifacts_by_sha256 ON artifacts(sha256);
+CREATE TABLE IF NOT EXISTS artifact_uses(
+  artifact INTEGER NOT NULL, run_id TEXT NOT NULL, time_ms INTEGER NOT NULL, PRIMARY KEY(artifact, run_id));
+CREATE INDEX IF NOT EXISTS artifact_uses_by_run ON artifact_uses(run_id);
 )sql";
 
 // PRAGMA user_version: 0 before the step store (logged values only in the
@@ -105,6 +120,10 @@ model::Labels RunLabels(std::string_view name, const Run& r,
 RunStore::RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Queryable* q)
     : opts_([&] {
         if (!opts.now_ms) opts.now_ms = [] { return NowMillis(); };
+        if (opts.artifacts_dir.empty()) {
+          size_t slash = opts.path.rfind('/');
+          opts.artifacts_dir = (slash == std::string::npos ? std::string(".") : opts.path.substr(0, slash)) + "/artifacts";
+        }
         return std::move(opts);
       }()),
       app_(app),

@@ -50,6 +50,12 @@ struct RunStoreOptions {
   bool sync_full = true;             // synchronous=FULL (a 2xx survives power loss) or NORMAL
   int64_t heartbeat_timeout_ms = 5 * 60 * 1000;
   std::function<int64_t()> now_ms;   // unix ms; default: the wall clock
+  // Uploaded artifact content, one file per SHA-256; default: "artifacts"
+  // beside `path`.
+  std::string artifacts_dir;
+  // --runs.artifact-keep-versions: the newest versions of an artifact whose
+  // stored content is kept when another is logged; 0: all.
+  int64_t artifact_keep_versions = 0;
 };
 
 struct BatchResult {
@@ -87,6 +93,41 @@ struct StepSeries {
 // {"host", "rank"} of a ranked series, {} of a rankless one: the labels its
 // TSDB time view carries besides project and run.
 Json StepLabelsJson(const StepSeries& s);
+
+// GET /api/v1/runs/histograms and /api/v1/runs/media (docs/runs-api.md
+// "Rich values"); every bound inclusive.
+struct MediaQuery {
+  std::vector<std::string> ids;
+  std::string key;
+  std::optional<int64_t> rank;        // -1: only rankless values
+  std::optional<int64_t> step;        // per run and rank, the last entry at or before it
+  std::optional<int64_t> start, end;  // steps
+  int64_t limit = 1000;  // media: entries per run; histograms: steps per run and rank
+};
+
+// An image as stored.
+struct MediaContent {
+  std::string format;  // "png" or "jpeg"
+  std::string bytes;
+};
+
+// An artifact version (docs/runs-api.md "Artifacts").
+struct Artifact {
+  int64_t id = 0;
+  std::string project, name, type;
+  int64_t version = 0;
+  std::string sha256;
+  int64_t size = 0;
+  std::string uri;
+  Json metadata = Json::object();
+  bool stored = false;   // its content is under the artifacts dir
+  bool deleted = false;  // its stored content was removed
+  int64_t created_ms = 0;
+  std::string producer;  // run id
+  std::vector<std::string> consumers;  // run ids, in order of first use
+};
+Json ArtifactJson(const Artifact& a);
+
 
 // What ReadSteps returns; every bound inclusive.
 struct StepQuery {
@@ -166,6 +207,32 @@ class RunStore {
   Result<Json> ReadMetrics(const MetricsQuery& q) const;
   // The step store's series of run `id`, sorted by metric, then rank.
   Result<std::vector<StepSeries>> ReadSteps(std::string_view id, const StepQuery& q) const;
+
+  // Rich values (store_media.cc): the rich keys of runs `ids`
+  // ([{"run", "key", "kind", "steps", "first_step", "last_step"}]), the
+  // histograms and the media entries of one key as the API answers them
+  // (images without their bytes), and one image's bytes (NotFound: none).
+  Result<Json> MediaKeys(const std::vector<std::string>& ids) const;
+  Result<Json> ReadHistograms(const MediaQuery& q) const;
+  Result<Json> ReadMedia(const MediaQuery& q) const;
+  Result<MediaContent> ReadMediaContent(std::string_view id, std::string_view key, int64_t step,
+                                        std::optional<int64_t> rank) const;
+
+  // Artifacts (store_artifacts.cc). LogArtifact: the version of `req`'s
+  // content, a new one produced by run `id` unless the artifact already
+  // has that sha256. StoreArtifactContent: keeps `bytes` (their SHA-256
+  // and size must be the version's) durably, then marks it stored.
+  Result<Artifact> LogArtifact(std::string_view id, const ArtifactRequest& req);
+  Result<Artifact> StoreArtifactContent(int64_t artifact, std::string_view bytes);
+  Result<Artifact> UseArtifact(std::string_view id, const ArtifactUse& use);
+  Result<Artifact> GetArtifact(int64_t artifact) const;
+  // {"logged": [...], "used": [...]} of run `id`.
+  Result<Json> RunArtifacts(std::string_view id) const;
+  // Every version of the project's artifacts (of `name` if not empty), newest first.
+  Result<std::vector<Artifact>> ListArtifacts(std::string_view project, std::string_view name) const;
+  // The path of a stored version's content; NotFound when it has none.
+  Result<std::string> ArtifactContentPath(int64_t artifact) const;
+  Result<Artifact> DeleteArtifactContent(int64_t artifact);
 
   // Marks running runs whose last heartbeat (or the store's opening, if
   // later) is older than the timeout as crashed; returns how many.
@@ -260,6 +327,17 @@ class RunStore {
   // run id -> rank -> (host, pid) of each rank's process; guarded by mu_.
   std::map<std::string, std::map<int64_t, std::pair<std::string, int64_t>>> rank_processes_;
   Status LoadPendingActions();
+  // Writes the batch's rich values in the caller's transaction; a value of
+  // another kind than its key's joins `rejected`. REQUIRES: mu_ held.
+  Status WriteMedia(const std::string& id, int64_t rank, const BatchRequest& b, size_t* accepted,
+                    std::vector<Rejection>* rejected);
+  // Reads one artifact row. REQUIRES: mu_ held.
+  Result<Artifact> ArtifactRow(int64_t artifact) const;
+  // --runs.artifact-keep-versions for (project, name). REQUIRES: mu_ held.
+  Status ApplyArtifactPolicy(const std::string& project, const std::string& name);
+  // Removes the content file of sha256 unless another stored version has it.
+  // REQUIRES: mu_ held.
+  Status RemoveContentIfUnused(const std::string& sha256);
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

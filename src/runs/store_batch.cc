@@ -198,6 +198,7 @@ Result<BatchResult> RunStore::DoWriteBatch(std::string_view id_view, const Batch
     for (const BatchValue& v : p.values) points[v.metric].push_back({p.step, p.ts_ms, v.value});
   }
   std::vector<StepSeriesState*> touched;
+  std::vector<Rejection> rejected = b.rejected;
 
   l.lock();
   Status db = [&]() -> Status {
@@ -208,6 +209,7 @@ Result<BatchResult> RunStore::DoWriteBatch(std::string_view id_view, const Batch
         RETURN_IF_ERROR(AppendSteps(*ss, std::move(pts)));
         touched.push_back(ss);
       }
+      RETURN_IF_ERROR(WriteMedia(id, rank_no, b, &accepted, &rejected));
       Stmt ins(db_, "INSERT OR IGNORE INTO batches(run_id, batch_id) VALUES(?1, ?2)");
       ins.Bind(1, id).Bind(2, b.batch_id);
       RETURN_IF_ERROR(ins.Run());
@@ -244,7 +246,7 @@ Result<BatchResult> RunStore::DoWriteBatch(std::string_view id_view, const Batch
       ss->tail.clear();
     }
   }
-  return BatchResult{accepted, false, b.rejected};
+  return BatchResult{accepted, false, std::move(rejected)};
 }
 
 }  // namespace trainwatch::runs

@@ -46,6 +46,7 @@ class RunStoreTest : public ::testing::Test {
     o.path = dir_ + "/" + file;
     o.heartbeat_timeout_ms = 60000;
     o.now_ms = [this] { return now_; };
+    o.artifact_keep_versions = keep_versions_;
     auto s = RunStore::Open(o, db_.get(), db_.get());
     ASSERT_TRUE(s.ok()) << s.error().ToString();
     store_ = std::move(*s);
@@ -105,6 +106,7 @@ class RunStoreTest : public ::testing::Test {
 
   std::string dir_;
   int64_t now_ = kT0;
+  int64_t keep_versions_ = 0;
   tsdb::testing::TempDB db_;
   std::unique_ptr<RunStore> store_;
 };
@@ -812,6 +814,204 @@ TEST_F(RunStoreTest, ReadMetricsStepRangeReadsTheLaterLogOfAResumedStep) {
   ASSERT_EQ(res->size(), 1u);
   EXPECT_EQ((*res)[0]["total_points"], 0);
   EXPECT_TRUE((*res)[0]["points"].empty());
+}
+
+TEST_F(RunStoreTest, RichValuesAreStoredByStepAndReadBack) {
+  Create(R"({"id":"r1","project":"p","name":"r"})");
+  const std::string png = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAAD";  // signature + IHDR of 2 x 3
+  std::string body = R"({"batch_id":"b1","points":[)";
+  for (int step = 0; step < 10; step++) {
+    if (step > 0) body += ",";
+    body += R"({"step":)" + std::to_string(step) + R"(,"ts":)" + std::to_string(kT0 + step) +
+            R"(,"values":{"loss":1,"w":{"_type":"histogram","buckets":[[0,1,)" + std::to_string(step) +
+            R"(]]},"img":{"_type":"image","format":"png","data":")" + png + R"("},"notes":{"_type":"text","text":"s)" +
+            std::to_string(step) + R"("}}})";
+  }
+  body += "]}";
+  BatchResult b = Batch("r1", body);
+  EXPECT_EQ(b.accepted, 40u);
+  EXPECT_TRUE(b.rejected.empty());
+
+  auto keys = store_->MediaKeys({"r1"});
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ(*keys, Json::parse(R"([
+    {"run":"r1","key":"img","kind":"image","steps":10,"first_step":0,"last_step":9},
+    {"run":"r1","key":"notes","kind":"text","steps":10,"first_step":0,"last_step":9},
+    {"run":"r1","key":"w","kind":"histogram","steps":10,"first_step":0,"last_step":9}])"));
+
+  MediaQuery q;
+  q.ids = {"r1"};
+  q.key = "w";
+  q.limit = 4;
+  auto h = store_->ReadHistograms(q);
+  ASSERT_TRUE(h.ok()) << h.error().ToString();
+  ASSERT_EQ(h->size(), 4u);  // steps 0, 3, 6, 9: spread, first and last kept
+  EXPECT_EQ((*h)[0]["step"], 0);
+  EXPECT_EQ((*h)[1]["step"], 3);
+  EXPECT_EQ((*h)[3]["step"], 9);
+  EXPECT_EQ((*h)[3]["buckets"], Json::parse("[[0.0, 1.0, 9.0]]"));
+  EXPECT_EQ((*h)[3]["timestamp"], kT0 + 9);
+  EXPECT_TRUE((*h)[3]["rank"].is_null());
+
+  q.key = "notes";
+  q.limit = 1000;
+  q.step = 4;  // the slider's question: the last entry at or before step 4
+  auto t = store_->ReadMedia(q);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ((*t)[0]["text"], "s4");
+  EXPECT_EQ((*t)[0]["kind"], "text");
+
+  q.key = "img";
+  q.step.reset();
+  q.start = 8;
+  auto img = store_->ReadMedia(q);
+  ASSERT_TRUE(img.ok());
+  ASSERT_EQ(img->size(), 2u);
+  EXPECT_EQ((*img)[0]["width"], 2);
+  EXPECT_EQ((*img)[0]["height"], 3);
+  EXPECT_FALSE((*img)[0].contains("data"));
+  auto content = store_->ReadMediaContent("r1", "img", 8, std::nullopt);
+  ASSERT_TRUE(content.ok());
+  EXPECT_EQ(content->format, "png");
+  EXPECT_TRUE(content->bytes.starts_with("\x89PNG"));
+  EXPECT_EQ(store_->ReadMediaContent("r1", "img", 10, std::nullopt).status().code(), StatusCode::kNotFound);
+
+  // A step logged again replaces its value; another kind under a key is rejected.
+  b = Batch("r1", R"({"batch_id":"b2","points":[{"step":9,"ts":1796218601000,"values":{
+      "notes":{"_type":"text","text":"again"},"w":{"_type":"text","text":"x"}}}]})");
+  EXPECT_EQ(b.accepted, 1u);
+  ASSERT_EQ(b.rejected.size(), 1u);
+  EXPECT_EQ(b.rejected[0].key, "w");
+  EXPECT_NE(b.rejected[0].error.find("the key holds histogram values"), std::string::npos);
+  q.key = "notes";
+  q.start.reset();
+  q.step = 100;
+  t = store_->ReadMedia(q);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ((*t)[0]["text"], "again");
+
+  // Kept across a reopen.
+  Open();
+  keys = store_->MediaKeys({"r1"});
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ(keys->size(), 3u);
+}
+
+TEST_F(RunStoreTest, RichValuesOfRanksAreSeparate) {
+  Create(R"({"id":"r1","project":"p","name":"r"})");
+  for (int rank : {0, 1}) {
+    Batch("r1", R"({"batch_id":"b)" + std::to_string(rank) + R"(","rank":)" + std::to_string(rank) +
+                    R"(,"points":[{"step":5,"ts":1796218600000,"values":{"t":{"_type":"table","columns":["rank"],"rows":[[)" +
+                    std::to_string(rank) + "]]}}}]}");
+  }
+  MediaQuery q;
+  q.ids = {"r1"};
+  q.key = "t";
+  q.step = 5;
+  auto t = store_->ReadMedia(q);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->size(), 2u);
+  EXPECT_EQ((*t)[1]["rank"], 1);
+  EXPECT_EQ((*t)[1]["rows"], Json::parse("[[1]]"));
+  q.rank = 0;
+  t = store_->ReadMedia(q);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ((*t)[0]["rows"], Json::parse("[[0]]"));
+}
+
+TEST_F(RunStoreTest, ArtifactsHaveVersionsByContentAndLineage) {
+  keep_versions_ = 2;
+  Open();
+  Create(R"({"id":"train","project":"p","name":"train"})");
+  Create(R"({"id":"eval","project":"p","name":"eval"})");
+  // Contents "w0" .. "w3" and their SHA-256.
+  const std::string kSha[] = {"762036e1ef0cea7232acd90a28bde9177f7a48a74143f27ad78cadd89bffc467", "60c5590f72eef292f9545afc28bf63ca91d2016a0a288f90f9a32f89d3fffcaf", "06f8faea3b5f697691b6d063a07ba4ffaf1ece9a1d473c588565231cdc8e59cc", "55eae50b75e2b2990f2c18be84ca079727a85f61b839c3359249801fe1ab9e9c"};
+  auto log = [&](int i) {
+    auto req = ParseArtifactRequest(R"({"name":"model","type":"model","sha256":")" + kSha[i] +
+                                    R"(","size":2,"uri":"file:///ckpt/w)" + std::to_string(i) + R"("})");
+    EXPECT_TRUE(req.ok()) << req.error().ToString();
+    auto v = store_->LogArtifact("train", *req);
+    EXPECT_TRUE(v.ok()) << v.error().ToString();
+    return v.ok() ? *v : Artifact{};
+  };
+  Artifact v0 = log(0);
+  EXPECT_EQ(v0.version, 0);
+  EXPECT_EQ(v0.producer, "train");
+  EXPECT_FALSE(v0.stored);
+  EXPECT_EQ(log(0).id, v0.id);  // the same content: the same version
+
+  // Upload: the bytes must match the version's size and SHA-256.
+  auto bad = store_->StoreArtifactContent(v0.id, "wX");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("SHA-256"), std::string::npos);
+  EXPECT_EQ(store_->StoreArtifactContent(v0.id, "w").status().code(), StatusCode::kInvalidArgument);
+  auto stored = store_->StoreArtifactContent(v0.id, "w0");
+  ASSERT_TRUE(stored.ok()) << stored.error().ToString();
+  EXPECT_TRUE(stored->stored);
+  auto path = store_->ArtifactContentPath(v0.id);
+  ASSERT_TRUE(path.ok());
+  std::string read;
+  ASSERT_TRUE(file::ReadFile(*path, &read).ok());
+  EXPECT_EQ(read, "w0");
+
+  // Lineage: eval uses the latest version, then v0 by number.
+  Artifact v1 = log(1);
+  EXPECT_EQ(v1.version, 1);
+  auto used = store_->UseArtifact("eval", *ParseArtifactUse(R"({"name":"model"})"));
+  ASSERT_TRUE(used.ok());
+  EXPECT_EQ(used->id, v1.id);
+  used = store_->UseArtifact("eval", *ParseArtifactUse(R"({"name":"model","version":0})"));
+  ASSERT_TRUE(used.ok());
+  EXPECT_EQ(used->consumers, std::vector<std::string>{"eval"});
+  EXPECT_EQ(store_->UseArtifact("eval", *ParseArtifactUse(R"({"name":"nope"})")).status().code(),
+            StatusCode::kNotFound);
+  auto of_run = store_->RunArtifacts("eval");
+  ASSERT_TRUE(of_run.ok());
+  EXPECT_EQ((*of_run)["logged"].size(), 0u);
+  EXPECT_EQ((*of_run)["used"].size(), 2u);
+
+  // Keep 2 versions: v0 is used by eval, a running run, and stays; once
+  // eval has finished, the next version removes its content.
+  log(2);
+  EXPECT_TRUE(store_->GetArtifact(v0.id)->stored);
+  ASSERT_TRUE(store_->Finish("eval", *ParseFinishRequest(R"({"status":"finished"})")).ok());
+  log(3);
+  auto gone = store_->GetArtifact(v0.id);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->stored);
+  EXPECT_TRUE(gone->deleted);
+  EXPECT_EQ(store_->ArtifactContentPath(v0.id).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(file::ReadFile(*path, &read).ok());
+  auto all = store_->ListArtifacts("p", "model");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[0].version, 3);
+
+  // Delete by hand; the version and its lineage stay.
+  auto v3 = (*all)[0];
+  ASSERT_TRUE(store_->StoreArtifactContent(v3.id, "w3").ok());
+  auto del = store_->DeleteArtifactContent(v3.id);
+  ASSERT_TRUE(del.ok());
+  EXPECT_TRUE(del->deleted);
+  EXPECT_EQ(store_->DeleteArtifactContent(v3.id).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(RunStoreTest, ParseArtifactRequestNamesTheField) {
+  auto r = ParseArtifactRequest(R"({"name":"a/b","sha256":"00","size":1})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("field \"name\""), std::string::npos);
+  r = ParseArtifactRequest(R"({"name":"a","sha256":"00","size":1})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("field \"sha256\""), std::string::npos);
+  auto u = ParseArtifactUse(R"({"name":"a","version":"v3"})");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->version, 3);
+  u = ParseArtifactUse(R"({"name":"a","version":"latest"})");
+  ASSERT_TRUE(u.ok());
+  EXPECT_FALSE(u->version);
 }
 
 }  // namespace
