@@ -122,6 +122,7 @@ class Api {
   Response Ready(const Request& req);
   Response Import(const Request& req);
   Response Write(const Request& req);  // remote_write (api_write.cc)
+  Response RemoteRead(const Request& req);  // remote read (api_read.cc)
   Response Export(const Request& req);
   Response Federate(const Request& req);  // api_series.cc
   Response Flush(const Request& req);

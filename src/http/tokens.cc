@@ -35,7 +35,7 @@ bool ReadOnlyPost(std::string_view p) {
       "/api/v1/query",        "/api/v1/query_range",   "/api/v1/query_exemplars", "/api/v1/format_query",
       "/api/v1/labels",       "/api/v1/series",        "/api/v1/export",          "/api/v1/runs/metrics",
       "/api/v1/logs/query",   "/api/v1/logs/histogram", "/api/v1/logs/tail",      "/api/v1/logs/labels",
-      "/api/v1/rules",        "/api/v1/alerts",
+      "/api/v1/rules",        "/api/v1/alerts",         "/api/v1/read",
   };
   for (std::string_view k : kPaths) {
     if (p == k) return true;

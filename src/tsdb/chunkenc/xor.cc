@@ -27,9 +27,13 @@ constexpr size_t kMaxSampleBytes = 19;
 
 uint64_t DoubleBits(double v) { return std::bit_cast<uint64_t>(v); }
 
+// |x| < 2^(nbits-1): the range that this reader (two's complement,
+// -2^(n-1)..2^(n-1)-1) and Prometheus's (-(2^(n-1)-1)..2^(n-1)) decode
+// alike, so the chunks we write are Prometheus XOR chunks bit for bit in
+// meaning (remote read sends them as they are).
 bool FitsSigned(int64_t x, int nbits) {
   int64_t lim = int64_t{1} << (nbits - 1);
-  return x >= -lim && x < lim;
+  return x > -lim && x < lim;
 }
 
 }  // namespace
