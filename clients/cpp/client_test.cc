@@ -2,13 +2,18 @@
 // server (the binary in $TW_BINARY, started on a free loopback port and
 // stopped by PID): every step once (by step; the TSDB keeps a per-second
 // time view, never in the future), an unreachable server at init, a server
-// killed and restarted mid-run, a refused run, bounded memory.
+// killed and restarted mid-run, a refused run, bounded memory; rich values
+// (Histogram, Image, Text, Table): their JSON checked here without a server,
+// then logged, spooled, sent and read back through the media routes.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <map>
@@ -350,6 +355,190 @@ TEST_F(ClientTest, RefusedRunAndBadOptions) {
   o.url = "https://example.com";
   EXPECT_EQ(Run::Init(o, &err), nullptr);
   EXPECT_NE(err.find("url"), std::string::npos) << err;
+}
+
+// ---- rich values: the wire format (docs/runs-api.md, "Rich values") ----
+
+std::string Png(int width, int height) {
+  // Signature and an IHDR chunk (the server reads width and height there); the rest is not looked at.
+  std::string p("\x89PNG\r\n\x1a\n", 8);
+  p += std::string("\0\0\0\x0dIHDR", 8);
+  for (int v : {width, height}) {
+    for (int shift = 24; shift >= 0; shift -= 8) p.push_back(static_cast<char>((v >> shift) & 0xff));
+  }
+  p += std::string("\x08\x02\0\0\0", 5) + "crc!" + std::string("\0\0\0\0IEND", 8) + "crc!";
+  return p;
+}
+
+TEST(RichValuesTest, Base64) {
+  using trainwatch::client::detail::Base64;
+  EXPECT_EQ(Base64(""), "");
+  EXPECT_EQ(Base64("f"), "Zg==");
+  EXPECT_EQ(Base64("fo"), "Zm8=");
+  EXPECT_EQ(Base64("foo"), "Zm9v");
+  EXPECT_EQ(Base64("foob"), "Zm9vYg==");
+  EXPECT_EQ(Base64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(Base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(Base64(std::string("\xff\xfe\x00", 3)), "//4A");
+}
+
+TEST(RichValuesTest, HistogramOfValues) {
+  trainwatch::Histogram h(std::vector<double>{0, 1, 2, 3, NAN, INFINITY}, 3);  // NaN and infinities dropped
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(h.type(), "histogram");
+  EXPECT_EQ(json::parse(h.json()), json::parse(R"({"_type": "histogram", "buckets": [[0, 1, 1], [1, 2, 1], [2, 3, 2]]})"));
+  // Constant values: one bucket [v, v, n]; floats from a vector or a pointer.
+  std::vector<float> w = {0.5f, 0.5f, 0.5f};
+  EXPECT_EQ(json::parse(trainwatch::Histogram(w).json())["buckets"], json::parse("[[0.5, 0.5, 3]]"));
+  EXPECT_EQ(json::parse(trainwatch::Histogram(w.data(), w.size(), 8).json())["buckets"], json::parse("[[0.5, 0.5, 3]]"));
+  std::vector<int> ints = {1, 2, 3, 4};
+  trainwatch::Histogram hi(ints, 2);
+  EXPECT_EQ(json::parse(hi.json())["buckets"], json::parse("[[1, 2.5, 2], [2.5, 4, 2]]"));
+  // 64 bins by default; edges exact at the ends.
+  std::vector<double> many;
+  for (int i = 0; i < 1000; i++) many.push_back(std::sin(i));
+  trainwatch::Histogram d(many);
+  ASSERT_EQ(d.buckets().size(), 64u);
+  double total = 0;
+  for (const auto& b : d.buckets()) total += b.count;
+  EXPECT_EQ(total, 1000);
+  json j = json::parse(d.json());
+  EXPECT_EQ(j["buckets"][63][1].get<double>(), d.buckets().back().upper);
+  for (size_t i = 1; i < 64; i++) EXPECT_EQ(j["buckets"][i][0], j["buckets"][i - 1][1]);  // contiguous
+  // Nothing finite to count, bins out of range: not ok, no JSON.
+  trainwatch::Histogram none(std::vector<double>{NAN});
+  EXPECT_FALSE(none.ok());
+  EXPECT_EQ(none.json(), "");
+  EXPECT_NE(none.error().find("no finite values"), std::string::npos) << none.error();
+  EXPECT_FALSE(trainwatch::Histogram(std::vector<double>{1, 2}, 0).ok());
+  EXPECT_FALSE(trainwatch::Histogram(std::vector<double>{1, 2}, 4097).ok());
+}
+
+TEST(RichValuesTest, HistogramFromCountsAndEdges) {
+  auto h = trainwatch::Histogram::FromCounts({3, 0, 5.5}, {-1, 0, 0.25, 2});
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(json::parse(h.json()), json::parse(R"({"_type": "histogram", "buckets": [[-1, 0, 3], [0, 0.25, 0], [0.25, 2, 5.5]]})"));
+  EXPECT_FALSE(trainwatch::Histogram::FromCounts({}, {0}).ok());
+  EXPECT_FALSE(trainwatch::Histogram::FromCounts({1, 2}, {0, 1}).ok());          // edges.size() != counts.size() + 1
+  EXPECT_FALSE(trainwatch::Histogram::FromCounts({1, 2}, {0, 2, 1}).ok());       // not ascending
+  EXPECT_FALSE(trainwatch::Histogram::FromCounts({1}, {0, INFINITY}).ok());      // an edge not finite
+  EXPECT_FALSE(trainwatch::Histogram::FromCounts({-1}, {0, 1}).ok());            // a negative count
+  EXPECT_FALSE(trainwatch::Histogram::FromCounts(std::vector<double>(4097, 1), std::vector<double>(4098, 0)).ok());
+}
+
+TEST(RichValuesTest, ImagesByTheirSignature) {
+  std::string png = Png(3, 2);
+  trainwatch::Image img(png, "epoch \"3\"\n");
+  ASSERT_TRUE(img.ok()) << img.error();
+  EXPECT_EQ(img.format(), "png");
+  json j = json::parse(img.json());
+  EXPECT_EQ(j["_type"], "image");
+  EXPECT_EQ(j["format"], "png");
+  EXPECT_EQ(j["data"], trainwatch::client::detail::Base64(png));
+  EXPECT_EQ(j["caption"], "epoch \"3\"\n");
+  std::string jpeg("\xff\xd8\xff\xe0rest", 8);
+  trainwatch::Image jp(jpeg);
+  ASSERT_TRUE(jp.ok());
+  EXPECT_EQ(json::parse(jp.json()), json::parse(R"({"_type": "image", "format": "jpeg", "data": "/9j/4HJlc3Q="})"));
+  for (std::string bad : {std::string("GIF89a"), std::string("\x89PNG", 4), std::string()}) {
+    trainwatch::Image b(bad);
+    EXPECT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.error().find("neither PNG nor JPEG"), std::string::npos) << b.error();
+  }
+  EXPECT_FALSE(trainwatch::Image(png + std::string(16u << 20, 'x')).ok());
+  char tmpl[] = "/tmp/tw-cpp-img-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, jpeg.data(), jpeg.size()), static_cast<ssize_t>(jpeg.size()));
+  close(fd);
+  auto file = trainwatch::Image::FromFile(tmpl, "from a file");
+  unlink(tmpl);
+  ASSERT_TRUE(file.ok()) << file.error();
+  EXPECT_EQ(json::parse(file.json())["data"], "/9j/4HJlc3Q=");
+  auto missing = trainwatch::Image::FromFile("/nonexistent/x.png");
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("/nonexistent/x.png"), std::string::npos);
+}
+
+TEST(RichValuesTest, TextAndTables) {
+  trainwatch::Text t("# Title\n\"quoted\" \\ tab\t\x01 caf\xc3\xa9 bad\xff");
+  ASSERT_TRUE(t.ok());
+  // Bytes that are not UTF-8 become U+FFFD, so the batch stays valid JSON.
+  EXPECT_EQ(json::parse(t.json()),
+            json({{"_type", "text"}, {"text", "# Title\n\"quoted\" \\ tab\t\x01 caf\xc3\xa9 bad\xef\xbf\xbd"}}));
+  EXPECT_FALSE(trainwatch::Text(std::string((1u << 20) + 1, 'x')).ok());
+
+  trainwatch::Table tab({"name", "n", "score", "ok", "none"},
+                        {{"a \"cat\"", 3, 0.5, true, nullptr},
+                         {std::string("dog"), int64_t{-9007199254740993}, NAN, false, trainwatch::Cell()},
+                         {"", uint64_t{18446744073709551615u}, 1e300, 1, 2.5f}});
+  ASSERT_TRUE(tab.ok()) << tab.error();
+  json j = json::parse(tab.json());
+  EXPECT_EQ(j["_type"], "table");
+  EXPECT_EQ(j["columns"], json::parse(R"(["name", "n", "score", "ok", "none"])"));
+  EXPECT_EQ(j["rows"][0], json::parse(R"(["a \"cat\"", 3, 0.5, true, null])"));
+  EXPECT_EQ(j["rows"][1][1].get<int64_t>(), -9007199254740993);  // integers exactly
+  EXPECT_TRUE(j["rows"][1][2].is_null());                        // NaN: null (JSON has no NaN)
+  EXPECT_EQ(j["rows"][1][3], false);
+  EXPECT_EQ(j["rows"][2][1].get<double>(), 18446744073709551615.0);
+  EXPECT_EQ(j["rows"][2][3], 1);
+  EXPECT_EQ(j["rows"][2][4], 2.5);
+  EXPECT_EQ(json::parse(trainwatch::Table({"x"}, {}).json()), json::parse(R"({"_type": "table", "columns": ["x"], "rows": []})"));
+  EXPECT_FALSE(trainwatch::Table({}, {}).ok());
+  EXPECT_FALSE(trainwatch::Table({"a", "b"}, {{1}}).ok());
+  EXPECT_FALSE(trainwatch::Table(std::vector<std::string>(1001, "c"), {}).ok());
+  EXPECT_FALSE(trainwatch::Table({"a"}, std::vector<std::vector<trainwatch::Cell>>(100001, {1})).ok());
+}
+
+TEST_F(ClientTest, RichValuesLoggedSpooledAndReadBack) {
+  Options o = Opts("rich");
+  o.batch_points = 2;  // several batches
+  std::string err;
+  auto run = Run::Init(o, &err);  // no server yet: spooled, sent once it is up
+  ASSERT_NE(run, nullptr) << err;
+  std::string png = Png(3, 2);
+  for (int s = 0; s < 3; s++) {
+    run->Log({{"loss", 1.0 / (s + 1)}},
+             {{"weights", trainwatch::Histogram(std::vector<double>{0, 1, 2, 3.0 + s}, 2)},
+              {"sample", trainwatch::Image(png, "step " + std::to_string(s))}},
+             s);
+  }
+  run->Log("notes", trainwatch::Text("**hello**"), 1);
+  run->Log("preds", trainwatch::Table({"x", "y"}, {{1, "one"}, {2, nullptr}}), 2);
+  run->Log("bad", trainwatch::Image("not an image"), 2);  // dropped with a warning
+  for (int i = 0; i < 100 && run->spooled() == 0; i++) usleep(20000);
+  EXPECT_GT(run->spooled(), 0u);
+  server_->Start();
+  EXPECT_TRUE(run->Finish());
+  EXPECT_EQ(StepsOf(run->id()), Range(3));
+  std::string body;
+  if (server_->Get("/api/v1/runs/media/keys?ids=" + run->id(), &body) == 404) {
+    GTEST_SKIP() << "the server has no rich values yet (GET /api/v1/runs/media/keys is a 404)";
+  }
+  json keys = server_->GetJson("/api/v1/runs/media/keys?ids=" + run->id());
+  std::map<std::string, std::pair<std::string, int64_t>> got;
+  for (const json& k : keys) got[k["key"]] = {k["kind"], k["steps"]};
+  EXPECT_EQ(got, (std::map<std::string, std::pair<std::string, int64_t>>{
+                     {"weights", {"histogram", 3}}, {"sample", {"image", 3}}, {"notes", {"text", 1}}, {"preds", {"table", 1}}}));
+  json h = server_->GetJson("/api/v1/runs/histograms?key=weights&ids=" + run->id());
+  ASSERT_EQ(h.size(), 3u) << h.dump();
+  EXPECT_EQ(h[2]["step"], 2);
+  EXPECT_EQ(h[2]["buckets"], json::parse("[[0, 2.5, 3], [2.5, 5, 1]]"));
+  json img = server_->GetJson("/api/v1/runs/media?key=sample&ids=" + run->id());
+  ASSERT_EQ(img.size(), 3u) << img.dump();
+  EXPECT_EQ(img[1]["format"], "png");
+  EXPECT_EQ(img[1]["width"], 3);
+  EXPECT_EQ(img[1]["height"], 2);
+  EXPECT_EQ(img[1]["caption"], "step 1");
+  std::string content;
+  ASSERT_EQ(server_->Get(img[1]["url"].get<std::string>(), &content), 200);
+  EXPECT_EQ(content, png);
+  json notes = server_->GetJson("/api/v1/runs/media?key=notes&ids=" + run->id());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0]["text"], "**hello**");
+  json preds = server_->GetJson("/api/v1/runs/media?key=preds&ids=" + run->id());
+  ASSERT_EQ(preds.size(), 1u);
+  EXPECT_EQ(preds[0]["rows"], json::parse(R"([[1, "one"], [2, null]])"));
 }
 
 }  // namespace

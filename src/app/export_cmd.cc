@@ -7,11 +7,15 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <vector>
+
+#include "base/ascii.h"
 
 namespace trainwatch::app {
 namespace {
@@ -70,7 +74,74 @@ class OutFile {
   bool done_ = false;
 };
 
+// GET `path` for its envelope's data; `*status` gets the HTTP status.
+Result<Json> GetData(httplib::Client& c, const std::string& display, const std::string& path, int* status) {
+  auto res = c.Get(path);
+  if (!res) return Status::Unavailable(display + path + ": " + httplib::to_string(res.error()));
+  *status = res->status;
+  if (res->status != 200) return Status::InvalidArgument(display + path + ": " + std::to_string(res->status) + " " + res->body);
+  Json env = Json::parse(res->body, nullptr, false);
+  if (!env.is_object() || !env.contains("data")) return Status::InvalidArgument(display + path + ": no JSON envelope");
+  return std::move(env["data"]);
+}
+
+// The media index of run `id` into `out`: per key (GET
+// /api/v1/runs/media/keys), its ranks (the last entry of each: `step` at the
+// end of time), then each rank's entries in pages by step. Returns the lines.
+Result<uint64_t> WriteMediaIndex(ApiClient& client, const std::string& id, OutFile* out) {
+  httplib::Client& c = *client.http;
+  const std::string base = client.prefix + "/api/v1/runs/media";
+  constexpr int64_t kPage = 100000;  // the route's largest limit
+  int status = 0;
+  auto keys = GetData(c, client.display, base + "/keys?ids=" + PercentEncode(id), &status);
+  if (!keys.ok()) {
+    // A server from before rich values: nothing to index.
+    if (status == 404) return uint64_t{0};
+    return keys.error();
+  }
+  uint64_t lines = 0;
+  for (const Json& k : *keys) {
+    if (!k.is_object() || k.value("run", std::string()) != id || !k["key"].is_string()) continue;
+    const std::string key = k["key"].get<std::string>();
+    const std::string query = base + "?ids=" + PercentEncode(id) + "&key=" + PercentEncode(key);
+    auto last = GetData(c, client.display, query + "&step=" + std::to_string(INT64_MAX), &status);
+    if (!last.ok()) return last.error();
+    std::vector<int64_t> ranks;
+    for (const Json& e : *last) ranks.push_back(e.contains("rank") && e["rank"].is_number_integer() ? e["rank"].get<int64_t>() : -1);
+    for (int64_t rank : ranks) {
+      for (int64_t start = 0;;) {
+        auto page = GetData(c, client.display,
+                            query + "&rank=" + std::to_string(rank) + "&start=" + std::to_string(start) +
+                                "&limit=" + std::to_string(kPage),
+                            &status);
+        if (!page.ok()) return page.error();
+        if (!page->is_array()) return Status::InvalidArgument(client.display + base + ": the answer is no array");
+        std::string text;
+        for (const Json& e : *page) {
+          text += MediaIndexLine(e, key, client.prefix).dump(-1, ' ', false, Json::error_handler_t::replace);
+          text += '\n';
+          lines++;
+        }
+        out->Write(text);
+        if (static_cast<int64_t>(page->size()) < kPage || page->empty()) break;
+        int64_t next = page->back().value("step", int64_t{-1}) + 1;
+        if (next <= start) break;  // no progress: a server that ignores start
+        start = next;
+      }
+    }
+  }
+  return lines;
+}
+
 }  // namespace
+
+Json MediaIndexLine(const Json& entry, std::string_view key, std::string_view url_prefix) {
+  Json line = entry.is_object() ? entry : Json::object();
+  line["key"] = std::string(key);
+  line.erase("data");  // an image is indexed by its URL, not its bytes
+  if (line.contains("url") && line["url"].is_string()) line["url"] = std::string(url_prefix) + line["url"].get<std::string>();
+  return line;
+}
 
 Status HistoryCsvToJsonl::Feed(std::string_view chunk, std::string* out) {
   size_t start = 0;
@@ -208,8 +279,9 @@ int RunExport(const ExportOptions& o) {
   Json env = Json::parse(res->body, nullptr, false);
   if (!env.is_object() || !env["data"].is_object()) return fail(url + run_path + ": the answer is no run");
 
-  OutFile json_file(dir / (o.id + ".json")), csv_file(dir / (o.id + ".csv")), jsonl_file(dir / (o.id + ".jsonl"));
-  for (OutFile* f : {&json_file, &csv_file, &jsonl_file}) {
+  OutFile json_file(dir / (o.id + ".json")), csv_file(dir / (o.id + ".csv")), jsonl_file(dir / (o.id + ".jsonl")),
+      media_file(dir / (o.id + ".media.jsonl"));
+  for (OutFile* f : {&json_file, &csv_file, &jsonl_file, &media_file}) {
     if (!f->ok()) return fail(f->path().string() + ".tmp: cannot be written");
   }
   json_file.Write(env["data"].dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
@@ -243,11 +315,14 @@ int RunExport(const ExportOptions& o) {
   if (conv_status.ok()) conv_status = conv.Finish(&jsonl);
   if (!conv_status.ok()) return fail(conv_status.message());
   jsonl_file.Write(jsonl);
-  for (OutFile* f : {&json_file, &csv_file, &jsonl_file}) {
+  auto media = WriteMediaIndex(*client, o.id, &media_file);
+  if (!media.ok()) return fail("media index: " + media.error().message());
+  for (OutFile* f : {&json_file, &csv_file, &jsonl_file, &media_file}) {
     if (Status s = f->Commit(); !s.ok()) return fail(s.message());
   }
   std::cout << "trainwatch export: run " << o.id << ": " << conv.rows() << " points into " << json_file.path().string()
-            << ", " << csv_file.path().string() << " and " << jsonl_file.path().string() << "\n";
+            << ", " << csv_file.path().string() << " and " << jsonl_file.path().string() << "; " << *media
+            << " rich values indexed in " << media_file.path().string() << "\n";
   return 0;
 }
 

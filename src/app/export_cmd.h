@@ -2,10 +2,13 @@
 // `trainwatch export run ID [--url URL] [--out DIR]`: a run from a server
 // into files (docs/runs-api.md, "Export"): `<ID>.json` (the run: config,
 // summary, tags, alerts, as GET /api/v1/runs/{id} answers), `<ID>.csv`
-// (GET /api/v1/runs/{id}/history?format=csv, streamed to the file) and
-// `<ID>.jsonl` (the same points, one JSON object a line).
+// (GET /api/v1/runs/{id}/history?format=csv, streamed to the file),
+// `<ID>.jsonl` (the same points, one JSON object a line) and
+// `<ID>.media.jsonl` (the media index: a line per rich value, as
+// GET /api/v1/runs/media answers it, images by URL without their bytes).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -24,6 +27,12 @@ struct ExportOptions {
 // Prometheus writes them) into JSON lines
 // `{"rank": 0 | null, "key": "...", "step": N, "timestamp": unix ms, "value": number | "NaN" | "Inf" | "-Inf"}`,
 // fed in chunks of any size as they arrive.
+// One line of the media index: `entry` (an element of GET
+// /api/v1/runs/media's answer) with its `key`, without image bytes should a
+// server send them, its content `url` put after `url_prefix` (the --url's
+// path).
+nlohmann::json MediaIndexLine(const nlohmann::json& entry, std::string_view key, std::string_view url_prefix);
+
 class HistoryCsvToJsonl {
  public:
   // Appends the lines of the complete rows in `chunk` to *out.

@@ -69,5 +69,22 @@ TEST(HistoryCsvToJsonlTest, WhatIsNotTheHistoryCsvIsAnError) {
   }
 }
 
+TEST(MediaIndexTest, LinesCarryTheKeyAndImagesTheirUrlNotTheirBytes) {
+  using nlohmann::json;
+  json image = json::parse(R"({"run": "r1", "rank": null, "step": 3, "timestamp": 1700000000000, "kind": "image",
+                               "format": "png", "width": 2, "height": 1, "bytes": 70, "data": "iVBORw0K",
+                               "url": "/api/v1/runs/r1/media/content?key=a%2Fb&step=3"})");
+  json line = MediaIndexLine(image, "a/b", "/tw");
+  EXPECT_EQ(line["key"], "a/b");
+  EXPECT_FALSE(line.contains("data"));
+  EXPECT_EQ(line["url"], "/tw/api/v1/runs/r1/media/content?key=a%2Fb&step=3");
+  EXPECT_EQ(line["bytes"], 70);
+  EXPECT_EQ(line["rank"], nullptr);
+  json text = json::parse(R"({"run": "r1", "rank": 2, "step": 5, "timestamp": 1, "kind": "text", "text": "hi"})");
+  line = MediaIndexLine(text, "notes", "");
+  EXPECT_EQ(line, json::parse(R"({"run": "r1", "rank": 2, "step": 5, "timestamp": 1, "kind": "text", "text": "hi",
+                                  "key": "notes"})"));
+}
+
 }  // namespace
 }  // namespace trainwatch::app

@@ -282,7 +282,8 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   CLI::App* export_cmd = cli.add_subcommand("export", "Export from a server into files");
   export_cmd->require_subcommand(1);
   CLI::App* export_run = export_cmd->add_subcommand(
-      "run", "Write a run as ID.json (run, config, summary, tags, alerts), ID.csv and ID.jsonl (every point)");
+      "run", "Write a run as ID.json (run, config, summary, tags, alerts), ID.csv and ID.jsonl (every point) and "
+             "ID.media.jsonl (its histograms, images, text and tables; images by URL)");
   ExportOptions& ex = out.export_run;
   export_run->add_option("id", ex.id, "The run's id")->required();
   export_run->add_option("--url", ex.url, "trainwatch server base URL")->capture_default_str();

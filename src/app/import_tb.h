@@ -5,10 +5,15 @@
 // runs, one per directory, through the runs API of a server
 // (docs/runs-api.md, "Import"). Parsed by hand: TFRecord framing (length,
 // masked CRC-32C of the length, data, masked CRC-32C of the data) around
-// tensorboard's Event protos (event.proto, summary.proto, tensor.proto).
-// Scalars only: `simple_value` and scalar tensors of DT_FLOAT, DT_DOUBLE,
-// DT_INT32, DT_INT64; histograms, images, audio, text, hparams and other
-// plugins' values are counted and reported, not imported.
+// tensorboard's Event protos (event.proto, summary.proto, tensor.proto,
+// histogram.proto, plugins/hparams/plugin_data.proto). Imported: scalars
+// (`simple_value` and scalar tensors of DT_FLOAT, DT_DOUBLE, DT_INT32,
+// DT_INT64), histograms (HistogramProto and the histograms plugin's [k, 3]
+// tensors), images (Summary.Image and the images plugin's string tensors,
+// PNG and JPEG), text (the text plugin's string tensors: text, or a table
+// when 2-D) as rich values, and hparams (the session start info's map) as
+// the run's config. Audio, graphs and other plugins' values are counted and
+// reported, not imported.
 
 #include <cstdint>
 #include <functional>
@@ -18,6 +23,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "app/import_cmd.h"
 #include "base/status.h"
@@ -41,6 +48,34 @@ struct TfRecordEnd {
 TfRecordEnd ReadTfRecords(std::istream& in, uint64_t size,
                           const std::function<void(uint64_t offset, std::string_view data)>& fn);
 
+// A HistogramProto (histogram.proto): bucket i counts the values in
+// (bucket_limit[i-1], bucket_limit[i]]; the first bucket's lower edge is min.
+struct TbHistogram {
+  double min = 0, max = 0, num = 0, sum = 0, sum_squares = 0;
+  std::vector<double> limits;  // bucket_limit
+  std::vector<double> counts;  // bucket
+};
+
+// A Summary.Image: the encoded file (PNG, JPEG or GIF as the writer chose).
+struct TbImage {
+  int64_t height = 0, width = 0, colorspace = 0;
+  std::string encoded;
+};
+
+// A TensorProto, decoded as far as the import needs: numeric tensors of
+// DT_FLOAT, DT_DOUBLE, DT_INT32 and DT_INT64 (from tensor_content or the
+// *_val fields, a short *_val list padded with its last value as TensorFlow
+// does) and DT_STRING tensors.
+struct TbTensor {
+  int dtype = 0;
+  std::vector<int64_t> dims;  // the shape; empty: a scalar
+  std::vector<double> numbers;       // numeric dtypes: every element, row-major
+  std::vector<std::string> strings;  // DT_STRING: every element, row-major
+};
+// An error when the bytes are malformed, the shape is unknown, or the values
+// do not fill the shape (or the dtype is none of the above).
+Status ParseTbTensor(std::string_view data, TbTensor* t);
+
 // One Summary.Value as far as the import cares.
 struct TbValue {
   enum class Kind {
@@ -59,6 +94,10 @@ struct TbValue {
   // rank 0 or every dimension 1, one value in *_val or tensor_content).
   bool scalar_tensor = false;
   std::string plugin;  // metadata.plugin_data.plugin_name, when the value carries metadata
+  std::string plugin_content;  // metadata.plugin_data.content (hparams: an HParamsPluginData)
+  std::string tensor;          // kTensor: the TensorProto's bytes
+  TbHistogram histo;           // kHistogram
+  TbImage image;               // kImage
 };
 
 // One Event proto.
@@ -73,6 +112,30 @@ struct TbEvent {
 // Parses an Event proto (unknown fields skipped); an error when the bytes
 // are not a well-formed message.
 Status ParseTbEvent(std::string_view data, TbEvent* e);
+
+// Rich values (docs/runs-api.md, "Rich values") from what the writers
+// write; each an error saying why the value cannot be imported.
+// HistogramProto -> {"_type": "histogram", "buckets": [[lower, upper, count]]}:
+// every bucket kept (empty ones too), edges clamped into [min, max] so no
+// +-DBL_MAX limit goes out; more than 4096 buckets are merged in groups.
+Result<nlohmann::json> TbHistogramValue(const TbHistogram& h);
+// The histograms plugin's tensor: shape [k, 3] of (left, right, count).
+Result<nlohmann::json> TbTensorHistogramValue(const TbTensor& t);
+// "png" or "jpeg" by the bytes' signature; "" for anything else.
+std::string TbImageFormat(std::string_view bytes);
+// {"_type": "image", "format", "data": base64}; an error for what is neither
+// PNG nor JPEG or is over the server's 16 MiB.
+Result<nlohmann::json> TbImageValue(std::string_view encoded);
+// The images plugin's tensor: DT_STRING [width, height, image, image, ...]:
+// the images.
+Result<std::vector<std::string>> TbTensorImages(const TbTensor& t);
+// The text plugin's tensor (DT_STRING): a scalar is the text, a vector its
+// elements joined by newlines, a matrix a table (columns "0", "1", ...).
+Result<nlohmann::json> TbTextValue(const TbTensor& t);
+// The hparams plugin's content (HParamsPluginData): a session start info's
+// hparams as a JSON object into *config (merged: later keys win); true when
+// it was one. Experiment and session end infos are read and nothing taken.
+Result<bool> TbHparams(std::string_view content, nlohmann::json* config);
 
 // A directory of event files, read.
 struct TbRun {
@@ -89,8 +152,18 @@ struct TbRun {
   // By tag (sorted); points in the order the files hold them (a step written
   // twice, as after a restart, is kept twice: the later one wins on import).
   std::map<std::string, std::vector<Point>> scalars;
-  // Values that are not scalars, by kind ("histogram", "image", "audio",
-  // "text", "hparams", "graph", or another plugin's name): not imported.
+  struct RichPoint {
+    int64_t step;
+    int64_t ts_ms;
+    nlohmann::json value;  // {"_type": ...}
+  };
+  // Histograms, images and text by key (sorted), in file order like scalars.
+  // Key: the tag; an images-plugin tensor of several images puts the first
+  // under the tag and image i (i >= 1) under "<tag>/<i>".
+  std::map<std::string, std::vector<RichPoint>> media;
+  nlohmann::json config = nlohmann::json::object();  // the hparams
+  // Values not imported, by kind ("audio", "graph", another plugin's name,
+  // or why: "malformed histogram", "image (not PNG or JPEG)", ...).
   std::map<std::string, size_t> skipped;
 };
 
@@ -101,7 +174,7 @@ struct TbRun {
 // logdir with no event file is an error.
 Result<std::vector<TbRun>> ReadTensorboardLogdir(const std::string& logdir, std::vector<std::string>* warnings);
 
-// "12 histogram, 3 image values not imported (scalars only)", or "" when none.
+// "3 audio, 1 graph values not imported", or "" when none.
 std::string TbSkippedReport(const std::map<std::string, size_t>& skipped);
 
 int RunImportTensorboard(const ImportOptions& o);

@@ -3,13 +3,22 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "app/flags.h"
+#include "base/base64.h"
 #include "base/file.h"
 
 namespace trainwatch::app {
@@ -76,6 +85,53 @@ std::string PackedFloats(int field, const std::vector<float>& v) {
     b += Fixed32(u);
   }
   return BytesField(field, b);
+}
+
+std::string PackedDoubles(int field, const std::vector<double>& v) {
+  std::string b;
+  for (double d : v) {
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    b += Fixed64(u);
+  }
+  return BytesField(field, b);
+}
+// SummaryMetadata with plugin_data {plugin_name, content}.
+std::string Metadata(std::string_view plugin, std::string_view content) {
+  return BytesField(9, BytesField(1, BytesField(1, plugin) + BytesField(2, content)));
+}
+// HistogramProto: min, max, num, sum, sum_squares, bucket_limit, bucket (as torch's make_histogram).
+std::string Histo(double min, double max, const std::vector<double>& limits, const std::vector<double>& counts) {
+  double num = 0;
+  for (double c : counts) num += c;
+  return DoubleField(1, min) + DoubleField(2, max) + DoubleField(3, num) + DoubleField(4, 0) + DoubleField(5, 0) +
+         PackedDoubles(6, limits) + PackedDoubles(7, counts);
+}
+std::string HistoValue(std::string_view tag, const std::string& histo) { return BytesField(1, tag) + BytesField(5, histo); }
+// Summary.Image: height, width, colorspace, encoded_image_string (add_image).
+std::string ImageValue(std::string_view tag, std::string_view encoded) {
+  return BytesField(1, tag) +
+         BytesField(4, VarintField(1, 2) + VarintField(2, 3) + VarintField(3, 3) + BytesField(4, encoded));
+}
+// A DT_STRING tensor of the given shape.
+std::string StringTensor(const std::vector<int64_t>& dims, const std::vector<std::string>& strings) {
+  std::string vals;
+  for (const std::string& s : strings) vals += BytesField(8, s);
+  return Tensor(7, dims, vals);
+}
+const std::string kPng("\x89PNG\r\n\x1a\n", 8);
+const std::string kJpeg("\xff\xd8\xff\xe0", 4);
+// google.protobuf.Value and HParamsPluginData{session_start_info{hparams}}.
+std::string NumberValue(double d) { return DoubleField(2, d); }
+std::string StringValue(std::string_view s) { return BytesField(3, s); }
+std::string BoolValue(bool b) { return VarintField(4, b ? 1 : 0); }
+std::string MapEntries(const std::vector<std::pair<std::string, std::string>>& kv) {
+  std::string m;
+  for (const auto& [k, v] : kv) m += BytesField(1, BytesField(1, k) + BytesField(2, v));
+  return m;
+}
+std::string SessionStart(const std::vector<std::pair<std::string, std::string>>& hparams) {
+  return VarintField(1, 0) + BytesField(3, MapEntries(hparams) + BytesField(2, "/tmp/model"));
 }
 
 uint32_t MaskedCrc(std::string_view d) { return TfRecordMaskedCrc(d); }
@@ -298,11 +354,12 @@ class TbLogdirTest : public ::testing::Test {
 
 TEST_F(TbLogdirTest, RunPerDirectoryScalarsAndWhatIsNotImported) {
   const double t0 = 1700000000.0;
-  // Files directly in the logdir: torch's SummaryWriter (simple_value), a histogram, an image.
+  // Files directly in the logdir: torch's SummaryWriter (simple_value), a histogram, an image, audio.
   std::string f1 = Record(Event(t0, 0, FileVersion()));
   for (int s = 0; s < 5; s++) f1 += Record(Event(t0 + s + 1, s, Summary({Simple("train/loss", 1.0f / (s + 1))})));
-  f1 += Record(Event(t0 + 6, 4, Summary({BytesField(1, "w") + BytesField(5, DoubleField(1, 0))})));
-  f1 += Record(Event(t0 + 7, 4, Summary({BytesField(1, "img") + BytesField(4, BytesField(4, "png"))})));
+  f1 += Record(Event(t0 + 6, 4, Summary({HistoValue("w", Histo(0, 2, {1, 2}, {1, 3}))})));
+  f1 += Record(Event(t0 + 7, 4, Summary({ImageValue("img", kPng + "rest")})));
+  f1 += Record(Event(t0 + 7, 4, Summary({BytesField(1, "snd") + BytesField(6, FloatField(1, 16000))})));
   Write("events.out.tfevents.1700000000.host.1.0", f1);
   // A second file in the same directory (a restart): step 4 again, later: kept after the first.
   std::string f2 = Record(Event(t0 + 100, 0, FileVersion())) + Record(Event(t0 + 101, 4, Summary({Simple("train/loss", 9.0f)})));
@@ -319,6 +376,8 @@ TEST_F(TbLogdirTest, RunPerDirectoryScalarsAndWhatIsNotImported) {
   f3 += Record(Event(t0 + 15, 2, Summary({TensorValue("h", Tensor(1, {}, PackedFloats(5, {1})))})));  // remembered: histogram
   f3 += Record(Event(t0 + 16, 2, Summary({TensorValue("notes", Tensor(7, {1}, BytesField(8, "hi")), "text")})));
   f3 += Record(Event(t0 + 17, 0, Summary({BytesField(1, "_hparams_/experiment") + Metadata("hparams")})));
+  f3 += Record(Event(t0 + 17, 0, Summary({BytesField(1, "_hparams_/session_start_info") +
+                                           Metadata("hparams", SessionStart({{"lr", NumberValue(0.01)}}))})));
   f3 += Record(Event(t0 + 18, 0, BytesField(4, "graph")));
   // ... and a tail cut short: reported, the rest of the file skipped.
   std::string tail = Record(Event(t0 + 19, 3, Summary({TensorValue("acc", Tensor(1, {}, PackedFloats(5, {0.9f})))})));
@@ -350,7 +409,14 @@ TEST_F(TbLogdirTest, RunPerDirectoryScalarsAndWhatIsNotImported) {
   EXPECT_EQ(loss[1].value, static_cast<double>(0.5f));
   EXPECT_EQ(loss[5].step, 4);
   EXPECT_EQ(loss[5].value, 9.0);
-  EXPECT_EQ(root.skipped, (std::map<std::string, size_t>{{"histogram", 1}, {"image", 1}}));
+  EXPECT_EQ(root.skipped, (std::map<std::string, size_t>{{"audio", 1}}));
+  ASSERT_EQ(root.media.size(), 2u);
+  ASSERT_EQ(root.media.at("w").size(), 1u);
+  EXPECT_EQ(root.media.at("w")[0].step, 4);
+  EXPECT_EQ(root.media.at("w")[0].ts_ms, static_cast<int64_t>(t0 * 1000) + 6000);
+  EXPECT_EQ(root.media.at("w")[0].value, nlohmann::json::parse(R"({"_type": "histogram", "buckets": [[0, 1, 1], [1, 2, 3]]})"));
+  EXPECT_EQ(root.media.at("img")[0].value["format"], "png");
+  EXPECT_TRUE(root.config.empty());
 
   const TbRun& bad_run = (*runs)[1];
   EXPECT_EQ(bad_run.name, "sub/bad");
@@ -366,10 +432,17 @@ TEST_F(TbLogdirTest, RunPerDirectoryScalarsAndWhatIsNotImported) {
   EXPECT_EQ(eval.scalars.at("acc")[1].step, 1);
   EXPECT_EQ(eval.scalars.at("acc_d")[0].value, 0.875);
   EXPECT_EQ(eval.scalars.at("n")[0].value, 77);
-  EXPECT_EQ(eval.skipped,
-            (std::map<std::string, size_t>{{"graph", 1}, {"histogram", 2}, {"hparams", 1}, {"text", 1}}));
+  // The [3, 3] tensor without values is three empty buckets (TensorFlow's zeros); the scalar
+  // under the histograms plugin's tag is none.
+  EXPECT_EQ(eval.skipped, (std::map<std::string, size_t>{{"graph", 1}, {"malformed histogram", 1}}));
+  ASSERT_EQ(eval.media.size(), 2u);
+  EXPECT_EQ(eval.media.at("h")[0].value,
+            nlohmann::json::parse(R"({"_type": "histogram", "buckets": [[0, 0, 0], [0, 0, 0], [0, 0, 0]]})"));
+  EXPECT_EQ(eval.media.at("notes")[0].value, nlohmann::json::parse(R"({"_type": "text", "text": "hi"})"));
+  EXPECT_EQ(eval.media.at("notes")[0].step, 2);
+  EXPECT_EQ(eval.config, nlohmann::json::parse(R"({"lr": 0.01})"));
   EXPECT_DOUBLE_EQ(eval.end_time, t0 + 18);
-  EXPECT_EQ(TbSkippedReport(eval.skipped), "1 graph, 2 histogram, 1 hparams, 1 text values not imported (scalars only)");
+  EXPECT_EQ(TbSkippedReport(eval.skipped), "1 graph, 1 malformed histogram values not imported");
   EXPECT_EQ(TbSkippedReport({}), "");
 
   ASSERT_EQ(warnings.size(), 2u);
@@ -400,6 +473,342 @@ TEST_F(TbLogdirTest, NoEventFileIsAClearError) {
   ASSERT_FALSE(runs.ok());
   EXPECT_NE(runs.error().message().find("no TensorBoard event file"), std::string::npos);
   EXPECT_FALSE(ReadTensorboardLogdir(dir_ + "/missing", &warnings).ok());
+}
+
+// ---- rich values ----
+
+using nlohmann::json;
+
+TEST(TbRichTest, LegacyHistogramsClampedToMinAndMax) {
+  // torch's make_histogram: an empty first bucket whose limit is the left edge of
+  // the first counted bin (below min here), then the counted bins.
+  TbHistogram h;
+  h.min = 0.5, h.max = 2.5, h.limits = {0.0, 1.0, 2.0, 3.0}, h.counts = {0, 4, 0, 2};
+  auto v = TbHistogramValue(h);
+  ASSERT_TRUE(v.ok()) << v.error().ToString();
+  EXPECT_EQ(*v, json::parse(R"({"_type": "histogram",
+                                "buckets": [[0.5, 0.5, 0], [0.5, 1, 4], [1, 2, 0], [2, 2.5, 2]]})"));
+  // TensorFlow's C++ histograms: -DBL_MAX and DBL_MAX as the outer limits; no such edge goes out.
+  h.min = -0.25, h.max = 7, h.limits = {-DBL_MAX, -0.1, 0, 10, DBL_MAX}, h.counts = {0, 1, 2.5, 3, 0};
+  v = TbHistogramValue(h);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ((*v)["buckets"], json::parse("[[-0.25, -0.25, 0], [-0.25, -0.1, 1], [-0.1, 0, 2.5], [0, 7, 3], [7, 7, 0]]"));
+  // An empty histogram (min DBL_MAX, max -DBL_MAX): the finite limits' range.
+  h.min = DBL_MAX, h.max = -DBL_MAX, h.limits = {-DBL_MAX, 1, 2, DBL_MAX}, h.counts = {0, 0, 0, 0};
+  v = TbHistogramValue(h);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ((*v)["buckets"], json::parse("[[1, 1, 0], [1, 1, 0], [1, 2, 0], [2, 2, 0]]"));
+  // What cannot be a histogram.
+  for (auto bad : std::vector<std::pair<std::vector<double>, std::vector<double>>>{
+           {{}, {}},                    // no buckets
+           {{1, 2}, {1}},               // limits and counts of different lengths
+           {{2, 1}, {1, 1}},            // limits descending
+           {{1, 2}, {1, -1}},           // a negative count
+           {{1, 2}, {1, NAN}},          // a NaN count
+           {{NAN, 2}, {1, 1}},          // a NaN limit
+           {{-DBL_MAX, DBL_MAX}, {1, 1}},  // no min and max, no finite limit
+       }) {
+    h = TbHistogram();
+    h.min = 1, h.max = 0;  // unusable
+    h.limits = bad.first, h.counts = bad.second;
+    EXPECT_FALSE(TbHistogramValue(h).ok()) << ::testing::PrintToString(bad);
+  }
+  // More buckets than the server's 4096: merged in adjacent groups.
+  h = TbHistogram();
+  h.min = 0, h.max = 10000;
+  for (int i = 1; i <= 10000; i++) h.limits.push_back(i), h.counts.push_back(1);
+  v = TbHistogramValue(h);
+  ASSERT_TRUE(v.ok());
+  const json& b = (*v)["buckets"];
+  ASSERT_EQ(b.size(), 3334u);  // groups of 3
+  EXPECT_EQ(b[0], json::parse("[0, 3, 3]"));
+  EXPECT_EQ(b[3333], json::parse("[9999, 10000, 1]"));
+}
+
+TEST(TbRichTest, HistogramTensors) {
+  // TF2's tf.summary.histogram: DT_DOUBLE [k, 3] in tensor_content.
+  std::vector<double> cells = {-1, 0, 2, 0, 1, 3.5, 1, 2, 0};
+  std::string content;
+  for (double d : cells) {
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    content += Fixed64(u);
+  }
+  TbTensor t;
+  ASSERT_TRUE(ParseTbTensor(Tensor(2, {3, 3}, BytesField(4, content)), &t).ok());
+  EXPECT_EQ(t.dims, (std::vector<int64_t>{3, 3}));
+  auto v = TbTensorHistogramValue(t);
+  ASSERT_TRUE(v.ok()) << v.error().ToString();
+  EXPECT_EQ(*v, json::parse(R"({"_type": "histogram", "buckets": [[-1, 0, 2], [0, 1, 3.5], [1, 2, 0]]})"));
+  // DT_FLOAT in float_val; a left edge a rounding below the previous right edge is clipped to it.
+  ASSERT_TRUE(ParseTbTensor(Tensor(1, {2, 3}, PackedFloats(5, {0, 1, 5, 0.99999994f, 2, 1})), &t).ok());
+  v = TbTensorHistogramValue(t);
+  ASSERT_TRUE(v.ok()) << v.error().ToString();
+  EXPECT_EQ((*v)["buckets"], json::parse("[[0, 1, 5], [1, 2, 1]]"));
+  // Empty, of the wrong shape, overlapping, negative.
+  ASSERT_TRUE(ParseTbTensor(Tensor(2, {0, 3}, ""), &t).ok());
+  EXPECT_FALSE(TbTensorHistogramValue(t).ok());
+  ASSERT_TRUE(ParseTbTensor(Tensor(2, {3}, PackedDoubles(6, {0, 1, 2})), &t).ok());
+  EXPECT_FALSE(TbTensorHistogramValue(t).ok());
+  ASSERT_TRUE(ParseTbTensor(Tensor(2, {2, 3}, PackedDoubles(6, {0, 2, 1, 1, 3, 1})), &t).ok());
+  EXPECT_FALSE(TbTensorHistogramValue(t).ok());
+  ASSERT_TRUE(ParseTbTensor(Tensor(2, {1, 3}, PackedDoubles(6, {0, 2, -1})), &t).ok());
+  EXPECT_FALSE(TbTensorHistogramValue(t).ok());
+}
+
+TEST(TbRichTest, TensorDecoding) {
+  TbTensor t;
+  // A short *_val list is padded with its last value; none is zeros.
+  ASSERT_TRUE(ParseTbTensor(Tensor(1, {2, 2}, PackedFloats(5, {1, 2})), &t).ok());
+  EXPECT_EQ(t.numbers, (std::vector<double>{1, 2, 2, 2}));
+  ASSERT_TRUE(ParseTbTensor(Tensor(3, {3}, ""), &t).ok());
+  EXPECT_EQ(t.numbers, (std::vector<double>{0, 0, 0}));
+  ASSERT_TRUE(ParseTbTensor(Tensor(9, {2}, BytesField(10, Varint(static_cast<uint64_t>(int64_t{-5})) + Varint(7))), &t).ok());
+  EXPECT_EQ(t.numbers, (std::vector<double>{-5, 7}));
+  ASSERT_TRUE(ParseTbTensor(StringTensor({2}, {"a", "b"}), &t).ok());
+  EXPECT_EQ(t.strings, (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(ParseTbTensor(Tensor(1, {1}, PackedFloats(5, {1, 2})), &t).ok());       // more values than elements
+  EXPECT_FALSE(ParseTbTensor(Tensor(1, {2}, BytesField(4, "abc")), &t).ok());          // tensor_content of a wrong size
+  EXPECT_FALSE(ParseTbTensor(StringTensor({3}, {"a", "b"}), &t).ok());                 // strings missing
+  EXPECT_FALSE(ParseTbTensor(Tensor(10, {}, VarintField(11, 1)), &t).ok());            // DT_BOOL
+  EXPECT_FALSE(ParseTbTensor(Tensor(1, {1 << 20, 1 << 20}, ""), &t).ok());             // too many elements
+  EXPECT_FALSE(ParseTbTensor(VarintField(1, 1) + BytesField(2, VarintField(3, 1)), &t).ok());  // unknown rank
+  EXPECT_FALSE(ParseTbTensor(BytesField(2, "\xff"), &t).ok());                         // malformed
+}
+
+TEST(TbRichTest, ImagesByTheirSignature) {
+  EXPECT_EQ(TbImageFormat(kPng + "IHDR"), "png");
+  EXPECT_EQ(TbImageFormat(kJpeg), "jpeg");
+  EXPECT_EQ(TbImageFormat("GIF89a"), "");
+  EXPECT_EQ(TbImageFormat(kPng.substr(0, 7)), "");
+  EXPECT_EQ(TbImageFormat(""), "");
+  auto v = TbImageValue(kJpeg + "pixels");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ((*v)["_type"], "image");
+  EXPECT_EQ((*v)["format"], "jpeg");
+  EXPECT_EQ(Base64Decode((*v)["data"].get<std::string>()), kJpeg + "pixels");
+  EXPECT_FALSE(v->contains("caption"));
+  auto gif = TbImageValue("GIF89a....");
+  ASSERT_FALSE(gif.ok());
+  EXPECT_EQ(gif.error().message(), "image not PNG or JPEG");
+  EXPECT_EQ(TbImageValue(kPng + std::string(16u << 20, 'x')).error().message(), "image over 16 MiB");
+
+  // The images plugin's tensor: [width, height, image...].
+  TbTensor t;
+  ASSERT_TRUE(ParseTbTensor(StringTensor({4}, {"3", "2", kPng + "a", kPng + "b"}), &t).ok());
+  auto images = TbTensorImages(t);
+  ASSERT_TRUE(images.ok());
+  EXPECT_EQ(*images, (std::vector<std::string>{kPng + "a", kPng + "b"}));
+  ASSERT_TRUE(ParseTbTensor(StringTensor({1}, {"3"}), &t).ok());
+  EXPECT_FALSE(TbTensorImages(t).ok());
+}
+
+TEST(TbRichTest, TextTensors) {
+  TbTensor t;
+  ASSERT_TRUE(ParseTbTensor(StringTensor({}, {"**bold**"}), &t).ok());  // TF2's tf.summary.text: a scalar
+  EXPECT_EQ(*TbTextValue(t), json::parse(R"({"_type": "text", "text": "**bold**"})"));
+  ASSERT_TRUE(ParseTbTensor(StringTensor({1}, {"hello"}), &t).ok());  // torch's add_text: shape [1]
+  EXPECT_EQ(*TbTextValue(t), json::parse(R"({"_type": "text", "text": "hello"})"));
+  ASSERT_TRUE(ParseTbTensor(StringTensor({3}, {"a", "b", "c"}), &t).ok());
+  EXPECT_EQ((*TbTextValue(t))["text"], "a\nb\nc");
+  ASSERT_TRUE(ParseTbTensor(StringTensor({2, 2}, {"x", "y", "1", "2"}), &t).ok());
+  EXPECT_EQ(*TbTextValue(t),
+            json::parse(R"({"_type": "table", "columns": ["0", "1"], "rows": [["x", "y"], ["1", "2"]]})"));
+  ASSERT_TRUE(ParseTbTensor(StringTensor({1, 1, 1}, {"x"}), &t).ok());
+  EXPECT_EQ(TbTextValue(t).error().message(), "text of rank 3");
+  ASSERT_TRUE(ParseTbTensor(StringTensor({}, {std::string((1u << 20) + 1, 'x')}), &t).ok());
+  EXPECT_EQ(TbTextValue(t).error().message(), "text over 1 MiB");
+  ASSERT_TRUE(ParseTbTensor(StringTensor({2, 0}, {}), &t).ok());
+  EXPECT_FALSE(TbTextValue(t).ok());
+  ASSERT_TRUE(ParseTbTensor(Tensor(1, {}, PackedFloats(5, {1})), &t).ok());
+  EXPECT_FALSE(TbTextValue(t).ok());
+}
+
+TEST(TbRichTest, HparamsBecomeConfig) {
+  std::string list = BytesField(6, BytesField(1, NumberValue(1)) + BytesField(1, StringValue("two")));
+  std::string nested = BytesField(5, MapEntries({{"depth", NumberValue(3)}}));
+  json config = json::object();
+  config["keep"] = 1;
+  auto r = TbHparams(SessionStart({{"lr", NumberValue(3e-4)},
+                                   {"optimizer", StringValue("adamw")},
+                                   {"amp", BoolValue(true)},
+                                   {"none", VarintField(1, 0)},
+                                   {"layers", list},
+                                   {"model", nested},
+                                   {"nan", NumberValue(NAN)},
+                                   {"empty", ""}}),
+                     &config);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_TRUE(*r);
+  EXPECT_EQ(config, json::parse(R"({"keep": 1, "lr": 0.0003, "optimizer": "adamw", "amp": true, "none": null,
+                                    "layers": [1, "two"], "model": {"depth": 3}, "nan": "NaN", "empty": null})"));
+  // A later session start info wins per key; the experiment and the session end info give nothing.
+  r = TbHparams(SessionStart({{"lr", NumberValue(0.1)}}), &config);
+  EXPECT_EQ(config["lr"], 0.1);
+  json before = config;
+  r = TbHparams(VarintField(1, 0) + BytesField(2, BytesField(1, "hparam infos")), &config);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+  r = TbHparams(BytesField(4, VarintField(1, 1)), &config);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(config, before);
+  EXPECT_FALSE(TbHparams(BytesField(3, "\xff"), &config).ok());
+  // A Value nested deeper than anyone writes is refused, not a stack overflow.
+  std::string deep = NumberValue(1);
+  for (int i = 0; i < 100; i++) deep = BytesField(6, BytesField(1, deep));
+  EXPECT_FALSE(TbHparams(SessionStart({{"deep", deep}}), &config).ok());
+}
+
+TEST_F(TbLogdirTest, HistogramsImagesTextAndHparams) {
+  const double t0 = 1700000000.0;
+  std::string f = Record(Event(t0, 0, FileVersion()));
+  // torch's add_hparams: experiment, session start info (metadata only, no tensor), end info.
+  f += Record(Event(t0 + 1, 0, Summary({BytesField(1, "_hparams_/experiment") +
+                                        Metadata("hparams", VarintField(1, 0) + BytesField(2, ""))})));
+  f += Record(Event(t0 + 1, 0, Summary({BytesField(1, "_hparams_/session_start_info") +
+                                        Metadata("hparams", SessionStart({{"lr", NumberValue(0.5)},
+                                                                          {"opt", StringValue("sgd")}}))})));
+  f += Record(Event(t0 + 1, 0, Summary({BytesField(1, "_hparams_/session_end_info") +
+                                        Metadata("hparams", BytesField(4, VarintField(1, 1)))})));
+  for (int s = 0; s < 3; s++) {
+    f += Record(Event(t0 + 2 + s, s, Summary({HistoValue("weights", Histo(-1, 1 + s, {0.0, 1.0 + s}, {2, 3}))})));
+    f += Record(Event(t0 + 2 + s, s, Summary({ImageValue("sample", (s == 1 ? kJpeg : kPng) + std::to_string(s))})));
+  }
+  // TF2: the images plugin's tensor with two images (metadata on the first value only) ...
+  f += Record(Event(t0 + 10, 5, Summary({TensorValue("gen", StringTensor({4}, {"2", "2", kPng + "x", kJpeg + "y"}), "images")})));
+  f += Record(Event(t0 + 11, 6, Summary({TensorValue("gen", StringTensor({3}, {"2", "2", kPng + "z"}))})));
+  // ... a histogram tensor, text and a table, a GIF, a 3-D text, audio, another plugin's data.
+  f += Record(Event(t0 + 12, 5, Summary({TensorValue("act", Tensor(2, {1, 3}, PackedDoubles(6, {0, 1, 9})), "histograms")})));
+  f += Record(Event(t0 + 13, 5, Summary({TensorValue("notes", StringTensor({}, {"# hi"}), "text")})));
+  f += Record(Event(t0 + 14, 6, Summary({TensorValue("notes", StringTensor({1}, {"again"}))})));
+  f += Record(Event(t0 + 14, 6, Summary({TensorValue("grid", StringTensor({1, 2}, {"a", "b"}), "text")})));
+  f += Record(Event(t0 + 15, 6, Summary({ImageValue("anim", "GIF89a...")})));
+  f += Record(Event(t0 + 15, 6, Summary({TensorValue("cube", StringTensor({1, 1, 1}, {"c"}), "text")})));
+  f += Record(Event(t0 + 16, 6, Summary({TensorValue("pr", Tensor(1, {2}, PackedFloats(5, {1, 2})), "pr_curves")})));
+  Write("run/events.out.tfevents.1.host", f);
+
+  std::vector<std::string> warnings;
+  auto runs = ReadTensorboardLogdir(logdir_, &warnings);
+  ASSERT_TRUE(runs.ok()) << runs.error().ToString();
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  ASSERT_EQ(runs->size(), 1u);
+  const TbRun& r = (*runs)[0];
+  EXPECT_EQ(r.config, json::parse(R"({"lr": 0.5, "opt": "sgd"})"));
+  EXPECT_TRUE(r.scalars.empty());
+  std::vector<std::string> keys;
+  for (const auto& [k, pts] : r.media) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"act", "gen", "gen/1", "grid", "notes", "sample", "weights"}));
+  const auto& w = r.media.at("weights");
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[2].step, 2);
+  EXPECT_EQ(w[2].ts_ms, static_cast<int64_t>(t0 * 1000) + 4000);
+  EXPECT_EQ(w[2].value["buckets"], json::parse("[[-1, 0, 2], [0, 3, 3]]"));
+  const auto& sample = r.media.at("sample");
+  ASSERT_EQ(sample.size(), 3u);
+  EXPECT_EQ(sample[0].value["format"], "png");
+  EXPECT_EQ(sample[1].value["format"], "jpeg");
+  EXPECT_EQ(Base64Decode(sample[1].value["data"].get<std::string>()), kJpeg + "1");
+  // Several images at a step: the first under the tag, image i under "<tag>/<i>".
+  ASSERT_EQ(r.media.at("gen").size(), 2u);
+  EXPECT_EQ(Base64Decode(r.media.at("gen")[0].value["data"].get<std::string>()), kPng + "x");
+  EXPECT_EQ(Base64Decode(r.media.at("gen")[1].value["data"].get<std::string>()), kPng + "z");
+  EXPECT_EQ(r.media.at("gen")[1].step, 6);
+  ASSERT_EQ(r.media.at("gen/1").size(), 1u);
+  EXPECT_EQ(r.media.at("gen/1")[0].value["format"], "jpeg");
+  EXPECT_EQ(r.media.at("gen/1")[0].step, 5);
+  EXPECT_EQ(r.media.at("act")[0].value["buckets"], json::parse("[[0, 1, 9]]"));
+  ASSERT_EQ(r.media.at("notes").size(), 2u);
+  EXPECT_EQ(r.media.at("notes")[0].value["text"], "# hi");
+  EXPECT_EQ(r.media.at("notes")[1].value["text"], "again");
+  EXPECT_EQ(r.media.at("grid")[0].value["_type"], "table");
+  EXPECT_EQ(r.skipped, (std::map<std::string, size_t>{{"image not PNG or JPEG", 1}, {"pr_curves", 1}, {"text of rank 3", 1}}));
+  EXPECT_EQ(TbSkippedReport(r.skipped), "1 image not PNG or JPEG, 1 pr_curves, 1 text of rank 3 values not imported");
+}
+
+// What the import sends, to a fake server that records each request.
+class TbSendTest : public TbLogdirTest {
+ protected:
+  void SetUp() override {
+    TbLogdirTest::SetUp();
+    auto record = [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      requests_.emplace_back(req.path, json::parse(req.body));
+      json data = json::object();
+      if (req.path.size() > 8 && req.path.substr(req.path.size() - 8) == "/batches") {
+        const std::string id = requests_.back().second["batch_id"];
+        size_t n = 0;
+        for (const json& p : requests_.back().second["points"]) n += p["values"].size();
+        data = {{"accepted", seen_.insert(id).second ? n : 0}, {"duplicate", false}, {"rejected", json::array()}};
+      }
+      res.set_content(json{{"status", "success"}, {"data", data}}.dump(), "application/json");
+    };
+    server_.Post(R"(/api/v1/runs.*)", record);
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  void TearDown() override {
+    server_.stop();
+    thread_.join();
+    TbLogdirTest::TearDown();
+  }
+  std::vector<std::pair<std::string, json>> Requests() {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_;
+  }
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::pair<std::string, json>> requests_;
+  std::set<std::string> seen_;
+};
+
+TEST_F(TbSendTest, RichValuesAndConfigGoToTheRunsApi) {
+  const double t0 = 1700000000.0;
+  std::string f = Record(Event(t0, 0, FileVersion()));
+  f += Record(Event(t0 + 1, 0, Summary({BytesField(1, "_hparams_/session_start_info") +
+                                        Metadata("hparams", SessionStart({{"lr", NumberValue(0.5)}}))})));
+  f += Record(Event(t0 + 2, 1, Summary({Simple("loss", 2)})));
+  f += Record(Event(t0 + 3, 1, Summary({HistoValue("w", Histo(0, 1, {1}, {4}))})));
+  std::string big(7u << 19, 'p');  // 3.5 MiB: a batch stops growing past 8 MiB of JSON
+  f += Record(Event(t0 + 4, 1, Summary({ImageValue("img", kPng + big)})));
+  f += Record(Event(t0 + 5, 2, Summary({ImageValue("img", kPng + big)})));
+  f += Record(Event(t0 + 6, 3, Summary({ImageValue("img", kPng + "small")})));
+  Write("events.out.tfevents.1.host", f);
+  ImportOptions o;
+  o.format = "tensorboard";
+  o.dir = logdir_;
+  o.url = "http://127.0.0.1:" + std::to_string(port_);
+  ASSERT_EQ(RunImportTensorboard(o), 0);
+  auto reqs = Requests();
+  ASSERT_EQ(reqs.size(), 6u);  // create, loss, img x 2, w, finish
+  EXPECT_EQ(reqs[0].first, "/api/v1/runs");
+  EXPECT_EQ(reqs[0].second["config"], json::parse(R"({"lr": 0.5})"));
+  const std::string id = reqs[0].second["id"];
+  EXPECT_EQ(reqs[1].second["points"][0]["values"]["loss"], 2.0);
+  // Keys in order: "img" (the two big images in one batch: past 8 MiB it is cut), then "w".
+  EXPECT_EQ(reqs[2].first, "/api/v1/runs/" + id + "/batches");
+  ASSERT_EQ(reqs[2].second["points"].size(), 2u);
+  ASSERT_EQ(reqs[3].second["points"].size(), 1u);
+  EXPECT_EQ(reqs[3].second["points"][0]["step"], 3);
+  const json& img = reqs[2].second["points"][1]["values"]["img"];
+  EXPECT_EQ(img["format"], "png");
+  EXPECT_EQ(reqs[2].second["points"][1]["step"], 2);
+  EXPECT_TRUE(Base64Decode(img["data"].get<std::string>()) == kPng + big);  // not EXPECT_EQ: 3.5 MiB on failure
+  EXPECT_EQ(reqs[4].second["points"], json::parse(R"([{"step": 1, "ts": 1700000003000,
+      "values": {"w": {"_type": "histogram", "buckets": [[0, 1, 4]]}}}])"));
+  EXPECT_EQ(reqs[5].first, "/api/v1/runs/" + id + "/finish");
+  std::set<std::string> ids;
+  for (size_t i = 1; i < 5; i++) ids.insert(reqs[i].second["batch_id"].get<std::string>());
+  EXPECT_EQ(ids.size(), 4u);
+
+  // Again: the same batch ids (so the server stores nothing twice).
+  ASSERT_EQ(RunImportTensorboard(o), 0);
+  auto again = Requests();
+  ASSERT_EQ(again.size(), 12u);
+  for (size_t i = 1; i < 5; i++) EXPECT_EQ(again[6 + i].second["batch_id"], reqs[i].second["batch_id"]);
 }
 
 TEST(TbFlagsTest, ImportTensorboardAndExportRun) {

@@ -211,7 +211,8 @@ class RunStore {
   // Rich values (store_media.cc): the rich keys of runs `ids`
   // ([{"run", "key", "kind", "steps", "first_step", "last_step"}]), the
   // histograms and the media entries of one key as the API answers them
-  // (images without their bytes), and one image's bytes (NotFound: none).
+  // (images without their bytes), and one image's bytes (NotFound: none;
+  // `rank` absent: the lowest rank with an image there).
   Result<Json> MediaKeys(const std::vector<std::string>& ids) const;
   Result<Json> ReadHistograms(const MediaQuery& q) const;
   Result<Json> ReadMedia(const MediaQuery& q) const;

@@ -201,8 +201,11 @@ Result<MediaContent> RunStore::ReadMediaContent(std::string_view id, std::string
                                                 std::optional<int64_t> rank) const {
   return RetryOnDamage([&]() -> Result<MediaContent> {
     std::lock_guard<std::mutex> l(read_mu_);
-    Stmt q(rdb_, "SELECT meta, data FROM media WHERE run_id=?1 AND key=?2 AND rank=?3 AND step=?4 AND kind='image'");
-    q.Bind(1, id).Bind(2, key).Bind(3, rank.value_or(-1)).Bind(4, step);
+    // Without a rank: the lowest one that has an image there (-1, rankless, first).
+    Stmt q(rdb_, std::string("SELECT meta, data FROM media WHERE run_id=?1 AND key=?2 AND step=?4 AND kind='image'") +
+                     (rank ? " AND rank=?3" : "") + " ORDER BY rank LIMIT 1");
+    q.Bind(1, id).Bind(2, key).Bind(4, step);
+    if (rank) q.Bind(3, *rank);
     if (!q.Step()) {
       RETURN_IF_ERROR(q.status());
       return Status::NotFound("no image \"" + std::string(key) + "\" at step " + std::to_string(step) + " of run \"" +

@@ -920,6 +920,12 @@ TEST_F(RunStoreTest, RichValuesOfRanksAreSeparate) {
   ASSERT_TRUE(t.ok());
   ASSERT_EQ(t->size(), 1u);
   EXPECT_EQ((*t)[0]["rows"], Json::parse("[[0]]"));
+  // An image of rank 1 only: found without naming the rank.
+  Batch("r1", R"({"batch_id":"i1","rank":1,"points":[{"step":5,"ts":1796218600000,"values":{
+      "img":{"_type":"image","format":"png","data":"iVBORw0KGgoAAAANSUhEUgAAAAIAAAAD"}}}]})");
+  EXPECT_TRUE(store_->ReadMediaContent("r1", "img", 5, std::nullopt).ok());
+  EXPECT_TRUE(store_->ReadMediaContent("r1", "img", 5, 1).ok());
+  EXPECT_EQ(store_->ReadMediaContent("r1", "img", 5, 0).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(RunStoreTest, ArtifactsHaveVersionsByContentAndLineage) {

@@ -9,10 +9,16 @@ masked CRC-32C of the data; CRC-32C computed in this file) around Event
 protos encoded by hand: first the file_version "brain.Event:2" event, then
 one event per add_scalar with a Summary.Value{tag, simple_value}. Also a
 TF2-style scalar tensor (tf.summary.scalar: a DT_FLOAT rank-0 tensor, the
-"scalars" plugin's metadata on the tag's first value only), a histogram
-(counted, not imported), a second run directory and corrupt tails. When
-torch.utils.tensorboard can be imported (it needs the tensorboard package),
-real SummaryWriter output is imported too; otherwise that case is skipped.
+"scalars" plugin's metadata on the tag's first value only), histograms
+(add_histogram's HistogramProto and TF2's [k, 3] tensor), images
+(add_image's Summary.Image with a PNG made here, TF2's images-plugin string
+tensor with two images), text (add_text's string tensor), hparams
+(add_hparams' session start info: the run's config), audio (counted, not
+imported), a second run directory and corrupt tails; the rich values are read
+back through /api/v1/runs/histograms, /media and /media/keys, and `export
+run` writes their index. When torch.utils.tensorboard can be imported (it
+needs the tensorboard package), real SummaryWriter output is imported too;
+otherwise that case is skipped.
 
 Usage: import_tb_e2e_test.py /path/to/trainwatch [unittest args]
 """
@@ -29,6 +35,7 @@ import sys
 import tempfile
 import unittest
 import urllib.parse
+import zlib
 
 import twtest
 from twtest import Server
@@ -123,6 +130,59 @@ def histogram(tag):
     return ld(1, tag.encode()) + ld(5, h)
 
 
+def histogram_tensor(tag, rows, metadata):
+    # TF2's tf.summary.histogram: a DT_DOUBLE [k, 3] tensor of (left, right, count) in tensor_content.
+    shape = ld(2, ld(2, key(1, 0) + varint(len(rows))) + ld(2, key(1, 0) + varint(3)))
+    tensor = key(1, 0) + varint(2) + shape + ld(4, b"".join(struct.pack("<3d", *r) for r in rows))
+    b = ld(1, tag.encode()) + ld(8, tensor)
+    if metadata:
+        b += ld(9, ld(1, ld(1, b"histograms")))
+    return b
+
+
+def string_tensor(tag, dims, strings, plugin=None, content=b""):
+    # A DT_STRING (7) tensor: tensor_shape dims, string_val = 8.
+    shape = b"".join(ld(2, key(1, 0) + varint(d)) for d in dims)
+    tensor = key(1, 0) + varint(7) + ld(2, shape) + b"".join(ld(8, x) for x in strings)
+    b = ld(1, tag.encode()) + ld(8, tensor)
+    if plugin:
+        b += ld(9, ld(1, ld(1, plugin) + ld(2, content)))
+    return b
+
+
+def png(width, height, rgb):
+    """A PNG of width x height pixels of one colour (RGB, 8 bits), standard library only."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def image(tag, data, height, width):
+    # Summary.Image: height = 1, width = 2, colorspace = 3, encoded_image_string = 4 (add_image).
+    img = key(1, 0) + varint(height) + key(2, 0) + varint(width) + key(3, 0) + varint(3) + ld(4, data)
+    return ld(1, tag.encode()) + ld(4, img)
+
+
+def audio(tag):
+    return ld(1, tag.encode()) + ld(6, key(1, 5) + struct.pack("<f", 16000.0))  # Summary.Audio: sample_rate
+
+
+def hparams_start(hparams):
+    # add_hparams: Value{tag "_hparams_/session_start_info", metadata{plugin "hparams", content =
+    # HParamsPluginData{version 0, session_start_info = 3 {hparams = 1: map<string, google.protobuf.Value>}}}}.
+    def value(v):
+        if isinstance(v, bool):
+            return key(4, 0) + varint(int(v))
+        if isinstance(v, (int, float)):
+            return key(2, 1) + struct.pack("<d", v)
+        return ld(3, v.encode())
+    entries = b"".join(ld(1, ld(1, k.encode()) + ld(2, value(v))) for k, v in hparams.items())
+    content = key(1, 0) + varint(0) + ld(3, entries)
+    return ld(1, b"_hparams_/session_start_info") + ld(9, ld(1, ld(1, b"hparams") + ld(2, content)))
+
+
 def f32(v):
     return struct.unpack("<f", struct.pack("<f", v))[0]
 
@@ -179,9 +239,27 @@ class ImportTensorboardTest(unittest.TestCase):
         for s in (100, 200, 300):
             b += record(event(T0 + 201 + s / 100, s, summary=summary(tf2_scalar("eval/acc", s / 400.0, s == 100))))
             acc[s] = (s / 400.0, round((T0 + 201 + s / 100) * 1000))
+        # Rich values: histograms, images, text, hparams (the config), and audio (not imported).
+        b += record(event(T0 + 1, 0, summary=summary(hparams_start({"lr": 3e-4, "optimizer": "adamw", "amp": True}))))
+        red, blue = png(3, 2, (255, 0, 0)), png(4, 5, (0, 0, 255))
+        b += record(event(T0 + 100, 100, summary=summary(image("samples", red, 2, 3))))
+        b += record(event(T0 + 150, 200, summary=summary(image("samples", blue, 5, 4))))
+        b += record(event(T0 + 150, 200, summary=summary(
+            string_tensor("generated", [4], [b"4", b"5", blue, red], b"images"))))
+        b += record(event(T0 + 150, 200, summary=summary(
+            histogram_tensor("act", [(0.0, 0.5, 3.0), (0.5, 1.0, 1.0)], True))))
+        b += record(event(T0 + 151, 250, summary=summary(
+            histogram_tensor("act", [(0.0, 1.0, 7.0)], False))))  # the plugin remembered from the tag's first value
+        b += record(event(T0 + 152, 10, summary=summary(string_tensor("notes", [1], [b"**hello**"], b"text"))))
+        b += record(event(T0 + 152, 20, summary=summary(string_tensor("notes", [2], [b"a", b"b"]))))
+        b += record(event(T0 + 152, 20, summary=summary(
+            string_tensor("preds", [2, 2], [b"x", b"y", b"1", b"2"], b"text"))))
+        b += record(event(T0 + 153, 20, summary=summary(audio("speech"))))
         with open(os.path.join(self.logdir, event_file_name(0)), "wb") as f:
             f.write(b)
-        want["tblogs"] = {"train/loss": loss, "lr": lr, "eval/acc": acc, "start": T0, "end": T0 + 204}
+        want["tblogs"] = {"train/loss": loss, "lr": lr, "eval/acc": acc, "start": T0, "end": T0 + 204,
+                          "images": {"samples": {100: red, 200: blue}, "generated": {200: blue},
+                                     "generated/1": {200: red}}}
 
         # seeds/s1: two files (a restart), the first with a corrupt record inside, the second cut short.
         d = os.path.join(self.logdir, "seeds", "s1")
@@ -211,6 +289,41 @@ class ImportTensorboardTest(unittest.TestCase):
             f.write("not an event file\n")
         return want
 
+    def check_rich(self, run_id, images):
+        """The rich values of run "tblogs", read back through the media routes."""
+        keys = self.get("/api/v1/runs/media/keys?ids=" + run_id)
+        got = {k["key"]: (k["kind"], k["steps"], k["first_step"], k["last_step"]) for k in keys}
+        self.assertEqual(got, {
+            "weights": ("histogram", 1, 299, 299), "act": ("histogram", 2, 200, 250),
+            "samples": ("image", 2, 100, 200), "generated": ("image", 1, 200, 200),
+            "generated/1": ("image", 1, 200, 200), "notes": ("text", 2, 10, 20), "preds": ("table", 1, 20, 20)})
+        for k in keys:
+            self.assertEqual(k["run"], run_id)
+
+        h = self.get("/api/v1/runs/histograms?ids=%s&key=weights" % run_id)
+        self.assertEqual(len(h), 1)
+        self.assertEqual((h[0]["step"], h[0]["timestamp"]), (299, round((T0 + 200) * 1000)))
+        # HistogramProto min -1, max 1, limits [0, 1], counts [2, 2]: the first bucket from min.
+        self.assertEqual(h[0]["buckets"], [[-1, 0, 2], [0, 1, 2]])
+        h = self.get("/api/v1/runs/histograms?ids=%s&key=act" % run_id)
+        self.assertEqual([(x["step"], x["buckets"]) for x in h], [(200, [[0, 0.5, 3], [0.5, 1, 1]]), (250, [[0, 1, 7]])])
+
+        for key_, by_step in images.items():
+            media = self.get("/api/v1/runs/media?ids=%s&key=%s" % (run_id, urllib.parse.quote(key_, safe="")))
+            self.assertEqual([m["step"] for m in media], sorted(by_step), key_)
+            for m in media:
+                data = by_step[m["step"]]
+                self.assertEqual((m["kind"], m["format"], m["bytes"]), ("image", "png", len(data)), key_)
+                w, hgt = struct.unpack(">II", data[16:24])
+                self.assertEqual((m["width"], m["height"]), (w, hgt))
+                status, body = self.server.request("GET", m["url"])
+                self.assertEqual((status, body), (200, data), key_)
+
+        notes = self.get("/api/v1/runs/media?ids=%s&key=notes" % run_id)
+        self.assertEqual([(m["step"], m["kind"], m["text"]) for m in notes], [(10, "text", "**hello**"), (20, "text", "a\nb")])
+        preds = self.get("/api/v1/runs/media?ids=%s&key=preds" % run_id)
+        self.assertEqual((preds[0]["kind"], preds[0]["columns"], preds[0]["rows"]), ("table", ["0", "1"], [["x", "y"], ["1", "2"]]))
+
     def check_history(self, run_id, tags):
         hist = {h["key"]: h for h in self.get("/api/v1/runs/%s/history" % run_id)}
         self.assertEqual(sorted(hist), sorted(tags))
@@ -227,7 +340,8 @@ class ImportTensorboardTest(unittest.TestCase):
         rc, out, err = self.run_import()
         self.assertEqual(rc, 0, out + err)
         self.assertIn("2 runs", out)
-        self.assertIn("1 histogram values not imported (scalars only)", out)
+        self.assertIn("1 audio values not imported", out)
+        self.assertNotIn("histogram values not imported", out)
         bad_path, bad_offset = want["seeds/s1"]["bad"]
         cut_path, cut_offset = want["seeds/s1"]["cut"]
         self.assertIn("%s: offset %d: corrupt record" % (bad_path, bad_offset), err)
@@ -241,22 +355,42 @@ class ImportTensorboardTest(unittest.TestCase):
             self.assertEqual((r["project"], r["status"]), ("tblogs", "finished"))
             self.assertAlmostEqual(r["start_time"], w["start"], places=3)
             self.assertAlmostEqual(r["end_time"], w["end"], places=3)
-            self.check_history(r["id"], {k: v for k, v in w.items() if isinstance(v, dict)})
+            self.check_history(r["id"], {k: v for k, v in w.items() if isinstance(v, dict) and k != "images"})
         main = runs["tblogs"]
         self.assertEqual(main["summary"]["eval/acc"], 0.75)
+        self.assertEqual(main["config"], {"lr": 3e-4, "optimizer": "adamw", "amp": True})  # add_hparams
+        self.assertEqual(runs["seeds/s1"]["config"], {})
+        self.check_rich(main["id"], want["tblogs"]["images"])
 
         # Again: nothing stored twice, the same two runs.
         rc, out, err = self.run_import()
         self.assertEqual(rc, 0, out + err)
         self.assertIn("(0 stored now", out)
         self.assertEqual(sorted(self.runs_by_name()), ["seeds/s1", "tblogs"])
-        self.check_history(main["id"], {k: v for k, v in want["tblogs"].items() if isinstance(v, dict)})
+        self.check_history(main["id"], {k: v for k, v in want["tblogs"].items() if isinstance(v, dict) and k != "images"})
+        self.check_rich(main["id"], want["tblogs"]["images"])
 
-        # trainwatch export run ID: ID.json, ID.csv, ID.jsonl.
+        # trainwatch export run ID: ID.json, ID.csv, ID.jsonl, ID.media.jsonl.
         out_dir = os.path.join(self.tmp, "export")
         rc, out, err = self.run_cli("export", "run", main["id"], "--url", self.url, "--out", out_dir)
         self.assertEqual(rc, 0, out + err)
-        self.assertEqual(sorted(os.listdir(out_dir)), sorted(main["id"] + ext for ext in (".csv", ".json", ".jsonl")))
+        self.assertEqual(sorted(os.listdir(out_dir)),
+                         sorted(main["id"] + ext for ext in (".csv", ".json", ".jsonl", ".media.jsonl")))
+        with open(os.path.join(out_dir, main["id"] + ".media.jsonl")) as f:
+            index = [json.loads(line) for line in f]
+        got = sorted((m["key"], m["step"], m["kind"]) for m in index)
+        self.assertEqual(got, sorted([("weights", 299, "histogram"), ("act", 200, "histogram"), ("act", 250, "histogram"),
+                                      ("samples", 100, "image"), ("samples", 200, "image"), ("generated", 200, "image"),
+                                      ("generated/1", 200, "image"), ("notes", 10, "text"), ("notes", 20, "text"),
+                                      ("preds", 20, "table")]))
+        for m in index:
+            self.assertEqual((m["run"], m["rank"]), (main["id"], None))
+            self.assertNotIn("data", m)
+            if m["kind"] == "image":
+                status, body = self.server.request("GET", m["url"])
+                self.assertEqual((status, body), (200, want["tblogs"]["images"][m["key"]][m["step"]]))
+            if m["key"] == "preds":
+                self.assertEqual(m["rows"], [["x", "y"], ["1", "2"]])
         with open(os.path.join(out_dir, main["id"] + ".json")) as f:
             run = json.load(f)
         self.assertEqual((run["id"], run["name"], run["project"], run["status"]), (main["id"], "tblogs", "tblogs", "finished"))
@@ -320,17 +454,45 @@ class ImportTensorboardTest(unittest.TestCase):
         for s in range(50):
             w.add_scalar("train/loss", 1.0 / (1 + s), s, walltime=T0 + s)
             w.add_scalar("acc", s / 50.0, s, walltime=T0 + s, new_style=True)  # a scalar tensor, plugin "scalars"
-        w.add_histogram("weights", torch.arange(10, dtype=torch.float32), 0, walltime=T0)
+        for s in range(3):
+            w.add_histogram("weights", torch.arange(10, dtype=torch.float32) * (s + 1), s, walltime=T0 + s)
         w.add_text("notes", "hello", 0, walltime=T0)
+        w.add_text("notes", "again", 1, walltime=T0 + 1)
+        try:
+            import PIL  # noqa: F401  add_image encodes with Pillow
+            has_pil = True
+        except ImportError:
+            has_pil = False
+        if has_pil:
+            w.add_image("sample", torch.zeros(3, 4, 5), 0, walltime=T0)  # CHW floats: a 5x4 PNG
+        # run_name=".": the hparams' event file in the same directory (the default is a subdirectory).
+        w.add_hparams({"lr": 0.01, "optimizer": "sgd", "bs": 32}, {"hparam/acc": 0.9}, run_name=".")
         w.close()
         rc, out, err = self.run_import()
         self.assertEqual(rc, 0, out + err)
-        self.assertIn("1 histogram", out)
-        self.assertIn("1 text", out)
+        self.assertNotIn("not imported", out)
         r = self.runs_by_name()["torch"]
         self.assertEqual(r["status"], "finished")
+        self.assertEqual(r["config"], {"lr": 0.01, "optimizer": "sgd", "bs": 32})
+        keys = {k["key"]: (k["kind"], k["steps"]) for k in self.get("/api/v1/runs/media/keys?ids=" + r["id"])}
+        want_keys = {"weights": ("histogram", 3), "notes": ("text", 2)}
+        if has_pil:
+            want_keys["sample"] = ("image", 1)
+        self.assertEqual(keys, want_keys)
+        h = self.get("/api/v1/runs/histograms?ids=%s&key=weights" % r["id"])
+        self.assertEqual([x["step"] for x in h], [0, 1, 2])
+        for s, x in enumerate(h):
+            self.assertEqual(sum(b[2] for b in x["buckets"]), 10)
+            self.assertEqual((x["buckets"][0][0], x["buckets"][-1][1]), (0, 9 * (s + 1)))  # min and max
+            for lo, hi, _ in x["buckets"]:
+                self.assertLessEqual(lo, hi)
+        notes = self.get("/api/v1/runs/media?ids=%s&key=notes" % r["id"])
+        self.assertEqual([m["text"] for m in notes], ["hello", "again"])
+        if has_pil:
+            img = self.get("/api/v1/runs/media?ids=%s&key=sample" % r["id"])
+            self.assertEqual((img[0]["format"], img[0]["width"], img[0]["height"]), ("png", 5, 4))
         hist = {h["key"]: h for h in self.get("/api/v1/runs/%s/history" % r["id"])}
-        self.assertEqual(sorted(hist), ["acc", "train/loss"])
+        self.assertEqual(sorted(hist), ["acc", "hparam/acc", "train/loss"])  # add_hparams logs its metrics as scalars
         self.assertEqual(hist["train/loss"]["steps"], list(range(50)))
         self.assertEqual(hist["train/loss"]["values"], [f32(1.0 / (1 + s)) for s in range(50)])
         self.assertEqual(hist["train/loss"]["timestamps"], [round((T0 + s) * 1000) for s in range(50)])

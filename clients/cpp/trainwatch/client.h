@@ -9,6 +9,7 @@
 //   std::string err;
 //   auto run = trainwatch::client::Run::Init(o, &err);  // null + err when the server refuses the run
 //   run->Log({{"loss", 0.3}, {"lr", 1e-4}}, step);      // queues and returns
+//   run->Log("weights", trainwatch::Histogram(w), step); // rich values: Histogram, Image, Text, Table
 //   run->Finish();                                      // flushes; rank 0 sets the status
 //
 // Log() only queues; a background thread batches the points (idempotent
@@ -16,8 +17,20 @@
 // unreachable writes them to <spool dir>/op-<seq>.json, replayed oldest
 // first. Each point carries the wall-clock time of its Log() call (unix ms;
 // points may share one): the server keeps every point by step.
-// Memory is bounded: past max_queue_points queued points, Log() spills
-// them to the spool. Rank and world size default to $RANK and $WORLD_SIZE.
+// Memory is bounded: past max_queue_points queued points (or max_queue_bytes
+// of rich values), Log() spills them to the spool. Rank and world size
+// default to $RANK and $WORLD_SIZE.
+//
+// Rich values (docs/runs-api.md, "Rich values"): trainwatch::Histogram (of
+// values in equal-width bins, or FromCounts(counts, edges)),
+// trainwatch::Image (PNG or JPEG bytes, or FromFile; the format read from
+// the signature; a caption), trainwatch::Text (markdown) and
+// trainwatch::Table (columns and rows of string, number, bool or null
+// cells) are logged at a step next to the scalars, with Log(key, value,
+// step) or Log(scalars, {{key, value}, ...}, step), and go in the same
+// batches as {"_type": ...} objects (images base64-encoded). A value over
+// the server's limits is built with ok() false and dropped by Log() with a
+// warning.
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -36,8 +49,10 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -52,6 +67,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -79,7 +95,9 @@ struct Options {
   double finish_timeout_s = 60;
   double timeout_s = 10;     // per HTTP request
   size_t batch_points = 1000;
+  size_t batch_bytes = 8u << 20;       // a batch stops growing past this much JSON (rich values are large)
   size_t max_queue_points = 20000;
+  size_t max_queue_bytes = 64u << 20;  // rich values queued past this much JSON spill to the spool too
   bool verbose = true;       // warnings on stderr (server unreachable, refused values)
   // The time stamped on logged points, unix ms; empty: the system clock.
   std::function<int64_t()> now_ms;
@@ -449,6 +467,326 @@ inline std::string EnvOr(const char* name, const std::string& def) {
 
 }  // namespace detail
 
+
+// ---- rich values (docs/runs-api.md, "Rich values") ----
+
+namespace detail {
+
+// `s` with every byte sequence that is not UTF-8 replaced by U+FFFD, so a
+// JSON body with it stays valid.
+inline std::string ValidUtf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; ok && k < n; k++) {
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      ok = (d & 0xc0) == 0x80;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+    ok = ok && !(n == 2 && cp < 0x80) && !(n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
+         !(n == 4 && (cp < 0x10000 || cp > 0x10ffff));
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out.append("\xef\xbf\xbd");
+      i++;
+    }
+  }
+  return out;
+}
+
+inline void AppendJsonText(std::string* out, const std::string& s) { AppendJsonString(out, ValidUtf8(s)); }
+
+}  // namespace detail
+
+// The server's limits for rich values.
+constexpr size_t kMaxHistogramBuckets = 4096;
+constexpr size_t kMaxImageBytes = 16u << 20;
+constexpr size_t kMaxTextBytes = 1u << 20;
+constexpr size_t kMaxTableColumns = 1000;
+constexpr size_t kMaxTableCells = 100000;
+
+// A rich value logged at a step next to scalars: a Histogram, Image, Text
+// or Table. Each is a snapshot taken when it is built (counted, copied,
+// encoded); json() is the `{"_type": ...}` object a batch carries. A value
+// the server would refuse is built with ok() false and error() saying why;
+// Run::Log() drops it with a warning rather than failing the training.
+class Media {
+ public:
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  const std::string& json() const { return json_; }
+  const std::string& type() const { return type_; }  // "histogram", "image", "text" or "table"
+
+ protected:
+  explicit Media(std::string type) : type_(std::move(type)) {}
+  void Fail(const std::string& why) {
+    error_ = "trainwatch." + std::string(type_ == "histogram" ? "Histogram" : type_ == "image" ? "Image"
+                                         : type_ == "text"    ? "Text"
+                                                              : "Table") +
+             ": " + why;
+    json_.clear();
+  }
+  std::string type_, json_, error_;
+};
+
+// A histogram: of values (NaN and infinities dropped) in `bins` equal-width
+// buckets between their min and max (constant values: one bucket [v, v, n]),
+// or given as counts and edges (edges.size() == counts.size() + 1,
+// ascending), as numpy.histogram returns them:
+//   trainwatch::Histogram(weights, 64)
+//   trainwatch::Histogram(tensor.data_ptr<float>(), tensor.numel())
+//   trainwatch::Histogram::FromCounts({3, 5}, {0.0, 0.5, 1.0})
+// Sent as {"_type": "histogram", "buckets": [[lower, upper, count], ...]}.
+class Histogram : public Media {
+ public:
+  struct Bucket {
+    double lower, upper, count;
+  };
+  explicit Histogram(const std::vector<double>& values, int bins = 64) : Media("histogram") {
+    Count(values.data(), values.size(), bins);
+  }
+  template <typename T, typename std::enable_if<std::is_arithmetic<T>::value, int>::type = 0>
+  explicit Histogram(const std::vector<T>& values, int bins = 64) : Media("histogram") {
+    Count(values.data(), values.size(), bins);
+  }
+  template <typename T, typename std::enable_if<std::is_arithmetic<T>::value, int>::type = 0>
+  Histogram(const T* values, size_t n, int bins = 64) : Media("histogram") {
+    Count(values, n, bins);
+  }
+  static Histogram FromCounts(const std::vector<double>& counts, const std::vector<double>& edges) {
+    Histogram h;
+    std::string why = CheckCounts(counts, edges);
+    if (!why.empty()) {
+      h.Fail(why);
+      return h;
+    }
+    std::vector<Bucket> b;
+    for (size_t i = 0; i < counts.size(); i++) b.push_back({edges[i], edges[i + 1], counts[i]});
+    h.Set(std::move(b));
+    return h;
+  }
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+ private:
+  Histogram() : Media("histogram") {}
+
+  static std::string CheckCounts(const std::vector<double>& counts, const std::vector<double>& edges) {
+    if (counts.empty()) return "counts is empty";
+    if (counts.size() > kMaxHistogramBuckets) {
+      return std::to_string(counts.size()) + " buckets: at most " + std::to_string(kMaxHistogramBuckets);
+    }
+    if (edges.size() != counts.size() + 1) {
+      return std::to_string(edges.size()) + " edges for " + std::to_string(counts.size()) +
+             " counts: expected counts.size() + 1";
+    }
+    for (size_t i = 0; i < edges.size(); i++) {
+      if (!std::isfinite(edges[i])) return "edges[" + std::to_string(i) + "] is not finite";
+      if (i > 0 && edges[i] < edges[i - 1]) {
+        return "edges[" + std::to_string(i) + "] is below edges[" + std::to_string(i - 1) + "]: expected ascending";
+      }
+    }
+    for (size_t i = 0; i < counts.size(); i++) {
+      if (!std::isfinite(counts[i]) || counts[i] < 0) return "counts[" + std::to_string(i) + "]: expected a finite count >= 0";
+    }
+    return "";
+  }
+
+  template <typename T>
+  void Count(const T* values, size_t n, int bins) {
+    if (bins < 1 || static_cast<size_t>(bins) > kMaxHistogramBuckets) {
+      return Fail("bins=" + std::to_string(bins) + ": expected 1.." + std::to_string(kMaxHistogramBuckets));
+    }
+    double lo = 0, hi = 0;
+    size_t finite = 0;
+    for (size_t i = 0; i < n; i++) {
+      const double v = static_cast<double>(values[i]);
+      if (!std::isfinite(v)) continue;
+      lo = finite == 0 ? v : std::min(lo, v);
+      hi = finite == 0 ? v : std::max(hi, v);
+      finite++;
+    }
+    if (finite == 0) return Fail("no finite values to count");
+    if (lo == hi) return Set({{lo, hi, static_cast<double>(finite)}});
+    std::vector<double> counts(static_cast<size_t>(bins), 0.0);
+    const double scale = bins / (hi - lo);
+    for (size_t i = 0; i < n; i++) {
+      const double v = static_cast<double>(values[i]);
+      if (!std::isfinite(v)) continue;
+      const double pos = (v - lo) * scale;
+      const size_t k = pos >= bins - 1 ? static_cast<size_t>(bins - 1) : static_cast<size_t>(pos);
+      counts[k] += 1;
+    }
+    std::vector<Bucket> b;
+    const double width = (hi - lo) / bins;
+    for (int i = 0; i < bins; i++) {
+      b.push_back({lo + i * width, i + 1 == bins ? hi : lo + (i + 1) * width, counts[static_cast<size_t>(i)]});
+    }
+    Set(std::move(b));
+  }
+
+  void Set(std::vector<Bucket> b) {
+    buckets_ = std::move(b);
+    json_ = "{\"_type\":\"histogram\",\"buckets\":[";
+    for (size_t i = 0; i < buckets_.size(); i++) {
+      json_ += i ? ",[" : "[";
+      detail::AppendJsonNumber(&json_, buckets_[i].lower);
+      json_ += ",";
+      detail::AppendJsonNumber(&json_, buckets_[i].upper);
+      json_ += ",";
+      detail::AppendJsonNumber(&json_, buckets_[i].count);
+      json_ += "]";
+    }
+    json_ += "]}";
+  }
+
+  std::vector<Bucket> buckets_;
+};
+
+// An image: the bytes of a PNG or JPEG file (the format read from their
+// signature), at most 16 MiB, with an optional caption:
+//   trainwatch::Image(png_bytes, "epoch 3")
+//   trainwatch::Image::FromFile("samples/0003.jpg")
+// Sent as {"_type": "image", "format": "png" | "jpeg", "data": base64, "caption"?}.
+class Image : public Media {
+ public:
+  explicit Image(const std::string& bytes, const std::string& caption = "") : Media("image") { Set(bytes, caption); }
+  static Image FromFile(const std::string& path, const std::string& caption = "") {
+    Image img;
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+      img.Fail("cannot read " + path + ": " + std::strerror(errno));
+      return img;
+    }
+    std::string bytes;
+    char buf[65536];
+    while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+      bytes.append(buf, static_cast<size_t>(f.gcount()));
+      if (bytes.size() > kMaxImageBytes) break;  // Set() says it is too large
+    }
+    img.Set(bytes, caption, path);
+    return img;
+  }
+  // "png" or "jpeg" by the bytes' signature; "" for anything else.
+  static std::string FormatOf(const std::string& bytes) {
+    if (bytes.size() >= 8 && bytes.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0) return "png";
+    if (bytes.size() >= 3 && bytes.compare(0, 3, "\xff\xd8\xff", 3) == 0) return "jpeg";
+    return "";
+  }
+  const std::string& format() const { return format_; }
+
+ private:
+  Image() : Media("image") {}
+  void Set(const std::string& bytes, const std::string& caption, const std::string& what = "the data") {
+    format_ = FormatOf(bytes);
+    if (format_.empty()) return Fail(what + " is neither PNG nor JPEG");
+    if (bytes.size() > kMaxImageBytes) return Fail(what + " is over 16 MiB (the server's limit for an image)");
+    json_ = "{\"_type\":\"image\",\"format\":\"" + format_ + "\",\"data\":\"" + detail::Base64(bytes) + "\"";
+    if (!caption.empty()) {
+      json_ += ",\"caption\":";
+      detail::AppendJsonText(&json_, caption);
+    }
+    json_ += "}";
+  }
+  std::string format_;
+};
+
+// Markdown text, at most 1 MiB. Sent as {"_type": "text", "text": ...}.
+class Text : public Media {
+ public:
+  explicit Text(const std::string& markdown) : Media("text") {
+    if (markdown.size() > kMaxTextBytes) {
+      Fail(std::to_string(markdown.size()) + " bytes: at most " + std::to_string(kMaxTextBytes) + " (1 MiB)");
+      return;
+    }
+    json_ = "{\"_type\":\"text\",\"text\":";
+    detail::AppendJsonText(&json_, markdown);
+    json_ += "}";
+  }
+};
+
+// A table cell: a string, a number (integers exactly), a boolean or null
+// (also what NaN and infinities become: JSON has no NaN).
+class Cell {
+ public:
+  Cell() = default;
+  Cell(std::nullptr_t) {}  // NOLINT: implicit, as every cell type
+  Cell(const char* s) : kind_(s != nullptr ? kString : kNull), s_(s != nullptr ? s : "") {}  // NOLINT
+  Cell(std::string s) : kind_(kString), s_(std::move(s)) {}  // NOLINT
+  Cell(bool b) : kind_(kBool), i_(b ? 1 : 0) {}  // NOLINT
+  template <typename T,
+            typename std::enable_if<std::is_integral<T>::value && !std::is_same<T, bool>::value, int>::type = 0>
+  Cell(T v) : kind_(kInt), i_(static_cast<int64_t>(v)) {  // NOLINT
+    if (std::is_unsigned<T>::value && static_cast<uint64_t>(v) > static_cast<uint64_t>(INT64_MAX)) {
+      kind_ = kDouble, d_ = static_cast<double>(v);
+    }
+  }
+  template <typename T, typename std::enable_if<std::is_floating_point<T>::value, int>::type = 0>
+  Cell(T v) : kind_(std::isfinite(v) ? kDouble : kNull), d_(static_cast<double>(v)) {}  // NOLINT
+
+  void AppendJson(std::string* out) const {
+    switch (kind_) {
+      case kNull: out->append("null"); break;
+      case kString: detail::AppendJsonText(out, s_); break;
+      case kBool: out->append(i_ ? "true" : "false"); break;
+      case kInt: out->append(std::to_string(i_)); break;
+      case kDouble: detail::AppendJsonNumber(out, d_); break;
+    }
+  }
+
+ private:
+  enum Kind { kNull, kString, kBool, kInt, kDouble };
+  Kind kind_ = kNull;
+  std::string s_;
+  int64_t i_ = 0;
+  double d_ = 0;
+};
+
+// A table: column names and rows of cells, each row as long as the columns;
+// 1-1000 columns, at most 100,000 cells:
+//   trainwatch::Table({"input", "label", "score"}, {{"a cat", 3, 0.91}, {"a dog", 5, nullptr}})
+// Sent as {"_type": "table", "columns": [...], "rows": [[...], ...]}.
+class Table : public Media {
+ public:
+  Table(const std::vector<std::string>& columns, const std::vector<std::vector<Cell>>& rows) : Media("table") {
+    if (columns.empty() || columns.size() > kMaxTableColumns) {
+      Fail(std::to_string(columns.size()) + " columns: expected 1.." + std::to_string(kMaxTableColumns));
+      return;
+    }
+    if (columns.size() * rows.size() > kMaxTableCells) {
+      Fail(std::to_string(columns.size() * rows.size()) + " cells: at most " + std::to_string(kMaxTableCells));
+      return;
+    }
+    json_ = "{\"_type\":\"table\",\"columns\":[";
+    for (size_t c = 0; c < columns.size(); c++) {
+      if (c) json_ += ",";
+      detail::AppendJsonText(&json_, columns[c]);
+    }
+    json_ += "],\"rows\":[";
+    for (size_t r = 0; r < rows.size(); r++) {
+      if (rows[r].size() != columns.size()) {
+        Fail("row " + std::to_string(r) + " has " + std::to_string(rows[r].size()) + " cells for " +
+             std::to_string(columns.size()) + " columns");
+        return;
+      }
+      json_ += r ? ",[" : "[";
+      for (size_t c = 0; c < rows[r].size(); c++) {
+        if (c) json_ += ",";
+        rows[r][c].AppendJson(&json_);
+      }
+      json_ += "]";
+    }
+    json_ += "]}";
+  }
+};
+
 class Run {
  public:
   // Registers the run (or resumes the run with options.id) and starts the
@@ -466,13 +804,30 @@ class Run {
   Run& operator=(const Run&) = delete;
 
   using Values = std::vector<std::pair<std::string, double>>;
+  // Rich values by key: Histogram, Image, Text, Table (sliced to Media: only their JSON is kept).
+  using RichValues = std::vector<std::pair<std::string, Media>>;
 
   // Queues the values at `step` (< 0: previous step + 1) and returns.
-  void Log(Values values, int64_t step = -1) {
+  void Log(Values values, int64_t step = -1) { Log(std::move(values), RichValues(), step); }
+  // Scalars and rich values at one step:
+  //   run->Log({{"loss", loss}}, {{"weights", trainwatch::Histogram(w)}, {"sample", trainwatch::Image(png)}}, step);
+  // A rich value that is not ok() is dropped with a warning (the scalars are kept).
+  void Log(Values values, RichValues rich, int64_t step = -1) {
     bool spill = false;
     {
       std::lock_guard<std::mutex> l(mu_);
       if (finished_) return;
+      std::vector<std::pair<std::string, std::string>> media;
+      size_t bytes = 0;
+      for (auto& kv : rich) {
+        if (!kv.second.ok()) {
+          Warn("\"" + kv.first + "\" not logged: " + kv.second.error());
+          continue;
+        }
+        bytes += kv.first.size() + kv.second.json().size();
+        media.emplace_back(std::move(kv.first), kv.second.json());
+      }
+      if (values.empty() && media.empty() && !rich.empty()) return;  // nothing left to log
       int64_t ts = o_.now_ms ? o_.now_ms() : detail::NowMillis();
       if (step < 0) step = step_ + 1;
       if (!phases_.empty() && step > step_) {
@@ -486,8 +841,9 @@ class Run {
         phases_.clear();
       }
       step_ = step;
-      points_.push_back(Point{step, ts, std::move(values)});
-      spill = points_.size() > o_.max_queue_points;
+      points_.push_back(Point{step, ts, std::move(values), std::move(media), bytes});
+      queued_bytes_ += bytes;
+      spill = points_.size() > o_.max_queue_points || queued_bytes_ > o_.max_queue_bytes;
     }
     if (spill) {
       std::lock_guard<std::mutex> s(send_mu_);
@@ -495,6 +851,10 @@ class Run {
     } else if (Queued() >= o_.batch_points) {
       cv_.notify_one();
     }
+  }
+  // One rich value: run->Log("weights", trainwatch::Histogram(w), step).
+  void Log(const std::string& key, const Media& value, int64_t step = -1) {
+    Log(Values(), RichValues{{key, value}}, step);
   }
   void Log(std::initializer_list<std::pair<const char*, double>> values, int64_t step = -1) {
     Values v;
@@ -647,6 +1007,8 @@ class Run {
     int64_t step;
     int64_t ts;
     Values values;
+    std::vector<std::pair<std::string, std::string>> rich;  // key, the value's JSON
+    size_t rich_bytes;
   };
   struct Op {
     uint64_t seq;
@@ -834,7 +1196,8 @@ class Run {
     b += ",\"rank\":" + std::to_string(rank_) + ",\"host\":";
     detail::AppendJsonString(&b, o_.host);
     b += ",\"points\":[";
-    for (size_t n = 0; n < o_.batch_points && !points_.empty(); n++) {
+    // At most batch_points points and, past the first, batch_bytes of body (images are large).
+    for (size_t n = 0; n < o_.batch_points && !points_.empty() && (n == 0 || b.size() < o_.batch_bytes); n++) {
       const Point& p = points_.front();
       if (n) b += ",";
       b += "{\"step\":" + std::to_string(p.step) + ",\"ts\":" + std::to_string(p.ts) + ",\"values\":{";
@@ -844,7 +1207,13 @@ class Run {
         b += ":";
         detail::AppendJsonNumber(&b, p.values[i].second);
       }
+      for (size_t i = 0; i < p.rich.size(); i++) {
+        if (i || !p.values.empty()) b += ",";
+        detail::AppendJsonText(&b, p.rich[i].first);
+        b += ":" + p.rich[i].second;
+      }
       b += "}}";
+      queued_bytes_ -= p.rich_bytes;
       points_.pop_front();
     }
     b += "]";
@@ -1049,6 +1418,7 @@ class Run {
   std::condition_variable cv_;
   std::string name_;
   std::deque<Point> points_;
+  size_t queued_bytes_ = 0;  // the rich values' JSON in points_
   std::deque<std::pair<std::string, std::string>> ops_;
   std::vector<std::pair<std::string, std::string>> summary_;  // key, JSON value
   int64_t step_ = -1;
@@ -1074,4 +1444,13 @@ class Run {
 };
 
 }  // namespace client
+
+// The rich values as trainwatch::Histogram, trainwatch::Image, ... (as the Python client's trainwatch.Histogram).
+using client::Cell;
+using client::Histogram;
+using client::Image;
+using client::Media;
+using client::Table;
+using client::Text;
+
 }  // namespace trainwatch
