@@ -8,6 +8,8 @@
             batch = next(loader)
         ...
         run.log({"loss": loss, "lr": lr}, step=step)
+    run.log({"weights": trainwatch.Histogram(w), "sample": trainwatch.Image(img)}, step=step)
+    run.log_artifact("model.pt", type="model", upload=True)
     run.finish()
 
     api = trainwatch.Api()                     # reading back (trainwatch.api)
@@ -17,10 +19,12 @@ See README.md next to this package and docs/runs-api.md for the wire format.
 """
 from . import run as _run
 from .api import Api, ApiError, RunInfo
+from .media import Histogram, Image, Table, Text
 from .run import LogHandler, Run, init
 
 __version__ = "0.1.0"
-__all__ = ["init", "Run", "LogHandler", "log", "timer", "finish", "Api", "ApiError", "RunInfo"]
+__all__ = ["init", "Run", "LogHandler", "log", "timer", "finish", "Api", "ApiError", "RunInfo",
+           "Histogram", "Image", "Text", "Table"]
 
 
 def log(values, step=None):

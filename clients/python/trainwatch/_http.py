@@ -10,6 +10,13 @@ class Unreachable(Exception):
     """The server could not be reached, or the connection broke mid-request."""
 
 
+SEND_PIECE = 1 << 20  # a body larger than this is sent in pieces of it
+
+
+class _BodyError(Exception):
+    """The file being sent could not be read as announced (not a network fault)."""
+
+
 class Http:
     """One persistent connection to the server at `url`; reconnects as needed.
 
@@ -97,6 +104,22 @@ class Http:
         out, self._buf = self._buf[:n], self._buf[n:]
         return out
 
+    def _send_file(self, f, start, length):
+        try:
+            f.seek(start)
+        except OSError as e:
+            raise _BodyError("cannot read %s: %s" % (getattr(f, "name", "the file"), e)) from None
+        left = length
+        while left > 0:
+            try:
+                piece = f.read(min(SEND_PIECE, left))
+            except OSError as e:
+                raise _BodyError("cannot read %s: %s" % (getattr(f, "name", "the file"), e)) from None
+            if not piece:
+                raise _BodyError("%s shrank while it was sent" % getattr(f, "name", "the file"))
+            self._sock.sendall(piece)
+            left -= len(piece)
+
     def _response(self, method):
         """(status, headers with lowercase names, body bytes) of one response."""
         while True:
@@ -142,23 +165,47 @@ class Http:
         return status, headers, body
 
     def request(self, method, path, body=None, content_type="application/json"):
-        """Sends one request: (status, parsed JSON or raw bytes). Raises Unreachable."""
+        """Sends one request: (status, parsed JSON or raw bytes). Raises Unreachable.
+
+        body: a dict or list (as JSON), str, bytes, or a binary file opened
+        for reading, sent from its current position to its end in pieces
+        (never whole in memory; a retry seeks back)."""
+        stream = start = None
         if isinstance(body, (dict, list)):
             body = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
         elif isinstance(body, str):
             body = body.encode()
+        elif hasattr(body, "read"):
+            stream, start = body, body.tell()
+            length = os.fstat(stream.fileno()).st_size - start
         head = "%s %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: identity\r\n%s" % (
             method, self.prefix + path, self._host_header, self._auth)
-        if body is not None:
+        if stream is not None:
+            head += "Content-Type: %s\r\nContent-Length: %d\r\n" % (content_type, length)
+            body = None
+        elif body is not None:
             head += "Content-Type: %s\r\nContent-Length: %d\r\n" % (content_type, len(body))
-        msg = (head + "\r\n").encode("latin-1") + (body or b"")
+        head = (head + "\r\n").encode("latin-1")
+        if stream is None and (body is None or len(body) <= SEND_PIECE):
+            msg, body = head + (body or b""), None  # one send: what almost every request is
+        else:
+            msg = head
         for attempt in (0, 1):  # a kept-alive connection the server closed: retry once on a fresh one
             fresh = self._sock is None
             try:
                 if fresh:
                     self._connect()
                 self._sock.sendall(msg)
+                if body is not None:  # large: in pieces, each within the timeout
+                    view = memoryview(body)
+                    for off in range(0, len(view), SEND_PIECE):
+                        self._sock.sendall(view[off:off + SEND_PIECE])
+                elif stream is not None:
+                    self._send_file(stream, start, length)
                 status, headers, data = self._response(method)
+            except _BodyError as e:
+                self.close()
+                raise ValueError(str(e)) from None
             except (OSError, ValueError) as e:
                 self.close()
                 if fresh or attempt == 1:

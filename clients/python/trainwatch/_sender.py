@@ -35,11 +35,16 @@ except ImportError:  # no flock (Windows): every process spools into a dir of it
     fcntl = None
 
 from ._http import Http, Unreachable, error_text, redact, without_userinfo
+from .media import Media
 
 OK, RETRY = "ok", "retry"
 LOGS_PATH = "/api/v1/logs"
 MAX_DEPTH = 64  # config / summary values nested deeper are sent as "..." (the server refuses deep JSON)
 SPOOL_WARN_EVERY = 60.0  # seconds between warnings about a spool that cannot be written
+# Rich values (images, tables, ...) per batch: a batch stops growing past this many
+# bytes of them (one value larger than that goes alone), far below the server's 256 MiB
+# body limit, so that one request stays short and a retry resends little.
+BATCH_MEDIA_BYTES = 16 << 20
 
 
 def _num(v):
@@ -95,7 +100,8 @@ def _write_all(fd, data):
 class Sender:
     def __init__(self, url, run_id, rank, host, spool_dir, register_body,
                  flush_interval=0.5, heartbeat_interval=30.0, batch_points=1000,
-                 max_queue_points=20000, max_log_lines=10000, timeout=10.0, warn=None, fallback=True, token=None):
+                 max_queue_points=20000, max_log_lines=10000, timeout=10.0, warn=None, fallback=True, token=None,
+                 batch_media_bytes=BATCH_MEDIA_BYTES):
         self.url = url
         self.run_id = run_id
         self.rank = rank
@@ -107,6 +113,8 @@ class Sender:
         self.batch_points = batch_points
         self.max_queue_points = max_queue_points
         self.max_log_lines = max_log_lines
+        self.batch_media_bytes = batch_media_bytes
+        self.media_bytes = 0  # about the JSON size of the rich values queued in points (Run.log bounds it)
         self.http = Http(url, timeout=timeout, token=token)
         self._warn = warn or (lambda msg: sys.__stderr__.write("trainwatch: " + msg + "\n"))
         self.nonce = secrets.token_hex(4)
@@ -320,18 +328,39 @@ class Sender:
         q = self.points
         if quota is not None:
             max_points = min(max_points, quota[0])
+        taken = 0  # points taken whole (the last one may be split: see below)
+        media = 0  # bytes of rich values in this batch
         while q and len(pts) < max_points:
-            step, ts, vals = q.popleft()
+            step, ts, vals = q[0]
             values = {}
+            rest = None
             for k, v in vals.items():
                 n = _num(v)
+                if n is None and isinstance(v, Media):
+                    if media and media + v.nbytes > self.batch_media_bytes:
+                        # The batch is full of media: the rest of this point (same step and
+                        # ts) is the head of the queue for the next batch.
+                        keys = list(vals)
+                        rest = {kk: vals[kk] for kk in keys[keys.index(k):]}
+                        break
+                    media += v.nbytes
+                    self.media_bytes -= v.nbytes
+                    values[k] = v.to_json()
+                    continue
                 if n is None:
                     self._warn_once("value:" + k, "key %r: value %r is not a number; not sent" % (k, v))
                     continue
                 values[k] = n
+            if rest is not None:
+                q[0] = (step, ts, rest)
+                if values:
+                    pts.append({"step": step, "ts": ts, "values": values})
+                break
+            q.popleft()
+            taken += 1
             pts.append({"step": step, "ts": ts, "values": values})
         if quota is not None:
-            quota[0] -= len(pts)
+            quota[0] -= taken
         summary = None
         if self.summary:
             summary, self.summary = self.summary, {}

@@ -7,8 +7,14 @@
     rows = api.run("3f9c2a7e41d0b5c8").history(keys=["loss", "lr"], pandas=False)
     # [{"_step": 0, "_timestamp": 1796218600.123, "loss": 2.5, "lr": 0.0003}, ...]
 
+    run = api.run("3f9c2a7e41d0b5c8")
+    run.histograms("gradients/fc.weight")   # [{"step", "buckets": [[lower, upper, count], ...]}, ...]
+    run.media("samples", step=1200)         # images, text, tables at (or before) a step
+    api.artifacts("llama", name="model")    # every version, newest first
+
 Reads GET /api/v1/runs, /api/v1/runs/{id} and /api/v1/runs/{id}/history
-(docs/runs-api.md, "Reading"). pandas is used only where it is importable.
+(docs/runs-api.md, "Reading"), the rich values' routes ("Rich values") and
+the artifacts' ("Artifacts"). pandas is used only where it is importable.
 """
 import math
 import os
@@ -126,6 +132,23 @@ class Api:
         text = doc[:300].decode("utf-8", "replace").strip() if isinstance(doc, bytes) else str(doc)[:300]
         raise ApiError("trainwatch: GET %s: %d %s" % (path, status, text or "unexpected answer"), status=status)
 
+    def _get_bytes(self, path, params=None):
+        """GET path?params: the answer's bytes (images, artifact content). Raises ApiError."""
+        if params:
+            path += "?" + urllib.parse.urlencode([(k, v) for k, v in params.items() if v is not None])
+        with self._lock:
+            try:
+                status, body = self._http.request("GET", path)
+            except Unreachable as e:
+                raise ApiError("trainwatch server %s unreachable: %s" % (redact(self.url), e)) from None
+        if status == 200 and isinstance(body, bytes):
+            return body
+        if isinstance(body, dict) and body.get("error"):
+            raise ApiError("trainwatch: GET %s: %d %s" % (path, status, body["error"]),
+                           status=status, error_type=body.get("errorType"))
+        text = body[:300].decode("utf-8", "replace").strip() if isinstance(body, bytes) else str(body)[:300]
+        raise ApiError("trainwatch: GET %s: %d %s" % (path, status, text or "unexpected answer"), status=status)
+
     @staticmethod
     def _run_path(run_id):
         return "/api/v1/runs/" + urllib.parse.quote(str(run_id), safe="")
@@ -219,6 +242,85 @@ class Api:
         """history() as a list of dicts, whether or not pandas is importable (W&B's scan_history)."""
         return self.history(run_id, keys=keys, x=x, rank=rank, start=start, end=end, pandas=False)
 
+    # ---- rich values (histograms, images, text, tables) --------------------------------
+    def media_keys(self, ids):
+        """The rich keys of runs `ids` (an id or a list): [{"run", "key", "kind",
+        "steps", "first_step", "last_step"}], sorted by run, then key."""
+        return self._get("/api/v1/runs/media/keys", {"ids": _ids(ids)}) or []
+
+    def histograms(self, ids, key, rank=None, start=None, end=None, points=None):
+        """The histograms of `key` in runs `ids`: [{"run", "rank", "step",
+        "timestamp", "buckets": [[lower, upper, count], ...]}] by run, rank and
+        step; at most `points` steps per run and rank (server default 200),
+        spread evenly over [start, end] (steps, inclusive). rank=-1: only
+        rankless values."""
+        return self._get("/api/v1/runs/histograms", {
+            "ids": _ids(ids), "key": key, "rank": _opt_int(rank), "start": _opt_int(start),
+            "end": _opt_int(end), "points": _opt_int(points)}) or []
+
+    def media(self, ids, key, rank=None, step=None, start=None, end=None, limit=None):
+        """The images, text and tables of `key` in runs `ids`: [{"run", "rank",
+        "step", "timestamp", "kind", ...}] (images: format, width, height,
+        bytes, caption, url; text: text; tables: columns, rows). step=S: per
+        run and rank the last entry at or before step S. media_content()
+        reads an image's bytes."""
+        return self._get("/api/v1/runs/media", {
+            "ids": _ids(ids), "key": key, "rank": _opt_int(rank), "step": _opt_int(step),
+            "start": _opt_int(start), "end": _opt_int(end), "limit": _opt_int(limit)}) or []
+
+    def media_content(self, run_id, key, step, rank=None):
+        """The bytes of the image of `key` at `step` (PNG or JPEG, as logged).
+        rank=None: the rankless image, else that of the lowest rank (what
+        the Python client logs is rank 0's)."""
+        path = self._run_path(run_id) + "/media/content"
+        try:
+            return self._get_bytes(path, {"key": key, "step": int(step), "rank": _opt_int(rank)})
+        except ApiError as e:
+            if rank is not None or e.status != 404:
+                raise
+            ranks = sorted(m["rank"] for m in self.media(run_id, key, start=int(step), end=int(step))
+                           if m.get("step") == int(step) and m.get("rank") is not None)
+            if not ranks:
+                raise
+            return self._get_bytes(path, {"key": key, "step": int(step), "rank": ranks[0]})
+
+    # ---- artifacts ------------------------------------------------------------------
+    def artifacts(self, project, name=None):
+        """Every version of the artifacts of `project` (of artifact `name` only
+        when given), newest first: [{"id", "project", "name", "type",
+        "version", "sha256", "size", "uri", "metadata", "stored", "deleted",
+        "created_time", "producer", "consumers"}]."""
+        return self._get("/api/v1/artifacts", {"project": project, "name": name}) or []
+
+    def run_artifacts(self, run_id):
+        """The artifact versions run `run_id` logged and used: {"logged": [...], "used": [...]}."""
+        return self._get(self._run_path(run_id) + "/artifacts") or {"logged": [], "used": []}
+
+    def artifact_content(self, artifact_id):
+        """The stored bytes of artifact version `artifact_id` (its "id");
+        ApiError (404) when it is only referenced or its content was deleted."""
+        return self._get_bytes("/api/v1/artifacts/%d/content" % int(artifact_id))
+
+    def download_artifact(self, artifact_id, path):
+        """Writes the stored bytes of artifact version `artifact_id` to `path`
+        (under a temporary name, renamed when complete); returns path."""
+        data = self.artifact_content(artifact_id)
+        tmp = "%s.tmp%d" % (path, os.getpid())
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return path
+
+
+def _ids(ids):
+    if isinstance(ids, str):
+        return ids
+    return ",".join(str(i) for i in ids)
+
+
+def _opt_int(v):
+    return None if v is None else int(v)
+
 
 def _seconds(t):
     if t is None:
@@ -290,6 +392,26 @@ class RunInfo:
     def scan_history(self, keys=None, x="step", rank=None, start=None, end=None):
         """history() as a list of dicts (W&B's scan_history)."""
         return self._api.scan_history(self.id, keys=keys, x=x, rank=rank, start=start, end=end)
+
+    def media_keys(self):
+        """This run's rich keys: Api.media_keys(run.id)."""
+        return self._api.media_keys(self.id)
+
+    def histograms(self, key, rank=None, start=None, end=None, points=None):
+        """This run's histograms of `key`: Api.histograms(run.id, key, ...)."""
+        return self._api.histograms(self.id, key, rank=rank, start=start, end=end, points=points)
+
+    def media(self, key, rank=None, step=None, start=None, end=None, limit=None):
+        """This run's images, text or tables of `key`: Api.media(run.id, key, ...)."""
+        return self._api.media(self.id, key, rank=rank, step=step, start=start, end=end, limit=limit)
+
+    def media_content(self, key, step, rank=None):
+        """The bytes of this run's image of `key` at `step`."""
+        return self._api.media_content(self.id, key, step, rank=rank)
+
+    def artifacts(self):
+        """The artifact versions this run logged and used: {"logged": [...], "used": [...]}."""
+        return self._api.run_artifacts(self.id)
 
     def __repr__(self):
         return "<trainwatch.RunInfo %s/%s id=%s %s>" % (self.project, self.name, self.id, self.state)

@@ -12,12 +12,20 @@ import sys
 import threading
 import time
 
+from . import media as _media
 from ._capture import Tee
-from ._http import redact
+from ._http import Http, Unreachable, error_text, redact, without_userinfo
 from ._sender import Sender, _json_value
+from .api import ApiError
+from .artifacts import directory_manifest, file_digest, manifest_digest
+from .media import Media
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _LEVELS = ("info", "warning", "error")
+
+# Logged value types that are never rich values: log() skips its media accounting for them.
+_PLAIN = frozenset((float, int, bool))
+MAX_UPLOAD_BYTES = 256 << 20  # the server's body limit: larger artifacts stay referenced
 
 _active = []          # runs not yet finished, for the exit hooks
 _hooks_installed = False
@@ -121,6 +129,9 @@ class Summary(dict):
         self._run = run
 
     def __setitem__(self, key, value):
+        if isinstance(value, Media):
+            raise TypeError("trainwatch: run.summary[%r]: a %s is not kept in the summary; log it with run.log()"
+                            % (key, type(value).__name__))
         super().__setitem__(key, value)
         with self._run._sender._lock:
             self._run._sender.summary[str(key)] = value
@@ -158,7 +169,7 @@ class Run:
     def __init__(self, project, name=None, config=None, tags=None, total_steps=None, url=None, id=None,
                  capture_output=True, spool_dir=None, heartbeat_interval=30.0, flush_interval=0.5,
                  rank=None, world_size=None, host=None, finish_timeout=60.0, install_hooks=True,
-                 max_queue_points=20000, timeout=10.0, token=None):
+                 max_queue_points=20000, timeout=10.0, token=None, max_queue_bytes=256 << 20):
         self.project = project or os.environ.get("TRAINWATCH_PROJECT") or "default"
         self.url = (url or os.environ.get("TRAINWATCH_URL") or "http://127.0.0.1:9800").rstrip("/")
         env_rank = _env_int("RANK")
@@ -195,6 +206,11 @@ class Run:
         self._finished = False
         self._capture = None
         self._max_queue = max_queue_points
+        self._max_queue_bytes = max_queue_bytes
+        self._timeout = timeout
+        self._token = token
+        self._http = None  # the artifact calls' connection (the sender's is its thread's own)
+        self._http_lock = threading.Lock()
 
         body = {"id": self.id, "project": self.project, "rank": self.rank, "host": self.host, "pid": os.getpid(),
                 "world_size": self.world_size, "name": name}  # the name: whichever rank creates the run
@@ -232,9 +248,19 @@ class Run:
     def log(self, values, step=None):
         """Queues {key: number} at `step` (default: the previous step + 1) and
         returns at once; a background thread sends it. The point carries
-        the wall-clock time of this call (unix ms; points may share one)."""
+        the wall-clock time of this call (unix ms; points may share one).
+        A value may also be a rich value: trainwatch.Histogram, Image, Text
+        or Table (trainwatch.media), kept by step like a number."""
         t = time.time_ns() // 1000000
         values = dict(values)
+        media = 0
+        if _media.created and not _PLAIN.issuperset(map(type, values.values())):
+            for v in values.values():
+                if isinstance(v, Media):
+                    media += v.nbytes
+            if media:
+                with self._sender._lock:
+                    self._sender.media_bytes += media
         with self._lock:
             if step is None:
                 step = self._step + 1
@@ -248,7 +274,7 @@ class Run:
                 self._phases.clear()
             self._step = step
             self._points.append((step, t, values))
-        if len(self._points) > self._max_queue:
+        if len(self._points) > self._max_queue or (media and self._sender.media_bytes > self._max_queue_bytes):
             self._sender.spill()
 
     # ---- actions on alerts ------------------------------------------------------
@@ -343,6 +369,107 @@ class Run:
         """Sends one log line with the run (what the stdout capture and LogHandler use)."""
         self._sender.add_line(time.time() if t is None else t, level, message, source)
 
+    # ---- artifacts ----------------------------------------------------------------
+    def log_artifact(self, path, name=None, type="model", upload=False, metadata=None):
+        """Records the file or directory at `path` as a version of the artifact
+        `name` (default: its base name) of this run's project, produced by
+        this run, and returns the version (a dict: id, name, type, version,
+        sha256, size, uri, metadata, stored, ...; docs/runs-api.md,
+        "Artifacts"). The content is hashed here (SHA-256; a directory as a
+        manifest of its files, see trainwatch.artifacts); content the
+        artifact already has answers that version. `uri` is file://<absolute
+        path>: the server never reads it. upload=True (files only, at most
+        256 MiB) also sends the bytes, streamed, to be stored by the server
+        (skipped when that version is stored already); the version then has
+        a `download_url`. Synchronous (not through the batch sender): raises
+        trainwatch.ApiError when the server refuses or cannot be reached,
+        ValueError for what cannot be sent."""
+        path = os.fspath(path)
+        if not os.path.exists(path):
+            raise FileNotFoundError("trainwatch: log_artifact: %s does not exist" % path)
+        is_dir = os.path.isdir(path)
+        if upload and is_dir:
+            raise ValueError("trainwatch: log_artifact: %s is a directory: upload=True takes a file (pack the "
+                             "directory into one, or log it with upload=False to reference it in place)" % path)
+        if name is None:
+            name = os.path.basename(os.path.normpath(os.path.abspath(path)))
+        name = str(name)
+        if not name or "/" in name or len(name.encode("utf-8")) > 256:
+            raise ValueError("trainwatch: log_artifact: name %r: expected 1-256 bytes without \"/\"" % name)
+        if metadata is not None and not isinstance(metadata, dict):
+            raise TypeError("trainwatch: log_artifact: metadata must be a dict")
+        if is_dir:
+            sha, size = manifest_digest(directory_manifest(path))
+        else:
+            sha, size = file_digest(path)
+        if upload and size > MAX_UPLOAD_BYTES:
+            raise ValueError("trainwatch: log_artifact: %s is %d bytes, over the server's %d MiB upload limit; log it "
+                             "with upload=False to reference it in place" % (path, size, MAX_UPLOAD_BYTES >> 20))
+        body = {"name": name, "type": str(type), "sha256": sha, "size": size,
+                "uri": "file://" + os.path.abspath(path)}
+        if metadata is not None:
+            body["metadata"] = _json_value(metadata)
+        version = self._call("POST", "/api/v1/runs/%s/artifacts" % self.id, body)
+        if upload and not (version.get("stored") and not version.get("deleted")):
+            with open(path, "rb") as f:
+                version = self._call("PUT", "/api/v1/artifacts/%d/content" % int(version["id"]), f,
+                                     content_type="application/octet-stream")
+        return self._artifact_urls(version)
+
+    def use_artifact(self, name, version="latest", sha256=None):
+        """Records that this run uses version `version` (an int n, "v<n>", or
+        "latest") of artifact `name` of its project (lineage), and returns
+        that version: its `uri` and, when the server stores its content, a
+        `download_url`. sha256= picks the version by content instead.
+        Synchronous; an unknown artifact or version raises
+        trainwatch.ApiError (status 404)."""
+        body = {"name": str(name)}
+        if version not in (None, "latest"):
+            if isinstance(version, str) and version[:1] in ("v", "V") and version[1:].isdigit():
+                version = int(version[1:])
+            if isinstance(version, bool) or not isinstance(version, int):
+                raise ValueError("trainwatch: use_artifact: version %r: expected an int, \"v<n>\" or \"latest\""
+                                 % (version,))
+            body["version"] = version
+        if sha256 is not None:
+            body["sha256"] = str(sha256)
+        return self._artifact_urls(self._call("POST", "/api/v1/runs/%s/artifacts/use" % self.id, body))
+
+    def _artifact_urls(self, version):
+        if isinstance(version, dict) and version.get("stored") and not version.get("deleted") \
+                and "download_url" not in version and "id" in version:
+            version["download_url"] = "%s/api/v1/artifacts/%s/content" % (without_userinfo(self.url), version["id"])
+        return version
+
+    def _call(self, method, path, body, content_type="application/json"):
+        """One synchronous request on the run's own connection: the answer's
+        data. A run the server does not know yet (it was unreachable at
+        init) is registered first. Raises ApiError."""
+        with self._http_lock:
+            if self._http is None:
+                self._http = Http(self.url, timeout=max(self._timeout, 60.0), token=self._token)
+            for attempt in (0, 1):
+                try:
+                    status, doc = self._http.request(method, path, body, content_type=content_type)
+                except Unreachable as e:
+                    raise ApiError("trainwatch: %s %s: server %s unreachable: %s"
+                                   % (method, path, redact(self.url), e)) from None
+                if status == 404 and attempt == 0 and path.startswith("/api/v1/runs/") \
+                        and not self._sender.registered and self._register_sync():
+                    continue
+                break
+        if 200 <= status < 300 and isinstance(doc, dict) and isinstance(doc.get("data"), dict):
+            return doc["data"]
+        raise ApiError("trainwatch: %s %s: %s" % (method, path, error_text(status, doc)), status=status,
+                       error_type=doc.get("errorType") if isinstance(doc, dict) else None)
+
+    def _register_sync(self):
+        try:
+            status, _ = self._http.request("POST", "/api/v1/runs", self._sender.register_body)
+        except Unreachable:
+            return False
+        return status == 200
+
     @property
     def logs_dropped(self):
         """Log lines not stored: no logs endpoint on the server, or the buffer overflowed."""
@@ -382,6 +509,9 @@ class Run:
             # Queued points and summary form batches before this op (see Sender._form).
             self._sender.ops.append(("/api/v1/runs/%s/finish" % self.id, body))
         done = self._sender.stop(self.finish_timeout if timeout is None else timeout)
+        with self._http_lock:
+            if self._http is not None:
+                self._http.close()
         with _hooks_lock:
             if self in _active:
                 _active.remove(self)
@@ -450,7 +580,9 @@ def init(project=None, name=None, config=None, tags=None, total_steps=None, url=
     options: id, capture_output (default True), spool_dir (default
     $TRAINWATCH_SPOOL or ~/.cache/trainwatch/spool), heartbeat_interval,
     flush_interval, rank / world_size / host (default from RANK, WORLD_SIZE
-    and the host name), finish_timeout, install_hooks, token (a bearer token
+    and the host name), finish_timeout, install_hooks, max_queue_points
+    (20000) and max_queue_bytes (256 MiB of rich values) queued before log()
+    spills to the spool, token (a bearer token
     of a server with --web.tokens.file; default $TRAINWATCH_TOKEN; basic auth:
     http://user:password@host:9800 or $TRAINWATCH_USERNAME/PASSWORD).
     """

@@ -28,12 +28,26 @@ device kernels run asynchronously, so host-side times would hide GPU time:
 only the last step of each window is timed, with a device synchronize at
 each phase boundary, and that step's times are logged (the other steps run
 untouched).
+
+With log="gradients", "parameters" or "all" it also logs histograms
+(trainwatch.Histogram, `bins` buckets) of each trainable parameter's
+gradient (before the step, as "gradients/<name>") and value (after it, as
+"parameters/<name>"), names from model.named_parameters(), every
+`log_freq` optimizer steps from step 0. They are counted on the
+parameters' device and read back with the norms in one device sync per
+logged step; the steps in between cost nothing. The default, log=None,
+logs none (unlike W&B's watch, whose default is "gradients"), so watch()
+costs what it cost before unless histograms are asked for.
 """
 import time
 
 import torch as _torch
 
 from . import run as _run
+from .media import Histogram, buckets_from_torch, torch_histogram
+
+_HIST_KINDS = {None: (), "gradients": ("gradients",), "parameters": ("parameters",),
+               "all": ("gradients", "parameters")}
 
 _foreach_norm = getattr(_torch, "_foreach_norm", None)  # torch >= 1.13
 
@@ -41,7 +55,22 @@ _foreach_norm = getattr(_torch, "_foreach_norm", None)  # torch >= 1.13
 class Watch:
     """What watch() returns: remove() undoes the wrapping."""
 
-    def __init__(self, model, optimizer, every, run, batch_size, log_grad_norm, phases):
+    def __init__(self, model, optimizer, every, run, batch_size, log_grad_norm, phases,
+                 log=None, log_freq=100, bins=64):
+        if log not in _HIST_KINDS:
+            raise ValueError('trainwatch.torch.watch: log=%r: expected "gradients", "parameters", "all" or None' % (log,))
+        if optimizer is None or not hasattr(optimizer, "step"):
+            raise TypeError("trainwatch.torch.watch needs the optimizer (it wraps optimizer.step): "
+                            "watch(model, optimizer, log=...)")
+        self.hist_kinds = _HIST_KINDS[log]
+        if self.hist_kinds and model is None:
+            raise ValueError("trainwatch.torch.watch: log=%r needs the model (its parameter names)" % (log,))
+        self.log_freq = max(1, int(log_freq))
+        self.bins = int(bins)
+        if not 1 <= self.bins <= 4096:
+            raise ValueError("trainwatch.torch.watch: bins=%r: expected 1..4096" % (bins,))
+        self._named = ([(n, p) for n, p in model.named_parameters() if p.requires_grad and not p.is_complex()]
+                       if self.hist_kinds else [])
         self.model = model
         self.optimizer = optimizer
         self.every = max(1, int(every))
@@ -173,6 +202,18 @@ class Watch:
                 norms = [t.float().norm(2) for t in tensors]  # half/bf16: summed in float32
             return _torch.norm(_torch.stack(norms), 2)
 
+    def _histograms(self, kind):
+        """[(key, histogram tensor)] of the trainable parameters ("parameters")
+        or their gradients ("gradients"), computed on their device, not read."""
+        out = []
+        with _torch.no_grad():
+            for name, p in self._named:
+                t = p if kind == "parameters" else p.grad
+                if t is None or t.is_sparse or t.numel() == 0:
+                    continue
+                out.append((kind + "/" + name, torch_histogram(t, self.bins)))
+        return out
+
     def _step(self, *args, **kwargs):
         if self.profile:
             c0 = time.thread_time()
@@ -182,9 +223,13 @@ class Watch:
         bs = self.batch_size if self.batch_size is not None else self._last_batch
         self._samples += bs or 0
         log_now = self.steps > 0 and self.steps % self.every == 0
+        hist_now = bool(self.hist_kinds) and self.steps % self.log_freq == 0
         grad = None
         if log_now and self.log_grad_norm:
             grad = self._norm([p.grad for p in self._params() if p.grad is not None])
+        hists = []
+        if hist_now and "gradients" in self.hist_kinds:
+            hists = self._histograms("gradients")  # before the step, as grad_norm
         if self.profile:
             c1 = time.thread_time()
         if self.phases:
@@ -194,12 +239,16 @@ class Watch:
             self._phase_step_end()
         if self.profile:
             c2 = time.thread_time()
+        if hist_now and "parameters" in self.hist_kinds:
+            hists += self._histograms("parameters")
+        values = {}
         if log_now:
             window = now - self._window_start
             pnorm = self._norm(list(self._params()))
             norms = [n for n in (pnorm, grad) if n is not None]
-            # Both norms read with one device sync, after the step was queued.
-            got = _torch.stack(norms).tolist() if norms else []
+            # Both norms (and the histograms) read with one device sync, after the step was queued.
+            rows = _read(([_torch.stack(norms).double()] if norms else []) + [h for _, h in hists])
+            got = rows.pop(0) if norms else []
             values = {"lr": float(self.optimizer.param_groups[0].get("lr", 0.0)),
                       "param_norm": got.pop(0) if pnorm is not None else 0.0}
             if self.log_grad_norm:
@@ -210,11 +259,18 @@ class Watch:
                 values["step_time_seconds"] = window / self.every
                 if self._samples:
                     values["samples_per_sec"] = (self._samples - (bs or 0)) / window
+            self._window_start = now
+            self._samples = bs or 0
+        elif hists:
+            rows = _read([h for _, h in hists])
+        for (key, _), row in zip(hists, rows if hists else ()):
+            buckets = buckets_from_torch(row, self.bins)
+            if buckets is not None:  # none: every value NaN or infinite
+                values[key] = Histogram.from_buckets(buckets)
+        if values:
             run = self.run or _run.current
             if run is not None:
                 run.log(values, step=self.steps)
-            self._window_start = now
-            self._samples = bs or 0
         self.steps += 1
         if self.profile:
             self.overhead_seconds += (c1 - c0) + (time.thread_time() - c2)
@@ -227,6 +283,22 @@ class Watch:
             h.remove()
         self._handles = []
         self.optimizer.step = self._orig_step
+
+
+def _read(tensors):
+    """The values of 1-D tensors as lists, with one device sync per device."""
+    by_device = {}
+    for i, t in enumerate(tensors):
+        by_device.setdefault(t.device, []).append(i)
+    out = [None] * len(tensors)
+    for idx in by_device.values():
+        flat = _torch.cat([tensors[i] for i in idx]).tolist() if len(idx) > 1 else tensors[idx[0]].tolist()
+        off = 0
+        for i in idx:
+            n = tensors[i].numel()
+            out[i] = flat[off:off + n]
+            off += n
+    return out
 
 
 def _first_grad_tensor(output):
@@ -244,10 +316,15 @@ def _first_grad_tensor(output):
     return None
 
 
-def watch(model, optimizer, every=10, run=None, batch_size=None, log_grad_norm=True, phases=True):
+def watch(model, optimizer, every=10, run=None, batch_size=None, log_grad_norm=True, phases=True,
+          log=None, log_freq=100, bins=64):
     """Logs grad_norm, param_norm, lr, samples_per_sec and step_time_seconds
     every `every` optimizer steps to `run` (default: the last init()), and
     with phases (needs the model) step_phase/forward, backward, optimizer
     and data. batch_size: samples per step, when the model's first input
-    does not say."""
-    return Watch(model, optimizer, every, run, batch_size, log_grad_norm, phases)
+    does not say. log="gradients", "parameters" or "all" (default None:
+    none) adds histograms of the trainable parameters' gradients
+    ("gradients/<name>") and values ("parameters/<name>") every `log_freq`
+    optimizer steps, in `bins` buckets."""
+    return Watch(model, optimizer, every, run, batch_size, log_grad_norm, phases,
+                 log=log, log_freq=log_freq, bins=bins)
