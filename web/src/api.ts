@@ -180,3 +180,82 @@ export function instantQuery(query: string, time?: number): Promise<QueryResult>
 export function rangeQuery(query: string, start: number, end: number, step: number): Promise<QueryResult> {
   return getData<QueryResult>("/api/v1/query_range", { query, start, end, step });
 }
+
+// ---- rich values and artifacts (docs/runs-api.md) ----
+
+export type MediaKind = "histogram" | "image" | "text" | "table";
+
+// One rich key of a run: GET /api/v1/runs/media/keys?ids=a,b.
+export interface MediaKey {
+  run: string;
+  key: string;
+  kind: MediaKind;
+  steps: number;
+  first_step: number | null;
+  last_step: number | null;
+}
+
+export type Bucket = [number | string, number | string, number | string]; // lower, upper, count
+
+// One step of a histogram key: GET /api/v1/runs/histograms.
+export interface HistogramEntry {
+  run: string;
+  rank: number | null;
+  step: number;
+  timestamp: number;
+  buckets: Bucket[];
+}
+
+export type TableCell = string | number | boolean | null;
+
+// One entry of an image, text or table key: GET /api/v1/runs/media.
+export interface MediaEntry {
+  run: string;
+  rank: number | null;
+  step: number;
+  timestamp: number;
+  kind: MediaKind;
+  // image
+  format?: string;
+  width?: number;
+  height?: number;
+  bytes?: number;
+  caption?: string | null;
+  url?: string;
+  // text
+  text?: string;
+  // table
+  columns?: string[];
+  rows?: TableCell[][];
+}
+
+// One version of an artifact (GET /api/v1/runs/{id}/artifacts, /api/v1/artifacts).
+export interface ArtifactVersion {
+  id: number | string;
+  project: string;
+  name: string;
+  type: string;
+  version: number | string;
+  sha256: string;
+  size: number;
+  uri?: string | null;
+  metadata?: Record<string, unknown> | null;
+  stored: boolean;
+  deleted: boolean;
+  created_time?: number | null;
+  producer?: string | null;
+  consumers?: string[];
+}
+
+export function mediaKeys(ids: string[], signal?: AbortSignal): Promise<MediaKey[]> {
+  return getData<MediaKey[]>("/api/v1/runs/media/keys", { ids: ids.join(",") }, signal);
+}
+export function histograms(params: Params, signal?: AbortSignal): Promise<HistogramEntry[]> {
+  return getData<HistogramEntry[]>("/api/v1/runs/histograms", params, signal);
+}
+export function media(params: Params, signal?: AbortSignal): Promise<MediaEntry[]> {
+  return getData<MediaEntry[]>("/api/v1/runs/media", params, signal);
+}
+export function runArtifacts(id: string): Promise<{ logged: ArtifactVersion[]; used: ArtifactVersion[] }> {
+  return getData<{ logged: ArtifactVersion[]; used: ArtifactVersion[] }>("/api/v1/runs/" + encodeURIComponent(id) + "/artifacts");
+}

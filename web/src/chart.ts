@@ -69,7 +69,7 @@ export function destroyAllCharts(): void {
   for (const c of [...live]) c.destroy();
 }
 
-function css(name: string): string {
+export function css(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
 }
 
@@ -100,7 +100,7 @@ function align(lines: Line[]): { data: uPlot.AlignedData; index: number[][] } {
 // back along min, filled without a stroke. uPlot's bands fill between two
 // series through a clip of the lower one's path, which costs several times
 // more to rasterize without a GPU.
-function envelope(minCol: number): uPlot.Series.PathBuilder {
+export function envelope(minCol: number): uPlot.Series.PathBuilder {
   return (u, si, i0, i1) => {
     const xs = u.data[0], hi = u.data[si], lo = u.data[minCol];
     const p = new Path2D();

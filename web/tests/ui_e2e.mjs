@@ -1,7 +1,8 @@
 // End-to-end test of the web UI: a real trainwatch serve fed with runs (runs
 // API) and GPU metrics (import API), driven by Debian's Chromium through
 // playwright-core. Each page must load with no console error and show the
-// values the APIs answer. Screenshots go to OUT_DIR.
+// values the APIs answer (ui_rich.mjs: rich values and artifacts).
+// Screenshots go to OUT_DIR.
 //
 // usage: node ui_e2e.mjs TRAINWATCH_BINARY OUT_DIR   (CHROMIUM=/usr/bin/chromium)
 import { spawn } from "node:child_process";
@@ -10,6 +11,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { testRich } from "./ui_rich.mjs";
 
 const [binary, outDir = fs.mkdtempSync(path.join(os.tmpdir(), "tw-ui-out-"))] = process.argv.slice(2);
 if (!binary) {
@@ -380,6 +382,10 @@ try {
     check(!(await page.locator("#run-phases").isVisible()) && (await page.locator("#phase-table").count()) === 0, "no step-phase panel without step_phase/ keys");
     console.log("ok  run: step phases per rank, straggler and its alert");
   }
+
+  // Rich values and artifacts (issue 20): the Run page's Histograms, Media and
+  // Artifacts sections, Compare's media side by side and parallel coordinates.
+  await testRich({ page, api, data, visit, check, base, fmt6 });
 
   // Explore: completion, then a query whose table matches /api/v1/query.
   await visit("explore", "/explore", "#promql");

@@ -72,7 +72,13 @@ export interface Column<T> {
   num?: boolean;
 }
 
-export function sortableTable<T>(columns: Column<T>[], rows: T[], opts: { sortBy?: number; desc?: boolean; rowAttrs?: (r: T) => Record<string, string> } = {}): HTMLElement {
+// At most `limit` rows are drawn (the first of the sorted order), with a
+// line saying how many there are; `onSort` hears each new order.
+export function sortableTable<T>(
+  columns: Column<T>[],
+  rows: T[],
+  opts: { sortBy?: number; desc?: boolean; rowAttrs?: (r: T) => Record<string, string>; limit?: number; onSort?: (sortBy: number, desc: boolean) => void } = {},
+): HTMLElement {
   let sortBy = opts.sortBy ?? -1, desc = opts.desc ?? false;
   const table = h("table", { class: "sortable" });
   const draw = () => {
@@ -100,18 +106,23 @@ export function sortableTable<T>(columns: Column<T>[], rows: T[], opts: { sortBy
             desc = false;
           }
           draw();
+          opts.onSort?.(sortBy, desc);
         });
         return h("th", { class: c.num ? "num" : "", "aria-sort": sortBy === i ? (desc ? "descending" : "ascending") : "none" }, b);
       }),
     );
-    const body = sorted.map((r) =>
+    const shown = opts.limit !== undefined && sorted.length > opts.limit ? sorted.slice(0, opts.limit) : sorted;
+    const body = shown.map((r) =>
       h(
         "tr",
         opts.rowAttrs?.(r) ?? null,
         columns.map((c) => h("td", { class: c.num ? "num" : "" }, c.cell ? c.cell(r) : valueText(c.value(r)))),
       ),
     );
-    table.replaceChildren(h("thead", null, head), h("tbody", null, body));
+    const more = shown.length < sorted.length
+      ? h("tfoot", null, h("tr", null, h("td", { colspan: String(columns.length), class: "muted" }, `the first ${shown.length} of ${sorted.length} rows`)))
+      : null;
+    table.replaceChildren(...[h("thead", null, head), h("tbody", null, body), more].filter((e): e is HTMLTableSectionElement => e !== null));
   };
   draw();
   return table;

@@ -1,14 +1,17 @@
 // Compare: N runs overlaid by step or time, server-side EMA smoothing, a
 // min/max envelope where buckets hold several points (on by default for up
-// to 10 runs; zoom in to refetch at full resolution), a sortable
-// hyper-parameter table with final metrics and a parallel-coordinates view
-// of config vs final metrics.
+// to 10 runs; zoom in to refetch at full resolution), the runs' images,
+// texts and tables side by side at one step, and a parallel-coordinates
+// view of the config keys that differ and the final metrics, brushed to
+// filter a sortable table of the runs.
 import { listRuns, num, runMetrics, type Run, type RunMetrics } from "../api";
 import { lineChart, PALETTE, type ChartHandle, type Line } from "../chart";
 import { h, link } from "../dom";
-import { fmtNum, unitOf } from "../format";
+import { unitOf } from "../format";
 import type { PageContext } from "../main";
-import { errorNotice, flatten, orderKeys, sortableTable, summaryNumbers, valueText, type Column } from "./common";
+import { errorNotice, orderKeys, summaryNumbers } from "./common";
+import { hparamsView } from "./hparams";
+import { compareMedia } from "./media";
 
 const kEnvelopeRuns = 10;
 
@@ -219,70 +222,13 @@ export async function renderCompare(ctx: PageContext): Promise<() => void> {
   save();
   await draw(true);
 
-  // ---- hyper-parameters and final metrics ----
-  const cfgs = runs.map((r) => flatten(r.config));
-  const cfgKeys = [...new Set(cfgs.flatMap((c) => Object.keys(c)))].sort();
-  const cols: Column<number>[] = [
-    { title: "run", value: (i) => runs[i].name, cell: (i) => h("span", null, h("span", { class: "swatch", style: `background:${color.get(runs[i].id)}` }), " ", link("/runs/" + encodeURIComponent(runs[i].id), runs[i].name)) },
-    { title: "status", value: (i) => runs[i].status },
-    // GPU use, where the runs' processes held GPUs of the server's host.
-    ...(runs.some((r) => r.gpu?.hours)
-      ? ([["GPU-hours", "hours"], ["kWh", "energy_kwh"], ["idle GPU-hours", "idle_hours"], ["cost", "cost"]] as const).map(
-          ([title, f]): Column<number> => ({ title, value: (i) => runs[i].gpu?.[f] ?? 0, cell: (i) => fmtNum(runs[i].gpu?.[f] ?? 0, 3), num: true }))
-      : []),
-    ...cfgKeys.map((k): Column<number> => ({ title: "config." + k, value: (i) => cfgs[i][k], num: typeof cfgs.find((c) => c[k] !== undefined)?.[k] === "number" })),
-    ...allKeys.map((k): Column<number> => ({ title: k, value: (i) => summaryNumbers(runs[i])[k], cell: (i) => fmtNum(summaryNumbers(runs[i])[k]), num: true })),
-  ];
-  main.append(h("h2", null, "Hyper-parameters and final metrics"), h("div", { id: "hparams", style: "overflow-x:auto" }, sortableTable(cols, runs.map((_, i) => i))));
-
-  // ---- parallel coordinates ----
-  const numeric = cfgKeys.filter((k) => cfgs.some((c) => typeof c[k] === "number"));
-  const metricKey = keys[0] ?? allKeys[0];
-  const axes = [...numeric.map((k) => ({ name: "config." + k, get: (i: number) => cfgs[i][k] as number | undefined })),
-    ...(metricKey ? [{ name: metricKey, get: (i: number) => summaryNumbers(runs[i])[metricKey] }] : [])];
-  if (axes.length >= 2) main.append(h("h2", null, "Parallel coordinates"), parallelCoords(axes, runs, color));
+  // ---- media side by side, hyper-parameters ----
+  const mediaView = compareMedia(main, runs, color);
+  hparamsView(main, runs, color);
   return () => {
     clearTimeout(refineTimer);
     controller?.abort();
+    mediaView.destroy();
   };
 }
 
-function parallelCoords(axes: { name: string; get: (i: number) => number | undefined }[], runs: Run[], color: Map<string, string>): HTMLElement {
-  const W = 900, H = 260, pad = 40;
-  const NS = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(NS, "svg");
-  svg.setAttribute("viewBox", `0 0 ${W} ${H + 40}`);
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", "parallel coordinates of config and final metric");
-  const el = (tag: string, attrs: Record<string, string | number>, text?: string) => {
-    const e = document.createElementNS(NS, tag);
-    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-    if (text !== undefined) e.textContent = text;
-    svg.appendChild(e);
-    return e;
-  };
-  const xs = axes.map((_, i) => pad + (i * (W - 2 * pad)) / (axes.length - 1));
-  const scales = axes.map((a) => {
-    const vals = runs.map((_, i) => a.get(i)).filter((v): v is number => typeof v === "number" && Number.isFinite(v));
-    const lo = Math.min(...vals), hi = Math.max(...vals);
-    return { lo, hi, y: (v: number) => (hi === lo ? H / 2 : 20 + (1 - (v - lo) / (hi - lo)) * (H - 20)) };
-  });
-  axes.forEach((a, i) => {
-    el("line", { x1: xs[i], x2: xs[i], y1: 20, y2: H, class: "axis" });
-    el("text", { x: xs[i], y: 12, "text-anchor": "middle" }, a.name);
-    el("text", { x: xs[i] + 4, y: 24 }, fmtNum(scales[i].hi, 4));
-    el("text", { x: xs[i] + 4, y: H }, fmtNum(scales[i].lo, 4));
-  });
-  runs.forEach((r, ri) => {
-    const pts: string[] = [];
-    axes.forEach((a, i) => {
-      const v = a.get(ri);
-      if (typeof v === "number" && Number.isFinite(v)) pts.push(`${xs[i]},${scales[i].y(v)}`);
-    });
-    const line = el("polyline", { points: pts.join(" "), fill: "none", stroke: color.get(r.id) ?? "#888", "stroke-width": 2 });
-    const title = document.createElementNS(NS, "title");
-    title.textContent = r.name + ": " + axes.map((a) => `${a.name}=${valueText(a.get(ri))}`).join(", ");
-    line.appendChild(title);
-  });
-  return h("div", { class: "pc" }, svg as unknown as HTMLElement);
-}

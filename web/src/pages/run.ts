@@ -1,5 +1,6 @@
 // One run: its metrics by step or time (every logged key), where its ranks'
-// steps go (step phases, stragglers), its GPUs, its log lines (live tail),
+// steps go (step phases, stragglers), its histograms, images, texts and
+// tables by step, its artifacts, its GPUs, its log lines (live tail),
 // its alerts and its config.
 import { ApiError, getData, getRun, num, rangeQuery, runHistory, runMetrics, type PromSeries, type Run, type RunMetrics } from "../api";
 import { lineChart, PALETTE, type ChartHandle } from "../chart";
@@ -10,7 +11,9 @@ import {
   findStragglers, orderPhases, phaseColors, phaseOf, rankPhases, stepTimeKey, stragglerAlerts, STRAGGLER_ALERT, WAIT_PHASE,
   type RankPhases, type RankSeries, type RuleAlert, type StragglerReport,
 } from "../phases";
+import { artifactsSection } from "./artifacts";
 import { errorNotice, flatten, orderKeys, progressBar, statusBadge, valueText } from "./common";
+import { runMediaSections } from "./media";
 
 export const GPU_METRICS: [string, string][] = [
   ["DCGM_FI_DEV_GPU_UTIL", "GPU utilisation"],
@@ -150,6 +153,16 @@ export async function renderRun(ctx: PageContext): Promise<() => void> {
     void drawMetrics();
   });
   await drawMetrics();
+
+  // ---- histograms, media (images, text, tables) and artifacts ----
+  const histSec = h("section", { id: "run-histogram-section" });
+  const mediaSec = h("section", { id: "run-media-section" });
+  main.append(histSec, mediaSec);
+  const rich = runMediaSections(histSec, mediaSec, run);
+  cleanups.push(() => rich.destroy());
+  const artBox = h("div", { id: "run-artifacts" }, h("div", { class: "muted" }, "loading…"));
+  main.append(h("h2", null, "Artifacts"), artBox);
+  void artifactsSection(artBox, run.id);
 
   // ---- GPUs ----
   const gpuBox = h("div", { class: "grid", id: "run-gpus" });
