@@ -21,6 +21,7 @@ import unittest
 import urllib.parse
 
 import twtest
+from protowire import snappy_literal
 from twtest import Server
 
 # Unix seconds of the first pushed line: recent, so retention (15d) keeps it.
@@ -54,16 +55,6 @@ def pb_field(num, payload):
 
 def pb_varint_field(num, v):
     return varint(num << 3) + varint(v)
-
-
-def snappy_literal(data):
-    """A valid snappy block of literals only (no compression needed to be valid)."""
-    out = bytearray(varint(len(data)))
-    for i in range(0, len(data), 60):
-        chunk = data[i:i + 60]
-        out.append((len(chunk) - 1) << 2)
-        out += chunk
-    return bytes(out)
 
 
 class LogsTest(unittest.TestCase):

@@ -19,32 +19,10 @@ import unittest
 import urllib.parse
 
 import twtest
+from protowire import ld, snappy_literal, uvarint
 from twtest import Process, free_port, request
 
 PROMETHEUS = "/usr/bin/prometheus"
-
-
-def uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def ld(field, payload):
-    return uvarint((field << 3) | 2) + uvarint(len(payload)) + payload
-
-
-def snappy_literal(data):
-    """Snappy block format with literal elements only (valid, uncompressed)."""
-    out = bytearray(uvarint(len(data)))
-    for i in range(0, len(data), 60):
-        chunk = data[i:i + 60]
-        out.append((len(chunk) - 1) << 2)
-        out += chunk
-    return bytes(out)
 
 
 def write_request(name, labels, value, ts_ms):
