@@ -58,6 +58,16 @@ std::vector<size_t> Spread(size_t n, int64_t limit) {
   return out;
 }
 
+// Runs `fn` in one read transaction on `db` (the read connection): what it
+// reads is as of one commit.
+template <typename F>
+Status InReadTransaction(sqlite3* db, F fn) {
+  RETURN_IF_ERROR(Exec(db, "BEGIN"));
+  Status st = fn();
+  (void)Exec(db, "COMMIT");
+  return st;
+}
+
 }  // namespace
 
 Status RunStore::WriteMedia(const std::string& id, int64_t rank, const BatchRequest& b, size_t* accepted,
@@ -120,8 +130,7 @@ Result<Json> RunStore::ReadHistograms(const MediaQuery& mq) const {
   return RetryOnDamage([&]() -> Result<Json> {
     Json out = Json::array();
     std::lock_guard<std::mutex> l(read_mu_);
-    RETURN_IF_ERROR(Exec(rdb_, "BEGIN"));
-    Status st = [&]() -> Status {
+    Status st = InReadTransaction(rdb_, [&]() -> Status {
       for (const std::string& id : mq.ids) {
         // The (rank, step)s in range, then the rows of the ones kept.
         std::vector<std::pair<int64_t, int64_t>> steps;
@@ -149,8 +158,7 @@ Result<Json> RunStore::ReadHistograms(const MediaQuery& mq) const {
         }
       }
       return Status::OK();
-    }();
-    (void)Exec(rdb_, "COMMIT");
+    });
     if (!st.ok()) return st;
     return out;
   });
@@ -160,8 +168,7 @@ Result<Json> RunStore::ReadMedia(const MediaQuery& mq) const {
   return RetryOnDamage([&]() -> Result<Json> {
     Json out = Json::array();
     std::lock_guard<std::mutex> l(read_mu_);
-    RETURN_IF_ERROR(Exec(rdb_, "BEGIN"));
-    Status st = [&]() -> Status {
+    Status st = InReadTransaction(rdb_, [&]() -> Status {
       for (const std::string& id : mq.ids) {
         if (mq.step) {
           // Per rank, the last entry at or before the step.
@@ -190,8 +197,7 @@ Result<Json> RunStore::ReadMedia(const MediaQuery& mq) const {
         RETURN_IF_ERROR(q.status());
       }
       return Status::OK();
-    }();
-    (void)Exec(rdb_, "COMMIT");
+    });
     if (!st.ok()) return st;
     return out;
   });
