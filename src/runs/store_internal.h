@@ -90,6 +90,12 @@ class Stmt {
     if (rc != SQLITE_DONE) rc_ = rc;
     return false;
   }
+  // Makes the statement ready to step again with new bindings (an error
+  // stays in status()).
+  void Reset() {
+    sqlite3_reset(st_);
+    sqlite3_clear_bindings(st_);
+  }
   // Runs to completion.
   Status Run() {
     while (Step()) {

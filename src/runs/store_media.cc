@@ -140,12 +140,13 @@ Result<Json> RunStore::ReadHistograms(const MediaQuery& mq) const {
         if (mq.rank) q.Bind(5, *mq.rank);
         while (q.Step()) steps.emplace_back(q.Int(0), q.Int(1));
         RETURN_IF_ERROR(q.status());
+        Stmt r(rdb_, "SELECT rank, step, ts_ms, kind, meta, data FROM media WHERE run_id=?1 AND key=?2 AND rank=?3 "
+                     "AND step=?4");  // prepared once, stepped per kept step
         for (size_t i = 0; i < steps.size();) {
           size_t j = i;
           while (j < steps.size() && steps[j].first == steps[i].first) j++;
           for (size_t k : Spread(j - i, mq.limit)) {
-            Stmt r(rdb_, "SELECT rank, step, ts_ms, kind, meta, data FROM media WHERE run_id=?1 AND key=?2 AND "
-                         "rank=?3 AND step=?4");
+            r.Reset();
             r.Bind(1, id).Bind(2, mq.key).Bind(3, steps[i + k].first).Bind(4, steps[i + k].second);
             if (r.Step()) {
               Json e = MediaEntry(id, r);
