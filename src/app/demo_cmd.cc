@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <numbers>
+#include <string_view>
 #include <vector>
 
 #include "app/api_client.h"
@@ -92,6 +94,71 @@ class FakeGpus {
   bool warned_ = false;
 };
 
+// The rich values a training script logs next to its scalars (rank 0,
+// every MediaEvery() steps): the distributions of a layer's weights (which
+// widen as it trains) and gradients (which follow grad_norm, spike
+// included), a generated sample whose noise falls with the loss, a text
+// sample whose words get right, and an evaluation table of predictions.
+client::Run::RichValues DemoMedia(const DemoModel& model, int64_t step, const DemoModel::Values& v,
+                                  std::mt19937_64* rng) {
+  const double bad = model.Badness(v.loss);
+  std::normal_distribution<double> normal(0, 1);
+  std::uniform_real_distribution<double> uniform(0, 1);
+  constexpr int kValues = 4096;
+  const double progress = static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, model.total()));
+  std::vector<double> weights(kValues), grads(kValues);
+  for (double& w : weights) w = (0.02 + 0.03 * progress) * normal(*rng);
+  // Gradients: heavy-tailed (a Student-t-like mixture), scaled by the norm.
+  for (double& g : grads) g = 1e-3 * v.grad_norm * normal(*rng) * (uniform(*rng) < 0.05 ? 4 : 1);
+
+  // A 64 x 64 sample: colour rings blurred by noise in proportion to the loss.
+  constexpr int kSide = 64;
+  std::vector<uint8_t> rgb(kSide * kSide * 3);
+  for (int y = 0; y < kSide; y++) {
+    for (int x = 0; x < kSide; x++) {
+      const double r = std::hypot(x - kSide / 2.0, y - kSide / 2.0) / (kSide / 2.0);
+      const double ring = 0.5 + 0.5 * std::cos(r * 3 * std::numbers::pi);
+      const double target[3] = {ring, 0.5 + 0.5 * std::sin(r * 5), 1 - ring * 0.7};
+      for (int c = 0; c < 3; c++) {
+        const double px = (1 - bad) * target[c] + bad * uniform(*rng);
+        rgb[(y * kSide + x) * 3 + c] = static_cast<uint8_t>(std::clamp(px, 0.0, 1.0) * 255 + 0.5);
+      }
+    }
+  }
+  char caption[64];
+  std::snprintf(caption, sizeof caption, "step %lld, loss %.3f", static_cast<long long>(step), v.loss);
+
+  // Generated text: each word right with the model's skill, else garbled.
+  static constexpr std::string_view kSentence[] = {"the", "GPU", "finished", "the", "epoch", "and", "the",
+                                                  "loss", "kept", "falling", "towards", "its", "floor"};
+  std::string text = "**step " + std::to_string(step) + "** · prompt: *the GPU*\n\n> ";
+  for (size_t i = 0; i < std::size(kSentence); i++) {
+    if (i > 0) text += ' ';
+    if (uniform(*rng) >= bad) {
+      text += kSentence[i];
+    } else {
+      for (size_t k = 0; k < kSentence[i].size(); k++) text += static_cast<char>('a' + (*rng)() % 26);
+    }
+  }
+
+  // Evaluation: eight samples, right with the model's skill.
+  static constexpr const char* kClasses[] = {"cat", "dog", "car", "ship"};
+  std::vector<std::vector<client::Cell>> rows;
+  for (int i = 0; i < 8; i++) {
+    const int label = i % 4;
+    const bool right = uniform(*rng) >= 0.75 * bad;
+    const int predicted = right ? label : (label + 1 + static_cast<int>((*rng)() % 3)) % 4;
+    const double confidence = right ? 0.5 + 0.5 * (1 - bad) * uniform(*rng) : 0.25 + 0.4 * uniform(*rng);
+    rows.push_back({"sample-" + std::to_string(i), kClasses[label], kClasses[predicted],
+                    std::round(confidence * 1000) / 1000, right});
+  }
+  return {{"weights/fc1", client::Histogram(weights, 64)},
+          {"gradients/fc1", client::Histogram(grads, 64)},
+          {"samples/generated", client::Image(EncodePng(kSide, kSide, rgb), caption)},
+          {"samples/text", client::Text(text)},
+          {"eval/predictions", client::Table({"input", "label", "prediction", "confidence", "correct"}, rows)}};
+}
+
 // One run: `ranks` clients logging `steps` steps at `rate` (inf: as fast as
 // possible). False when interrupted (the run is then marked failed).
 bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name, int64_t steps, double rate,
@@ -132,6 +199,7 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
     runs.push_back(std::move(run));
     models.emplace_back(steps, r, seed + static_cast<uint64_t>(r), base_loss);
   }
+  std::mt19937_64 media_rng(seed ^ 0x6d65646961ULL);  // its own stream: the scalars stay as they were
   std::cout << "trainwatch demo: run " << o.project << "/" << runs[0]->name() << " (id " << id << "), " << steps
             << " steps x " << o.ranks << " ranks" << (std::isinf(rate) ? std::string() : " at " + std::to_string(rate) + " steps/s")
             << ", sending to " << o.url << std::endl;
@@ -165,6 +233,9 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
                       {"step_phase/comm", v.comm}},
                      step);
         if (r == 0) last_loss = v.loss;
+        if (r == 0 && (step % models[r].MediaEvery() == 0 || step == steps - 1)) {
+          runs[r]->Log(client::Run::Values(), DemoMedia(models[r], step, v, &media_rng), step);
+        }
         // The logs a training script prints, through the same client.
         if (r == 0 && step % models[r].LogEvery() == 0) {
           char line[160];
@@ -243,6 +314,40 @@ DemoModel::Values DemoModel::At(int64_t step) {
   const double data = 0.08 * base, optimizer = 0.06 * base, comm = 0.08 * base;
   const double compute = step_time - data - optimizer - comm;
   return Values{loss, Lr(step), grad, sps, step_time, data, 0.36 * compute, 0.64 * compute, optimizer, comm};
+}
+
+std::string EncodePng(int width, int height, const std::vector<uint8_t>& rgb) {
+  // Each scanline: filter type 0 (none), then its pixels.
+  std::string raw;
+  raw.reserve(static_cast<size_t>(height) * (1 + 3 * static_cast<size_t>(width)));
+  for (int y = 0; y < height; y++) {
+    raw.push_back('\0');
+    raw.append(reinterpret_cast<const char*>(rgb.data()) + static_cast<size_t>(y) * width * 3,
+               static_cast<size_t>(width) * 3);
+  }
+  uLongf zlen = compressBound(static_cast<uLong>(raw.size()));
+  std::string z(zlen, '\0');
+  compress2(reinterpret_cast<Bytef*>(z.data()), &zlen, reinterpret_cast<const Bytef*>(raw.data()),
+            static_cast<uLong>(raw.size()), Z_BEST_COMPRESSION);
+  z.resize(zlen);
+  auto be32 = [](std::string* out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>((v >> shift) & 0xff));
+  };
+  std::string png("\x89PNG\r\n\x1a\n", 8);
+  auto chunk = [&](const char* type, const std::string& data) {
+    be32(&png, static_cast<uint32_t>(data.size()));
+    const std::string body = std::string(type, 4) + data;
+    png += body;
+    be32(&png, static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
+  };
+  std::string ihdr;
+  be32(&ihdr, static_cast<uint32_t>(width));
+  be32(&ihdr, static_cast<uint32_t>(height));
+  ihdr += std::string("\x08\x02\x00\x00\x00", 5);  // 8 bits, RGB, deflate, adaptive filtering, no interlace
+  chunk("IHDR", ihdr);
+  chunk("IDAT", z);
+  chunk("IEND", "");
+  return png;
 }
 
 std::string FakeNvmlConfig(int ranks, const std::vector<DemoModel::Values>* busy, uint32_t pid,

@@ -35,6 +35,7 @@ struct DemoOptions {
 class DemoModel {
  public:
   DemoModel(int64_t total_steps, int rank, uint64_t seed, double base_loss = 2.6, double floor = 0.35);
+  int64_t total() const { return total_; }
   double Lr(int64_t step) const;            // linear warm-up over 2% of the steps, then cosine to 10%
   int64_t SpikeStep() const { return spike_step_; }  // where the loss spike starts
   // Rank 3 is a straggler, 30 % slower, over [StragglerFrom, StragglerTo):
@@ -47,6 +48,14 @@ class DemoModel {
   int64_t CudaErrorStep() const { return total_ / 12; }
   // Rank 0 prints a progress line every this many steps.
   int64_t LogEvery() const { return std::max<int64_t>(1, total_ / 100); }
+  // Rank 0 logs rich values (weight and gradient histograms, a sample
+  // image, generated text, an evaluation table) every this many steps and
+  // at the last: about 40 snapshots a run, for the Run page's histograms
+  // and media slider.
+  int64_t MediaEvery() const { return std::max<int64_t>(1, total_ / 40); }
+  // How far the simulated model is from good, 1 at the start to 0 at the
+  // loss floor: the rich values get sharper as it falls.
+  double Badness(double loss) const { return std::clamp((loss - floor_) / (base_loss_ - floor_), 0.0, 1.0); }
   // loss, lr, grad_norm, samples_per_sec, step_time_seconds at `step`, and
   // where the step's time goes (step_phase/<phase>, what the clients' phase
   // timers log): they add up to step_time_seconds, and a straggler's extra
@@ -72,6 +81,10 @@ class DemoModel {
 // counters (mJ) are in `energy_mj`, one per GPU, and go on from there.
 std::string FakeNvmlConfig(int ranks, const std::vector<DemoModel::Values>* busy, uint32_t pid,
                            const std::vector<double>& energy_mj);
+
+// A PNG image of `width` x `height` 8-bit RGB pixels (`rgb`, row by row,
+// 3 bytes a pixel), deflated with zlib: what the demo logs as its sample.
+std::string EncodePng(int width, int height, const std::vector<uint8_t>& rgb);
 
 // Validates the options: InvalidArgument-style message naming the flag, or "".
 std::string ValidateDemoOptions(const DemoOptions& o);

@@ -1,6 +1,7 @@
 #include "app/demo_cmd.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <tuple>
 #include <vector>
@@ -107,6 +108,62 @@ TEST(DemoTest, FakeGpusFollowTheRanks) {
   std::string idle = FakeNvmlConfig(4, nullptr, 4242, {0, 0, 0, 0});
   EXPECT_EQ(idle.find("process"), std::string::npos);
   EXPECT_NE(idle.find("gpu 1 util_gpu 0\n"), std::string::npos) << idle;
+}
+
+// The demo's sample image is a PNG any viewer reads: signature, IHDR of the
+// size asked, each chunk's CRC, and IDAT inflating to filter-0 scanlines of
+// the pixels given.
+TEST(DemoTest, EncodePngRoundTrips) {
+  const int w = 5, h = 3;
+  std::vector<uint8_t> rgb(w * h * 3);
+  for (size_t i = 0; i < rgb.size(); i++) rgb[i] = static_cast<uint8_t>(i * 7);
+  const std::string png = EncodePng(w, h, rgb);
+  ASSERT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v = v << 8 | static_cast<uint8_t>(png[at + i]);
+    return v;
+  };
+  std::vector<std::string> types;
+  std::string idat, ihdr;
+  size_t at = 8;
+  while (at + 12 <= png.size()) {
+    const uint32_t len = be32(at);
+    ASSERT_LE(at + 12 + len, png.size());
+    const std::string body = png.substr(at + 4, 4 + len);
+    EXPECT_EQ(be32(at + 8 + len), crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())))
+        << body.substr(0, 4);
+    types.push_back(body.substr(0, 4));
+    if (types.back() == "IDAT") idat += body.substr(4);
+    if (types.back() == "IHDR") ihdr = body.substr(4);
+    at += 12 + len;
+  }
+  EXPECT_EQ(at, png.size());
+  EXPECT_EQ(types, (std::vector<std::string>{"IHDR", "IDAT", "IEND"}));
+  ASSERT_EQ(ihdr.size(), 13u);
+  EXPECT_EQ(ihdr.substr(0, 8), std::string("\0\0\0\x05\0\0\0\x03", 8));
+  EXPECT_EQ(ihdr.substr(8), std::string("\x08\x02\0\0\0", 5));
+  std::string raw(h * (1 + w * 3), '\xff');
+  uLongf n = raw.size();
+  ASSERT_EQ(uncompress(reinterpret_cast<Bytef*>(raw.data()), &n, reinterpret_cast<const Bytef*>(idat.data()),
+                       static_cast<uLong>(idat.size())),
+            Z_OK);
+  ASSERT_EQ(n, raw.size());
+  for (int y = 0; y < h; y++) {
+    EXPECT_EQ(raw[y * (1 + w * 3)], '\0');
+    for (int i = 0; i < w * 3; i++) EXPECT_EQ(static_cast<uint8_t>(raw[y * (1 + w * 3) + 1 + i]), rgb[y * w * 3 + i]);
+  }
+}
+
+// Rich values: about 40 snapshots a run, sharper as the loss falls.
+TEST(DemoTest, MediaCadenceAndBadness) {
+  DemoModel m(36000, 0, 1, 2.6, 0.35);
+  EXPECT_EQ(m.MediaEvery(), 900);
+  EXPECT_EQ(DemoModel(10, 0, 1).MediaEvery(), 1);
+  EXPECT_DOUBLE_EQ(m.Badness(2.6), 1);
+  EXPECT_DOUBLE_EQ(m.Badness(9), 1);
+  EXPECT_DOUBLE_EQ(m.Badness(0.35), 0);
+  EXPECT_NEAR(m.Badness(1.475), 0.5, 1e-12);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 training runs with 4 ranks driven through the header-only C++ client
 against the real server, which is killed and restarted mid-run. Checks every
 step of every rank present exactly once, the loss spike, the learning-rate
-schedule, the straggler rank, ETA while running, and the baseline run.
+schedule, the straggler rank, ETA while running, the rich values (histograms,
+images, text, a table), and the baseline run.
 
 Usage: demo_e2e_test.py /path/to/trainwatch [unittest args]
 """
@@ -122,6 +123,27 @@ class DemoTest(unittest.TestCase):
             self.assertLess(mean[3], min(mean[0], mean[1], mean[2]))
             for key in ("grad_norm", "step_time_seconds"):
                 self.assertEqual(sorted(self.metrics(run["id"], key)), list(range(RANKS)))
+        # Rich values from rank 0 every STEPS // 40 steps and at the last: weight and
+        # gradient histograms, a sample image (a PNG), generated text, an eval table.
+        media_steps = sorted(set(range(0, STEPS, STEPS // 40)) | {STEPS - 1})
+        kinds = {"weights/fc1": "histogram", "gradients/fc1": "histogram", "samples/generated": "image",
+                 "samples/text": "text", "eval/predictions": "table"}
+        for run in live + [base]:
+            keys = self.get("/api/v1/runs/media/keys?ids=" + run["id"])
+            self.assertEqual({k["key"]: k["kind"] for k in keys}, kinds, keys)
+            for k in keys:
+                self.assertEqual((k["steps"], k["first_step"], k["last_step"]), (len(media_steps), 0, STEPS - 1), k)
+            hist = self.get("/api/v1/runs/histograms?points=1000&key=weights/fc1&ids=" + run["id"])
+            self.assertEqual([h["step"] for h in hist], media_steps)
+            self.assertTrue(all(h["rank"] == 0 and sum(b[2] for b in h["buckets"]) == 4096 for h in hist))
+            table = self.get("/api/v1/runs/media?key=eval/predictions&step=%d&ids=%s" % (STEPS - 1, run["id"]))
+            self.assertEqual(table[0]["columns"], ["input", "label", "prediction", "confidence", "correct"])
+            self.assertEqual(len(table[0]["rows"]), 8)
+            img = self.get("/api/v1/runs/media?key=samples/generated&step=%d&ids=%s" % (STEPS // 2, run["id"]))[0]
+            self.assertEqual((img["format"], img["width"], img["height"]), ("png", 64, 64), img)
+            status, body = self.server.request("GET", img["url"])
+            self.assertEqual(status, 200)
+            self.assertTrue(body.startswith(b"\x89PNG"), body[:16])
         for run in live:
             full = self.get("/api/v1/runs/" + run["id"])
             self.assertEqual([a["title"] for a in full["alerts"]], ["demo checkpoint"])
