@@ -213,7 +213,9 @@ try {
     errors.length = 0;
     await page.goto(base + url);
     await page.waitForSelector(ready, { timeout: 15000 });
-    await page.waitForLoadState("networkidle").catch(() => {});
+    // The Run page keeps a live log tail open, so it never goes network-idle:
+    // wait for a quiet moment, but not the default 30 s.
+    await page.waitForLoadState("networkidle", { timeout: 3000 }).catch(() => {});
     await page.screenshot({ path: path.join(outDir, name + ".png"), fullPage: true });
     check(errors.length === 0, `${name}: console errors: ${errors.join(" | ")}`);
     console.log("ok  " + name);
