@@ -21,7 +21,7 @@ enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kStartGroup = 3,
 // message's reader names the byte in what the client sent.
 class ProtoReader {
  public:
-  ProtoReader(std::string_view msg, size_t base = 0) : msg_(msg), base_(base) {}
+  explicit ProtoReader(std::string_view msg = {}, size_t base = 0) : msg_(msg), base_(base) {}
 
   bool done() const { return pos_ >= msg_.size(); }
   size_t offset() const { return base_ + pos_; }

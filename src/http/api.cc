@@ -115,6 +115,7 @@ Response Api::Route(const Request& req, std::string_view* handler) {
       {"/api/v1/import/prometheus", kPost, &Api::Import},
       {"/api/v1/write", kPost, &Api::Write},
       {"/api/v1/read", kPost, &Api::RemoteRead},
+      {"/api/v1/otlp/v1/metrics", kPost, &Api::Otlp},
       {"/api/v1/export", kAny, &Api::Export},
       {"/federate", kGet, &Api::Federate},
       {"/api/v1/admin/tsdb/flush", kPost, &Api::Flush},

@@ -15,6 +15,7 @@
 #include "http/metrics.h"
 #include "http/request.h"
 #include "ingest/import.h"
+#include "ingest/otlp.h"
 #include "ingest/remote_write.h"
 #include "ingest/series_cache.h"
 #include "promql/engine.h"
@@ -123,6 +124,7 @@ class Api {
   Response Import(const Request& req);
   Response Write(const Request& req);  // remote_write (api_write.cc)
   Response RemoteRead(const Request& req);  // remote read (api_read.cc)
+  Response Otlp(const Request& req);        // OTLP metrics (api_otlp.cc)
   Response Export(const Request& req);
   Response Federate(const Request& req);  // api_series.cc
   Response Flush(const Request& req);
@@ -151,6 +153,7 @@ class Api {
   // freed when idle (base/idle_pool.h).
   IdlePool<ingest::ImportBatch> import_batches_;
   IdlePool<ingest::RemoteWriteBatch> write_batches_;
+  ingest::OtlpDeltas otlp_deltas_;  // running totals of OTLP delta series
 };
 
 // A text/plain response; a final newline is added when missing.

@@ -8,7 +8,7 @@ namespace trainwatch::http {
 
 bool IsIngestRoute(std::string_view method, std::string_view path) {
   if (method != "POST" && method != "PUT") return false;
-  if (path == "/api/v1/write" || path == "/api/v1/import/prometheus" || path == "/api/v1/logs" ||
+  if (path == "/api/v1/write" || path == "/api/v1/otlp/v1/metrics" || path == "/api/v1/import/prometheus" || path == "/api/v1/logs" ||
       path == "/loki/api/v1/push" || path == "/_bulk" ||
       (path.ends_with("/_bulk") && path.size() > 6 && path.find('/', 1) == path.size() - 6)) {
     return true;

@@ -16,7 +16,7 @@ namespace {
 using Verdict = IngestGate::Verdict;
 
 TEST(IngestGateTest, IngestRoutesArePushesOnly) {
-  for (const char* p : {"/api/v1/write", "/api/v1/import/prometheus", "/api/v1/logs", "/loki/api/v1/push", "/_bulk",
+  for (const char* p : {"/api/v1/write", "/api/v1/otlp/v1/metrics", "/api/v1/import/prometheus", "/api/v1/logs", "/loki/api/v1/push", "/_bulk",
                         "/train/_bulk", "/api/v1/runs/r1/batches"}) {
     EXPECT_TRUE(IsIngestRoute("POST", p)) << p;
     EXPECT_FALSE(IsIngestRoute("GET", p)) << p;

@@ -9,39 +9,11 @@
 #include <random>
 
 #include "ingest/import.h"
+#include "ingest/proto_enc_test_util.h"
 #include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::ingest {
 namespace {
-
-// A tiny protobuf encoder for building WriteRequests by hand.
-struct Enc {
-  std::string b;
-  Enc& Varint(uint64_t v) {
-    while (v >= 0x80) {
-      b += static_cast<char>((v & 0x7f) | 0x80);
-      v >>= 7;
-    }
-    b += static_cast<char>(v);
-    return *this;
-  }
-  Enc& Tag(uint32_t field, uint32_t wire) { return Varint((uint64_t{field} << 3) | wire); }
-  Enc& Len(uint32_t field, std::string_view payload) {
-    Tag(field, 2).Varint(payload.size());
-    b += payload;
-    return *this;
-  }
-  Enc& Fixed64(uint32_t field, uint64_t v) {
-    Tag(field, 1);
-    for (int i = 0; i < 8; i++) b += static_cast<char>((v >> (8 * i)) & 0xff);
-    return *this;
-  }
-  Enc& Fixed32(uint32_t field, uint32_t v) {
-    Tag(field, 5);
-    for (int i = 0; i < 4; i++) b += static_cast<char>((v >> (8 * i)) & 0xff);
-    return *this;
-  }
-};
 
 std::string Label(std::string_view name, std::string_view value) { return Enc().Len(1, name).Len(2, value).b; }
 

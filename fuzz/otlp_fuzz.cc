@@ -1,0 +1,64 @@
+// OTLP metrics receiver (ingest/otlp.h): the hand-written protobuf decoder
+// and the OTLP/JSON reader, both into Prometheus 3's translation.
+// Input: a mode byte, then the body. Mode bit 0 clear: protobuf; set: JSON.
+// Bit 1 set: with a delta accumulator (committed after each input).
+// Invariants: an error explains itself; an accepted body appends exactly
+// stats().samples samples, every series' labels pass
+// model::CheckSeriesLabels (what the head checks), and it never rejects
+// more points than it read.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz_util.h"
+#include "ingest/otlp.h"
+#include "model/labels.h"
+#include "storage/storage.h"
+
+namespace {
+constexpr const char* kTarget = "otlp_fuzz";
+
+class CheckingAppender final : public trainwatch::storage::Appender {
+ public:
+  uint64_t samples = 0;
+  trainwatch::Result<trainwatch::storage::SeriesRef> Append(trainwatch::storage::SeriesRef,
+                                                           const trainwatch::model::Labels& labels, int64_t, double) override {
+    FUZZ_CHECK(trainwatch::model::CheckSeriesLabels(labels).ok(), "accepted labels the head refuses: " + labels.ToString());
+    samples++;
+    return trainwatch::storage::SeriesRef{0};
+  }
+  trainwatch::Status Commit() override { return trainwatch::Status::OK(); }
+  void Rollback() override {}
+};
+
+trainwatch::ingest::OtlpDeltas* Deltas() {
+  static auto* d = new trainwatch::ingest::OtlpDeltas;
+  return d;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const bool json = (data[0] & 1) != 0;
+  trainwatch::ingest::OtlpDeltas* deltas = (data[0] & 2) != 0 ? Deltas() : nullptr;
+  std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  trainwatch::ingest::RequestLimits limits;
+  limits.max_samples = 100000;  // the fuzzer's memory, not the decoder's
+  trainwatch::ingest::OtlpBatch batch;
+  trainwatch::Status s = json ? batch.ParseJson(body, 1000, limits, deltas) : batch.ParseProto(body, 1000, limits, deltas);
+  if (!s.ok()) {
+    FUZZ_CHECK_ERROR(s);
+    return 0;
+  }
+  CheckingAppender app;
+  s = batch.AppendTo(&app);
+  FUZZ_CHECK(s.ok(), "AppendTo failed after a successful parse: " + s.ToString());
+  FUZZ_CHECK(app.samples == batch.stats().samples, "stats().samples differs from the samples appended");
+  FUZZ_CHECK(batch.stats().rejected_points <= batch.stats().points, "rejected more points than were read");
+  FUZZ_CHECK((batch.stats().rejected_points == 0) == batch.stats().first_rejection.empty(),
+             "a rejection without its reason (or a reason without one)");
+  batch.Committed(1000);
+  return 0;
+}

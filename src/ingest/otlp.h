@@ -1,0 +1,146 @@
+#pragma once
+// OpenTelemetry metrics in, as Prometheus 3 takes them: POST
+// /api/v1/otlp/v1/metrics with an ExportMetricsServiceRequest
+// (opentelemetry-proto, collector/metrics/v1) as protobuf or as OTLP/JSON
+// (gzip is undone by the HTTP server). Both encodings decode into the same
+// per-metric structs, which one translator turns into Prometheus series with
+// Prometheus 3's default translation (UnderscoreEscapingWithSuffixes):
+//
+// - Metric names: runs of characters outside [a-zA-Z0-9:] become one `_`;
+//   the unit is appended (`s` -> `_seconds`, `By/s` -> `_bytes_per_second`,
+//   `{...}` annotations dropped); monotonic sums get `_total`, gauges with
+//   unit "1" get `_ratio`. Label names: characters outside [a-zA-Z0-9_] become
+//   `_`, a leading digit gets `key_`; attributes whose names collide join
+//   their values with ";" in key order. Non-string values as text (arrays
+//   and maps as JSON).
+// - Resource: service.name (with service.namespace, "ns/name") is `job`,
+//   service.instance.id is `instance`, on every series; the other resource
+//   attributes go on `target_info{job, instance}` = 1 at the resource's first
+//   and last point.
+// - Gauges and sums are samples; histograms are classic `_bucket{le}`,
+//   `_count` and `_sum` series; summaries `{quantile}`, `_count`, `_sum`.
+//   Exponential histograms are stored as classic buckets at their exact
+//   boundaries (base^i, zero bucket at the zero threshold) until native
+//   histograms are stored (docs/compatibility.md).
+// - Delta sums and delta explicit histograms are made cumulative by
+//   OtlpDeltas (a running total per series, kept in memory: a server
+//   restart is a counter reset, which rate() and increase() handle). A
+//   point not newer than its series' last one is rejected.
+// - A point with the "no recorded value" flag is a staleness marker.
+//
+// A body that does not decode is refused whole (InvalidArgument naming the
+// byte offset or JSON field). Points that decode but cannot be stored (an
+// unspecified temporality, bucket counts that do not match the bounds, a
+// delta exponential histogram) are left out and reported as OTLP's partial
+// success (rejected count and the first reason); the rest is stored.
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "ingest/refusals.h"
+#include "model/labels.h"
+#include "storage/storage.h"
+
+namespace trainwatch::ingest {
+
+// Prometheus 3's name translation (exposed for tests).
+enum class OtlpMetricType { kGauge, kMonotonicCounter, kNonMonotonicCounter, kHistogram, kSummary };
+std::string OtlpMetricName(std::string_view name, std::string_view unit, OtlpMetricType type);
+// "" when the name has no character left to keep.
+std::string OtlpLabelName(std::string_view key);
+
+// Running totals of delta series (see above), shared by all requests. A
+// request holds Lock() from its first delta point until it has committed and
+// applied its totals (or failed), so two requests for one series never both
+// start from the same total.
+class OtlpDeltas {
+ public:
+  // Entries not updated for this long are forgotten (their next point
+  // starts again from zero: a counter reset).
+  static constexpr int64_t kForgetAfterMs = 3600 * 1000;
+  static constexpr size_t kMaxEntries = size_t{1} << 20;
+
+  struct Update {
+    std::string key;  // the series' labels, encoded
+    int64_t t;
+    double total;
+  };
+  std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(mu_); }
+  // REQUIRES: Lock() held. The cumulative value of the series `key` at `t`
+  // after adding `delta`, or false when `t` is not after its last point
+  // (pending points of this request included).
+  bool Add(const std::string& key, int64_t t, double delta, std::vector<Update>* pending, double* total);
+  // REQUIRES: Lock() held. Records a committed request's totals.
+  void Apply(const std::vector<Update>& pending, int64_t now_ms);
+  size_t size() {
+    auto l = Lock();
+    return totals_.size();
+  }
+
+ private:
+  struct Entry {
+    int64_t t;
+    double total;
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> totals_;
+  int64_t last_sweep_ms_ = 0;
+};
+
+struct OtlpStats {
+  uint64_t samples = 0;
+  uint64_t series = 0;
+  uint64_t points = 0;           // data points read
+  uint64_t rejected_points = 0;  // left out (partial success)
+  std::string first_rejection;   // why the first was, naming the metric
+};
+
+// One decoded request, translated. Not thread-safe.
+class OtlpBatch {
+ public:
+  // `now_ms` stands in for a point without a timestamp.
+  Status ParseProto(std::string_view body, int64_t now_ms, const RequestLimits& limits, OtlpDeltas* deltas);
+  Status ParseJson(std::string_view body, int64_t now_ms, const RequestLimits& limits, OtlpDeltas* deltas);
+  // Appends every sample; the caller commits or rolls back, then calls
+  // Committed() after a successful commit (the delta totals advance). A
+  // batch destroyed without it releases the totals unchanged.
+  Status AppendTo(storage::Appender* app);
+  void Committed(int64_t now_ms);
+  const SeriesRefusals& refusals() const { return refusals_; }
+  const OtlpStats& stats() const { return stats_; }
+
+  // Internal: the translator's output.
+  struct Series {
+    model::Labels labels;
+    storage::SeriesRef ref = 0;
+  };
+  struct Sample {
+    uint32_t series;
+    int64_t t;
+    double v;
+  };
+
+ private:
+  friend class OtlpTranslator;
+  std::vector<Series> series_;
+  std::unordered_map<std::string, uint32_t> index_;  // serialized labels -> series_
+  std::vector<Sample> samples_;
+  std::vector<OtlpDeltas::Update> pending_;
+  OtlpDeltas* deltas_ = nullptr;
+  std::unique_lock<std::mutex> delta_lock_;  // deltas_'s, held from the first delta point
+  OtlpStats stats_;
+  SeriesRefusals refusals_;
+};
+
+// The ExportMetricsServiceResponse to a request: empty when nothing was
+// rejected, else partial_success {rejected_data_points, error_message}, as
+// protobuf or as JSON.
+std::string OtlpResponseProto(const OtlpStats& stats);
+std::string OtlpResponseJson(const OtlpStats& stats);
+
+}  // namespace trainwatch::ingest

@@ -1,0 +1,343 @@
+#include "ingest/otlp.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ingest/proto_enc_test_util.h"
+#include "model/sample.h"
+
+namespace trainwatch::ingest {
+namespace {
+
+using Type = OtlpMetricType;
+
+// Prometheus 3's default translation (otlptranslator, UnderscoreEscapingWithSuffixes).
+TEST(OtlpNames, MetricNamesAsPrometheus3) {
+  struct Case {
+    const char* name;
+    const char* unit;
+    Type type;
+    const char* want;
+  } cases[] = {
+      {"system.filesystem.usage", "By", Type::kGauge, "system_filesystem_usage_bytes"},
+      {"http.server.request.duration", "s", Type::kHistogram, "http_server_request_duration_seconds"},
+      {"requests", "1", Type::kMonotonicCounter, "requests_total"},
+      {"requests.total", "", Type::kMonotonicCounter, "requests_total"},
+      {"cpu.utilization", "1", Type::kGauge, "cpu_utilization_ratio"},
+      {"queue.size", "1", Type::kNonMonotonicCounter, "queue_size"},
+      {"network.io", "By/s", Type::kGauge, "network_io_bytes_per_second"},
+      {"speed", "km/h", Type::kGauge, "speed_km_per_hour"},
+      {"packets", "{packet}", Type::kMonotonicCounter, "packets_total"},
+      {"rate", "{packet}/s", Type::kGauge, "rate_per_second"},
+      {"memory", "MiBy", Type::kGauge, "memory_mebibytes"},
+      {"duration_seconds", "s", Type::kHistogram, "duration_seconds"},
+      {"temp", "Cel", Type::kGauge, "temp_celsius"},
+      {"2xx.count", "", Type::kGauge, "_2xx_count"},
+      {"a__b..c", "", Type::kGauge, "a_b_c"},
+      {"ns:metric", "", Type::kGauge, "ns:metric"},
+      {"gpu.util", "%", Type::kGauge, "gpu_util_percent"},
+      {"...", "", Type::kGauge, ""},
+      {"", "s", Type::kGauge, "seconds"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(OtlpMetricName(c.name, c.unit, c.type), c.want) << c.name << " " << c.unit;
+}
+
+TEST(OtlpNames, LabelNames) {
+  EXPECT_EQ(OtlpLabelName("service.name"), "service_name");
+  EXPECT_EQ(OtlpLabelName("k8s.pod-name"), "k8s_pod_name");
+  EXPECT_EQ(OtlpLabelName("2xx"), "key_2xx");
+  EXPECT_EQ(OtlpLabelName("_private"), "key_private");
+  EXPECT_EQ(OtlpLabelName("__reserved"), "__reserved");
+  EXPECT_EQ(OtlpLabelName("a..b"), "a__b");  // multiple underscores kept
+  EXPECT_EQ(OtlpLabelName(""), "");
+  EXPECT_EQ(OtlpLabelName("..."), "");
+}
+
+// ---- protobuf builders, field numbers of opentelemetry-proto ----
+
+std::string AnyString(std::string_view s) { return Enc().Len(1, s).b; }
+std::string KeyValue(std::string_view k, const std::string& any) { return Enc().Len(1, k).Len(2, any).b; }
+std::string Attr(std::string_view k, std::string_view v) { return KeyValue(k, AnyString(v)); }
+
+constexpr uint64_t kT0 = 1'796'000'000'000'000'000ull;  // ns
+constexpr int64_t kT0Ms = 1'796'000'000'000;
+
+std::string NumberPoint(double v, uint64_t t_ns, std::vector<std::string> attrs = {}, uint32_t flags = 0) {
+  Enc e;
+  for (const auto& a : attrs) e.Len(7, a);
+  e.Fixed64(2, t_ns - 1'000'000'000).Fixed64(3, t_ns).Double(4, v);
+  if (flags != 0) e.Tag(8, 0).Varint(flags);
+  return e.b;
+}
+
+std::string IntPoint(int64_t v, uint64_t t_ns) { return Enc().Fixed64(3, t_ns).Fixed64(6, static_cast<uint64_t>(v)).b; }
+
+std::string Metric(std::string_view name, std::string_view unit, uint32_t data_field, const std::string& data) {
+  return Enc().Len(1, name).Len(2, "a description").Len(3, unit).Len(data_field, data).b;
+}
+
+std::string Gauge(const std::vector<std::string>& points) {
+  Enc e;
+  for (const auto& p : points) e.Len(1, p);
+  return e.b;
+}
+
+std::string Sum(const std::vector<std::string>& points, int temporality, bool monotonic) {
+  Enc e;
+  for (const auto& p : points) e.Len(1, p);
+  e.Tag(2, 0).Varint(temporality).Tag(3, 0).Varint(monotonic ? 1 : 0);
+  return e.b;
+}
+
+std::string Request(const std::vector<std::string>& resource_attrs, const std::vector<std::string>& metrics) {
+  Enc res;
+  for (const auto& a : resource_attrs) res.Len(1, a);
+  Enc scope;
+  scope.Len(1, Enc().Len(1, "trainer.lib").Len(2, "1.0").b);
+  for (const auto& m : metrics) scope.Len(2, m);
+  Enc rm;
+  rm.Len(1, res.b).Len(2, scope.b);
+  return Enc().Len(1, rm.b).b;
+}
+
+// What a batch would store: {name="value", ...} in label order -> [(t, v)].
+using Stored = std::map<std::string, std::vector<std::pair<int64_t, double>>>;
+
+class Capture : public storage::Appender {
+ public:
+  explicit Capture(Stored* out) : out_(out) {}
+  Result<storage::SeriesRef> Append(storage::SeriesRef, const model::Labels& labels, int64_t t, double v) override {
+    std::string key = "{";
+    for (const auto& l : labels) {
+      if (key.size() > 1) key += ", ";
+      key += l.name + "=\"";
+      for (char c : l.value) key += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+      key += '"';
+    }
+    (*out_)[key + "}"].push_back({t, v});
+    return storage::SeriesRef{0};
+  }
+  Status Commit() override { return Status::OK(); }
+  void Rollback() override {}
+
+ private:
+  Stored* out_;
+};
+
+Stored Store(OtlpBatch& b) {
+  Stored s;
+  Capture c(&s);
+  EXPECT_TRUE(b.AppendTo(&c).ok());
+  return s;
+}
+
+std::vector<std::string> Resource() {
+  return {Attr("service.name", "trainer"), Attr("service.namespace", "ml"), Attr("service.instance.id", "node-1:0"),
+          Attr("host.name", "node-1")};
+}
+
+TEST(OtlpProto, GaugesSumsAndResource) {
+  const std::string body = Request(
+      Resource(),
+      {Metric("gpu.utilization", "1", 5, Gauge({NumberPoint(0.93, kT0, {Attr("gpu", "0")}), NumberPoint(0.5, kT0, {Attr("gpu", "1")})})),
+       Metric("train.samples", "{sample}", 7, Sum({IntPoint(1000, kT0), IntPoint(2000, kT0 + 15'000'000'000)}, 2, true)),
+       Metric("queue.depth", "", 7, Sum({NumberPoint(-3, kT0)}, 2, false))});
+  OtlpBatch b;
+  ASSERT_TRUE(b.ParseProto(body, 0, {}, nullptr).ok());
+  EXPECT_EQ(b.stats().points, 5u);
+  EXPECT_EQ(b.stats().rejected_points, 0u);
+  Stored s = Store(b);
+  const std::string id = R"(instance="node-1:0", job="ml/trainer")";
+  EXPECT_EQ(s["{__name__=\"gpu_utilization_ratio\", gpu=\"0\", " + id + "}"], (std::vector<std::pair<int64_t, double>>{{kT0Ms, 0.93}}));
+  EXPECT_EQ(s["{__name__=\"gpu_utilization_ratio\", gpu=\"1\", " + id + "}"].size(), 1u);
+  EXPECT_EQ(s["{__name__=\"train_samples_total\", " + id + "}"],
+            (std::vector<std::pair<int64_t, double>>{{kT0Ms, 1000}, {kT0Ms + 15000, 2000}}));
+  EXPECT_EQ(s["{__name__=\"queue_depth\", " + id + "}"], (std::vector<std::pair<int64_t, double>>{{kT0Ms, -3}}));
+  // The other resource attributes on target_info, at the first and last point.
+  EXPECT_EQ(s["{__name__=\"target_info\", host_name=\"node-1\", " + id + "}"],
+            (std::vector<std::pair<int64_t, double>>{{kT0Ms, 1}, {kT0Ms + 15000, 1}}));
+  EXPECT_EQ(s.size(), 5u);
+}
+
+TEST(OtlpProto, HistogramsAndSummaries) {
+  Enc hp;  // explicit bounds [0.1, 0.5], counts [1, 2, 3] (packed)
+  hp.Len(9, Attr("phase", "fwd")).Fixed64(3, kT0).Fixed64(4, 6).Double(5, 2.5);
+  {
+    Enc counts, bounds;
+    for (uint64_t c : {1, 2, 3}) for (int i = 0; i < 8; i++) counts.b += static_cast<char>((c >> (8 * i)) & 0xff);
+    for (double d : {0.1, 0.5}) {
+      uint64_t bits = std::bit_cast<uint64_t>(d);
+      for (int i = 0; i < 8; i++) bounds.b += static_cast<char>((bits >> (8 * i)) & 0xff);
+    }
+    hp.Len(6, counts.b).Len(7, bounds.b);
+  }
+  Enc exp;  // scale 0: (1,2] x2, (2,4] x1; zero bucket 1; negative (-2,-1] x1
+  exp.Fixed64(3, kT0).Fixed64(4, 5).Double(5, 4.5).Tag(6, 0).Varint(0).Fixed64(7, 1);
+  exp.Len(8, Enc().Tag(1, 0).Varint(0).Len(2, Enc().Varint(2).Varint(1).b).b);
+  exp.Len(9, Enc().Tag(1, 0).Varint(0).Len(2, Enc().Varint(1).b).b);
+  Enc sp;
+  sp.Fixed64(3, kT0).Fixed64(4, 10).Double(5, 3);
+  sp.Len(6, Enc().Double(1, 0.5).Double(2, 0.2).b).Len(6, Enc().Double(1, 0.99).Double(2, 0.9).b);
+  const std::string body = Request(
+      {Attr("service.name", "trainer")},
+      {Metric("step.duration", "s", 9, Enc().Len(1, hp.b).Tag(2, 0).Varint(2).b),
+       Metric("batch.size", "", 10, Enc().Len(1, exp.b).Tag(2, 0).Varint(2).b),
+       Metric("latency", "ms", 11, Enc().Len(1, sp.b).b)});
+  OtlpBatch b;
+  ASSERT_TRUE(b.ParseProto(body, 0, {}, nullptr).ok());
+  EXPECT_EQ(b.stats().rejected_points, 0u) << b.stats().first_rejection;
+  Stored s = Store(b);
+  auto v = [&](const std::string& labels) {
+    auto it = s.find(labels);
+    return it == s.end() || it->second.size() != 1 ? NAN : it->second[0].second;
+  };
+  const std::string j = R"(job="trainer")";
+  EXPECT_EQ(v("{__name__=\"step_duration_seconds_bucket\", " + j + ", le=\"0.1\", phase=\"fwd\"}"), 1);
+  EXPECT_EQ(v("{__name__=\"step_duration_seconds_bucket\", " + j + ", le=\"0.5\", phase=\"fwd\"}"), 3);
+  EXPECT_EQ(v("{__name__=\"step_duration_seconds_bucket\", " + j + ", le=\"+Inf\", phase=\"fwd\"}"), 6);
+  EXPECT_EQ(v("{__name__=\"step_duration_seconds_count\", " + j + ", phase=\"fwd\"}"), 6);
+  EXPECT_EQ(v("{__name__=\"step_duration_seconds_sum\", " + j + ", phase=\"fwd\"}"), 2.5);
+  // Exponential: cumulative over -2 (upper bound of (-2,-1]... mirrored: [-2,-1)), 0, 2, 4.
+  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"-1\"}"), 1);
+  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"0\"}"), 2);
+  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"2\"}"), 4);
+  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"4\"}"), 5);
+  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"+Inf\"}"), 5);
+  EXPECT_EQ(v("{__name__=\"batch_size_count\", " + j + "}"), 5);
+  EXPECT_EQ(v("{__name__=\"latency_milliseconds\", " + j + ", quantile=\"0.5\"}"), 0.2);
+  EXPECT_EQ(v("{__name__=\"latency_milliseconds\", " + j + ", quantile=\"0.99\"}"), 0.9);
+  EXPECT_EQ(v("{__name__=\"latency_milliseconds_count\", " + j + "}"), 10);
+  EXPECT_EQ(v("{__name__=\"latency_milliseconds_sum\", " + j + "}"), 3);
+}
+
+// Attributes whose names collide join their values in key order; non-string
+// values as text; no-recorded-value points are staleness markers.
+TEST(OtlpProto, AttributeValuesCollisionsAndStaleness) {
+  std::string arr = Enc().Len(5, Enc().Len(1, AnyString("a")).Len(1, Enc().Tag(3, 0).Varint(7).b).b).b;
+  const std::string body = Request(
+      {}, {Metric("g", "", 5,
+                  Gauge({NumberPoint(1, kT0,
+                                     {Attr("a.b", "x"), Attr("a_b", "y"), KeyValue("ok", Enc().Tag(2, 0).Varint(1).b),
+                                      KeyValue("n", Enc().Tag(3, 0).Varint(42).b), KeyValue("list", arr)}),
+                         NumberPoint(0, kT0 + 1'000'000, {}, 1)}))});
+  OtlpBatch b;
+  ASSERT_TRUE(b.ParseProto(body, 0, {}, nullptr).ok());
+  Stored s = Store(b);
+  ASSERT_EQ(s.count(R"({__name__="g", a_b="x;y", list="[\"a\",7]", n="42", ok="true"})"), 1u) << s.begin()->first;
+  ASSERT_EQ(s.count(R"({__name__="g"})"), 1u);
+  EXPECT_TRUE(model::IsStaleNaN(s[R"({__name__="g"})"][0].second));
+}
+
+TEST(OtlpProto, BadPointsAreRejectedAndTheRestStored) {
+  Enc hp;  // 2 counts for 2 bounds: one too few
+  hp.Fixed64(3, kT0).Fixed64(4, 3).Fixed64(6, 1).Fixed64(6, 2).Double(7, 1).Double(7, 2);
+  const std::string body = Request(
+      {}, {Metric("bad.hist", "", 9, Enc().Len(1, hp.b).Tag(2, 0).Varint(2).b),
+           Metric("no.temporality", "", 7, Sum({NumberPoint(1, kT0)}, 0, true)),
+           Metric("good", "", 5, Gauge({NumberPoint(1, kT0)}))});
+  OtlpBatch b;
+  ASSERT_TRUE(b.ParseProto(body, 0, {}, nullptr).ok());
+  EXPECT_EQ(b.stats().rejected_points, 2u);
+  EXPECT_EQ(b.stats().first_rejection,
+            "metric \"bad.hist\": 2 bucket counts for 2 explicit bounds (want one more count than bounds)");
+  EXPECT_EQ(Store(b).size(), 1u);
+  const std::string resp = OtlpResponseProto(b.stats());
+  EXPECT_EQ(resp.substr(0, 1), "\x0a");
+  EXPECT_NE(resp.find("bad.hist"), std::string::npos);
+  EXPECT_EQ(OtlpResponseJson(b.stats()).substr(0, 48), R"({"partialSuccess":{"rejectedDataPoints":"2","err)");
+  EXPECT_EQ(OtlpResponseProto(OtlpStats{}), "");
+  EXPECT_EQ(OtlpResponseJson(OtlpStats{}), "{}");
+}
+
+TEST(OtlpProto, MalformedBodiesNameTheOffset) {
+  OtlpBatch b;
+  Status s = b.ParseProto("\x0a\x05\x01", 0, {}, nullptr);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("offset"), std::string::npos) << s.message();
+  // A metric whose gauge is a varint, not a message.
+  std::string bad = Request({}, {Enc().Len(1, "g").Tag(5, 0).Varint(1).b});
+  s = OtlpBatch().ParseProto(bad, 0, {}, nullptr);
+  EXPECT_NE(s.message().find("metric data: wire type 0, want 2"), std::string::npos) << s.message();
+}
+
+TEST(OtlpProto, RequestLimits) {
+  RequestLimits limits;
+  limits.max_samples = 2;
+  const std::string body = Request({}, {Metric("g", "", 5, Gauge({NumberPoint(1, kT0), NumberPoint(2, kT0 + 1'000'000),
+                                                                   NumberPoint(3, kT0 + 2'000'000)}))});
+  Status s = OtlpBatch().ParseProto(body, 0, limits, nullptr);
+  EXPECT_NE(s.message().find("--ingest.max-samples-per-request"), std::string::npos) << s.message();
+}
+
+// Delta sums and histograms become cumulative; a point not after the last is
+// rejected; nothing advances until the batch is committed.
+TEST(OtlpDeltas, RunningTotals) {
+  OtlpDeltas deltas;
+  auto send = [&](std::vector<std::string> points, bool commit) {
+    OtlpBatch b;
+    EXPECT_TRUE(b.ParseProto(Request({}, {Metric("tokens", "", 7, Sum(points, 1, true))}), 0, {}, &deltas).ok());
+    Stored s = Store(b);
+    if (commit) b.Committed(kT0Ms);
+    return std::make_pair(s, b.stats().rejected_points);
+  };
+  auto [s1, r1] = send({NumberPoint(5, kT0), NumberPoint(3, kT0 + 1'000'000'000)}, true);
+  EXPECT_EQ(s1[R"({__name__="tokens_total"})"], (std::vector<std::pair<int64_t, double>>{{kT0Ms, 5}, {kT0Ms + 1000, 8}}));
+  auto [s2, r2] = send({NumberPoint(10, kT0 + 2'000'000'000)}, false);  // not committed: forgotten
+  EXPECT_EQ(s2[R"({__name__="tokens_total"})"][0].second, 18);
+  auto [s3, r3] = send({NumberPoint(1, kT0 + 3'000'000'000), NumberPoint(1, kT0)}, true);
+  EXPECT_EQ(s3[R"({__name__="tokens_total"})"], (std::vector<std::pair<int64_t, double>>{{kT0Ms + 3000, 9}}));
+  EXPECT_EQ(r3, 1u);
+  EXPECT_EQ(deltas.size(), 1u);
+}
+
+TEST(OtlpJson, TheSpecExampleAndErrors) {
+  // opentelemetry-proto's examples/metrics.json, shortened.
+  const std::string body = R"({"resourceMetrics": [{
+    "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "my.service"}}]},
+    "scopeMetrics": [{"scope": {"name": "my.library", "version": "1.0.0"}, "metrics": [
+      {"name": "my.counter", "unit": "1", "sum": {"aggregationTemporality": 2, "isMonotonic": true,
+        "dataPoints": [{"asDouble": 5, "startTimeUnixNano": "1544712660300000000", "timeUnixNano": "1544712660300000000",
+                        "attributes": [{"key": "my.counter.attr", "value": {"stringValue": "some value"}}]}]}},
+      {"name": "my.gauge", "unit": "1", "gauge": {"dataPoints": [{"asInt": "10", "timeUnixNano": 1544712660300000000}]}},
+      {"name": "my.histogram", "unit": "1", "histogram": {"aggregationTemporality": "AGGREGATION_TEMPORALITY_CUMULATIVE",
+        "dataPoints": [{"timeUnixNano": "1544712660300000000", "count": "2", "sum": 2, "bucketCounts": ["1", "1"],
+                        "explicitBounds": [1]}]}},
+      {"name": "my.exponential.histogram", "unit": "1", "exponentialHistogram": {"aggregationTemporality": 2,
+        "dataPoints": [{"timeUnixNano": "1544712660300000000", "count": "3", "sum": 10, "scale": 0, "zeroCount": "1",
+                        "positive": {"offset": 1, "bucketCounts": ["0", "2"]}}]}}
+    ]}]}]})";
+  OtlpBatch b;
+  Status st = b.ParseJson(body, 0, {}, nullptr);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(b.stats().rejected_points, 0u) << b.stats().first_rejection;
+  Stored s = Store(b);
+  const int64_t t = 1544712660300;
+  EXPECT_EQ(s[R"({__name__="my_counter_total", job="my.service", my_counter_attr="some value"})"],
+            (std::vector<std::pair<int64_t, double>>{{t, 5}}));
+  EXPECT_EQ(s[R"({__name__="my_gauge_ratio", job="my.service"})"], (std::vector<std::pair<int64_t, double>>{{t, 10}}));
+  EXPECT_EQ(s[R"({__name__="my_histogram_bucket", job="my.service", le="1"})"][0].second, 1);
+  EXPECT_EQ(s[R"({__name__="my_histogram_bucket", job="my.service", le="+Inf"})"][0].second, 2);
+  EXPECT_EQ(s[R"({__name__="my_histogram_sum", job="my.service"})"][0].second, 2);
+  // Buckets (2,4] at index 1 and (4,8] at 2: le 4 holds 1 (zero) + 0, le 8 holds 3.
+  EXPECT_EQ(s[R"({__name__="my_exponential_histogram_bucket", job="my.service", le="0"})"][0].second, 1);
+  EXPECT_EQ(s[R"({__name__="my_exponential_histogram_bucket", job="my.service", le="4"})"][0].second, 1);
+  EXPECT_EQ(s[R"({__name__="my_exponential_histogram_bucket", job="my.service", le="8"})"][0].second, 3);
+
+  st = OtlpBatch().ParseJson(R"({"resourceMetrics": [{"scopeMetrics": [{"metrics": [
+      {"name": "g", "gauge": {"dataPoints": [{"asDouble": "fast"}]}}]}]}]})", 0, {}, nullptr);
+  EXPECT_EQ(st.message(), "json: resourceMetrics[0].scopeMetrics[0].metrics[0].gauge.dataPoints[0].asDouble: expected a number");
+  st = OtlpBatch().ParseJson("{", 0, {}, nullptr);
+  EXPECT_FALSE(st.ok());
+  // snake_case names (protobuf's JSON parsers accept them) and a point without a time: now.
+  OtlpBatch snake;
+  ASSERT_TRUE(snake.ParseJson(R"({"resource_metrics": [{"scope_metrics": [{"metrics": [
+      {"name": "g", "gauge": {"data_points": [{"as_double": 2}]}}]}]}]})", 1234, {}, nullptr).ok());
+  EXPECT_EQ(Store(snake)[R"({__name__="g"})"], (std::vector<std::pair<int64_t, double>>{{1234, 2}}));
+}
+
+}  // namespace
+}  // namespace trainwatch::ingest
