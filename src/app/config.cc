@@ -84,13 +84,7 @@ Status ParsePrometheusSections(const YAML::Node& root, Config* c) {
   }
   if (auto a = root["alerting"]; a && !a.IsNull() && !a.IsMap()) return FieldError("alerting", "expected a mapping" + Mark(a));
   RETURN_IF_ERROR(remote::ParseRemoteWriteConfigs(root).status());
-  if (auto rr = root["remote_read"]; rr && !rr.IsNull()) {
-    if (!rr.IsSequence()) return FieldError("remote_read", "expected a list" + Mark(rr));
-    for (size_t i = 0; i < rr.size(); i++) {
-      std::string where = "remote_read[" + std::to_string(i) + "]";
-      if (!rr[i].IsMap() || !rr[i]["url"]) return FieldError(where + ".url", "missing" + Mark(rr[i]));
-    }
-  }
+  RETURN_IF_ERROR(remote::ParseRemoteReadConfigs(root).status());
   return Status::OK();
 }
 

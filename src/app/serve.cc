@@ -21,6 +21,7 @@
 #include "notify/notifier.h"
 #include "promql/engine.h"
 #include "remote/manager.h"
+#include "remote/read.h"
 #include "rules/manager.h"
 #include "runs/store.h"
 #include "scrape/manager.h"
@@ -120,9 +121,21 @@ int RunServe(const ServeOptions& o) {
   rw_opts.queue.max_bytes = o.remote_write_queue_max_bytes;
   rw_opts.user_agent = UserAgent();
   remote::Manager remote_write(rw_opts);
+  // remote_read (remote/read.h): PromQL, the rules and /api/v1/series also
+  // read the long-term stores of `remote_read:` (`queryable`).
+  remote::RemoteRead remote_read([&db] { return (*db)->StartTime(); }, UserAgent());
+  remote::FanoutQueryable queryable(db->get(), &remote_read);
   {
     auto rw = LoadRemoteWriteConfigs(o.config_file, {});
     Status rs = rw.ok() ? remote_write.ApplyConfig(std::move(*rw)) : rw.status();
+    if (rs.ok()) {
+      auto rr = LoadRemoteReadConfigs(o.config_file);
+      if (rr.ok()) {
+        remote_read.Apply(std::move(*rr));
+      } else {
+        rs = rr.status();
+      }
+    }
     if (!rs.ok()) {
       TW_LOG(Error, "{}", rs.message());
       remote_write.Stop();
@@ -268,7 +281,7 @@ int RunServe(const ServeOptions& o) {
   promql::Engine rules_engine{engine_opts};
   rules::ManagerOptions rules_opts;
   rules_opts.appendable = store.get();
-  rules_opts.queryable = db->get();
+  rules_opts.queryable = &queryable;
   rules_opts.engine = &rules_engine;
   rules_opts.outage_tolerance_ms = o.rules_outage_tolerance_ms;
   rules_opts.for_grace_period_ms = o.rules_for_grace_period_ms;
@@ -348,6 +361,8 @@ int RunServe(const ServeOptions& o) {
     if (!jobs.ok()) return jobs.error();
     auto rw = LoadRemoteWriteConfigs(o.config_file, {});
     if (!rw.ok()) return rw.error();
+    auto rr = LoadRemoteReadConfigs(o.config_file);
+    if (!rr.ok()) return rr.error();
     LogsConfig new_logs;
     RETURN_IF_ERROR(ParseLogsConfig(YAML::Node(), &new_logs));
     if (!o.config_file.empty()) {
@@ -366,6 +381,7 @@ int RunServe(const ServeOptions& o) {
     if (notifier != nullptr) notifier->ApplyConfig(std::move(am_cfg));
     RETURN_IF_ERROR(apply_logs(new_logs));
     RETURN_IF_ERROR(remote_write.ApplyConfig(std::move(*rw)));
+    remote_read.Apply(std::move(*rr));
     TW_LOG(Info, "completed loading of configuration file {}", o.config_file);
     return Status::OK();
   };
@@ -397,6 +413,8 @@ int RunServe(const ServeOptions& o) {
   deps.ingest_gate = std::make_shared<http::IngestGate>(gate);
   deps.security_warning = open_warning;
   deps.remote = &remote_write;
+  deps.queryable = &queryable;
+  deps.remote_read = &remote_read;
   deps.runs = run_store->get();
   deps.logs = log_store->get();
   // Host and GPU collectors (job="node", job="dcgm"), stored like a scrape and shown on /metrics.

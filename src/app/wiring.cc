@@ -127,6 +127,15 @@ Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std:
   return cfgs;
 }
 
+Result<std::vector<remote::RemoteReadConfig>> LoadRemoteReadConfigs(const std::string& config_file) {
+  if (config_file.empty()) return std::vector<remote::RemoteReadConfig>{};
+  ASSIGN_OR_RETURN(Config cfg, LoadConfigFile(config_file));
+  if (!cfg.prometheus || !cfg.prometheus.IsMap()) return std::vector<remote::RemoteReadConfig>{};
+  auto cfgs = remote::ParseRemoteReadConfigs(cfg.prometheus);
+  if (!cfgs.ok()) return cfgs.error().Annotate("config file " + config_file);
+  return cfgs;
+}
+
 Result<std::shared_ptr<http::WebSecurity>> LoadWebSecurity(const std::string& file, const std::string& tokens_file) {
   if (file.empty() && tokens_file.empty()) return std::shared_ptr<http::WebSecurity>();
   return http::WebSecurity::Load(file, tokens_file);

@@ -41,6 +41,8 @@ Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& c
 // per URL of `urls` (--remote-write, named "cli-<i>").
 Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std::string& config_file,
                                                                       const std::vector<std::string>& urls);
+// The `remote_read:` entries of `config_file` (empty: none).
+Result<std::vector<remote::RemoteReadConfig>> LoadRemoteReadConfigs(const std::string& config_file);
 
 // Whether `listen` ("host:port", ":port") binds loopback only: 127.0.0.0/8,
 // localhost or [::1]. An empty host, 0.0.0.0 and [::] bind every interface.

@@ -1,4 +1,5 @@
 #include "http/api.h"
+#include "remote/read.h"
 
 #include <algorithm>
 #include <exception>
@@ -293,6 +294,7 @@ Response Api::MetricsHandler(const Request&) {
   metrics_.Render(&r.body);
   if (deps_.db != nullptr) RenderTsdbStats(deps_.db->GetStats(), &r.body);
   if (deps_.remote != nullptr) deps_.remote->RenderMetrics(&r.body);  // prometheus_remote_storage_* (remote/)
+  if (deps_.remote_read != nullptr) deps_.remote_read->RenderMetrics(&r.body);
   if (deps_.rules != nullptr) deps_.rules->RenderMetrics(&r.body);  // rule groups, alerts, sending (rules/)
   if (deps_.notifier != nullptr) deps_.notifier->RenderMetrics(&r.body);  // notifications (notify/)
   if (deps_.collected != nullptr) deps_.collected->Render(&r.body);  // node_*, DCGM_* (collect/)

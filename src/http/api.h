@@ -47,6 +47,7 @@ class LogStore;
 
 namespace trainwatch::remote {
 class Manager;
+class RemoteRead;
 }
 
 namespace trainwatch::http {
@@ -77,6 +78,11 @@ struct ApiDeps {
   notify::Notifier* notifier = nullptr;  // null: /api/v2/* (Alertmanager) and /api/v1/notifications answer 503
   collect::Snapshot* collected = nullptr;  // host/GPU collectors' latest series for /metrics; null: none
   remote::Manager* remote = nullptr;       // remote_write out, for /metrics; null: none
+  // What PromQL and /api/v1/series read: the TSDB and the remote_read
+  // stores (remote/read.h); null: db. Remote read, federation, export and
+  // the label APIs read the TSDB alone.
+  storage::Queryable* queryable = nullptr;
+  remote::RemoteRead* remote_read = nullptr;  // for /metrics; null: none
   storage::Appendable* appendable = nullptr;  // where pushes (import, remote write) go; null: db
   // --web.enable-admin-api: /api/v1/admin/* (flush, snapshot) answer; off,
   // they answer 503 "admin APIs disabled", as Prometheus's do.
@@ -107,6 +113,7 @@ class Api {
  private:
   Response Route(const Request& req, std::string_view* handler);
   storage::Appendable& appendable() { return deps_.appendable != nullptr ? *deps_.appendable : *deps_.db; }
+  storage::Queryable& queryable() { return deps_.queryable != nullptr ? *deps_.queryable : *deps_.db; }
   Response Runs(const Request& req, std::string_view* handler);  // api_runs.cc: /api/v1/runs...
   Response Artifacts(const Request& req, std::string_view* handler);  // api_media.cc: /api/v1/artifacts...
   // api_logs.cc: /api/v1/logs..., /_bulk, /<index>/_bulk, /loki/api/v1/push, and / for non-browsers (ES banner).

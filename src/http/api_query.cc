@@ -149,7 +149,7 @@ Response Api::Query(const Request& req) {
   if (!timeout.ok()) return ApiError(timeout.error());
   auto parsed = promql::parser::ParseExpr(req.Param("query"));
   if (!parsed.ok()) return QueryError(parsed.error());
-  auto r = deps_.engine->Instant(*deps_.db, req.Param("query"), *t, *timeout);
+  auto r = deps_.engine->Instant(queryable(), req.Param("query"), *t, *timeout);
   if (!r.ok()) return EngineError(r.error());
   return Json(ResultJson(*r));
 }
@@ -182,7 +182,7 @@ Response Api::QueryRange(const Request& req) {
   if (!timeout.ok()) return ApiError(timeout.error());
   auto parsed = promql::parser::ParseExpr(req.Param("query"));
   if (!parsed.ok()) return QueryError(parsed.error());
-  auto r = deps_.engine->Range(*deps_.db, req.Param("query"), *start, *end, *step, *timeout);
+  auto r = deps_.engine->Range(queryable(), req.Param("query"), *start, *end, *step, *timeout);
   if (!r.ok()) return EngineError(r.error());
   return Json(ResultJson(*r));
 }

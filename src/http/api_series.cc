@@ -208,7 +208,7 @@ Response Api::Series(const Request& req) {
   if (!range.ok()) return ApiError(range.error());
   auto limit = LimitParam(req);
   if (!limit.ok()) return ApiError(limit.error());
-  auto q = deps_.db->NewQuerier(range->start, range->end);
+  auto q = queryable().NewQuerier(range->start, range->end);
   if (!q.ok()) return ApiError(q.error());
   std::set<model::Labels> all;
   for (const model::Matchers& m : *sets) {

@@ -312,15 +312,16 @@ class OtlpTranslator {
         uint64_t cum = 0;
         for (size_t k = p.neg_counts.size(); k-- > 0;) {
           cum += p.neg_counts[k];
-          out.push_back({name + "_bucket", {"le", FormatFixed(-bound(int64_t{p.neg_offset} + static_cast<int64_t>(k)))},
-                         static_cast<double>(cum)});
+          const double le = -bound(int64_t{p.neg_offset} + static_cast<int64_t>(k));
+          if (std::isinf(le)) continue;  // beyond a double: counted in the next bucket
+          out.push_back({name + "_bucket", {"le", FormatFixed(le)}, static_cast<double>(cum)});
         }
         cum += p.zero_count;
         out.push_back({name + "_bucket", {"le", FormatFixed(p.zero_threshold)}, static_cast<double>(cum)});
         for (size_t k = 0; k < p.bucket_counts.size(); k++) {
           cum += p.bucket_counts[k];
           const double le = bound(int64_t{p.offset} + static_cast<int64_t>(k) + 1);
-          if (le <= p.zero_threshold) continue;  // inside the zero bucket
+          if (le <= p.zero_threshold || std::isinf(le)) continue;  // inside the zero bucket, or past +Inf's
           out.push_back({name + "_bucket", {"le", FormatFixed(le)}, static_cast<double>(cum)});
         }
         out.push_back({name + "_bucket", {"le", "+Inf"}, static_cast<double>(p.count)});

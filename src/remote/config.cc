@@ -20,7 +20,8 @@ using scrape::yaml::Str;
 using scrape::yaml::Uint;
 
 // Splits "http://host:port/path?q" into base and path; InvalidArgument otherwise.
-Status SplitUrl(const std::string& url, const std::string& where, RemoteWriteConfig* c) {
+template <typename C>
+Status SplitUrl(const std::string& url, const std::string& where, C* c) {
   size_t scheme_end = url.find("://");
   if (scheme_end == std::string::npos) return Err(where, "invalid URL \"" + url + "\" (want http://host:port/path)");
   std::string scheme = url.substr(0, scheme_end);
@@ -69,20 +70,58 @@ Status ParseQueue(const YAML::Node& q, const std::string& w, QueueConfig* out) {
   return Status::OK();
 }
 
-Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
-  RemoteWriteConfig c;
-  if (!n.IsMap()) return Err(w, "expected a mapping");
-  static const std::set<std::string, std::less<>> kKeys = {"url", "name", "remote_timeout", "headers",
-                                                           "write_relabel_configs", "queue_config"};
+// `headers:` of a remote_write or remote_read entry.
+Status ParseHeaders(const YAML::Node& h, const std::string& w, std::vector<std::pair<std::string, std::string>>* out) {
+  if (!h || h.IsNull()) return Status::OK();
+  if (!h.IsMap()) return Err(w + ".headers", "expected a mapping of header name to value");
+  for (const auto& kv : h) {
+    std::string k = kv.first.as<std::string>();
+    ASSIGN_OR_RETURN(std::string v, Str(kv.second, w + ".headers." + k));
+    // Prometheus refuses headers it sets itself (config.go reservedHeaders).
+    static const std::set<std::string, std::less<>> kReserved = {
+        "authorization", "host", "content-encoding", "content-length", "content-type", "user-agent", "connection",
+        "keep-alive", "proxy-authenticate", "proxy-authorization", "www-authenticate", "accept-encoding",
+        "x-prometheus-remote-write-version", "x-prometheus-remote-read-version"};
+    std::string lower;
+    for (char ch : k) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+    if (kReserved.contains(lower)) return Err(w + ".headers", "\"" + k + "\" is a reserved header; it cannot be set");
+    out->emplace_back(k, v);
+  }
+  return Status::OK();
+}
+
+// The keys an entry may have: its own, http_config's, and those logged and ignored.
+Status CheckEntryKeys(const YAML::Node& n, const std::string& w, const std::set<std::string, std::less<>>& own) {
   for (const auto& kv : n) {
     std::string k = kv.first.as<std::string>();
-    if (kKeys.contains(k) || scrape::HttpClientConfigKeys().contains(k)) continue;
+    if (own.contains(k) || scrape::HttpClientConfigKeys().contains(k)) continue;
     if (IgnoredKeys().contains(k)) {
       TW_LOG(Warn, "{}: field \"{}\" is not supported by trainwatch; ignored", w, k);
       continue;
     }
     return Err(w, "unknown field \"" + k + "\"");
   }
+  return Status::OK();
+}
+
+// global.external_labels of a prometheus.yml.
+Result<model::Labels> ExternalLabels(const YAML::Node& root) {
+  if (const YAML::Node g = root["global"]; g && g.IsMap()) {
+    if (const YAML::Node e = g["external_labels"]; e && e.IsMap()) {
+      std::vector<model::Label> ls;
+      for (const auto& kv : e) ls.push_back({kv.first.Scalar(), kv.second.Scalar()});
+      auto l = model::Labels::FromUnsorted(std::move(ls));
+      if (!l.ok()) return l.error().Annotate("global.external_labels");
+      return std::move(*l);
+    }
+  }
+  return model::Labels();
+}
+
+Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
+  RemoteWriteConfig c;
+  if (!n.IsMap()) return Err(w, "expected a mapping");
+  RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "write_relabel_configs", "queue_config"}));
   if (!n["url"] || n["url"].IsNull()) return Err(w + ".url", "missing");
   ASSIGN_OR_RETURN(c.url, Str(n["url"], w + ".url"));
   RETURN_IF_ERROR(SplitUrl(c.url, w + ".url", &c));
@@ -91,22 +130,7 @@ Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
     ASSIGN_OR_RETURN(c.remote_timeout_ms, Dur(n["remote_timeout"], w + ".remote_timeout"));
     if (c.remote_timeout_ms <= 0) return Err(w + ".remote_timeout", "must be positive");
   }
-  if (auto h = n["headers"]; h && !h.IsNull()) {
-    if (!h.IsMap()) return Err(w + ".headers", "expected a mapping of header name to value");
-    for (const auto& kv : h) {
-      std::string k = kv.first.as<std::string>();
-      ASSIGN_OR_RETURN(std::string v, Str(kv.second, w + ".headers." + k));
-      // Prometheus refuses headers it sets itself (config.go reservedHeaders).
-      static const std::set<std::string, std::less<>> kReserved = {
-          "authorization", "host", "content-encoding", "content-length", "content-type", "user-agent", "connection",
-          "keep-alive", "proxy-authenticate", "proxy-authorization", "www-authenticate", "accept-encoding",
-          "x-prometheus-remote-write-version", "x-prometheus-remote-read-version"};
-      std::string lower;
-      for (char ch : k) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
-      if (kReserved.contains(lower)) return Err(w + ".headers", "\"" + k + "\" is a reserved header; it cannot be set");
-      c.headers.emplace_back(k, v);
-    }
-  }
+  RETURN_IF_ERROR(ParseHeaders(n["headers"], w, &c.headers));
   ASSIGN_OR_RETURN(c.write_relabel_configs,
                    scrape::ParseRelabelConfigs(n["write_relabel_configs"], w + ".write_relabel_configs"));
   RETURN_IF_ERROR(scrape::ParseHttpClientConfig(n, w, &c.http));
@@ -124,16 +148,7 @@ Result<std::vector<RemoteWriteConfig>> ParseRemoteWriteConfigs(const YAML::Node&
   YAML::Node rw = root["remote_write"];
   if (!rw || rw.IsNull()) return out;
   if (!rw.IsSequence()) return Status::InvalidArgument("remote_write: expected a list");
-  model::Labels ext;
-  if (const YAML::Node g = root["global"]; g && g.IsMap()) {
-    if (const YAML::Node e = g["external_labels"]; e && e.IsMap()) {
-      std::vector<model::Label> ls;
-      for (const auto& kv : e) ls.push_back({kv.first.Scalar(), kv.second.Scalar()});
-      auto l = model::Labels::FromUnsorted(std::move(ls));
-      if (!l.ok()) return l.error().Annotate("global.external_labels");
-      ext = std::move(*l);
-    }
-  }
+  ASSIGN_OR_RETURN(model::Labels ext, ExternalLabels(root));
   std::set<std::string> names;
   try {
     for (size_t i = 0; i < rw.size(); i++) {
@@ -148,6 +163,58 @@ Result<std::vector<RemoteWriteConfig>> ParseRemoteWriteConfigs(const YAML::Node&
     }
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(std::string("remote_write: ") + e.what());
+  }
+  return out;
+}
+
+Result<std::vector<RemoteReadConfig>> ParseRemoteReadConfigs(const YAML::Node& root) {
+  std::vector<RemoteReadConfig> out;
+  if (!root || !root.IsMap()) return out;
+  YAML::Node rr = root["remote_read"];
+  if (!rr || rr.IsNull()) return out;
+  if (!rr.IsSequence()) return Status::InvalidArgument("remote_read: expected a list");
+  ASSIGN_OR_RETURN(model::Labels ext, ExternalLabels(root));
+  std::set<std::string> names;
+  try {
+    for (size_t i = 0; i < rr.size(); i++) {
+      const std::string w = "remote_read[" + std::to_string(i) + "]";
+      const YAML::Node n = rr[i];
+      if (!n.IsMap()) return Err(w, "expected a mapping");
+      RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "required_matchers", "read_recent",
+                                            "filter_external_labels"}));
+      RemoteReadConfig c;
+      if (!n["url"] || n["url"].IsNull()) return Err(w + ".url", "missing");
+      ASSIGN_OR_RETURN(c.url, Str(n["url"], w + ".url"));
+      RETURN_IF_ERROR(SplitUrl(c.url, w + ".url", &c));
+      if (n["name"]) { ASSIGN_OR_RETURN(c.name, Str(n["name"], w + ".name")); }
+      if (n["remote_timeout"]) {
+        ASSIGN_OR_RETURN(c.remote_timeout_ms, Dur(n["remote_timeout"], w + ".remote_timeout"));
+        if (c.remote_timeout_ms <= 0) return Err(w + ".remote_timeout", "must be positive");
+      }
+      RETURN_IF_ERROR(ParseHeaders(n["headers"], w, &c.headers));
+      if (auto m = n["required_matchers"]; m && !m.IsNull()) {
+        if (!m.IsMap()) return Err(w + ".required_matchers", "expected a mapping of label name to value");
+        for (const auto& kv : m) {
+          const std::string k = kv.first.as<std::string>();
+          if (!model::IsValidLabelName(k)) return Err(w + ".required_matchers", "invalid label name \"" + k + "\"");
+          ASSIGN_OR_RETURN(std::string v, Str(kv.second, w + ".required_matchers." + k));
+          c.required_matchers.push_back({k, v});
+        }
+      }
+      if (n["read_recent"]) { ASSIGN_OR_RETURN(c.read_recent, Bool(n["read_recent"], w + ".read_recent")); }
+      if (n["filter_external_labels"]) {
+        ASSIGN_OR_RETURN(c.filter_external_labels, Bool(n["filter_external_labels"], w + ".filter_external_labels"));
+      }
+      RETURN_IF_ERROR(scrape::ParseHttpClientConfig(n, w, &c.http));
+      c.external_labels = ext;
+      if (c.name.empty()) c.name = fmt::format("{:06x}", crc32c::Value(YAML::Dump(n)) & 0xffffff);
+      if (!names.insert(c.name).second) {
+        return Err(w + ".name", "found multiple remote read configs with job name \"" + c.name + "\"");
+      }
+      out.push_back(std::move(c));
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string("remote_read: ") + e.what());
   }
   return out;
 }

@@ -55,4 +55,23 @@ struct RemoteWriteConfig {
 // null: none). Names are unique; a duplicate is an error, as in Prometheus.
 Result<std::vector<RemoteWriteConfig>> ParseRemoteWriteConfigs(const YAML::Node& root);
 
+// A `remote_read:` entry (Prometheus 2.42's DefaultRemoteReadConfig);
+// remote/read.h reads through it.
+struct RemoteReadConfig {
+  std::string url;
+  std::string name;  // as given, or the first 6 hex digits of the entry's hash
+  int64_t remote_timeout_ms = 60000;
+  std::vector<std::pair<std::string, std::string>> headers;
+  scrape::HttpClientConfig http;
+  // The store is asked only when the selector has each as an equality matcher.
+  std::vector<model::Label> required_matchers;
+  bool read_recent = false;            // false: only for the time before the oldest local sample
+  bool filter_external_labels = true;  // match global.external_labels in the store, drop them from answers
+  model::Labels external_labels;
+  std::string base, path;  // "scheme://host:port" and the path (with query) of url
+};
+
+// Parses `root["remote_read"]` as ParseRemoteWriteConfigs does remote_write.
+Result<std::vector<RemoteReadConfig>> ParseRemoteReadConfigs(const YAML::Node& root);
+
 }  // namespace trainwatch::remote

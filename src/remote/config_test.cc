@@ -110,5 +110,60 @@ TEST(RemoteWriteConfigTest, UnchangedEntryKeepsItsName) {
   EXPECT_NE((*a)[0].name, (*c)[0].name);
 }
 
+// remote_read: Prometheus 2.42's DefaultRemoteReadConfig and every field.
+TEST(RemoteReadConfigTest, DefaultsFieldsAndErrors) {
+  auto c = ParseRemoteReadConfigs(YAML::Load(R"(
+global: {external_labels: {cluster: c1}}
+remote_read:
+  - url: http://127.0.0.1:9090/api/v1/read
+  - url: https://thanos.example/api/v1/read?dedup=true
+    name: thanos
+    remote_timeout: 10s
+    headers: {X-Scope-OrgID: team-a}
+    required_matchers: {job: train}
+    read_recent: true
+    filter_external_labels: false
+    authorization: {credentials: tok}
+)"));
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  ASSERT_EQ(c->size(), 2u);
+  const RemoteReadConfig& d = (*c)[0];
+  EXPECT_EQ(d.path, "/api/v1/read");
+  EXPECT_EQ(d.base, "http://127.0.0.1:9090");
+  EXPECT_EQ(d.remote_timeout_ms, 60000);
+  EXPECT_FALSE(d.read_recent);
+  EXPECT_TRUE(d.filter_external_labels);
+  EXPECT_TRUE(d.required_matchers.empty());
+  EXPECT_EQ(d.name.size(), 6u);
+  EXPECT_EQ(d.external_labels.ToString(), "{cluster=\"c1\"}");
+  const RemoteReadConfig& t = (*c)[1];
+  EXPECT_EQ(t.name, "thanos");
+  EXPECT_EQ(t.path, "/api/v1/read?dedup=true");
+  EXPECT_EQ(t.remote_timeout_ms, 10000);
+  EXPECT_EQ(t.headers, (std::vector<std::pair<std::string, std::string>>{{"X-Scope-OrgID", "team-a"}}));
+  ASSERT_EQ(t.required_matchers.size(), 1u);
+  EXPECT_EQ((t.required_matchers[0].name + "=" + t.required_matchers[0].value), "job=train");
+  EXPECT_TRUE(t.read_recent);
+  EXPECT_FALSE(t.filter_external_labels);
+  EXPECT_EQ(t.http.credentials, "tok");
+
+  EXPECT_TRUE(ParseRemoteReadConfigs(YAML::Load("remote_read:")).ok());
+  for (auto [yaml, want] : {
+           std::pair{"remote_read: [{name: x}]", "remote_read[0].url: missing"},
+           std::pair{"remote_read: [{url: 'ftp://x/'}]", "remote_read[0].url: unsupported scheme \"ftp\""},
+           std::pair{"remote_read: [{url: 'http://a/', read_recnt: true}]", "remote_read[0]: unknown field \"read_recnt\""},
+           std::pair{"remote_read: [{url: 'http://a/', required_matchers: {'a-b': x}}]",
+                     "remote_read[0].required_matchers: invalid label name \"a-b\""},
+           std::pair{"remote_read: [{url: 'http://a/', name: x}, {url: 'http://b/', name: x}]",
+                     "remote_read[1].name: found multiple remote read configs"},
+           std::pair{"remote_read: [{url: 'http://a/', headers: {Authorization: x}}]",
+                     "remote_read[0].headers: \"Authorization\" is a reserved header"},
+       }) {
+    auto r = ParseRemoteReadConfigs(YAML::Load(yaml));
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace trainwatch::remote

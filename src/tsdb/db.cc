@@ -627,4 +627,10 @@ Stats DBImpl::GetStats() {
   return st;
 }
 
+int64_t DBImpl::StartTime() {
+  int64_t t = head_->NumSamples() > 0 ? head_->MinTime() : INT64_MAX;
+  for (const auto& b : BlocksSnapshot()) t = std::min(t, b->meta().mint);
+  return t;
+}
+
 }  // namespace trainwatch::tsdb

@@ -89,6 +89,10 @@ class DB : public storage::Appendable, public storage::Queryable {
   // Stops background work and syncs the WAL. Idempotent; the destructor calls it.
   virtual Status Close() = 0;
   virtual Stats GetStats() = 0;
+  // The time of the oldest sample held (ms; INT64_MAX when empty), as
+  // Prometheus's StartTime: remote_read's read_recent: false asks remote
+  // stores only for the time before it.
+  virtual int64_t StartTime() = 0;
   // OK, or why the DB cannot keep what it acknowledges (a failed WAL fsync);
   // /-/ready answers 503 with it.
   virtual Status Health() = 0;

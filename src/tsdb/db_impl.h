@@ -33,6 +33,7 @@ class DBImpl : public DB {
   Result<std::string> Snapshot(bool skip_head) override;
   Status Close() override;
   Stats GetStats() override;
+  int64_t StartTime() override;
   Status Health() override;
 
   // One maintenance pass: cut the head if it spans enough, compact, apply

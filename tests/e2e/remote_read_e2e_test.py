@@ -9,7 +9,9 @@ both response types, SAMPLES (snappy ReadResponse) and STREAMED_XOR_CHUNKS
 reader decodes them, timestamps at the edges of every bucket included), and
 (2) through a real Prometheus 2.42 whose remote_read points at trainwatch
 (skipped when /usr/bin/prometheus is missing): its PromQL answers over data
-only trainwatch holds equal what was imported.
+only trainwatch holds equal what was imported; and (3) the other way round,
+trainwatch's `remote_read:` reading a real Prometheus 2.42 as its long-term
+store (external labels, read_recent, required_matchers, a dead store).
 """
 import json
 import math
@@ -242,6 +244,106 @@ class RemoteReadTest(unittest.TestCase):
         status, body = request(prom_port, "GET", "/api/v1/query?query=%s&time=%.3f" % (
             urllib.parse.quote('count_over_time(rr_metric{job="a"}[%ds])' % span), at))
         self.assertEqual(json.loads(body)["data"]["result"][0]["value"][1], str(len(INTERVALS)))
+
+
+def write_request(series):
+    """A remote write 1.0 WriteRequest (snappy): [(labels dict, [(t, v)])]."""
+    body = b""
+    for labels, samples in series:
+        ts = b"".join(ld(1, ld(1, k.encode()) + ld(2, v.encode())) for k, v in sorted(labels.items()))
+        ts += b"".join(ld(2, b"\x09" + struct.pack("<d", v) + vint(2, t)) for t, v in samples)
+        body += ld(1, ts)
+    return snappy_literal(body)
+
+
+@unittest.skipUnless(os.access(PROMETHEUS, os.X_OK), "prometheus not installed")
+class RemoteReadClientTest(unittest.TestCase):
+    """trainwatch's `remote_read:` with Debian's Prometheus 2.42 as the long-term store."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tw_rrc_e2e_")
+        self.procs = []
+        self.prom_port = free_port()
+        cfg = os.path.join(self.tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1h\n")
+        prom = Process([PROMETHEUS, "--config.file=" + cfg, "--storage.tsdb.path=" + os.path.join(self.tmp, "prom"),
+                        "--web.listen-address=127.0.0.1:%d" % self.prom_port, "--web.enable-remote-write-receiver"],
+                       os.path.join(self.tmp, "prom.log"))
+        self.procs.append(prom)
+        prom.wait_ready(self.prom_port)
+        # History only the long-term store holds: two hours ago, with the cluster's external label.
+        now = int(time.time()) * 1000
+        self.t0 = now - 2 * 3600 * 1000
+        self.old = [(self.t0 + i * 15000, float(i)) for i in range(40)]
+        status, body = request(self.prom_port, "POST", "/api/v1/write", write_request([
+            ({"__name__": "lt_loss", "job": "train", "cluster": "c1"}, self.old),
+            ({"__name__": "lt_loss", "job": "other", "cluster": "c2"}, self.old),
+        ]), {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
+             "X-Prometheus-Remote-Write-Version": "0.1.0"})
+        self.assertEqual(status, 204, body)
+        self.dead_port = free_port()  # nothing listens there
+        self.tw_cfg = os.path.join(self.tmp, "trainwatch.yml")
+        with open(self.tw_cfg, "w") as f:
+            f.write("""global:
+  external_labels: {cluster: c1}
+remote_read:
+  - url: http://127.0.0.1:%d/api/v1/read
+    name: longterm
+  - url: http://127.0.0.1:%d/api/v1/read
+    name: only-for-z
+    required_matchers: {job: z}
+    read_recent: true
+""" % (self.prom_port, self.dead_port))
+        self.tw_port = free_port()
+        self.tw = Process([twtest.BINARY, "serve", "--data-dir", os.path.join(self.tmp, "tw"), "--listen",
+                           "127.0.0.1:%d" % self.tw_port, "--collect.host=false", "--collect.gpu=false",
+                           "--config.file", self.tw_cfg], os.path.join(self.tmp, "tw.log"))
+        self.procs.append(self.tw)
+        self.tw.wait_ready(self.tw_port)
+        # Recent data only trainwatch holds.
+        self.recent = now - 60000
+        status, body = request(self.tw_port, "POST", "/api/v1/import/prometheus",
+                               ('lt_loss{job="train"} 0.5 %d\n' % self.recent).encode())
+        self.assertEqual(status, 204, body)
+
+    def tearDown(self):
+        for p in reversed(self.procs):
+            p.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def query(self, path, **params):
+        status, body = request(self.tw_port, "GET", path + "?" + urllib.parse.urlencode(params))
+        self.assertEqual(status, 200, body)
+        return json.loads(body)["data"]
+
+    def test_promql_reads_the_long_term_store(self):
+        # The old samples through trainwatch's PromQL: the external label matched and removed,
+        # the other cluster's series not asked for.
+        t_end = self.old[-1][0]
+        r = self.query("/api/v1/query", query="lt_loss[%ds]" % ((t_end - self.t0) // 1000 + 1), time="%.3f" % (t_end / 1000))
+        self.assertEqual([x["metric"] for x in r["result"]], [{"__name__": "lt_loss", "job": "train"}], self.tw.logs())
+        self.assertEqual([(int(round(float(t) * 1000)), float(v)) for t, v in r["result"][0]["values"]], self.old)
+        # One series across both stores: the remote's history and the local recent sample.
+        r = self.query("/api/v1/query", query='count_over_time(lt_loss{job="train"}[3h])', time="%.3f" % (self.recent / 1000))
+        self.assertEqual(r["result"][0]["value"][1], str(len(self.old) + 1))
+        r = self.query("/api/v1/series", **{"match[]": "lt_loss", "start": str(self.t0 / 1000), "end": str(self.recent / 1000)})
+        self.assertEqual(r, [{"__name__": "lt_loss", "job": "train"}])
+        # read_recent: false. Once trainwatch holds data older than the window, the store is not asked.
+        status, body = request(self.tw_port, "POST", "/api/v1/import/prometheus",
+                               ('lt_loss{job="train"} 9 %d\n' % (self.t0 - 3600 * 1000)).encode())
+        self.assertEqual(status, 204, body)
+        r = self.query("/api/v1/query", query='count_over_time(lt_loss{job="train"}[30m])', time="%.3f" % (t_end / 1000))
+        self.assertEqual(r["result"], [])
+        # The store with required_matchers {job: z} was never asked: nothing failed.
+        metrics = request(self.tw_port, "GET", "/metrics")[1].decode()
+        self.assertIn('trainwatch_remote_read_failures_total{remote_name="only-for-z"} 0', metrics)
+        self.assertRegex(metrics, r'trainwatch_remote_read_queries_total\{remote_name="longterm"\} [1-9]')
+        # Asked (job="z"), it fails: logged and counted, the query answered from the others.
+        r = self.query("/api/v1/query", query='lt_loss{job="z"}', time="%.3f" % (self.recent / 1000))
+        self.assertEqual(r["result"], [])
+        metrics = request(self.tw_port, "GET", "/metrics")[1].decode()
+        self.assertIn('trainwatch_remote_read_failures_total{remote_name="only-for-z"} 1', metrics)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,292 @@
+#include "remote/read.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "base/coding.h"
+#include "base/log.h"
+#include "base/proto_reader.h"
+#include "base/snappy.h"
+#include "ingest/remote_write.h"
+#include "model/labels.h"
+#include "remote/proto.h"
+#include "storage/merge.h"
+
+namespace trainwatch::remote {
+
+struct RemoteRead::Store {
+  RemoteReadConfig cfg;
+  std::atomic<uint64_t> queries{0}, failures{0};
+};
+
+namespace {
+
+void Len(uint32_t field, std::string_view payload, std::string* out) {
+  PutVarint32(out, (field << 3) | 2);
+  PutVarint64(out, payload.size());
+  out->append(payload);
+}
+
+void Varint(uint32_t field, uint64_t v, std::string* out) {
+  PutVarint32(out, field << 3);
+  PutVarint64(out, v);
+}
+
+// ReadRequest{queries: [Query{start, end, matchers}], accepted_response_types: [SAMPLES]}
+// (prompb/remote.proto; LabelMatcher.Type has MatchType's order).
+std::string ReadRequest(int64_t mint, int64_t maxt, const model::Matchers& matchers) {
+  std::string q;
+  Varint(1, static_cast<uint64_t>(mint), &q);
+  Varint(2, static_cast<uint64_t>(maxt), &q);
+  for (const model::Matcher& m : matchers) {
+    std::string lm;
+    if (m.type() != model::MatchType::kEqual) Varint(1, static_cast<uint64_t>(m.type()), &lm);
+    Len(2, m.name(), &lm);
+    Len(3, m.value(), &lm);
+    Len(3, lm, &q);
+  }
+  std::string req;
+  Len(1, q, &req);
+  Varint(2, 0, &req);  // SAMPLES
+  return req;
+}
+
+// Collects what RemoteWriteBatch decodes of a QueryResult (its layout is a
+// WriteRequest's: field 1, TimeSeries).
+class Collect final : public storage::Appender {
+ public:
+  std::map<std::string, std::pair<model::Labels, std::vector<model::Sample>>> series;
+  Result<storage::SeriesRef> Append(storage::SeriesRef, const model::Labels& labels, int64_t t, double v) override {
+    key_.clear();
+    model::AppendEncodedLabels(labels, &key_);
+    auto& s = series[key_];
+    if (s.second.empty()) s.first = labels;
+    s.second.push_back({t, v});
+    return storage::SeriesRef{0};
+  }
+  Status Commit() override { return Status::OK(); }
+  void Rollback() override {}
+
+ private:
+  std::string key_;
+};
+
+// The series of one answer, external labels removed, sorted.
+Result<std::vector<std::shared_ptr<storage::Series>>> DecodeReadResponse(std::string_view body, const model::Labels& drop) {
+  std::string buf;
+  ASSIGN_OR_RETURN(std::string_view proto, SnappyBlockDecode(body, &buf, ingest::kDefaultMaxBodyBytes));
+  ProtoReader r(proto, 0);
+  Collect c;
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    if (f != 1) {
+      RETURN_IF_ERROR(r.Skip(f, w));
+      continue;
+    }
+    RETURN_IF_ERROR(r.Expect(w, kLen, "results"));
+    std::string_view result;
+    RETURN_IF_ERROR(r.Bytes(&result));
+    ingest::RemoteWriteBatch batch;
+    RETURN_IF_ERROR(batch.Parse(result, nullptr));
+    RETURN_IF_ERROR(batch.AppendTo(&c));
+  }
+  std::vector<std::shared_ptr<storage::Series>> out;
+  out.reserve(c.series.size());
+  for (auto& [key, s] : c.series) {
+    model::Labels labels = s.first;
+    if (!drop.empty()) {
+      model::LabelsBuilder b(labels);
+      for (const model::Label& l : drop) {
+        if (labels.Get(l.name) == l.value) b.Del(l.name);
+      }
+      labels = b.Build();
+    }
+    std::sort(s.second.begin(), s.second.end(), [](const model::Sample& a, const model::Sample& b) { return a.t < b.t; });
+    out.push_back(std::make_shared<storage::ListSeries>(std::move(labels), std::move(s.second)));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->labels() < b->labels(); });
+  return out;
+}
+
+using Stores = std::vector<std::shared_ptr<RemoteRead::Store>>;
+
+class RemoteQuerier final : public storage::Querier {
+ public:
+  RemoteQuerier(std::shared_ptr<const Stores> stores, int64_t mint, int64_t maxt, int64_t local_start,
+                const std::string& user_agent)
+      : stores_(std::move(stores)), mint_(mint), maxt_(maxt), local_start_(local_start), user_agent_(user_agent) {}
+
+  std::unique_ptr<storage::SeriesSet> Select(bool, const storage::SelectHints& hints,
+                                             const model::Matchers& matchers) override {
+    std::vector<std::unique_ptr<storage::SeriesSet>> sets;
+    for (const auto& store : *stores_) {
+      auto series = Query(*store, std::max(mint_, hints.start), std::min(maxt_, hints.end), matchers);
+      if (!series.empty()) sets.push_back(storage::ListSeriesSet(std::move(series)));
+    }
+    if (sets.size() == 1) return std::move(sets[0]);
+    return storage::MergeSeriesSets(std::move(sets));
+  }
+  Result<std::vector<std::string>> LabelValues(std::string_view, const model::Matchers&) override {
+    return std::vector<std::string>{};
+  }
+  Result<std::vector<std::string>> LabelNames(const model::Matchers&) override { return std::vector<std::string>{}; }
+
+ private:
+  std::vector<std::shared_ptr<storage::Series>> Query(RemoteRead::Store& store, int64_t mint, int64_t maxt,
+                                                      const model::Matchers& matchers) {
+    const RemoteReadConfig& cfg = store.cfg;
+    // required_matchers: each an equality matcher of the selector.
+    for (const model::Label& req : cfg.required_matchers) {
+      bool found = std::any_of(matchers.begin(), matchers.end(), [&](const model::Matcher& m) {
+        return m.type() == model::MatchType::kEqual && m.name() == req.name && m.value() == req.value;
+      });
+      if (!found) return {};
+    }
+    if (!cfg.read_recent) {
+      if (mint > local_start_) return {};
+      maxt = std::min(maxt, local_start_);
+    }
+    if (mint > maxt) return {};
+    model::Matchers query = matchers;
+    model::Labels drop;
+    if (cfg.filter_external_labels) {
+      std::vector<model::Label> dropped;
+      for (const model::Label& l : cfg.external_labels) {
+        bool named = std::any_of(matchers.begin(), matchers.end(), [&](const model::Matcher& m) { return m.name() == l.name; });
+        if (named) continue;
+        auto m = model::Matcher::Make(model::MatchType::kEqual, l.name, l.value);
+        if (m.ok()) query.push_back(std::move(*m));
+        dropped.push_back(l);
+      }
+      drop = model::Labels(std::move(dropped));
+    }
+    store.queries.fetch_add(1, std::memory_order_relaxed);
+    auto out = Send(cfg, ReadRequest(mint, maxt, query), drop);
+    if (!out.ok()) {
+      store.failures.fetch_add(1, std::memory_order_relaxed);
+      TW_LOG(Warn, "remote_read {}: {} (the query is answered without it)", cfg.name, out.error().message());
+      return {};
+    }
+    return std::move(*out);
+  }
+
+  Result<std::vector<std::shared_ptr<storage::Series>>> Send(const RemoteReadConfig& cfg, const std::string& request,
+                                                            const model::Labels& drop) {
+    ASSIGN_OR_RETURN(std::unique_ptr<httplib::Client> c, scrape::NewHttpClient(cfg.base, cfg.http, cfg.remote_timeout_ms));
+    c->set_decompress(false);  // the answer is snappy-framed; httplib knows only gzip and brotli
+    std::vector<std::pair<std::string, std::string>> extra;
+    RETURN_IF_ERROR(scrape::ApplyHttpAuth(cfg.http, c.get(), &extra));
+    httplib::Headers h = {{"Content-Encoding", "snappy"},
+                          {"User-Agent", user_agent_},
+                          {"X-Prometheus-Remote-Read-Version", "0.1.0"}};
+    h.insert(extra.begin(), extra.end());
+    h.insert(cfg.headers.begin(), cfg.headers.end());
+    std::string body;
+    SnappyCompress(request, &body);
+    auto res = c->Post(cfg.path, h, body, "application/x-protobuf");
+    if (!res) return Status::Unavailable("Post \"" + cfg.url + "\": " + httplib::to_string(res.error()));
+    if (res->status / 100 != 2) {
+      std::string msg = res->body.substr(0, 256);
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+      return Status::Unavailable("server returned HTTP status " + std::to_string(res->status) + ": " + msg);
+    }
+    auto series = DecodeReadResponse(res->body, drop);
+    if (!series.ok()) return series.error().Annotate("answer of " + cfg.url);
+    return series;
+  }
+
+  std::shared_ptr<const Stores> stores_;
+  int64_t mint_, maxt_, local_start_;
+  std::string user_agent_;
+};
+
+// The primary's querier with the secondary's series merged into each Select.
+class FanoutQuerier final : public storage::Querier {
+ public:
+  FanoutQuerier(std::unique_ptr<storage::Querier> primary, std::unique_ptr<storage::Querier> secondary)
+      : primary_(std::move(primary)), secondary_(std::move(secondary)) {}
+  std::unique_ptr<storage::SeriesSet> Select(bool sorted, const storage::SelectHints& hints,
+                                             const model::Matchers& matchers) override {
+    std::vector<std::unique_ptr<storage::SeriesSet>> sets;
+    sets.push_back(primary_->Select(true, hints, matchers));
+    sets.push_back(secondary_->Select(true, hints, matchers));
+    (void)sorted;  // merged sets are sorted
+    return storage::MergeSeriesSets(std::move(sets));
+  }
+  Result<std::vector<std::string>> LabelValues(std::string_view name, const model::Matchers& matchers) override {
+    return primary_->LabelValues(name, matchers);
+  }
+  Result<std::vector<std::string>> LabelNames(const model::Matchers& matchers) override {
+    return primary_->LabelNames(matchers);
+  }
+
+ private:
+  std::unique_ptr<storage::Querier> primary_, secondary_;
+};
+
+}  // namespace
+
+RemoteRead::RemoteRead(std::function<int64_t()> local_start, std::string user_agent)
+    : local_start_(std::move(local_start)),
+      user_agent_(std::move(user_agent)),
+      stores_(std::make_shared<const Stores>()) {}
+
+RemoteRead::~RemoteRead() = default;
+
+void RemoteRead::Apply(std::vector<RemoteReadConfig> configs) {
+  auto next = std::make_shared<Stores>();
+  for (RemoteReadConfig& c : configs) {
+    auto s = std::make_shared<Store>();
+    s->cfg = std::move(c);
+    next->push_back(std::move(s));
+  }
+  std::lock_guard l(mu_);
+  stores_ = std::move(next);
+}
+
+bool RemoteRead::empty() const {
+  std::lock_guard l(mu_);
+  return stores_->empty();
+}
+
+Result<std::unique_ptr<storage::Querier>> RemoteRead::NewQuerier(int64_t mint, int64_t maxt) {
+  std::shared_ptr<const Stores> stores;
+  {
+    std::lock_guard l(mu_);
+    stores = stores_;
+  }
+  const int64_t local_start = local_start_ ? local_start_() : INT64_MAX;
+  return std::unique_ptr<storage::Querier>(new RemoteQuerier(std::move(stores), mint, maxt, local_start, user_agent_));
+}
+
+void RemoteRead::RenderMetrics(std::string* out) const {
+  std::shared_ptr<const Stores> stores;
+  {
+    std::lock_guard l(mu_);
+    stores = stores_;
+  }
+  if (stores->empty()) return;
+  for (auto [name, help, failures] :
+       {std::tuple{"trainwatch_remote_read_queries_total", "Remote read requests sent to each remote_read store.", false},
+        std::tuple{"trainwatch_remote_read_failures_total",
+                   "Remote read requests that failed (queries were answered without that store).", true}}) {
+    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n";
+    for (const auto& s : *stores) {
+      model::Labels l({{"remote_name", s->cfg.name}});
+      *out += name + l.ToString() + " " + std::to_string((failures ? s->failures : s->queries).load()) + "\n";
+    }
+  }
+}
+
+Result<std::unique_ptr<storage::Querier>> FanoutQueryable::NewQuerier(int64_t mint, int64_t maxt) {
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::Querier> p, primary_->NewQuerier(mint, maxt));
+  if (secondary_ == nullptr || secondary_->empty()) return p;
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::Querier> s, secondary_->NewQuerier(mint, maxt));
+  return std::unique_ptr<storage::Querier>(new FanoutQuerier(std::move(p), std::move(s)));
+}
+
+}  // namespace trainwatch::remote
