@@ -26,6 +26,7 @@ class ProtoReader {
   bool done() const { return pos_ >= msg_.size(); }
   size_t offset() const { return base_ + pos_; }
   size_t pos() const { return pos_; }
+  std::string_view rest() const { return msg_.substr(pos_); }  // what is not read yet
 
   [[gnu::always_inline]] Status Varint(uint64_t* v) {
     if (pos_ < msg_.size() && (static_cast<uint8_t>(msg_[pos_]) & 0x80) == 0) {  // one byte: most tags and lengths
@@ -109,6 +110,27 @@ class ProtoReader {
   [[gnu::always_inline]] Status Expect(uint32_t wire, uint32_t want, std::string_view what) {
     if (wire == want) return Status::OK();
     return WrongWire(wire, want, what);
+  }
+
+  // Calls fn(ProtoReader& sub) for each length-delimited field `field` (named
+  // `what` in errors) to the end of the message, skipping the other fields.
+  template <typename Fn>
+  Status EachMessage(uint32_t field, std::string_view what, Fn&& fn) {
+    while (!done()) {
+      uint32_t f = 0, w = 0;
+      RETURN_IF_ERROR(Tag(&f, &w));
+      if (f != field) {
+        RETURN_IF_ERROR(Skip(f, w));
+        continue;
+      }
+      RETURN_IF_ERROR(Expect(w, kLen, what));
+      std::string_view msg;
+      size_t at = 0;
+      RETURN_IF_ERROR(Bytes(&msg, &at));
+      ProtoReader sub(msg, at);
+      RETURN_IF_ERROR(fn(sub));
+    }
+    return Status::OK();
   }
 
   Status Err(std::string_view msg) const { return ErrAt(pos_, msg); }

@@ -790,26 +790,11 @@ Status ReadMetric(Reader r, Metric* m) {
 Status OtlpBatch::ParseProto(std::string_view body, int64_t now_ms, const RequestLimits& limits, OtlpDeltas* deltas) {
   OtlpTranslator tr(this, now_ms, limits, deltas);
   Reader req(body, 0);
-  while (!req.done()) {
-    uint32_t f = 0, w = 0;
-    RETURN_IF_ERROR(req.Tag(&f, &w));
-    if (f != 1) {
-      RETURN_IF_ERROR(req.Skip(f, w));
-      continue;
-    }
-    Reader rm;
-    RETURN_IF_ERROR(Sub(req, w, "resource_metrics", &rm));
+  RETURN_IF_ERROR(req.EachMessage(1, "resource_metrics", [&](Reader& rm) -> Status {
     // The resource first, wherever it is in the message.
     std::vector<Attr> attrs;
-    for (Reader scan = rm; !scan.done();) {
-      uint32_t sf = 0, sw = 0;
-      RETURN_IF_ERROR(scan.Tag(&sf, &sw));
-      if (sf != 1) {
-        RETURN_IF_ERROR(scan.Skip(sf, sw));
-        continue;
-      }
-      Reader res;
-      RETURN_IF_ERROR(Sub(scan, sw, "resource", &res));
+    Reader scan = rm;
+    RETURN_IF_ERROR(scan.EachMessage(1, "resource", [&](Reader& res) -> Status {
       while (!res.done()) {
         uint32_t af = 0, aw = 0;
         RETURN_IF_ERROR(res.Tag(&af, &aw));
@@ -819,33 +804,18 @@ Status OtlpBatch::ParseProto(std::string_view body, int64_t now_ms, const Reques
           RETURN_IF_ERROR(res.Skip(af, aw));
         }
       }
-    }
+      return Status::OK();
+    }));
     tr.BeginResource(std::move(attrs));
-    while (!rm.done()) {
-      uint32_t sf = 0, sw = 0;
-      RETURN_IF_ERROR(rm.Tag(&sf, &sw));
-      if (sf != 2) {
-        RETURN_IF_ERROR(rm.Skip(sf, sw));
-        continue;
-      }
-      Reader sm;
-      RETURN_IF_ERROR(Sub(rm, sw, "scope_metrics", &sm));
-      while (!sm.done()) {
-        uint32_t mf = 0, mw = 0;
-        RETURN_IF_ERROR(sm.Tag(&mf, &mw));
-        if (mf != 2) {
-          RETURN_IF_ERROR(sm.Skip(mf, mw));
-          continue;
-        }
-        Reader mr;
-        RETURN_IF_ERROR(Sub(sm, mw, "metric", &mr));
+    RETURN_IF_ERROR(rm.EachMessage(2, "scope_metrics", [&](Reader& sm) {
+      return sm.EachMessage(2, "metric", [&](Reader& mr) -> Status {
         Metric m;
         RETURN_IF_ERROR(ReadMetric(mr, &m));
-        RETURN_IF_ERROR(tr.AddMetric(m));
-      }
-    }
-    RETURN_IF_ERROR(tr.EndResource());
-  }
+        return tr.AddMetric(m);
+      });
+    }));
+    return tr.EndResource();
+  }));
   stats_.samples = samples_.size();
   stats_.series = series_.size();
   return Status::OK();

@@ -118,105 +118,106 @@ Result<model::Labels> ExternalLabels(const YAML::Node& root) {
   return model::Labels();
 }
 
+// The fields remote_write and remote_read entries share: url (split into
+// base and path), name, remote_timeout, headers and http_config.
+template <typename C>
+Status ParseCommon(const YAML::Node& n, const std::string& w, C* c) {
+  if (!n["url"] || n["url"].IsNull()) return Err(w + ".url", "missing");
+  ASSIGN_OR_RETURN(c->url, Str(n["url"], w + ".url"));
+  RETURN_IF_ERROR(SplitUrl(c->url, w + ".url", c));
+  if (n["name"]) { ASSIGN_OR_RETURN(c->name, Str(n["name"], w + ".name")); }
+  if (n["remote_timeout"]) {
+    ASSIGN_OR_RETURN(c->remote_timeout_ms, Dur(n["remote_timeout"], w + ".remote_timeout"));
+    if (c->remote_timeout_ms <= 0) return Err(w + ".remote_timeout", "must be positive");
+  }
+  RETURN_IF_ERROR(ParseHeaders(n["headers"], w, &c->headers));
+  return scrape::ParseHttpClientConfig(n, w, &c->http);
+}
+
 Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
   RemoteWriteConfig c;
   if (!n.IsMap()) return Err(w, "expected a mapping");
   RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "write_relabel_configs", "queue_config"}));
-  if (!n["url"] || n["url"].IsNull()) return Err(w + ".url", "missing");
-  ASSIGN_OR_RETURN(c.url, Str(n["url"], w + ".url"));
-  RETURN_IF_ERROR(SplitUrl(c.url, w + ".url", &c));
-  if (n["name"]) { ASSIGN_OR_RETURN(c.name, Str(n["name"], w + ".name")); }
-  if (n["remote_timeout"]) {
-    ASSIGN_OR_RETURN(c.remote_timeout_ms, Dur(n["remote_timeout"], w + ".remote_timeout"));
-    if (c.remote_timeout_ms <= 0) return Err(w + ".remote_timeout", "must be positive");
-  }
-  RETURN_IF_ERROR(ParseHeaders(n["headers"], w, &c.headers));
+  RETURN_IF_ERROR(ParseCommon(n, w, &c));
   ASSIGN_OR_RETURN(c.write_relabel_configs,
                    scrape::ParseRelabelConfigs(n["write_relabel_configs"], w + ".write_relabel_configs"));
-  RETURN_IF_ERROR(scrape::ParseHttpClientConfig(n, w, &c.http));
   RETURN_IF_ERROR(ParseQueue(n["queue_config"], w + ".queue_config", &c.queue));
   c.fingerprint = YAML::Dump(n);
   if (c.name.empty()) c.name = fmt::format("{:06x}", crc32c::Value(c.fingerprint) & 0xffffff);
   return c;
 }
 
-}  // namespace
+Result<RemoteReadConfig> ParseReadOne(const YAML::Node& n, const std::string& w) {
+  RemoteReadConfig c;
+  if (!n.IsMap()) return Err(w, "expected a mapping");
+  RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "required_matchers", "read_recent",
+                                        "filter_external_labels"}));
+  RETURN_IF_ERROR(ParseCommon(n, w, &c));
+  if (auto m = n["required_matchers"]; m && !m.IsNull()) {
+    if (!m.IsMap()) return Err(w + ".required_matchers", "expected a mapping of label name to value");
+    for (const auto& kv : m) {
+      const std::string k = kv.first.as<std::string>();
+      if (!model::IsValidLabelName(k)) return Err(w + ".required_matchers", "invalid label name \"" + k + "\"");
+      ASSIGN_OR_RETURN(std::string v, Str(kv.second, w + ".required_matchers." + k));
+      c.required_matchers.push_back({k, v});
+    }
+  }
+  if (n["read_recent"]) { ASSIGN_OR_RETURN(c.read_recent, Bool(n["read_recent"], w + ".read_recent")); }
+  if (n["filter_external_labels"]) {
+    ASSIGN_OR_RETURN(c.filter_external_labels, Bool(n["filter_external_labels"], w + ".filter_external_labels"));
+  }
+  if (c.name.empty()) c.name = fmt::format("{:06x}", crc32c::Value(YAML::Dump(n)) & 0xffffff);
+  return c;
+}
 
-Result<std::vector<RemoteWriteConfig>> ParseRemoteWriteConfigs(const YAML::Node& root) {
-  std::vector<RemoteWriteConfig> out;
+// root[key] (a list, or absent / null: none), each entry parsed by
+// one(node, "key[i]", global.external_labels); names unique, as Prometheus
+// requires.
+template <typename C, typename One>
+Result<std::vector<C>> ParseEntries(const YAML::Node& root, const std::string& key, const std::string& what, One one) {
+  std::vector<C> out;
   if (!root || !root.IsMap()) return out;
-  YAML::Node rw = root["remote_write"];
-  if (!rw || rw.IsNull()) return out;
-  if (!rw.IsSequence()) return Status::InvalidArgument("remote_write: expected a list");
+  YAML::Node list = root[key];
+  if (!list || list.IsNull()) return out;
+  if (!list.IsSequence()) return Status::InvalidArgument(key + ": expected a list");
   ASSIGN_OR_RETURN(model::Labels ext, ExternalLabels(root));
   std::set<std::string> names;
   try {
-    for (size_t i = 0; i < rw.size(); i++) {
-      const std::string w = "remote_write[" + std::to_string(i) + "]";
-      ASSIGN_OR_RETURN(RemoteWriteConfig c, ParseOne(rw[i], w));
-      c.external_labels = ext;
-      c.fingerprint += "\n# external_labels " + ext.ToString();
+    for (size_t i = 0; i < list.size(); i++) {
+      const std::string w = key + "[" + std::to_string(i) + "]";
+      ASSIGN_OR_RETURN(C c, one(list[i], w, ext));
       if (!names.insert(c.name).second) {
-        return Err(w + ".name", "found multiple remote write configs with job name \"" + c.name + "\"");
+        return Err(w + ".name", "found multiple " + what + " configs with job name \"" + c.name + "\"");
       }
       out.push_back(std::move(c));
     }
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(std::string("remote_write: ") + e.what());
+    return Status::InvalidArgument(key + ": " + e.what());
   }
   return out;
 }
 
-Result<std::vector<RemoteReadConfig>> ParseRemoteReadConfigs(const YAML::Node& root) {
-  std::vector<RemoteReadConfig> out;
-  if (!root || !root.IsMap()) return out;
-  YAML::Node rr = root["remote_read"];
-  if (!rr || rr.IsNull()) return out;
-  if (!rr.IsSequence()) return Status::InvalidArgument("remote_read: expected a list");
-  ASSIGN_OR_RETURN(model::Labels ext, ExternalLabels(root));
-  std::set<std::string> names;
-  try {
-    for (size_t i = 0; i < rr.size(); i++) {
-      const std::string w = "remote_read[" + std::to_string(i) + "]";
-      const YAML::Node n = rr[i];
-      if (!n.IsMap()) return Err(w, "expected a mapping");
-      RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "required_matchers", "read_recent",
-                                            "filter_external_labels"}));
-      RemoteReadConfig c;
-      if (!n["url"] || n["url"].IsNull()) return Err(w + ".url", "missing");
-      ASSIGN_OR_RETURN(c.url, Str(n["url"], w + ".url"));
-      RETURN_IF_ERROR(SplitUrl(c.url, w + ".url", &c));
-      if (n["name"]) { ASSIGN_OR_RETURN(c.name, Str(n["name"], w + ".name")); }
-      if (n["remote_timeout"]) {
-        ASSIGN_OR_RETURN(c.remote_timeout_ms, Dur(n["remote_timeout"], w + ".remote_timeout"));
-        if (c.remote_timeout_ms <= 0) return Err(w + ".remote_timeout", "must be positive");
-      }
-      RETURN_IF_ERROR(ParseHeaders(n["headers"], w, &c.headers));
-      if (auto m = n["required_matchers"]; m && !m.IsNull()) {
-        if (!m.IsMap()) return Err(w + ".required_matchers", "expected a mapping of label name to value");
-        for (const auto& kv : m) {
-          const std::string k = kv.first.as<std::string>();
-          if (!model::IsValidLabelName(k)) return Err(w + ".required_matchers", "invalid label name \"" + k + "\"");
-          ASSIGN_OR_RETURN(std::string v, Str(kv.second, w + ".required_matchers." + k));
-          c.required_matchers.push_back({k, v});
+}  // namespace
+
+Result<std::vector<RemoteWriteConfig>> ParseRemoteWriteConfigs(const YAML::Node& root) {
+  return ParseEntries<RemoteWriteConfig>(
+      root, "remote_write", "remote write", [](const YAML::Node& n, const std::string& w, const model::Labels& ext) {
+        auto c = ParseOne(n, w);
+        if (c.ok()) {
+          c->external_labels = ext;
+          c->fingerprint += "\n# external_labels " + ext.ToString();  // a change restarts the queue's sender
         }
-      }
-      if (n["read_recent"]) { ASSIGN_OR_RETURN(c.read_recent, Bool(n["read_recent"], w + ".read_recent")); }
-      if (n["filter_external_labels"]) {
-        ASSIGN_OR_RETURN(c.filter_external_labels, Bool(n["filter_external_labels"], w + ".filter_external_labels"));
-      }
-      RETURN_IF_ERROR(scrape::ParseHttpClientConfig(n, w, &c.http));
-      c.external_labels = ext;
-      if (c.name.empty()) c.name = fmt::format("{:06x}", crc32c::Value(YAML::Dump(n)) & 0xffffff);
-      if (!names.insert(c.name).second) {
-        return Err(w + ".name", "found multiple remote read configs with job name \"" + c.name + "\"");
-      }
-      out.push_back(std::move(c));
-    }
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(std::string("remote_read: ") + e.what());
-  }
-  return out;
+        return c;
+      });
+}
+
+Result<std::vector<RemoteReadConfig>> ParseRemoteReadConfigs(const YAML::Node& root) {
+  return ParseEntries<RemoteReadConfig>(
+      root, "remote_read", "remote read", [](const YAML::Node& n, const std::string& w, const model::Labels& ext) {
+        auto c = ParseReadOne(n, w);
+        if (c.ok()) c->external_labels = ext;
+        return c;
+      });
 }
 
 }  // namespace trainwatch::remote

@@ -80,20 +80,12 @@ Result<std::vector<std::shared_ptr<storage::Series>>> DecodeReadResponse(std::st
   ASSIGN_OR_RETURN(std::string_view proto, SnappyBlockDecode(body, &buf, ingest::kDefaultMaxBodyBytes));
   ProtoReader r(proto, 0);
   Collect c;
-  while (!r.done()) {
-    uint32_t f = 0, w = 0;
-    RETURN_IF_ERROR(r.Tag(&f, &w));
-    if (f != 1) {
-      RETURN_IF_ERROR(r.Skip(f, w));
-      continue;
-    }
-    RETURN_IF_ERROR(r.Expect(w, kLen, "results"));
-    std::string_view result;
-    RETURN_IF_ERROR(r.Bytes(&result));
+  RETURN_IF_ERROR(r.EachMessage(1, "results", [&](ProtoReader& result) -> Status {
+    // A QueryResult's layout is a WriteRequest's: TimeSeries in field 1.
     ingest::RemoteWriteBatch batch;
-    RETURN_IF_ERROR(batch.Parse(result, nullptr));
-    RETURN_IF_ERROR(batch.AppendTo(&c));
-  }
+    RETURN_IF_ERROR(batch.Parse(result.rest(), nullptr));
+    return batch.AppendTo(&c);
+  }));
   std::vector<std::shared_ptr<storage::Series>> out;
   out.reserve(c.series.size());
   for (auto& [key, s] : c.series) {
