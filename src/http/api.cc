@@ -2,6 +2,7 @@
 #include "remote/read.h"
 
 #include <algorithm>
+#include <charconv>
 #include <exception>
 
 #include "base/clock.h"
@@ -270,21 +271,36 @@ Response Api::BuildInfoHandler(const Request&) {
   return Success(d);
 }
 
-Response Api::TsdbStatus(const Request&) {
-  tsdb::Stats s = deps_.db->GetStats();
-  std::string d = "{\"headStats\":{\"numSeries\":" + std::to_string(s.head_series) +
-                  ",\"numLabelPairs\":0,\"chunkCount\":" + std::to_string(s.head_chunks) +
-                  ",\"minTime\":" + std::to_string(s.head_min_time) + ",\"maxTime\":" + std::to_string(s.head_max_time) +
-                  "},\"seriesCountByMetricName\":[";
-  bool first = true;
-  for (const auto& [name, n] : s.series_count_by_metric_name) {
-    if (!first) d += ',';
-    first = false;
-    d += "{\"name\":";
-    AppendJsonString(&d, name);
-    d += ",\"value\":" + std::to_string(n) + "}";
+// Prometheus's /api/v1/status/tsdb: the head's statistics, each list the
+// `limit` (default 10) largest.
+Response Api::TsdbStatus(const Request& req) {
+  size_t limit = 10;
+  if (std::string_view l = req.Param("limit"); !l.empty()) {
+    size_t n = 0;
+    auto [p, ec] = std::from_chars(l.data(), l.data() + l.size(), n);
+    if (ec != std::errc() || p != l.data() + l.size() || n == 0) return BadData("limit must be a positive number");
+    limit = std::min<size_t>(n, 10000);
   }
-  d += "],\"labelValueCountByLabelName\":[],\"memoryInBytesByLabelName\":[],\"seriesCountByLabelValuePair\":[]}";
+  tsdb::Stats s = deps_.db->GetStats();
+  index::MemPostings::Cardinality c = deps_.db->Cardinality(limit);
+  std::string d = "{\"headStats\":{\"numSeries\":" + std::to_string(s.head_series) +
+                  ",\"numLabelPairs\":" + std::to_string(c.num_label_pairs) +
+                  ",\"chunkCount\":" + std::to_string(s.head_chunks) + ",\"minTime\":" + std::to_string(s.head_min_time) +
+                  ",\"maxTime\":" + std::to_string(s.head_max_time) + "}";
+  for (auto [key, list] : {std::pair{"seriesCountByMetricName", &c.series_by_metric_name},
+                           std::pair{"labelValueCountByLabelName", &c.label_value_count_by_name},
+                           std::pair{"memoryInBytesByLabelName", &c.memory_by_label_name},
+                           std::pair{"seriesCountByLabelValuePair", &c.series_by_label_pair}}) {
+    d += std::string(",\"") + key + "\":[";
+    for (size_t i = 0; i < list->size(); i++) {
+      if (i > 0) d += ',';
+      d += "{\"name\":";
+      AppendJsonString(&d, (*list)[i].first);
+      d += ",\"value\":" + std::to_string((*list)[i].second) + "}";
+    }
+    d += ']';
+  }
+  d += '}';
   return Success(d);
 }
 

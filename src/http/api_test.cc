@@ -397,6 +397,15 @@ TEST_F(ApiTest, StatusEndpointsAndMetrics) {
   EXPECT_EQ(j["data"]["seriesCountByMetricName"][0]["name"], "up");
   EXPECT_EQ(j["data"]["seriesCountByMetricName"][0]["value"], 2);
   EXPECT_TRUE(j["data"]["headStats"].contains("numSeries"));
+  EXPECT_EQ(j["data"]["headStats"]["numLabelPairs"], 3);  // __name__=up, job=a, job=b
+  EXPECT_EQ(j["data"]["labelValueCountByLabelName"][0], json({{"name", "job"}, {"value", 2}}));
+  EXPECT_EQ(j["data"]["memoryInBytesByLabelName"][0], json({{"name", "__name__"}, {"value", 4}}));
+  EXPECT_EQ(j["data"]["seriesCountByLabelValuePair"][0], json({{"name", "__name__=up"}, {"value", 2}}));
+  j = json::parse(Do("GET", "/api/v1/status/tsdb", {{"limit", "1"}}).body);
+  EXPECT_EQ(j["data"]["seriesCountByLabelValuePair"].size(), 1u);
+  r = Do("GET", "/api/v1/status/tsdb", {{"limit", "0"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"], "limit must be a positive number");
   EXPECT_EQ(Do("POST", "/api/v1/admin/tsdb/flush").status, 204);
   EXPECT_EQ(db_->GetStats().head_series, 0u);  // persisted into a block
   EXPECT_GE(db_->GetStats().blocks, 1u);

@@ -623,7 +623,6 @@ Stats DBImpl::GetStats() {
   for (size_t i = 0; i < kNumSeriesRefusals; i++) {
     st.series_refused_total[i] = head_->SeriesRefusedTotal(static_cast<SeriesRefusal>(i));
   }
-  st.series_count_by_metric_name = head_->TopMetricNames(10);
   return st;
 }
 

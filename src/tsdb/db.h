@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "storage/storage.h"
+#include "tsdb/index/postings.h"
 #include "tsdb/limits.h"
 
 namespace trainwatch::tsdb {
@@ -66,8 +67,6 @@ struct Stats {
   uint64_t blocks_set_aside = 0;  // damaged blocks renamed "<id>.corrupt" (present at open, or set aside since)
   // New series refused by each bound of Options::series_limits (SeriesRefusal order).
   std::array<uint64_t, kNumSeriesRefusals> series_refused_total = {};
-  // Top label-name/value cardinalities as /api/v1/status/tsdb reports them.
-  std::vector<std::pair<std::string, uint64_t>> series_count_by_metric_name;
 };
 
 class DB : public storage::Appendable, public storage::Queryable {
@@ -93,6 +92,9 @@ class DB : public storage::Appendable, public storage::Queryable {
   // Prometheus's StartTime: remote_read's read_recent: false asks remote
   // stores only for the time before it.
   virtual int64_t StartTime() = 0;
+  // The head's cardinality statistics, each list the `limit` largest
+  // (/api/v1/status/tsdb, Prometheus's shape).
+  virtual index::MemPostings::Cardinality Cardinality(size_t limit) = 0;
   // OK, or why the DB cannot keep what it acknowledges (a failed WAL fsync);
   // /-/ready answers 503 with it.
   virtual Status Health() = 0;

@@ -34,6 +34,7 @@ class DBImpl : public DB {
   Status Close() override;
   Stats GetStats() override;
   int64_t StartTime() override;
+  index::MemPostings::Cardinality Cardinality(size_t limit) override { return head_->Cardinality(limit); }
   Status Health() override;
 
   // One maintenance pass: cut the head if it spans enough, compact, apply

@@ -1007,19 +1007,9 @@ Head::MemoryStats Head::GetMemoryStats() const {
   return m;
 }
 
-std::vector<std::pair<std::string, uint64_t>> Head::TopMetricNames(size_t n) {
-  std::vector<std::pair<std::string, uint64_t>> out;
-  {
-    std::shared_lock lock(postings_mu_);
-    for (const auto& v : postings_.SortedLabelValues(model::kMetricName)) {
-      out.emplace_back(v, postings_.Get(model::kMetricName, v).size());
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
-  if (out.size() > n) out.resize(n);
-  return out;
+index::MemPostings::Cardinality Head::Cardinality(size_t limit) const {
+  std::shared_lock lock(postings_mu_);
+  return postings_.Stats(model::kMetricName, limit);
 }
 
 Result<index::Postings> Head::PostingsFor(const model::Matchers& ms) const {

@@ -351,7 +351,8 @@ class Head : public storage::Queryable {
     return t < b.mint || t > b.maxt ? OutOfRange(t, b) : Status::OK();
   }
   int64_t Now() const;
-  std::vector<std::pair<std::string, uint64_t>> TopMetricNames(size_t n);
+  // /api/v1/status/tsdb's statistics of the head's series (index::MemPostings::Stats).
+  index::MemPostings::Cardinality Cardinality(size_t limit) const;
   size_t SymbolMemoryBytes() const { return symbols_.MemoryBytes(); }
   // Heap bytes held by the head, by part (malloc_usable_size of each block;
   // for benchmarks and diagnostics: walks every series).

@@ -293,6 +293,70 @@ size_t MemPostings::NumPairs() const {
   return n;
 }
 
+namespace {
+
+// The `limit` largest (count, then name) of a stream of candidates, the
+// name built only for those that get in.
+class TopK {
+ public:
+  explicit TopK(size_t limit) : limit_(limit) {}
+  template <typename MakeName>
+  void Offer(uint64_t count, std::string_view key, MakeName&& make) {
+    if (limit_ == 0) return;
+    if (heap_.size() == limit_ && !Better(count, key, heap_.front())) return;
+    std::string name = make();
+    if (heap_.size() == limit_) {
+      std::pop_heap(heap_.begin(), heap_.end(), Cmp);
+      heap_.back() = {std::move(name), count};
+    } else {
+      heap_.emplace_back(std::move(name), count);
+    }
+    std::push_heap(heap_.begin(), heap_.end(), Cmp);
+  }
+  MemPostings::Cardinality::Top Take() {
+    std::sort(heap_.begin(), heap_.end(), Cmp);
+    return std::move(heap_);
+  }
+
+ private:
+  using Entry = std::pair<std::string, uint64_t>;
+  // Heap order: the worst entry (smallest count, then largest name) on top.
+  static bool Cmp(const Entry& a, const Entry& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; }
+  static bool Better(uint64_t count, std::string_view key, const Entry& worst) {
+    return count != worst.second ? count > worst.second : key < worst.first;
+  }
+  size_t limit_;
+  std::vector<Entry> heap_;
+};
+
+}  // namespace
+
+MemPostings::Cardinality MemPostings::Stats(std::string_view metric_label, size_t limit) const {
+  Cardinality c;
+  TopK metrics(limit), values(limit), memory(limit), pairs(limit);
+  std::string pair;
+  for (const auto& [name, vm] : m_) {
+    uint64_t n_values = 0, bytes = 0;
+    for (const auto& [value, list] : vm) {
+      if (list.empty()) continue;
+      n_values++;
+      bytes += value.size() * list.size();
+      if (name == metric_label) metrics.Offer(list.size(), value, [&] { return value; });
+      pair.assign(name).append("=").append(value);
+      pairs.Offer(list.size(), pair, [&] { return pair; });
+    }
+    if (n_values == 0) continue;
+    c.num_label_pairs += n_values;
+    values.Offer(n_values, name, [&] { return name; });
+    memory.Offer(bytes, name, [&] { return name; });
+  }
+  c.series_by_metric_name = metrics.Take();
+  c.label_value_count_by_name = values.Take();
+  c.memory_by_label_name = memory.Take();
+  c.series_by_label_pair = pairs.Take();
+  return c;
+}
+
 size_t MemPostings::MemoryBytes() const {
   // A map node: next pointer, key string (+ heap beyond 15 bytes), list.
   auto str = [](const std::string& x) { return x.size() > 15 ? x.capacity() + 1 : 0; };

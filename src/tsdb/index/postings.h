@@ -114,6 +114,18 @@ class MemPostings final : public PostingsProvider {
   size_t NumSeries() const { return all_.size(); }
   // Number of (name, value) pairs.
   size_t NumPairs() const;
+  // Prometheus's head cardinality statistics (MemPostings.Stats): each list
+  // the `limit` largest, by count then name. Lists emptied by Delete count
+  // for nothing.
+  struct Cardinality {
+    using Top = std::vector<std::pair<std::string, uint64_t>>;
+    Top series_by_metric_name;       // values of `metric_label`: their series
+    Top label_value_count_by_name;   // label names: their distinct values
+    Top memory_by_label_name;        // label names: bytes of values over their series
+    Top series_by_label_pair;        // "name=value": its series
+    uint64_t num_label_pairs = 0;
+  };
+  Cardinality Stats(std::string_view metric_label, size_t limit) const;
   // Bytes held by the lists (capacity), plus an estimate for map nodes.
   size_t MemoryBytes() const;
 
