@@ -33,7 +33,8 @@ Response Serve(const UiAsset& a) {
 
 bool Api::UiServes(std::string_view path) {
   // The pages of web/src/main.ts's router (keep in sync), and the files.
-  static constexpr std::string_view kPages[] = {"/compare", "/explore", "/alerts", "/targets", "/gpus", "/dashboards"};
+  static constexpr std::string_view kPages[] = {"/compare", "/explore", "/alerts", "/targets", "/gpus", "/dashboards",
+                                                "/cardinality"};
   if (path == "/" || path == "/index.html" || path.starts_with("/assets/") || path.starts_with("/runs/")) return true;
   for (std::string_view p : kPages) {
     if (path == p || (path.starts_with(p) && path[p.size()] == '/')) return true;

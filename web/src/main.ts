@@ -11,6 +11,7 @@ import { renderAlerts } from "./pages/alerts";
 import { renderTargets } from "./pages/targets";
 import { renderGpus } from "./pages/gpus";
 import { renderDashboards } from "./pages/dashboards";
+import { renderCardinality } from "./pages/cardinality";
 
 // A page renders into `main`; it may return a cleanup (timers, streams).
 export type Cleanup = (() => void) | void;
@@ -30,6 +31,7 @@ const routes: [RegExp, Page, string][] = [
   [/^\/explore$/, renderExplore, "Explore"],
   [/^\/alerts$/, renderAlerts, "Alerts"],
   [/^\/targets$/, renderTargets, "Targets"],
+  [/^\/cardinality$/, renderCardinality, "Cardinality"],
   [/^\/gpus$/, renderGpus, "GPUs"],
   [/^\/dashboards(?:\/([^/]+))?$/, renderDashboards, "Dashboards"],
 ];
@@ -42,6 +44,7 @@ const nav: [string, string, string][] = [
   ["/gpus", "GPUs", "g"],
   ["/dashboards", "Dashboards", "d"],
   ["/targets", "Targets", "t"],
+  ["/cardinality", "Cardinality", "k"],
 ];
 
 // GET /api/v1/status/security: a banner while anyone who reaches the port

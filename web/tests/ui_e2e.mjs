@@ -434,6 +434,27 @@ try {
   const rowsHealth = await page.locator("table[data-pool] tbody tr").evaluateAll((rs) => rs.map((r) => r.dataset.health));
   check(JSON.stringify(rowsHealth.sort()) === JSON.stringify(targets.activeTargets.map((t) => t.health).sort()), `targets: ${rowsHealth}`);
 
+  // Cardinality: the head's statistics as /api/v1/status/tsdb gives them;
+  // the limit selector asks for more rows; a row links to Explore.
+  {
+    const st = await data("/api/v1/status/tsdb?limit=10");
+    await visit("cardinality", "/cardinality", "#by-metric tbody tr");
+    const rows = async (id) => page.locator(`#${id} tbody tr`).evaluateAll((rs) => rs.map((r) => [r.dataset.name, r.children[1].textContent]));
+    const want = (list) => list.map((x) => [x.name, String(x.value)]);
+    check(JSON.stringify(await rows("by-metric")) === JSON.stringify(want(st.seriesCountByMetricName)), "cardinality: series by metric name");
+    check(JSON.stringify(await rows("by-pair")) === JSON.stringify(want(st.seriesCountByLabelValuePair)), "cardinality: series by label pair");
+    check(JSON.stringify(await rows("values-by-label")) === JSON.stringify(want(st.labelValueCountByLabelName)), "cardinality: values by label");
+    check((await page.locator('#head-stats [data-field="numSeries"]').innerText()) === String(st.headStats.numSeries), "cardinality: series");
+    const st50 = await data("/api/v1/status/tsdb?limit=50");
+    await page.selectOption('select[aria-label="limit"]', "50");
+    await page.waitForFunction((n) => document.querySelectorAll("#by-pair tbody tr").length === n, st50.seriesCountByLabelValuePair.length);
+    check(new URL(page.url()).searchParams.get("limit") === "50", "cardinality: limit in the URL");
+    const href = await page.locator("#by-metric tbody tr a").first().getAttribute("href");
+    check(new URLSearchParams(href.split("?")[1]).get("q") === `count by (job) ({__name__=${JSON.stringify(st.seriesCountByMetricName[0].name)}})`,
+          "cardinality: link to Explore " + href);
+    console.log("ok  cardinality: tables equal /api/v1/status/tsdb, limit, Explore links");
+  }
+
   // GPU fleet: heat map, one row per GPU in the table, the idle GPU flagged.
   await visit("gpus", "/gpus", "#gpu-heat canvas");
   await page.waitForSelector("#gpu-table tr[data-gpu]");
