@@ -335,9 +335,13 @@ MemPostings::Cardinality MemPostings::Stats(std::string_view metric_label, size_
   Cardinality c;
   TopK metrics(limit), values(limit), memory(limit), pairs(limit);
   std::string pair;
-  for (const auto& [name, vm] : m_) {
+  // Plain references, not structured bindings: clang 14 cannot capture those.
+  for (const auto& name_values : m_) {
+    const std::string& name = name_values.first;
     uint64_t n_values = 0, bytes = 0;
-    for (const auto& [value, list] : vm) {
+    for (const auto& value_list : name_values.second) {
+      const std::string& value = value_list.first;
+      const List& list = value_list.second;
       if (list.empty()) continue;
       n_values++;
       bytes += value.size() * list.size();
