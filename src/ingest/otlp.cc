@@ -225,8 +225,9 @@ class OtlpTranslator {
   // target_info for the resource's other attributes, at its first and last point.
   Status EndResource() {
     if (info_.empty() || first_ms_ > last_ms_) return Status::OK();
-    model::Labels labels = Build(info_, "target_info", {});
-    if (labels.empty()) return Status::OK();
+    model::Labels base;
+    if (!BaseLabels(info_, &base)) return Status::OK();
+    const model::Labels labels = Named(base, "target_info", {});
     RETURN_IF_ERROR(Emit(labels, first_ms_, 1));
     if (last_ms_ != first_ms_) RETURN_IF_ERROR(Emit(labels, last_ms_, 1));
     return Status::OK();
@@ -338,12 +339,11 @@ class OtlpTranslator {
         break;
     }
     // Deltas: each series' running total, checked before anything is kept.
+    model::Labels base;
+    if (!BaseLabels(p.attrs, &base)) return Reject(m, 1, "a resource attribute is not valid UTF-8");
     std::vector<model::Labels> labels;
     labels.reserve(out.size());
-    for (const Sample& s : out) {
-      labels.push_back(Build(p.attrs, s.name, s.extra));
-      if (labels.back().empty()) return Reject(m, 1, "a resource attribute is not valid UTF-8");
-    }
+    for (const Sample& s : out) labels.push_back(Named(base, s.name, s.extra));
     if (delta && !stale) {
       if (!b_->delta_lock_.owns_lock()) {
         b_->delta_lock_ = deltas_->Lock();
@@ -372,11 +372,12 @@ class OtlpTranslator {
   };
   static constexpr size_t kMaxExpBuckets = 4096;
 
-  // The series' labels: the point's attributes (names translated, values of
-  // colliding names joined with ";" in key order), job and instance from the
-  // resource, the metric name and `extra`. Empty when a name is invalid.
-  model::Labels Build(const std::vector<Attr>& attrs, const std::string& name,
-                      const std::pair<std::string, std::string>& extra) {
+  // A point's labels but the metric name, built once for all its series:
+  // its attributes (names translated, values of colliding names joined with
+  // ";" in key order), job and instance from the resource. False when a
+  // value is not valid UTF-8 (a resource attribute: points' are checked
+  // with their name).
+  bool BaseLabels(const std::vector<Attr>& attrs, model::Labels* out) {
     sorted_.clear();
     for (const Attr& a : attrs) sorted_.push_back(&a);
     std::sort(sorted_.begin(), sorted_.end(), [](const Attr* x, const Attr* y) { return x->key < y->key; });
@@ -389,15 +390,24 @@ class OtlpTranslator {
     }
     if (!job_.empty()) m["job"] = job_;
     if (!instance_.empty()) m["instance"] = instance_;
-    if (!extra.first.empty()) m[extra.first] = extra.second;
-    m[std::string(model::kMetricName)] = name;
     std::vector<model::Label> v;
     v.reserve(m.size());
     for (auto& [k, val] : m) {
-      if (!IsValidUtf8(val)) return {};  // a resource attribute (points' are checked with their name)
+      if (!IsValidUtf8(val)) return false;
       if (!val.empty()) v.push_back({k, std::move(val)});
     }
-    return model::Labels(std::move(v));
+    *out = model::Labels(std::move(v));
+    return true;
+  }
+
+  // One series of the point: `base` with the metric name and `extra` (le
+  // or quantile, replacing an attribute of that name).
+  static model::Labels Named(const model::Labels& base, const std::string& name,
+                             const std::pair<std::string, std::string>& extra) {
+    model::LabelsBuilder b(base);
+    b.Set(model::kMetricName, name);
+    if (!extra.first.empty()) b.Set(extra.first, extra.second);
+    return b.Build();
   }
 
   Status Emit(const model::Labels& labels, int64_t t, double v) {
@@ -835,6 +845,14 @@ class JsonErr {
   }
 };
 
+// All of `s` read as a T (protobuf's JSON mapping writes 64-bit integers and
+// may write doubles as strings).
+template <typename T>
+bool FromWholeString(const std::string& s, T* out) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
 const Json* Field(const Json& obj, const char* camel, const char* snake) {
   if (!obj.is_object()) return nullptr;
   auto it = obj.find(camel);
@@ -860,11 +878,7 @@ Status U64(const Json* v, const std::string& path, uint64_t* out) {
     *out = static_cast<uint64_t>(v->get<int64_t>());
     return Status::OK();
   }
-  if (v->is_string()) {
-    const std::string& s = v->get_ref<const std::string&>();
-    auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-    if (r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty()) return Status::OK();
-  }
+  if (v->is_string() && FromWholeString(v->get_ref<const std::string&>(), out)) return Status::OK();
   return JsonErr::At(path, "expected an unsigned 64-bit integer (a number or a decimal string)");
 }
 
@@ -874,11 +888,7 @@ Status I64(const Json* v, const std::string& path, int64_t* out) {
     *out = v->get<int64_t>();
     return Status::OK();
   }
-  if (v->is_string()) {
-    const std::string& s = v->get_ref<const std::string&>();
-    auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-    if (r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty()) return Status::OK();
-  }
+  if (v->is_string() && FromWholeString(v->get_ref<const std::string&>(), out)) return Status::OK();
   return JsonErr::At(path, "expected a 64-bit integer (a number or a decimal string)");
 }
 
@@ -893,8 +903,7 @@ Status Double(const Json* v, const std::string& path, double* out) {
     if (s == "NaN") return *out = std::nan(""), Status::OK();
     if (s == "Infinity") return *out = INFINITY, Status::OK();
     if (s == "-Infinity") return *out = -INFINITY, Status::OK();
-    auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-    if (r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty()) return Status::OK();
+    if (FromWholeString(s, out)) return Status::OK();
   }
   return JsonErr::At(path, "expected a number");
 }
