@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/histogram.h"
 #include "model/labels.h"
 #include "model/matcher.h"
 #include "model/sample.h"
@@ -34,6 +35,15 @@ class Appender {
   virtual bool AppendByRef(SeriesRef ref, int64_t t, double v) {
     (void)ref, (void)t, (void)v;
     return false;
+  }
+  // Adds one native-histogram sample, like Append. A series holds floats
+  // and histograms side by side, one value per timestamp. Fails with
+  // kNotSupported where the store keeps no histograms, and with
+  // kInvalidArgument when h.Validate() fails.
+  virtual Result<SeriesRef> AppendHistogram(SeriesRef ref, const model::Labels& labels, int64_t t,
+                                            const model::FloatHistogram& h) {
+    (void)ref, (void)labels, (void)t, (void)h;
+    return Status::NotSupported("native histograms are not stored here");
   }
   // Writes every sample since the last Commit to the WAL and makes it
   // queryable. Returns once the data is durable per the WAL sync policy.
@@ -64,6 +74,17 @@ class SeriesIterator {
   // Advances to the first sample with timestamp >= t (may stay put); false when none.
   virtual bool Seek(int64_t t) = 0;
   virtual model::Sample At() const = 0;
+  // True when the sample at At() is a native histogram (At().v is then
+  // meaningless, At().t valid) and AtHistogram() returns it.
+  virtual bool AtIsHistogram() const { return false; }
+  // The histogram at At(); REQUIRES AtIsHistogram(). Valid until the next
+  // call that moves the iterator.
+  virtual const model::FloatHistogram* AtHistogram() const { return nullptr; }
+  // False when no sample of this iterator is a histogram, so a reader can
+  // keep to At() and AppendUntil (which, when this is true, may only be
+  // used where the caller checks AtIsHistogram first: it copies floats and
+  // stops, returning true, on the first histogram sample before maxt).
+  virtual bool HasHistograms() const { return false; }
   // Appends the sample at At() and those after it with t <= maxt to *out and
   // stops on the first one after maxt (At() then returns it). False when the
   // samples ran out or on error, like Next(). REQUIRES: the iterator is on a
