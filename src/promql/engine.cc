@@ -152,11 +152,12 @@ Result<QueryResult> Exec(const EngineOptions& opts, storage::Queryable& db, std:
         es.labels = std::move(rs.labels);
         es.drop_name = rs.drop_name;
         for (const auto& s : rs.samples) es.points.push_back({s.t, s.v});
+        es.hpoints = std::move(rs.hsamples);
         tmp.push_back(std::move(es));
       }
       FinalizeNames(&tmp);
       res.type = ValueType::kMatrix;
-      for (auto& s : tmp) res.matrix.push_back({std::move(s.labels), std::move(s.points)});
+      for (auto& s : tmp) res.matrix.push_back({std::move(s.labels), std::move(s.points), std::move(s.hpoints)});
       SortSeries(&res.matrix);
     } else {
       StepRange r{start, instant ? start : end, instant ? 1 : step};
@@ -193,12 +194,15 @@ Result<QueryResult> Exec(const EngineOptions& opts, storage::Queryable& db, std:
             MergeSameLabels(&check);
             res.type = ValueType::kVector;
             for (auto& s : v.series) {
-              for (const auto& p : s.points) res.vector.push_back({s.labels, p.t, p.v});
+              for (const auto& p : s.points) res.vector.push_back({s.labels, p.t, p.v, nullptr});
+              for (const auto& p : s.hpoints) res.vector.push_back({s.labels, p.t, 0, p.h});
             }
           } else {
             FinalizeNames(&v.series);
             res.type = ValueType::kMatrix;
-            for (auto& s : v.series) res.matrix.push_back({std::move(s.labels), std::move(s.points)});
+            for (auto& s : v.series) {
+              res.matrix.push_back({std::move(s.labels), std::move(s.points), std::move(s.hpoints)});
+            }
             SortSeries(&res.matrix);
           }
       }

@@ -3,11 +3,13 @@
 // directly). Thread-safe: one Engine serves concurrent queries.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "model/histogram.h"
 #include "model/labels.h"
 #include "storage/storage.h"
 
@@ -20,17 +22,29 @@ struct Point {
   double v = 0;
 };
 
-// One element of an instant vector.
+// A native histogram value. Shared, never modified once made: a selector
+// hands the same histogram to every step that looks back to it.
+using HistogramPtr = std::shared_ptr<const model::FloatHistogram>;
+
+struct HPoint {
+  int64_t t = 0;  // ms
+  HistogramPtr h;
+};
+
+// One element of an instant vector: a float, or a histogram when h is set.
 struct VectorSample {
   model::Labels labels;
   int64_t t = 0;
   double v = 0;
+  HistogramPtr h;
 };
 
-// One series of a range-query result or a range vector.
+// One series of a range-query result or a range vector: float points and
+// histogram points, each list in increasing time, never both at one time.
 struct SeriesPoints {
   model::Labels labels;
   std::vector<Point> points;
+  std::vector<HPoint> hpoints;
 };
 
 struct QueryResult {

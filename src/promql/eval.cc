@@ -67,26 +67,53 @@ model::Labels DropMetricName(const model::Labels& l) {
   return model::Labels(std::move(out));
 }
 
+namespace {
+// Merges two lists sorted by t; a timestamp in both is an error.
+template <typename P>
+void MergeByTime(std::vector<P>* dst, std::vector<P>* src) {
+  if (src->empty()) return;
+  std::vector<P> merged;
+  merged.reserve(dst->size() + src->size());
+  size_t a = 0, b = 0;
+  while (a < dst->size() || b < src->size()) {
+    if (b >= src->size() || (a < dst->size() && (*dst)[a].t < (*src)[b].t)) {
+      merged.push_back(std::move((*dst)[a++]));
+    } else if (a >= dst->size() || (*src)[b].t < (*dst)[a].t) {
+      merged.push_back(std::move((*src)[b++]));
+    } else {
+      ThrowEval("vector cannot contain metrics with the same labelset");
+    }
+  }
+  *dst = std::move(merged);
+}
+
+// True when a float point and a histogram point share a timestamp.
+bool FloatAndHistogramCollide(const std::vector<Point>& f, const std::vector<HPoint>& h) {
+  size_t a = 0, b = 0;
+  while (a < f.size() && b < h.size()) {
+    if (f[a].t == h[b].t) return true;
+    if (f[a].t < h[b].t) {
+      ++a;
+    } else {
+      ++b;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 void MergeSameLabels(SeriesList* s) {
   std::stable_sort(s->begin(), s->end(), [](const EvalSeries& a, const EvalSeries& b) { return a.labels < b.labels; });
   size_t out = 0;
   for (size_t i = 0; i < s->size(); ++i) {
     if (out > 0 && (*s)[out - 1].labels == (*s)[i].labels) {
-      auto& dst = (*s)[out - 1].points;
-      auto& src = (*s)[i].points;
-      std::vector<Point> merged;
-      merged.reserve(dst.size() + src.size());
-      size_t a = 0, b = 0;
-      while (a < dst.size() || b < src.size()) {
-        if (b >= src.size() || (a < dst.size() && dst[a].t < src[b].t)) {
-          merged.push_back(dst[a++]);
-        } else if (a >= dst.size() || src[b].t < dst[a].t) {
-          merged.push_back(src[b++]);
-        } else {
-          ThrowEval("vector cannot contain metrics with the same labelset");
-        }
+      EvalSeries& dst = (*s)[out - 1];
+      EvalSeries& src = (*s)[i];
+      MergeByTime(&dst.points, &src.points);
+      MergeByTime(&dst.hpoints, &src.hpoints);
+      if (!dst.hpoints.empty() && FloatAndHistogramCollide(dst.points, dst.hpoints)) {
+        ThrowEval("vector cannot contain metrics with the same labelset");
       }
-      dst = std::move(merged);
       continue;
     }
     if (out != i) (*s)[out] = std::move((*s)[i]);
@@ -143,7 +170,7 @@ namespace {
 int64_t CountPoints(const Value& v) {
   if (v.type == Type::kScalar) return static_cast<int64_t>(v.scalar.size());
   int64_t n = 0;
-  for (const auto& s : v.series) n += static_cast<int64_t>(s.points.size());
+  for (const auto& s : v.series) n += static_cast<int64_t>(s.points.size() + s.hpoints.size());
   return n;
 }
 }  // namespace
@@ -179,6 +206,7 @@ Value Evaluator::EvalNode(const Expr& e, const StepRange& r) {
       } else {
         for (auto& s : out.series) {
           for (auto& p : s.points) p.v = -p.v;
+          for (auto& p : s.hpoints) p.h = NegateHistogram(*p.h);
           s.drop_name = true;
         }
       }
@@ -218,6 +246,14 @@ void WarnIfInvalidQuantile(Evaluator& ev, double q, const parser::Expr& param) {
   ev.Warn("quantile value should be between 0 and 1, got " + FormatFloat(q), param);
 }
 
+bool IsStaleHistogram(const model::FloatHistogram& h) { return model::IsStaleNaN(h.sum); }
+
+HistogramPtr NegateHistogram(const model::FloatHistogram& h) {
+  auto n = std::make_shared<model::FloatHistogram>(h);
+  n->Mul(-1);
+  return n;
+}
+
 void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb) {
   storage::SelectHints hints;
   hints.start = mint;
@@ -225,32 +261,41 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
   auto set = querier_->Select(false, hints, vs.matchers);
   std::vector<model::Sample> buf;
   std::vector<int64_t> st_buf;
+  std::vector<HPoint> hbuf;
   while (set->Next()) {
     CheckDeadline();
     const storage::Series& s = set->At();
     buf.clear();
     st_buf.clear();
+    hbuf.clear();
     auto it = s.Iterator();
     if (it->Seek(mint)) {
-      if (!it->HasST()) {
+      if (!it->HasST() && !it->HasHistograms()) {
         it->AppendUntil(maxt, &buf);
         if (!keep_stale) std::erase_if(buf, [](const model::Sample& x) { return model::IsStaleNaN(x.v); });
       } else {
+        const bool has_st = it->HasST();
         do {
           model::Sample smp = it->At();
           if (smp.t > maxt) break;
+          if (it->AtIsHistogram()) {
+            const model::FloatHistogram* h = it->AtHistogram();
+            if (!keep_stale && IsStaleHistogram(*h)) continue;
+            hbuf.push_back({smp.t, std::make_shared<model::FloatHistogram>(*h)});
+            continue;
+          }
           if (!keep_stale && model::IsStaleNaN(smp.v)) continue;
           buf.push_back(smp);
-          st_buf.push_back(it->AtST());
+          if (has_st) st_buf.push_back(it->AtST());
         } while (it->Next());
         // A series whose samples in range carry no start timestamp reads as one without.
         if (std::all_of(st_buf.begin(), st_buf.end(), [](int64_t x) { return x == 0; })) st_buf.clear();
       }
     }
     if (Status st = it->Err(); !st.ok()) ThrowEval(st);
-    int64_t n = static_cast<int64_t>(buf.size());
+    int64_t n = static_cast<int64_t>(buf.size() + hbuf.size());
     AddSamples(n);
-    cb(s.labels(), false, buf, st_buf);
+    cb(s.labels(), false, buf, st_buf, hbuf);
     ReleaseSamples(n);
   }
   if (Status st = set->Err(); !st.ok()) ThrowEval(st);
@@ -268,7 +313,8 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, Sele
     // The value at each step is interpolated between the samples around it
     // (a start timestamp is not: it is the selected sample's).
     SelectRaw(e, first_ref - lookback + 1, last_ref + lookback - 1, false,
-              [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>&) {
+              [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>&,
+                  std::vector<HPoint>&) {
                 EvalSeries es;
                 for (size_t i = 0; i < steps; ++i) {
                   int64_t t = r.At(i);
@@ -292,14 +338,28 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, Sele
     return out;
   }
   SelectRaw(e, first_ref - lookback + 1, last_ref, true,
-            [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>& st) {
-    if (smp.empty()) return;
+            [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>& st,
+                std::vector<HPoint>& hs) {
+    if (smp.empty() && hs.empty()) return;
     EvalSeries es;
-    size_t j = 0;
+    size_t j = 0, k = 0;
     for (size_t i = 0; i < steps; ++i) {
       int64_t t = r.At(i);
       int64_t ref = (has_at ? e.at_ms : t) - e.offset_ms;
       while (j < smp.size() && smp[j].t <= ref) ++j;
+      while (k < hs.size() && hs[k].t <= ref) ++k;
+      // The newest sample at or before ref, of either kind.
+      const bool hist = k > 0 && (j == 0 || hs[k - 1].t > smp[j - 1].t);
+      if (hist) {
+        const HPoint& h = hs[k - 1];
+        if (h.t <= ref - lookback || IsStaleHistogram(*h.h)) continue;
+        if (what == SelectorValue::kValue) {
+          es.hpoints.push_back({t, h.h});
+        } else {
+          es.points.push_back({t, what == SelectorValue::kTimestamp ? static_cast<double>(h.t) / 1000.0 : 0});
+        }
+        continue;
+      }
       if (j == 0) continue;
       const model::Sample& s = smp[j - 1];
       if (s.t <= ref - lookback || model::IsStaleNaN(s.v)) continue;
@@ -309,7 +369,7 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, Sele
       if (what == SelectorValue::kStartTimestamp) v = st.empty() ? 0 : static_cast<double>(st[j - 1]) / 1000.0;
       es.points.push_back({t, v});
     }
-    if (!es.points.empty()) {
+    if (!es.points.empty() || !es.hpoints.empty()) {
       es.labels = l;
       out.push_back(std::move(es));
     }
@@ -344,7 +404,7 @@ Evaluator::WindowSpec Evaluator::ForEachRangeSeries(const Expr& arg0, const Step
   const std::vector<int64_t> no_st;
   for (auto& s : raw) {
     CheckDeadline();
-    cb(s.labels, s.drop_name, s.samples, no_st);
+    cb(s.labels, s.drop_name, s.samples, no_st, s.hsamples);
   }
   return spec;
 }
@@ -371,6 +431,7 @@ std::vector<RawSeries> Evaluator::EvalSubqueryRaw(const Expr& sq, int64_t min_re
     rs.drop_name = s.drop_name;
     rs.samples.reserve(s.points.size());
     for (const auto& p : s.points) rs.samples.push_back({p.t, p.v});
+    rs.hsamples = std::move(s.hpoints);
     out.push_back(std::move(rs));
   }
   return out;
@@ -381,23 +442,22 @@ std::vector<RawSeries> Evaluator::EvalMatrixAt(const Expr& e, int64_t t) {
   std::vector<RawSeries> out;
   WindowSpec spec;
   spec = ForEachRangeSeries(e, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp,
-                                      const std::vector<int64_t>&) {
+                                      const std::vector<int64_t>&, std::vector<HPoint>& hs) {
     // Window filtering happens below once the spec is known; keep all.
     RawSeries rs;
     rs.labels = l;
     rs.drop_name = drop;
     rs.samples = smp;
+    rs.hsamples = hs;
     out.push_back(std::move(rs));
   });
   int64_t ref = spec.Ref(t);
+  auto in_window = [&](int64_t x) { return x > ref - spec.range_ms && x <= ref; };
   std::vector<RawSeries> kept;
   for (auto& s : out) {
-    std::vector<model::Sample> w;
-    for (const auto& smp : s.samples) {
-      if (smp.t > ref - spec.range_ms && smp.t <= ref) w.push_back(smp);
-    }
-    if (w.empty()) continue;
-    s.samples = std::move(w);
+    std::erase_if(s.samples, [&](const model::Sample& x) { return !in_window(x.t); });
+    std::erase_if(s.hsamples, [&](const HPoint& x) { return !in_window(x.t); });
+    if (s.samples.empty() && s.hsamples.empty()) continue;
     kept.push_back(std::move(s));
   }
   return kept;

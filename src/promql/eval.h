@@ -31,8 +31,9 @@ struct EvalError {
 
 struct EvalSeries {
   model::Labels labels;
-  std::vector<Point> points;  // increasing t, each a step timestamp
-  bool drop_name = false;     // delayed __name__ removal
+  std::vector<Point> points;    // increasing t, each a step timestamp
+  std::vector<HPoint> hpoints;  // the same for histogram values; never a step of `points`
+  bool drop_name = false;       // delayed __name__ removal
 };
 using SeriesList = std::vector<EvalSeries>;
 
@@ -40,6 +41,7 @@ using SeriesList = std::vector<EvalSeries>;
 struct RawSeries {
   model::Labels labels;
   std::vector<model::Sample> samples;
+  std::vector<HPoint> hsamples;  // histogram samples, increasing t
   bool drop_name = false;
 };
 
@@ -82,8 +84,10 @@ class Evaluator {
   };
   // `st` is empty, or holds each sample's start timestamp (0 = unknown).
   // Subquery points carry none: a subquery cuts start timestamps off.
+  // `hs` holds the series' histogram samples (the float ones are in
+  // `samples`; a timestamp is in at most one of them).
   using RawCallback = std::function<void(const model::Labels&, bool drop_name, std::vector<model::Sample>& samples,
-                                         const std::vector<int64_t>& st)>;
+                                         const std::vector<int64_t>& st, std::vector<HPoint>& hs)>;
   // Streams every series of a matrix selector or subquery with all samples
   // any step of `r` needs (stale markers removed), one series at a time.
   WindowSpec ForEachRangeSeries(const parser::Expr& matrix_arg, const StepRange& r, const RawCallback& cb);
@@ -169,6 +173,10 @@ void FinalizeNames(SeriesList* s);
 const parser::Expr& Unparen(const parser::Expr& e);
 // Prometheus's warning for a quantile outside [0, 1] (or NaN), at `param`.
 void WarnIfInvalidQuantile(Evaluator& ev, double q, const parser::Expr& param);
+// A histogram sample that is a staleness marker (its sum is StaleNaN).
+bool IsStaleHistogram(const model::FloatHistogram& h);
+// -h, a new histogram.
+HistogramPtr NegateHistogram(const model::FloatHistogram& h);
 // Scalar value as a dense vector over steps.
 std::vector<double> ScalarArg(Evaluator& ev, const parser::Expr& e, const StepRange& r);
 

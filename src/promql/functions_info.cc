@@ -134,7 +134,8 @@ Value EvalInfo(Evaluator& ev, const Expr& e, const StepRange& r) {
     Expr vs(NodeKind::kVectorSelector);
     vs.matchers = select;
     ev.SelectRaw(vs, min_ref - lookback + 1, max_ref, true,
-                 [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>&) {
+                 [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>&,
+                     std::vector<HPoint>&) {
                    for (size_t k = 0; k < std::size(kIdentifying); ++k) {
                      std::string_view v = l.Get(kIdentifying[k]);
                      if (!v.empty() && id_values[k].count(std::string(v)) == 0) return;
@@ -170,8 +171,9 @@ Value EvalInfo(Evaluator& ev, const Expr& e, const StepRange& r) {
   // Output series by (labels, drop_name); the last step written guards
   // against two inputs producing the same labels at one step.
   std::map<std::pair<model::Labels, bool>, size_t> index;
-  std::vector<int64_t> last_t;
-  auto emit = [&](model::Labels l, bool drop, const Point& p) {
+  std::vector<int64_t> last_t, last_ht;
+  // Adds the float point p, or the histogram point hp when p is null.
+  auto emit = [&](model::Labels l, bool drop, const Point* p, const HPoint* hp) {
     auto [it, inserted] = index.try_emplace({l, drop}, out.series.size());
     if (inserted) {
       EvalSeries es;
@@ -179,18 +181,26 @@ Value EvalInfo(Evaluator& ev, const Expr& e, const StepRange& r) {
       es.drop_name = drop;
       out.series.push_back(std::move(es));
       last_t.push_back(INT64_MIN);
+      last_ht.push_back(INT64_MIN);
     }
     size_t o = it->second;
-    if (last_t[o] == p.t) ThrowEval("vector cannot contain metrics with the same labelset");
-    last_t[o] = p.t;
-    out.series[o].points.push_back(p);
+    int64_t& last = p != nullptr ? last_t[o] : last_ht[o];
+    int64_t t = p != nullptr ? p->t : hp->t;
+    if (last == t) ThrowEval("vector cannot contain metrics with the same labelset");
+    last = t;
+    if (p != nullptr) {
+      out.series[o].points.push_back(*p);
+    } else {
+      out.series[o].hpoints.push_back(*hp);
+    }
   };
 
   for (size_t i = 0; i < base.series.size(); ++i) {
     ev.CheckDeadline();
     const auto& s = base.series[i];
     if (ignored[i]) {
-      for (const auto& p : s.points) emit(s.labels, s.drop_name, p);
+      for (const auto& p : s.points) emit(s.labels, s.drop_name, &p, nullptr);
+      for (const auto& hp : s.hpoints) emit(s.labels, s.drop_name, nullptr, &hp);
       continue;
     }
     // Info series sharing this series' identifying labels.
@@ -207,8 +217,8 @@ Value EvalInfo(Evaluator& ev, const Expr& e, const StepRange& r) {
       }
       if (ok && shares) cands.push_back(&is);
     }
-    for (const auto& p : s.points) {
-      size_t step = r.Index(p.t);
+    auto each_point = [&](const Point* p, const HPoint* hp) {
+      size_t step = r.Index(p != nullptr ? p->t : hp->t);
       // Newest sample per info metric name.
       std::map<std::string_view, const InfoSeries*> chosen;
       for (const InfoSeries* is : cands) {
@@ -235,15 +245,17 @@ Value EvalInfo(Evaluator& ev, const Expr& e, const StepRange& r) {
           add[l.name] = l.value;
         }
       }
-      if (chosen.empty() && drop_unmatched) continue;
+      if (chosen.empty() && drop_unmatched) return;
       if (add.empty()) {
-        emit(s.labels, s.drop_name, p);
-        continue;
+        emit(s.labels, s.drop_name, p, hp);
+        return;
       }
       model::LabelsBuilder b(s.labels);
       for (const auto& [n, v] : add) b.Set(n, v);
-      emit(b.Build(), s.drop_name, p);
-    }
+      emit(b.Build(), s.drop_name, p, hp);
+    };
+    for (const auto& p : s.points) each_point(&p, nullptr);
+    for (const auto& hp : s.hpoints) each_point(nullptr, &hp);
   }
   return out;
 }

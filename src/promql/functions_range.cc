@@ -533,7 +533,8 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
   const bool reads_st = counter || def.fn == Irate || def.fn == Resets;
   std::string last_name_checked;
   ev.ForEachRangeSeries(arg, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp,
-                                    const std::vector<int64_t>& st) {
+                                    const std::vector<int64_t>& st, std::vector<HPoint>& hs) {
+    (void)hs;  // histogram samples: range functions over them come next
     if (smp.empty()) return;
     vals.clear();
     const int64_t* st_data = reads_st && !st.empty() && mod == parser::RangeMod::kNone ? st.data() : nullptr;

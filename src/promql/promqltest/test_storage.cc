@@ -1,25 +1,39 @@
 #include "promql/promqltest/test_storage.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "storage/merge.h"
 
 namespace trainwatch::promql::promqltest {
 
-void TestStorage::Add(const model::Labels& l, int64_t t, double v, int64_t st) {
-  Data& d = series_[l];
+namespace {
+
+void Put(TestStorage::Data& d, int64_t t, double v, std::shared_ptr<const model::FloatHistogram> h, int64_t st) {
   auto it = std::lower_bound(d.samples.begin(), d.samples.end(), t,
                              [](const model::Sample& a, int64_t t2) { return a.t < t2; });
   size_t i = static_cast<size_t>(it - d.samples.begin());
+  d.has_st = d.has_st || st != 0;
+  d.has_hist = d.has_hist || h != nullptr;
   if (it != d.samples.end() && it->t == t) {
     it->v = v;
     d.st[i] = st;
-  } else {
-    d.samples.insert(it, {t, v});
-    d.st.insert(d.st.begin() + static_cast<std::ptrdiff_t>(i), st);
+    d.hist[i] = std::move(h);
+    return;
   }
-  d.has_st = d.has_st || st != 0;
+  d.samples.insert(it, {t, v});
+  d.st.insert(d.st.begin() + static_cast<std::ptrdiff_t>(i), st);
+  d.hist.insert(d.hist.begin() + static_cast<std::ptrdiff_t>(i), std::move(h));
+}
+
+}  // namespace
+
+void TestStorage::Add(const model::Labels& l, int64_t t, double v, int64_t st) { Put(series_[l], t, v, nullptr, st); }
+
+void TestStorage::AddHistogram(const model::Labels& l, int64_t t, std::shared_ptr<const model::FloatHistogram> h,
+                               int64_t st) {
+  Put(series_[l], t, 0, std::move(h), st);
 }
 
 namespace {
@@ -30,6 +44,43 @@ bool MatchesAll(const model::Labels& l, const model::Matchers& ms) {
   }
   return true;
 }
+
+// One selected series: its samples in the querier's range, copied.
+class TestSeries : public storage::Series {
+ public:
+  TestSeries(model::Labels l, std::vector<model::Sample> s, std::vector<int64_t> st,
+             std::vector<std::shared_ptr<const model::FloatHistogram>> h)
+      : labels_(std::move(l)), samples_(std::move(s)), st_(std::move(st)), hist_(std::move(h)) {}
+  const model::Labels& labels() const override { return labels_; }
+  std::unique_ptr<storage::SeriesIterator> Iterator() const override { return std::make_unique<It>(this); }
+
+ private:
+  class It : public storage::SeriesIterator {
+   public:
+    explicit It(const TestSeries* s) : s_(s) {}
+    bool Next() override { return ++i_ < s_->samples_.size(); }
+    bool Seek(int64_t t) override {
+      if (i_ == SIZE_MAX) i_ = 0;
+      while (i_ < s_->samples_.size() && s_->samples_[i_].t < t) ++i_;
+      return i_ < s_->samples_.size();
+    }
+    model::Sample At() const override { return s_->samples_[i_]; }
+    bool AtIsHistogram() const override { return !s_->hist_.empty() && s_->hist_[i_] != nullptr; }
+    const model::FloatHistogram* AtHistogram() const override { return s_->hist_[i_].get(); }
+    bool HasHistograms() const override { return !s_->hist_.empty(); }
+    int64_t AtST() const override { return s_->st_.empty() ? 0 : s_->st_[i_]; }
+    bool HasST() const override { return !s_->st_.empty(); }
+    Status Err() const override { return Status::OK(); }
+
+   private:
+    const TestSeries* s_;
+    size_t i_ = SIZE_MAX;  // before the first sample
+  };
+  model::Labels labels_;
+  std::vector<model::Sample> samples_;
+  std::vector<int64_t> st_;                                      // empty: none
+  std::vector<std::shared_ptr<const model::FloatHistogram>> hist_;  // empty: no histograms
+};
 
 class TestQuerier : public storage::Querier {
  public:
@@ -42,13 +93,15 @@ class TestQuerier : public storage::Querier {
       if (!MatchesAll(l, matchers)) continue;
       std::vector<model::Sample> sel;
       std::vector<int64_t> st;
+      std::vector<std::shared_ptr<const model::FloatHistogram>> hist;
       for (size_t i = 0; i < d.samples.size(); ++i) {
         if (d.samples[i].t < lo || d.samples[i].t > hi) continue;
         sel.push_back(d.samples[i]);
         if (d.has_st) st.push_back(d.st[i]);
+        if (d.has_hist) hist.push_back(d.hist[i]);
       }
       if (sel.empty()) continue;
-      out.push_back(std::make_shared<storage::ListSeries>(l, std::move(sel), std::move(st)));
+      out.push_back(std::make_shared<TestSeries>(l, std::move(sel), std::move(st), std::move(hist)));
     }
     return storage::ListSeriesSet(std::move(out));
   }
