@@ -53,6 +53,42 @@ void AppendPoint(std::string* out, int64_t t, double v) {
   out->append("\"]");
 }
 
+// A native histogram as Prometheus's API writes it: count, sum and every
+// non-empty bucket as [boundary rule, lower, upper, count], the rule 0 for
+// (lower, upper], 1 for [lower, upper), 2 for (lower, upper), 3 for [lower, upper].
+void AppendHistogram(std::string* out, const model::FloatHistogram& h) {
+  out->append("{\"count\":\"");
+  AppendPromFloat(out, h.count);
+  out->append("\",\"sum\":\"");
+  AppendPromFloat(out, h.sum);
+  out->append("\"");
+  bool first = true;
+  for (const model::Bucket& b : h.AllBuckets()) {
+    if (b.count == 0) continue;
+    out->append(first ? ",\"buckets\":[[" : ",[");
+    first = false;
+    int rule = b.lower_inclusive ? (b.upper_inclusive ? 3 : 1) : (b.upper_inclusive ? 0 : 2);
+    out->push_back(static_cast<char>('0' + rule));
+    out->append(",\"");
+    AppendPromFloat(out, b.lower);
+    out->append("\",\"");
+    AppendPromFloat(out, b.upper);
+    out->append("\",\"");
+    AppendPromFloat(out, b.count);
+    out->append("\"]");
+  }
+  if (!first) out->push_back(']');
+  out->push_back('}');
+}
+
+void AppendHistogramPoint(std::string* out, int64_t t, const model::FloatHistogram& h) {
+  out->push_back('[');
+  AppendPromTimestamp(out, t);
+  out->push_back(',');
+  AppendHistogram(out, h);
+  out->push_back(']');
+}
+
 std::string ResultJson(const promql::QueryResult& r) {
   std::string out = "{\"status\":\"success\",\"data\":{\"resultType\":";
   switch (r.type) {
@@ -73,8 +109,13 @@ std::string ResultJson(const promql::QueryResult& r) {
         if (i) out += ',';
         out += "{\"metric\":";
         AppendLabelsJson(&out, r.vector[i].labels);
-        out += ",\"value\":";
-        AppendPoint(&out, r.vector[i].t, r.vector[i].v);
+        if (r.vector[i].h != nullptr) {
+          out += ",\"histogram\":";
+          AppendHistogramPoint(&out, r.vector[i].t, *r.vector[i].h);
+        } else {
+          out += ",\"value\":";
+          AppendPoint(&out, r.vector[i].t, r.vector[i].v);
+        }
         out += '}';
       }
       out += ']';
@@ -85,13 +126,27 @@ std::string ResultJson(const promql::QueryResult& r) {
         if (i) out += ',';
         out += "{\"metric\":";
         AppendLabelsJson(&out, r.matrix[i].labels);
-        out += ",\"values\":[";
+        // "values" and "histograms", each only when it has points (as
+        // Prometheus's API writes a series).
         const auto& pts = r.matrix[i].points;
-        for (size_t j = 0; j < pts.size(); j++) {
-          if (j) out += ',';
-          AppendPoint(&out, pts[j].t, pts[j].v);
+        const auto& hpts = r.matrix[i].hpoints;
+        if (!pts.empty() || hpts.empty()) {
+          out += ",\"values\":[";
+          for (size_t j = 0; j < pts.size(); j++) {
+            if (j) out += ',';
+            AppendPoint(&out, pts[j].t, pts[j].v);
+          }
+          out += ']';
         }
-        out += "]}";
+        if (!hpts.empty()) {
+          out += ",\"histograms\":[";
+          for (size_t j = 0; j < hpts.size(); j++) {
+            if (j) out += ',';
+            AppendHistogramPoint(&out, hpts[j].t, *hpts[j].h);
+          }
+          out += ']';
+        }
+        out += '}';
       }
       out += ']';
       break;

@@ -318,10 +318,11 @@ class KSelection {
     if (op_ == AggOp::kLimitRatio) offset_ = static_cast<double>(PrometheusLabelsHash(labels)) / 18446744073709551615.0;
   }
 
-  // REQUIRES: group < groups().
-  void Offer(size_t group, size_t step, double v) {
+  // REQUIRES: group < groups(). A histogram (h set, limitk and limit_ratio
+  // only) is kept or not like a float.
+  void Offer(size_t group, size_t step, double v, const HistogramPtr& h = nullptr) {
     std::vector<Entry>& c = cells_[group * steps_ + step];
-    const Entry e{v, id_};
+    const Entry e{v, id_, h};
     if (op_ == AggOp::kLimitRatio) {
       double ratio = ratio_[step];
       if ((ratio >= 0 && offset_ < ratio) || (ratio < 0 && offset_ >= 1.0 + ratio)) Keep(c, e);
@@ -343,8 +344,9 @@ class KSelection {
   // Whether the series begun last holds a place in some cell.
   bool Placed() const { return placed_; }
 
-  // Calls emit(id, points) once per series that holds a place: for an instant
-  // query by group and then rank, otherwise by id, points in step order.
+  // Calls emit(id, points, hpoints) once per series that holds a place: for
+  // an instant query by group and then rank, otherwise by id, points in step
+  // order.
   template <typename Fn>
   void Emit(const StepRange& r, Fn&& emit) {
     if (cells_.empty()) return;
@@ -352,18 +354,33 @@ class KSelection {
     if (steps_ == 1) {
       for (std::vector<Entry>& c : cells_) {
         if (ranked) std::sort(c.begin(), c.end(), RanksBefore());
-        for (const Entry& e : c) emit(e.id, std::vector<Point>{{r.At(0), e.v}});
+        for (const Entry& e : c) {
+          if (e.h != nullptr) {
+            emit(e.id, std::vector<Point>{}, std::vector<HPoint>{{r.At(0), e.h}});
+          } else {
+            emit(e.id, std::vector<Point>{{r.At(0), e.v}}, std::vector<HPoint>{});
+          }
+        }
       }
       return;
     }
     std::vector<std::vector<Point>> points(static_cast<size_t>(max_id_) + 1);
+    std::vector<std::vector<HPoint>> hpoints(points.size());
     for (size_t s = 0; s < steps_; ++s) {
       for (size_t g = 0; g < groups(); ++g) {
-        for (const Entry& e : cells_[g * steps_ + s]) points[e.id].push_back({r.At(s), e.v});
+        for (const Entry& e : cells_[g * steps_ + s]) {
+          if (e.h != nullptr) {
+            hpoints[e.id].push_back({r.At(s), e.h});
+          } else {
+            points[e.id].push_back({r.At(s), e.v});
+          }
+        }
       }
     }
     for (size_t id = 0; id < points.size(); ++id) {
-      if (!points[id].empty()) emit(static_cast<uint32_t>(id), std::move(points[id]));
+      if (!points[id].empty() || !hpoints[id].empty()) {
+        emit(static_cast<uint32_t>(id), std::move(points[id]), std::move(hpoints[id]));
+      }
     }
   }
 
@@ -371,6 +388,7 @@ class KSelection {
   struct Entry {
     double v;
     uint32_t id;
+    HistogramPtr h;  // limitk / limit_ratio: a histogram value
   };
   // topk: larger first, NaN last; bottomk: smaller first, NaN last.
   static bool Better(bool top, double a, double b) {
@@ -405,6 +423,171 @@ class KSelection {
   uint32_t max_id_ = 0;   // largest id that placed
   double offset_ = 0;     // limit_ratio: its hash in [0, 1]
 };
+
+// sum and avg over series that hold native histograms, as Prometheus: per
+// group and step, floats and histograms are summed apart (histograms with
+// Kahan compensation; avg switches to an incremental mean when the sum
+// would overflow), and a group that mixed both yields nothing but a warning.
+class HistogramSumAvg {
+ public:
+  HistogramSumAvg(Evaluator& ev, const Expr& e, size_t cells) : ev_(ev), e_(e), avg_(e.agg == AggOp::kAvg), cells_(cells) {}
+
+  void AddFloat(size_t cell, double f) {
+    Cell& c = cells_[cell];
+    Acc& a = c.floats;
+    if (!c.seen) {
+      c.seen = true;
+      c.count = 1;
+    } else {
+      if (c.incompatible) return;
+      c.count++;
+    }
+    c.has_float = true;
+    AccAdd(e_.agg, a, f);
+  }
+
+  void AddHistogram(size_t cell, const model::FloatHistogram& h, std::string_view metric) {
+    Cell& c = cells_[cell];
+    if (!c.seen) {
+      c.seen = true;
+      c.count = 1;
+      c.has_hist = true;
+      c.value = h;
+      c.value_set = true;
+      NoteHint(c, h);
+      return;
+    }
+    if (c.incompatible) return;
+    c.count++;
+    c.has_hist = true;
+    if (!c.value_set) return;  // floats came first: the group is void anyway
+    NoteHint(c, h);
+    if (!avg_) {
+      Kahan(c, &c.value, h, metric);
+      return;
+    }
+    if (!c.incremental) {
+      model::FloatHistogram v = c.value;
+      model::FloatHistogram comp = c.c;
+      bool had_c = c.has_c;
+      auto r = v.KahanAdd(h, &comp);
+      if (!r.ok()) {
+        Incompatible(c, metric);
+        return;
+      }
+      if (r->nhcb_bounds_reconciled) ReconciledInfo();
+      if (!v.HasOverflow()) {
+        c.value = std::move(v);
+        c.c = std::move(comp);
+        c.has_c = true;
+        return;
+      }
+      c.incremental = true;
+      c.mean = c.value;
+      c.mean.Div(c.count - 1);
+      if (had_c) c.c.Div(c.count - 1);
+    }
+    double q = (c.count - 1) / c.count;
+    if (c.has_c) c.c.Mul(q);
+    model::FloatHistogram add = h;
+    add.Div(c.count);
+    c.mean.Mul(q);
+    Kahan(c, &c.mean, add, metric);
+  }
+
+  // Appends the group's series to out (g: group, labels from `groups`).
+  void Emit(GroupIndex& groups, const StepRange& r, Value* out) {
+    size_t steps = r.Steps();
+    std::vector<model::Labels>& group_labels = groups.labels();
+    for (size_t g = 0; g < group_labels.size(); ++g) {
+      EvalSeries es;
+      for (size_t s = 0; s < steps; ++s) {
+        Cell& c = cells_[g * steps + s];
+        if (!c.seen) continue;
+        if (c.has_float && c.has_hist) {
+          ev_.Warn("encountered a mix of histograms and floats for aggregation", *e_.args[0]);
+          continue;
+        }
+        if (c.incompatible) continue;
+        if (c.has_float) {
+          es.points.push_back({r.At(s), AccResult(e_.agg, c.floats)});
+          continue;
+        }
+        model::FloatHistogram v;
+        if (avg_ && c.incremental) {
+          v = std::move(c.mean);
+          if (c.has_c) (void)v.Add(c.c);
+        } else {
+          v = std::move(c.value);
+          if (avg_) {
+            v.Div(c.count);
+            if (c.has_c) c.c.Div(c.count);
+          }
+          if (c.has_c) (void)v.Add(c.c);
+        }
+        v.Compact(0);
+        if (c.reset_seen && c.not_reset_seen) {
+          ev_.Warn("conflicting counter resets during histogram aggregation", *e_.args[0]);
+        }
+        es.hpoints.push_back({r.At(s), std::make_shared<model::FloatHistogram>(std::move(v))});
+      }
+      if (es.points.empty() && es.hpoints.empty()) continue;
+      es.labels = std::move(group_labels[g]);
+      es.drop_name = groups.drop_name(g);
+      out->series.push_back(std::move(es));
+    }
+  }
+
+ private:
+  struct Cell {
+    Acc floats;
+    model::FloatHistogram value;  // sum (avg: the direct sum)
+    model::FloatHistogram c;      // Kahan compensation, valid when has_c
+    model::FloatHistogram mean;   // avg's incremental mean
+    double count = 0;             // samples of either kind (avg's divisor)
+    bool seen = false, value_set = false, has_float = false, has_hist = false, has_c = false;
+    bool incremental = false, incompatible = false, reset_seen = false, not_reset_seen = false;
+  };
+
+  static void NoteHint(Cell& c, const model::FloatHistogram& h) {
+    if (h.counter_reset_hint == model::CounterResetHint::kCounterReset) c.reset_seen = true;
+    if (h.counter_reset_hint == model::CounterResetHint::kNotCounterReset) c.not_reset_seen = true;
+  }
+  void Kahan(Cell& c, model::FloatHistogram* into, const model::FloatHistogram& h, std::string_view metric) {
+    auto r = into->KahanAdd(h, &c.c);
+    if (!r.ok()) {
+      Incompatible(c, metric);
+      return;
+    }
+    c.has_c = true;
+    if (r->nhcb_bounds_reconciled) ReconciledInfo();
+  }
+  void Incompatible(Cell& c, std::string_view metric) {
+    c.incompatible = true;
+    ev_.Warn("vector contains a mix of histograms with exponential and custom buckets schemas for metric name \"" +
+                 std::string(metric) + "\"",
+             *e_.args[0]);
+  }
+  void ReconciledInfo() { ev_.Info("mismatched custom buckets were reconciled during aggregation", *e_.args[0]); }
+
+  Evaluator& ev_;
+  const Expr& e_;
+  const bool avg_;
+  std::vector<Cell> cells_;
+};
+
+const char* AggName(AggOp op) {
+  switch (op) {
+    case AggOp::kMin: return "min";
+    case AggOp::kMax: return "max";
+    case AggOp::kStddev: return "stddev";
+    case AggOp::kStdvar: return "stdvar";
+    case AggOp::kQuantile: return "quantile";
+    case AggOp::kTopk: return "topk";
+    case AggOp::kBottomk: return "bottomk";
+    default: return "";
+  }
+}
 
 }  // namespace
 
@@ -469,12 +652,13 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
                              }
                              sel.Begin(static_cast<uint32_t>(placed.size()), l);
                              for (const StepValue& sv : vals) sel.Offer(g, sv.step, sv.v);
-                             if (sel.Placed()) placed.push_back(EvalSeries{l, {}, drop_name});
+                             if (sel.Placed()) placed.push_back(EvalSeries{l, {}, {}, drop_name});
                            });
       Value out;
       out.type = parser::Type::kVector;
-      sel.Emit(r, [&](uint32_t id, std::vector<Point>&& points) {
+      sel.Emit(r, [&](uint32_t id, std::vector<Point>&& points, std::vector<HPoint>&& hpoints) {
         placed[id].points = std::move(points);
+        placed[id].hpoints = std::move(hpoints);
         out.series.push_back(std::move(placed[id]));
       });
       return out;
@@ -494,6 +678,27 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
   Value out;
   out.type = parser::Type::kVector;
 
+  bool any_hist = false;
+  for (const auto& s : in.series) any_hist = any_hist || !s.hpoints.empty();
+  if (any_hist) {
+    if (op == AggOp::kSum || op == AggOp::kAvg) {
+      HistogramSumAvg agg(*this, e, ngroups * steps);
+      for (size_t i = 0; i < in.series.size(); ++i) {
+        const EvalSeries& s = in.series[i];
+        size_t base = group_of[i] * steps;
+        // Floats and histograms of one series never share a step, so the
+        // order within a cell stays the order of the series.
+        for (const auto& p : s.points) agg.AddFloat(base + r.Index(p.t), p.v);
+        for (const auto& p : s.hpoints) agg.AddHistogram(base + r.Index(p.t), *p.h, s.labels.MetricName());
+      }
+      agg.Emit(groups, r, &out);
+      return out;
+    }
+    // Histograms are ignored by these, with an info.
+    const char* name = AggName(op);
+    if (*name != 0) Info(std::string("ignored histogram in ") + name + " aggregation", op == AggOp::kTopk || op == AggOp::kBottomk ? e : *e.args[0]);
+  }
+
   switch (op) {
     case AggOp::kSum: case AggOp::kAvg: case AggOp::kCount: case AggOp::kGroup: case AggOp::kMin:
     case AggOp::kMax: case AggOp::kStddev: case AggOp::kStdvar: {
@@ -501,6 +706,10 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       for (size_t i = 0; i < in.series.size(); ++i) {
         Acc* row = &acc[group_of[i] * steps];
         for (const auto& p : in.series[i].points) AccAdd(op, row[r.Index(p.t)], p.v);
+        // count and group count histograms too.
+        if (op == AggOp::kCount || op == AggOp::kGroup) {
+          for (const auto& p : in.series[i].hpoints) AccAdd(op, row[r.Index(p.t)], 0);
+        }
       }
       EmitAccumulated(op, acc, groups, r, &out);
       return out;
@@ -531,8 +740,17 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       std::vector<std::vector<double>> counts;
       std::vector<model::Labels> labels;
       for (size_t i = 0; i < in.series.size(); ++i) {
-        for (const auto& p : in.series[i].points) {
-          std::string vs = FormatFloat(p.v);
+        // Histograms count by their text form, as in Prometheus.
+        std::vector<Point> values = in.series[i].points;
+        std::vector<std::string> htext;
+        for (const auto& p : in.series[i].hpoints) {
+          values.push_back({p.t, 0});
+          htext.push_back(p.h->String());
+        }
+        const size_t nfloats = in.series[i].points.size();
+        for (size_t k = 0; k < values.size(); ++k) {
+          const Point& p = values[k];
+          std::string vs = k < nfloats ? FormatFloat(p.v) : htext[k - nfloats];
           std::string key = std::to_string(group_of[i]) + '\xff' + vs;
           auto it = idx.find(key);
           if (it == idx.end()) {
@@ -563,10 +781,14 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       for (size_t i = 0; i < in.series.size(); ++i) {
         sel.Begin(static_cast<uint32_t>(i), in.series[i].labels);
         for (const auto& p : in.series[i].points) sel.Offer(group_of[i], r.Index(p.t), p.v);
+        if (op == AggOp::kLimitk || op == AggOp::kLimitRatio) {
+          for (const auto& p : in.series[i].hpoints) sel.Offer(group_of[i], r.Index(p.t), 0, p.h);
+        }
       }
-      sel.Emit(r, [&](uint32_t id, std::vector<Point>&& points) {
+      sel.Emit(r, [&](uint32_t id, std::vector<Point>&& points, std::vector<HPoint>&& hpoints) {
         EvalSeries& es = in.series[id];
         es.points = std::move(points);
+        es.hpoints = std::move(hpoints);
         out.series.push_back(std::move(es));
       });
       return out;

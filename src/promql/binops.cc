@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "promql/eval.h"
@@ -87,104 +91,169 @@ class SigTable {
   std::vector<model::Labels> sigs_;
 };
 
+// A value of either kind, for the histogram paths.
+struct VPoint {
+  int64_t t = 0;
+  double v = 0;
+  HistogramPtr h;
+};
+
+inline const HistogramPtr* HistOf(const Point&) { return nullptr; }
+inline const HistogramPtr* HistOf(const VPoint& p) { return p.h != nullptr ? &p.h : nullptr; }
+
+// A series' floats and histograms in one list by time.
+std::vector<VPoint> Merged(const EvalSeries& s) {
+  std::vector<VPoint> out;
+  out.reserve(s.points.size() + s.hpoints.size());
+  size_t a = 0, b = 0;
+  while (a < s.points.size() || b < s.hpoints.size()) {
+    if (b >= s.hpoints.size() || (a < s.points.size() && s.points[a].t < s.hpoints[b].t)) {
+      out.push_back({s.points[a].t, s.points[a].v, nullptr});
+      ++a;
+    } else {
+      out.push_back({s.hpoints[b].t, 0, s.hpoints[b].h});
+      ++b;
+    }
+  }
+  return out;
+}
+
+// The result of one element operation where a histogram takes part.
+struct ElemOut {
+  double v = 0;
+  HistogramPtr h;
+  bool keep = false;
+  // An annotation (warn: a warning, else an info); with `error` the element
+  // is dropped.
+  std::string note;
+  bool warn = false;
+  bool error = false;
+};
+
+ElemOut Incompatible(BinOp op, bool lh, bool rh) {
+  ElemOut o;
+  std::string name = parser::BinOpString(op);
+  o.note = "incompatible sample types encountered for binary operator \"" + name + "\": " +
+           (lh ? "histogram " : "float ") + name + (rh ? " histogram" : " float");
+  o.error = true;
+  return o;
+}
+
+// Prometheus's vectorElemBinop when hl or hr is set.
+ElemOut HistogramElemBinop(BinOp op, double fl, const HistogramPtr* hl, double fr, const HistogramPtr* hr) {
+  ElemOut o;
+  auto make = [](model::FloatHistogram h) { return std::make_shared<const model::FloatHistogram>(std::move(h)); };
+  if (hl == nullptr) {  // float op histogram
+    if (op != BinOp::kMul) return Incompatible(op, false, true);
+    model::FloatHistogram h = **hr;
+    h.Mul(fl);
+    h.Compact(0);
+    o.h = make(std::move(h));
+    o.keep = true;
+    return o;
+  }
+  if (hr == nullptr) {  // histogram op float
+    if (op != BinOp::kMul && op != BinOp::kDiv) return Incompatible(op, true, false);
+    model::FloatHistogram h = **hl;
+    if (op == BinOp::kMul) {
+      h.Mul(fr);
+    } else {
+      h.Div(fr);
+    }
+    h.Compact(0);
+    o.h = make(std::move(h));
+    o.keep = true;
+    return o;
+  }
+  switch (op) {
+    case BinOp::kAdd:
+    case BinOp::kSub: {
+      model::FloatHistogram h = **hl;
+      auto res = op == BinOp::kAdd ? h.Add(**hr) : h.Sub(**hr);
+      const char* what = op == BinOp::kAdd ? "addition" : "subtraction";
+      if (!res.ok()) {
+        o.note = std::string("incompatible bucket layout encountered for binary operator ") + parser::BinOpString(op);
+        o.warn = true;
+        o.error = true;
+        return o;
+      }
+      if (op == BinOp::kSub) h.counter_reset_hint = model::CounterResetHint::kGauge;
+      h.Compact(0);
+      o.h = make(std::move(h));
+      o.keep = true;
+      if (res->nhcb_bounds_reconciled) o.note = std::string("mismatched custom buckets were reconciled during ") + what;
+      if (res->counter_reset_collision) {
+        // Reported as an error: Prometheus drops the element.
+        o.note = std::string("conflicting counter resets during histogram ") + what;
+        o.warn = true;
+        o.error = true;
+      }
+      return o;
+    }
+    case BinOp::kEql:
+    case BinOp::kNeq:
+      o.h = *hl;
+      o.keep = (*hl)->Equals(**hr) == (op == BinOp::kEql);
+      return o;
+    default:
+      return Incompatible(op, true, true);
+  }
+}
+
+// The last annotation of each step (Prometheus reports only the last one of
+// an operation at a step).
+class StepNotes {
+ public:
+  explicit StepNotes(size_t steps) : notes_(steps) {}
+  void Set(size_t step, const ElemOut& o) {
+    if (!o.note.empty()) notes_[step] = {o.note, o.warn};
+  }
+  void Report(Evaluator& ev, const Expr& at) {
+    for (const auto& [text, warn] : notes_) {
+      if (text.empty()) continue;
+      if (warn) {
+        ev.Warn(text, at);
+      } else {
+        ev.Info(text, at);
+      }
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, bool>> notes_;
+};
+
 }  // namespace
 
-Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
-  Value lhs = Eval(*e.args[0], r);
-  Value rhs = Eval(*e.args[1], r);
+namespace {
+
+// Vector-vector arithmetic and comparison over points of type P (Point for
+// float-only operands, VPoint when histograms take part).
+template <typename P>
+Value VectorVector(Evaluator& ev, const Expr& e, const StepRange& r, Value& lhs, Value& rhs,
+                   const std::vector<const std::vector<P>*>& lpts, const std::vector<const std::vector<P>*>& rpts,
+                   SigTable& sigs, const std::vector<size_t>& lsig, const std::vector<size_t>& rsig) {
   const BinOp op = e.op;
-  const bool cmp = parser::IsComparison(op);
-  size_t steps = r.Steps();
-
-  if (lhs.type == Type::kScalar && rhs.type == Type::kScalar) {
-    Value out;
-    out.type = Type::kScalar;
-    out.scalar.resize(steps);
-    for (size_t i = 0; i < steps; ++i) {
-      bool keep;
-      double v = ElemBinop(op, lhs.scalar[i], rhs.scalar[i], &keep);
-      out.scalar[i] = cmp ? (keep ? 1.0 : 0.0) : v;
-    }
-    return out;
-  }
-  if (lhs.type == Type::kScalar || rhs.type == Type::kScalar) {
-    bool scalar_left = lhs.type == Type::kScalar;
-    Value& vec = scalar_left ? rhs : lhs;
-    const std::vector<double>& sc = scalar_left ? lhs.scalar : rhs.scalar;
-    for (auto& s : vec.series) {
-      size_t o = 0;
-      for (size_t j = 0; j < s.points.size(); ++j) {
-        Point p = s.points[j];
-        double sv = sc[r.Index(p.t)];
-        bool keep;
-        double v = scalar_left ? ElemBinop(op, sv, p.v, &keep) : ElemBinop(op, p.v, sv, &keep);
-        if (cmp) {
-          if (e.return_bool) {
-            v = keep ? 1 : 0;
-          } else {
-            if (!keep) continue;
-            v = p.v;
-          }
-        }
-        s.points[o++] = {p.t, v};
-      }
-      s.points.resize(o);
-      if (!cmp || e.return_bool) s.drop_name = true;
-    }
-    std::erase_if(vec.series, [](const EvalSeries& s) { return s.points.empty(); });
-    return std::move(vec);
-  }
-
-  // Vector-vector.
   const parser::VectorMatching& m = e.matching;
-  SigTable sigs;
-  std::vector<size_t> lsig(lhs.series.size()), rsig(rhs.series.size());
-  for (size_t i = 0; i < lhs.series.size(); ++i) lsig[i] = sigs.Id(Signature(lhs.series[i].labels, m));
-  for (size_t i = 0; i < rhs.series.size(); ++i) rsig[i] = sigs.Id(Signature(rhs.series[i].labels, m));
-  size_t nsig = sigs.size();
-  CheckCells(nsig * steps);
+  const size_t steps = r.Steps();
+  const size_t nsig = sigs.size();
+  const bool cmp = parser::IsComparison(op);
   Value out;
   out.type = Type::kVector;
-
-  if (parser::IsSetOp(op)) {
-    auto presence = [&](const Value& v, const std::vector<size_t>& sig) {
-      std::vector<uint8_t> p(nsig * steps, 0);
-      for (size_t i = 0; i < v.series.size(); ++i) {
-        for (const auto& pt : v.series[i].points) p[sig[i] * steps + r.Index(pt.t)] = 1;
-      }
-      return p;
-    };
-    if (op == BinOp::kAnd || op == BinOp::kUnless) {
-      std::vector<uint8_t> rp = presence(rhs, rsig);
-      bool want = op == BinOp::kAnd;
-      for (size_t i = 0; i < lhs.series.size(); ++i) {
-        auto& s = lhs.series[i];
-        std::erase_if(s.points, [&](const Point& p) { return (rp[lsig[i] * steps + r.Index(p.t)] != 0) != want; });
-        if (!s.points.empty()) out.series.push_back(std::move(s));
-      }
-      return out;
-    }
-    std::vector<uint8_t> lp = presence(lhs, lsig);
-    for (auto& s : lhs.series) out.series.push_back(std::move(s));
-    for (size_t i = 0; i < rhs.series.size(); ++i) {
-      auto& s = rhs.series[i];
-      std::erase_if(s.points, [&](const Point& p) { return lp[rsig[i] * steps + r.Index(p.t)] != 0; });
-      if (!s.points.empty()) out.series.push_back(std::move(s));
-    }
-    return out;
-  }
-
+  StepNotes notes(std::is_same_v<P, VPoint> ? steps : 0);
   bool swapped = m.card == Cardinality::kOneToMany;
   Value& many = swapped ? rhs : lhs;
   Value& one = swapped ? lhs : rhs;
-  std::vector<size_t>& many_sig = swapped ? rsig : lsig;
-  std::vector<size_t>& one_sig = swapped ? lsig : rsig;
+  const auto& many_pts = swapped ? rpts : lpts;
+  const auto& one_pts = swapped ? lpts : rpts;
+  const std::vector<size_t>& many_sig = swapped ? rsig : lsig;
+  const std::vector<size_t>& one_sig = swapped ? lsig : rsig;
   // Dense "one" side: index of the series per (sig, step), -1 when absent.
   std::vector<int32_t> one_at(nsig * steps, -1);
   std::vector<uint8_t> has_sig(nsig, 0);
   for (size_t i = 0; i < one.series.size(); ++i) {
     has_sig[one_sig[i]] = 1;
-    for (const auto& p : one.series[i].points) {
+    for (const auto& p : *one_pts[i]) {
       int32_t& slot = one_at[one_sig[i] * steps + r.Index(p.t)];
       if (slot >= 0) {
         const model::Labels* a = &one.series[static_cast<size_t>(slot)].labels;
@@ -235,22 +304,55 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
     out.series.push_back(std::move(es));
     return pair_out.emplace(key, out.series.size() - 1).first->second;
   };
+  // Applies the operator to (left, right) and appends the result to output
+  // series o at t; false when the element is dropped.
+  auto apply = [&](int64_t t, size_t si, double fl, const HistogramPtr* hl, double fr, const HistogramPtr* hr,
+                   auto&& series_of) {
+    double v;
+    HistogramPtr h;
+    bool keep;
+    if (hl == nullptr && hr == nullptr) {
+      v = ElemBinop(op, fl, fr, &keep);
+    } else {
+      ElemOut o = HistogramElemBinop(op, fl, hl, fr, hr);
+      notes.Set(si, o);
+      if (o.error) return;
+      v = o.v;
+      h = std::move(o.h);
+      keep = o.keep;
+    }
+    if (e.return_bool) {
+      v = keep ? 1 : 0;
+      h = nullptr;
+    } else if (!keep) {
+      return;
+    }
+    EvalSeries& os = out.series[series_of()];
+    if (h != nullptr) {
+      os.hpoints.push_back({t, std::move(h)});
+    } else {
+      os.points.push_back({t, v});
+    }
+  };
   for (size_t i = 0; i < many.series.size(); ++i) {
-    CheckDeadline();
+    ev.CheckDeadline();
     size_t sg = many_sig[i];
     if (!has_sig[sg] && !fill_one) continue;
     const auto& ms = many.series[i];
-    for (const auto& p : ms.points) {
+    for (const auto& p : *many_pts[i]) {
       size_t si = r.Index(p.t);
       int32_t oi = has_sig[sg] ? one_at[sg * steps + si] : -1;
       if (oi < 0 && !fill_one) continue;
       const EvalSeries* os = oi >= 0 ? &one.series[static_cast<size_t>(oi)] : nullptr;
       double fl = p.v, fr = m.fill_right_value;
+      const HistogramPtr* hl = HistOf(p);
+      const HistogramPtr* hr = nullptr;
       if (os != nullptr) {
         // Find the one-side point at t.
-        auto it = std::lower_bound(os->points.begin(), os->points.end(), p.t,
-                                   [](const Point& a, int64_t t) { return a.t < t; });
+        const std::vector<P>& opts = *one_pts[static_cast<size_t>(oi)];
+        auto it = std::lower_bound(opts.begin(), opts.end(), p.t, [](const P& a, int64_t t) { return a.t < t; });
         fr = it->v;
+        hr = HistOf(*it);
         // Matches count before a comparison filters them: many-to-one without
         // group_left fails even when all but one (or all) are filtered away.
         if (!matched.empty()) {
@@ -261,44 +363,38 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
           seen = 1;
         }
       }
-      if (swapped) std::swap(fl, fr);
-      bool keep;
-      double v = ElemBinop(op, fl, fr, &keep);
-      if (e.return_bool) {
-        v = keep ? 1 : 0;
-      } else if (!keep) {
-        continue;
+      if (swapped) {
+        std::swap(fl, fr);
+        std::swap(hl, hr);
       }
       uint64_t key = (static_cast<uint64_t>(i) << 32) | (oi >= 0 ? static_cast<uint32_t>(oi) : kNoOne);
-      size_t o = out_series(key, ms.labels, ms.drop_name, os);
-      out.series[o].points.push_back({p.t, v});
+      apply(p.t, si, fl, hl, fr, hr, [&] { return out_series(key, ms.labels, ms.drop_name, os); });
     }
   }
   if (fill_many) {
     // One-side samples no many-side series matched: the many side is filled
     // with a series labelled like the match group.
     for (size_t j = 0; j < one.series.size(); ++j) {
-      CheckDeadline();
+      ev.CheckDeadline();
       size_t sg = one_sig[j];
       const auto& os = one.series[j];
-      for (const auto& p : os.points) {
+      for (const auto& p : *one_pts[j]) {
         size_t si = r.Index(p.t);
         if (matched[sg * steps + si]) continue;
         double fl = m.fill_left_value, fr = p.v;
-        if (swapped) std::swap(fl, fr);
-        bool keep;
-        double v = ElemBinop(op, fl, fr, &keep);
-        if (e.return_bool) {
-          v = keep ? 1 : 0;
-        } else if (!keep) {
-          continue;
+        const HistogramPtr* hl = nullptr;
+        const HistogramPtr* hr = HistOf(p);
+        if (swapped) {
+          std::swap(fl, fr);
+          std::swap(hl, hr);
         }
         uint64_t key = (static_cast<uint64_t>(kNoOne) << 32) | static_cast<uint32_t>(sg);
-        size_t o = out_series(key, sigs.sig(sg), false, &os);
-        out.series[o].points.push_back({p.t, v});
+        apply(p.t, si, fl, hl, fr, hr, [&] { return out_series(key, sigs.sig(sg), false, &os); });
       }
     }
   }
+  notes.Report(ev, e);
+  std::erase_if(out.series, [](const EvalSeries& s) { return s.points.empty() && s.hpoints.empty(); });
   if (m.card != Cardinality::kOneToOne) {
     // Grouping labels must make results unique per step.
     SeriesList copy = out.series;
@@ -309,6 +405,139 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
     }
   }
   return out;
+}
+
+bool HasHistograms(const Value& v) {
+  for (const auto& s : v.series) {
+    if (!s.hpoints.empty()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
+  Value lhs = Eval(*e.args[0], r);
+  Value rhs = Eval(*e.args[1], r);
+  const BinOp op = e.op;
+  const bool cmp = parser::IsComparison(op);
+  size_t steps = r.Steps();
+
+  if (lhs.type == Type::kScalar && rhs.type == Type::kScalar) {
+    Value out;
+    out.type = Type::kScalar;
+    out.scalar.resize(steps);
+    for (size_t i = 0; i < steps; ++i) {
+      bool keep;
+      double v = ElemBinop(op, lhs.scalar[i], rhs.scalar[i], &keep);
+      out.scalar[i] = cmp ? (keep ? 1.0 : 0.0) : v;
+    }
+    return out;
+  }
+  if (lhs.type == Type::kScalar || rhs.type == Type::kScalar) {
+    bool scalar_left = lhs.type == Type::kScalar;
+    Value& vec = scalar_left ? rhs : lhs;
+    const std::vector<double>& sc = scalar_left ? lhs.scalar : rhs.scalar;
+    StepNotes notes(HasHistograms(vec) ? steps : 0);
+    for (auto& s : vec.series) {
+      size_t o = 0;
+      for (size_t j = 0; j < s.points.size(); ++j) {
+        Point p = s.points[j];
+        double sv = sc[r.Index(p.t)];
+        bool keep;
+        double v = scalar_left ? ElemBinop(op, sv, p.v, &keep) : ElemBinop(op, p.v, sv, &keep);
+        if (cmp) {
+          if (e.return_bool) {
+            v = keep ? 1 : 0;
+          } else {
+            if (!keep) continue;
+            v = p.v;
+          }
+        }
+        s.points[o++] = {p.t, v};
+      }
+      s.points.resize(o);
+      // Histograms: only histogram * scalar, scalar * histogram and
+      // histogram / scalar are defined; the rest is dropped with an info.
+      o = 0;
+      for (size_t j = 0; j < s.hpoints.size(); ++j) {
+        const HPoint& p = s.hpoints[j];
+        size_t si = r.Index(p.t);
+        double sv = sc[si];
+        ElemOut eo = scalar_left ? HistogramElemBinop(op, sv, nullptr, 0, &p.h)
+                                 : HistogramElemBinop(op, 0, &p.h, sv, nullptr);
+        if (eo.error) {
+          notes.Set(si, eo);
+          continue;
+        }
+        s.hpoints[o++] = {p.t, std::move(eo.h)};
+      }
+      s.hpoints.resize(o);
+      if (!cmp || e.return_bool) s.drop_name = true;
+    }
+    notes.Report(*this, e);
+    std::erase_if(vec.series, [](const EvalSeries& s) { return s.points.empty() && s.hpoints.empty(); });
+    return std::move(vec);
+  }
+
+  // Vector-vector.
+  const parser::VectorMatching& m = e.matching;
+  SigTable sigs;
+  std::vector<size_t> lsig(lhs.series.size()), rsig(rhs.series.size());
+  for (size_t i = 0; i < lhs.series.size(); ++i) lsig[i] = sigs.Id(Signature(lhs.series[i].labels, m));
+  for (size_t i = 0; i < rhs.series.size(); ++i) rsig[i] = sigs.Id(Signature(rhs.series[i].labels, m));
+  size_t nsig = sigs.size();
+  CheckCells(nsig * steps);
+  Value out;
+  out.type = Type::kVector;
+
+  if (parser::IsSetOp(op)) {
+    auto presence = [&](const Value& v, const std::vector<size_t>& sig) {
+      std::vector<uint8_t> p(nsig * steps, 0);
+      for (size_t i = 0; i < v.series.size(); ++i) {
+        for (const auto& pt : v.series[i].points) p[sig[i] * steps + r.Index(pt.t)] = 1;
+        for (const auto& pt : v.series[i].hpoints) p[sig[i] * steps + r.Index(pt.t)] = 1;
+      }
+      return p;
+    };
+    auto empty = [](const EvalSeries& s) { return s.points.empty() && s.hpoints.empty(); };
+    if (op == BinOp::kAnd || op == BinOp::kUnless) {
+      std::vector<uint8_t> rp = presence(rhs, rsig);
+      bool want = op == BinOp::kAnd;
+      for (size_t i = 0; i < lhs.series.size(); ++i) {
+        auto& s = lhs.series[i];
+        auto drop = [&](int64_t t) { return (rp[lsig[i] * steps + r.Index(t)] != 0) != want; };
+        std::erase_if(s.points, [&](const Point& p) { return drop(p.t); });
+        std::erase_if(s.hpoints, [&](const HPoint& p) { return drop(p.t); });
+        if (!empty(s)) out.series.push_back(std::move(s));
+      }
+      return out;
+    }
+    std::vector<uint8_t> lp = presence(lhs, lsig);
+    for (auto& s : lhs.series) out.series.push_back(std::move(s));
+    for (size_t i = 0; i < rhs.series.size(); ++i) {
+      auto& s = rhs.series[i];
+      auto drop = [&](int64_t t) { return lp[rsig[i] * steps + r.Index(t)] != 0; };
+      std::erase_if(s.points, [&](const Point& p) { return drop(p.t); });
+      std::erase_if(s.hpoints, [&](const HPoint& p) { return drop(p.t); });
+      if (!empty(s)) out.series.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  if (!HasHistograms(lhs) && !HasHistograms(rhs)) {
+    std::vector<const std::vector<Point>*> lp, rp;
+    for (const auto& s : lhs.series) lp.push_back(&s.points);
+    for (const auto& s : rhs.series) rp.push_back(&s.points);
+    return VectorVector<Point>(*this, e, r, lhs, rhs, lp, rp, sigs, lsig, rsig);
+  }
+  std::vector<std::vector<VPoint>> lm, rm;
+  for (const auto& s : lhs.series) lm.push_back(Merged(s));
+  for (const auto& s : rhs.series) rm.push_back(Merged(s));
+  std::vector<const std::vector<VPoint>*> lp, rp;
+  for (const auto& v : lm) lp.push_back(&v);
+  for (const auto& v : rm) rp.push_back(&v);
+  return VectorVector<VPoint>(*this, e, r, lhs, rhs, lp, rp, sigs, lsig, rsig);
 }
 
 }  // namespace trainwatch::promql

@@ -122,6 +122,7 @@ class Evaluator {
 
   // Pieces implemented in separate files.
   Value EvalCall(const parser::Expr& e, const StepRange& r);
+  Value EvalFunction(const parser::Expr& e, const StepRange& r);  // EvalCall's body, histograms not yet dropped
   Value EvalAggregate(const parser::Expr& e, const StepRange& r);
   Value EvalBinary(const parser::Expr& e, const StepRange& r);
 

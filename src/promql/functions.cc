@@ -114,6 +114,7 @@ Value Absent(Evaluator& ev, const Expr& e, const StepRange& r, bool over_time) {
     Value v = ev.Eval(*e.args[0], r);
     for (const auto& s : v.series) {
       for (const auto& p : s.points) present[r.Index(p.t)] = 1;
+      for (const auto& p : s.hpoints) present[r.Index(p.t)] = 1;
     }
   }
   EvalSeries out;
@@ -130,6 +131,9 @@ Value Absent(Evaluator& ev, const Expr& e, const StepRange& r, bool over_time) {
 Value Sort(Evaluator& ev, const Expr& e, const StepRange& r, bool desc) {
   ev.WarnSortInRange(e, r);
   Value v = ev.Eval(*e.args[0], r);
+  // Histograms have no order: sort passes over them.
+  for (auto& s : v.series) s.hpoints.clear();
+  std::erase_if(v.series, [](const EvalSeries& s) { return s.points.empty(); });
   if (r.Steps() == 1) {
     std::stable_sort(v.series.begin(), v.series.end(), [desc](const EvalSeries& a, const EvalSeries& b) {
       double x = a.points[0].v, y = b.points[0].v;
@@ -146,6 +150,25 @@ Value Sort(Evaluator& ev, const Expr& e, const StepRange& r, bool desc) {
 Value Evaluator::EvalCall(const Expr& e, const StepRange& r) {
   std::string_view name = e.func->name;
   if (const RangeFnDef* def = LookupRangeFn(name)) return EvalRangeFunction(*this, e, *def, r);
+  Value v = EvalFunction(e, r);
+  // Functions that only move series about keep their histogram values;
+  // every other function reads and yields floats, and (as Prometheus's do)
+  // silently passes over histogram samples.
+  static constexpr std::string_view kKeepHistograms[] = {"label_replace", "label_join", "sort_by_label",
+                                                         "sort_by_label_desc", "info"};
+  if (std::find(std::begin(kKeepHistograms), std::end(kKeepHistograms), name) == std::end(kKeepHistograms)) {
+    bool dropped = false;
+    for (auto& s : v.series) {
+      dropped = dropped || !s.hpoints.empty();
+      s.hpoints.clear();
+    }
+    if (dropped) std::erase_if(v.series, [](const EvalSeries& s) { return s.points.empty(); });
+  }
+  return v;
+}
+
+Value Evaluator::EvalFunction(const Expr& e, const StepRange& r) {
+  std::string_view name = e.func->name;
 
   size_t steps = r.Steps();
   auto unary = [&](double (*f)(double)) { return MapValues(*this, *e.args[0], r, f); };
@@ -291,6 +314,11 @@ Value Evaluator::EvalCall(const Expr& e, const StepRange& r) {
       v = Eval(*e.args[0], r);
       for (auto& s : v.series) {
         for (auto& p : s.points) p.v = static_cast<double>(p.t) / 1000.0;
+        for (const auto& p : s.hpoints) s.points.push_back({p.t, static_cast<double>(p.t) / 1000.0});
+        if (!s.hpoints.empty()) {
+          std::sort(s.points.begin(), s.points.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+          s.hpoints.clear();
+        }
       }
     }
     for (auto& s : v.series) s.drop_name = true;
@@ -305,6 +333,11 @@ Value Evaluator::EvalCall(const Expr& e, const StepRange& r) {
   if (name == "label_replace") return EvalLabelReplace(*this, e, r);
   if (name == "info") return EvalInfo(*this, e, r);
   if (name == "label_join") return EvalLabelJoin(*this, e, r);
+  if (name == "histogram_count") return EvalHistogramStat(*this, e, r, HistogramStat::kCount);
+  if (name == "histogram_sum") return EvalHistogramStat(*this, e, r, HistogramStat::kSum);
+  if (name == "histogram_avg") return EvalHistogramStat(*this, e, r, HistogramStat::kAvg);
+  if (name == "histogram_stddev") return EvalHistogramStat(*this, e, r, HistogramStat::kStdDev);
+  if (name == "histogram_stdvar") return EvalHistogramStat(*this, e, r, HistogramStat::kStdVar);
   if (name == "histogram_quantile") return EvalHistogramQuantile(*this, e, r);
   if (name == "histogram_quantiles") return EvalHistogramQuantiles(*this, e, r);
   if (name == "histogram_fraction") return EvalHistogramFraction(*this, e, r);
@@ -318,11 +351,6 @@ Value Evaluator::EvalCall(const Expr& e, const StepRange& r) {
   if (name == "minute") return DateFunction(*this, e, r, [](const DateParts& d) { return d.minute; });
   if (name == "month") return DateFunction(*this, e, r, [](const DateParts& d) { return d.month; });
   if (name == "year") return DateFunction(*this, e, r, [](const DateParts& d) { return d.year; });
-  if (name.starts_with("histogram_")) {
-    // Native-histogram functions: float series yield nothing.
-    Eval(*e.args.back(), r);
-    return VectorOf({});
-  }
   ThrowEval(Status::NotSupported("function \"" + std::string(name) + "\" is not supported"));
 }
 

@@ -6,6 +6,7 @@
 #include <span>
 #include <string_view>
 
+#include "model/histogram_estimate.h"
 #include "promql/eval.h"
 
 namespace trainwatch::promql {
@@ -62,5 +63,15 @@ Value EvalHistogramQuantile(Evaluator& ev, const parser::Expr& e, const StepRang
 Value EvalHistogramQuantiles(Evaluator& ev, const parser::Expr& e, const StepRange& r);
 Value EvalHistogramFraction(Evaluator& ev, const parser::Expr& e, const StepRange& r);
 Value EvalSortByLabel(Evaluator& ev, const parser::Expr& e, const StepRange& r, bool desc);
+
+// functions_histogram.cc
+enum class HistogramStat { kCount, kSum, kAvg, kStdDev, kStdVar };
+// histogram_count(v) and the like: one float per histogram point of v.
+Value EvalHistogramStat(Evaluator& ev, const parser::Expr& e, const StepRange& r, HistogramStat stat);
+// One float per histogram point of `in` (the value of `arg`): fn(step index,
+// histogram, notes), with the notes turned into infos about `arg`.
+SeriesList NativeHistogramEstimates(Evaluator& ev, const Value& in, const StepRange& r, const parser::Expr& arg,
+                                    const std::function<double(size_t step, const model::FloatHistogram& h,
+                                                               model::HistogramEstimateNotes* notes)>& fn);
 
 }  // namespace trainwatch::promql

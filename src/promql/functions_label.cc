@@ -296,6 +296,7 @@ SeriesList ForEachBucketGroup(Evaluator& ev, const Expr& arg, const Value& in, c
   std::unordered_map<uint64_t, std::vector<size_t>> by_hash;
   for (size_t i = 0; i < in.series.size(); ++i) {
     const auto& s = in.series[i];
+    if (s.points.empty()) continue;  // native histograms only
     std::string les(s.labels.Get("le"));
     char* end = nullptr;
     double le = std::strtod(les.c_str(), &end);
@@ -379,6 +380,11 @@ Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
   out.series = ForEachBucketGroup(ev, *e.args[1], in, r, [&](size_t i, std::vector<Bucket>* b, const model::Labels& g) {
     return QuantileOf(ev, q[i], b, g, *e.args[1]);
   });
+  SeriesList native = NativeHistogramEstimates(
+      ev, in, r, *e.args[1], [&](size_t i, const model::FloatHistogram& h, model::HistogramEstimateNotes* n) {
+        return model::HistogramQuantile(q[i], h, n);
+      });
+  for (auto& s : native) out.series.push_back(std::move(s));
   return out;
 }
 
@@ -396,6 +402,11 @@ Value EvalHistogramQuantiles(Evaluator& ev, const Expr& e, const StepRange& r) {
     SeriesList part = ForEachBucketGroup(ev, *e.args[0], in, r, [&](size_t i, std::vector<Bucket>* b, const model::Labels& g) {
       return QuantileOf(ev, q[i], b, g, *e.args[0]);
     });
+    SeriesList native = NativeHistogramEstimates(
+        ev, in, r, *e.args[0], [&](size_t i, const model::FloatHistogram& h, model::HistogramEstimateNotes* n) {
+          return model::HistogramQuantile(q[i], h, n);
+        });
+    for (auto& s : native) part.push_back(std::move(s));
     // The label carries the quantile of the first step (constant in practice).
     std::string v = QuantileLabel(q.empty() ? NAN : q[0]);
     for (auto& s : part) {
@@ -419,6 +430,11 @@ Value EvalHistogramFraction(Evaluator& ev, const Expr& e, const StepRange& r) {
       ForEachBucketGroup(ev, *e.args[2], in, r, [&](size_t i, std::vector<Bucket>* b, const model::Labels&) {
         return BucketFraction(lo[i], hi[i], b);
       });
+  SeriesList native = NativeHistogramEstimates(
+      ev, in, r, *e.args[2], [&](size_t i, const model::FloatHistogram& h, model::HistogramEstimateNotes* n) {
+        return model::HistogramFraction(lo[i], hi[i], h, n);
+      });
+  for (auto& s : native) out.series.push_back(std::move(s));
   return out;
 }
 

@@ -82,7 +82,7 @@ void Group::Eval(int64_t ts) {
     std::unique_ptr<storage::Appender> app = opts_->appendable->NewAppender();
     std::set<model::Labels> returned;
     for (const promql::VectorSample& s : *vec) {
-      auto r = app->Append(0, s.labels, ts, s.v);
+      auto r = s.h != nullptr ? app->AppendHistogram(0, s.labels, ts, *s.h) : app->Append(0, s.labels, ts, s.v);
       if (!r.ok() && append_err.empty()) append_err = r.error().message();
       returned.insert(s.labels);
     }
