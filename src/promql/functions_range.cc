@@ -7,12 +7,9 @@
 
 #include "promql/eval.h"
 #include "promql/functions_internal.h"
+#include "promql/functions_range_histogram.h"
 
 namespace trainwatch::promql {
-
-namespace {
-
-using W = std::span<const model::Sample>;
 
 // Whether the sample (st, t) started its counter after the sample before it
 // (prev_st, prev_t): its start time is after the previous sample, or equal to
@@ -26,6 +23,10 @@ bool StartTimestampReset(int64_t prev_st, int64_t prev_t, int64_t st, int64_t t)
   if (st > prev_t) return true;
   return prev_st != 0 && prev_st < prev_t;
 }
+
+namespace {
+
+using W = std::span<const model::Sample>;
 
 bool CounterReset(W w, const int64_t* st, size_t i) {
   return w[i].v < w[i - 1].v || (st != nullptr && StartTimestampReset(st[i - 1], w[i - 1].t, st[i], w[i].t));
@@ -488,8 +489,24 @@ void InfoIfNotCounterName(Evaluator& ev, std::string_view name, const parser::Ex
 
 }  // namespace
 
-void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r,
-                          const RangeSeriesCallback& cb) {
+bool FloatWindowValue(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, parser::RangeMod mod,
+                      std::span<const model::Sample> smp, size_t lo, size_t hi, int64_t lookback,
+                      const RangeCtx& ctx, double* out) {
+  if (mod == parser::RangeMod::kAnchored) {
+    return AnchoredValue(def.fn, smp.data(), smp.size(), lo, hi, ctx.range_start, lookback, ctx.range_sec, out);
+  }
+  if (mod == parser::RangeMod::kSmoothed) {
+    return SmoothedValue(def.fn, smp.data(), smp.size(), lo, hi, ctx.range_start, ctx.range_end, lookback,
+                         ctx.range_sec, out);
+  }
+  if (hi == lo) return false;
+  if (!def.fn(W(smp.data() + lo, hi - lo), ctx, out)) return false;
+  if (def.fn == QuantileOverTime) WarnIfInvalidQuantile(ev, ctx.p0, *e.args[0]);
+  return true;
+}
+
+void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def,
+                                        const StepRange& r, const RangeSeriesHistogramCallback& cb) {
   size_t matrix_idx = def.matrix_arg;
   std::vector<std::vector<double>> params;
   for (size_t i = 0; i < e.args.size(); ++i) {
@@ -530,52 +547,70 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
   ctx.range_sec = static_cast<double>(spec.range_ms) / 1000.0;
   std::vector<StepValue> vals;
   vals.reserve(steps);
+  std::vector<StepHistogram> hvals;
+  HistogramSeriesArgs hargs;
+  hargs.call = &e;
+  hargs.def = &def;
+  hargs.mod = mod;
+  hargs.r = &r;
+  hargs.spec = &spec;
+  hargs.lookback = lookback;
+  hargs.p0 = p0;
+  hargs.p1 = p1;
   const bool reads_st = counter || def.fn == Irate || def.fn == Resets;
   std::string last_name_checked;
   ev.ForEachRangeSeries(arg, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp,
                                     const std::vector<int64_t>& st, std::vector<HPoint>& hs) {
-    (void)hs;  // histogram samples: range functions over them come next
-    if (smp.empty()) return;
+    if (smp.empty() && hs.empty()) return;
     vals.clear();
     const int64_t* st_data = reads_st && !st.empty() && mod == parser::RangeMod::kNone ? st.data() : nullptr;
     bool overlap = false;
     ctx.st_overlap = &overlap;
-    if (counter) {
-      // One scan per series instead of one per window. Start timestamps can
-      // mark resets the values do not show.
-      bool no_resets = st_data == nullptr;
-      for (size_t i = 1; i < smp.size() && no_resets; ++i) no_resets = !(smp[i].v < smp[i - 1].v);
-      ctx.no_resets = no_resets;
-    }
-    const size_t n = smp.size();
-    const model::Sample* data = smp.data();
-    size_t lo = 0, hi = 0;
-    for (size_t i = 0; i < steps; ++i) {
-      int64_t t = r.At(i);
-      int64_t ref = spec.Ref(t);
-      int64_t from = ref - spec.range_ms;
-      while (lo < n && data[lo].t <= from) ++lo;
-      if (hi < lo) hi = lo;
-      while (hi < n && data[hi].t <= ref) ++hi;
-      if (mod != parser::RangeMod::kNone) {
-        double v;
-        bool ok = mod == parser::RangeMod::kAnchored
-                      ? AnchoredValue(def.fn, data, n, lo, hi, from, lookback, ctx.range_sec, &v)
-                      : SmoothedValue(def.fn, data, n, lo, hi, from, ref, lookback, ctx.range_sec, &v);
-        if (ok) vals.push_back({static_cast<uint32_t>(i), v});
-        continue;
+    if (!hs.empty()) {
+      // Histogram samples: the slower path that looks at both kinds.
+      hvals.clear();
+      ctx.no_resets = false;
+      if (arg.kind == parser::NodeKind::kSubquery) ForgetCounterResetHints(&hs);
+      HistogramRangeSeries(ev, hargs, l, smp, st_data, hs, ctx, &vals, &hvals);
+    } else {
+      hvals.clear();
+      if (counter) {
+        // One scan per series instead of one per window. Start timestamps can
+        // mark resets the values do not show.
+        bool no_resets = st_data == nullptr;
+        for (size_t i = 1; i < smp.size() && no_resets; ++i) no_resets = !(smp[i].v < smp[i - 1].v);
+        ctx.no_resets = no_resets;
       }
-      if (hi == lo) continue;
-      ctx.t = t;
-      ctx.range_start = from;
-      ctx.range_end = ref;
-      ctx.p0 = p0 != nullptr ? p0[i] : 0;
-      ctx.p1 = p1 != nullptr ? p1[i] : 0;
-      ctx.st = st_data != nullptr ? st_data + lo : nullptr;
-      double v;
-      if (!def.fn(W(data + lo, hi - lo), ctx, &v)) continue;
-      if (def.fn == QuantileOverTime) WarnIfInvalidQuantile(ev, ctx.p0, *e.args[0]);
-      vals.push_back({static_cast<uint32_t>(i), v});
+      const size_t n = smp.size();
+      const model::Sample* data = smp.data();
+      size_t lo = 0, hi = 0;
+      for (size_t i = 0; i < steps; ++i) {
+        int64_t t = r.At(i);
+        int64_t ref = spec.Ref(t);
+        int64_t from = ref - spec.range_ms;
+        while (lo < n && data[lo].t <= from) ++lo;
+        if (hi < lo) hi = lo;
+        while (hi < n && data[hi].t <= ref) ++hi;
+        if (mod != parser::RangeMod::kNone) {
+          double v;
+          bool ok = mod == parser::RangeMod::kAnchored
+                        ? AnchoredValue(def.fn, data, n, lo, hi, from, lookback, ctx.range_sec, &v)
+                        : SmoothedValue(def.fn, data, n, lo, hi, from, ref, lookback, ctx.range_sec, &v);
+          if (ok) vals.push_back({static_cast<uint32_t>(i), v});
+          continue;
+        }
+        if (hi == lo) continue;
+        ctx.t = t;
+        ctx.range_start = from;
+        ctx.range_end = ref;
+        ctx.p0 = p0 != nullptr ? p0[i] : 0;
+        ctx.p1 = p1 != nullptr ? p1[i] : 0;
+        ctx.st = st_data != nullptr ? st_data + lo : nullptr;
+        double v;
+        if (!def.fn(W(data + lo, hi - lo), ctx, &v)) continue;
+        if (def.fn == QuantileOverTime) WarnIfInvalidQuantile(ev, ctx.p0, *e.args[0]);
+        vals.push_back({static_cast<uint32_t>(i), v});
+      }
     }
     if (overlap) {
       ev.Warn("sample has start time that overlaps with previous sample timestamp for metric \"" +
@@ -586,21 +621,37 @@ void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef
       last_name_checked = l.MetricName();  // series of one name come in a run
       InfoIfNotCounterName(ev, last_name_checked, *e.args[matrix_idx]);
     }
-    if (!vals.empty()) cb(l, def.keeps_name ? drop : true, vals);
+    if (!vals.empty() || !hvals.empty()) cb(l, def.keeps_name ? drop : true, vals, hvals);
   });
+}
+
+void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r,
+                          const RangeSeriesCallback& cb) {
+  // Histogram values have no place in a float callback: callers that can
+  // take them use ForEachRangeFnSeriesWithHistograms.
+  ForEachRangeFnSeriesWithHistograms(
+      ev, e, def, r,
+      [&cb](const model::Labels& l, bool drop_name, std::span<const StepValue> vals, std::span<const StepHistogram>) {
+        if (!vals.empty()) cb(l, drop_name, vals);
+      });
 }
 
 Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r) {
   Value out;
   out.type = parser::Type::kVector;
-  ForEachRangeFnSeries(ev, e, def, r, [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals) {
-    EvalSeries es;
-    es.labels = l;
-    es.drop_name = drop_name;
-    es.points.reserve(vals.size());
-    for (const StepValue& sv : vals) es.points.push_back({r.At(sv.step), sv.v});
-    out.series.push_back(std::move(es));
-  });
+  ForEachRangeFnSeriesWithHistograms(
+      ev, e, def, r,
+      [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals,
+          std::span<const StepHistogram> hvals) {
+        EvalSeries es;
+        es.labels = l;
+        es.drop_name = drop_name;
+        es.points.reserve(vals.size());
+        for (const StepValue& sv : vals) es.points.push_back({r.At(sv.step), sv.v});
+        es.hpoints.reserve(hvals.size());
+        for (const StepHistogram& sh : hvals) es.hpoints.push_back({r.At(sh.step), sh.h});
+        out.series.push_back(std::move(es));
+      });
   return out;
 }
 
