@@ -153,6 +153,11 @@ ElemOut HistogramElemBinop(BinOp op, double fl, const HistogramPtr* hl, double f
     return o;
   }
   if (hr == nullptr) {  // histogram op float
+    if (op == BinOp::kTrimUpper || op == BinOp::kTrimLower) {
+      o.h = make((*hl)->TrimBuckets(fr, op == BinOp::kTrimUpper));
+      o.keep = true;
+      return o;
+    }
     if (op != BinOp::kMul && op != BinOp::kDiv) return Incompatible(op, true, false);
     model::FloatHistogram h = **hl;
     if (op == BinOp::kMul) {
@@ -204,9 +209,11 @@ ElemOut HistogramElemBinop(BinOp op, double fl, const HistogramPtr* hl, double f
 // an operation at a step).
 class StepNotes {
  public:
-  explicit StepNotes(size_t steps) : notes_(steps) {}
+  explicit StepNotes(size_t steps) : steps_(steps) {}
   void Set(size_t step, const ElemOut& o) {
-    if (!o.note.empty()) notes_[step] = {o.note, o.warn};
+    if (o.note.empty()) return;
+    if (notes_.empty()) notes_.resize(steps_);
+    notes_[step] = {o.note, o.warn};
   }
   void Report(Evaluator& ev, const Expr& at) {
     for (const auto& [text, warn] : notes_) {
@@ -220,8 +227,11 @@ class StepNotes {
   }
 
  private:
-  std::vector<std::pair<std::string, bool>> notes_;
+  size_t steps_;
+  std::vector<std::pair<std::string, bool>> notes_;  // sized at the first note
 };
+
+bool IsTrim(BinOp op) { return op == BinOp::kTrimUpper || op == BinOp::kTrimLower; }
 
 }  // namespace
 
@@ -240,7 +250,7 @@ Value VectorVector(Evaluator& ev, const Expr& e, const StepRange& r, Value& lhs,
   const bool cmp = parser::IsComparison(op);
   Value out;
   out.type = Type::kVector;
-  StepNotes notes(std::is_same_v<P, VPoint> ? steps : 0);
+  StepNotes notes(steps);
   bool swapped = m.card == Cardinality::kOneToMany;
   Value& many = swapped ? rhs : lhs;
   Value& one = swapped ? lhs : rhs;
@@ -311,8 +321,11 @@ Value VectorVector(Evaluator& ev, const Expr& e, const StepRange& r, Value& lhs,
     double v;
     HistogramPtr h;
     bool keep;
-    if (hl == nullptr && hr == nullptr) {
+    if (hl == nullptr && hr == nullptr && !IsTrim(op)) {
       v = ElemBinop(op, fl, fr, &keep);
+    } else if (hl == nullptr && hr == nullptr) {
+      notes.Set(si, Incompatible(op, false, false));  // trims are for histograms
+      return;
     } else {
       ElemOut o = HistogramElemBinop(op, fl, hl, fr, hr);
       notes.Set(si, o);
@@ -438,12 +451,16 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
     bool scalar_left = lhs.type == Type::kScalar;
     Value& vec = scalar_left ? rhs : lhs;
     const std::vector<double>& sc = scalar_left ? lhs.scalar : rhs.scalar;
-    StepNotes notes(HasHistograms(vec) ? steps : 0);
+    StepNotes notes(steps);
     for (auto& s : vec.series) {
       size_t o = 0;
       for (size_t j = 0; j < s.points.size(); ++j) {
         Point p = s.points[j];
         double sv = sc[r.Index(p.t)];
+        if (IsTrim(op)) {
+          notes.Set(r.Index(p.t), Incompatible(op, false, false));
+          continue;
+        }
         bool keep;
         double v = scalar_left ? ElemBinop(op, sv, p.v, &keep) : ElemBinop(op, p.v, sv, &keep);
         if (cmp) {

@@ -37,6 +37,9 @@ enum class BinOp {
   kAdd, kSub, kMul, kDiv, kMod, kPow, kAtan2,
   kEql, kNeq, kGtr, kLss, kGte, kLte,
   kAnd, kOr, kUnless,
+  // Native-histogram trims: `h </ x` drops observations above x, `h >/ x`
+  // those below it.
+  kTrimUpper, kTrimLower,
 };
 const char* BinOpString(BinOp op);
 bool IsComparison(BinOp op);

@@ -86,6 +86,8 @@ const char* TokDesc(Tok t) {
     case Tok::kEql: return "==";
     case Tok::kNeq: return "!=";
     case Tok::kLss: return "<";
+    case Tok::kTrimUpper: return "</";
+    case Tok::kTrimLower: return ">/";
     case Tok::kLte: return "<=";
     case Tok::kGtr: return ">";
     case Tok::kGte: return ">=";
@@ -248,10 +250,14 @@ std::vector<Token> Lex(std::string_view in, std::string* error) {
         else return fail(i, "unexpected character after '!': '" + std::string(1, i + 1 < in.size() ? in[i + 1] : ' ') + "'");
         break;
       case '<':
-        if (next('=')) { emit(Tok::kLte, i, i + 2); i += 2; } else { emit(Tok::kLss, i, i + 1); ++i; }
+        if (next('=')) { emit(Tok::kLte, i, i + 2); i += 2; }
+        else if (next('/')) { emit(Tok::kTrimUpper, i, i + 2); i += 2; }
+        else { emit(Tok::kLss, i, i + 1); ++i; }
         break;
       case '>':
-        if (next('=')) { emit(Tok::kGte, i, i + 2); i += 2; } else { emit(Tok::kGtr, i, i + 1); ++i; }
+        if (next('=')) { emit(Tok::kGte, i, i + 2); i += 2; }
+        else if (next('/')) { emit(Tok::kTrimLower, i, i + 2); i += 2; }
+        else { emit(Tok::kGtr, i, i + 1); ++i; }
         break;
       default:
         return fail(i, "unexpected character: '" + std::string(1, c) + "'");

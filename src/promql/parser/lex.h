@@ -15,7 +15,7 @@ enum class Tok {
   kLeftParen, kRightParen, kLeftBrace, kRightBrace, kLeftBracket, kRightBracket,
   kComma, kColon, kAt, kAssign,  // '=' in matchers
   // operators
-  kAdd, kSub, kMul, kDiv, kMod, kPow, kEql, kNeq, kLss, kLte, kGtr, kGte, kEqlRegex, kNeqRegex,
+  kAdd, kSub, kMul, kDiv, kMod, kPow, kEql, kNeq, kLss, kLte, kGtr, kGte, kTrimUpper, kTrimLower, kEqlRegex, kNeqRegex,
   kLand, kLor, kLunless, kAtan2,
   // keywords
   kBy, kWithout, kOn, kIgnoring, kGroupLeft, kGroupRight, kBool, kOffset, kStart, kEnd,

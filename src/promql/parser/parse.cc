@@ -21,7 +21,8 @@ int Precedence(Tok t) {
   switch (t) {
     case Tok::kLor: return 1;
     case Tok::kLand: case Tok::kLunless: return 2;
-    case Tok::kEql: case Tok::kNeq: case Tok::kLte: case Tok::kLss: case Tok::kGte: case Tok::kGtr: return 3;
+    case Tok::kEql: case Tok::kNeq: case Tok::kLte: case Tok::kLss: case Tok::kGte: case Tok::kGtr:
+    case Tok::kTrimUpper: case Tok::kTrimLower: return 3;
     case Tok::kAdd: case Tok::kSub: return 4;
     case Tok::kMul: case Tok::kDiv: case Tok::kMod: case Tok::kAtan2: return 5;
     case Tok::kPow: return 6;
@@ -40,6 +41,8 @@ BinOp ToBinOp(Tok t) {
     case Tok::kLss: return BinOp::kLss;
     case Tok::kGte: return BinOp::kGte;
     case Tok::kGtr: return BinOp::kGtr;
+    case Tok::kTrimUpper: return BinOp::kTrimUpper;
+    case Tok::kTrimLower: return BinOp::kTrimLower;
     case Tok::kAdd: return BinOp::kAdd;
     case Tok::kSub: return BinOp::kSub;
     case Tok::kMul: return BinOp::kMul;

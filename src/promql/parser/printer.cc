@@ -44,6 +44,8 @@ const char* BinOpString(BinOp op) {
     case BinOp::kAnd: return "and";
     case BinOp::kOr: return "or";
     case BinOp::kUnless: return "unless";
+    case BinOp::kTrimUpper: return "</";
+    case BinOp::kTrimLower: return ">/";
   }
   return "?";
 }
