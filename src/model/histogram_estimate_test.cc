@@ -196,5 +196,76 @@ TEST(HistogramEstimateTest, MatchesPrometheusCorpus) {
   }
 }
 
+TEST(HistogramEstimateTest, QuantileSpecialCases) {
+  FloatHistogram h = ParseTestHistogram("count:3 sum:4 buckets:[1 2]");
+  EXPECT_EQ(HistogramQuantile(-0.1, h, nullptr), -kInf);
+  EXPECT_EQ(HistogramQuantile(1.1, h, nullptr), kInf);
+  EXPECT_TRUE(std::isnan(HistogramQuantile(kNaN, h, nullptr)));
+  EXPECT_TRUE(std::isnan(HistogramQuantile(0.5, FloatHistogram(), nullptr)));
+  // Exponential buckets interpolate on a log scale: halfway through (1,2].
+  EXPECT_DOUBLE_EQ(HistogramQuantile(0.6666666666666666, h, nullptr), std::exp2(0.5));
+  // The zero bucket starts at 0 when there are only positive buckets.
+  h = ParseTestHistogram("count:4 sum:1 z_bucket:2 z_bucket_w:0.5 buckets:[2]");
+  EXPECT_DOUBLE_EQ(HistogramQuantile(0.25, h, nullptr), 0.25);
+  h = ParseTestHistogram("count:4 sum:-1 z_bucket:2 z_bucket_w:0.5 n_buckets:[2]");
+  EXPECT_DOUBLE_EQ(HistogramQuantile(0.75, h, nullptr), -0.25);
+}
+
+TEST(HistogramEstimateTest, QuantileOfCustomBucketsIsLinearAndClampsInfiniteBuckets) {
+  FloatHistogram h = ParseTestHistogram("schema:-53 count:4 sum:1 custom_values:[1 2] buckets:[1 2 1]");
+  EXPECT_DOUBLE_EQ(HistogramQuantile(0.1, h, nullptr), 0.4);  // first bucket taken to start at 0
+  EXPECT_DOUBLE_EQ(HistogramQuantile(0.5, h, nullptr), 1.5);
+  EXPECT_EQ(HistogramQuantile(0.9, h, nullptr), 2);  // in the +Inf bucket: its lower bound
+  h = ParseTestHistogram("schema:-53 count:2 sum:-5 custom_values:[-1] buckets:[2]");
+  EXPECT_EQ(HistogramQuantile(0.3, h, nullptr), -1);  // first bucket ends below 0: its upper bound
+}
+
+TEST(HistogramEstimateTest, NaNObservationsRaiseNotes) {
+  // Four observations, one of them NaN: in the count, in no bucket.
+  FloatHistogram h = ParseTestHistogram("count:4 sum:NaN buckets:[1 2]");
+  HistogramEstimateNotes notes;
+  EXPECT_TRUE(std::isnan(HistogramQuantile(0.9, h, &notes)));
+  EXPECT_TRUE(notes.quantile_nan_result);
+  EXPECT_FALSE(notes.quantile_nan_skew);
+  notes = {};
+  EXPECT_DOUBLE_EQ(HistogramQuantile(0.5, h, &notes), std::exp2(0.5));
+  EXPECT_TRUE(notes.quantile_nan_skew);
+  EXPECT_FALSE(notes.quantile_nan_result);
+  notes = {};
+  EXPECT_EQ(HistogramFraction(-kInf, kInf, h, &notes), 0.75);
+  EXPECT_TRUE(notes.fraction_nans);
+  // A NaN sum from +Inf and -Inf observations, all in buckets: no note.
+  h = ParseTestHistogram("count:3 sum:NaN buckets:[1 2]");
+  notes = {};
+  EXPECT_EQ(HistogramFraction(-kInf, kInf, h, &notes), 1);
+  HistogramQuantile(0.5, h, &notes);
+  EXPECT_FALSE(notes.fraction_nans || notes.quantile_nan_skew || notes.quantile_nan_result);
+}
+
+TEST(HistogramEstimateTest, FractionSpecialCases) {
+  FloatHistogram h = ParseTestHistogram("count:3 sum:4 buckets:[1 2]");
+  EXPECT_TRUE(std::isnan(HistogramFraction(0, 1, FloatHistogram(), nullptr)));
+  EXPECT_TRUE(std::isnan(HistogramFraction(kNaN, 1, h, nullptr)));
+  EXPECT_TRUE(std::isnan(HistogramFraction(0, kNaN, h, nullptr)));
+  EXPECT_EQ(HistogramFraction(2, 1, h, nullptr), 0);
+  EXPECT_EQ(HistogramFraction(1, 1, h, nullptr), 0);
+  EXPECT_DOUBLE_EQ(HistogramFraction(-kInf, 1, h, nullptr), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(HistogramFraction(1, std::sqrt(2.0), h, nullptr), 1.0 / 3);  // half of (1,2] on a log scale
+  EXPECT_EQ(HistogramFraction(-kInf, kInf, h, nullptr), 1);
+}
+
+TEST(HistogramEstimateTest, VarianceUsesBucketMeans) {
+  // Geometric means ±sqrt(0.5) around a mean of 0.
+  FloatHistogram h = ParseTestHistogram("count:2 sum:0 buckets:[1] n_buckets:[1]");
+  EXPECT_DOUBLE_EQ(HistogramVariance(h), 0.5);
+  // Arithmetic mean 1.5 of (1,2], equal to the mean: no spread.
+  h = ParseTestHistogram("schema:-53 count:2 sum:3 custom_values:[1 2] offset:1 buckets:[2]");
+  EXPECT_EQ(HistogramVariance(h), 0);
+  // The zero bucket counts as 0.
+  h = ParseTestHistogram("count:2 sum:2 z_bucket:1 z_bucket_w:0.001 offset:1 buckets:[1]");
+  EXPECT_DOUBLE_EQ(HistogramVariance(h), (1 + std::pow(std::sqrt(2.0) - 1, 2)) / 2);
+  EXPECT_TRUE(std::isnan(HistogramVariance(ParseTestHistogram("count:2 sum:NaN buckets:[2]"))));
+}
+
 }  // namespace
 }  // namespace trainwatch::model
