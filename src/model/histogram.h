@@ -63,9 +63,10 @@ struct Bucket {
   std::string String() const;
 };
 
-// Upper (or, for negative indexes of exponential schemas, ...) bound of the
-// bucket with index `idx`: 2^(idx * 2^-schema) for exponential schemas,
-// custom_values[idx] (or +Inf past the end) for custom buckets.
+// Upper bound of the positive bucket with index `idx` (the negative bucket
+// with that index mirrors it): 2^(idx * 2^-schema) for exponential schemas,
+// from Prometheus's table, with DBL_MAX for the last finite bucket;
+// custom_values[idx] for custom buckets, +Inf past the end, -Inf for -1.
 double BucketBound(int32_t idx, int32_t schema, const std::vector<double>& custom_values);
 
 struct FloatHistogram {
@@ -95,13 +96,15 @@ struct FloatHistogram {
 
   bool UsesCustomBuckets() const { return IsCustomBucketsSchema(schema); }
 
-  // A copy at a lower resolution (target <= schema; exponential only).
+  // A copy at a lower resolution (target <= schema; exponential only). As in
+  // Prometheus, a copy at another schema has an unknown counter reset hint.
+  // Any other target yields an unchanged copy.
   FloatHistogram CopyToSchema(int32_t target) const;
   // The zero bucket [-zero_threshold, zero_threshold] with zero_count.
   Bucket ZeroBucket() const;
 
-  // Scales every count and the sum (a negative factor makes a histogram
-  // that is no longer a valid counter; PromQL allows it).
+  // Scales every count and the sum; a negative factor makes it a gauge
+  // (hint kGauge). Div(0) drops every bucket (counts become Inf or NaN).
   FloatHistogram& Mul(double factor);
   FloatHistogram& Div(double divisor);
 
@@ -114,13 +117,17 @@ struct FloatHistogram {
   // this -= other, reconciled like Add.
   Result<AddResult> Sub(const FloatHistogram& other);
   // Add with Kahan-Babuska compensation kept in *c (same layout as *this
-  // after the call; start with an empty FloatHistogram). The final value is
-  // this->Add(*c) after the last KahanAdd, done by the caller.
+  // after the call; start with an empty FloatHistogram, which the first call
+  // turns into this histogram's layout with zero buckets and its hint). The
+  // final value is this->Add(*c) after the last KahanAdd, done by the
+  // caller. *c may be scaled in between (Mul, Div) like the sum itself.
   Result<AddResult> KahanAdd(const FloatHistogram& other, FloatHistogram* c);
 
-  // Exact equality of every field (NaN sums equal only with equal bits),
-  // comparing spans after zero-length spans and zero-offset joins are
-  // normalised, as Prometheus's Equals does. Hints are compared.
+  // Data equality as Prometheus's Equals: schema, count, sum, zero count
+  // and bucket counts by bit pattern (so NaN equals the same NaN), zero
+  // threshold and custom bounds (custom schema only) by value, spans after
+  // zero-length spans are folded into the next one (spans joined with
+  // offset 0 still differ). The counter reset hint is not compared.
   bool Equals(const FloatHistogram& o) const;
 
   // Drops empty buckets at the ends of each side, merges spans separated by
@@ -138,10 +145,11 @@ struct FloatHistogram {
   Status Validate() const;
 
   // Lowers the resolution in place (target < schema; exponential only).
+  // Does nothing otherwise, or when the spans do not match the buckets.
   void ReduceResolution(int32_t target);
 
-  // True when a bucket or count is +Inf or the count is smaller than the
-  // sum of the buckets... (Prometheus's HasOverflow, used by PromQL to warn).
+  // True when the count, zero count, sum, a bucket or a custom bound is
+  // infinite (Prometheus's HasOverflow, used by PromQL to warn).
   bool HasOverflow() const;
 
   // The histogram with observations above rhs (is_upper_trim: below) cut
@@ -149,11 +157,12 @@ struct FloatHistogram {
   // trim operators.
   FloatHistogram TrimBuckets(double rhs, bool is_upper_trim) const;
 
-  // Buckets in order of increasing bound. Positive/Negative: one side, by
-  // increasing index (Negative yields the side's buckets by index, whose
-  // bounds go away from zero). All: every negative bucket from -Inf
-  // towards zero, the zero bucket (when its threshold or count is non-zero),
-  // every positive bucket. AllReverse: the same, from +Inf down.
+  // Buckets in order of increasing bound, empty ones included.
+  // Positive/Negative: one side, by increasing index (Negative yields the
+  // side's buckets by index, whose bounds go away from zero). All: every
+  // negative bucket from -Inf towards zero, the zero bucket (when its count
+  // is > 0), every positive bucket; a bucket reaching into the zero bucket
+  // ends at the zero threshold. AllReverse: the same, from +Inf down.
   std::vector<Bucket> PositiveBuckets() const;
   std::vector<Bucket> NegativeBuckets() const;
   std::vector<Bucket> AllBuckets() const;

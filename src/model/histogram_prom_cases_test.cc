@@ -19,7 +19,6 @@ namespace trainwatch::model {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct MulCase {
   const char* name;
