@@ -9,7 +9,9 @@
 
 #include "promql/eval.h"
 #include "promql/functions_internal.h"
+#include "promql/functions_range_histogram.h"
 #include "promql/parser/functions.h"
+#include "promql/parser/parse.h"
 
 namespace trainwatch::promql {
 
@@ -576,6 +578,9 @@ class HistogramSumAvg {
   std::vector<Cell> cells_;
 };
 
+// Thrown by a streaming aggregation that meets a histogram value.
+struct HistogramsInStream {};
+
 const char* AggName(AggOp op) {
   switch (op) {
     case AggOp::kMin: return "min";
@@ -601,7 +606,7 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       const Expr& p = Unparen(*e.args[1]);
       if (p.kind != parser::NodeKind::kString) ThrowEval("expected string parameter");
       label_param = p.str;
-      if (!model::IsValidLabelName(label_param)) ThrowEval("invalid label name \"" + label_param + "\"");
+      if (!model::IsValidLabelName(label_param)) ThrowEval("invalid label name " + parser::Quote(label_param));
     } else {
       param = ScalarArg(*this, *e.args[1], r);
     }
@@ -610,59 +615,68 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
   // each series' values into its group's accumulators instead of
   // materializing every input series first. Same groups in the same order and
   // the same order of additions as the general path below, so same results.
-  const Expr& arg = Unparen(*e.args[0]);
-  if (IsAccumulating(op) && arg.kind == parser::NodeKind::kCall) {
-    if (const RangeFnDef* def = LookupRangeFn(arg.func->name)) {
-      CheckDeadline();
-      GroupIndex groups(e.grouping, e.without);
-      std::vector<Acc> acc;
-      ForEachRangeFnSeries(*this, arg, *def, r,
-                           [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals) {
-                             size_t g = groups.Find(l, drop_name);
-                             if (acc.size() < (g + 1) * steps) {
-                               CheckCells((g + 1) * steps);
-                               acc.resize((g + 1) * steps);
-                             }
-                             Acc* row = &acc[g * steps];
-                             for (const StepValue& sv : vals) AccAdd(op, row[sv.step], sv.v);
-                           });
-      Value out;
-      out.type = parser::Type::kVector;
-      acc.resize(groups.labels().size() * steps);
-      EmitAccumulated(op, acc, groups, r, &out);
-      return out;
+  // The streaming paths below hold floats only: a range function that
+  // yields a histogram sends the aggregation to the general path instead.
+  try {
+    const Expr& arg = Unparen(*e.args[0]);
+    if (IsAccumulating(op) && arg.kind == parser::NodeKind::kCall) {
+      if (const RangeFnDef* def = LookupRangeFn(arg.func->name)) {
+        CheckDeadline();
+        GroupIndex groups(e.grouping, e.without);
+        std::vector<Acc> acc;
+        ForEachRangeFnSeriesWithHistograms(*this, arg, *def, r,
+                             [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals,
+                                 std::span<const StepHistogram> hvals) {
+                               if (!hvals.empty()) throw HistogramsInStream{};
+                               size_t g = groups.Find(l, drop_name);
+                               if (acc.size() < (g + 1) * steps) {
+                                 CheckCells((g + 1) * steps);
+                                 acc.resize((g + 1) * steps);
+                               }
+                               Acc* row = &acc[g * steps];
+                               for (const StepValue& sv : vals) AccAdd(op, row[sv.step], sv.v);
+                             });
+        Value out;
+        out.type = parser::Type::kVector;
+        acc.resize(groups.labels().size() * steps);
+        EmitAccumulated(op, acc, groups, r, &out);
+        return out;
+      }
     }
-  }
-  // topk/bottomk/limitk/limit_ratio over a range function likewise: only the
-  // series that place keep their labels (`topk(10, avg_over_time(m[1h]))`
-  // over 2,000 series copies a few dozen label sets, not 2,000).
-  if (IsSelecting(op) && arg.kind == parser::NodeKind::kCall) {
-    if (const RangeFnDef* def = LookupRangeFn(arg.func->name)) {
-      CheckDeadline();
-      if (op == AggOp::kLimitRatio) CheckRatios(*this, *e.args[1], &param);
-      KSelection sel(op, param, steps);
-      GroupIndex groups(e.grouping, e.without);
-      SeriesList placed;  // labels of series that hold a place, by id
-      ForEachRangeFnSeries(*this, arg, *def, r,
-                           [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals) {
-                             size_t g = groups.Find(l, drop_name);
-                             if (g >= sel.groups()) {
-                               CheckCells((g + 1) * steps);
-                               sel.AddGroups(g + 1);
-                             }
-                             sel.Begin(static_cast<uint32_t>(placed.size()), l);
-                             for (const StepValue& sv : vals) sel.Offer(g, sv.step, sv.v);
-                             if (sel.Placed()) placed.push_back(EvalSeries{l, {}, {}, drop_name});
-                           });
-      Value out;
-      out.type = parser::Type::kVector;
-      sel.Emit(r, [&](uint32_t id, std::vector<Point>&& points, std::vector<HPoint>&& hpoints) {
-        placed[id].points = std::move(points);
-        placed[id].hpoints = std::move(hpoints);
-        out.series.push_back(std::move(placed[id]));
-      });
-      return out;
+    // topk/bottomk/limitk/limit_ratio over a range function likewise: only the
+    // series that place keep their labels (`topk(10, avg_over_time(m[1h]))`
+    // over 2,000 series copies a few dozen label sets, not 2,000).
+    if (IsSelecting(op) && arg.kind == parser::NodeKind::kCall) {
+      if (const RangeFnDef* def = LookupRangeFn(arg.func->name)) {
+        CheckDeadline();
+        if (op == AggOp::kLimitRatio) CheckRatios(*this, *e.args[1], &param);
+        KSelection sel(op, param, steps);
+        GroupIndex groups(e.grouping, e.without);
+        SeriesList placed;  // labels of series that hold a place, by id
+        ForEachRangeFnSeriesWithHistograms(*this, arg, *def, r,
+                             [&](const model::Labels& l, bool drop_name, std::span<const StepValue> vals,
+                                 std::span<const StepHistogram> hvals) {
+                               if (!hvals.empty()) throw HistogramsInStream{};
+                               size_t g = groups.Find(l, drop_name);
+                               if (g >= sel.groups()) {
+                                 CheckCells((g + 1) * steps);
+                                 sel.AddGroups(g + 1);
+                               }
+                               sel.Begin(static_cast<uint32_t>(placed.size()), l);
+                               for (const StepValue& sv : vals) sel.Offer(g, sv.step, sv.v);
+                               if (sel.Placed()) placed.push_back(EvalSeries{l, {}, {}, drop_name});
+                             });
+        Value out;
+        out.type = parser::Type::kVector;
+        sel.Emit(r, [&](uint32_t id, std::vector<Point>&& points, std::vector<HPoint>&& hpoints) {
+          placed[id].points = std::move(points);
+          placed[id].hpoints = std::move(hpoints);
+          out.series.push_back(std::move(placed[id]));
+        });
+        return out;
+      }
     }
+  } catch (const HistogramsInStream&) {
   }
   Value in = Eval(*e.args[0], r);
   // Group assignment, once per series.
@@ -736,42 +750,38 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
       return out;
     }
     case AggOp::kCountValues: {
-      std::unordered_map<std::string, size_t> idx;  // group + value -> output
+      // As Prometheus: the value label is set first and the groups are
+      // formed after, so the value can overwrite a label (by() also keeps
+      // the value label).
+      std::vector<std::string> grouping = e.grouping;
+      if (!e.without) grouping.push_back(label_param);
+      GroupIndex vgroups(grouping, e.without);
       std::vector<std::vector<double>> counts;
-      std::vector<model::Labels> labels;
       for (size_t i = 0; i < in.series.size(); ++i) {
-        // Histograms count by their text form, as in Prometheus.
-        std::vector<Point> values = in.series[i].points;
-        std::vector<std::string> htext;
-        for (const auto& p : in.series[i].hpoints) {
-          values.push_back({p.t, 0});
-          htext.push_back(p.h->String());
-        }
-        const size_t nfloats = in.series[i].points.size();
-        for (size_t k = 0; k < values.size(); ++k) {
-          const Point& p = values[k];
-          std::string vs = k < nfloats ? FormatFloat(p.v) : htext[k - nfloats];
-          std::string key = std::to_string(group_of[i]) + '\xff' + vs;
-          auto it = idx.find(key);
-          if (it == idx.end()) {
-            model::LabelsBuilder b(group_labels[group_of[i]]);
-            b.Set(label_param, vs);
-            labels.push_back(b.Build());
-            counts.emplace_back(steps, 0.0);
-            it = idx.emplace(key, counts.size() - 1).first;
+        const EvalSeries& s = in.series[i];
+        auto count = [&](int64_t t, const std::string& vs) {
+          model::LabelsBuilder b(s.labels);
+          b.Set(label_param, vs);
+          size_t g = vgroups.Find(b.Build(), false);
+          if (g >= counts.size()) {
+            CheckCells((g + 1) * steps);
+            counts.resize(g + 1, std::vector<double>(steps, 0.0));
           }
-          counts[it->second][r.Index(p.t)] += 1;
-        }
+          counts[g][r.Index(t)] += 1;
+        };
+        for (const auto& p : s.points) count(p.t, FormatFloat(p.v));
+        // Histograms count by their text form.
+        for (const auto& p : s.hpoints) count(p.t, p.h->String());
       }
-      for (size_t o = 0; o < counts.size(); ++o) {
+      std::vector<model::Labels>& vlabels = vgroups.labels();
+      for (size_t g = 0; g < counts.size(); ++g) {
         EvalSeries es;
-        es.labels = std::move(labels[o]);
-        for (size_t s = 0; s < steps; ++s) {
-          if (counts[o][s] > 0) es.points.push_back({r.At(s), counts[o][s]});
+        es.labels = std::move(vlabels[g]);
+        for (size_t st = 0; st < steps; ++st) {
+          if (counts[g][st] > 0) es.points.push_back({r.At(st), counts[g][st]});
         }
         out.series.push_back(std::move(es));
       }
-      MergeSameLabels(&out.series);
       return out;
     }
     case AggOp::kTopk: case AggOp::kBottomk: case AggOp::kLimitk: case AggOp::kLimitRatio: {

@@ -283,7 +283,9 @@ Value VectorVector(Evaluator& ev, const Expr& e, const StepRange& r, Value& lhs,
   if (m.card == Cardinality::kOneToOne || fill_many) matched.assign(nsig * steps, 0);
   // Output series per (many series, one series) pair.
   std::unordered_map<uint64_t, size_t> pair_out;
-  const bool drop = !cmp || e.return_bool;
+  // Arithmetic changes what the value means and drops the name; a
+  // comparison or a trim keeps it.
+  const bool drop = (!cmp && !IsTrim(op)) || e.return_bool;
   constexpr uint32_t kNoOne = 0xFFFFFFFFu;
   auto out_series = [&](uint64_t key, const model::Labels& many_labels, bool many_drop, const EvalSeries* os) {
     auto po = pair_out.find(key);
@@ -490,7 +492,7 @@ Value Evaluator::EvalBinary(const Expr& e, const StepRange& r) {
         s.hpoints[o++] = {p.t, std::move(eo.h)};
       }
       s.hpoints.resize(o);
-      if (!cmp || e.return_bool) s.drop_name = true;
+      if ((!cmp && !IsTrim(op)) || e.return_bool) s.drop_name = true;
     }
     notes.Report(*this, e);
     std::erase_if(vec.series, [](const EvalSeries& s) { return s.points.empty() && s.hpoints.empty(); });

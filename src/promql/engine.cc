@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "promql/eval.h"
+#include "promql/parser/functions.h"
 #include "promql/parser/parse.h"
 
 namespace trainwatch::promql {
@@ -113,6 +114,36 @@ Status ResolveDurations(Expr* e, int64_t step, int64_t range) {
   return Status::OK();
 }
 
+// Prometheus's detectHistogramStatsDecoding: a selector under
+// histogram_count, histogram_sum or histogram_avg reads its histograms'
+// count and sum only (with counter resets detected as it reads), unless a
+// subquery, a function that reads buckets or a trim is on the way up.
+void MarkHistogramStatsSelectors(parser::Expr* e, bool under_stats, bool blocked) {
+  using parser::NodeKind;
+  switch (e->kind) {
+    case NodeKind::kVectorSelector:
+      e->skip_histogram_buckets = under_stats && !blocked;
+      return;
+    case NodeKind::kSubquery:
+      blocked = true;
+      break;
+    case NodeKind::kCall: {
+      std::string_view n = e->func->name;
+      if (n == "histogram_count" || n == "histogram_sum" || n == "histogram_avg") under_stats = true;
+      if (n == "histogram_quantile" || n == "histogram_quantiles" || n == "histogram_fraction") blocked = true;
+      break;
+    }
+    case NodeKind::kBinary:
+      if (e->op == parser::BinOp::kTrimUpper || e->op == parser::BinOp::kTrimLower) blocked = true;
+      break;
+    default:
+      break;
+  }
+  for (auto& a : e->args) {
+    if (a != nullptr) MarkHistogramStatsSelectors(a.get(), under_stats, blocked);
+  }
+}
+
 constexpr uint64_t kMaxSteps = 11'000;
 
 Result<QueryResult> Exec(const EngineOptions& opts, storage::Queryable& db, std::string_view query, int64_t start,
@@ -134,6 +165,7 @@ Result<QueryResult> Exec(const EngineOptions& opts, storage::Queryable& db, std:
   }
   RETURN_IF_ERROR(ResolveDurations(expr.get(), instant ? 0 : step, end - start));
   ResolveAt(expr.get(), start, end);
+  MarkHistogramStatsSelectors(expr.get(), false, false);
   int64_t mint = model::kMaxTime, maxt = model::kMinTime;
   DataRange(*expr, start, end, opts.lookback_delta_ms, &mint, &maxt);
   if (mint > maxt) {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "promql/functions_range_histogram.h"
+
 namespace trainwatch::promql {
 
 using parser::Expr;
@@ -269,6 +271,26 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
     st_buf.clear();
     hbuf.clear();
     auto it = s.Iterator();
+    // Under histogram_count and the like: count and sum only, with the
+    // counter-reset hint worked out against the histogram read before.
+    model::FloatHistogram last_full;
+    bool have_last = false;
+    auto stats_only = [&](const model::FloatHistogram& h) {
+      auto out = std::make_shared<model::FloatHistogram>();
+      out->counter_reset_hint = h.counter_reset_hint;
+      out->schema = h.schema;
+      out->count = h.count;
+      out->sum = h.sum;
+      if (IsStaleHistogram(h)) return out;
+      if (out->counter_reset_hint == model::CounterResetHint::kUnknown && have_last) {
+        out->counter_reset_hint =
+            h.DetectReset(last_full) ? model::CounterResetHint::kCounterReset : model::CounterResetHint::kNotCounterReset;
+      }
+      last_full = h;
+      last_full.counter_reset_hint = out->counter_reset_hint;
+      have_last = true;
+      return out;
+    };
     if (it->Seek(mint)) {
       if (!it->HasST() && !it->HasHistograms()) {
         it->AppendUntil(maxt, &buf);
@@ -281,7 +303,11 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
           if (it->AtIsHistogram()) {
             const model::FloatHistogram* h = it->AtHistogram();
             if (!keep_stale && IsStaleHistogram(*h)) continue;
-            hbuf.push_back({smp.t, std::make_shared<model::FloatHistogram>(*h)});
+            if (vs.skip_histogram_buckets) {
+              hbuf.push_back({smp.t, stats_only(*h)});
+            } else {
+              hbuf.push_back({smp.t, std::make_shared<model::FloatHistogram>(*h)});
+            }
             continue;
           }
           if (!keep_stale && model::IsStaleNaN(smp.v)) continue;
@@ -311,16 +337,51 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, Sele
   SeriesList out;
   if (e.range_mod == parser::RangeMod::kSmoothed && what != SelectorValue::kStartTimestamp) {
     // The value at each step is interpolated between the samples around it
-    // (a start timestamp is not: it is the selected sample's).
+    // within the lookback delta on both sides (a start timestamp is not: it
+    // is the selected sample's). A window that holds floats and histograms
+    // yields nothing, with a warning.
     SelectRaw(e, first_ref - lookback + 1, last_ref + lookback - 1, false,
               [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>&,
-                  std::vector<HPoint>&) {
+                  std::vector<HPoint>& hs) {
                 EvalSeries es;
+                auto after = [](int64_t x, const auto& s) { return x < s.t; };
                 for (size_t i = 0; i < steps; ++i) {
                   int64_t t = r.At(i);
                   int64_t ref = (has_at ? e.at_ms : t) - e.offset_ms;
-                  auto it = std::upper_bound(smp.begin(), smp.end(), ref,
-                                             [](int64_t x, const model::Sample& s) { return x < s.t; });
+                  auto in_window = [&](int64_t x) { return x > ref - lookback && x < ref + lookback; };
+                  auto it = std::upper_bound(smp.begin(), smp.end(), ref, after);
+                  auto hit = std::upper_bound(hs.begin(), hs.end(), ref, after);
+                  bool floats = (it != smp.begin() && in_window((it - 1)->t)) || (it != smp.end() && in_window(it->t));
+                  bool hists = (hit != hs.begin() && in_window((hit - 1)->t)) || (hit != hs.end() && in_window(hit->t));
+                  if (floats && hists) {
+                    Warn("encountered a mix of histograms and floats for metric name \"" + std::string(l.MetricName()) +
+                             "\"",
+                         e);
+                    continue;
+                  }
+                  if (hists) {
+                    if (hit == hs.begin() || !in_window((hit - 1)->t)) continue;  // nothing at or before ref
+                    const HPoint& a = *(hit - 1);
+                    if (a.t == ref || hit == hs.end() || !in_window(hit->t)) {
+                      auto h = std::make_shared<model::FloatHistogram>(*a.h);
+                      if (a.t != ref) h->counter_reset_hint = model::CounterResetHint::kUnknown;
+                      es.hpoints.push_back({t, std::move(h)});
+                      continue;
+                    }
+                    const HPoint& b = *hit;
+                    if (a.h->UsesCustomBuckets() != b.h->UsesCustomBuckets()) {
+                      Warn("vector contains a mix of histograms with exponential and custom buckets schemas for metric "
+                           "name \"" +
+                               std::string(l.MetricName()) + "\"",
+                           e);
+                      continue;
+                    }
+                    const bool counter = a.h->counter_reset_hint != model::CounterResetHint::kGauge ||
+                                         b.h->counter_reset_hint != model::CounterResetHint::kGauge;
+                    auto h = InterpolateHistogramAt(*this, a, b, ref, counter, l.MetricName(), e);
+                    if (h.has_value()) es.hpoints.push_back({t, std::make_shared<model::FloatHistogram>(std::move(*h))});
+                    continue;
+                  }
                   if (it == smp.begin()) continue;
                   const model::Sample& a = *(it - 1);
                   if (a.t <= ref - lookback) continue;
@@ -330,7 +391,7 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, Sele
                   }
                   es.points.push_back({t, timestamps ? static_cast<double>(a.t) / 1000.0 : v});
                 }
-                if (!es.points.empty()) {
+                if (!es.points.empty() || !es.hpoints.empty()) {
                   es.labels = l;
                   out.push_back(std::move(es));
                 }

@@ -2,6 +2,7 @@
 // _stdvar, and the native half of histogram_quantile(s) and
 // histogram_fraction (the classic half is in functions_label.cc).
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/histogram_estimate.h"
@@ -74,6 +75,39 @@ SeriesList NativeHistogramEstimates(Evaluator& ev, const Value& in, const StepRa
     out.push_back(std::move(es));
   }
   return out;
+}
+
+void DropMixedClassicNative(Evaluator& ev, SeriesList* classic, SeriesList* native, const parser::Expr& arg) {
+  if (classic->empty() || native->empty()) return;
+  for (auto& n : *native) {
+    for (auto& c : *classic) {
+      if (c.labels != n.labels) continue;
+      // Steps where both have a value yield nothing, with a warning.
+      std::vector<int64_t> both;
+      size_t a = 0, b = 0;
+      while (a < c.points.size() && b < n.points.size()) {
+        if (c.points[a].t == n.points[b].t) {
+          both.push_back(c.points[a].t);
+          ++a;
+          ++b;
+        } else if (c.points[a].t < n.points[b].t) {
+          ++a;
+        } else {
+          ++b;
+        }
+      }
+      if (both.empty()) continue;
+      ev.Warn("vector contains a mix of classic and native histograms for metric name \"" +
+                  std::string(n.labels.MetricName()) + "\"",
+              arg);
+      auto in_both = [&](const Point& p) { return std::binary_search(both.begin(), both.end(), p.t); };
+      std::erase_if(c.points, in_both);
+      std::erase_if(n.points, in_both);
+    }
+  }
+  auto empty = [](const EvalSeries& s) { return s.points.empty(); };
+  std::erase_if(*classic, empty);
+  std::erase_if(*native, empty);
 }
 
 }  // namespace trainwatch::promql

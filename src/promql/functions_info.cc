@@ -135,7 +135,7 @@ Value EvalInfo(Evaluator& ev, const Expr& e, const StepRange& r) {
     vs.matchers = select;
     ev.SelectRaw(vs, min_ref - lookback + 1, max_ref, true,
                  [&](const model::Labels& l, bool, std::vector<model::Sample>& smp, const std::vector<int64_t>&,
-                     std::vector<HPoint>&) {
+                     std::vector<HPoint>& hs) {
                    for (size_t k = 0; k < std::size(kIdentifying); ++k) {
                      std::string_view v = l.Get(kIdentifying[k]);
                      if (!v.empty() && id_values[k].count(std::string(v)) == 0) return;
@@ -149,6 +149,13 @@ Value EvalInfo(Evaluator& ev, const Expr& e, const StepRange& r) {
                      int64_t rt = ref.At(r.At(i));
                      auto it = std::upper_bound(smp.begin(), smp.end(), rt,
                                                 [](int64_t t, const model::Sample& s) { return t < s.t; });
+                     auto hit = std::upper_bound(hs.begin(), hs.end(), rt,
+                                                 [](int64_t t, const HPoint& s) { return t < s.t; });
+                     // The sample selected here is a histogram: info series hold floats.
+                     if (hit != hs.begin() && (hit - 1)->t > rt - lookback && !IsStaleHistogram(*(hit - 1)->h) &&
+                         (it == smp.begin() || (it - 1)->t < (hit - 1)->t)) {
+                       ThrowEval("info sample should be float");
+                     }
                      if (it == smp.begin()) continue;
                      --it;
                      if (it->t <= rt - lookback || model::IsStaleNaN(it->v)) continue;

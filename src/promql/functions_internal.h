@@ -65,6 +65,10 @@ Value EvalHistogramFraction(Evaluator& ev, const parser::Expr& e, const StepRang
 Value EvalSortByLabel(Evaluator& ev, const parser::Expr& e, const StepRange& r, bool desc);
 
 // functions_histogram.cc
+// Prometheus's rule for histogram_quantile(s)/_fraction: a classic histogram
+// (bucket series grouped without le) and a native one with the same labels
+// at the same step both yield nothing there, with a warning about `arg`.
+void DropMixedClassicNative(Evaluator& ev, SeriesList* classic, SeriesList* native, const parser::Expr& arg);
 enum class HistogramStat { kCount, kSum, kAvg, kStdDev, kStdVar };
 // histogram_count(v) and the like: one float per histogram point of v.
 Value EvalHistogramStat(Evaluator& ev, const parser::Expr& e, const StepRange& r, HistogramStat stat);

@@ -384,6 +384,7 @@ Value EvalHistogramQuantile(Evaluator& ev, const Expr& e, const StepRange& r) {
       ev, in, r, *e.args[1], [&](size_t i, const model::FloatHistogram& h, model::HistogramEstimateNotes* n) {
         return model::HistogramQuantile(q[i], h, n);
       });
+  DropMixedClassicNative(ev, &out.series, &native, *e.args[1]);
   for (auto& s : native) out.series.push_back(std::move(s));
   return out;
 }
@@ -406,6 +407,7 @@ Value EvalHistogramQuantiles(Evaluator& ev, const Expr& e, const StepRange& r) {
         ev, in, r, *e.args[0], [&](size_t i, const model::FloatHistogram& h, model::HistogramEstimateNotes* n) {
           return model::HistogramQuantile(q[i], h, n);
         });
+    DropMixedClassicNative(ev, &part, &native, *e.args[0]);
     for (auto& s : native) part.push_back(std::move(s));
     // The label carries the quantile of the first step (constant in practice).
     std::string v = QuantileLabel(q.empty() ? NAN : q[0]);
@@ -434,6 +436,7 @@ Value EvalHistogramFraction(Evaluator& ev, const Expr& e, const StepRange& r) {
       ev, in, r, *e.args[2], [&](size_t i, const model::FloatHistogram& h, model::HistogramEstimateNotes* n) {
         return model::HistogramFraction(lo[i], hi[i], h, n);
       });
+  DropMixedClassicNative(ev, &out.series, &native, *e.args[2]);
   for (auto& s : native) out.series.push_back(std::move(s));
   return out;
 }

@@ -706,4 +706,14 @@ void HistogramRangeSeries(Evaluator& ev, const HistogramSeriesArgs& a, const mod
   }
 }
 
+std::optional<model::FloatHistogram> InterpolateHistogramAt(Evaluator& ev, const HPoint& a, const HPoint& b, int64_t t,
+                                                            bool counter, std::string_view metric,
+                                                            const parser::Expr& at) {
+  Annos an(metric);
+  std::optional<FloatHistogram> r = Interpolate(a, b, t, counter, &an);
+  if (!r.has_value()) an.MixedExponentialCustom();
+  an.Flush(ev, at);
+  return r;
+}
+
 }  // namespace trainwatch::promql

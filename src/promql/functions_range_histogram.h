@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "promql/eval.h"
@@ -33,6 +35,13 @@ using RangeSeriesHistogramCallback =
 void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def,
                                         const StepRange& r, const RangeSeriesHistogramCallback& cb);
 
+// The histogram at t between samples a and b (a.t <= t <= b.t), as a
+// smoothed selector interpolates it: linearly, or for a counter (counter
+// set) from zero when b is a reset. nullopt, with a warning about `at`, when
+// the two cannot be combined.
+std::optional<model::FloatHistogram> InterpolateHistogramAt(Evaluator& ev, const HPoint& a, const HPoint& b, int64_t t,
+                                                            bool counter, std::string_view metric,
+                                                            const parser::Expr& at);
 // A subquery's histograms as a range function sees them: a reset or
 // not-reset hint becomes unknown, since the subquery may skip the sample
 // with a reset or repeat it (Prometheus's evalSubquery does the same).

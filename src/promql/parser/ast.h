@@ -97,6 +97,10 @@ struct Expr {
   AtKind at = AtKind::kNone;
   int64_t at_ms = 0;  // kValue
   RangeMod range_mod = RangeMod::kNone;  // kVectorSelector (also of a matrix selector)
+  // kVectorSelector: only the count and sum of its histograms are needed
+  // (under histogram_count/_sum/_avg, not under a subquery or a function
+  // that reads buckets); set by the engine before evaluation.
+  bool skip_histogram_buckets = false;
   // kMatrixSelector / kSubquery
   int64_t range_ms = 0;
   int64_t step_ms = 0;  // kSubquery, 0 = default

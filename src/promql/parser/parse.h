@@ -34,6 +34,9 @@ Result<model::Matchers> ParseMetricSelector(std::string_view input);
 
 // Go-style unquoting of a "...", '...' or `...` literal.
 Result<std::string> Unquote(std::string_view quoted);
+// A string literal as PromQL prints it: double-quoted, with escapes
+// (invalid UTF-8 bytes as \xNN).
+std::string Quote(const std::string& s);
 // Parses a duration like 1h30m into milliseconds.
 Result<int64_t> ParseDuration(std::string_view s);
 // Formats milliseconds like Prometheus (1h30m, 5m, 1s500ms).

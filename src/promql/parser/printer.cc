@@ -11,6 +11,7 @@
 #include "promql/parser/ast.h"
 #include "promql/parser/functions.h"
 #include "promql/parser/lex.h"
+#include "base/utf8.h"
 #include "promql/parser/parse.h"
 
 namespace trainwatch::promql::parser {
@@ -97,11 +98,24 @@ Type Expr::type() const {
   return Type::kNone;
 }
 
-namespace {
-
 std::string Quote(const std::string& s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // A well-formed sequence is kept; a stray byte is escaped, as Go's
+      // strconv.Quote does.
+      size_t n = Utf8SequenceLength(s, i);
+      if (n == 0) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+        out += buf;
+      } else {
+        out.append(s, i, n);
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -120,6 +134,8 @@ std::string Quote(const std::string& s) {
   }
   return out + "\"";
 }
+
+namespace {
 
 std::string FormatNumber(double v) {
   if (std::isnan(v)) return "NaN";

@@ -38,6 +38,51 @@ void TestStorage::AddHistogram(const model::Labels& l, int64_t t, std::shared_pt
 
 namespace {
 
+// The counter-reset hints of a series' histograms as Prometheus's TSDB
+// reads them back, which is what its test corpus expects: histograms are
+// stored in chunks, a new chunk starts at a histogram after a float, at a
+// counter reset (detected, or stated by the hint), at a change of schema,
+// zero threshold or custom bounds, and where gauge and counter histograms
+// meet; the first histogram of a chunk reads as "unknown", the others as
+// "not a reset", every one of a gauge chunk as "gauge".
+std::vector<std::shared_ptr<const model::FloatHistogram>> ReadBackHints(const TestStorage::Data& d) {
+  using model::CounterResetHint;
+  std::vector<std::shared_ptr<const model::FloatHistogram>> out(d.hist.size());
+  const model::FloatHistogram* last = nullptr;  // previous sample, when a histogram of the open chunk
+  bool chunk_gauge = false;
+  for (size_t i = 0; i < d.hist.size(); ++i) {
+    const model::FloatHistogram* h = d.hist[i].get();
+    if (h == nullptr) {
+      last = nullptr;
+      continue;
+    }
+    const bool gauge = h->counter_reset_hint == CounterResetHint::kGauge;
+    const bool stale = model::IsStaleNaN(h->sum);
+    bool new_chunk = last == nullptr;
+    if (!new_chunk && !stale) {
+      const bool layout_changed = h->schema != last->schema || h->zero_threshold != last->zero_threshold ||
+                                  (h->UsesCustomBuckets() && h->custom_values != last->custom_values);
+      if (model::IsStaleNaN(last->sum) || gauge != chunk_gauge || layout_changed) {
+        new_chunk = true;
+      } else if (!gauge) {
+        model::FloatHistogram probe = *h;
+        if (probe.counter_reset_hint != CounterResetHint::kCounterReset) {
+          probe.counter_reset_hint = CounterResetHint::kUnknown;
+        }
+        new_chunk = probe.DetectReset(*last);
+      }
+    }
+    if (new_chunk) chunk_gauge = gauge;
+    auto copy = std::make_shared<model::FloatHistogram>(*h);
+    copy->counter_reset_hint = chunk_gauge ? CounterResetHint::kGauge
+                               : new_chunk ? CounterResetHint::kUnknown
+                                           : CounterResetHint::kNotCounterReset;
+    out[i] = std::move(copy);
+    last = h;
+  }
+  return out;
+}
+
 bool MatchesAll(const model::Labels& l, const model::Matchers& ms) {
   for (const auto& m : ms) {
     if (!m.Matches(l.Get(m.name()))) return false;
@@ -94,11 +139,13 @@ class TestQuerier : public storage::Querier {
       std::vector<model::Sample> sel;
       std::vector<int64_t> st;
       std::vector<std::shared_ptr<const model::FloatHistogram>> hist;
+      std::vector<std::shared_ptr<const model::FloatHistogram>> read_back;
+      if (d.has_hist) read_back = ReadBackHints(d);
       for (size_t i = 0; i < d.samples.size(); ++i) {
         if (d.samples[i].t < lo || d.samples[i].t > hi) continue;
         sel.push_back(d.samples[i]);
         if (d.has_st) st.push_back(d.st[i]);
-        if (d.has_hist) hist.push_back(d.hist[i]);
+        if (d.has_hist) hist.push_back(read_back[i]);
       }
       if (sel.empty()) continue;
       out.push_back(std::make_shared<TestSeries>(l, std::move(sel), std::move(st), std::move(hist)));
