@@ -29,6 +29,7 @@ using HistogramPtr = std::shared_ptr<const model::FloatHistogram>;
 struct HPoint {
   int64_t t = 0;  // ms
   HistogramPtr h;
+  int64_t st = 0;  // start timestamp of a stored sample (ms; 0 = unknown), for range functions
 };
 
 // One element of an instant vector: a float, or a histogram when h is set.

@@ -303,10 +303,11 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
           if (it->AtIsHistogram()) {
             const model::FloatHistogram* h = it->AtHistogram();
             if (!keep_stale && IsStaleHistogram(*h)) continue;
+            int64_t hst = has_st ? it->AtST() : 0;
             if (vs.skip_histogram_buckets) {
-              hbuf.push_back({smp.t, stats_only(*h)});
+              hbuf.push_back({smp.t, stats_only(*h), hst});
             } else {
-              hbuf.push_back({smp.t, std::make_shared<model::FloatHistogram>(*h)});
+              hbuf.push_back({smp.t, std::make_shared<model::FloatHistogram>(*h), hst});
             }
             continue;
           }
@@ -417,7 +418,7 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, Sele
         if (what == SelectorValue::kValue) {
           es.hpoints.push_back({t, h.h});
         } else {
-          es.points.push_back({t, what == SelectorValue::kTimestamp ? static_cast<double>(h.t) / 1000.0 : 0});
+          es.points.push_back({t, static_cast<double>(what == SelectorValue::kTimestamp ? h.t : h.st) / 1000.0});
         }
         continue;
       }
@@ -493,6 +494,7 @@ std::vector<RawSeries> Evaluator::EvalSubqueryRaw(const Expr& sq, int64_t min_re
     rs.samples.reserve(s.points.size());
     for (const auto& p : s.points) rs.samples.push_back({p.t, p.v});
     rs.hsamples = std::move(s.hpoints);
+    for (HPoint& p : rs.hsamples) p.st = 0;  // a subquery cuts start timestamps off
     out.push_back(std::move(rs));
   }
   return out;

@@ -139,9 +139,13 @@ std::optional<FloatHistogram> HistogramIncrease(std::span<const HPoint> points, 
   // A reset between the first two samples: the first one does not count, so
   // its bucket layout does not matter either.
   FloatHistogram zero;
-  if (counter) {
+  auto reset_at = [&](size_t i) {
+    return StartTimestampReset(points[i - 1].st, points[i - 1].t, points[i].st, points[i].t) ||
+           points[i].h->DetectReset(*points[i - 1].h);
+  };
+  if (counter && points.size() > 1) {
     const FloatHistogram& second = *points[1].h;
-    if (second.DetectReset(*prev)) {
+    if (reset_at(1)) {
       zero.schema = second.schema;
       zero.custom_values = second.custom_values;
       prev = &zero;
@@ -178,7 +182,8 @@ std::optional<FloatHistogram> HistogramIncrease(std::span<const HPoint> points, 
   if (counter) {
     for (size_t i = 1; i < points.size(); ++i) {
       const FloatHistogram& cur = *points[i].h;
-      if (cur.DetectReset(*prev)) {
+      if (StartTimestampReset(points[i - 1].st, points[i - 1].t, points[i].st, points[i].t) ||
+          cur.DetectReset(*prev)) {
         auto added = h.Add(*prev);
         if (!added.ok()) {
           an->Clear();
@@ -201,18 +206,35 @@ std::optional<FloatHistogram> HistogramIncrease(std::span<const HPoint> points, 
 // window's edges as for floats.
 HistogramPtr HistogramExtrapolatedRate(std::span<const HPoint> w, const RangeCtx& c, bool counter, bool is_rate,
                                        Annos* an) {
-  // A single sample would need a start timestamp inside the window.
-  if (w.size() < 2) return nullptr;
-  std::optional<FloatHistogram> result = HistogramIncrease(w, counter, an);
-  if (!result) return nullptr;
+  // A single sample needs a start timestamp inside the window.
+  const int64_t st0 = w.front().st;
+  const bool st_inside = counter && st0 != 0 && st0 > c.range_start && st0 < w.front().t;
+  if (w.size() < 2 && !st_inside) return nullptr;
+  std::optional<FloatHistogram> result;
+  if (w.size() >= 2) {
+    result = HistogramIncrease(w, counter, an);
+    if (!result) return nullptr;
+  }
   double first_t = static_cast<double>(w.front().t), last_t = static_cast<double>(w.back().t);
   double duration_to_start = (first_t - static_cast<double>(c.range_start)) / 1000.0;
   double duration_to_end = (static_cast<double>(c.range_end) - last_t) / 1000.0;
   double sampled = (last_t - first_t) / 1000.0;
-  double avg = sampled / static_cast<double>(w.size() - 1);
+  double avg = w.size() > 1 ? sampled / static_cast<double>(w.size() - 1) : 0;
   double threshold = avg * 1.1;
-  if (duration_to_start >= threshold) duration_to_start = avg / 2;
-  if (counter) {
+  if (st_inside) {
+    // The counter started at its start timestamp inside the window: count
+    // from zero there instead of extrapolating to the left.
+    duration_to_start = 0;
+    sampled = (last_t - static_cast<double>(st0)) / 1000.0;
+    if (!result) {
+      result = *w.front().h;
+    } else if (!Combine(&*result, *w.front().h, false, an)) {
+      return nullptr;
+    }
+  } else if (duration_to_start >= threshold) {
+    duration_to_start = avg / 2;
+  }
+  if (counter && !st_inside) {
     // Counters cannot go below zero: do not extrapolate past where the
     // count would reach it.
     double first_count = w.front().h->count;
@@ -234,7 +256,7 @@ HistogramPtr HistogramInstantValue(const HPoint& a, const HPoint& b, bool is_rat
   if (is_rate && (IsGauge(*a.h) || IsGauge(*b.h))) an->NotCounter();
   if (!is_rate && (!IsGauge(*a.h) || !IsGauge(*b.h))) an->NotGauge();
   FloatHistogram r = *b.h;
-  if (!is_rate || !b.h->DetectReset(*a.h)) {
+  if (!is_rate || (!StartTimestampReset(a.st, a.t, b.st, b.t) && !b.h->DetectReset(*a.h))) {
     // Conflicting counter reset hints are expected here (resets are
     // handled explicitly): that flag is ignored.
     auto res = r.Sub(*a.h);
@@ -381,7 +403,7 @@ double Transitions(bool resets, std::span<const model::Sample> f, const int64_t*
       cur = {f[i].t, st != nullptr ? st[i] : 0, f[i].v, nullptr};
       ++i;
     } else {
-      cur = {h[j].t, 0, 0, h[j].h.get()};
+      cur = {h[j].t, h[j].st, 0, h[j].h.get()};
       ++j;
     }
     if (first) {
@@ -397,7 +419,8 @@ double Transitions(bool resets, std::span<const model::Sample> f, const int64_t*
       }
     } else if ((prev.h == nullptr) != (cur.h == nullptr)) {
       ++n;
-    } else if (resets ? cur.h->DetectReset(*prev.h) : !cur.h->Equals(*prev.h)) {
+    } else if (resets ? StartTimestampReset(prev.st, prev.t, cur.st, cur.t) || cur.h->DetectReset(*prev.h)
+                      : !cur.h->Equals(*prev.h)) {
       ++n;
     }
     prev = cur;

@@ -405,7 +405,6 @@ struct EvalCmd {
   bool expect_matrix = false;
   int64_t m_start = 0, m_end = 0, m_step = 0;
   std::vector<ExpectedSeries> series;
-  bool histogram = false;
   std::string bad;  // unparseable expectation
   // `expect warn|info` / `expect no_warn|no_info`: whether the query must
   // (not) give annotations of that kind, and which (msg: or regex: lines).
@@ -512,7 +511,7 @@ class ClassicToNhcb {
   }
 
   // Stores every gathered histogram; the first conversion error, if any.
-  std::string Write(TestStorage* db, std::vector<model::Labels>* hist_series) {
+  std::string Write(TestStorage* db) {
     for (auto& [labels, by_t] : series_) {
       for (auto& [t, tmp] : by_t) {
         model::FloatHistogram h;
@@ -520,7 +519,6 @@ class ClassicToNhcb {
         if (!err.empty()) return err;
         db->AddHistogram(labels, t, std::make_shared<model::FloatHistogram>(std::move(h)));
       }
-      hist_series->push_back(labels);
     }
     return "";
   }
@@ -714,50 +712,6 @@ std::string CheckResult(const EvalCmd& c, const QueryResult& res) {
   return "";
 }
 
-// True when any selector of `expr` can match one of `series`.
-bool TouchesSeries(const std::string& expr, const std::vector<model::Labels>& series) {
-  auto parsed = parser::ParseExpr(expr);
-  if (!parsed.ok()) {
-    // Fall back to the metric names in the text.
-    static const RE2 kIdent("([a-zA-Z_:][a-zA-Z0-9_:]*)");
-    re2::StringPiece in(expr);
-    std::string id;
-    while (RE2::FindAndConsume(&in, kIdent, &id)) {
-      for (const auto& l : series) {
-        if (l.MetricName() == id) return true;
-      }
-    }
-    return false;
-  }
-  bool hit = false;
-  std::function<void(const parser::Expr&)> walk = [&](const parser::Expr& e) {
-    if (e.kind == parser::NodeKind::kVectorSelector) {
-      for (const auto& l : series) {
-        bool all = true;
-        for (const auto& m : e.matchers) {
-          if (!m.Matches(l.Get(m.name()))) {
-            all = false;
-            break;
-          }
-        }
-        if (all) hit = true;
-      }
-    }
-    // info() reads info metrics (target_info by default) besides its argument.
-    if (e.kind == parser::NodeKind::kCall && e.func->name == "info") {
-      for (const auto& l : series) {
-        if (l.MetricName().ends_with("_info")) hit = true;
-      }
-    }
-    for (const auto& a : e.args) walk(*a);
-    for (const auto* d : {e.range_expr.get(), e.step_expr.get(), e.offset_expr.get()}) {
-      if (d != nullptr) walk(*d);
-    }
-  };
-  walk(**parsed);
-  return hit;
-}
-
 bool CallsAny(const parser::Expr& e, std::initializer_list<std::string_view> names) {
   if (e.kind == parser::NodeKind::kCall) {
     for (auto n : names) {
@@ -949,7 +903,6 @@ FileResult RunScript(std::string_view name, std::string_view content) {
     }
   }
   TestStorage db;
-  std::vector<model::Labels> hist_series;  // series holding native histograms
   EngineOptions opts;
   opts.max_samples = 10000;
   opts.timeout_ms = 100'000;
@@ -968,7 +921,6 @@ FileResult RunScript(std::string_view name, std::string_view content) {
     while (block_end < lines.size() && !lines[block_end].empty()) ++block_end;
     if (kw == "clear") {
       db.Clear();
-      hist_series.clear();
       ++i;
       continue;
     }
@@ -1012,25 +964,22 @@ FileResult RunScript(std::string_view name, std::string_view content) {
             break;
           }
         }
-        bool hist = false;
         for (size_t k = 0; k < items.size(); ++k) {
           if (!items[k].present) continue;
           int64_t t = static_cast<int64_t>(k) * step;
           int64_t start = k < st.size() && st[k].has_value() ? t + *st[k] : 0;
           if (items[k].h != nullptr) {
-            hist = true;
             db.AddHistogram(l, t, items[k].h, start);
           } else {
             db.Add(l, t, items[k].v, start);
             if (nhcb) nhcb_parts.Add(l, t, items[k].v);
           }
         }
-        if (hist) hist_series.push_back(l);
       }
       if (nhcb) {
         // load_with_nhcb also writes a custom-bucket native histogram `<n>`
         // (without le) for every classic histogram of the block.
-        std::string err = nhcb_parts.Write(&db, &hist_series);
+        std::string err = nhcb_parts.Write(&db);
         if (!err.empty()) {
           fr.failed++;
           fr.failures.push_back("line " + std::to_string(lineno) + ": load_with_nhcb: " + err);
@@ -1120,7 +1069,6 @@ FileResult RunScript(std::string_view name, std::string_view content) {
         c.scalar = v;
         continue;
       }
-      if (l.find("{{") != std::string::npos) c.histogram = true;
       ExpectedSeries es;
       std::string rest;
       if (!ParseSeriesDesc(l, &es.labels, &rest)) {
@@ -1134,20 +1082,7 @@ FileResult RunScript(std::string_view name, std::string_view content) {
       c.series.push_back(std::move(es));
     }
     i = block_end;
-    auto skip = [&](const std::string& kind, const std::string& why) {
-      fr.skipped++;
-      fr.skips.push_back("line " + std::to_string(lineno) + ": " + c.expr + ": " + why);
-      fr.skip_reasons.push_back(kind);
-    };
-    // Native histograms are not evaluated everywhere yet: an eval whose
-    // expected result holds one, or that reads series holding them, is
-    // reported as skipped when it fails, with the reason.
-    const bool touches_hist = c.histogram || (!hist_series.empty() && TouchesSeries(c.expr, hist_series));
     auto fail = [&](const std::string& why) {
-      if (touches_hist) {
-        skip("native histogram", why);
-        return;
-      }
       fr.failed++;
       fr.failures.push_back("line " + std::to_string(lineno) + ": " + c.expr + ": " + why);
     };

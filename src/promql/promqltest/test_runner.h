@@ -14,10 +14,7 @@ struct FileResult {
   std::string name;
   int passed = 0;
   int failed = 0;
-  int skipped = 0;
   std::vector<std::string> failures;  // "line N: expr: reason"
-  std::vector<std::string> skips;     // "line N: expr: why"
-  std::vector<std::string> skip_reasons;  // per skip: its kind ("native histogram")
 };
 
 FileResult RunScript(std::string_view name, std::string_view content);
