@@ -329,9 +329,14 @@ bool FloatHistogramIterator::Seek(int64_t t) {
   return false;
 }
 
-Status DecodeAllHistograms(std::string_view data, std::vector<HistogramSample>* out) {
+Status DecodeAllHistograms(std::string_view data, std::vector<int64_t>* ts, std::vector<model::FloatHistogram>* hs) {
   FloatHistogramIterator it(data);
-  while (it.Next()) out->push_back({it.t(), it.h()});
+  ts->reserve(ts->size() + it.NumSamples());
+  hs->reserve(hs->size() + it.NumSamples());
+  while (it.Next()) {
+    ts->push_back(it.t());
+    hs->push_back(it.h());
+  }
   return it.Err();
 }
 

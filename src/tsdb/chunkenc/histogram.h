@@ -21,11 +21,6 @@
 
 namespace trainwatch::chunkenc {
 
-struct HistogramSample {
-  int64_t t = 0;
-  model::FloatHistogram h;
-};
-
 // Cut points for histogram chunks, in the head and in blocks: whichever
 // comes first.
 inline constexpr uint32_t kHistogramChunkSamples = 120;
@@ -108,7 +103,7 @@ class FloatHistogramIterator {
   Status err_;
 };
 
-// Decodes a whole histogram chunk, appending to *out. Corruption -> error.
-Status DecodeAllHistograms(std::string_view data, std::vector<HistogramSample>* out);
+// Decodes a whole histogram chunk, appending to the vectors. Corruption -> error.
+Status DecodeAllHistograms(std::string_view data, std::vector<int64_t>* ts, std::vector<model::FloatHistogram>* hs);
 
 }  // namespace trainwatch::chunkenc

@@ -14,6 +14,20 @@
 namespace trainwatch::chunkenc {
 namespace {
 
+struct HistogramSample {
+  int64_t t = 0;
+  model::FloatHistogram h;
+};
+
+Status DecodeAllHistograms(std::string_view data, std::vector<HistogramSample>* out) {
+  std::vector<int64_t> ts;
+  std::vector<model::FloatHistogram> hs;
+  Status s = chunkenc::DecodeAllHistograms(data, &ts, &hs);
+  EXPECT_EQ(ts.size(), hs.size());
+  for (size_t i = 0; i < ts.size(); i++) out->push_back({ts[i], hs[i]});
+  return s;
+}
+
 using model::CounterResetHint;
 using testing_hist::CustomHistogram;
 using testing_hist::ExpectSameHistogram;
