@@ -916,11 +916,13 @@ void Head::Truncate(const PersistSet& set) {
     if (s->hist && !snap.ooo_hist.empty()) {
       // Both sorted by time: drop the persisted ones.
       std::vector<storage::HistogramSample>& ooo = s->hist->ooo;
+      // A plain reference: clang 14 refuses lambdas capturing structured bindings.
+      const std::vector<storage::HistogramSample>& persisted = snap.ooo_hist;
       size_t j = 0;
       const size_t before = ooo.size();
-      std::erase_if(ooo, [&](const storage::HistogramSample& x) {
-        while (j < snap.ooo_hist.size() && snap.ooo_hist[j].t < x.t) j++;
-        return j < snap.ooo_hist.size() && snap.ooo_hist[j].t == x.t;
+      std::erase_if(ooo, [&persisted, &j](const storage::HistogramSample& x) {
+        while (j < persisted.size() && persisted[j].t < x.t) j++;
+        return j < persisted.size() && persisted[j].t == x.t;
       });
       removed_samples += before - ooo.size();
     }
