@@ -56,16 +56,26 @@ bool ChunkListIterator::Advance() {
       }
       started_ = true;
     }
-    if (hist_ ? hit_->Next() : it_.Next()) {
-      const int64_t t = CurT();
-      if (t < mint_) continue;
-      if (t > maxt_) return done_ = true, false;
-      return true;
-    }
-    const Status& e = hist_ ? hit_->Err() : it_.Err();
-    if (!e.ok()) {
-      err_ = e;
-      return done_ = true, false;
+    if (!hist_) [[likely]] {  // floats: the path as before histograms
+      if (it_.Next()) {
+        if (it_.t() < mint_) continue;
+        if (it_.t() > maxt_) return done_ = true, false;
+        return true;
+      }
+      if (!it_.Err().ok()) {
+        err_ = it_.Err();
+        return done_ = true, false;
+      }
+    } else {
+      if (hit_->Next()) {
+        if (hit_->t() < mint_) continue;
+        if (hit_->t() > maxt_) return done_ = true, false;
+        return true;
+      }
+      if (!hit_->Err().ok()) {
+        err_ = hit_->Err();
+        return done_ = true, false;
+      }
     }
     ci_++;
     started_ = false;

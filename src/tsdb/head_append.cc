@@ -29,7 +29,23 @@ class HeadAppender : public storage::Appender {
                                     double v) override {
     Lock();
     if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
-    ASSIGN_OR_RETURN(MemSeries * s, Resolve(ref, labels));
+    // Refs are never reused, so a ref that still resolves is this series.
+    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
+    if (s == nullptr) {
+      if (labels.empty()) return Status::InvalidArgument("series without labels");
+      // Every writer reaches the head here, so this is where a label set a
+      // block could not hold is stopped (issue 17): empty values are dropped
+      // (Prometheus reads them as absent), anything else invalid is refused.
+      bool has_empty = false;
+      for (const model::Label& l : labels) has_empty = has_empty || l.value.empty();
+      if (has_empty) {
+        model::Labels cleaned = model::WithoutEmptyValues(labels);
+        if (cleaned.empty()) return Status::InvalidArgument("series without labels: every value of " + labels.ToString() + " is empty");
+        ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(cleaned));
+      } else {
+        ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(labels));
+      }
+    }
     Add(s, t, v);
     return storage::SeriesRef{s->ref};
   }
@@ -41,19 +57,21 @@ class HeadAppender : public storage::Appender {
     RETURN_IF_ERROR(chunkenc::CheckHistogram(h));
     Lock();
     if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
-    ASSIGN_OR_RETURN(MemSeries * s, Resolve(ref, labels));
+    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
+    if (s == nullptr) {
+      ASSIGN_OR_RETURN(s, ByLabels(labels));
+    }
     if (!s->logged.load(std::memory_order_acquire)) unlogged_.push_back(s);
     hist_series_.push_back(s);
     hist_samples_.push_back({s->ref, t, h});
     return storage::SeriesRef{s->ref};
   }
 
-  // The series of `ref` when it still exists, else of `labels` (created
-  // when new, within the limits).
-  Result<MemSeries*> Resolve(storage::SeriesRef ref, const model::Labels& labels) {
-    // Refs are never reused, so a ref that still resolves is this series.
-    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
-    if (s == nullptr) {
+  // The series of `labels`, created when new (within the limits), as
+  // Append finds it (kept inline there: the float path).
+  Result<MemSeries*> ByLabels(const model::Labels& labels) {
+    MemSeries* s = nullptr;
+    {
       if (labels.empty()) return Status::InvalidArgument("series without labels");
       // Every writer reaches the head here, so this is where a label set a
       // block could not hold is stopped (issue 17): empty values are dropped
