@@ -37,6 +37,15 @@ bool SameSamples(const std::vector<wal::RefSample>& a, const std::vector<wal::Re
   return true;
 }
 
+bool SameHistogramSamples(const std::vector<wal::RefHistogramSample>& a,
+                          const std::vector<wal::RefHistogramSample>& b) {
+  std::string ea, eb;
+  // Bit-exact comparison through the encoding (which writes every field).
+  wal::EncodeHistogramSamples(a, &ea);
+  wal::EncodeHistogramSamples(b, &eb);
+  return ea == eb;
+}
+
 void CheckRecord(std::string_view rec) {
   std::vector<wal::RefSeries> series;
   trainwatch::Status s = wal::DecodeSeries(rec, &series);
@@ -70,6 +79,18 @@ void CheckRecord(std::string_view rec) {
     FUZZ_CHECK(as.ok() && SameSamples(again, samples), "samples record does not round-trip: " + as.ToString());
   } else {
     FUZZ_CHECK_ERROR(s);
+  }
+  std::vector<wal::RefHistogramSample> hists;
+  s = wal::DecodeHistogramSamples(rec, &hists);
+  if (s.ok()) {
+    FUZZ_CHECK(wal::Type(rec) == wal::RecordType::kHistogramSamples, "decoded a histogram record of another type");
+    std::string enc;
+    wal::EncodeHistogramSamples(hists, &enc);
+    std::vector<wal::RefHistogramSample> again;
+    trainwatch::Status as = wal::DecodeHistogramSamples(enc, &again);
+    FUZZ_CHECK(as.ok() && SameHistogramSamples(again, hists), "histogram record does not round-trip: " + as.ToString());
+  } else {
+    FUZZ_CHECK(s.IsCorruption() && hists.empty(), "bad histogram record not reported as corruption: " + s.ToString());
   }
 }
 

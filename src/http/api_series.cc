@@ -127,6 +127,9 @@ class ExportStream {
     for (bool ok = it->Seek(range_.start); ok; ok = it->Next()) {
       model::Sample s = it->At();
       if (s.t > range_.end) break;
+      // The export format (VictoriaMetrics JSON lines) has no histograms:
+      // native-histogram samples are skipped, not exported as floats.
+      if (it->AtIsHistogram()) continue;
       AppendExportValue(&values_, s.v);
       values_ += ',';
       times_ += std::to_string(s.t);
@@ -300,6 +303,9 @@ Response Api::Federate(const Request& req) {
       for (bool ok = it->Seek(now - kLookbackMs + 1); ok; ok = it->Next()) {
         model::Sample s = it->At();
         if (s.t > now) break;
+        // Federation writes the text format, floats only: a native
+        // histogram is skipped (the series' last float, if any, is sent).
+        if (it->AtIsHistogram()) continue;
         last = s;
         found = true;
       }

@@ -143,6 +143,7 @@ void Group::RestoreForState(int64_t now_ms) {
         if (b.Build() != a.labels) continue;
         auto it = set->At().Iterator();
         while (it->Next()) {
+          if (it->AtIsHistogram()) continue;  // ALERTS_FOR_STATE holds floats; a histogram is not one
           found = true;
           t = it->At().t;
           v = it->At().v;

@@ -1,6 +1,7 @@
 #include "storage/merge.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace trainwatch::storage {
 namespace {
@@ -40,6 +41,55 @@ class VecIter : public SeriesIterator {
   size_t i_ = SIZE_MAX;              // before the first sample
 };
 
+// Floats and histograms from two sorted vectors; a float wins a tie.
+class MixedVecIter : public SeriesIterator {
+ public:
+  MixedVecIter(const std::vector<model::Sample>* f, const std::vector<HistogramSample>* h) : f_(f), h_(h) {}
+  bool Next() override {
+    if (!started_) {
+      started_ = true;
+      return Pick();
+    }
+    if (!valid_) return false;
+    if (fi_ < f_->size() && (*f_)[fi_].t == t_) fi_++;
+    if (hi_ < h_->size() && (*h_)[hi_].t == t_) hi_++;
+    return Pick();
+  }
+  bool Seek(int64_t t) override {
+    if (started_ && valid_ && t_ >= t) return true;
+    if (started_ && !valid_) return false;
+    started_ = true;
+    fi_ = static_cast<size_t>(std::lower_bound(f_->begin() + static_cast<std::ptrdiff_t>(fi_), f_->end(), t,
+                                               [](const model::Sample& a, int64_t x) { return a.t < x; }) -
+                              f_->begin());
+    hi_ = static_cast<size_t>(std::lower_bound(h_->begin() + static_cast<std::ptrdiff_t>(hi_), h_->end(), t,
+                                               [](const HistogramSample& a, int64_t x) { return a.t < x; }) -
+                              h_->begin());
+    return Pick();
+  }
+  model::Sample At() const override {
+    return {t_, hist_ ? std::numeric_limits<double>::quiet_NaN() : (*f_)[fi_].v};
+  }
+  bool AtIsHistogram() const override { return hist_; }
+  const model::FloatHistogram* AtHistogram() const override { return hist_ ? &(*h_)[hi_].h : nullptr; }
+  bool HasHistograms() const override { return !h_->empty(); }
+  Status Err() const override { return Status::OK(); }
+
+ private:
+  bool Pick() {
+    const bool hf = fi_ < f_->size(), hh = hi_ < h_->size();
+    if (!hf && !hh) return valid_ = false;
+    hist_ = !hf || (hh && (*h_)[hi_].t < (*f_)[fi_].t);
+    t_ = hist_ ? (*h_)[hi_].t : (*f_)[fi_].t;
+    return valid_ = true;
+  }
+  const std::vector<model::Sample>* f_;
+  const std::vector<HistogramSample>* h_;
+  size_t fi_ = 0, hi_ = 0;
+  int64_t t_ = 0;
+  bool hist_ = false, valid_ = false, started_ = false;
+};
+
 // K-way merge of iterators; ties on timestamp go to the lowest index.
 // Sources mostly cover disjoint time ranges (blocks, then the head), so the
 // source of the current sample (the lead) is advanced alone while its next
@@ -47,7 +97,9 @@ class VecIter : public SeriesIterator {
 // sample instead of a pass over all sources.
 class MergeIter : public SeriesIterator {
  public:
-  explicit MergeIter(std::vector<std::unique_ptr<SeriesIterator>> its) : its_(std::move(its)), valid_(its_.size()) {}
+  explicit MergeIter(std::vector<std::unique_ptr<SeriesIterator>> its) : its_(std::move(its)), valid_(its_.size()) {
+    for (auto& it : its_) has_hist_ = has_hist_ || it->HasHistograms();
+  }
 
   bool Next() override {
     if (!started_) {
@@ -82,6 +134,11 @@ class MergeIter : public SeriesIterator {
   }
 
   model::Sample At() const override { return cur_; }
+  // The lead sits on cur_: the sample (of either kind) of the earliest
+  // source holding cur_.t.
+  bool AtIsHistogram() const override { return has_hist_ && its_[lead_]->AtIsHistogram(); }
+  const model::FloatHistogram* AtHistogram() const override { return its_[lead_]->AtHistogram(); }
+  bool HasHistograms() const override { return has_hist_; }
   int64_t AtST() const override { return its_[lead_]->AtST(); }
   bool HasST() const override {
     for (auto& it : its_) {
@@ -125,6 +182,7 @@ class MergeIter : public SeriesIterator {
   int64_t others_min_ = model::kMaxTime;  // earliest timestamp of the others; kMaxTime: none
   bool has_cur_ = false;
   bool started_ = false;
+  bool has_hist_ = false;  // some source has histograms
 };
 
 // A series made of the same-labelled series of several sets.
@@ -237,6 +295,11 @@ std::unique_ptr<SeriesIterator> ListSeries::Iterator() const {
 
 std::unique_ptr<SeriesSet> ListSeriesSet(std::vector<std::shared_ptr<Series>> series) {
   return std::make_unique<ListSet>(std::move(series));
+}
+
+std::unique_ptr<SeriesIterator> MixedVectorIterator(const std::vector<model::Sample>* floats,
+                                                    const std::vector<HistogramSample>* hists) {
+  return std::make_unique<MixedVecIter>(floats, hists);
 }
 
 std::unique_ptr<SeriesIterator> VectorIterator(const std::vector<model::Sample>* samples) {

@@ -17,6 +17,32 @@ std::unique_ptr<SeriesSet> MergeSeriesSets(std::vector<std::unique_ptr<SeriesSet
 // Merges iterators of one series; earlier iterators win timestamp ties.
 std::unique_ptr<SeriesIterator> MergeIterators(std::vector<std::unique_ptr<SeriesIterator>> its);
 
+// One native-histogram sample, for in-memory series and buffers.
+struct HistogramSample {
+  int64_t t = 0;
+  model::FloatHistogram h;
+};
+
+// Iterator over borrowed, time-sorted vectors of float and histogram
+// samples (unique timestamps within each; a float wins a tie).
+// REQUIRES: the vectors outlive it. HasHistograms() is !hists->empty().
+std::unique_ptr<SeriesIterator> MixedVectorIterator(const std::vector<model::Sample>* floats,
+                                                    const std::vector<HistogramSample>* hists);
+
+// An in-memory series of floats and histograms, for tests and small results.
+class MixedListSeries : public Series {
+ public:
+  MixedListSeries(model::Labels labels, std::vector<model::Sample> floats, std::vector<HistogramSample> hists)
+      : labels_(std::move(labels)), floats_(std::move(floats)), hists_(std::move(hists)) {}
+  const model::Labels& labels() const override { return labels_; }
+  std::unique_ptr<SeriesIterator> Iterator() const override { return MixedVectorIterator(&floats_, &hists_); }
+
+ private:
+  model::Labels labels_;
+  std::vector<model::Sample> floats_;
+  std::vector<HistogramSample> hists_;
+};
+
 // An in-memory series, for tests and small results. `st` is empty or holds
 // one start timestamp per sample (0 = unknown).
 class ListSeries : public Series {

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "tsdb/chunkenc/histogram_testing.h"
+
 namespace trainwatch::storage {
 namespace {
 
@@ -129,6 +131,111 @@ TEST(MergeTest, MatchesAReferenceMergeUnderNextAndSeek) {
       ASSERT_EQ(m->At().v, want[pos].v) << "round " << round << " step " << step;
     }
   }
+}
+
+// One sample as read: t, and the histogram or the float value.
+struct Read {
+  int64_t t;
+  bool hist;
+  double v;
+  model::FloatHistogram h;
+};
+
+std::vector<Read> DrainMixed(SeriesIterator* it) {
+  std::vector<Read> out;
+  while (it->Next()) {
+    Read r{it->At().t, it->AtIsHistogram(), it->At().v, {}};
+    if (r.hist) {
+      EXPECT_NE(it->AtHistogram(), nullptr);
+      r.h = *it->AtHistogram();
+    }
+    out.push_back(std::move(r));
+  }
+  EXPECT_TRUE(it->Err().ok());
+  return out;
+}
+
+TEST(MergeTest, MixedVectorIteratorInterleavesFloatsAndHistograms) {
+  std::vector<Sample> f{{1, 10}, {4, 40}, {5, 50}};
+  std::vector<HistogramSample> h{{2, testing_hist::ExpHistogram(2)}, {4, testing_hist::ExpHistogram(4)},
+                                 {6, testing_hist::CustomHistogram(6)}};
+  auto it = MixedVectorIterator(&f, &h);
+  EXPECT_TRUE(it->HasHistograms());
+  auto got = DrainMixed(it.get());
+  ASSERT_EQ(got.size(), 5u);
+  std::vector<int64_t> ts;
+  for (const auto& r : got) ts.push_back(r.t);
+  EXPECT_EQ(ts, (std::vector<int64_t>{1, 2, 4, 5, 6}));
+  EXPECT_FALSE(got[0].hist);
+  EXPECT_EQ(got[0].v, 10);
+  EXPECT_TRUE(got[1].hist);
+  testing_hist::ExpectSameHistogram(testing_hist::ExpHistogram(2), got[1].h);
+  EXPECT_FALSE(got[2].hist);  // the float wins the tie at 4
+  EXPECT_EQ(got[2].v, 40);
+  testing_hist::ExpectSameHistogram(testing_hist::CustomHistogram(6), got[4].h);
+  auto s = MixedVectorIterator(&f, &h);
+  ASSERT_TRUE(s->Seek(5));
+  EXPECT_FALSE(s->AtIsHistogram());
+  ASSERT_TRUE(s->Seek(6));
+  EXPECT_TRUE(s->AtIsHistogram());
+  EXPECT_FALSE(s->Seek(7));
+  std::vector<HistogramSample> none;
+  EXPECT_FALSE(MixedVectorIterator(&f, &none)->HasHistograms());
+}
+
+TEST(MergeTest, OverlappingSeriesWithHistogramsMerge) {
+  using model::CounterResetHint;
+  // Block-like source: histograms at 10, 20, 30 (a reset hint at 20); head
+  // source: a float at 15, a histogram at 20 (loses the tie), a stale
+  // histogram at 40.
+  auto h10 = testing_hist::ExpHistogram(1), h20 = testing_hist::ExpHistogram(0, CounterResetHint::kCounterReset),
+       h30 = testing_hist::CustomHistogram(3, CounterResetHint::kGauge);
+  MixedListSeries a(Labels{{"__name__", "h"}}, {}, {{10, h10}, {20, h20}, {30, h30}});
+  MixedListSeries b(Labels{{"__name__", "h"}}, {{15, 1.5}},
+                    {{20, testing_hist::ExpHistogram(9)}, {40, testing_hist::StaleHistogram()}});
+  std::vector<std::shared_ptr<Series>> sa{std::make_shared<MixedListSeries>(a)},
+      sb{std::make_shared<MixedListSeries>(b)};
+  std::vector<std::unique_ptr<SeriesSet>> sets;
+  sets.push_back(ListSeriesSet(sa));
+  sets.push_back(ListSeriesSet(sb));
+  auto m = MergeSeriesSets(std::move(sets));
+  ASSERT_TRUE(m->Next());
+  auto it = m->At().Iterator();
+  EXPECT_TRUE(it->HasHistograms());
+  auto got = DrainMixed(it.get());
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0].t, 10);
+  testing_hist::ExpectSameHistogram(h10, got[0].h);
+  EXPECT_EQ(got[1].t, 15);
+  EXPECT_FALSE(got[1].hist);
+  EXPECT_EQ(got[1].v, 1.5);
+  EXPECT_EQ(got[2].t, 20);
+  testing_hist::ExpectSameHistogram(h20, got[2].h);  // the earlier source wins
+  testing_hist::ExpectSameHistogram(h30, got[3].h);
+  EXPECT_EQ(got[4].t, 40);
+  ASSERT_TRUE(got[4].hist);
+  EXPECT_TRUE(model::IsStaleNaN(got[4].h.sum));
+  EXPECT_FALSE(m->Next());
+
+  // AppendUntil copies floats and stops on a histogram (At() is on it).
+  std::vector<std::unique_ptr<SeriesIterator>> its;
+  its.push_back(a.Iterator());
+  its.push_back(b.Iterator());
+  auto mi = MergeIterators(std::move(its));
+  ASSERT_TRUE(mi->Seek(11));
+  ASSERT_FALSE(mi->AtIsHistogram());
+  std::vector<Sample> buf;
+  EXPECT_TRUE(mi->AppendUntil(100, &buf));
+  ASSERT_EQ(buf.size(), 1u);
+  EXPECT_EQ(buf[0].t, 15);
+  EXPECT_TRUE(mi->AtIsHistogram());
+  EXPECT_EQ(mi->At().t, 20);
+  // A float-only merge reports no histograms.
+  ListSeries c(Labels{{"__name__", "c"}}, {{1, 1}}), d(Labels{{"__name__", "c"}}, {{2, 2}});
+  std::vector<std::unique_ptr<SeriesIterator>> fits;
+  fits.push_back(c.Iterator());
+  fits.push_back(d.Iterator());
+  EXPECT_FALSE(MergeIterators(std::move(fits))->HasHistograms());
 }
 
 }  // namespace

@@ -91,9 +91,10 @@ class SeriesIterator {
   // sample (the last Seek or Next returned true). Readers of many samples use
   // it instead of a virtual At and Next per sample.
   virtual bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) {
+    const bool hist = HasHistograms();  // once per call, not per sample
     do {
       model::Sample s = At();
-      if (s.t > maxt) return true;
+      if (s.t > maxt || (hist && AtIsHistogram())) return true;
       out->push_back(s);
     } while (Next());
     return false;

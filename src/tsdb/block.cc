@@ -11,6 +11,7 @@
 #include "storage/merge.h"
 #include "tsdb/chunk_series.h"
 #include "tsdb/chunkenc/chunk.h"
+#include "tsdb/chunkenc/histogram.h"
 #include "tsdb/index/chunks_file.h"
 #include "tsdb/index/index_reader.h"
 #include "tsdb/index/index_writer.h"
@@ -207,6 +208,44 @@ BlockWriter::~BlockWriter() {
     index_.reset();
     (void)file::RemoveAll(tmp_dir_);
   }
+}
+
+Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& s) {
+  if (s.hts.empty()) return AddSeries(labels, s.ts, s.vs);
+  RETURN_IF_ERROR(index_->CheckSeries(labels));
+  std::vector<index::ChunkMeta> metas;
+  size_t i = 0, k = 0;  // next float, next histogram
+  const size_t nf = s.ts.size(), nh = s.hts.size();
+  while (i < nf || k < nh) {
+    if (k == nh || (i < nf && s.ts[i] < s.hts[k])) {
+      // A run of floats, up to the next histogram.
+      size_t end = i;
+      while (end < nf && end - i < kBlockChunkSamples && (k == nh || s.ts[end] < s.hts[k])) end++;
+      buf_.clear();
+      chunkenc::EncodeDense(&s.ts[i], &s.vs[i], end - i, &buf_);
+      ASSIGN_OR_RETURN(index::ChunkRef ref, chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kDense), buf_));
+      metas.push_back({s.ts[i], s.ts[end - 1], ref});
+      i = end;
+    } else {
+      // A run of histograms of one layout, up to the next float.
+      chunkenc::FloatHistogramChunk c;
+      const size_t first = k;
+      while (k < nh && (i == nf || s.hts[k] < s.ts[i]) && c.CanAppend(s.hs[k]) &&
+             c.NumSamples() < chunkenc::kHistogramChunkSamples && c.Bytes().size() < chunkenc::kHistogramChunkBytes) {
+        c.Append(s.hts[k], s.hs[k]);
+        k++;
+      }
+      ASSIGN_OR_RETURN(index::ChunkRef ref,
+                       chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kFloatHistogram), c.Bytes()));
+      metas.push_back({s.hts[first], s.hts[k - 1], ref});
+    }
+  }
+  RETURN_IF_ERROR(index_->AddSeries(next_id_, labels, metas));
+  next_id_++;
+  meta_.num_series++;
+  meta_.num_samples += s.size();
+  meta_.num_chunks += metas.size();
+  return Status::OK();
 }
 
 Status BlockWriter::AddSeries(const model::Labels& labels, const std::vector<int64_t>& ts,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/histogram.h"
 #include "storage/storage.h"
 #include "tsdb/index/block_meta.h"
 
@@ -66,6 +67,24 @@ class Block : public std::enable_shared_from_this<Block> {
   std::string corrupt_reason_;  // GUARDED_BY(reason_mu_)
 };
 
+// One series' samples as a block takes them: floats (ts, vs) and native
+// histograms (hts, hs), each sorted by time with unique timestamps, no
+// timestamp in both.
+struct SeriesSamples {
+  std::vector<int64_t> ts;
+  std::vector<double> vs;
+  std::vector<int64_t> hts;
+  std::vector<model::FloatHistogram> hs;
+  void clear() {
+    ts.clear();
+    vs.clear();
+    hts.clear();
+    hs.clear();
+  }
+  size_t size() const { return ts.size() + hts.size(); }
+  bool empty() const { return ts.empty() && hts.empty(); }
+};
+
 // Writes one block. Series must be added in strictly increasing label order.
 // Not thread-safe.
 class BlockWriter {
@@ -77,6 +96,9 @@ class BlockWriter {
 
   // Samples sorted by time with unique timestamps; empty series are skipped.
   Status AddSeries(const model::Labels& labels, const std::vector<int64_t>& ts, const std::vector<double>& vs);
+  // Floats and histograms: runs of each kind become chunks of their own
+  // (dense floats; histogram chunks cut as the head cuts them).
+  Status AddSeries(const model::Labels& labels, const SeriesSamples& s);
   // Finishes and fsyncs everything, renames the directory into place.
   Result<index::BlockMeta> Finish();
   uint64_t NumSamples() const { return meta_.num_samples; }

@@ -7,6 +7,7 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "tsdb/wal/reader.h"
+#include "tsdb/wal/records.h"
 
 namespace trainwatch::tsdb::chunklog {
 namespace {
@@ -21,7 +22,8 @@ Status Malformed(std::string_view kind, std::string_view what) {
 
 bool ValidEncoding(uint8_t e) {
   return e == static_cast<uint8_t>(chunkenc::Encoding::kXor) || e == static_cast<uint8_t>(chunkenc::Encoding::kDense) ||
-         e == static_cast<uint8_t>(chunkenc::Encoding::kDelta);
+         e == static_cast<uint8_t>(chunkenc::Encoding::kDelta) ||
+         e == static_cast<uint8_t>(chunkenc::Encoding::kFloatHistogram);
 }
 
 }  // namespace
@@ -124,6 +126,50 @@ Status DecodeOoo(std::string_view rec, RefOoo* out) {
   return Status::OK();
 }
 
+void EncodeOooHistograms(const RefOooHist& ooo, std::string* out) {
+  out->clear();
+  out->push_back(static_cast<char>(RecordType::kOooHistograms));
+  PutVarint64(out, ooo.first);
+  PutVarint64(out, ooo.second.size());
+  for (const auto& x : ooo.second) {
+    PutVarsint64(out, x.t);
+    wal::PutHistogram(out, x.h);  // the WAL's histogram layout
+  }
+}
+
+Status DecodeOooHistograms(std::string_view rec, RefOooHist* out) {
+  out->second.clear();
+  if (rec.empty() || static_cast<uint8_t>(rec[0]) != static_cast<uint8_t>(RecordType::kOooHistograms)) {
+    return Malformed("out-of-order histograms", "wrong type");
+  }
+  rec.remove_prefix(1);
+  uint64_t n;
+  if (!GetVarint64(&rec, &out->first) || !GetVarint64(&rec, &n) || n > rec.size() / 8) {
+    return Malformed("out-of-order histograms", "bad header");
+  }
+  out->second.resize(n);
+  for (uint64_t i = 0; i < n; i++) {
+    storage::HistogramSample& x = out->second[i];
+    if (!GetVarsint64(&rec, &x.t)) {
+      out->second.clear();
+      return Malformed("out-of-order histograms", "truncated sample " + std::to_string(i));
+    }
+    if (std::string why = wal::GetHistogram(&rec, &x.h); !why.empty()) {
+      out->second.clear();
+      return Malformed("out-of-order histograms", why + " in sample " + std::to_string(i));
+    }
+    if (i > 0 && x.t <= out->second[i - 1].t) {
+      out->second.clear();
+      return Malformed("out-of-order histograms", "samples not in time order at " + std::to_string(i));
+    }
+  }
+  if (!rec.empty()) {
+    out->second.clear();
+    return Malformed("out-of-order histograms", "trailing bytes");
+  }
+  return Status::OK();
+}
+
 void EncodeMark(const Mark& mark, std::string* out) {
   out->clear();
   out->push_back(static_cast<char>(RecordType::kMark));
@@ -184,6 +230,8 @@ Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
   std::vector<RefChunk> pending, rec_chunks;
   std::vector<RefOoo> pending_ooo;
   RefOoo rec_ooo;
+  std::vector<RefOooHist> pending_ooo_hist;
+  RefOooHist rec_ooo_hist;
   // Where the records that no mark covers begin.
   std::optional<std::pair<int, uint64_t>> cut_at;
   bool want_cut_point = true;
@@ -203,6 +251,10 @@ Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
         bad = DecodeOoo(rec, &rec_ooo);
         if (bad.ok()) pending_ooo.push_back(std::move(rec_ooo));
         break;
+      case static_cast<uint8_t>(RecordType::kOooHistograms):
+        bad = DecodeOooHistograms(rec, &rec_ooo_hist);
+        if (bad.ok()) pending_ooo_hist.push_back(std::move(rec_ooo_hist));
+        break;
       case static_cast<uint8_t>(RecordType::kMark): {
         Mark m;
         bad = DecodeMark(rec, &m);
@@ -217,8 +269,10 @@ Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
           out.num_chunks++;
         }
         for (auto& [ref, samples] : pending_ooo) out.ooo[ref] = std::move(samples);
+        for (auto& [ref, hists] : pending_ooo_hist) out.ooo_hist[ref] = std::move(hists);
         pending.clear();
         pending_ooo.clear();
+        pending_ooo_hist.clear();
         out.mark = m;
         cut_at.reset();
         want_cut_point = true;

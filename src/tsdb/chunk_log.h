@@ -32,6 +32,7 @@ enum class RecordType : uint8_t {
   kChunks = 16,  // closed chunks of any series
   kOoo = 17,     // all out-of-order samples of one series (replaces earlier ones)
   kMark = 18,
+  kOooHistograms = 19,  // all out-of-order histograms of one series (replaces earlier ones)
 };
 
 // WAL segments from `first_segment` up to the next span's (the last one's:
@@ -57,6 +58,7 @@ struct Mark {
 // Replace *out with the encoded record.
 void EncodeChunks(const RefChunk* chunks, size_t n, std::string* out);
 void EncodeOoo(const RefOoo& ooo, std::string* out);
+void EncodeOooHistograms(const RefOooHist& ooo, std::string* out);
 void EncodeMark(const Mark& mark, std::string* out);
 // Corruption on a wrong type byte, truncated or trailing bytes, an unknown
 // chunk encoding, a chunk ending before it starts or out-of-order samples
@@ -66,6 +68,8 @@ void EncodeMark(const Mark& mark, std::string* out);
 Status DecodeChunks(std::string_view rec, std::vector<RefChunk>* out, ChunkSlabs* slabs = nullptr,
                     int64_t group_ms = 0);
 Status DecodeOoo(std::string_view rec, RefOoo* out);
+// Corruption as DecodeOoo, and on a histogram the WAL's decoder refuses.
+Status DecodeOooHistograms(std::string_view rec, RefOooHist* out);
 Status DecodeMark(std::string_view rec, Mark* out);
 
 // A generation as replay takes it: what its last mark covers.
@@ -76,6 +80,7 @@ struct Loaded {
   // out-of-order samples, the last record of each series.
   std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks;
   std::unordered_map<uint64_t, std::vector<model::Sample>> ooo;
+  std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist;
   uint64_t num_chunks = 0, dropped_overlaps = 0;
 };
 

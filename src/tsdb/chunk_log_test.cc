@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/file.h"
+#include "tsdb/chunkenc/histogram_testing.h"
 #include "tsdb/wal/reader.h"
 #include "tsdb/wal/wal.h"
 
@@ -155,6 +156,46 @@ TEST_F(ChunkLogDirTest, TornTailKeepsWhatEarlierMarksCover) {
     Write({Chunks({{1, Chunk(0, 10, "a")}}), MarkRec(3, 11), Chunks({{1, Chunk(11, 20, "b")}}), MarkRec(4, 21)});
     for (const auto& e : std::filesystem::directory_iterator(dir_)) seg = e.path();
   }
+}
+
+TEST(ChunkLogTest, OutOfOrderHistogramsAndHistogramChunksRoundTrip) {
+  RefOooHist want{42, {{5, testing_hist::ExpHistogram(1, model::CounterResetHint::kCounterReset)},
+                       {9, testing_hist::CustomHistogram(2, model::CounterResetHint::kGauge)},
+                       {11, testing_hist::StaleHistogram()}}};
+  std::string rec;
+  EncodeOooHistograms(want, &rec);
+  EXPECT_EQ(static_cast<uint8_t>(rec[0]), 19);
+  RefOooHist got;
+  ASSERT_TRUE(DecodeOooHistograms(rec, &got).ok());
+  EXPECT_EQ(got.first, 42u);
+  ASSERT_EQ(got.second.size(), 3u);
+  for (size_t i = 0; i < 3; i++) {
+    EXPECT_EQ(got.second[i].t, want.second[i].t);
+    testing_hist::ExpectSameHistogram(want.second[i].h, got.second[i].h);
+  }
+  for (size_t n = 0; n < rec.size(); n++) {
+    EXPECT_TRUE(DecodeOooHistograms(std::string_view(rec).substr(0, n), &got).IsCorruption()) << n;
+  }
+  RefOooHist unordered{1, {{9, testing_hist::ExpHistogram(1)}, {5, testing_hist::ExpHistogram(2)}}};
+  EncodeOooHistograms(unordered, &rec);
+  EXPECT_TRUE(DecodeOooHistograms(rec, &got).IsCorruption());
+  // A histogram chunk is a valid chunk of the log.
+  chunkenc::FloatHistogramChunk c;
+  c.Append(100, testing_hist::ExpHistogram(3));
+  c.Append(200, testing_hist::ExpHistogram(4));
+  HeadChunk hc;
+  hc.mint = 100;
+  hc.maxt = 200;
+  hc.num_samples = 2;
+  hc.enc = chunkenc::Encoding::kFloatHistogram;
+  hc.data = ChunkBytes::Copy(c.Bytes());
+  RefChunk rc{7, hc};
+  EncodeChunks(&rc, 1, &rec);
+  std::vector<RefChunk> chunks;
+  ASSERT_TRUE(DecodeChunks(rec, &chunks).ok());
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_EQ(chunks[0].second.enc, chunkenc::Encoding::kFloatHistogram);
+  EXPECT_EQ(chunks[0].second.data.view(), c.Bytes());
 }
 
 }  // namespace

@@ -7,18 +7,29 @@
 namespace trainwatch::tsdb {
 namespace {
 
-// Iterates a shared sample vector, keeping it alive.
+const std::vector<model::Sample> kNoSamples;
+const std::vector<storage::HistogramSample> kNoHistograms;
+
+// Iterates shared vectors of out-of-order floats and histograms, keeping
+// them alive.
 class SharedVectorIterator : public storage::SeriesIterator {
  public:
-  explicit SharedVectorIterator(std::shared_ptr<const std::vector<model::Sample>> s)
-      : s_(std::move(s)), it_(storage::VectorIterator(s_.get())) {}
+  SharedVectorIterator(std::shared_ptr<const std::vector<model::Sample>> s,
+                       std::shared_ptr<const std::vector<storage::HistogramSample>> h)
+      : s_(std::move(s)),
+        h_(std::move(h)),
+        it_(storage::MixedVectorIterator(s_ != nullptr ? s_.get() : &kNoSamples, h_ != nullptr ? h_.get() : &kNoHistograms)) {}
   bool Next() override { return it_->Next(); }
   bool Seek(int64_t t) override { return it_->Seek(t); }
   model::Sample At() const override { return it_->At(); }
+  bool AtIsHistogram() const override { return it_->AtIsHistogram(); }
+  const model::FloatHistogram* AtHistogram() const override { return it_->AtHistogram(); }
+  bool HasHistograms() const override { return it_->HasHistograms(); }
   Status Err() const override { return it_->Err(); }
 
  private:
   std::shared_ptr<const std::vector<model::Sample>> s_;
+  std::shared_ptr<const std::vector<storage::HistogramSample>> h_;
   std::unique_ptr<storage::SeriesIterator> it_;
 };
 
@@ -29,23 +40,42 @@ ChunkListIterator::ChunkListIterator(std::vector<ChunkRefData> chunks, int64_t m
     : chunks_(std::move(chunks)), mint_(mint), maxt_(maxt), keepalive_(std::move(keepalive)) {
   // Skip chunks entirely before mint.
   while (ci_ < chunks_.size() && chunks_[ci_].maxt < mint_) ci_++;
+  for (const ChunkRefData& c : chunks_) has_hist_ = has_hist_ || chunkenc::IsHistogramEncoding(c.enc);
 }
 
 bool ChunkListIterator::Advance() {
   for (;;) {
     if (!started_) {
       if (ci_ >= chunks_.size() || chunks_[ci_].mint > maxt_) return done_ = true, false;
-      it_.Reset(chunks_[ci_].enc, chunks_[ci_].data);
+      hist_ = chunkenc::IsHistogramEncoding(chunks_[ci_].enc);
+      if (hist_) {
+        if (hit_ == nullptr) hit_ = std::make_unique<chunkenc::FloatHistogramIterator>();
+        hit_->Reset(chunks_[ci_].data);
+      } else {
+        it_.Reset(chunks_[ci_].enc, chunks_[ci_].data);
+      }
       started_ = true;
     }
-    if (it_.Next()) {
-      if (it_.t() < mint_) continue;
-      if (it_.t() > maxt_) return done_ = true, false;
-      return true;
-    }
-    if (!it_.Err().ok()) {
-      err_ = it_.Err();
-      return done_ = true, false;
+    if (!hist_) [[likely]] {  // floats: the path as before histograms
+      if (it_.Next()) {
+        if (it_.t() < mint_) continue;
+        if (it_.t() > maxt_) return done_ = true, false;
+        return true;
+      }
+      if (!it_.Err().ok()) {
+        err_ = it_.Err();
+        return done_ = true, false;
+      }
+    } else {
+      if (hit_->Next()) {
+        if (hit_->t() < mint_) continue;
+        if (hit_->t() > maxt_) return done_ = true, false;
+        return true;
+      }
+      if (!hit_->Err().ok()) {
+        err_ = hit_->Err();
+        return done_ = true, false;
+      }
     }
     ci_++;
     started_ = false;
@@ -61,6 +91,8 @@ bool ChunkListIterator::AppendUntil(int64_t maxt, std::vector<model::Sample>* ou
   if (done_) return false;
   const int64_t until = std::min(maxt, maxt_);
   for (;;) {
+    // On a histogram: stop there (before or after maxt, the caller looks).
+    if (hist_) return true;
     if (it_.AppendUntil(until, out)) {
       if (it_.t() <= maxt_) return true;  // stopped after the caller's maxt
       return done_ = true, false;
@@ -77,7 +109,7 @@ bool ChunkListIterator::AppendUntil(int64_t maxt, std::vector<model::Sample>* ou
 
 bool ChunkListIterator::Seek(int64_t t) {
   if (done_) return false;
-  if (started_ && it_.t() >= t && it_.t() >= mint_) return true;
+  if (started_ && CurT() >= t && CurT() >= mint_) return true;
   if (t > mint_) {
     // Jump over whole chunks that end before t.
     size_t ci = ci_;
@@ -88,16 +120,16 @@ bool ChunkListIterator::Seek(int64_t t) {
     }
     mint_ = t;
   }
-  if (started_ && it_.t() >= mint_ && it_.t() <= maxt_) return true;
+  if (started_ && CurT() >= mint_ && CurT() <= maxt_) return true;
   return Advance();
 }
 
 std::unique_ptr<storage::SeriesIterator> ChunkSeries::Iterator() const {
   auto in_order = std::make_unique<ChunkListIterator>(chunks_, mint_, maxt_, keepalive_);
-  if (ooo_ == nullptr || ooo_->empty()) return in_order;
+  if ((ooo_ == nullptr || ooo_->empty()) && (ooo_hist_ == nullptr || ooo_hist_->empty())) return in_order;
   std::vector<std::unique_ptr<storage::SeriesIterator>> its;
   its.push_back(std::move(in_order));
-  its.push_back(std::make_unique<SharedVectorIterator>(ooo_));
+  its.push_back(std::make_unique<SharedVectorIterator>(ooo_, ooo_hist_));
   return storage::MergeIterators(std::move(its));
 }
 

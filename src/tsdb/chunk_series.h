@@ -2,14 +2,17 @@
 // Series and iterators over lists of encoded chunks, shared by the head and
 // persisted blocks. Samples are clipped to [mint, maxt].
 
+#include <limits>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 #include "model/labels.h"
 #include "model/sample.h"
+#include "storage/merge.h"
 #include "storage/storage.h"
 #include "tsdb/chunkenc/chunk.h"
+#include "tsdb/chunkenc/histogram.h"
 
 namespace trainwatch::tsdb {
 
@@ -19,17 +22,25 @@ struct ChunkRefData {
   std::string_view data;
 };
 
-// Iterates non-overlapping, time-ordered chunks. `keepalive` owns the bytes.
+// Iterates non-overlapping, time-ordered chunks of floats or histograms
+// (chunkenc::kFloatHistogram). `keepalive` owns the bytes.
 class ChunkListIterator : public storage::SeriesIterator {
  public:
   ChunkListIterator(std::vector<ChunkRefData> chunks, int64_t mint, int64_t maxt, std::shared_ptr<const void> keepalive);
   bool Next() override;
   bool Seek(int64_t t) override;
-  model::Sample At() const override { return {it_.t(), it_.v()}; }
+  // On a histogram, v is NaN (meaningless, as the seam says).
+  model::Sample At() const override {
+    return hist_ ? model::Sample{hit_->t(), std::numeric_limits<double>::quiet_NaN()} : model::Sample{it_.t(), it_.v()};
+  }
+  bool AtIsHistogram() const override { return hist_; }
+  const model::FloatHistogram* AtHistogram() const override { return hist_ ? &hit_->h() : nullptr; }
+  bool HasHistograms() const override { return has_hist_; }
   bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) override;
   Status Err() const override { return err_; }
 
  private:
+  int64_t CurT() const { return hist_ ? hit_->t() : it_.t(); }
   bool Advance();  // moves to the next sample >= mint_, possibly into the next chunk
   std::vector<ChunkRefData> chunks_;
   int64_t mint_, maxt_;
@@ -37,16 +48,21 @@ class ChunkListIterator : public storage::SeriesIterator {
   size_t ci_ = 0;
   bool started_ = false, done_ = false;
   chunkenc::Iterator it_;
+  // The current chunk holds histograms: hit_ (made at the first one) reads it.
+  bool hist_ = false, has_hist_ = false;
+  std::unique_ptr<chunkenc::FloatHistogramIterator> hit_;
   Status err_;
 };
 
-// A series over chunks plus optional out-of-order samples (chunks win ties).
+// A series over chunks plus optional out-of-order samples and histograms
+// (chunks win ties, then out-of-order floats).
 class ChunkSeries : public storage::Series {
  public:
   ChunkSeries(model::Labels labels, std::vector<ChunkRefData> chunks, std::shared_ptr<const std::vector<model::Sample>> ooo, int64_t mint,
-              int64_t maxt, std::shared_ptr<const void> keepalive)
-      : labels_(std::move(labels)), chunks_(std::move(chunks)), ooo_(std::move(ooo)), mint_(mint), maxt_(maxt),
-        keepalive_(std::move(keepalive)) {}
+              int64_t maxt, std::shared_ptr<const void> keepalive,
+              std::shared_ptr<const std::vector<storage::HistogramSample>> ooo_hist = nullptr)
+      : labels_(std::move(labels)), chunks_(std::move(chunks)), ooo_(std::move(ooo)), ooo_hist_(std::move(ooo_hist)),
+        mint_(mint), maxt_(maxt), keepalive_(std::move(keepalive)) {}
   const model::Labels& labels() const override { return labels_; }
   std::unique_ptr<storage::SeriesIterator> Iterator() const override;
 
@@ -59,6 +75,7 @@ class ChunkSeries : public storage::Series {
   model::Labels labels_;
   std::vector<ChunkRefData> chunks_;
   std::shared_ptr<const std::vector<model::Sample>> ooo_;  // may be null
+  std::shared_ptr<const std::vector<storage::HistogramSample>> ooo_hist_;  // may be null
   int64_t mint_, maxt_;
   std::shared_ptr<const void> keepalive_;
 };

@@ -259,6 +259,18 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
   uint64_t skipped = 0;
   // Segments whose samples records are all covered are not even decoded.
   const int skip_before = mark != nullptr ? mark->FirstUncoveredSegment(first_segment) : 0;
+  // Histogram samples wait in their own batch and are applied on this
+  // thread, in log order with the floats: a float record first applies the
+  // histograms before it, a histogram record first hands the floats before
+  // it to the applier (and waits for it before applying).
+  std::vector<wal::RefHistogramSample> hist_rec, hist_batch;
+  bool hist_covered = false;
+  auto flush_hist = [&] {
+    if (hist_batch.empty()) return;
+    if (applier.joinable()) applier.join();
+    head_->ReplayHistograms(hist_batch, hist_covered, mark != nullptr ? mark->covered_before : INT64_MIN);
+    hist_batch.clear();
+  };
   auto apply = [&] {
     if (applier.joinable()) applier.join();
     applying.swap(batch);
@@ -297,6 +309,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
           TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
           continue;
         }
+        flush_hist();
         if (covered != batch_covered) {
           apply();
           batch_covered = covered;
@@ -319,11 +332,38 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
         if (batch.size() >= batch_samples()) apply();
         break;
       }
+      case wal::RecordType::kHistogramSamples: {
+        // Skipped, decoded and filtered as samples records are.
+        const bool covered = mark != nullptr && (checkpoint || reader->segment() < mark->wal_segment);
+        int64_t rec_maxt;
+        if ((!checkpoint && reader->segment() < skip_before) ||
+            (covered && wal::HistogramSamplesMaxTime(rec, &rec_maxt) && rec_maxt < mark->covered_before)) {
+          replay_skipped_records_++;
+          break;
+        }
+        Status s = wal::DecodeHistogramSamples(rec, &hist_rec);
+        if (!s.ok()) {
+          TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
+          continue;
+        }
+        if (!batch.empty()) apply();
+        if (covered != hist_covered) {
+          flush_hist();
+          hist_covered = covered;
+        }
+        if (!checkpoint && (mark == nullptr || reader->segment() >= mark->wal_segment)) {
+          for (const auto& x : hist_rec) replay_tail_maxt_ = std::max(replay_tail_maxt_, x.t);
+        }
+        for (auto& x : hist_rec) hist_batch.push_back(std::move(x));
+        if (hist_batch.size() >= 4096) flush_hist();
+        break;
+      }
       default:
         TW_LOG(Warn, "wal {} segment {} offset {}: unknown record type, skipped", dir, reader->segment(),
                reader->offset());
     }
   }
+  flush_hist();  // at most one of the batches holds samples now
   apply();
   if (applier.joinable()) applier.join();
   head_->CountReplaySkipped(skipped);
@@ -399,7 +439,7 @@ Status DBImpl::ReplayWal() {
       replay_mark_ = mark;
       TW_LOG(Info, "chunk log {}: {} chunks{}", ChunkLogDir(gen), l.num_chunks,
              l.dropped_overlaps > 0 ? fmt::format(" ({} logged twice)", l.dropped_overlaps) : "");
-      head_->SetReplayBase(std::move(l.chunks), std::move(l.ooo));
+      head_->SetReplayBase(std::move(l.chunks), std::move(l.ooo), std::move(l.ooo_hist));
       const int skip_to = mark->FirstUncoveredSegment(gen);
       if (wal_clean >= skip_to - 1) wal_first = std::max(gen, skip_to);
     }

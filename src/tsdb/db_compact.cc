@@ -106,20 +106,31 @@ Status DBImpl::CompactBlocks(const std::vector<std::shared_ptr<Block>>& group) {
   }
   auto merged = storage::MergeSeriesSets(std::move(sets));
   ASSIGN_OR_RETURN(auto w, BlockWriter::Create(opts_.dir, meta));
-  std::vector<int64_t> ts;
-  std::vector<double> vs;
+  SeriesSamples data;
   while (merged->Next()) {
     const auto& s = merged->At();
     auto it = s.Iterator();
-    ts.clear();
-    vs.clear();
-    while (it->Next()) {
-      auto smp = it->At();
-      ts.push_back(smp.t);
-      vs.push_back(smp.v);
+    data.clear();
+    if (!it->HasHistograms()) {
+      while (it->Next()) {
+        auto smp = it->At();
+        data.ts.push_back(smp.t);
+        data.vs.push_back(smp.v);
+      }
+    } else {
+      while (it->Next()) {
+        if (it->AtIsHistogram()) {
+          data.hts.push_back(it->At().t);
+          data.hs.push_back(*it->AtHistogram());
+        } else {
+          auto smp = it->At();
+          data.ts.push_back(smp.t);
+          data.vs.push_back(smp.v);
+        }
+      }
     }
     RETURN_IF_ERROR(it->Err());
-    RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), s.labels(), ts, vs));
+    RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), s.labels(), data));
   }
   RETURN_IF_ERROR(merged->Err());
   ASSIGN_OR_RETURN(index::BlockMeta out, w->Finish());

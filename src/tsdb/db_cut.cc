@@ -16,6 +16,7 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "tsdb/chunkenc/chunk.h"
+#include "tsdb/chunkenc/histogram.h"
 #include "tsdb/db_impl.h"
 #include "tsdb/wal/records.h"
 
@@ -26,9 +27,73 @@ int64_t AlignDown(int64_t t, int64_t block) {
   return t >= 0 ? t / block * block : -(((-t) + block - 1) / block) * block;
 }
 
-// Decodes a snapshot's in-order chunks and merges its out-of-order samples;
-// in-order samples win timestamp ties (they were written first).
-Status Materialize(const SeriesSnapshot& snap, std::vector<int64_t>* ts, std::vector<double>* vs) {
+// Merges the out-of-order histograms into out->hts/hs, leaving out those
+// at a timestamp of an in-order sample (`taken`, sorted) or a float.
+void MergeOooHistograms(const SeriesSnapshot& snap, const std::vector<int64_t>& taken, SeriesSamples* out) {
+  std::vector<int64_t> mt;
+  std::vector<model::FloatHistogram> mh;
+  mt.reserve(out->hts.size() + snap.ooo_hist.size());
+  mh.reserve(out->hts.size() + snap.ooo_hist.size());
+  size_t i = 0;
+  for (const auto& x : snap.ooo_hist) {
+    while (i < out->hts.size() && out->hts[i] < x.t) {
+      mt.push_back(out->hts[i]);
+      mh.push_back(std::move(out->hs[i]));
+      i++;
+    }
+    if (std::binary_search(taken.begin(), taken.end(), x.t) ||
+        std::binary_search(out->ts.begin(), out->ts.end(), x.t)) {
+      continue;
+    }
+    mt.push_back(x.t);
+    mh.push_back(x.h);
+  }
+  for (; i < out->hts.size(); i++) {
+    mt.push_back(out->hts[i]);
+    mh.push_back(std::move(out->hs[i]));
+  }
+  out->hts = std::move(mt);
+  out->hs = std::move(mh);
+}
+
+Status MaterializeFloats(const SeriesSnapshot& snap, std::vector<int64_t>* ts, std::vector<double>* vs,
+                         const std::vector<int64_t>& hist_ts);
+
+// Decodes a snapshot's in-order chunks (floats and histograms) and merges
+// its out-of-order samples; in-order samples win timestamp ties (they were
+// written first).
+Status Materialize(const SeriesSnapshot& snap, SeriesSamples* out) {
+  out->clear();
+  bool any_hist = !snap.ooo_hist.empty();
+  for (const auto& c : snap.chunks) any_hist = any_hist || chunkenc::IsHistogramEncoding(c.enc);
+  if (!any_hist) return MaterializeFloats(snap, &out->ts, &out->vs, {});
+  // In-order floats and histograms never share a timestamp.
+  SeriesSnapshot floats_only;
+  for (const auto& c : snap.chunks) {
+    if (chunkenc::IsHistogramEncoding(c.enc)) {
+      RETURN_IF_ERROR(chunkenc::DecodeAllHistograms(c.data.view(), &out->hts, &out->hs));
+    } else {
+      floats_only.chunks.push_back(c);
+    }
+  }
+  std::vector<int64_t> in_order_hist = out->hts;
+  floats_only.ooo = snap.ooo;
+  RETURN_IF_ERROR(MaterializeFloats(floats_only, &out->ts, &out->vs, in_order_hist));
+  if (snap.ooo_hist.empty()) return Status::OK();
+  // Timestamps of in-order floats win over out-of-order histograms too.
+  std::vector<int64_t> taken;
+  for (const auto& c : floats_only.chunks) {
+    std::vector<double> ignored;
+    RETURN_IF_ERROR(chunkenc::DecodeAll(c.enc, c.data.view(), &taken, &ignored));
+  }
+  MergeOooHistograms(snap, taken, out);
+  return Status::OK();
+}
+
+// Floats of snap's float chunks and out-of-order floats, leaving out
+// out-of-order ones at a timestamp of an in-order histogram (hist_ts, sorted).
+Status MaterializeFloats(const SeriesSnapshot& snap, std::vector<int64_t>* ts, std::vector<double>* vs,
+                         const std::vector<int64_t>& hist_ts) {
   ts->clear();
   vs->clear();
   for (const auto& c : snap.chunks) RETURN_IF_ERROR(chunkenc::DecodeAll(c.enc, c.data.view(), ts, vs));
@@ -45,8 +110,10 @@ Status Materialize(const SeriesSnapshot& snap, std::vector<int64_t>* ts, std::ve
       mv.push_back((*vs)[i]);
       i++;
     } else {
-      mt.push_back(snap.ooo[j].t);
-      mv.push_back(snap.ooo[j].v);
+      if (!std::binary_search(hist_ts.begin(), hist_ts.end(), snap.ooo[j].t)) {
+        mt.push_back(snap.ooo[j].t);
+        mv.push_back(snap.ooo[j].v);
+      }
       j++;
     }
   }
@@ -112,6 +179,10 @@ Status DBImpl::WriteChunkLog(wal::Writer* w, bool all) {
     recs.emplace_back();
     chunklog::EncodeOoo(o, &recs.back());
   }
+  for (const RefOooHist& o : d.ooo_hist) {
+    recs.emplace_back();
+    chunklog::EncodeOooHistograms(o, &recs.back());
+  }
   recs.emplace_back();
   chunklog::EncodeMark(chunklog::Mark{segment, d.open_min, spans_}, &recs.back());
   RETURN_IF_ERROR(w->Log(recs));
@@ -163,12 +234,11 @@ void DBImpl::StartChunkLog(int gen) {
   chunk_log_dir_ = dir;
 }
 
-Status DBImpl::AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const std::vector<int64_t>& ts,
-                               const std::vector<double>& vs) {
-  Status s = w->AddSeries(labels, ts, vs);
+Status DBImpl::AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const SeriesSamples& samples) {
+  Status s = w->AddSeries(labels, samples);
   if (!s.IsInvalidArgument()) return s;
   series_skipped_.fetch_add(1, std::memory_order_relaxed);
-  TW_LOG(Error, "tsdb: skipped a series of {} samples that a block cannot hold: {}", ts.size(), s.message());
+  TW_LOG(Error, "tsdb: skipped a series of {} samples that a block cannot hold: {}", samples.size(), s.message());
   return Status::OK();
 }
 
@@ -184,6 +254,7 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
       for (int64_t w = AlignDown(c.mint, block); w <= c.maxt; w += block) starts.insert(w);
     }
     for (const auto& smp : snap.ooo) starts.insert(AlignDown(smp.t, block));
+    for (const auto& x : snap.ooo_hist) starts.insert(AlignDown(x.t, block));
   }
   // An import spanning thousands of ranges must not hold a file per range
   // open at once (flush failed with EMFILE, forever): ranges are written in
@@ -191,8 +262,7 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
   constexpr size_t kMaxOpenWriters = 64;
   std::vector<int64_t> order(starts.begin(), starts.end());
   std::vector<std::shared_ptr<Block>> opened;
-  std::vector<int64_t> ts, part_t;
-  std::vector<double> vs, part_v;
+  SeriesSamples all, part;
   for (size_t g = 0; g < order.size(); g += kMaxOpenWriters) {
     const size_t g_end = std::min(order.size(), g + kMaxOpenWriters);
     const int64_t lo = order[g], hi = order[g_end - 1] + block;  // [lo, hi)
@@ -201,17 +271,24 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
       bool any = false;
       for (const auto& c : snap.chunks) any = any || (c.maxt >= lo && c.mint < hi);
       for (const auto& smp : snap.ooo) any = any || (smp.t >= lo && smp.t < hi);
+      for (const auto& x : snap.ooo_hist) any = any || (x.t >= lo && x.t < hi);
       if (!any) continue;
-      RETURN_IF_ERROR(Materialize(snap, &ts, &vs));
+      RETURN_IF_ERROR(Materialize(snap, &all));
       const model::Labels labels = head_->LabelsOf(series);
+      const std::vector<int64_t>& ts = all.ts;
+      const std::vector<int64_t>& hts = all.hts;
       size_t i = std::lower_bound(ts.begin(), ts.end(), lo) - ts.begin();
-      while (i < ts.size() && ts[i] < hi) {
-        int64_t start = AlignDown(ts[i], block);
-        size_t j = i;
+      size_t k = std::lower_bound(hts.begin(), hts.end(), lo) - hts.begin();
+      for (;;) {
+        const bool fl = i < ts.size() && ts[i] < hi, hl = k < hts.size() && hts[k] < hi;
+        if (!fl && !hl) break;
+        int64_t start = AlignDown(fl && (!hl || ts[i] < hts[k]) ? ts[i] : hts[k], block);
+        size_t j = i, m = k;
         // start + block cannot overflow: head data lies within
         // [model::kMinTime, model::kMaxTime] (ts[j] - start could, across
         // that whole range).
         while (j < ts.size() && ts[j] < start + block) j++;
+        while (m < hts.size() && hts[m] < start + block) m++;
         auto& w = writers[start];
         if (w == nullptr) {
           index::BlockMeta meta;
@@ -223,10 +300,14 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
           meta.seq = next_seq_++;
           ASSIGN_OR_RETURN(w, BlockWriter::Create(opts_.dir, meta));
         }
-        part_t.assign(ts.begin() + static_cast<std::ptrdiff_t>(i), ts.begin() + static_cast<std::ptrdiff_t>(j));
-        part_v.assign(vs.begin() + static_cast<std::ptrdiff_t>(i), vs.begin() + static_cast<std::ptrdiff_t>(j));
-        RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), labels, part_t, part_v));
+        auto from = [](auto& v, size_t a) { return v.begin() + static_cast<std::ptrdiff_t>(a); };
+        part.ts.assign(from(all.ts, i), from(all.ts, j));
+        part.vs.assign(from(all.vs, i), from(all.vs, j));
+        part.hts.assign(from(all.hts, k), from(all.hts, m));
+        part.hs.assign(from(all.hs, k), from(all.hs, m));
+        RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), labels, part));
         i = j;
+        k = m;
       }
     }
     for (auto& [start, w] : writers) {
@@ -254,8 +335,8 @@ Status DBImpl::WriteCheckpoint(int segment) {
     ASSIGN_OR_RETURN(auto w, wal::Writer::Open(wo));
     std::vector<wal::RefSeries> series;
     std::vector<wal::RefSample> samples;
-    std::vector<int64_t> ts;
-    std::vector<double> vs;
+    std::vector<wal::RefHistogramSample> hist_samples;
+    SeriesSamples data;
     std::string rec;
     Status st;
     // Series records precede the samples that refer to them.
@@ -271,13 +352,21 @@ Status DBImpl::WriteCheckpoint(int segment) {
         st = w->Log(rec);
         samples.clear();
       }
+      if (st.ok() && !hist_samples.empty()) {
+        wal::EncodeHistogramSamples(hist_samples, &rec);
+        st = w->Log(rec);
+        hist_samples.clear();
+      }
     };
     head_->ForEachSeries([&](uint64_t ref, const model::Labels& labels, const SeriesSnapshot& snap) {
       if (!st.ok()) return;
       series.push_back(wal::RefSeries{ref, labels});
-      st = Materialize(snap, &ts, &vs);
-      for (size_t i = 0; st.ok() && i < ts.size(); i++) samples.push_back({ref, ts[i], vs[i]});
-      if (series.size() >= 1024 || samples.size() >= 8192) flush();
+      st = Materialize(snap, &data);
+      for (size_t i = 0; st.ok() && i < data.ts.size(); i++) samples.push_back({ref, data.ts[i], data.vs[i]});
+      for (size_t i = 0; st.ok() && i < data.hts.size(); i++) {
+        hist_samples.push_back({ref, data.hts[i], std::move(data.hs[i])});
+      }
+      if (series.size() >= 1024 || samples.size() >= 8192 || hist_samples.size() >= 512) flush();
     });
     flush();
     RETURN_IF_ERROR(st);
@@ -345,6 +434,10 @@ Status DBImpl::WriteHeadBlock(const std::string& parent) {
       mint = std::min(mint, smp.t);
       maxt = std::max(maxt, smp.t);
     }
+    for (const auto& x : s.ooo_hist) {
+      mint = std::min(mint, x.t);
+      maxt = std::max(maxt, x.t);
+    }
   }
   if (mint > maxt) return Status::OK();  // an empty head: no block
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.labels < b.labels; });
@@ -356,11 +449,10 @@ Status DBImpl::WriteHeadBlock(const std::string& parent) {
   meta.sources = {meta.id};
   meta.seq = next_seq_++;
   ASSIGN_OR_RETURN(auto w, BlockWriter::Create(parent, meta));
-  std::vector<int64_t> ts;
-  std::vector<double> vs;
+  SeriesSamples data;
   for (const auto& s : all) {
-    RETURN_IF_ERROR(Materialize(s, &ts, &vs));
-    RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), s.labels, ts, vs));
+    RETURN_IF_ERROR(Materialize(s, &data));
+    RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), s.labels, data));
   }
   return w->Finish().status();
 }

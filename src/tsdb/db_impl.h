@@ -124,8 +124,7 @@ class DBImpl : public DB {
   std::atomic<uint64_t> blocks_set_aside_{0};
   // AddSeries; a series the writer refuses for its labels is logged, counted
   // and skipped (one bad series must not stop every cut), other errors return.
-  Status AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const std::vector<int64_t>& ts,
-                         const std::vector<double>& vs);
+  Status AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const SeriesSamples& s);
 
   std::mutex bg_mu_;
   std::condition_variable bg_cv_;

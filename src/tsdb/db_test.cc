@@ -11,10 +11,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <random>
 #include <regex>
 
 #include "base/file.h"
+#include "tsdb/chunkenc/histogram_testing.h"
 #include "tsdb/db_impl.h"
 #include "tsdb/index/block_meta.h"
 #include "tsdb/wal/records.h"
@@ -1068,6 +1071,226 @@ TEST_P(RandomOperationsTest, MatchReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ReplayBatch, RandomOperationsTest, ::testing::Values(size_t{7}, size_t{4} << 20));
+
+// Native histograms through the DB: one value per timestamp, a float or a
+// histogram.
+struct MixedVal {
+  bool hist = false;
+  uint64_t v = 0;  // float bits
+  model::FloatHistogram h;
+};
+using MixedData = std::map<Labels, std::map<int64_t, MixedVal>>;
+
+class DBHistogramTest : public DBTest {
+ protected:
+  // Appends in one commit; the first write of a timestamp wins in *ref.
+  void AppendMixed(const std::vector<std::tuple<Labels, int64_t, std::optional<model::FloatHistogram>, double>>& in,
+                   MixedData* ref) {
+    auto app = db_->NewAppender();
+    for (const auto& [l, t, h, v] : in) {
+      if (h.has_value()) {
+        auto r = app->AppendHistogram(0, l, t, *h);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+      } else {
+        ASSERT_TRUE(app->Append(0, l, t, v).ok());
+      }
+    }
+    ASSERT_TRUE(app->Commit().ok());
+    // Commit applies floats, then histograms.
+    for (bool hist : {false, true}) {
+      for (const auto& [l, t, h, v] : in) {
+        if (h.has_value() != hist || ref == nullptr) continue;
+        MixedVal mv;
+        mv.hist = hist;
+        if (hist) mv.h = *h;
+        else mv.v = Bits(v);
+        (*ref)[l].emplace(t, mv);
+      }
+    }
+  }
+
+  MixedData ReadMixed() {
+    MixedData out;
+    auto q = db_->NewQuerier(model::kMinTime, model::kMaxTime);
+    EXPECT_TRUE(q.ok());
+    auto m = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".+");
+    auto set = (*q)->Select(true, {}, {*m});
+    while (set->Next()) {
+      const auto& s = set->At();
+      auto it = s.Iterator();
+      bool any_hist = false;
+      int64_t last = INT64_MIN;
+      while (it->Next()) {
+        MixedVal mv;
+        const int64_t t = it->At().t;
+        EXPECT_GT(t, last);
+        last = t;
+        mv.hist = it->AtIsHistogram();
+        if (mv.hist) {
+          EXPECT_TRUE(it->HasHistograms());
+          mv.h = *it->AtHistogram();
+          any_hist = true;
+        } else {
+          mv.v = Bits(it->At().v);
+        }
+        out[s.labels()][t] = mv;
+      }
+      EXPECT_TRUE(it->Err().ok()) << it->Err().ToString();
+      if (!any_hist) {
+        EXPECT_FALSE(it->HasHistograms()) << s.labels().ToString();
+      }
+    }
+    EXPECT_TRUE(set->Err().ok()) << set->Err().ToString();
+    return out;
+  }
+
+  void ExpectMixed(const MixedData& want, const std::string& when) {
+    SCOPED_TRACE(when);
+    MixedData got = ReadMixed();
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [l, samples] : want) {
+      auto it = got.find(l);
+      ASSERT_NE(it, got.end()) << l.ToString();
+      ASSERT_EQ(it->second.size(), samples.size()) << l.ToString();
+      for (const auto& [t, v] : samples) {
+        const auto& g = it->second.at(t);
+        ASSERT_EQ(g.hist, v.hist) << l.ToString() << " at " << t;
+        if (v.hist) {
+          testing_hist::ExpectSameHistogram(v.h, g.h, l.ToString() + " at " + std::to_string(t));
+        } else {
+          EXPECT_EQ(g.v, v.v) << l.ToString() << " at " << t;
+        }
+      }
+    }
+  }
+};
+
+using model::CounterResetHint;
+using testing_hist::CustomHistogram;
+using testing_hist::ExpHistogram;
+using testing_hist::StaleHistogram;
+using H = std::optional<model::FloatHistogram>;
+
+TEST_F(DBHistogramTest, HistogramsSurviveReplayFlushCompactionAndRestart) {
+  Options o = Opts();
+  o.block_duration_ms = 3600 * 1000;
+  Open(o);
+  MixedData ref;
+  const int64_t h = 3600 * 1000;
+  std::vector<std::tuple<Labels, int64_t, H, double>> batch;
+  // Exponential histograms across two block ranges, with a reset hint, a
+  // layout change and a stale marker at the end.
+  for (int i = 0; i < 150; i++) {
+    model::FloatHistogram x = ExpHistogram(i % 70, i % 70 == 0 ? CounterResetHint::kCounterReset
+                                                               : CounterResetHint::kNotCounterReset);
+    if (i >= 100) x.schema = 0;  // new layout: a new chunk
+    batch.emplace_back(L("h_exp"), i * 30000, x, 0);
+  }
+  batch.emplace_back(L("h_exp"), 150 * 30000, StaleHistogram(), 0);
+  // Custom buckets, a gauge.
+  for (int i = 0; i < 50; i++) batch.emplace_back(L("h_nhcb"), i * 60000, CustomHistogram(i, CounterResetHint::kGauge), 0);
+  // Floats and histograms in runs in one series.
+  for (int i = 0; i < 60; i++) {
+    if ((i / 7) % 2 == 0) batch.emplace_back(L("mixed"), i * 15000, std::nullopt, 1.5 * i);
+    else batch.emplace_back(L("mixed"), i * 15000, ExpHistogram(i), 0);
+  }
+  batch.emplace_back(L("floats"), 1000, std::nullopt, 2.0);
+  batch.emplace_back(L("floats"), 2000, std::nullopt, model::StaleNaN());
+  AppendMixed(batch, &ref);
+  // Out of order histograms and floats, and duplicates of either kind (ignored).
+  const uint64_t dups = db_->GetStats().duplicate_samples_total;
+  AppendMixed({{L("mixed"), 7 * 15000 + 5, ExpHistogram(99), 0},
+               {L("mixed"), 5, std::nullopt, 42},
+               {L("h_nhcb"), 30, CustomHistogram(7), 0}},
+              &ref);
+  AppendMixed({{L("mixed"), 7 * 15000, std::nullopt, 99},     // a histogram is stored there
+               {L("mixed"), 0, ExpHistogram(1), 0},            // a float is stored there
+               {L("mixed"), 7 * 15000 + 5, ExpHistogram(5), 0}, // an out-of-order one is there
+               {L("h_exp"), 30000, ExpHistogram(3), 0}},
+              nullptr);
+  EXPECT_EQ(db_->GetStats().duplicate_samples_total, dups + 4);
+  ExpectMixed(ref, "head");
+
+  Open(o);  // WAL replay
+  ExpectMixed(ref, "after wal replay");
+  EXPECT_EQ(db_->GetStats().head_samples, 150u + 1 + 50 + 60 + 2 + 3);
+
+  ASSERT_TRUE(Impl()->FlushChunkLog().ok());
+  AppendMixed({{L("h_exp"), 151 * 30000, ExpHistogram(1), 0}, {L("mixed"), 60 * 15000, ExpHistogram(60), 0}}, &ref);
+  Open(o);  // chunk log plus the WAL after it
+  ExpectMixed(ref, "after replay from the chunk log");
+
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_GE(db_->GetStats().blocks, 1u);
+  EXPECT_EQ(db_->GetStats().head_samples, 0u);
+  ExpectMixed(ref, "from blocks");
+  Open(o);
+  ExpectMixed(ref, "from blocks after restart");
+
+  // Late data into the persisted range: overlapping blocks, compacted.
+  AppendMixed({{L("h_nhcb"), 45, CustomHistogram(1), 0}, {L("h_exp"), 15000, ExpHistogram(2), 0},
+               {L("new_hist"), 2 * h + 1, ExpHistogram(4), 0}},
+              &ref);
+  ASSERT_TRUE(db_->Flush().ok());
+  ExpectMixed(ref, "after compaction");
+  const Stats st = db_->GetStats();
+  EXPECT_GT(st.compactions_total, 0u);
+
+  // A snapshot holds them too.
+  AppendMixed({{L("h_exp"), 200 * 30000, ExpHistogram(8), 0}}, &ref);
+  auto name = db_->Snapshot(/*skip_head=*/false);
+  ASSERT_TRUE(name.ok()) << name.status().ToString();
+  const std::string snap = dir_ + "/snapshots/" + *name;
+  db_.reset();
+  Options so = o;
+  so.dir = snap;
+  Open(so);
+  ExpectMixed(ref, "from a snapshot");
+  db_.reset();
+  Open(o);
+  ExpectMixed(ref, "after all");
+}
+
+TEST_F(DBHistogramTest, CheckpointKeepsHistograms) {
+  Options o = Opts();
+  o.block_duration_ms = 3600 * 1000;
+  Open(o);
+  MixedData ref;
+  std::vector<std::tuple<Labels, int64_t, H, double>> batch;
+  // Old data (persisted by the cut) and recent data (kept in the head and
+  // written to the checkpoint).
+  for (int i = 0; i < 400; i++) batch.emplace_back(L("h"), int64_t{i} * 30000, ExpHistogram(i), 0);
+  batch.emplace_back(L("h"), 2, CustomHistogram(2), 0);
+  AppendMixed(batch, &ref);
+  AppendMixed({{L("h"), 399 * 30000 - 7, ExpHistogram(1, CounterResetHint::kCounterReset), 0}}, &ref);  // out of order, recent
+  ASSERT_TRUE(Impl()->Maintain().ok());
+  EXPECT_GT(db_->GetStats().blocks, 0u);
+  EXPECT_GT(db_->GetStats().head_samples, 0u);
+  ExpectMixed(ref, "after the cut");
+  Open(o);  // checkpoint + wal
+  ExpectMixed(ref, "after replaying the checkpoint");
+}
+
+TEST_F(DBHistogramTest, InvalidAndOutOfRangeHistogramsAreRefused) {
+  Options o = Opts();
+  o.retention_ms = 3600 * 1000;
+  o.now_ms = [] { return int64_t{10} * 3600 * 1000; };
+  Open(o);
+  auto app = db_->NewAppender();
+  model::FloatHistogram bad = ExpHistogram(1);
+  bad.positive_buckets.pop_back();
+  EXPECT_TRUE(app->AppendHistogram(0, L("h"), 10 * 3600 * 1000, bad).status().IsInvalidArgument());
+  auto r = app->AppendHistogram(0, L("h"), 1000, ExpHistogram(1));
+  EXPECT_TRUE(r.status().IsOutOfRange()) << r.status().ToString();
+  EXPECT_TRUE(app->AppendHistogram(0, Labels{}, 10 * 3600 * 1000, ExpHistogram(1)).status().IsInvalidArgument());
+  auto ok = app->AppendHistogram(0, L("h"), 10 * 3600 * 1000, ExpHistogram(1));
+  ASSERT_TRUE(ok.ok());
+  // By ref.
+  ASSERT_TRUE(app->AppendHistogram(*ok, Labels{}, 10 * 3600 * 1000 + 1, ExpHistogram(2)).ok());
+  ASSERT_TRUE(app->Commit().ok());
+  EXPECT_EQ(db_->GetStats().too_old_samples_total, 1u);
+  EXPECT_EQ(db_->GetStats().head_samples, 2u);
+}
 
 }  // namespace
 }  // namespace trainwatch::tsdb

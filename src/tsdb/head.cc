@@ -333,6 +333,12 @@ bool OooBuffer::Insert(int64_t t, double v) {
   return true;
 }
 
+bool OooBuffer::Has(int64_t t) const {
+  const auto end = samples.begin() + static_cast<std::ptrdiff_t>(sorted);
+  auto it = std::lower_bound(samples.begin(), end, t, [](const model::Sample& a, int64_t x) { return a.t < x; });
+  return (it != end && it->t == t) || tail_ts.count(t) > 0;
+}
+
 size_t OooBuffer::Normalize() {
   if (sorted == samples.size()) return 0;
   const auto mid = samples.begin() + static_cast<std::ptrdiff_t>(sorted);
@@ -450,13 +456,59 @@ void Head::CloseOpenLocked(MemSeries* s) {
   } else {
     c = std::move(dense);
   }
+  QueueForChunkLog(s->ref, c);
+  s->closed.push_back(std::move(c));
+  s->open.reset();
+}
+
+void Head::QueueForChunkLog(uint64_t ref, const HeadChunk& c) {
   if (chunk_queue_on_.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lock(chunk_queue_mu_);
     chunk_queue_bytes_.fetch_add(c.data.view().size(), std::memory_order_relaxed);
-    chunk_queue_.emplace_back(s->ref, c);
+    chunk_queue_.emplace_back(ref, c);
   }
-  s->closed.push_back(std::move(c));
-  s->open.reset();
+}
+
+void Head::CloseHistOpenLocked(MemSeries* s) {
+  if (!s->hist || !s->hist->open) return;
+  const chunkenc::FloatHistogramChunk& o = *s->hist->open;
+  if (o.NumSamples() > 0) {
+    HeadChunk c;
+    c.mint = o.MinTime();
+    c.maxt = o.MaxTime();
+    c.num_samples = o.NumSamples();
+    c.enc = chunkenc::FloatHistogramChunk::kEncoding;
+    c.data = ChunkBytes::Copy(o.Bytes());
+    QueueForChunkLog(s->ref, c);
+    s->closed.push_back(std::move(c));
+  }
+  s->hist->open.reset();
+}
+
+int64_t Head::InOrderMaxtLocked(const MemSeries* s) {
+  if (s->open) return s->open->MaxTime();
+  if (s->hist && s->hist->open && s->hist->open->NumSamples() > 0) return s->hist->open->MaxTime();
+  return s->closed.empty() ? INT64_MIN : s->closed.back().maxt;
+}
+
+bool Head::OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt) {
+  if (s->open && s->open->NumSamples() > 0) {
+    *mint = s->open->MinTime();
+    *maxt = s->open->MaxTime();
+    return true;
+  }
+  if (s->hist && s->hist->open && s->hist->open->NumSamples() > 0) {
+    *mint = s->hist->open->MinTime();
+    *maxt = s->hist->open->MaxTime();
+    return true;
+  }
+  return false;
+}
+
+bool HistState::OooHas(int64_t t) const {
+  auto it = std::lower_bound(ooo.begin(), ooo.end(), t,
+                             [](const storage::HistogramSample& a, int64_t x) { return a.t < x; });
+  return it != ooo.end() && it->t == t;
 }
 
 Head::ChunkLogDrain Head::DrainForChunkLog(bool all) {
@@ -480,14 +532,19 @@ Head::ChunkLogDrain Head::DrainForChunkLog(bool all) {
       NormalizeOooLocked(s);
       d.ooo.emplace_back(ref, s->ooo->samples);
     }
+    // A series that lost its last out-of-order histogram logs an empty list
+    // (replacing the one logged before).
+    if (s->hist && (all ? !s->hist->ooo.empty() : s->ooo_dirty)) d.ooo_hist.emplace_back(ref, s->hist->ooo);
     s->ooo_dirty = false;
-    if (s->open && s->open->NumSamples() > 0) d.open_min = std::min(d.open_min, s->open->MinTime());
+    int64_t omin, omax;
+    if (OpenRangeLocked(s, &omin, &omax)) d.open_min = std::min(d.open_min, omin);
   }
   return d;
 }
 
 void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks,
-                         std::unordered_map<uint64_t, std::vector<model::Sample>> ooo) {
+                         std::unordered_map<uint64_t, std::vector<model::Sample>> ooo,
+                         std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist) {
   auto base = std::make_unique<ReplayBase>();
   uint64_t max_ref = 0;
   for (const auto& [ref, list] : chunks) max_ref = std::max(max_ref, ref);
@@ -503,6 +560,7 @@ void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> ch
   }
   base->chunks = std::move(chunks);
   base->ooo = std::move(ooo);
+  base->ooo_hist = std::move(ooo_hist);
   std::lock_guard<std::mutex> lock(creation_mu_);
   replay_base_ = std::move(base);
   // Series replay created before the base arrived (no samples applied yet)
@@ -510,6 +568,7 @@ void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> ch
   std::vector<uint64_t> refs;
   for (const auto& [ref, list] : replay_base_->chunks) refs.push_back(ref);
   for (const auto& [ref, samples] : replay_base_->ooo) refs.push_back(ref);
+  for (const auto& [ref, samples] : replay_base_->ooo_hist) refs.push_back(ref);
   for (uint64_t ref : refs) {
     if (MemSeries* s = GetByRef(ref); s != nullptr) AttachReplayBaseLocked(s);
   }
@@ -552,6 +611,16 @@ void Head::AttachReplayBaseLocked(MemSeries* s) {
       maxt = std::max(maxt, s->ooo->samples.back().t);
     }
     replay_base_->ooo.erase(it);
+  }
+  if (auto it = replay_base_->ooo_hist.find(s->ref); it != replay_base_->ooo_hist.end()) {
+    if (!it->second.empty()) {
+      if (!s->hist) s->hist = std::make_unique<HistState>();
+      s->hist->ooo = std::move(it->second);
+      samples += s->hist->ooo.size();
+      mint = std::min(mint, s->hist->ooo.front().t);
+      maxt = std::max(maxt, s->hist->ooo.back().t);
+    }
+    replay_base_->ooo_hist.erase(it);
   }
   UpdateTimes(mint, maxt);
   CountApplied(samples);
@@ -615,10 +684,17 @@ bool Head::InOrderHasLocked(const MemSeries* s, int64_t t) const {
   chunkenc::Iterator it;
   if (s->open && s->open->NumSamples() > 0 && t >= s->open->MinTime()) {
     it.Reset(chunkenc::DeltaChunk::kEncoding, s->open->Bytes());
+  } else if (s->hist && s->hist->open && s->hist->open->NumSamples() > 0 && t >= s->hist->open->MinTime()) {
+    chunkenc::FloatHistogramIterator hit(s->hist->open->Bytes());
+    return hit.Seek(t) && hit.t() == t;
   } else {
     auto c = std::lower_bound(s->closed.begin(), s->closed.end(), t,
                               [](const HeadChunk& c, int64_t x) { return c.maxt < x; });
     if (c == s->closed.end() || c->mint > t) return false;
+    if (chunkenc::IsHistogramEncoding(c->enc)) {
+      chunkenc::FloatHistogramIterator hit(c->data.view());
+      return hit.Seek(t) && hit.t() == t;
+    }
     it.Reset(c->enc, c->data.view());
   }
   return it.Seek(t) && it.t() == t;
@@ -630,12 +706,13 @@ bool Head::ApplySample(MemSeries* s, int64_t t, double v) {
 }
 
 bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
-  int64_t maxt = s->open ? s->open->MaxTime() : (s->closed.empty() ? INT64_MIN : s->closed.back().maxt);
+  int64_t maxt = s->open ? s->open->MaxTime() : InOrderMaxtLocked(s);
   if (t > maxt) {
     if (s->open && (s->open->NumSamples() >= opts_.samples_per_chunk || t >= s->open_block_end)) {
       CloseOpenLocked(s);
     }
     if (!s->open) {
+      if (s->hist) CloseHistOpenLocked(s);  // a float after histograms: a chunk of floats
       s->open.emplace();
       // In replay the chunk fills at once: as much room as the last one took.
       if (defer_dense_.load(std::memory_order_relaxed) && !s->closed.empty()) {
@@ -653,6 +730,10 @@ bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
       dup_total_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
+    if (s->hist && s->hist->OooHas(t)) {  // a histogram holds t
+      dup_total_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
     if (!s->ooo) s->ooo = std::make_unique<OooBuffer>();
     if (!s->ooo->Insert(t, v)) {
       dup_total_.fetch_add(1, std::memory_order_relaxed);
@@ -662,6 +743,45 @@ bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
     s->ooo_dirty = true;
     if (s->ooo->NeedsNormalize()) NormalizeOooLocked(s);
   }
+  return true;
+}
+
+bool Head::ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h) {
+  std::lock_guard<SpinLock> lock(s->mu);
+  return ApplyHistogramLocked(s, t, h);
+}
+
+bool Head::ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHistogram& h) {
+  const int64_t maxt = InOrderMaxtLocked(s);
+  if (t == maxt) {
+    dup_total_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (!s->hist) s->hist = std::make_unique<HistState>();
+  HistState& hs = *s->hist;
+  if (t > maxt) {
+    if (s->open) CloseOpenLocked(s);  // a histogram after floats: a chunk of histograms
+    if (hs.open && (!hs.open->CanAppend(h) || hs.open->NumSamples() >= opts_.samples_per_chunk ||
+                    hs.open->Bytes().size() >= chunkenc::kHistogramChunkBytes || t >= s->open_block_end)) {
+      CloseHistOpenLocked(s);
+    }
+    if (!hs.open) {
+      hs.open.emplace();
+      s->open_block_end = BlockEnd(t, opts_.block_duration_ms);
+      num_chunks_.fetch_add(1, std::memory_order_relaxed);
+    }
+    hs.open->Append(t, h);
+    return true;
+  }
+  if (InOrderHasLocked(s, t) || (s->ooo && s->ooo->Has(t)) || hs.OooHas(t)) {
+    dup_total_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  auto at = std::lower_bound(hs.ooo.begin(), hs.ooo.end(), t,
+                             [](const storage::HistogramSample& a, int64_t x) { return a.t < x; });
+  hs.ooo.insert(at, storage::HistogramSample{t, h});
+  ooo_total_.fetch_add(1, std::memory_order_relaxed);
+  s->ooo_dirty = true;
   return true;
 }
 
@@ -681,6 +801,21 @@ SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) co
     snap.chunks.push_back(std::move(c));
   }
   if (s->ooo) s->ooo->CopyRange(mint, maxt, &snap.ooo);
+  if (s->hist) {
+    const HistState& hs = *s->hist;
+    if (hs.open && hs.open->NumSamples() > 0 && hs.open->MaxTime() >= mint && hs.open->MinTime() <= maxt) {
+      HeadChunk c;
+      c.mint = hs.open->MinTime();
+      c.maxt = hs.open->MaxTime();
+      c.num_samples = hs.open->NumSamples();
+      c.enc = chunkenc::FloatHistogramChunk::kEncoding;
+      c.data = ChunkBytes::Copy(hs.open->Bytes());
+      snap.chunks.push_back(std::move(c));
+    }
+    for (const auto& x : hs.ooo) {
+      if (x.t >= mint && x.t <= maxt) snap.ooo_hist.push_back(x);
+    }
+  }
   return snap;
 }
 
@@ -697,6 +832,7 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
     {
       std::lock_guard<SpinLock> lock(s->mu);
       if (s->open && (close_all || s->open->MaxTime() < boundary)) CloseOpenLocked(s);
+      if (s->hist && s->hist->open && (close_all || s->hist->open->MaxTime() < boundary)) CloseHistOpenLocked(s);
       for (const auto& c : s->closed) {
         if (c.maxt < boundary) snap.chunks.push_back(c);
       }
@@ -706,8 +842,13 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
           if (smp.t < boundary) snap.ooo.push_back(smp);
         }
       }
+      if (s->hist) {
+        for (const auto& x : s->hist->ooo) {
+          if (x.t < boundary) snap.ooo_hist.push_back(x);
+        }
+      }
     }
-    if (snap.chunks.empty() && snap.ooo.empty()) continue;
+    if (snap.chunks.empty() && snap.ooo.empty() && snap.ooo_hist.empty()) continue;
     for (const auto& c : snap.chunks) {
       set.mint = std::min(set.mint, c.mint);
       set.maxt = std::max(set.maxt, c.maxt);
@@ -715,6 +856,10 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
     if (!snap.ooo.empty()) {
       set.mint = std::min(set.mint, snap.ooo.front().t);
       set.maxt = std::max(set.maxt, snap.ooo.back().t);
+    }
+    if (!snap.ooo_hist.empty()) {
+      set.mint = std::min(set.mint, snap.ooo_hist.front().t);
+      set.maxt = std::max(set.maxt, snap.ooo_hist.back().t);
     }
     set.series.emplace_back(s, std::move(snap));
   }
@@ -768,6 +913,20 @@ void Head::Truncate(const PersistSet& set) {
         s->ooo->tail_ts.clear();
       }
     }
+    if (s->hist && !snap.ooo_hist.empty()) {
+      // Both sorted by time: drop the persisted ones.
+      std::vector<storage::HistogramSample>& ooo = s->hist->ooo;
+      // A plain reference: clang 14 refuses lambdas capturing structured bindings.
+      const std::vector<storage::HistogramSample>& persisted = snap.ooo_hist;
+      size_t j = 0;
+      const size_t before = ooo.size();
+      std::erase_if(ooo, [&persisted, &j](const storage::HistogramSample& x) {
+        while (j < persisted.size() && persisted[j].t < x.t) j++;
+        return j < persisted.size() && persisted[j].t == x.t;
+      });
+      removed_samples += before - ooo.size();
+    }
+    if (s->hist && s->hist->ooo.empty() && !s->hist->open) s->hist.reset();
   }
   num_samples_.fetch_sub(std::min(removed_samples, num_samples_.load()), std::memory_order_relaxed);
   num_chunks_.fetch_sub(std::min(removed_chunks, num_chunks_.load()), std::memory_order_relaxed);
@@ -785,15 +944,16 @@ void Head::Truncate(const PersistSet& set) {
   }
   for (MemSeries* s : all) {
     std::lock_guard<SpinLock> lock(s->mu);
-    bool empty = s->closed.empty() && !s->open && !s->ooo;
+    bool empty = s->closed.empty() && !s->open && !s->ooo && !s->hist;
     if (empty) {
       dead.push_back(s);
       continue;
     }
+    int64_t omin, omax;
+    const bool has_open = OpenRangeLocked(s, &omin, &omax);
     if (!s->closed.empty()) mint = std::min(mint, s->closed.front().mint);
-    else if (s->open) mint = std::min(mint, s->open->MinTime());
-    int64_t m = s->open ? s->open->MaxTime() : (s->closed.empty() ? INT64_MIN : s->closed.back().maxt);
-    maxt = std::max(maxt, m);
+    else if (has_open) mint = std::min(mint, omin);
+    maxt = std::max(maxt, InOrderMaxtLocked(s));
   }
   min_time_.store(mint);
   max_time_.store(maxt);
@@ -831,11 +991,12 @@ void Head::ForEachSeries(const std::function<void(uint64_t, const model::Labels&
   }
 }
 
-Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vector<wal::RefSample>& samples) {
+Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vector<wal::RefSample>& samples,
+                       const std::vector<wal::RefHistogramSample>& hist_samples) {
   if (wal_ == nullptr) return Status::OK();
-  thread_local std::vector<std::string> recs(2);
+  thread_local std::vector<std::string> recs(3);
   thread_local std::vector<wal::RefSeries> series;
-  recs.resize(2);
+  recs.resize(3);
   size_t n = 0;
   if (!unlogged.empty()) {
     series.clear();
@@ -846,6 +1007,12 @@ Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vecto
     wal::EncodeSamples(samples, &recs[n++]);
     int64_t maxt;
     if (wal::SamplesMaxTime(recs[n - 1], &maxt)) NoteLogged(maxt);  // the encoder's own figure
+  }
+  // After the floats: replay applies them in this order, as Commit does.
+  if (!hist_samples.empty()) {
+    wal::EncodeHistogramSamples(hist_samples, &recs[n++]);
+    int64_t maxt;
+    if (wal::HistogramSamplesMaxTime(recs[n - 1], &maxt)) NoteLogged(maxt);
   }
   recs.resize(n);
   if (n == 0) return Status::OK();
@@ -977,6 +1144,41 @@ void Head::ReplaySamples(ReplayBatch* batch, ReplayBatch* scratch, int workers, 
   }
 }
 
+void Head::ReplayHistograms(const std::vector<wal::RefHistogramSample>& samples, bool skip_covered, int64_t from) {
+  const ReplayBase* base = skip_covered ? replay_base_.get() : nullptr;
+  uint64_t applied = 0, unknown = 0, skipped = 0;
+  int64_t mint = INT64_MAX, maxt = INT64_MIN;
+  for (const auto& x : samples) {
+    if (skip_covered && (x.t < from || (base != nullptr && x.t <= base->Covered(x.ref)))) {
+      skipped++;
+      continue;
+    }
+    MemSeries* ms = GetByRef(x.ref);
+    if (ms == nullptr) {
+      unknown++;
+      continue;
+    }
+    if (x.t < model::kMinTime || x.t > model::kMaxTime) {
+      (x.t < model::kMinTime ? too_old_total_ : too_new_total_).fetch_add(1, std::memory_order_relaxed);
+      TW_LOG(Warn, "wal replay: dropped a histogram of series {} at unsupported timestamp {}", ms->ref, x.t);
+      continue;
+    }
+    // A record that decodes but holds a histogram storage cannot take
+    // (written by a damaged or other build): dropped like an unknown ref.
+    if (!chunkenc::CheckHistogram(x.h).ok()) {
+      TW_LOG(Warn, "wal replay: dropped an invalid histogram of series {} at {}", ms->ref, x.t);
+      continue;
+    }
+    applied += ApplyHistogram(ms, x.t, x.h) ? 1 : 0;
+    mint = std::min(mint, x.t);
+    maxt = std::max(maxt, x.t);
+  }
+  replay_unknown_.fetch_add(unknown, std::memory_order_relaxed);
+  replay_skipped_.fetch_add(skipped, std::memory_order_relaxed);
+  UpdateTimes(mint, maxt);
+  CountApplied(applied);
+}
+
 Head::MemoryStats Head::GetMemoryStats() const {
   MemoryStats m;
   std::shared_lock lock(postings_mu_);
@@ -1003,6 +1205,18 @@ Head::MemoryStats Head::GetMemoryStats() const {
       m.open_samples += s->open->NumSamples();
     }
     if (s->ooo) m.ooo += sizeof(*s->ooo) + s->ooo->samples.capacity() * sizeof(model::Sample);
+    if (s->hist) {
+      m.series += sizeof(HistState);
+      if (s->hist->open) {
+        m.open_bytes += s->hist->open->MemoryBytes();
+        m.open_samples += s->hist->open->NumSamples();
+      }
+      for (const auto& x : s->hist->ooo) {
+        m.ooo += sizeof(x) + (x.h.positive_buckets.capacity() + x.h.negative_buckets.capacity() +
+                              x.h.custom_values.capacity()) * sizeof(double) +
+                 (x.h.positive_spans.capacity() + x.h.negative_spans.capacity()) * sizeof(model::Span);
+      }
+    }
   }
   return m;
 }

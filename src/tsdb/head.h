@@ -28,8 +28,10 @@
 #include "base/memory.h"
 #include "model/labels.h"
 #include "model/sample.h"
+#include "storage/merge.h"
 #include "storage/storage.h"
 #include "tsdb/chunkenc/chunk.h"
+#include "tsdb/chunkenc/histogram.h"
 #include "tsdb/index/postings.h"
 #include "tsdb/limits.h"
 #include "tsdb/symbols.h"
@@ -120,6 +122,7 @@ struct HeadChunk {
 // chunk log's entries: tsdb/chunk_log.h).
 using RefChunk = std::pair<uint64_t, HeadChunk>;
 using RefOoo = std::pair<uint64_t, std::vector<model::Sample>>;
+using RefOooHist = std::pair<uint64_t, std::vector<storage::HistogramSample>>;
 
 class SpinLock {
  public:
@@ -145,12 +148,26 @@ struct OooBuffer {
 
   // Adds a sample; false, adding nothing, when its timestamp is already here.
   bool Insert(int64_t t, double v);
+  // Whether a sample at t is here.
+  bool Has(int64_t t) const;
   bool NeedsNormalize() const { return samples.size() - sorted > std::max<size_t>(32, sorted); }
   // Merges the tail into the prefix; returns the number of duplicates dropped
   // (none unless the invariants were broken).
   size_t Normalize();
   // Appends the samples with t in [mint, maxt] to *out, sorted and unique.
   void CopyRange(int64_t mint, int64_t maxt, std::vector<model::Sample>* out) const;
+};
+
+// A series' native-histogram state, allocated at its first histogram: the
+// open histogram chunk and out-of-order histograms (sorted by time, unique
+// timestamps; at most a few, so inserts move the tail). A series has at
+// most one open chunk, of floats or of histograms: a sample of the other
+// kind closes it. Guarded by its series' mu.
+struct HistState {
+  std::optional<chunkenc::FloatHistogramChunk> open;
+  std::vector<storage::HistogramSample> ooo;
+  // Whether the out-of-order histograms hold one at t.
+  bool OooHas(int64_t t) const;
 };
 
 // One series of the head: a single allocation holding the struct and,
@@ -179,6 +196,7 @@ struct MemSeries {
   std::optional<chunkenc::DeltaChunk> open;  // inline: one cache miss less per append
   int64_t open_block_end = 0;                // the open chunk must end before this
   std::unique_ptr<OooBuffer> ooo;            // out-of-order samples
+  std::unique_ptr<HistState> hist;           // null until the series gets a histogram
 
  private:
   MemSeries(uint64_t r, uint64_t h, uint32_t n) : ref(r), hash(h), num_labels(n) {}
@@ -191,6 +209,7 @@ struct SeriesSnapshot {
   model::Labels labels;
   std::vector<HeadChunk> chunks;              // in-order data (closed + a copy of the open one)
   std::vector<model::Sample> ooo;             // out-of-order samples
+  std::vector<storage::HistogramSample> ooo_hist;  // out-of-order histograms
 };
 
 struct HeadOptions {
@@ -233,6 +252,10 @@ class Head : public storage::Queryable {
   // A batch is tens of MiB written once: its blocks are huge-page maps.
   using ReplayBatch = std::vector<wal::RefSample, memory::LargeBlockAllocator<wal::RefSample>>;
   void ReplaySamples(ReplayBatch* batch, ReplayBatch* scratch, int workers, bool skip_covered = false);
+  // Applies WAL histogram samples in their order, on this thread (they are
+  // few beside floats). With skip_covered, those before `from` or not after
+  // the end of their series' chunks from the replay base are skipped.
+  void ReplayHistograms(const std::vector<wal::RefHistogramSample>& samples, bool skip_covered, int64_t from);
   // Appends to *out the samples the replay base does not hold (at or after
   // `from` and after the end of their series' chunks in the base); returns
   // how many it left out. Filtering as records are decoded keeps covered
@@ -246,6 +269,7 @@ class Head : public storage::Queryable {
   struct ChunkLogDrain {
     std::vector<RefChunk> chunks;  // closed since the last drain; with `all`, every closed chunk
     std::vector<RefOoo> ooo;       // of series given out-of-order samples since; with `all`, of all
+    std::vector<RefOooHist> ooo_hist;  // their out-of-order histograms, likewise
     int64_t open_min = INT64_MAX;  // the earliest sample of any open chunk
   };
   // Takes what the chunk log has not logged yet (everything, for a base).
@@ -258,7 +282,8 @@ class Head : public storage::Queryable {
   // of those chunks. EndReplayBase forgets the rest and returns how many
   // chunks no series took.
   void SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks,
-                     std::unordered_map<uint64_t, std::vector<model::Sample>> ooo);
+                     std::unordered_map<uint64_t, std::vector<model::Sample>> ooo,
+                     std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist = {});
   uint64_t EndReplayBase();
   // The latest sample time logged to the WAL since the last TakeLoggedMaxt
   // (the chunk log records it per span of segments); NoteLogged raises it
@@ -386,6 +411,12 @@ class Head : public storage::Queryable {
   // CountApplied once (a few contended atomics per batch, not per sample).
   bool ApplySample(MemSeries* s, int64_t t, double v);
   bool ApplySampleLocked(MemSeries* s, int64_t t, double v);  // REQUIRES: s->mu held
+  // ApplySample for a native histogram (REQUIRES: it passed
+  // chunkenc::CheckHistogram). A histogram after the series' last sample
+  // goes to its open histogram chunk (a new one when the layout changed),
+  // an earlier one to its out-of-order histograms.
+  bool ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h);
+  bool ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHistogram& h);  // REQUIRES: s->mu held
   void UpdateTimes(int64_t mint, int64_t maxt);
   void CountApplied(uint64_t n) {
     num_samples_.fetch_add(n, std::memory_order_relaxed);
@@ -397,7 +428,8 @@ class Head : public storage::Queryable {
   bool SnapshotByRef(uint64_t ref, int64_t mint, int64_t maxt, SeriesSnapshot* out) const;
   // Logs series records for `unlogged` series, then the samples, in one
   // write; syncs per the policy; marks the series logged.
-  Status LogCommit(const std::vector<MemSeries*>& unlogged, const std::vector<wal::RefSample>& samples);
+  Status LogCommit(const std::vector<MemSeries*>& unlogged, const std::vector<wal::RefSample>& samples,
+                   const std::vector<wal::RefHistogramSample>& hist_samples = {});
   // Postings for matchers (sorted refs).
   Result<index::Postings> PostingsFor(const model::Matchers& ms) const;
   Result<std::vector<std::string>> LabelValuesFor(std::string_view name, const model::Matchers& ms) const;
@@ -409,6 +441,8 @@ class Head : public storage::Queryable {
     std::vector<MemSeries*> series;  // parallel to samples
     std::vector<wal::RefSample> samples;
     std::vector<MemSeries*> unlogged;  // series whose record this commit logs (may repeat until Commit)
+    std::vector<MemSeries*> hist_series;  // parallel to hist_samples
+    std::vector<wal::RefHistogramSample> hist_samples;
   };
  private:
   struct Stripe;
@@ -422,7 +456,18 @@ class Head : public storage::Queryable {
   bool LabelsEqual(const MemSeries* s, const model::Labels& labels) const;
   bool LabelsLess(const MemSeries* a, const MemSeries* b) const;  // as model::Labels' operator<
   void SetRef(uint64_t ref, MemSeries* s);
-  void CloseOpenLocked(MemSeries* s);  // REQUIRES: s->mu held
+  void CloseOpenLocked(MemSeries* s);  // REQUIRES: s->mu held; closes the open float chunk
+  void CloseHistOpenLocked(MemSeries* s);  // REQUIRES: s->mu held; closes the open histogram chunk
+  void CloseAnyOpenLocked(MemSeries* s) {  // REQUIRES: s->mu held
+    CloseOpenLocked(s);
+    CloseHistOpenLocked(s);
+  }
+  void QueueForChunkLog(uint64_t ref, const HeadChunk& c);
+  // The last in-order sample's time (INT64_MIN: none). REQUIRES: s->mu held.
+  static int64_t InOrderMaxtLocked(const MemSeries* s);
+  // The open chunk's (float or histogram) time range; false when there is
+  // none with samples. REQUIRES: s->mu held.
+  static bool OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt);
   // Re-encodes `bytes` (chunk c's data, in c.enc) with the dense codec into
   // *out (c's times and count); false when that is not smaller.
   bool EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes) const;
@@ -460,6 +505,7 @@ class Head : public storage::Queryable {
   struct ReplayBase {
     std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks;      // taken by ReplaySeries
     std::unordered_map<uint64_t, std::vector<model::Sample>> ooo;     // taken by ReplaySeries
+    std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist;  // taken by ReplaySeries
     // ref -> end of its last chunk (INT64_MIN: none), read-only during
     // replay: by index where the refs are dense enough, else by hash.
     std::vector<int64_t> covered_dense;

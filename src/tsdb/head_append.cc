@@ -20,7 +20,9 @@ class HeadAppender : public storage::Appender {
         buf_(std::move(buf)),
         series_(buf_->series),
         samples_(buf_->samples),
-        unlogged_(buf_->unlogged) {}
+        unlogged_(buf_->unlogged),
+        hist_series_(buf_->hist_series),
+        hist_samples_(buf_->hist_samples) {}
   ~HeadAppender() override { Rollback(); }
 
   Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
@@ -48,6 +50,45 @@ class HeadAppender : public storage::Appender {
     return storage::SeriesRef{s->ref};
   }
 
+  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
+                                             const model::FloatHistogram& h) override {
+    // Checked here (not Validate: the model's arithmetic is not linked into
+    // storage) so that every histogram in the WAL and chunks is well formed.
+    RETURN_IF_ERROR(chunkenc::CheckHistogram(h));
+    Lock();
+    if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
+    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
+    if (s == nullptr) {
+      ASSIGN_OR_RETURN(s, ByLabels(labels));
+    }
+    if (!s->logged.load(std::memory_order_acquire)) unlogged_.push_back(s);
+    hist_series_.push_back(s);
+    hist_samples_.push_back({s->ref, t, h});
+    return storage::SeriesRef{s->ref};
+  }
+
+  // The series of `labels`, created when new (within the limits), as
+  // Append finds it (kept inline there: the float path).
+  Result<MemSeries*> ByLabels(const model::Labels& labels) {
+    MemSeries* s = nullptr;
+    {
+      if (labels.empty()) return Status::InvalidArgument("series without labels");
+      // Every writer reaches the head here, so this is where a label set a
+      // block could not hold is stopped (issue 17): empty values are dropped
+      // (Prometheus reads them as absent), anything else invalid is refused.
+      bool has_empty = false;
+      for (const model::Label& l : labels) has_empty = has_empty || l.value.empty();
+      if (has_empty) {
+        model::Labels cleaned = model::WithoutEmptyValues(labels);
+        if (cleaned.empty()) return Status::InvalidArgument("series without labels: every value of " + labels.ToString() + " is empty");
+        ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(cleaned));
+      } else {
+        ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(labels));
+      }
+    }
+    return s;
+  }
+
   bool AppendByRef(storage::SeriesRef ref, int64_t t, double v) override {
     Lock();
     // The caller then appends with labels, and that Append says why.
@@ -61,7 +102,7 @@ class HeadAppender : public storage::Appender {
   Status Commit() override {
     std::sort(unlogged_.begin(), unlogged_.end());
     unlogged_.erase(std::unique(unlogged_.begin(), unlogged_.end()), unlogged_.end());
-    Status st = head_->LogCommit(unlogged_, samples_);
+    Status st = head_->LogCommit(unlogged_, samples_, hist_samples_);
     if (st.ok()) {
       int64_t mint = INT64_MAX, maxt = INT64_MIN;
       uint64_t applied = 0;
@@ -78,6 +119,13 @@ class HeadAppender : public storage::Appender {
         mint = std::min(mint, samples_[i].t);
         maxt = std::max(maxt, samples_[i].t);
       }
+      // Histograms after floats, as the WAL has them (replay applies in that order).
+      for (size_t i = 0; i < hist_samples_.size(); i++) {
+        const wal::RefHistogramSample& x = hist_samples_[i];
+        applied += head_->ApplyHistogram(hist_series_[i], x.t, x.h) ? 1 : 0;
+        mint = std::min(mint, x.t);
+        maxt = std::max(maxt, x.t);
+      }
       head_->UpdateTimes(mint, maxt);
       head_->CountApplied(applied);
     }
@@ -93,9 +141,15 @@ class HeadAppender : public storage::Appender {
       std::vector<wal::RefSample>().swap(samples_);
       std::vector<MemSeries*>().swap(unlogged_);
     }
+    if (hist_samples_.capacity() > kKeep / 64) {
+      std::vector<MemSeries*>().swap(hist_series_);
+      std::vector<wal::RefHistogramSample>().swap(hist_samples_);
+    }
     series_.clear();
     samples_.clear();
     unlogged_.clear();
+    hist_series_.clear();
+    hist_samples_.clear();
     if (lock_.owns_lock()) lock_.unlock();
   }
 
@@ -122,6 +176,8 @@ class HeadAppender : public storage::Appender {
   std::vector<MemSeries*>& series_;
   std::vector<wal::RefSample>& samples_;
   std::vector<MemSeries*>& unlogged_;
+  std::vector<MemSeries*>& hist_series_;
+  std::vector<wal::RefHistogramSample>& hist_samples_;
   std::shared_lock<std::shared_mutex> lock_;
   Head::TimeBounds bounds_{model::kMinTime, model::kMaxTime};  // set by Lock()
 };

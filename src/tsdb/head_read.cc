@@ -26,7 +26,7 @@ class HeadQuerier : public storage::Querier {
     for (uint64_t ref : *refs) {
       SeriesSnapshot snap;
       if (!head_->SnapshotByRef(ref, mint, maxt, &snap)) continue;
-      if (snap.chunks.empty() && snap.ooo.empty()) continue;
+      if (snap.chunks.empty() && snap.ooo.empty() && snap.ooo_hist.empty()) continue;
       std::vector<ChunkRefData> chunks;
       chunks.reserve(snap.chunks.size());
       auto keep = std::make_shared<std::vector<ChunkBytes>>();
@@ -37,8 +37,12 @@ class HeadQuerier : public storage::Querier {
       }
       std::shared_ptr<const std::vector<model::Sample>> ooo;
       if (!snap.ooo.empty()) ooo = std::make_shared<const std::vector<model::Sample>>(std::move(snap.ooo));
+      std::shared_ptr<const std::vector<storage::HistogramSample>> ooo_hist;
+      if (!snap.ooo_hist.empty()) {
+        ooo_hist = std::make_shared<const std::vector<storage::HistogramSample>>(std::move(snap.ooo_hist));
+      }
       out.push_back(std::make_shared<ChunkSeries>(std::move(snap.labels), std::move(chunks), std::move(ooo), mint,
-                                                  maxt, std::move(keep)));
+                                                  maxt, std::move(keep), std::move(ooo_hist)));
     }
     if (sorted) {
       std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->labels() < b->labels(); });

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "model/matcher.h"
+#include "tsdb/chunkenc/histogram_testing.h"
 
 namespace trainwatch::tsdb {
 namespace {
@@ -259,6 +260,77 @@ TEST(ChunkListIteratorTest, AppendUntilMatchesNext) {
       }
     }
   }
+}
+
+TEST(HeadTest, HistogramChunksAndFloatFastPath) {
+  HeadOptions o;
+  o.samples_per_chunk = 10;
+  Head head(o);
+  auto app = head.NewAppender();
+  Labels f{{"__name__", "f"}}, h{{"__name__", "h"}};
+  for (int64_t t = 0; t < 30; t++) ASSERT_TRUE(app->Append(0, f, t, static_cast<double>(t)).ok());
+  // 25 histograms, a layout change at 12: chunks of 10, 2, 10, 3.
+  for (int64_t t = 0; t < 25; t++) {
+    model::FloatHistogram x = testing_hist::ExpHistogram(static_cast<int>(t));
+    if (t >= 12) x.zero_threshold = 0.5;
+    ASSERT_TRUE(app->AppendHistogram(0, h, t, x).ok());
+  }
+  ASSERT_TRUE(app->Commit().ok());
+  // Then a float, then a histogram again in the same series (a commit
+  // applies its floats before its histograms, so they go in their own).
+  ASSERT_TRUE(app->Append(0, h, 25, 2.5).ok());
+  ASSERT_TRUE(app->Commit().ok());
+  ASSERT_TRUE(app->AppendHistogram(0, h, 26, testing_hist::CustomHistogram(1)).ok());
+  ASSERT_TRUE(app->Commit().ok());
+  EXPECT_EQ(head.NumChunks(), 3u + 4u + 1u + 1u);
+  EXPECT_EQ(head.NumSamples(), 30u + 27u);
+
+  auto q = head.NewQuerier(model::kMinTime, model::kMaxTime);
+  auto set = (*q)->Select(true, {}, {Eq("__name__", "f")});
+  ASSERT_TRUE(set->Next());
+  auto it = set->At().Iterator();
+  EXPECT_FALSE(it->HasHistograms());
+  ASSERT_TRUE(it->Seek(0));
+  std::vector<model::Sample> buf;
+  EXPECT_FALSE(it->AppendUntil(model::kMaxTime, &buf));
+  EXPECT_EQ(buf.size(), 30u);
+
+  set = (*q)->Select(true, {}, {Eq("__name__", "h")});
+  ASSERT_TRUE(set->Next());
+  it = set->At().Iterator();
+  EXPECT_TRUE(it->HasHistograms());
+  ASSERT_TRUE(it->Seek(11));
+  ASSERT_TRUE(it->AtIsHistogram());
+  EXPECT_EQ(it->At().t, 11);
+  testing_hist::ExpectSameHistogram(testing_hist::ExpHistogram(11), *it->AtHistogram());
+  ASSERT_TRUE(it->Next());
+  model::FloatHistogram want12 = testing_hist::ExpHistogram(12);
+  want12.zero_threshold = 0.5;
+  testing_hist::ExpectSameHistogram(want12, *it->AtHistogram());
+  ASSERT_TRUE(it->Seek(25));
+  EXPECT_FALSE(it->AtIsHistogram());
+  EXPECT_EQ(it->At().v, 2.5);
+  // AppendUntil takes the float and stops on the histogram after it.
+  buf.clear();
+  EXPECT_TRUE(it->AppendUntil(100, &buf));
+  ASSERT_EQ(buf.size(), 1u);
+  EXPECT_EQ(buf[0].t, 25);
+  ASSERT_TRUE(it->AtIsHistogram());
+  EXPECT_EQ(it->At().t, 26);
+  testing_hist::ExpectSameHistogram(testing_hist::CustomHistogram(1), *it->AtHistogram());
+  EXPECT_FALSE(it->Next());
+  EXPECT_TRUE(it->Err().ok());
+
+  // Persisting keeps every chunk, of either kind, and the memory stats see them.
+  auto ps = head.SnapshotForPersist(INT64_MAX, true);
+  size_t hist_chunks = 0;
+  for (const auto& [s, snap] : ps.series) {
+    for (const auto& c : snap.chunks) hist_chunks += chunkenc::IsHistogramEncoding(c.enc) ? 1 : 0;
+  }
+  EXPECT_EQ(hist_chunks, 5u);
+  EXPECT_GT(head.GetMemoryStats().closed_bytes, 0u);
+  head.Truncate(ps);
+  EXPECT_EQ(head.NumSeries(), 0u);
 }
 
 }  // namespace

@@ -23,7 +23,13 @@ enum class Encoding : uint8_t {
   kXor = 1,    // Gorilla, appendable
   kDense = 2,  // whole-chunk codec for persisted blocks
   kDelta = 3,  // appendable, decimal-aware: the head's open chunks (in memory only)
+  // Float native histograms (tsdb/chunkenc/histogram.h): appendable, in the
+  // head, the chunk log and blocks. Iterator and DecodeAll refuse it
+  // (NotSupported): FloatHistogramIterator reads it.
+  kFloatHistogram = 4,
 };
+
+inline bool IsHistogramEncoding(Encoding e) { return e == Encoding::kFloatHistogram; }
 
 // An appendable Gorilla XOR chunk held in memory. Not thread-safe; the head
 // guards each series with its own lock.

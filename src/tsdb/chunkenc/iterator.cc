@@ -59,6 +59,9 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
       n_ = static_cast<uint32_t>(dense_t_.size());
       return;
     }
+    case Encoding::kFloatHistogram:
+      err_ = Status::NotSupported("chunk: a float histogram chunk has no float samples (read it with FloatHistogramIterator)");
+      return;
   }
   err_ = Status::NotSupported("chunk: unknown encoding " + std::to_string(static_cast<int>(enc)));
 }

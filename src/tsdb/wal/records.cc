@@ -49,6 +49,7 @@ RecordType Type(std::string_view rec) {
     case static_cast<uint8_t>(RecordType::kSeries): return RecordType::kSeries;
     case static_cast<uint8_t>(RecordType::kSamples):
     case kSamplesTimedByte: return RecordType::kSamples;
+    case static_cast<uint8_t>(RecordType::kHistogramSamples): return RecordType::kHistogramSamples;
     default: return RecordType::kUnknown;
   }
 }
@@ -205,6 +206,147 @@ Status DecodeSamples(std::string_view rec, std::vector<RefSample>* out) {
     }
   }
   return Status::OK();
+}
+
+void PutHistogram(std::string* out, const model::FloatHistogram& h) {
+  out->push_back(static_cast<char>(h.counter_reset_hint));
+  PutVarsint64(out, h.schema);
+  auto put_double = [out](double v) {
+    uint64_t b;
+    std::memcpy(&b, &v, 8);
+    PutFixed64(out, b);
+  };
+  put_double(h.zero_threshold);
+  put_double(h.zero_count);
+  put_double(h.count);
+  put_double(h.sum);
+  for (const auto* spans : {&h.positive_spans, &h.negative_spans}) {
+    PutVarint64(out, spans->size());
+    for (const model::Span& sp : *spans) {
+      PutVarsint64(out, sp.offset);
+      PutVarint64(out, sp.length);
+    }
+  }
+  for (const auto* vals : {&h.positive_buckets, &h.negative_buckets, &h.custom_values}) {
+    PutVarint64(out, vals->size());
+    for (double v : *vals) put_double(v);
+  }
+}
+
+std::string GetHistogram(std::string_view* in, model::FloatHistogram* h) {
+  if (in->empty()) return "truncated histogram";
+  const auto hint = static_cast<uint8_t>((*in)[0]);
+  if (hint > static_cast<uint8_t>(model::CounterResetHint::kGauge)) return "unknown counter reset hint";
+  in->remove_prefix(1);
+  h->counter_reset_hint = static_cast<model::CounterResetHint>(hint);
+  int64_t schema;
+  if (!GetVarsint64(in, &schema)) return "truncated histogram";
+  if (schema < INT32_MIN || schema > INT32_MAX) return "schema out of range";
+  h->schema = static_cast<int32_t>(schema);
+  auto get_double = [in](double* v) {
+    uint64_t b;
+    if (!GetFixed64(in, &b)) return false;
+    std::memcpy(v, &b, 8);
+    return true;
+  };
+  if (!get_double(&h->zero_threshold) || !get_double(&h->zero_count) || !get_double(&h->count) ||
+      !get_double(&h->sum)) {
+    return "truncated histogram";
+  }
+  uint64_t covered[2] = {0, 0};
+  int side = 0;
+  for (auto* spans : {&h->positive_spans, &h->negative_spans}) {
+    uint64_t n;
+    // Each span takes at least 2 bytes.
+    if (!GetVarint64(in, &n) || n > in->size() / 2) return "bad span count";
+    spans->resize(n);
+    for (model::Span& sp : *spans) {
+      int64_t off;
+      uint64_t len;
+      if (!GetVarsint64(in, &off) || !GetVarint64(in, &len)) return "truncated span";
+      if (off < INT32_MIN || off > INT32_MAX || len > UINT32_MAX) return "span out of range";
+      sp.offset = static_cast<int32_t>(off);
+      sp.length = static_cast<uint32_t>(len);
+      covered[side] += len;
+    }
+    side++;
+  }
+  for (auto* vals : {&h->positive_buckets, &h->negative_buckets, &h->custom_values}) {
+    uint64_t n;
+    if (!GetVarint64(in, &n) || n > in->size() / 8) return "bad bucket count";
+    vals->resize(n);
+    for (double& v : *vals) get_double(&v);
+  }
+  if (covered[0] != h->positive_buckets.size() || covered[1] != h->negative_buckets.size()) {
+    return "spans do not cover the buckets";
+  }
+  return "";
+}
+
+void EncodeHistogramSamples(const std::vector<RefHistogramSample>& samples, std::string* out) {
+  int64_t maxt = INT64_MIN;
+  for (const RefHistogramSample& s : samples) maxt = std::max(maxt, s.t);
+  out->clear();
+  out->push_back(static_cast<char>(RecordType::kHistogramSamples));
+  PutVarint64(out, ZigZagEncode(maxt));
+  PutVarint64(out, samples.size());
+  uint64_t prev_ref = 0, prev_t = 0;
+  for (const RefHistogramSample& s : samples) {
+    PutVarint64(out, ZigZagEncode(static_cast<int64_t>(s.ref - prev_ref)));
+    const auto t = static_cast<uint64_t>(s.t);
+    PutVarint64(out, ZigZagEncode(static_cast<int64_t>(t - prev_t)));
+    PutHistogram(out, s.h);
+    prev_ref = s.ref;
+    prev_t = t;
+  }
+}
+
+Status DecodeHistogramSamples(std::string_view rec, std::vector<RefHistogramSample>* out) {
+  out->clear();
+  if (Type(rec) != RecordType::kHistogramSamples) return Malformed("histogram samples", "wrong type byte");
+  rec.remove_prefix(1);
+  uint64_t head_maxt, n;
+  if (!GetVarint64(&rec, &head_maxt) || !GetVarint64(&rec, &n)) return Malformed("histogram samples", "truncated head");
+  // A histogram takes at least 2 + 1 + 1 + 32 + 5 bytes: no more than that many.
+  constexpr size_t kMinHistogramSampleBytes = 41;
+  if (n > rec.size() / kMinHistogramSampleBytes) return Malformed("histogram samples", "count exceeds record size");
+  out->resize(n);
+  uint64_t ref = 0, t = 0;
+  int64_t maxt = INT64_MIN;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t dref, dt;
+    if (!GetVarint64(&rec, &dref) || !GetVarint64(&rec, &dt)) {
+      out->clear();
+      return Malformed("histogram samples", "truncated");
+    }
+    ref += static_cast<uint64_t>(ZigZagDecode(dref));
+    t += static_cast<uint64_t>(ZigZagDecode(dt));
+    RefHistogramSample& s = (*out)[i];
+    s.ref = ref;
+    s.t = static_cast<int64_t>(t);
+    maxt = std::max(maxt, s.t);
+    if (std::string why = GetHistogram(&rec, &s.h); !why.empty()) {
+      out->clear();
+      return Malformed("histogram samples", why + " in sample " + std::to_string(i));
+    }
+  }
+  if (!rec.empty()) {
+    out->clear();
+    return Malformed("histogram samples", "trailing bytes");
+  }
+  if (maxt != ZigZagDecode(head_maxt)) {
+    out->clear();
+    return Malformed("histogram samples", "latest timestamp in the head does not match the samples");
+  }
+  return Status::OK();
+}
+
+bool HistogramSamplesMaxTime(std::string_view rec, int64_t* maxt) {
+  if (Type(rec) != RecordType::kHistogramSamples) return false;
+  uint64_t v;
+  if (GetVarint(rec.data() + 1, rec.data() + rec.size(), &v) == nullptr) return false;
+  *maxt = ZigZagDecode(v);
+  return true;
 }
 
 bool SamplesMaxTime(std::string_view rec, int64_t* maxt) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/histogram.h"
 #include "model/labels.h"
 
 namespace trainwatch::wal {
@@ -22,6 +23,9 @@ enum class RecordType : uint8_t {
   // record (written since the chunk log: replay passes over a record whose
   // samples the log holds without decoding it). Both decode alike.
   kSamples = 2,
+  // Float native-histogram samples (ref, t, the whole histogram); type 4.
+  // Versions before it skip the record (unknown type) on replay.
+  kHistogramSamples = 4,
 };
 
 struct RefSeries {
@@ -34,6 +38,12 @@ struct RefSample {
   uint64_t ref = 0;
   int64_t t = 0;  // unix milliseconds
   double v = 0;   // kept bit-exact, NaN payloads included
+};
+
+struct RefHistogramSample {
+  uint64_t ref = 0;
+  int64_t t = 0;  // unix milliseconds
+  model::FloatHistogram h;  // every field kept bit-exact, counter_reset_hint and custom_values included
 };
 
 // Type of an encoded record; kUnknown for an empty record or a type byte
@@ -53,6 +63,20 @@ void EncodeSeriesEncoded(const std::vector<std::pair<uint64_t, std::string_view>
 // duplicate names).
 Status DecodeSeries(std::string_view rec, std::vector<RefSeries>* out);
 Status DecodeSamples(std::string_view rec, std::vector<RefSample>* out);
+// Histogram samples records (type 4), led by their latest timestamp like
+// samples records. Corruption as DecodeSamples, and on a histogram whose
+// spans do not add up to its buckets, an unknown hint, or a schema, span
+// offset or length out of range.
+void EncodeHistogramSamples(const std::vector<RefHistogramSample>& samples, std::string* out);
+Status DecodeHistogramSamples(std::string_view rec, std::vector<RefHistogramSample>* out);
+// The latest timestamp in a histogram samples record, from its head.
+bool HistogramSamplesMaxTime(std::string_view rec, int64_t* maxt);
+// One histogram as these records hold it (also used by the chunk log):
+// appended to *out / consumed from the front of *in. Get returns an empty
+// string on success, else what is wrong.
+void PutHistogram(std::string* out, const model::FloatHistogram& h);
+std::string GetHistogram(std::string_view* in, model::FloatHistogram* h);
+
 // The latest timestamp in a samples record, read from its head; false for
 // the older layout that does not carry it, or a malformed head.
 bool SamplesMaxTime(std::string_view rec, int64_t* maxt);

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "model/sample.h"
+#include "tsdb/chunkenc/histogram_testing.h"
 
 namespace trainwatch::wal {
 namespace {
@@ -226,6 +227,99 @@ TEST(WalRecordsTest, RandomBytesNeverCrash) {
     if (!rec.empty()) rec[0] = static_cast<char>(1 + rng() % 2);
     (void)DecodeSamples(rec, &s);
     (void)DecodeSeries(rec, &r);
+  }
+}
+
+}  // namespace
+}  // namespace trainwatch::wal
+
+namespace trainwatch::wal {
+namespace {
+
+std::vector<RefHistogramSample> SomeHistogramSamples() {
+  std::vector<RefHistogramSample> out;
+  out.push_back({3, 1700000000000, testing_hist::ExpHistogram(1, model::CounterResetHint::kCounterReset)});
+  out.push_back({1, 1700000000001, testing_hist::CustomHistogram(2, model::CounterResetHint::kGauge)});
+  out.push_back({3, 1699999999000, testing_hist::StaleHistogram()});
+  model::FloatHistogram h = testing_hist::ExpHistogram(5, model::CounterResetHint::kNotCounterReset);
+  h.schema = -4;
+  h.sum = -0.0;
+  h.positive_buckets[2] = std::numeric_limits<double>::infinity();
+  out.push_back({1ull << 40, model::kMinTime, h});
+  return out;
+}
+
+TEST(WalRecordsTest, HistogramSamplesRoundTripEveryField) {
+  const auto want = SomeHistogramSamples();
+  std::string rec;
+  EncodeHistogramSamples(want, &rec);
+  EXPECT_EQ(Type(rec), RecordType::kHistogramSamples);
+  EXPECT_EQ(static_cast<uint8_t>(rec[0]), 4);
+  int64_t maxt = 0;
+  ASSERT_TRUE(HistogramSamplesMaxTime(rec, &maxt));
+  EXPECT_EQ(maxt, 1700000000001);
+  EXPECT_FALSE(SamplesMaxTime(rec, &maxt));  // not a float samples record
+  std::vector<RefHistogramSample> got;
+  Status s = DecodeHistogramSamples(rec, &got);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); i++) {
+    EXPECT_EQ(got[i].ref, want[i].ref);
+    EXPECT_EQ(got[i].t, want[i].t);
+    testing_hist::ExpectSameHistogram(want[i].h, got[i].h, "sample " + std::to_string(i));
+  }
+  EXPECT_TRUE(model::IsStaleNaN(got[2].h.sum));
+  // Other decoders refuse it; it refuses theirs.
+  std::vector<RefSample> samples;
+  EXPECT_TRUE(DecodeSamples(rec, &samples).IsCorruption());
+  std::string frec;
+  EncodeSamples({{1, 2, 3.0}}, &frec);
+  EXPECT_TRUE(DecodeHistogramSamples(frec, &got).IsCorruption());
+  EXPECT_TRUE(got.empty());
+  // Empty.
+  EncodeHistogramSamples({}, &rec);
+  ASSERT_TRUE(DecodeHistogramSamples(rec, &got).ok());
+  EXPECT_TRUE(got.empty());
+}
+
+TEST(WalRecordsTest, CorruptHistogramSamplesRejected) {
+  std::string rec;
+  EncodeHistogramSamples(SomeHistogramSamples(), &rec);
+  std::vector<RefHistogramSample> got;
+  for (size_t n = 0; n < rec.size(); n++) {
+    Status s = DecodeHistogramSamples(std::string_view(rec).substr(0, n), &got);
+    EXPECT_TRUE(s.IsCorruption()) << "prefix " << n;
+    EXPECT_TRUE(got.empty());
+  }
+  EXPECT_TRUE(DecodeHistogramSamples(rec + '\0', &got).IsCorruption());
+  // A hint byte out of range, spans that do not cover the buckets.
+  std::vector<RefHistogramSample> one = {{1, 10, testing_hist::ExpHistogram(1)}};
+  EncodeHistogramSamples(one, &rec);
+  std::string bad = rec;
+  bad[5] = 9;  // type, maxt, count, ref delta, t delta (a byte each), then the hint
+  Status hs = DecodeHistogramSamples(bad, &got);
+  EXPECT_TRUE(hs.IsCorruption());
+  EXPECT_NE(hs.message().find("hint"), std::string::npos) << hs.message();
+  one[0].h.positive_buckets.pop_back();
+  EncodeHistogramSamples(one, &rec);
+  Status s = DecodeHistogramSamples(rec, &got);
+  EXPECT_TRUE(s.IsCorruption());
+  EXPECT_NE(s.message().find("spans"), std::string::npos) << s.message();
+  // A huge count does not allocate.
+  std::string huge(1, static_cast<char>(RecordType::kHistogramSamples));
+  huge += std::string("\x02\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10);
+  EXPECT_TRUE(DecodeHistogramSamples(huge, &got).IsCorruption());
+  // Random bytes after the type byte never crash.
+  std::mt19937_64 rng(3);
+  for (int k = 0; k < 3000; k++) {
+    std::string r(1 + rng() % 80, '\0');
+    for (auto& ch : r) ch = static_cast<char>(rng());
+    r[0] = static_cast<char>(RecordType::kHistogramSamples);
+    (void)DecodeHistogramSamples(r, &got);
+    std::string flipped = rec;
+    flipped[1 + rng() % (flipped.size() - 1)] ^= static_cast<char>(1 << (rng() % 8));
+    Status fs = DecodeHistogramSamples(flipped, &got);
+    EXPECT_TRUE(fs.ok() || fs.IsCorruption());
   }
 }
 
