@@ -1165,7 +1165,7 @@ void Head::ReplayHistograms(const std::vector<wal::RefHistogramSample>& samples,
     }
     // A record that decodes but holds a histogram storage cannot take
     // (written by a damaged or other build): dropped like an unknown ref.
-    if (!chunkenc::CheckHistogram(x.h).ok()) {
+    if (!x.h.Validate().ok()) {
       TW_LOG(Warn, "wal replay: dropped an invalid histogram of series {} at {}", ms->ref, x.t);
       continue;
     }

@@ -412,7 +412,7 @@ class Head : public storage::Queryable {
   bool ApplySample(MemSeries* s, int64_t t, double v);
   bool ApplySampleLocked(MemSeries* s, int64_t t, double v);  // REQUIRES: s->mu held
   // ApplySample for a native histogram (REQUIRES: it passed
-  // chunkenc::CheckHistogram). A histogram after the series' last sample
+  // model::FloatHistogram::Validate). A histogram after the series' last sample
   // goes to its open histogram chunk (a new one when the layout changed),
   // an earlier one to its out-of-order histograms.
   bool ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h);

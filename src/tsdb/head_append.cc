@@ -54,7 +54,7 @@ class HeadAppender : public storage::Appender {
                                              const model::FloatHistogram& h) override {
     // Checked here (not Validate: the model's arithmetic is not linked into
     // storage) so that every histogram in the WAL and chunks is well formed.
-    RETURN_IF_ERROR(chunkenc::CheckHistogram(h));
+    RETURN_IF_ERROR(h.Validate());
     Lock();
     if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
     MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;

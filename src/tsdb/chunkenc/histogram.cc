@@ -75,18 +75,6 @@ bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
   return true;
 }
 
-Status CheckSide(const std::vector<model::Span>& spans, const std::vector<double>& buckets, const char* side) {
-  uint64_t n = 0;
-  for (const model::Span& s : spans) n += s.length;
-  if (n != buckets.size()) {
-    return Status::InvalidArgument(std::string("histogram: ") + side + " spans cover " + std::to_string(n) +
-                                   " buckets, but there are " + std::to_string(buckets.size()));
-  }
-  for (double c : buckets) {
-    if (c < 0) return Status::InvalidArgument(std::string("histogram: a ") + side + " bucket count is negative");
-  }
-  return Status::OK();
-}
 
 }  // namespace
 
@@ -95,31 +83,6 @@ bool SameLayout(const model::FloatHistogram& a, const model::FloatHistogram& b) 
          a.positive_spans == b.positive_spans && a.negative_spans == b.negative_spans &&
          a.positive_buckets.size() == b.positive_buckets.size() &&
          a.negative_buckets.size() == b.negative_buckets.size() && SameBits(a.custom_values, b.custom_values);
-}
-
-Status CheckHistogram(const model::FloatHistogram& h) {
-  if (!model::IsValidSchema(h.schema)) {
-    return Status::InvalidArgument("histogram: invalid schema " + std::to_string(h.schema));
-  }
-  RETURN_IF_ERROR(CheckSide(h.positive_spans, h.positive_buckets, "positive"));
-  RETURN_IF_ERROR(CheckSide(h.negative_spans, h.negative_buckets, "negative"));
-  if (h.UsesCustomBuckets()) {
-    if (!h.negative_spans.empty() || !h.negative_buckets.empty()) {
-      return Status::InvalidArgument("histogram: custom buckets with negative buckets");
-    }
-    for (size_t i = 0; i < h.custom_values.size(); i++) {
-      if (std::isnan(h.custom_values[i]) || (i > 0 && !(h.custom_values[i - 1] < h.custom_values[i]))) {
-        return Status::InvalidArgument("histogram: custom bucket bounds not strictly increasing");
-      }
-    }
-  } else if (!h.custom_values.empty()) {
-    return Status::InvalidArgument("histogram: custom bucket bounds with an exponential schema");
-  }
-  if (h.count < 0 || h.zero_count < 0) return Status::InvalidArgument("histogram: negative count");
-  if (std::isnan(h.zero_threshold) || h.zero_threshold < 0) {
-    return Status::InvalidArgument("histogram: invalid zero threshold");
-  }
-  return Status::OK();
 }
 
 bool IdenticalHistograms(const model::FloatHistogram& a, const model::FloatHistogram& b) {

@@ -30,13 +30,6 @@ inline constexpr size_t kHistogramChunkBytes = 4096;
 // spans, bucket counts and custom bounds (bits).
 bool SameLayout(const model::FloatHistogram& a, const model::FloatHistogram& b);
 
-// Structural checks a histogram must pass to be stored: a known schema,
-// spans whose lengths add up to the number of buckets on each side, custom
-// bounds strictly increasing (no NaN) and only with the custom schema,
-// which has no negative side, no negative counts. Mirrors the parts of
-// model::FloatHistogram::Validate that storage relies on.
-Status CheckHistogram(const model::FloatHistogram& h);
-
 // Bit-exact equality of every field (sum and counts compared as bits, so a
 // stale marker equals only a stale marker); for tests and deduplication.
 bool IdenticalHistograms(const model::FloatHistogram& a, const model::FloatHistogram& b);

@@ -145,24 +145,6 @@ TEST(FloatHistogramChunkTest, LayoutChangesAreRefused) {
   EXPECT_TRUE(c.CanAppend(o));
 }
 
-TEST(FloatHistogramChunkTest, CheckHistogram) {
-  EXPECT_TRUE(CheckHistogram(ExpHistogram(2)).ok());
-  EXPECT_TRUE(CheckHistogram(CustomHistogram(2)).ok());
-  EXPECT_TRUE(CheckHistogram(StaleHistogram()).ok());
-  model::FloatHistogram h = ExpHistogram(2);
-  h.positive_buckets.pop_back();
-  EXPECT_TRUE(CheckHistogram(h).IsInvalidArgument());
-  h = ExpHistogram(2);
-  h.schema = 9;
-  EXPECT_TRUE(CheckHistogram(h).IsInvalidArgument());
-  h = CustomHistogram(2);
-  h.custom_values = {1, 0.5, 2, 3};
-  EXPECT_TRUE(CheckHistogram(h).IsInvalidArgument());
-  h = ExpHistogram(2);
-  h.negative_buckets[0] = -1;
-  EXPECT_TRUE(CheckHistogram(h).IsInvalidArgument());
-}
-
 TEST(FloatHistogramChunkTest, SeekAndFloatReadersRefuse) {
   std::vector<HistogramSample> s;
   for (int i = 0; i < 10; i++) s.push_back({100 * i, ExpHistogram(i)});
