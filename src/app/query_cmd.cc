@@ -76,6 +76,25 @@ Result<int64_t> PointTime(const json& p) {
 
 std::string PointValue(const json& p) { return p[1].is_string() ? p[1].get<std::string>() : p[1].dump(); }
 
+// A native histogram point ([t, {"count", "sum", "buckets"}]) as Prometheus
+// prints one: {count:5, sum:10, [-0.001,0.001]:1, (0.5,1]:2}.
+std::string HistogramValue(const json& p) {
+  const json& h = p[1];
+  auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  std::string out = "{count:" + text(h.value("count", json("0"))) + ", sum:" + text(h.value("sum", json("0")));
+  if (h.contains("buckets")) {
+    for (const json& b : h["buckets"]) {
+      int rule = b[0].get<int>();  // 0 (l,u]  1 [l,u)  2 (l,u)  3 [l,u]
+      out += ", ";
+      out += rule == 1 || rule == 3 ? '[' : '(';
+      out += text(b[1]) + "," + text(b[2]);
+      out += rule == 0 || rule == 3 ? ']' : ')';
+      out += ":" + text(b[3]);
+    }
+  }
+  return out + "}";
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -155,8 +174,11 @@ Result<std::string> FormatParsed(const json& j, const std::string& body, std::st
     std::vector<std::pair<std::string, std::string>> rows;
     size_t width = std::string_view("SERIES").size();
     for (const auto& s : result) {
-      if (!s.contains("metric") || !s.contains("value")) return Status::InvalidArgument("malformed vector sample");
-      rows.emplace_back(FormatSeries(s["metric"]), PointValue(s["value"]));
+      if (!s.contains("metric") || !(s.contains("value") || s.contains("histogram"))) {
+        return Status::InvalidArgument("malformed vector sample");
+      }
+      rows.emplace_back(FormatSeries(s["metric"]),
+                        s.contains("histogram") ? HistogramValue(s["histogram"]) : PointValue(s["value"]));
       width = std::max(width, rows.back().first.size());
     }
     if (rows.empty()) return std::string("(no series)\n");
@@ -173,15 +195,24 @@ Result<std::string> FormatParsed(const json& j, const std::string& body, std::st
   if (type == "matrix") {
     if (result.empty()) return std::string("(no series)\n");
     for (const auto& s : result) {
-      if (!s.contains("metric") || !s.contains("values")) return Status::InvalidArgument("malformed matrix series");
+      if (!s.contains("metric") || !(s.contains("values") || s.contains("histograms"))) {
+        return Status::InvalidArgument("malformed matrix series");
+      }
       if (!out.empty()) out += '\n';
       out += FormatSeries(s["metric"]);
       out += '\n';
-      for (const auto& p : s["values"]) {
-        auto t = PointTime(p);
-        if (!t.ok()) return t.error();
-        out += "  " + FormatTime(*t) + "  " + PointValue(p) + "\n";
+      // Floats and histograms, merged by time.
+      std::vector<std::pair<int64_t, std::string>> points;
+      for (const char* key : {"values", "histograms"}) {
+        if (!s.contains(key)) continue;
+        for (const auto& p : s[key]) {
+          auto t = PointTime(p);
+          if (!t.ok()) return t.error();
+          points.emplace_back(*t, std::string_view(key) == "values" ? PointValue(p) : HistogramValue(p));
+        }
       }
+      std::stable_sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [t, v] : points) out += "  " + FormatTime(t) + "  " + v + "\n";
     }
     return out;
   }

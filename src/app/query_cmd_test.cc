@@ -91,5 +91,25 @@ TEST(QueryCmdTest, FormatsScalarMatrixEmptyAndWarnings) {
   EXPECT_FALSE(FormatQueryResponse(R"({"status":"success","data":{"resultType":"weird","result":[]}})", &w).ok());
 }
 
+TEST(QueryCmdTest, FormatsNativeHistograms) {
+  std::string w;
+  const std::string h =
+      R"({"count":"5","sum":"10","buckets":[[3,"-0.001","0.001","1"],[0,"0.5","1","2"],[1,"1","2","2"]]})";
+  auto t = FormatQueryResponse(R"({"status":"success","data":{"resultType":"vector","result":[)"
+                               R"({"metric":{"__name__":"h"},"histogram":[1796207149,)" + h + "]}]}}",
+                               &w);
+  ASSERT_TRUE(t.ok()) << t.error().ToString();
+  EXPECT_EQ(*t, "SERIES  VALUE\nh       {count:5, sum:10, [-0.001,0.001]:1, (0.5,1]:2, [1,2):2}\n");
+  // A matrix series with floats and histograms lists both by time.
+  t = FormatQueryResponse(R"({"status":"success","data":{"resultType":"matrix","result":[)"
+                          R"({"metric":{"__name__":"h"},"values":[[1796207115,"3"]],"histograms":[[1796207100,)" +
+                              h + "]]}]}}",
+                          &w);
+  ASSERT_TRUE(t.ok()) << t.error().ToString();
+  EXPECT_EQ(*t,
+            "h\n  2026-12-02T10:25:00Z  {count:5, sum:10, [-0.001,0.001]:1, (0.5,1]:2, [1,2):2}\n"
+            "  2026-12-02T10:25:15Z  3\n");
+}
+
 }  // namespace
 }  // namespace trainwatch::app

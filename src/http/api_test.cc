@@ -285,6 +285,34 @@ TEST_F(ApiTest, QueryShapes) {
   EXPECT_EQ(j["data"]["result"][0]["values"].size(), 3u);
 }
 
+TEST_F(ApiTest, HistogramsInPrometheusShape) {
+  model::FloatHistogram h;
+  h.count = 5;
+  h.sum = 10;
+  h.zero_threshold = 0.001;
+  h.zero_count = 1;
+  h.positive_spans = {{0, 2}};
+  h.positive_buckets = {2, 2};
+  auto app = db_->NewAppender();
+  model::Labels l({{"__name__", "h"}});
+  ASSERT_TRUE(app->AppendHistogram(0, l, 1796207136718, h).ok());
+  ASSERT_TRUE(app->AppendHistogram(0, l, 1796207141715, h).ok());
+  ASSERT_TRUE(app->Commit().ok());
+  const std::string hjson =
+      "{\"count\":\"5\",\"sum\":\"10\",\"buckets\":[[3,\"-0.001\",\"0.001\",\"1\"],[0,\"0.5\",\"1\",\"2\"],"
+      "[0,\"1\",\"2\",\"2\"]]}";
+  auto r = Do("GET", "/api/v1/query", {{"query", "h"}, {"time", "1796207149"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":"
+                    "\"h\"},\"histogram\":[1796207149," + hjson + "]}]}}");
+  r = Do("GET", "/api/v1/query", {{"query", "h[15s]"}, {"time", "1796207149"}});
+  EXPECT_EQ(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"__name__\":"
+                    "\"h\"},\"histograms\":[[1796207136.718," + hjson + "],[1796207141.715," + hjson + "]]}]}}");
+  // Functions over them answer floats.
+  r = Do("GET", "/api/v1/query", {{"query", "histogram_count(h)"}, {"time", "1796207149"}});
+  auto j = json::parse(r.body);
+  EXPECT_EQ(j["data"]["result"][0]["value"][1], "5");
+}
+
 TEST_F(ApiTest, InfosBesideResults) {
   ASSERT_EQ(Do("POST", "/api/v1/import/prometheus", {}, "up{job=\"a\"} 1 1796207136718\nup{job=\"a\"} 2 1796207141715\n").status,
             204);
