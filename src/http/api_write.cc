@@ -16,18 +16,19 @@ Response Api::Write(const Request& req) {
   ingest::RemoteWriteBatch& batch = *lease;
   Status s = batch.ParseSnappy(req.body, &series_cache_, deps_.request_limits);
   int64_t t1 = MonoNanos();
-  if (s.ok() && batch.stats().samples > 0) {
+  const uint64_t total = batch.stats().samples + batch.stats().histograms;
+  if (s.ok() && total > 0) {
     s = ingest::AppendAndCommit(appendable(), [&](storage::Appender* app) { return batch.AppendTo(app); });
     // Committed; samples of new series beyond --storage.max-series: a 400 naming them.
     if (s.ok()) {
-      metrics_.AddImported(batch.stats().samples - batch.refusals().samples());
-      s = batch.refusals().After(batch.stats().samples);
+      metrics_.AddImported(total - batch.refusals().samples());
+      s = batch.refusals().After(total);
     }
   }
   ingest::RemoteWriteStats stats = batch.stats();
   batch.Clear();
   if (!s.ok()) return IngestError("remote write", s, "remote write: ");
-  TW_LOG(Debug, "remote write: {} samples, {} series, {} histograms skipped, {} bytes: decode {} ms, append+commit {} ms",
+  TW_LOG(Debug, "remote write: {} samples, {} series, {} histograms, {} bytes: decode {} ms, append+commit {} ms",
          stats.samples, stats.series, stats.histograms, req.body.size(), (t1 - t0) / 1000000,
          (MonoNanos() - t1) / 1000000);
   return NoContent();

@@ -50,7 +50,207 @@ std::string Quote(std::string_view s) {
   return out;
 }
 
+int64_t ZigZag64(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+// BucketSpan { sint32 offset = 1; uint32 length = 2; }.
+Status DecodeSpan(std::string_view msg, size_t base, std::string_view what, std::vector<model::Span>* out) {
+  Reader r(msg, base);
+  model::Span sp;
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    if (f == 1 || f == 2) {
+      RETURN_IF_ERROR(r.Expect(w, kVarint, std::string(what) + (f == 1 ? " offset" : " length")));
+      uint64_t v = 0;
+      RETURN_IF_ERROR(r.Varint(&v));
+      const int64_t x = f == 1 ? ZigZag64(v) : static_cast<int64_t>(v);
+      if (f == 1 ? (x < INT32_MIN || x > INT32_MAX) : v > UINT32_MAX) {
+        return r.Err(std::string(what) + (f == 1 ? " offset" : " length") + " out of range");
+      }
+      if (f == 1) sp.offset = static_cast<int32_t>(x);
+      else sp.length = static_cast<uint32_t>(v);
+    } else {
+      RETURN_IF_ERROR(r.Skip(f, w));
+    }
+  }
+  out->push_back(sp);
+  return Status::OK();
+}
+
+// A repeated sint64 (deltas) field, packed or not: appends the values.
+Status DecodeSint64s(Reader& r, uint32_t w, std::string_view what, std::vector<int64_t>* out) {
+  uint64_t v = 0;
+  if (w == kVarint) {
+    RETURN_IF_ERROR(r.Varint(&v));
+    out->push_back(ZigZag64(v));
+    return Status::OK();
+  }
+  RETURN_IF_ERROR(r.Expect(w, kLen, what));
+  std::string_view packed;
+  size_t at = 0;
+  RETURN_IF_ERROR(r.Bytes(&packed, &at));
+  Reader p(packed, at);
+  while (!p.done()) {
+    RETURN_IF_ERROR(p.Varint(&v));
+    out->push_back(ZigZag64(v));
+  }
+  return Status::OK();
+}
+
+// A repeated double field, packed or not: appends the values.
+Status DecodeDoubles(Reader& r, uint32_t w, std::string_view what, std::vector<double>* out) {
+  uint64_t bits = 0;
+  if (w == kFixed64) {
+    RETURN_IF_ERROR(r.Fixed64(&bits));
+    out->push_back(std::bit_cast<double>(bits));
+    return Status::OK();
+  }
+  RETURN_IF_ERROR(r.Expect(w, kLen, what));
+  std::string_view packed;
+  size_t at = 0;
+  RETURN_IF_ERROR(r.Bytes(&packed, &at));
+  if (packed.size() % 8 != 0) return r.Err(std::string(what) + ": packed length " + std::to_string(packed.size()) + " is not a multiple of 8");
+  Reader p(packed, at);
+  while (!p.done()) {
+    RETURN_IF_ERROR(p.Fixed64(&bits));
+    out->push_back(std::bit_cast<double>(bits));
+  }
+  return Status::OK();
+}
+
+// Integer deltas to absolute float counts.
+Status SumDeltas(const std::vector<int64_t>& deltas, std::string_view what, std::vector<double>* out) {
+  out->clear();
+  out->reserve(deltas.size());
+  int64_t c = 0;
+  for (int64_t d : deltas) {
+    if (__builtin_add_overflow(c, d, &c)) return Status::InvalidArgument(std::string(what) + ": bucket count overflows int64");
+    out->push_back(static_cast<double>(c));
+  }
+  return Status::OK();
+}
+
 }  // namespace
+
+Status DecodeRemoteWriteHistogram(std::string_view msg, size_t base, model::FloatHistogram* h, int64_t* t) {
+  *h = model::FloatHistogram();
+  *t = 0;
+  Reader r(msg, base);
+  // Which member of the count oneof came last (protobuf: the last one wins);
+  // an integer histogram when it is count_int or absent, as Prometheus's
+  // IsFloatHistogram.
+  bool float_count = false, int_fields = false, float_fields = false;
+  uint64_t count_int = 0, zero_count_int = 0;
+  double count_float = 0, zero_count_float = 0;
+  std::vector<int64_t> pos_deltas, neg_deltas;
+  std::vector<double> pos_counts, neg_counts;
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    uint64_t v = 0;
+    std::string_view sub;
+    size_t at = 0;
+    switch (f) {
+      case 1:
+        RETURN_IF_ERROR(r.Expect(w, kVarint, "histogram count_int"));
+        RETURN_IF_ERROR(r.Varint(&count_int));
+        float_count = false;
+        break;
+      case 2:
+        RETURN_IF_ERROR(r.Expect(w, kFixed64, "histogram count_float"));
+        RETURN_IF_ERROR(r.Fixed64(&v));
+        count_float = std::bit_cast<double>(v);
+        float_count = true;
+        break;
+      case 3:
+        RETURN_IF_ERROR(r.Expect(w, kFixed64, "histogram sum"));
+        RETURN_IF_ERROR(r.Fixed64(&v));
+        h->sum = std::bit_cast<double>(v);
+        break;
+      case 4: {
+        RETURN_IF_ERROR(r.Expect(w, kVarint, "histogram schema"));
+        RETURN_IF_ERROR(r.Varint(&v));
+        const int64_t schema = ZigZag64(v);
+        if (schema < INT32_MIN || schema > INT32_MAX) return r.Err("histogram schema out of range");
+        h->schema = static_cast<int32_t>(schema);
+        break;
+      }
+      case 5:
+        RETURN_IF_ERROR(r.Expect(w, kFixed64, "histogram zero_threshold"));
+        RETURN_IF_ERROR(r.Fixed64(&v));
+        h->zero_threshold = std::bit_cast<double>(v);
+        break;
+      case 6:
+        RETURN_IF_ERROR(r.Expect(w, kVarint, "histogram zero_count_int"));
+        RETURN_IF_ERROR(r.Varint(&zero_count_int));
+        int_fields = true;
+        break;
+      case 7:
+        RETURN_IF_ERROR(r.Expect(w, kFixed64, "histogram zero_count_float"));
+        RETURN_IF_ERROR(r.Fixed64(&v));
+        zero_count_float = std::bit_cast<double>(v);
+        float_fields = true;
+        break;
+      case 8:
+      case 11:
+        RETURN_IF_ERROR(r.Expect(w, kLen, f == 8 ? "histogram negative_spans" : "histogram positive_spans"));
+        RETURN_IF_ERROR(r.Bytes(&sub, &at));
+        RETURN_IF_ERROR(DecodeSpan(sub, at, f == 8 ? "histogram negative_spans" : "histogram positive_spans",
+                                   f == 8 ? &h->negative_spans : &h->positive_spans));
+        break;
+      case 9:
+      case 12:
+        RETURN_IF_ERROR(DecodeSint64s(r, w, f == 9 ? "histogram negative_deltas" : "histogram positive_deltas",
+                                      f == 9 ? &neg_deltas : &pos_deltas));
+        int_fields = true;
+        break;
+      case 10:
+      case 13:
+        RETURN_IF_ERROR(DecodeDoubles(r, w, f == 10 ? "histogram negative_counts" : "histogram positive_counts",
+                                      f == 10 ? &neg_counts : &pos_counts));
+        float_fields = true;
+        break;
+      case 14:
+        RETURN_IF_ERROR(r.Expect(w, kVarint, "histogram reset_hint"));
+        RETURN_IF_ERROR(r.Varint(&v));
+        if (v > 3) return r.Err("histogram reset_hint: unknown value " + std::to_string(v));
+        h->counter_reset_hint = static_cast<model::CounterResetHint>(v);
+        break;
+      case 15:
+        RETURN_IF_ERROR(r.Expect(w, kVarint, "histogram timestamp"));
+        RETURN_IF_ERROR(r.Varint(&v));
+        *t = static_cast<int64_t>(v);
+        break;
+      case 16:
+        RETURN_IF_ERROR(DecodeDoubles(r, w, "histogram custom_values", &h->custom_values));
+        break;
+      default:
+        RETURN_IF_ERROR(r.Skip(f, w));
+    }
+  }
+  if (float_count) {
+    if (int_fields) {
+      return Status::InvalidArgument(
+          "histogram: count_float with integer fields (zero_count_int, positive_deltas or negative_deltas)");
+    }
+    h->count = count_float;
+    h->zero_count = zero_count_float;
+    h->positive_buckets = std::move(pos_counts);
+    h->negative_buckets = std::move(neg_counts);
+  } else {
+    if (float_fields) {
+      return Status::InvalidArgument(
+          "histogram: count_int with float fields (zero_count_float, positive_counts or negative_counts)");
+    }
+    h->count = static_cast<double>(count_int);
+    h->zero_count = static_cast<double>(zero_count_int);
+    RETURN_IF_ERROR(SumDeltas(pos_deltas, "histogram positive_deltas", &h->positive_buckets));
+    RETURN_IF_ERROR(SumDeltas(neg_deltas, "histogram negative_deltas", &h->negative_buckets));
+  }
+  if (Status s = h->Validate(); !s.ok()) return Status::InvalidArgument("histogram: " + s.message());
+  return Status::OK();
+}
+
 
 Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields) {
   std::vector<model::Label> v;
@@ -101,6 +301,7 @@ void RemoteWriteBatch::Clear() {
   constexpr size_t kKeepEntries = 1u << 16;
   ClearBounded(&series_, kKeepEntries);
   ClearBounded(&samples_, 4 * kKeepEntries);
+  ClearBounded(&hists_, kKeepEntries);
   if (buf_.capacity() > (size_t{16} << 20)) std::string().swap(buf_);  // else kept: see SnappyBlockDecode
   scratch_.clear();
   if (index_.size() > 4 * kKeepEntries) std::vector<uint32_t>().swap(index_);
@@ -168,6 +369,7 @@ Status RemoteWriteBatch::ParseProto(std::string_view proto, SeriesCache* cache, 
     }
   }
   stats_.samples = samples_.size();
+  stats_.histograms = hists_.size();
   stats_.series = series_.size();
   return Status::OK();
 }
@@ -180,6 +382,7 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
   bool have_labels = false;
   std::string* joined = nullptr;
   size_t first_sample = samples_.size();
+  size_t first_hist = hists_.size();
   while (!r.done()) {
     size_t field_start = r.pos();
     uint32_t f = 0, w = 0;
@@ -235,10 +438,21 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
         RETURN_IF_ERROR(r.Skip(f, w));
         stats_.exemplars++;
         break;
-      case 4:  // native Histogram
-        RETURN_IF_ERROR(r.Skip(f, w));
-        stats_.histograms++;
+      case 4: {  // native Histogram
+        RETURN_IF_ERROR(r.Expect(w, kLen, "histogram"));
+        std::string_view v;
+        size_t at = 0;
+        RETURN_IF_ERROR(r.Bytes(&v, &at));
+        if (!limits_.SamplesOk(samples_.size() + hists_.size() + 1)) return limits_.TooManySamples();
+        HistEntry& e = hists_.emplace_back();
+        Status s = DecodeRemoteWriteHistogram(v, at, &e.h, &e.t);
+        if (!s.ok()) {
+          return Status::InvalidArgument("timeseries " + std::to_string(index) + " (offset " + std::to_string(base) +
+                                         "): histogram " + std::to_string(hists_.size() - 1 - first_hist) + ": " +
+                                         s.message());
+        }
         break;
+      }
       default:
         RETURN_IF_ERROR(r.Skip(f, w));
     }
@@ -250,7 +464,7 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
                                    "): " + s.message());
   };
   if (!have_labels) return annotate(Status::InvalidArgument("empty label set"));
-  bool has_samples = first_sample != samples_.size();
+  bool has_samples = first_sample != samples_.size() || first_hist != hists_.size();
   const SeriesCache::Key key = SeriesCache::KeyOf(fields, kCacheSalt);
   uint32_t idx = FindSeries(fields, key);
   if (idx == series_.size()) {
@@ -261,13 +475,14 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
       if (!l.ok()) return annotate(l.error());
       labels = std::move(*l);
     }
-    // Series with only histograms or exemplars are validated, not stored.
+    // Series with only exemplars are validated, not stored.
     if (!has_samples) return Status::OK();
     if (!limits_.SeriesOk(series_.size() + 1)) return limits_.TooManySeries();
     series_.push_back(Series{std::move(labels), cached, fields, key});
     IndexSeries(idx);
   }
   for (size_t i = first_sample; i < samples_.size(); i++) samples_[i].series = idx;
+  for (size_t i = first_hist; i < hists_.size(); i++) hists_[i].series = idx;
   return Status::OK();
 }
 
@@ -285,6 +500,19 @@ Status RemoteWriteBatch::AppendTo(storage::Appender* app) {
     s.ref = *ref;
     if (cache_ != nullptr && s.ref != 0) cache_->Put(s.key, s.ref);
   }
+  for (const HistEntry& e : hists_) {
+    Series& s = series_[e.series];
+    if (s.labels.empty()) {
+      ASSIGN_OR_RETURN(s.labels, DecodeRemoteWriteLabels(s.label_fields));
+    }
+    auto ref = app->AppendHistogram(s.ref, s.labels, e.t, e.h);
+    if (!ref.ok() && refusals_.Take(ref.error())) continue;
+    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
+    if (s.ref == 0 && *ref != 0) {
+      s.ref = *ref;
+      if (cache_ != nullptr) cache_->Put(s.key, s.ref);
+    }
+  }
   return Status::OK();
 }
 
@@ -292,9 +520,10 @@ Result<RemoteWriteStats> RemoteWrite(std::string_view body, SeriesCache* cache, 
                                      const RequestLimits& limits) {
   RemoteWriteBatch batch;
   RETURN_IF_ERROR(batch.ParseSnappy(body, cache, limits));
-  if (batch.stats().samples == 0) return batch.stats();
+  const uint64_t total = batch.stats().samples + batch.stats().histograms;
+  if (total == 0) return batch.stats();
   RETURN_IF_ERROR(AppendAndCommit(db, [&](storage::Appender* app) { return batch.AppendTo(app); }));
-  RETURN_IF_ERROR(batch.refusals().After(batch.stats().samples));
+  RETURN_IF_ERROR(batch.refusals().After(total));
   return batch.stats();
 }
 

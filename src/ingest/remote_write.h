@@ -2,9 +2,9 @@
 // Prometheus remote_write 1.0 receiver: POST /api/v1/write. The body is a
 // protobuf prometheus.WriteRequest framed in the snappy block format
 // (prometheus/prometheus prompb/remote.proto, types.proto). The protobuf is
-// decoded by hand: only WriteRequest.timeseries and each series' labels and
-// float samples are read; exemplars, native histograms, metadata and unknown
-// fields are skipped. All-or-nothing like the text import: the whole body is
+// decoded by hand: only WriteRequest.timeseries and each series' labels,
+// float samples and native histograms are read; exemplars, metadata and
+// unknown fields are skipped. All-or-nothing like the text import: the whole body is
 // decoded and validated before the first Append.
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/histogram.h"
 #include "ingest/refusals.h"
 #include "ingest/series_cache.h"
 #include "model/labels.h"
@@ -22,9 +23,9 @@
 namespace trainwatch::ingest {
 
 struct RemoteWriteStats {
-  uint64_t samples = 0;
+  uint64_t samples = 0;     // float samples
   uint64_t series = 0;      // distinct label sets (by encoded bytes) in the body
-  uint64_t histograms = 0;  // native histogram samples, skipped
+  uint64_t histograms = 0;  // native histogram samples
   uint64_t exemplars = 0;   // skipped
 };
 
@@ -33,6 +34,14 @@ struct RemoteWriteStats {
 // the metric name and UTF-8 values; rejects duplicate names; drops empty
 // values. Exposed for tests.
 Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields);
+
+// Decodes one prompb Histogram message (types.proto; TimeSeries field 4)
+// into *h and its timestamp *t. Integer histograms (count_int,
+// zero_count_int, *_deltas) become float histograms: the deltas are summed
+// into absolute counts. Errors name the field; the result is validated
+// (model::FloatHistogram::Validate). `base` is the message's offset in the
+// request, for error positions. Exposed for tests and remote read.
+Status DecodeRemoteWriteHistogram(std::string_view msg, size_t base, model::FloatHistogram* h, int64_t* t);
 
 // A decoded WriteRequest: its distinct series and their samples, ready to
 // append. Not thread-safe.
@@ -65,6 +74,11 @@ class RemoteWriteBatch {
     int64_t t;
     double v;
   };
+  struct HistEntry {
+    uint32_t series;
+    int64_t t;
+    model::FloatHistogram h;
+  };
   Status ParseProto(std::string_view proto, SeriesCache* cache, const RequestLimits& limits);
   Status ParseTimeSeries(std::string_view msg, size_t base, size_t index);
   // The index in series_ of the series with these label fields and key, or
@@ -76,6 +90,7 @@ class RemoteWriteBatch {
   std::deque<std::string> scratch_;    // label fields that were not contiguous
   std::vector<Series> series_;
   std::vector<Entry> samples_;
+  std::vector<HistEntry> hists_;  // appended after samples_
   // Open addressing over series_ by key (index + 1; 0 is empty), at most half
   // full: the series seen in this body, without a node allocation each.
   std::vector<uint32_t> index_;

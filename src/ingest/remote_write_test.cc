@@ -146,7 +146,7 @@ TEST(RemoteWriteTest, PreservesNaNBitsAndNegativeTimestamps) {
   EXPECT_EQ(std::bit_cast<uint64_t>(s[1].v), kStale);
 }
 
-TEST(RemoteWriteTest, SkipsUnknownFieldsHistogramsAndMetadata) {
+TEST(RemoteWriteTest, SkipsUnknownFieldsExemplarsAndMetadata) {
   TestStorage db;
   auto unknown = [](Enc& e) {
     e.Tag(15, 0).Varint(~0ull);        // varint, 10 bytes
@@ -168,21 +168,20 @@ TEST(RemoteWriteTest, SkipsUnknownFieldsHistogramsAndMetadata) {
   unknown(ts);
   ts.Len(1, label.b);
   ts.Len(3, "exemplar-bytes");
-  ts.Len(4, "histogram-bytes");
   ts.Len(2, sample.b);
   Enc req;
   unknown(req);
   req.Len(3, "metadata");
   req.Len(1, ts.b);
-  // A series with only a histogram: validated, not stored.
-  req.Len(1, Enc().Len(1, Label("__name__", "h")).Len(4, "hist").b);
+  // A series with only an exemplar: validated, not stored.
+  req.Len(1, Enc().Len(1, Label("__name__", "h")).Len(3, "exemplar").b);
   RemoteWriteBatch batch;
   Status s = batch.Parse(req.b, nullptr);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(batch.stats().samples, 1u);
   EXPECT_EQ(batch.stats().series, 1u);
-  EXPECT_EQ(batch.stats().histograms, 2u);
-  EXPECT_EQ(batch.stats().exemplars, 1u);
+  EXPECT_EQ(batch.stats().histograms, 0u);
+  EXPECT_EQ(batch.stats().exemplars, 2u);
   auto r = RemoteWrite(Snappy(req.b), nullptr, db);
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   auto data = db.Data();
@@ -190,6 +189,157 @@ TEST(RemoteWriteTest, SkipsUnknownFieldsHistogramsAndMetadata) {
   EXPECT_EQ(data.begin()->first, model::Labels({{"__name__", "m"}}));
   EXPECT_EQ(data.begin()->second[0].t, 77);
   EXPECT_EQ(data.begin()->second[0].v, 2.0);
+}
+
+// prompb Histogram helpers: sint encodings and packed fields.
+uint64_t Zig(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+std::string Span(int32_t offset, uint32_t length) { return Enc().Tag(1, 0).Varint(Zig(offset)).Tag(2, 0).Varint(length).b; }
+std::string PackedSint(const std::vector<int64_t>& v) {
+  Enc e;
+  for (int64_t x : v) e.Varint(Zig(x));
+  return e.b;
+}
+std::string PackedDouble(const std::vector<double>& v) {
+  std::string out;
+  for (double d : v) {
+    uint64_t b = std::bit_cast<uint64_t>(d);
+    for (int i = 0; i < 8; i++) out += static_cast<char>((b >> (8 * i)) & 0xff);
+  }
+  return out;
+}
+
+// An integer histogram as Prometheus's client sends it: deltas.
+std::string IntHistogram(int64_t t) {
+  Enc h;
+  h.Tag(1, 0).Varint(12);             // count_int
+  h.Double(3, 18.4);                  // sum
+  h.Tag(4, 0).Varint(Zig(1));         // schema 1
+  h.Double(5, 0.001);                 // zero_threshold
+  h.Tag(6, 0).Varint(2);              // zero_count_int
+  h.Len(8, Span(0, 2));               // negative_spans
+  h.Len(9, PackedSint({1, 1}));       // negative_deltas: 1, 2
+  h.Len(11, Span(0, 2)).Len(11, Span(1, 2));  // positive_spans
+  h.Len(12, PackedSint({2, -1, 2, -2}));      // positive_deltas: 2, 1, 3, 1
+  h.Tag(14, 0).Varint(2);             // reset_hint NO
+  h.Tag(15, 0).Varint(static_cast<uint64_t>(t));
+  return h.b;
+}
+
+// Captures what AppendTo appends.
+class Capture final : public storage::Appender {
+ public:
+  Result<storage::SeriesRef> Append(storage::SeriesRef, const model::Labels& l, int64_t t, double v) override {
+    floats.push_back({l, {t, v}});
+    return storage::SeriesRef{1};
+  }
+  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef, const model::Labels& l, int64_t t,
+                                             const model::FloatHistogram& h) override {
+    hists.push_back({l, t, h});
+    return storage::SeriesRef{2};
+  }
+  Status Commit() override { return Status::OK(); }
+  void Rollback() override {}
+  std::vector<std::pair<model::Labels, model::Sample>> floats;
+  struct H {
+    model::Labels labels;
+    int64_t t;
+    model::FloatHistogram h;
+  };
+  std::vector<H> hists;
+};
+
+TEST(RemoteWriteTest, IntegerHistogramDeltasBecomeAbsoluteFloatCounts) {
+  model::FloatHistogram h;
+  int64_t t = 0;
+  std::string msg = IntHistogram(5000);
+  Status s = DecodeRemoteWriteHistogram(msg, 0, &h, &t);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(t, 5000);
+  EXPECT_EQ(h.count, 12);
+  EXPECT_EQ(h.sum, 18.4);
+  EXPECT_EQ(h.schema, 1);
+  EXPECT_EQ(h.zero_threshold, 0.001);
+  EXPECT_EQ(h.zero_count, 2);
+  EXPECT_EQ(h.counter_reset_hint, model::CounterResetHint::kNotCounterReset);
+  EXPECT_EQ(h.negative_buckets, (std::vector<double>{1, 2}));
+  EXPECT_EQ(h.positive_buckets, (std::vector<double>{2, 1, 3, 1}));
+  EXPECT_EQ(h.positive_spans, (std::vector<model::Span>{{0, 2}, {1, 2}}));
+  EXPECT_EQ(h.negative_spans, (std::vector<model::Span>{{0, 2}}));
+}
+
+TEST(RemoteWriteTest, FloatHistogramWithCustomBucketsUnpackedFields) {
+  Enc e;
+  e.Double(2, 7.5);                   // count_float
+  e.Double(3, 3.25);                  // sum
+  e.Tag(4, 0).Varint(Zig(-53));       // custom buckets
+  e.Len(11, Span(0, 3));
+  e.Double(13, 1.5).Double(13, 4);    // positive_counts, unpacked
+  e.Len(13, PackedDouble({2}));       // and packed
+  e.Len(16, PackedDouble({0.5, 1}));  // custom_values
+  e.Tag(14, 0).Varint(3);             // GAUGE
+  e.Tag(15, 0).Varint(static_cast<uint64_t>(-5));  // negative timestamp
+  model::FloatHistogram h;
+  int64_t t = 0;
+  Status s = DecodeRemoteWriteHistogram(e.b, 0, &h, &t);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(t, -5);
+  EXPECT_EQ(h.count, 7.5);
+  EXPECT_EQ(h.schema, -53);
+  EXPECT_EQ(h.positive_buckets, (std::vector<double>{1.5, 4, 2}));
+  EXPECT_EQ(h.custom_values, (std::vector<double>{0.5, 1}));
+  EXPECT_EQ(h.counter_reset_hint, model::CounterResetHint::kGauge);
+}
+
+TEST(RemoteWriteTest, MalformedHistogramsAreRefusedNamingTheField) {
+  auto err = [](const std::string& hist) {
+    std::string req = Request({Enc().Len(1, Label("__name__", "h")).Len(4, hist).b});
+    RemoteWriteBatch batch;
+    Status s = batch.Parse(req, nullptr);
+    EXPECT_FALSE(s.ok());
+    return s.message();
+  };
+  EXPECT_NE(err(Enc().Len(4, "x").b).find("histogram schema"), std::string::npos);
+  EXPECT_NE(err(Enc().Tag(4, 0).Varint(Zig(9)).b).find("invalid schema"), std::string::npos);
+  EXPECT_NE(err(Enc().Tag(14, 0).Varint(9).b).find("reset_hint"), std::string::npos);
+  EXPECT_NE(err(Enc().Len(13, "abc").b).find("positive_counts"), std::string::npos);
+  EXPECT_NE(err(Enc().Double(2, 1).Len(12, PackedSint({1})).b).find("count_float with integer fields"),
+            std::string::npos);
+  // Spans say 3 buckets, deltas give 2.
+  std::string m = err(Enc().Tag(1, 0).Varint(3).Len(11, Span(0, 3)).Len(12, PackedSint({1, 1})).b);
+  EXPECT_NE(m.find("timeseries 0"), std::string::npos) << m;
+  EXPECT_NE(m.find("histogram 0"), std::string::npos) << m;
+  // A delta below zero makes a negative count.
+  m = err(Enc().Tag(1, 0).Varint(3).Len(11, Span(0, 1)).Len(12, PackedSint({-1})).b);
+  EXPECT_NE(m.find("negative"), std::string::npos) << m;
+  EXPECT_NE(err(Enc().Tag(15, 1).b).find("histogram timestamp"), std::string::npos);
+}
+
+TEST(RemoteWriteTest, HistogramsAreAppendedWithFloatsAndStored) {
+  std::string req = Request({
+      Enc().Len(1, Label("__name__", "h")).Len(4, IntHistogram(1000)).Len(4, IntHistogram(2000)).b,
+      Series({{"__name__", "up"}}, {{1, 1000}}),
+      Enc().Len(1, Label("__name__", "h")).Len(2, Sample(4, 3000)).b,  // the same series, a float later
+  });
+  RemoteWriteBatch batch;
+  Status s = batch.Parse(req, nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(batch.stats().samples, 2u);
+  EXPECT_EQ(batch.stats().histograms, 2u);
+  EXPECT_EQ(batch.stats().series, 2u);
+  Capture c;
+  ASSERT_TRUE(batch.AppendTo(&c).ok());
+  ASSERT_EQ(c.hists.size(), 2u);
+  EXPECT_EQ(c.hists[1].labels, model::Labels({{"__name__", "h"}}));
+  EXPECT_EQ(c.hists[1].t, 2000);
+  EXPECT_EQ(c.floats.size(), 2u);
+
+  // Through the TSDB: both histograms read back, the float too.
+  TestStorage db;
+  auto r = RemoteWrite(Snappy(req), nullptr, db);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->histograms, 2u);
+  auto data = db.Data();
+  EXPECT_EQ(data[model::Labels({{"__name__", "h"}})].size(), 3u);
 }
 
 TEST(RemoteWriteTest, EmptyRequestIsOk) {
