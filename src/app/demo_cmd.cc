@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -21,6 +23,7 @@
 #include "app/collect_loop.h"
 #include "app/wiring.h"
 #include "base/clock.h"
+#include "remote/proto.h"
 #include "trainwatch/client.h"
 
 namespace trainwatch::app {
@@ -159,10 +162,41 @@ client::Run::RichValues DemoMedia(const DemoModel& model, int64_t step, const De
           {"eval/predictions", client::Table({"input", "label", "prediction", "confidence", "correct"}, rows)}};
 }
 
+// Sends the step durations' histogram every few seconds (and at the end of
+// a run) through remote write; a refusal is reported once, the demo goes on.
+class StepDurationsSender {
+ public:
+  explicit StepDurationsSender(std::string url) : url_(std::move(url)) {}
+  StepDurations* hist() { return &hist_; }
+  void MaybeSend(bool force = false) {
+    const int64_t now = NowMillis();
+    if (hist_.count() == 0 || (!force && now - last_ms_ < 5000)) return;
+    last_ms_ = now;
+    auto c = NewApiClient(url_);
+    if (!c.ok()) return;
+    std::string body;
+    remote::SnappyCompress(hist_.WriteRequest(now), &body);
+    httplib::Headers headers = {{"Content-Encoding", "snappy"}, {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
+    c->http->set_connection_timeout(2);
+    auto res = c->http->Post(c->prefix + "/api/v1/write", headers, body, "application/x-protobuf");
+    if ((!res || res->status / 100 != 2) && !warned_) {
+      warned_ = true;
+      std::cerr << "trainwatch demo: remote write of train_step_duration_seconds: "
+                << (res ? "HTTP " + std::to_string(res->status) + " " + res->body : std::string("server unreachable")) << "\n";
+    }
+  }
+
+ private:
+  std::string url_;
+  StepDurations hist_;
+  int64_t last_ms_ = 0;
+  bool warned_ = false;
+};
+
 // One run: `ranks` clients logging `steps` steps at `rate` (inf: as fast as
 // possible). False when interrupted (the run is then marked failed).
 bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name, int64_t steps, double rate,
-           uint64_t seed, double base_loss, FakeGpus* gpus) {
+           uint64_t seed, double base_loss, FakeGpus* gpus, StepDurationsSender* durations) {
   std::vector<std::unique_ptr<client::Run>> runs;
   std::vector<DemoModel> models;
   for (int r = 0; r < o.ranks; r++) {
@@ -232,6 +266,7 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
                       {"step_phase/optimizer", v.optimizer},
                       {"step_phase/comm", v.comm}},
                      step);
+        if (durations != nullptr) durations->hist()->Observe(v.step_time_seconds);
         if (r == 0) last_loss = v.loss;
         if (r == 0 && (step % models[r].MediaEvery() == 0 || step == steps - 1)) {
           runs[r]->Log(client::Run::Values(), DemoMedia(models[r], step, v, &media_rng), step);
@@ -249,9 +284,11 @@ bool DoRun(const DemoOptions& o, const std::string& id, const std::string& name,
       }
     }
     if (gpus != nullptr) gpus->Write(&latest);
+    if (durations != nullptr) durations->MaybeSend();
     if (step < steps) interrupted = StopSignalWithin(0.1);
   }
   if (gpus != nullptr) gpus->Write(nullptr, true);  // idle until the next run
+  if (durations != nullptr) durations->MaybeSend(true);
   runs[0]->SetSummary("final_loss", last_loss);
   if (!interrupted && step >= steps / 2) runs[0]->Alert("demo checkpoint", "the demo run saved a checkpoint", "info");
   bool ok = true;
@@ -314,6 +351,90 @@ DemoModel::Values DemoModel::At(int64_t step) {
   const double data = 0.08 * base, optimizer = 0.06 * base, comm = 0.08 * base;
   const double compute = step_time - data - optimizer - comm;
   return Values{loss, Lr(step), grad, sps, step_time, data, 0.36 * compute, 0.64 * compute, optimizer, comm};
+}
+
+namespace {
+
+constexpr double kZeroThreshold = 2.938735877055719e-39;  // Prometheus's default
+
+void PutVarint(uint64_t v, std::string* out) {
+  for (; v >= 0x80; v >>= 7) out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+  out->push_back(static_cast<char>(v));
+}
+uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+void PutTag(int field, int wire_type, std::string* out) { PutVarint(static_cast<uint64_t>(field) << 3 | wire_type, out); }
+void PutDouble(int field, double v, std::string* out) {
+  PutTag(field, 1, out);
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  for (int i = 0; i < 8; i++) out->push_back(static_cast<char>(bits >> (8 * i)));
+}
+void PutBytes(int field, std::string_view v, std::string* out) {
+  PutTag(field, 2, out);
+  PutVarint(v.size(), out);
+  out->append(v);
+}
+
+}  // namespace
+
+void StepDurations::Observe(double seconds) {
+  if (!(seconds >= 0) || std::isinf(seconds)) return;
+  count_++;
+  sum_ += seconds;
+  if (seconds <= kZeroThreshold) {
+    zero_count_++;
+    return;
+  }
+  // Bucket i holds (2^((i-1)/8), 2^(i/8)].
+  buckets_[static_cast<int32_t>(std::ceil(std::log2(seconds) * (1 << kSchema)))]++;
+}
+
+std::string StepDurations::WriteRequest(int64_t t_ms) const {
+  // prompb types.proto: Histogram{count_int 1, sum 3, schema 4, zero_threshold 5,
+  // zero_count_int 6, positive_spans 11 {offset 1, length 2}, positive_deltas 12, timestamp 15}.
+  std::string h;
+  PutTag(1, 0, &h);
+  PutVarint(count_, &h);
+  PutDouble(3, sum_, &h);
+  PutTag(4, 0, &h);
+  PutVarint(ZigZag(kSchema), &h);
+  PutDouble(5, kZeroThreshold, &h);
+  PutTag(6, 0, &h);
+  PutVarint(zero_count_, &h);
+  std::string deltas;
+  int64_t prev_count = 0;
+  for (auto it = buckets_.begin(); it != buckets_.end();) {
+    // A span of consecutive buckets; its offset is the gap from the last one.
+    const int32_t first = it->first;
+    const int32_t offset = it == buckets_.begin() ? first : first - (std::prev(it)->first + 1);
+    uint32_t length = 0;
+    for (int32_t next = first; it != buckets_.end() && it->first == next; ++it, ++next, ++length) {
+      PutVarint(ZigZag(static_cast<int64_t>(it->second) - prev_count), &deltas);
+      prev_count = static_cast<int64_t>(it->second);
+    }
+    std::string span;
+    PutTag(1, 0, &span);
+    PutVarint(ZigZag(offset), &span);
+    PutTag(2, 0, &span);
+    PutVarint(length, &span);
+    PutBytes(11, span, &h);
+  }
+  if (!deltas.empty()) PutBytes(12, deltas, &h);
+  PutTag(15, 0, &h);
+  PutVarint(static_cast<uint64_t>(t_ms), &h);
+
+  std::string series;
+  for (auto [name, value] : {std::pair<std::string_view, std::string_view>{"__name__", "train_step_duration_seconds"},
+                             {"job", "trainwatch-demo"}}) {
+    std::string label;
+    PutBytes(1, name, &label);
+    PutBytes(2, value, &label);
+    PutBytes(1, label, &series);
+  }
+  PutBytes(4, h, &series);
+  std::string req;
+  PutBytes(1, series, &req);
+  return req;
 }
 
 std::string EncodePng(int width, int height, const std::vector<uint8_t>& rgb) {
@@ -421,12 +542,13 @@ int RunDemo(const DemoOptions& o) {
   }
   std::random_device rd;
   if (o.baseline && !BaselineExists(o)) {
-    if (!DoRun(o, "demo-baseline", "baseline", std::min<int64_t>(o.steps, 2000), INFINITY, 1, 2.7, nullptr)) return 0;
+    if (!DoRun(o, "demo-baseline", "baseline", std::min<int64_t>(o.steps, 2000), INFINITY, 1, 2.7, nullptr, nullptr)) return 0;
   }
+  StepDurationsSender durations(o.url);  // the live runs' steps, all runs in one cumulative histogram
   for (int n = 0; o.runs == 0 || n < o.runs; n++) {
     std::string id;
     for (int i = 0; i < 16; i++) id.push_back("0123456789abcdef"[rd() % 16]);
-    if (!DoRun(o, id, RunName(), o.steps, o.rate, rd(), 2.6, gpus.get())) return 0;
+    if (!DoRun(o, id, RunName(), o.steps, o.rate, rd(), 2.6, gpus.get(), &durations)) return 0;
     if ((o.runs == 0 || n + 1 < o.runs) && StopSignalWithin(o.pause_s)) return 0;
   }
   return 0;

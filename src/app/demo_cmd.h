@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -85,6 +86,25 @@ std::string FakeNvmlConfig(int ranks, const std::vector<DemoModel::Values>* busy
 // A PNG image of `width` x `height` 8-bit RGB pixels (`rgb`, row by row,
 // 3 bytes a pixel), deflated with zlib: what the demo logs as its sample.
 std::string EncodePng(int width, int height, const std::vector<uint8_t>& rgb);
+
+// The demo's step durations (every rank's steps of the live runs) as one
+// Prometheus native histogram, train_step_duration_seconds{job="trainwatch-demo"}:
+// cumulative, exponential schema 3 (buckets grow by 2^(1/8)), no negative
+// observations. Sent through POST /api/v1/write. Not thread-safe.
+class StepDurations {
+ public:
+  static constexpr int kSchema = 3;
+  void Observe(double seconds);
+  // A remote-write 1.0 WriteRequest (before snappy) of the histogram at t_ms:
+  // one TimeSeries with one Histogram (integer counts, delta-coded buckets).
+  std::string WriteRequest(int64_t t_ms) const;
+  uint64_t count() const { return count_; }
+
+ private:
+  std::map<int32_t, uint64_t> buckets_;  // bucket index: (2^((i-1)/8), 2^(i/8)]
+  uint64_t count_ = 0, zero_count_ = 0;   // zero_count_: observations <= kZeroThreshold
+  double sum_ = 0;
+};
 
 // Validates the options: InvalidArgument-style message naming the flag, or "".
 std::string ValidateDemoOptions(const DemoOptions& o);

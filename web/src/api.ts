@@ -141,10 +141,75 @@ export interface HistorySeries {
   values: (number | string | null)[];
 }
 
+// A native histogram as /api/v1/query and /api/v1/query_range write it;
+// a bucket is [boundary rule, lower, upper, count] with rule 0: (lower,
+// upper], 1: [lower, upper), 2: (lower, upper), 3: [lower, upper].
+export type PromBucket = [number, string, string, string];
+export interface PromHistogram {
+  count: string;
+  sum: string;
+  buckets?: PromBucket[];
+}
+
+// A series of an instant (value / histogram) or range (values / histograms)
+// result; a series may hold floats and histograms both.
 export interface PromSeries {
   metric: Record<string, string>;
   value?: [number, string];
   values?: [number, string][];
+  histogram?: [number, PromHistogram];
+  histograms?: [number, PromHistogram][];
+}
+
+// A native histogram as numbers, buckets in the order the API wrote them.
+export interface NativeBucket {
+  rule: number;
+  lower: number;
+  upper: number;
+  count: number;
+}
+export interface NativeHistogram {
+  count: number;
+  sum: number;
+  buckets: NativeBucket[];
+}
+
+// Parses a histogram object of the query API; null when it is not one.
+// Counts and bounds may be strings ("+Inf", "NaN") or numbers.
+export function parseHistogram(v: unknown): NativeHistogram | null {
+  if (!v || typeof v !== "object" || Array.isArray(v)) return null;
+  const o = v as { count?: unknown; sum?: unknown; buckets?: unknown };
+  const count = num(o.count as string), sum = num(o.sum as string);
+  if (count === null || sum === null) return null;
+  const buckets: NativeBucket[] = [];
+  if (o.buckets !== undefined && o.buckets !== null) {
+    if (!Array.isArray(o.buckets)) return null;
+    for (const b of o.buckets) {
+      if (!Array.isArray(b) || b.length < 4) return null;
+      const rule = Number(b[0]), lower = num(b[1]), upper = num(b[2]), c = num(b[3]);
+      if (!(rule >= 0 && rule <= 3) || lower === null || upper === null || c === null) return null;
+      buckets.push({ rule, lower, upper, count: c });
+    }
+  }
+  return { count, sum, buckets };
+}
+
+// The float and histogram points of a series of any result type, each by
+// time; malformed points are dropped (a float value that is no number is null).
+export function seriesPoints(s: PromSeries): { floats: [number, number | null][]; hists: [number, NativeHistogram][] } {
+  const floats: [number, number | null][] = [];
+  const hists: [number, NativeHistogram][] = [];
+  for (const p of s.values ?? (s.value ? [s.value] : [])) if (Array.isArray(p)) floats.push([Number(p[0]), num(p[1])]);
+  for (const p of s.histograms ?? (s.histogram ? [s.histogram] : [])) {
+    const hist = Array.isArray(p) ? parseHistogram(p[1]) : null;
+    if (hist) hists.push([Number(p[0]), hist]);
+  }
+  return { floats, hists };
+}
+
+// A bucket's bounds with its boundary rule: "(0.5, 1]", "[-1, -0.5)".
+export function bucketText(b: NativeBucket, fmt: (v: number) => string = String): string {
+  return (b.rule === 1 || b.rule === 3 ? "[" : "(") + fmt(b.lower) + ", " + fmt(b.upper) + (b.rule === 0 || b.rule === 3 ? "]" : ")");
 }
 
 export interface QueryResult {

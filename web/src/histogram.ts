@@ -4,10 +4,13 @@
 //    bands are filled polygons like chart.ts's envelopes;
 //  - histogram: the per-step histograms as an offset ridgeline on a canvas,
 //    older steps at the back (top), later steps in front (bottom).
+// And PromQL's native histograms (Explore): a heatmap over time and the bars
+// of one histogram, at the end of this file.
 import uPlot from "uplot";
-import { css, envelope } from "./chart";
+import { bucketText, type NativeBucket, type NativeHistogram } from "./api";
+import { css, envelope, heatColor } from "./chart";
 import { h } from "./dom";
-import { fmtNum } from "./format";
+import { fmtNum, fmtTime } from "./format";
 
 // A histogram as numbers: [lower, upper, count] ascending.
 export type Buckets = [number, number, number][];
@@ -295,6 +298,282 @@ export function ridgelineChart(parent: HTMLElement, all: HistStep[], opts: { col
     tooltip.hidden = false;
     tooltip.style.left = (x > width / 2 ? x - 200 : x + 12) + "px";
     tooltip.style.top = y + 8 + "px";
+  });
+  canvas.addEventListener("mouseleave", () => (tooltip.hidden = true));
+  return { el: wrap, destroy: () => ro.disconnect() };
+}
+
+// ---- native histograms (PromQL query results) ----
+// Two views of the query API's histograms sharing one bucket-bound scale:
+// a heatmap (time on x, bucket bounds on y, counts as colour) for a range
+// query and bars (bounds on x, counts as height) for an instant one. The
+// TensorBoard views above rebin to equal-width bins, which flattens
+// exponential buckets into one bin; these keep each bucket's own bounds.
+
+// Bucket bounds to a 0..1 position, logarithmic for exponential buckets
+// (and positive bounds spanning decades), else linear.
+export interface BoundScale {
+  log: boolean;
+  min: number;
+  max: number;
+  pos(v: number): number;
+  ticks(): number[];
+}
+
+// The scale of every non-empty bucket of `hists`; null when all are empty.
+// On a log scale the zero bucket (lower <= 0) is drawn as one band below
+// the smallest positive bound; infinite bounds are drawn at the ends.
+export function boundScale(hists: NativeBucket[][]): BoundScale | null {
+  let lo = Infinity, hi = -Infinity, minPos = Infinity, positive = true, exponential = true, infLo = false, infHi = false;
+  let ratio = 0, any = false;
+  for (const bs of hists)
+    for (const b of bs) {
+      if (!(b.count > 0)) continue;
+      any = true;
+      if (Number.isFinite(b.lower)) lo = Math.min(lo, b.lower);
+      else infLo = true;
+      if (Number.isFinite(b.upper)) hi = Math.max(hi, b.upper);
+      else infHi = true;
+      if (b.upper <= 0 || (b.lower < 0 && b.lower !== -b.upper)) positive = false;
+      if (b.lower > 0) {
+        minPos = Math.min(minPos, b.lower);
+        if (Number.isFinite(b.upper)) {
+          const r = b.upper / b.lower;
+          if (ratio === 0) ratio = r;
+          else if (Math.abs(r - ratio) > 1e-6 * ratio) exponential = false;
+        }
+      }
+    }
+  if (!any) return null;
+  if (!Number.isFinite(hi)) hi = Number.isFinite(lo) ? lo + 1 : 1;
+  if (!Number.isFinite(lo)) lo = hi - 1;
+  const log = positive && hi > 0 && ((exponential && ratio > 1) || (Number.isFinite(minPos) && hi / minPos >= 20));
+  if (log) {
+    // The zero bucket gets one band of the bucket width (or a decade).
+    const step = exponential && ratio > 1 ? ratio : 10;
+    let min = Number.isFinite(minPos) ? minPos : hi / step;
+    if (lo < min) min /= step;
+    let max = hi;
+    if (infHi) max *= step;
+    const l0 = Math.log10(min), l1 = Math.log10(max);
+    const span = l1 - l0 || 1;
+    return {
+      log, min, max,
+      pos: (v) => (v <= min ? 0 : v >= max ? 1 : (Math.log10(v) - l0) / span),
+      ticks: () => {
+        const out: number[] = [];
+        for (let e = Math.ceil(l0); e <= Math.floor(l1); e++) for (const m of span > 3 ? [1] : [1, 2, 5]) {
+          const v = m * 10 ** e;
+          if (v >= min && v <= max) out.push(v);
+        }
+        if (out.length < 2) out.splice(0, out.length, min, Math.sqrt(min * max), max);
+        return out;
+      },
+    };
+  }
+  let min = lo, max = hi;
+  if (!(max > min)) {
+    min -= 0.5;
+    max += 0.5;
+  }
+  const pad = (max - min) * 0.1;
+  if (infLo) min -= pad;
+  if (infHi) max += pad;
+  return {
+    log, min, max,
+    pos: (v) => (v <= min ? 0 : v >= max ? 1 : (v - min) / (max - min)),
+    ticks: () => [0, 1, 2, 3, 4].map((k) => min + ((max - min) * k) / 4),
+  };
+}
+
+function fmtBound(v: number): string {
+  return Number.isFinite(v) ? fmtNum(v, 4) : v > 0 ? "+Inf" : "-Inf";
+}
+
+// A canvas sized to its box at the device's pixel ratio, and its 2D context.
+function sizedCanvas(canvas: HTMLCanvasElement, width: number, height: number): CanvasRenderingContext2D {
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = width * dpr;
+  canvas.height = height * dpr;
+  canvas.style.width = width + "px";
+  canvas.style.height = height + "px";
+  const ctx = canvas.getContext("2d")!;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.font = "11px system-ui, sans-serif";
+  return ctx;
+}
+
+function placeTooltip(tooltip: HTMLElement, x: number, y: number, width: number): void {
+  tooltip.hidden = false;
+  tooltip.style.left = (x > width / 2 ? x - tooltip.offsetWidth - 12 : x + 12) + "px";
+  tooltip.style.top = y + 8 + "px";
+}
+
+function countLegend(max: number): HTMLElement {
+  return h("div", { class: "heat-scale" }, "count 0", h("span", { class: "heat-gradient" }), fmtNum(max, 4));
+}
+
+export interface HeatmapOpts {
+  title?: string;
+  // The query's range: columns sit at their times, `step` wide.
+  start: number;
+  end: number;
+  step: number;
+  height?: number;
+}
+
+// The heatmap of one series' histograms over time.
+export function histogramHeatmap(parent: HTMLElement, points: [number, NativeHistogram][], opts: HeatmapOpts): HistView {
+  const wrap = h("figure", { class: "chart hist-heatmap", "data-view": "heatmap" });
+  if (opts.title) wrap.appendChild(h("figcaption", null, opts.title));
+  parent.appendChild(wrap);
+  const scale = boundScale(points.map(([, p]) => p.buckets));
+  if (!scale) {
+    wrap.appendChild(h("div", { class: "empty" }, "no data (every bucket empty)"));
+    return { el: wrap, destroy: () => {} };
+  }
+  let maxCount = 0, cells = 0;
+  for (const [, p] of points)
+    for (const b of p.buckets)
+      if (b.count > 0) {
+        maxCount = Math.max(maxCount, b.count);
+        cells++;
+      }
+  const height = opts.height ?? 260;
+  const padL = 64, padR = 8, padT = 8, padB = 22;
+  const canvas = h("canvas", { role: "img", "aria-label": `heatmap of ${points.length} histograms, bucket bounds on a ${scale.log ? "log" : "linear"} scale` });
+  const box = h("div", { class: "heat-box" });
+  const tooltip = h("div", { class: "tooltip", hidden: true });
+  box.append(canvas, tooltip);
+  wrap.append(box, countLegend(maxCount));
+  Object.assign(wrap.dataset, { columns: String(points.length), cells: String(cells), scale: scale.log ? "log" : "linear", max: String(maxCount) });
+
+  const x0 = opts.start - opts.step / 2, x1 = opts.end + opts.step / 2;
+  let width = 0;
+  const plotW = () => width - padL - padR, plotH = height - padT - padB;
+  const xOf = (t: number) => padL + ((t - x0) / (x1 - x0 || 1)) * plotW();
+  const yOf = (v: number) => padT + (1 - scale.pos(v)) * plotH;
+  const draw = () => {
+    width = Math.max(300, box.clientWidth || parent.clientWidth || 600);
+    const ctx = sizedCanvas(canvas, width, height);
+    const fg = css("--fg-muted"), grid = css("--grid");
+    const colW = Math.max(1, (opts.step / (x1 - x0 || 1)) * plotW());
+    for (const [t, p] of points) {
+      const left = xOf(t) - colW / 2;
+      for (const b of p.buckets) {
+        if (!(b.count > 0)) continue;
+        const top = yOf(b.upper), bottom = yOf(b.lower);
+        ctx.fillStyle = heatColor(b.count / maxCount);
+        ctx.fillRect(left, top, Math.ceil(colW), Math.max(1, bottom - top));
+      }
+    }
+    ctx.strokeStyle = grid;
+    ctx.fillStyle = fg;
+    ctx.textBaseline = "middle";
+    for (const v of scale.ticks()) {
+      const y = Math.round(yOf(v)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(padL - 4, y);
+      ctx.lineTo(padL, y);
+      ctx.stroke();
+      const txt = fmtNum(v, 3);
+      ctx.fillText(txt, padL - 6 - ctx.measureText(txt).width, y);
+    }
+    ctx.textBaseline = "alphabetic";
+    const first = fmtTime(opts.start), last = fmtTime(opts.end);
+    ctx.fillText(first, padL, height - 6);
+    ctx.fillText(last, width - padR - ctx.measureText(last).width, height - 6);
+  };
+  draw();
+  const ro = new ResizeObserver(() => {
+    if (box.clientWidth > 0 && Math.abs(box.clientWidth - width) > 2) draw();
+  });
+  ro.observe(box);
+  canvas.addEventListener("mousemove", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const x = e.clientX - r.left, y = e.clientY - r.top;
+    const t = x0 + ((x - padL) / (plotW() || 1)) * (x1 - x0);
+    let best: [number, NativeHistogram] | null = null;
+    for (const p of points) if (Math.abs(p[0] - t) <= opts.step / 2 && (!best || Math.abs(p[0] - t) < Math.abs(best[0] - t))) best = p;
+    const b = best?.[1].buckets.find((b) => b.count > 0 && y >= yOf(b.upper) - 0.5 && y <= yOf(b.lower) + 0.5);
+    if (!best || !b) {
+      tooltip.hidden = true;
+      return;
+    }
+    tooltip.replaceChildren(h("div", { class: "tt-x" }, fmtTime(best[0])), h("div", null, bucketText(b, fmtBound), ": ", h("b", null, fmtNum(b.count))));
+    placeTooltip(tooltip, x, y, width);
+  });
+  canvas.addEventListener("mouseleave", () => (tooltip.hidden = true));
+  return { el: wrap, destroy: () => ro.disconnect() };
+}
+
+// The bars of one histogram: each bucket over its bounds, count as height.
+export function histogramBars(parent: HTMLElement, hist: NativeHistogram, opts: { title?: string; color: string; height?: number }): HistView {
+  const wrap = h("figure", { class: "chart hist-bars", "data-view": "bars" });
+  if (opts.title) wrap.appendChild(h("figcaption", null, opts.title));
+  parent.appendChild(wrap);
+  const scale = boundScale([hist.buckets]);
+  if (!scale) {
+    wrap.appendChild(h("div", { class: "empty" }, "no data (every bucket empty)"));
+    return { el: wrap, destroy: () => {} };
+  }
+  const bars = hist.buckets.filter((b) => b.count > 0);
+  const maxCount = Math.max(...bars.map((b) => b.count));
+  const height = opts.height ?? 200;
+  const padL = 56, padR = 12, padT = 8, padB = 22;
+  const canvas = h("canvas", { role: "img", "aria-label": `${bars.length} buckets, bounds on a ${scale.log ? "log" : "linear"} scale` });
+  const box = h("div", { class: "heat-box" });
+  const tooltip = h("div", { class: "tooltip", hidden: true });
+  box.append(canvas, tooltip);
+  wrap.append(box, h("div", { class: "heat-scale" }, `count ${fmtNum(hist.count)} · sum ${fmtNum(hist.sum)}`));
+  Object.assign(wrap.dataset, { bars: String(bars.length), scale: scale.log ? "log" : "linear", max: String(maxCount) });
+
+  let width = 0;
+  const plotH = height - padT - padB;
+  const xOf = (v: number) => padL + scale.pos(v) * (width - padL - padR);
+  const yOf = (c: number) => padT + plotH - (c / maxCount) * plotH;
+  const draw = () => {
+    width = Math.max(300, box.clientWidth || parent.clientWidth || 600);
+    const ctx = sizedCanvas(canvas, width, height);
+    const fg = css("--fg-muted");
+    for (const b of bars) {
+      const l = xOf(b.lower), r = xOf(b.upper), top = yOf(b.count);
+      ctx.fillStyle = opts.color + "99";
+      ctx.fillRect(l, top, Math.max(1, r - l), padT + plotH - top);
+      ctx.strokeStyle = opts.color;
+      ctx.strokeRect(l + 0.5, top + 0.5, Math.max(1, r - l - 1), padT + plotH - top - 1);
+    }
+    ctx.fillStyle = fg;
+    ctx.textBaseline = "middle";
+    for (const c of [0, maxCount / 2, maxCount]) {
+      const txt = fmtNum(c, 4);
+      ctx.fillText(txt, padL - 6 - ctx.measureText(txt).width, yOf(c));
+    }
+    ctx.textBaseline = "alphabetic";
+    let lastRight = -Infinity;
+    for (const v of scale.ticks()) {
+      const txt = fmtNum(v, 3), w = ctx.measureText(txt).width;
+      const x = Math.min(width - padR - w, Math.max(padL, xOf(v) - w / 2));
+      if (x < lastRight + 6) continue;
+      ctx.fillText(txt, x, height - 6);
+      lastRight = x + w;
+    }
+  };
+  draw();
+  const ro = new ResizeObserver(() => {
+    if (box.clientWidth > 0 && Math.abs(box.clientWidth - width) > 2) draw();
+  });
+  ro.observe(box);
+  canvas.addEventListener("mousemove", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const x = e.clientX - r.left, y = e.clientY - r.top;
+    const b = bars.find((b) => x >= xOf(b.lower) - 0.5 && x <= xOf(b.upper) + 0.5);
+    if (!b) {
+      tooltip.hidden = true;
+      return;
+    }
+    tooltip.replaceChildren(h("div", null, bucketText(b, fmtBound), ": ", h("b", null, fmtNum(b.count))));
+    placeTooltip(tooltip, x, y, width);
   });
   canvas.addEventListener("mouseleave", () => (tooltip.hidden = true));
   return { el: wrap, destroy: () => ro.disconnect() };

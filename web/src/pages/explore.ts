@@ -1,10 +1,12 @@
 // Explore: a PromQL editor with completion (metric names, label names and
 // values, functions), graph (query_range) and table (instant query) views;
-// the query, range and view live in the URL so it can be shared.
-import { getData, instantQuery, num, rangeQuery, type PromSeries } from "../api";
-import { lineChart } from "../chart";
+// the query, range and view live in the URL so it can be shared. Native
+// histograms show as a heatmap per series (graph) or bars (table).
+import { getData, instantQuery, rangeQuery, seriesPoints, type PromSeries } from "../api";
+import { lineChart, PALETTE } from "../chart";
 import { h } from "../dom";
-import { fmtTime, labelsText, parseDuration, unitOf } from "../format";
+import { fmtNum, fmtTime, labelsText, parseDuration, unitOf } from "../format";
+import { histogramBars, histogramHeatmap, type HistView } from "../histogram";
 import type { PageContext } from "../main";
 import { AGGREGATIONS, FUNCTIONS, KEYWORDS } from "../promql";
 import { errorNotice } from "./common";
@@ -152,7 +154,15 @@ export function renderExplore(ctx: PageContext): () => void {
   };
   drawTabs();
 
+  // The histogram views drawn (their resize observers), dropped on each run.
+  let views: HistView[] = [];
+  const dropViews = () => {
+    for (const v of views) v.destroy();
+    views = [];
+  };
+
   const runQuery = async () => {
+    dropViews();
     expr = ta.value.trim();
     rangeText = rangeIn.value.trim() || "1h";
     const q = new URLSearchParams();
@@ -174,19 +184,36 @@ export function renderExplore(ctx: PageContext): () => void {
       if (tab === "table") {
         const r = await instantQuery(expr);
         out.replaceChildren(resultTable(r.resultType, r.result));
+        if (r.resultType === "vector") {
+          (r.result as PromSeries[]).forEach((s, i) => {
+            const hist = seriesPoints(s).hists[0];
+            if (hist && views.length < MAX_HIST_VIEWS) views.push(histogramBars(out, hist[1], { title: labelsText(s.metric) || expr, color: PALETTE[i % PALETTE.length] }));
+          });
+        }
       } else {
         const end = Date.now() / 1000;
         const step = Math.max(1, Math.round(range / 250));
         const r = await rangeQuery(expr, end - range, end, step);
         const series = r.resultType === "matrix" ? (r.result as PromSeries[]) : [];
-        out.replaceChildren(h("div", { class: "muted" }, `${series.length} series · step ${step}s`));
-        const name = series[0]?.metric.__name__ ?? expr;
-        lineChart(out, {
-          xKind: "time",
-          unit: unitOf(name),
-          height: 320,
-          lines: series.map((s) => ({ label: labelsText(s.metric) || expr, x: (s.values ?? []).map((v) => v[0]), y: (s.values ?? []).map((v) => num(v[1])) })),
-        });
+        const points = series.map((s) => ({ s, ...seriesPoints(s) }));
+        const floats = points.filter((p) => p.floats.length > 0);
+        const hists = points.filter((p) => p.hists.length > 0);
+        const notes = [`${series.length} series`];
+        if (hists.length) notes.push(`${hists.length} with native histograms`);
+        if (hists.length > MAX_HIST_VIEWS) notes.push(`heatmaps of the first ${MAX_HIST_VIEWS}`);
+        out.replaceChildren(h("div", { class: "muted" }, `${notes.join(", ")} · step ${step}s`));
+        if (floats.length || !hists.length) {
+          const name = series[0]?.metric.__name__ ?? expr;
+          lineChart(out, {
+            xKind: "time",
+            unit: unitOf(name),
+            height: 320,
+            lines: floats.map((p) => ({ label: labelsText(p.s.metric) || expr, x: p.floats.map((v) => v[0]), y: p.floats.map((v) => v[1]) })),
+          });
+        }
+        for (const p of hists.slice(0, MAX_HIST_VIEWS)) {
+          views.push(histogramHeatmap(out, p.hists, { title: labelsText(p.s.metric) || expr, start: end - range, end, step }));
+        }
       }
     } catch (e) {
       out.replaceChildren(errorNotice("query", e));
@@ -195,8 +222,11 @@ export function renderExplore(ctx: PageContext): () => void {
   runBtn.addEventListener("click", () => void runQuery());
   if (expr) void runQuery();
   else out.appendChild(h("p", { class: "muted" }, "Type a PromQL expression and press Enter."));
-  return () => {};
+  return dropViews;
 }
+
+// Heatmaps (or bars) drawn for at most this many histogram series.
+const MAX_HIST_VIEWS = 20;
 
 function resultTable(type: string, result: unknown): HTMLElement {
   if (type === "scalar" || type === "string") {
@@ -210,6 +240,11 @@ function resultTable(type: string, result: unknown): HTMLElement {
     { id: "result-table" },
     h("thead", null, h("tr", null, h("th", null, "series"), h("th", { class: "num" }, "value"))),
     h("tbody", null, series.map((s) => {
+      const hist = seriesPoints(s).hists.at(-1);
+      if (hist && !s.value && !s.values?.length) {
+        const text = `histogram: count ${fmtNum(hist[1].count)}, sum ${fmtNum(hist[1].sum)}, ${hist[1].buckets.length} buckets`;
+        return h("tr", { "data-kind": "histogram" }, h("td", { class: "mono" }, labelsText(s.metric) || "{}"), h("td", { class: "num", "data-value": String(hist[1].count) }, text));
+      }
       const v = s.value ? s.value[1] : s.values?.[s.values.length - 1]?.[1] ?? "";
       return h("tr", null, h("td", { class: "mono" }, labelsText(s.metric) || "{}"), h("td", { class: "num", "data-value": v }, v));
     })),
