@@ -6,6 +6,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/proto_writer.h"
 #include "http/api.h"
 #include "http/format.h"
 #include "http/params.h"
@@ -273,24 +274,129 @@ void AppendLabelPair(std::string* out, bool* first, std::string_view name, std::
 
 }  // namespace
 
-// /federate, as Prometheus 2.42: for every series some match[] selects, its
+namespace {
+
+// The protobuf exposition format's content type, which Prometheus asks for
+// (first) when it scrapes native histograms.
+constexpr std::string_view kProtoDelimited =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
+
+bool WantsProtobuf(std::string_view accept) {
+  return accept.find("application/vnd.google.protobuf") != std::string_view::npos &&
+         accept.find("io.prometheus.client.MetricFamily") != std::string_view::npos &&
+         accept.find("encoding=delimited") != std::string_view::npos;
+}
+
+// The newest sample of a federated series: a float, or a native histogram.
+struct FederatedPoint {
+  model::Labels labels;
+  int64_t t = 0;
+  double v = 0;
+  std::shared_ptr<const model::FloatHistogram> h;
+  // Family order within a name: floats, then counter, then gauge histograms.
+  int kind() const {
+    if (h == nullptr) return 0;
+    return h->counter_reset_hint == model::CounterResetHint::kGauge ? 2 : 1;
+  }
+};
+
+// io.prometheus.client.Histogram of a native histogram (exponential
+// buckets, float counts) or, for custom buckets, of the classic histogram
+// it is (cumulative buckets; +Inf implied), as Prometheus's federation.
+ProtoWriter HistogramMessage(const model::FloatHistogram& h) {
+  ProtoWriter m;
+  m.Double(2, h.sum);           // sample_sum
+  m.Double(4, h.count);         // sample_count_float
+  if (h.UsesCustomBuckets()) {
+    double cumulative = 0;
+    std::vector<model::Bucket> buckets = h.PositiveBuckets();
+    size_t k = 0;
+    for (size_t i = 0; i < h.custom_values.size(); ++i) {
+      while (k < buckets.size() && buckets[k].index < static_cast<int32_t>(i)) ++k;
+      if (k < buckets.size() && buckets[k].index == static_cast<int32_t>(i)) cumulative += buckets[k].count;
+      ProtoWriter b;
+      b.Double(2, h.custom_values[i]);  // upper_bound
+      b.Double(4, cumulative);          // cumulative_count_float
+      m.Message(3, b);                  // bucket
+    }
+    return m;
+  }
+  m.SInt(5, h.schema);
+  m.Double(6, h.zero_threshold);
+  m.Double(8, h.zero_count);  // zero_count_float
+  auto spans = [&m](uint32_t field, const std::vector<model::Span>& ss) {
+    for (const model::Span& sp : ss) {
+      ProtoWriter w;
+      w.SInt(1, sp.offset);
+      w.Varint(2, sp.length);
+      m.Message(field, w);
+    }
+  };
+  spans(9, h.negative_spans);
+  m.PackedDoubles(11, h.negative_buckets);  // negative_count
+  spans(12, h.positive_spans);
+  m.PackedDoubles(14, h.positive_buckets);  // positive_count
+  return m;
+}
+
+// A custom-bucket histogram in the text format: its classic series.
+void AppendClassicHistogramText(std::string* out, std::string_view name, const std::string& labels,
+                                const model::FloatHistogram& h, int64_t t) {
+  std::string ts = " " + std::to_string(t) + "\n";
+  auto line = [&](std::string_view suffix, std::string_view le, double v) {
+    out->append(name);
+    out->append(suffix);
+    std::string l = labels;
+    if (!le.empty()) {
+      l += l.empty() ? "" : ",";
+      l += "le=\"";
+      l += le;
+      l += '"';
+    }
+    if (!l.empty()) {
+      out->push_back('{');
+      out->append(l);
+      out->push_back('}');
+    }
+    out->push_back(' ');
+    AppendExpositionFloat(out, v);
+    out->append(ts);
+  };
+  double cumulative = 0;
+  std::vector<model::Bucket> buckets = h.PositiveBuckets();
+  size_t k = 0;
+  for (size_t i = 0; i < h.custom_values.size(); ++i) {
+    while (k < buckets.size() && buckets[k].index < static_cast<int32_t>(i)) ++k;
+    if (k < buckets.size() && buckets[k].index == static_cast<int32_t>(i)) cumulative += buckets[k].count;
+    std::string le;
+    AppendExpositionFloat(&le, h.custom_values[i]);
+    line("_bucket", le, cumulative);
+  }
+  line("_bucket", "+Inf", h.count);
+  line("_sum", "", h.sum);
+  line("_count", "", h.count);
+}
+
+}  // namespace
+
+// /federate, as Prometheus: for every series some match[] selects, its
 // newest sample within the 5 m lookback (none when that one is a staleness
-// marker), in the text format with its timestamp; grouped by metric name
-// under an untyped TYPE line. External labels (and instance="") are added
-// after the series' own labels where the series lacks them.
+// marker), with its timestamp, grouped by metric name; floats untyped.
+// External labels (and instance="") are added after the series' own labels
+// where the series lacks them. A scraper that asks for the protobuf format
+// (Prometheus with native histograms on) gets it, native histograms
+// included; the text format carries floats and custom-bucket histograms
+// (as classic ones) and leaves exponential histograms out, as Prometheus.
 Response Api::Federate(const Request& req) {
   auto sets = MatchSets(req, false);
   if (!sets.ok()) return Text(400, sets.error().message());
   constexpr int64_t kLookbackMs = 5 * 60 * 1000;
   const int64_t now = NowMillis();
+  const bool proto = WantsProtobuf(req.accept);
   auto q = deps_.db->NewQuerier(now - kLookbackMs + 1, now);
   if (!q.ok()) return Text(500, q.error().message());
 
-  struct Point {
-    model::Labels labels;
-    model::Sample sample;
-  };
-  std::vector<Point> points;
+  std::vector<FederatedPoint> points;
   std::set<model::Labels> seen;
   for (const model::Matchers& m : *sets) {
     auto ss = (*q)->Select(false, storage::SelectHints{now - kLookbackMs + 1, now}, m);
@@ -299,24 +405,30 @@ Response Api::Federate(const Request& req) {
       if (sets->size() > 1 && !seen.insert(series.labels()).second) continue;
       auto it = series.Iterator();
       bool found = false;
-      model::Sample last{};
+      FederatedPoint last;
       for (bool ok = it->Seek(now - kLookbackMs + 1); ok; ok = it->Next()) {
         model::Sample s = it->At();
         if (s.t > now) break;
-        // Federation writes the text format, floats only: a native
-        // histogram is skipped (the series' last float, if any, is sent).
-        if (it->AtIsHistogram()) continue;
-        last = s;
+        last.t = s.t;
+        last.v = s.v;
+        last.h = nullptr;
+        if (it->AtIsHistogram()) last.h = std::make_shared<model::FloatHistogram>(*it->AtHistogram());
         found = true;
       }
       if (!it->Err().ok()) return Text(500, it->Err().message());
-      if (found && !model::IsStaleNaN(last.v)) points.push_back({series.labels(), last});
+      if (!found) continue;
+      if (last.h != nullptr ? model::IsStaleNaN(last.h->sum) : model::IsStaleNaN(last.v)) continue;
+      if (last.h != nullptr && !proto && !last.h->UsesCustomBuckets()) continue;
+      last.labels = series.labels();
+      points.push_back(std::move(last));
     }
     if (!ss->Err().ok()) return Text(500, ss->Err().message());
   }
-  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+  std::sort(points.begin(), points.end(), [](const FederatedPoint& a, const FederatedPoint& b) {
     std::string_view na = a.labels.MetricName(), nb = b.labels.MetricName();
-    return na != nb ? na < nb : a.labels < b.labels;
+    if (na != nb) return na < nb;
+    if (a.kind() != b.kind()) return a.kind() < b.kind();
+    return a.labels < b.labels;
   });
 
   std::vector<model::Label> external = deps_.rules ? deps_.rules->ExternalLabels().pairs() : std::vector<model::Label>{};
@@ -324,30 +436,80 @@ Response Api::Federate(const Request& req) {
     external.push_back({"instance", ""});
     std::sort(external.begin(), external.end());
   }
-  Response r;
-  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  std::string_view current;
-  for (const Point& p : points) {
-    std::string_view name = p.labels.MetricName();
-    if (name != current || &p == points.data()) {
-      r.body += "# TYPE ";
-      r.body += name;
-      r.body += " untyped\n";
-      current = name;
-    }
-    r.body += name;
-    bool first = true;
+  // The labels a federated sample carries: its own (but the name), then
+  // the external ones it lacks.
+  auto each_label = [&](const FederatedPoint& p, const auto& fn) {
     for (const model::Label& l : p.labels) {
-      if (l.name != model::kMetricName) AppendLabelPair(&r.body, &first, l.name, l.value);
+      if (l.name != model::kMetricName) fn(l.name, l.value);
     }
     for (const model::Label& l : external) {
-      if (!p.labels.Has(l.name)) AppendLabelPair(&r.body, &first, l.name, l.value);
+      if (!p.labels.Has(l.name)) fn(l.name, l.value);
     }
+  };
+
+  Response r;
+  if (proto) {
+    r.content_type = std::string(kProtoDelimited);
+    ProtoWriter family;
+    auto flush = [&] {
+      if (family.data().empty()) return;
+      PutVarint64(&r.body, family.data().size());
+      r.body += family.data();
+      family = ProtoWriter();
+    };
+    for (size_t i = 0; i < points.size(); ++i) {
+      const FederatedPoint& p = points[i];
+      if (i == 0 || p.labels.MetricName() != points[i - 1].labels.MetricName() || p.kind() != points[i - 1].kind()) {
+        flush();
+        family.Bytes(1, p.labels.MetricName());
+        // UNTYPED = 3; a custom-bucket histogram goes out as a classic one
+        // (HISTOGRAM = 4); GAUGE_HISTOGRAM = 5.
+        family.Varint(3, p.kind() == 0 ? 3 : p.kind() == 1 ? 4 : 5);
+      }
+      ProtoWriter metric;
+      each_label(p, [&](std::string_view name, std::string_view value) {
+        ProtoWriter pair;
+        pair.Bytes(1, name);
+        pair.Bytes(2, value);
+        metric.Message(1, pair);
+      });
+      if (p.h == nullptr) {
+        ProtoWriter untyped;
+        untyped.Double(1, p.v);
+        metric.Message(5, untyped);
+      } else {
+        metric.Message(7, HistogramMessage(*p.h));
+      }
+      metric.Int64(6, p.t);  // timestamp_ms
+      family.Message(4, metric);
+    }
+    flush();
+    return r;
+  }
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const FederatedPoint& p = points[i];
+    std::string_view name = p.labels.MetricName();
+    if (i == 0 || name != points[i - 1].labels.MetricName() || p.kind() != points[i - 1].kind()) {
+      r.body += "# TYPE ";
+      r.body += name;
+      r.body += p.h != nullptr ? " histogram\n" : " untyped\n";
+    }
+    std::string labels;
+    bool first = true;
+    each_label(p, [&](std::string_view n, std::string_view v) { AppendLabelPair(&labels, &first, n, v); });
+    if (p.h != nullptr) {
+      // AppendLabelPair opens with '{' and separates with ','.
+      AppendClassicHistogramText(&r.body, name, labels.empty() ? "" : labels.substr(1), *p.h, p.t);
+      continue;
+    }
+    r.body += name;
+    r.body += labels;
     if (!first) r.body += '}';
     r.body += ' ';
-    AppendExpositionFloat(&r.body, p.sample.v);
+    AppendExpositionFloat(&r.body, p.v);
     r.body += ' ';
-    r.body += std::to_string(p.sample.t);
+    r.body += std::to_string(p.t);
     r.body += '\n';
   }
   return r;

@@ -3,16 +3,70 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <set>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
 #include "base/file.h"
+#include "base/proto_reader.h"
 #include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::http {
 namespace {
 
 using nlohmann::json;
+
+// A protobuf message as text, for comparing encoded output: "field:value"
+// in order, doubles with %g, varints as numbers (zigzag not undone),
+// length-delimited fields as a nested message in braces when their path
+// ("4", "4.7", ...) is in `msgs`, packed doubles in brackets when in
+// `packed`, else as a quoted string.
+std::string DumpProto(std::string_view msg, const std::set<std::string>& msgs, const std::set<std::string>& packed,
+                      const std::string& path = "") {
+  ProtoReader r(msg);
+  std::string out;
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    if (!r.Tag(&f, &w).ok()) return out + " <bad tag>";
+    std::string here = path.empty() ? std::to_string(f) : path + "." + std::to_string(f);
+    if (!out.empty()) out += ' ';
+    out += std::to_string(f) + ":";
+    char buf[40];
+    if (w == kVarint) {
+      uint64_t v = 0;
+      (void)r.Varint(&v);
+      out += std::to_string(v);
+    } else if (w == kFixed64) {
+      uint64_t bits = 0;
+      (void)r.Fixed64(&bits);
+      double d;
+      std::memcpy(&d, &bits, 8);
+      std::snprintf(buf, sizeof buf, "%g", d);
+      out += buf;
+    } else if (w == kLen) {
+      std::string_view b;
+      (void)r.Bytes(&b);
+      if (msgs.count(here) != 0) {
+        out += "{" + DumpProto(b, msgs, packed, here) + "}";
+      } else if (packed.count(here) != 0) {
+        out += "[";
+        for (size_t i = 0; i + 8 <= b.size(); i += 8) {
+          double d;
+          std::memcpy(&d, b.data() + i, 8);
+          std::snprintf(buf, sizeof buf, i == 0 ? "%g" : " %g", d);
+          out += buf;
+        }
+        out += "]";
+      } else {
+        out += "\"" + std::string(b) + "\"";
+      }
+    } else {
+      return out + " <wire " + std::to_string(w) + ">";
+    }
+  }
+  return out;
+}
 
 class ApiTest : public ::testing::Test {
  protected:
@@ -216,6 +270,70 @@ TEST_F(ApiTest, FederateWritesNewestSamplesAsPrometheus) {
                         "\n# TYPE zz untyped\nzz{v=\"q\\\"b\\\\c\",instance=\"\"} 1e-05 " + ts(3000) + "\n");
   EXPECT_EQ(Do("GET", "/federate", {{"match[]", "up{"}}).status, 400);
   EXPECT_EQ(Do("GET", "/federate").body, "");
+}
+
+TEST_F(ApiTest, FederateServesNativeHistogramsInProtobuf) {
+  const int64_t now = NowMillis();
+  model::FloatHistogram exp;  // exponential buckets
+  exp.schema = 1;
+  exp.count = 4;
+  exp.sum = 6;
+  exp.zero_threshold = 0.5;
+  exp.zero_count = 1;
+  exp.positive_spans = {{1, 2}};
+  exp.positive_buckets = {2, 1};
+  model::FloatHistogram nhcb;  // custom buckets: federated as a classic histogram
+  nhcb.schema = model::kCustomBucketsSchema;
+  nhcb.count = 3;
+  nhcb.sum = 2.5;
+  nhcb.custom_values = {1, 5};
+  nhcb.positive_spans = {{0, 3}};
+  nhcb.positive_buckets = {1, 0, 2};
+  auto app = db_->NewAppender();
+  ASSERT_TRUE(app->AppendHistogram(0, model::Labels({{"__name__", "lat"}, {"job", "a"}}), now - 1000, exp).ok());
+  ASSERT_TRUE(app->AppendHistogram(0, model::Labels({{"__name__", "sz"}}), now - 2000, nhcb).ok());
+  ASSERT_TRUE(app->Append(0, model::Labels({{"__name__", "up"}}), now - 3000, 1).ok());
+  ASSERT_TRUE(app->Commit().ok());
+
+  Request req;
+  req.method = "GET";
+  req.path = "/federate";
+  req.params = {{"match[]", "{__name__=~\"lat|sz|up\"}"}};
+  req.accept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,"
+               "text/plain;version=0.0.4;q=0.3";
+  Response r = api_.Handle(req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited");
+  std::vector<std::string> families;
+  ProtoReader in(r.body);
+  while (!in.done()) {
+    uint64_t n = 0;
+    ASSERT_TRUE(in.Varint(&n).ok());
+    std::string_view fam = in.rest().substr(0, n);
+    ASSERT_EQ(fam.size(), n);
+    families.push_back(DumpProto(fam, {"4", "4.1", "4.5", "4.7", "4.7.3", "4.7.12"}, {"4.7.14"}));
+    in = ProtoReader(in.rest().substr(n));
+  }
+  auto t = [&](int64_t ago) { return std::to_string(now - ago); };
+  ASSERT_EQ(families.size(), 3u);
+  // lat: HISTOGRAM (4) with sum, float count, schema 1 (zigzag 2), zero
+  // threshold and count, one positive span {offset 1 (zigzag 2), length 2}
+  // and its counts.
+  EXPECT_EQ(families[0], "1:\"lat\" 3:4 4:{1:{1:\"job\" 2:\"a\"} 1:{1:\"instance\" 2:\"\"} 7:{2:6 4:4 5:2 6:0.5 8:1 "
+                         "12:{1:2 2:2} 14:[2 1]} 6:" + t(1000) + "}");
+  // sz: the classic buckets, cumulative; +Inf implied.
+  EXPECT_EQ(families[1], "1:\"sz\" 3:4 4:{1:{1:\"instance\" 2:\"\"} 7:{2:2.5 4:3 3:{2:1 4:1} 3:{2:5 4:1}} 6:" + t(2000) +
+                         "}");
+  EXPECT_EQ(families[2], "1:\"up\" 3:3 4:{1:{1:\"instance\" 2:\"\"} 5:{1:1} 6:" + t(3000) + "}");
+
+  // The text format leaves the exponential histogram out and writes the
+  // custom-bucket one as a classic histogram.
+  r = Do("GET", "/federate", {{"match[]", "{__name__=~\"lat|sz|up\"}"}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "# TYPE sz histogram\nsz_bucket{instance=\"\",le=\"1\"} 1 " + t(2000) + "\nsz_bucket{instance=\"\",le=\"5\"} 1 " +
+                        t(2000) + "\nsz_bucket{instance=\"\",le=\"+Inf\"} 3 " + t(2000) + "\nsz_sum{instance=\"\"} 2.5 " +
+                        t(2000) + "\nsz_count{instance=\"\"} 3 " + t(2000) + "\n# TYPE up untyped\nup{instance=\"\"} 1 " +
+                        t(3000) + "\n");
 }
 
 TEST_F(ApiTest, ImportHonoursTimestampAndExtraLabels) {
