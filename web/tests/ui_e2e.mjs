@@ -1,7 +1,8 @@
 // End-to-end test of the web UI: a real trainwatch serve fed with runs (runs
 // API) and GPU metrics (import API), driven by Debian's Chromium through
 // playwright-core. Each page must load with no console error and show the
-// values the APIs answer (ui_rich.mjs: rich values and artifacts).
+// values the APIs answer (ui_rich.mjs: rich values and artifacts;
+// ui_native_hist.mjs: native histograms on the Explore page).
 // Screenshots go to OUT_DIR.
 //
 // usage: node ui_e2e.mjs TRAINWATCH_BINARY OUT_DIR   (CHROMIUM=/usr/bin/chromium)
@@ -11,6 +12,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { testNativeHistograms } from "./ui_native_hist.mjs";
 import { testRich } from "./ui_rich.mjs";
 
 const [binary, outDir = fs.mkdtempSync(path.join(os.tmpdir(), "tw-ui-out-"))] = process.argv.slice(2);
@@ -408,6 +410,8 @@ try {
   await page.waitForSelector("#explore-out canvas");
   await page.screenshot({ path: path.join(outDir, "explore.png"), fullPage: true });
   console.log("ok  explore (table equals /api/v1/query)");
+  // Native histograms (the demo's, by remote write): heatmap, bars, floats of them.
+  await testNativeHistograms({ page, data, visit, check, binary, base, outDir });
 
   // Alerts: a silence created in the UI appears in /api/v2/silences, or the
   // page says the API is not available.
