@@ -1,6 +1,7 @@
 #include "scrape/config.h"
 
 #include <cctype>
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -41,6 +42,48 @@ Result<TargetGroup> ParseGroup(const YAML::Node& n, const std::string& where) {
   return g;
 }
 
+// Prometheus 3's config.ScrapeProtocolsHeaders, in its default order.
+constexpr std::pair<std::string_view, std::string_view> kProtocols[] = {
+    {"PrometheusProto", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"},
+    {"OpenMetricsText1.0.0", "application/openmetrics-text;version=1.0.0"},
+    {"OpenMetricsText0.0.1", "application/openmetrics-text;version=0.0.1"},
+    {"PrometheusText1.0.0", "text/plain;version=1.0.0;escaping=underscores"},
+    {"PrometheusText0.0.4", "text/plain;version=0.0.4"},
+};
+
+std::string SupportedProtocols() {
+  std::string r = "[";
+  for (const auto& [name, header] : kProtocols) r += (r.size() > 1 ? " " : "") + std::string(name);
+  return r + "]";
+}
+
+// scrape_protocols, scrape_native_histograms, always_scrape_classic_histograms
+// (and its Prometheus 2 name, scrape_classic_histograms).
+Status ParseProtocols(const YAML::Node& n, const std::string& w, ScrapeConfig* c) {
+  if (auto p = n["scrape_protocols"]; p && !p.IsNull()) {
+    if (!p.IsSequence()) return Err(w + ".scrape_protocols", "expected a list of protocol names");
+    for (const auto& e : p) {
+      ASSIGN_OR_RETURN(std::string s, Str(e, w + ".scrape_protocols"));
+      bool known = false;
+      for (const auto& [name, header] : kProtocols) known = known || name == s;
+      if (!known) {
+        return Err(w + ".scrape_protocols", "unknown scrape protocol \"" + s + "\", supported: " + SupportedProtocols());
+      }
+      if (std::find(c->scrape_protocols.begin(), c->scrape_protocols.end(), s) != c->scrape_protocols.end()) {
+        return Err(w + ".scrape_protocols", "duplicated protocol \"" + s + "\"");
+      }
+      c->scrape_protocols.push_back(s);
+    }
+  }
+  if (n["scrape_native_histograms"]) {
+    ASSIGN_OR_RETURN(c->scrape_native_histograms, Bool(n["scrape_native_histograms"], w + ".scrape_native_histograms"));
+  }
+  for (const char* k : {"always_scrape_classic_histograms", "scrape_classic_histograms"}) {
+    if (n[k]) { ASSIGN_OR_RETURN(c->always_scrape_classic_histograms, Bool(n[k], w + "." + k)); }
+  }
+  return Status::OK();
+}
+
 const std::set<std::string, std::less<>>& KnownUnsupported() {
   static const std::set<std::string, std::less<>> k = {
       "oauth2", "proxy_url", "no_proxy", "proxy_from_environment", "proxy_connect_header",
@@ -64,7 +107,8 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   static const std::set<std::string, std::less<>> kKeys = {
       "job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels",
       "honor_timestamps", "sample_limit", "target_limit", "label_limit", "label_name_length_limit", "label_value_length_limit",
-      "body_size_limit", "static_configs", "file_sd_configs", "relabel_configs", "metric_relabel_configs"};
+      "body_size_limit", "static_configs", "file_sd_configs", "relabel_configs", "metric_relabel_configs",
+      "scrape_protocols", "scrape_native_histograms", "always_scrape_classic_histograms", "scrape_classic_histograms"};
   for (const auto& kv : n) {
     std::string k = kv.first.as<std::string>();
     if (kKeys.contains(k) || HttpClientConfigKeys().contains(k)) continue;
@@ -123,6 +167,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
     if (!b.ok()) return Err(w + ".body_size_limit", b.error().message());
     c.body_size_limit = *b;
   }
+  RETURN_IF_ERROR(ParseProtocols(n, w, &c));
   if (auto sc = n["static_configs"]; sc && !sc.IsNull()) {
     if (!sc.IsSequence()) return Err(w + ".static_configs", "expected a list");
     for (size_t i = 0; i < sc.size(); i++) {
@@ -163,6 +208,29 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
 }
 
 }  // namespace
+
+std::string AcceptHeaderFor(const ScrapeConfig& c) {
+  if (c.scrape_protocols.empty() && !c.scrape_native_histograms) {
+    return "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+           "text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+  }
+  std::vector<std::string_view> names;
+  if (!c.scrape_protocols.empty()) {
+    names.assign(c.scrape_protocols.begin(), c.scrape_protocols.end());
+  } else {
+    for (const auto& [name, header] : kProtocols) names.push_back(name);
+  }
+  // Prometheus's acceptHeader: q from 0.<n+1> down, then */*.
+  std::string r;
+  int weight = static_cast<int>(std::size(kProtocols)) + 1;
+  for (std::string_view name : names) {
+    for (const auto& [n, header] : kProtocols) {
+      if (n != name) continue;
+      r += std::string(header) + ";q=0." + std::to_string(weight--) + ",";
+    }
+  }
+  return r + "*/*;q=0." + std::to_string(weight);
+}
 
 std::string FormatDuration(int64_t ms) {
   if (ms == 0) return "0s";

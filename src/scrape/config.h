@@ -50,6 +50,16 @@ struct ScrapeConfig {
   std::vector<FileSdConfig> file_sd_configs;
   std::vector<RelabelConfig> relabel_configs;
   std::vector<RelabelConfig> metric_relabel_configs;
+  // scrape_protocols, in Prometheus 3's names (PrometheusProto,
+  // OpenMetricsText1.0.0, OpenMetricsText0.0.1, PrometheusText1.0.0,
+  // PrometheusText0.0.4), most preferred first, no repeats. Empty: the
+  // default, which puts PrometheusProto first when scrape_native_histograms.
+  std::vector<std::string> scrape_protocols;
+  // Native histograms of protobuf scrapes are stored as such; when false a
+  // protobuf histogram is read as its classic series.
+  bool scrape_native_histograms = false;
+  // Also the classic series of a histogram that is exposed as native too.
+  bool always_scrape_classic_histograms = false;
   HttpClientConfig http;  // basic_auth, authorization / bearer_token*, tls_config
   // The job's YAML as written, to tell whether a reload changed it.
   std::string fingerprint;
@@ -64,6 +74,12 @@ struct GlobalDefaults {
 // Prometheus knows but trainwatch does not implement (other *_sd_configs,
 // oauth2, proxy_url, ...) are logged and ignored; other keys are errors.
 Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, const GlobalDefaults& g);
+
+// The Accept header a scrape of `c` sends: Prometheus 2.42's
+// (kAcceptHeader of scrape_loop.h) when neither scrape_protocols nor
+// scrape_native_histograms is set, else Prometheus 3's for the protocols
+// ("...;q=0.6,...,*/*;q=0.1").
+std::string AcceptHeaderFor(const ScrapeConfig& c);
 
 // Prometheus's model.Duration.String(): "15s", "1m30s", "2h", "0s".
 std::string FormatDuration(int64_t ms);

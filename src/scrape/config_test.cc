@@ -139,5 +139,35 @@ TEST(Targets, FormatDuration) {
   EXPECT_EQ(FormatDuration(86400000LL * 8), "1w1d");
 }
 
+TEST(ScrapeConfig, ScrapeProtocolsAndNativeHistograms) {
+  auto r = Parse("scrape_configs: [{job_name: a},"
+                 " {job_name: b, scrape_native_histograms: true, always_scrape_classic_histograms: true},"
+                 " {job_name: c, scrape_protocols: [PrometheusText0.0.4, PrometheusProto], scrape_classic_histograms: true}]");
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(AcceptHeaderFor((*r)[0]),
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+            "text/plain;version=0.0.4;q=0.5,*/*;q=0.1");
+  EXPECT_TRUE((*r)[1].scrape_native_histograms);
+  EXPECT_TRUE((*r)[1].always_scrape_classic_histograms);
+  EXPECT_EQ(AcceptHeaderFor((*r)[1]),
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,"
+            "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,"
+            "text/plain;version=1.0.0;escaping=underscores;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1");
+  EXPECT_TRUE((*r)[2].always_scrape_classic_histograms);
+  EXPECT_EQ(AcceptHeaderFor((*r)[2]),
+            "text/plain;version=0.0.4;q=0.6,application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=0.5,*/*;q=0.4");
+  auto bad = [](const std::string& job, std::string_view want) {
+    auto e = Parse("scrape_configs: [{job_name: j, " + job + "}]");
+    ASSERT_FALSE(e.ok()) << job;
+    EXPECT_NE(e.error().message().find(want), std::string::npos) << e.error().message();
+  };
+  bad("scrape_protocols: [PrometheusProto, Proto3]", "scrape_protocols: unknown scrape protocol \"Proto3\", supported: [PrometheusProto");
+  bad("scrape_protocols: [PrometheusProto, PrometheusProto]", "scrape_protocols: duplicated protocol \"PrometheusProto\"");
+  bad("scrape_protocols: PrometheusProto", "scrape_protocols: expected a list");
+  bad("scrape_native_histograms: maybe", "scrape_native_histograms");
+  bad("always_scrape_classic_histograms: 3", "always_scrape_classic_histograms");
+}
+
 }  // namespace
 }  // namespace trainwatch::scrape

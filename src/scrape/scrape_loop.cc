@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "ingest/proto_parser.h"
 #include "model/sample.h"
 
 namespace trainwatch::scrape {
@@ -16,6 +17,16 @@ constexpr std::string_view kReportNames[5] = {"up", "scrape_duration_seconds", "
                                               "scrape_samples_post_metric_relabeling", "scrape_series_added"};
 // Cache entries not seen for this many scrapes are forgotten.
 constexpr uint64_t kCacheKeepIters = 10;
+
+// A native histogram's staleness marker: sum is the stale NaN.
+const model::FloatHistogram& StaleHistogram() {
+  static const model::FloatHistogram h = [] {
+    model::FloatHistogram x;
+    x.sum = model::StaleNaN();
+    return x;
+  }();
+  return h;
+}
 
 const char* StatusText(int code) {
   switch (code) {
@@ -38,6 +49,7 @@ ScrapeLoop::ScrapeLoop(std::shared_ptr<const ScrapeConfig> cfg, TargetSpec targe
     : cfg_(std::move(cfg)), target_(std::move(target)), db_(db) {
   public_labels_ = target_.PublicLabels();
   url_ = target_.Url(*cfg_);
+  accept_ = AcceptHeaderFor(*cfg_);
   for (int i = 0; i < 5; i++) {
     model::LabelsBuilder b(public_labels_);
     b.Set(model::kMetricName, kReportNames[i]);
@@ -105,7 +117,7 @@ Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
   std::vector<std::pair<std::string, std::string>> auth;
   RETURN_IF_ERROR(ApplyHttpAuth(c.http, client_.get(), &auth));
   httplib::Headers h = {
-      {"Accept", std::string(kAcceptHeader)},
+      {"Accept", accept_},
       {"Accept-Encoding", "gzip"},
       {"User-Agent", "trainwatch"},
       {"X-Prometheus-Scrape-Timeout-Seconds", fmt::format("{}", static_cast<double>(c.scrape_timeout_ms) / 1000)},
@@ -218,7 +230,7 @@ void ScrapeLoop::AppendStale(storage::Appender* app, int64_t t) {
   for (Node* n : order_) {
     auto& [text, e] = *n;
     if (e.last_iter == prev_success_ && !e.dropped && e.stale_tracked) {
-      Status s = AppendEntry(app, &e, t, model::StaleNaN());
+      Status s = e.histogram ? AppendHistEntry(app, &e, t, StaleHistogram()) : AppendEntry(app, &e, t, model::StaleNaN());
       if (!s.ok()) TW_LOG(Warn, "scrape {}: stale marker for {}: {}", url_, text, s.ToString());
     }
   }
@@ -303,6 +315,7 @@ Status ScrapeLoop::NewEntry(const ingest::TextSample& s, Entry* e) {
 
 Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std::string_view content_type, int64_t t,
                               ScrapeCounts* counts) {
+  if (ingest::IsProtobufContentType(content_type)) return AppendProtoBody(app, body, t, counts);
   const ScrapeConfig& c = *cfg_;
   ingest::ParseOptions po;
   po.format = ingest::FormatFromContentType(content_type);

@@ -107,6 +107,7 @@ class ScrapeLoop {
     uint32_t pos = 0;         // index in order_ (when in it)
     bool dropped = false;
     bool stale_tracked = true;  // false for samples with explicit timestamps
+    bool histogram = false;     // its last sample was a native histogram: stale markers are histograms
   };
   struct Hash {
     using is_transparent = void;
@@ -118,17 +119,22 @@ class ScrapeLoop {
   // Appends the body's samples; on error the caller rolls back.
   Status AppendBody(storage::Appender* app, std::string_view body, std::string_view content_type, int64_t t,
                     ScrapeCounts* counts);
+  // AppendBody for the protobuf exposition format (scrape_proto.cc).
+  Status AppendProtoBody(storage::Appender* app, std::string_view body, int64_t t, ScrapeCounts* counts);
   Status NewEntry(const ingest::TextSample& s, Entry* e);
   void AppendStale(storage::Appender* app, int64_t t);
   void AppendReport(storage::Appender* app, int64_t t, bool up, double duration_s, const ScrapeCounts& c);
   void AppendOne(storage::Appender* app, storage::SeriesRef* ref, const model::Labels& labels, int64_t t, double v);
   // AppendOne of a cache entry: by ref, else with its decoded labels.
   Status AppendEntry(storage::Appender* app, Entry* e, int64_t t, double v);
+  // The same for a native histogram sample.
+  Status AppendHistEntry(storage::Appender* app, Entry* e, int64_t t, const model::FloatHistogram& h);
 
   std::shared_ptr<const ScrapeConfig> cfg_;
   TargetSpec target_;
   model::Labels public_labels_;
   std::string url_;
+  std::string accept_;  // the Accept header (AcceptHeaderFor)
   storage::Appendable* db_;
   std::unique_ptr<httplib::Client> client_;
 

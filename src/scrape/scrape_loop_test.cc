@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "ingest/proto_enc_test_util.h"
 #include "model/sample.h"
 #include "scrape/manager.h"
 #include "tsdb/temp_db_test_util.h"
@@ -439,6 +440,94 @@ TEST(Manager, FileSdChangesArePickedUp) {
   m.Stop();
   (void)file::RemoveAll(dir);
 }
+
+
+namespace proto_test {
+
+using ingest::Enc;
+
+std::string Delimited(const std::string& m) { return Enc().Varint(m.size()).b + m; }
+
+// A gauge "g" and, when `hist`, a native histogram "h" (schema 0, one
+// positive bucket of 3 at index 1, zero bucket 1) with classic buckets.
+std::string Body(bool hist) {
+  std::string body = Delimited(Enc().Len(1, "g").Tag(3, 0).Varint(1).Len(4, Enc().Len(2, Enc().Double(1, 4).b).b).b);
+  if (hist) {
+    std::string h = Enc()
+                        .Tag(1, 0).Varint(4).Double(2, 6).Tag(5, 0).Varint(0).Double(6, 1e-3).Tag(7, 0).Varint(1)
+                        .Len(12, Enc().Tag(1, 0).Varint(2).Tag(2, 0).Varint(1).b)  // offset 1, length 1
+                        .Len(13, Enc().Varint(6).b)                                 // delta 3 (zigzag 6)
+                        .Len(3, Enc().Tag(1, 0).Varint(1).Double(2, 1).b)
+                        .b;
+    body += Delimited(Enc().Len(1, "h").Tag(3, 0).Varint(4).Len(4, Enc().Len(7, h).b).b);
+  }
+  return body;
+}
+
+constexpr const char* kProtoType = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
+
+// (t, histogram) samples of series `l`.
+std::vector<std::pair<int64_t, model::FloatHistogram>> Hists(tsdb::testing::TempDB& db, const model::Labels& l) {
+  std::vector<std::pair<int64_t, model::FloatHistogram>> out;
+  auto q = db->NewQuerier(model::kMinTime, model::kMaxTime);
+  auto m = model::Matcher::Make(model::MatchType::kEqual, "__name__", std::string(l.Get("__name__")));
+  auto set = (*q)->Select(true, {}, {*m});
+  while (set->Next()) {
+    if (set->At().labels() != l) continue;
+    auto it = set->At().Iterator();
+    while (it->Next()) {
+      if (it->AtIsHistogram()) out.emplace_back(it->At().t, *it->AtHistogram());
+    }
+  }
+  return out;
+}
+
+TEST(ScrapeLoop, ProtobufNativeHistogramsAndTheirStaleMarkers) {
+  tsdb::testing::TempDB db;
+  auto loop = MakeLoop(Config(std::string(kJob) + ", scrape_native_histograms: true}"), db);
+  loop->ProcessScrape(Status::OK(), Body(true), kProtoType, 1000, 0);
+  EXPECT_EQ(loop->state().last_error, "");
+  Data d = db.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "g"}})), 4);
+  EXPECT_EQ(Last(d, L({{"__name__", "scrape_samples_scraped"}})), 2);
+  EXPECT_EQ(d.count(L({{"__name__", "h_count"}})), 0u);  // classic series not kept by default
+  auto h = Hists(db, L({{"__name__", "h"}}));
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].second.count, 4);
+  EXPECT_EQ(h[0].second.zero_count, 1);
+  EXPECT_EQ(h[0].second.positive_buckets, (std::vector<double>{3}));
+  EXPECT_EQ(loop->metadata().at("h").type, "histogram");
+  loop->ProcessScrape(Status::OK(), Body(true), kProtoType, 2000, 0);
+  // The histogram goes away: its stale marker is a histogram with a stale sum.
+  loop->ProcessScrape(Status::OK(), Body(false), kProtoType, 3000, 0);
+  h = Hists(db, L({{"__name__", "h"}}));
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[2].first, 3000);
+  EXPECT_TRUE(model::IsStaleNaN(h[2].second.sum));
+  // A malformed body fails the scrape with the parser's error.
+  loop->ProcessScrape(Status::OK(), "\x05\x0a", kProtoType, 4000, 0);
+  EXPECT_NE(loop->state().last_error.find("offset 0"), std::string::npos) << loop->state().last_error;
+}
+
+TEST(ScrapeLoop, ProtobufClassicSeriesByConfig) {
+  tsdb::testing::TempDB db;
+  auto both = MakeLoop(Config(std::string(kJob) + ", scrape_native_histograms: true, always_scrape_classic_histograms: true}"), db);
+  both->ProcessScrape(Status::OK(), Body(true), kProtoType, 1000, 0);
+  Data d = db.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "h_count"}})), 4);
+  EXPECT_EQ(Last(d, L({{"__name__", "h_bucket"}, {"le", "1.0"}})), 1);
+  EXPECT_EQ(Last(d, L({{"__name__", "h_bucket"}, {"le", "+Inf"}})), 4);
+  EXPECT_EQ(Hists(db, L({{"__name__", "h"}})).size(), 1u);
+
+  tsdb::testing::TempDB db2;
+  auto classic = MakeLoop(Config(std::string(kJob) + "}"), db2);  // native histograms off: classic only
+  classic->ProcessScrape(Status::OK(), Body(true), kProtoType, 1000, 0);
+  d = db2.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "h_sum"}})), 6);
+  EXPECT_EQ(Hists(db2, L({{"__name__", "h"}})).size(), 0u);
+}
+
+}  // namespace proto_test
 
 }  // namespace
 }  // namespace trainwatch::scrape
