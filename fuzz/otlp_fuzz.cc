@@ -3,7 +3,8 @@
 // Input: a mode byte, then the body. Mode bit 0 clear: protobuf; set: JSON.
 // Bit 1 set: with a delta accumulator (committed after each input).
 // Invariants: an error explains itself; an accepted body appends exactly
-// stats().samples samples, every series' labels pass
+// stats().samples samples (native histograms included, each valid), every
+// series' labels pass
 // model::CheckSeriesLabels (what the head checks), and it never rejects
 // more points than it read.
 
@@ -25,6 +26,14 @@ class CheckingAppender final : public trainwatch::storage::Appender {
   trainwatch::Result<trainwatch::storage::SeriesRef> Append(trainwatch::storage::SeriesRef,
                                                            const trainwatch::model::Labels& labels, int64_t, double) override {
     FUZZ_CHECK(trainwatch::model::CheckSeriesLabels(labels).ok(), "accepted labels the head refuses: " + labels.ToString());
+    samples++;
+    return trainwatch::storage::SeriesRef{0};
+  }
+  trainwatch::Result<trainwatch::storage::SeriesRef> AppendHistogram(trainwatch::storage::SeriesRef,
+                                                                    const trainwatch::model::Labels& labels, int64_t,
+                                                                    const trainwatch::model::FloatHistogram& h) override {
+    FUZZ_CHECK(trainwatch::model::CheckSeriesLabels(labels).ok(), "accepted labels the head refuses: " + labels.ToString());
+    FUZZ_CHECK(h.Validate().ok(), "accepted a histogram the head refuses: " + h.Validate().ToString());
     samples++;
     return trainwatch::storage::SeriesRef{0};
   }

@@ -242,9 +242,6 @@ class OtlpTranslator {
         m.temporality != kDelta && m.temporality != kCumulative) {
       return Reject(m, m.points.size(), "aggregation temporality unspecified");
     }
-    if (delta && m.kind == Kind::kExpHistogram) {
-      return Reject(m, m.points.size(), "delta exponential histograms are not supported (cumulative ones are)");
-    }
     if (delta && deltas_ == nullptr) return Reject(m, m.points.size(), "delta temporality is not accepted here");
     OtlpMetricType type = OtlpMetricType::kGauge;
     switch (m.kind) {
@@ -277,6 +274,7 @@ class OtlpTranslator {
     for (const Attr& a : p.attrs) {
       if (!IsValidUtf8(a.value) || !IsValidUtf8(a.key)) return Reject(m, 1, "attribute " + a.key.substr(0, 100) + " is not valid UTF-8");
     }
+    if (m.kind == Kind::kExpHistogram) return AddExpPoint(m, name, p, delta, t, stale);
     std::vector<Sample> out;
     switch (m.kind) {
       case Kind::kGauge:
@@ -301,40 +299,12 @@ class OtlpTranslator {
         if (p.has_sum) out.push_back({name + "_sum", {}, p.sum});
         break;
       }
-      case Kind::kExpHistogram: {
-        if (p.scale < -10 || p.scale > 20) return Reject(m, 1, "scale " + std::to_string(p.scale) + " outside -10..20");
-        if (p.bucket_counts.size() + p.neg_counts.size() > kMaxExpBuckets) {
-          return Reject(m, 1, "more than " + std::to_string(kMaxExpBuckets) + " buckets");
-        }
-        // Bucket index i holds (base^i, base^(i+1)], base = 2^(2^-scale);
-        // negative buckets mirror them. Classic buckets: cumulative from the
-        // most negative upper bound.
-        auto bound = [&](int64_t i) { return std::exp2(std::ldexp(static_cast<double>(i), -p.scale)); };
-        uint64_t cum = 0;
-        for (size_t k = p.neg_counts.size(); k-- > 0;) {
-          cum += p.neg_counts[k];
-          const double le = -bound(int64_t{p.neg_offset} + static_cast<int64_t>(k));
-          if (std::isinf(le)) continue;  // beyond a double: counted in the next bucket
-          out.push_back({name + "_bucket", {"le", FormatFixed(le)}, static_cast<double>(cum)});
-        }
-        cum += p.zero_count;
-        out.push_back({name + "_bucket", {"le", FormatFixed(p.zero_threshold)}, static_cast<double>(cum)});
-        for (size_t k = 0; k < p.bucket_counts.size(); k++) {
-          cum += p.bucket_counts[k];
-          const double le = bound(int64_t{p.offset} + static_cast<int64_t>(k) + 1);
-          if (le <= p.zero_threshold || std::isinf(le)) continue;  // inside the zero bucket, or past +Inf's
-          out.push_back({name + "_bucket", {"le", FormatFixed(le)}, static_cast<double>(cum)});
-        }
-        out.push_back({name + "_bucket", {"le", "+Inf"}, static_cast<double>(p.count)});
-        out.push_back({name + "_count", {}, static_cast<double>(p.count)});
-        if (p.has_sum) out.push_back({name + "_sum", {}, p.sum});
-        break;
-      }
       case Kind::kSummary:
         for (auto [q, v] : p.quantiles) out.push_back({name, {"quantile", FormatFixed(q)}, v});
         out.push_back({name + "_count", {}, static_cast<double>(p.count)});
         out.push_back({name + "_sum", {}, p.sum});
         break;
+      case Kind::kExpHistogram:
       case Kind::kNone:
         break;
     }
@@ -371,6 +341,91 @@ class OtlpTranslator {
     double v;
   };
   static constexpr size_t kMaxExpBuckets = 4096;
+  // Prometheus's defaultZeroThreshold: OTLP's zero_threshold is not used
+  // (a TODO in histograms.go), so queries answer as Prometheus's do.
+  static constexpr double kZeroThreshold = 1e-128;
+
+  // An exponential histogram point as one native histogram sample
+  // (Prometheus's exponentialToNativeHistogram).
+  Status AddExpPoint(const Metric& m, const std::string& name, const Point& p, bool delta, int64_t t, bool stale) {
+    if (p.scale < model::kExponentialSchemaMin) {
+      return Reject(m, 1, "cannot convert exponential to native histogram: scale must be >= -4, was " + std::to_string(p.scale));
+    }
+    if (p.bucket_counts.size() + p.neg_counts.size() > kMaxExpBuckets) {
+      return Reject(m, 1, "more than " + std::to_string(kMaxExpBuckets) + " buckets");
+    }
+    // Indexes are shifted right by scale_down; past 40 every one is 0 or -1.
+    const int32_t scale_down = std::min(std::max(p.scale - model::kExponentialSchemaMax, 0), 40);
+    model::FloatHistogram h;
+    h.schema = std::min(p.scale, model::kExponentialSchemaMax);
+    h.zero_threshold = kZeroThreshold;
+    h.zero_count = static_cast<double>(p.zero_count);
+    if (!ExpLayout(p.bucket_counts, p.offset, scale_down, &h.positive_spans, &h.positive_buckets) ||
+        !ExpLayout(p.neg_counts, p.neg_offset, scale_down, &h.negative_spans, &h.negative_buckets)) {
+      return Reject(m, 1, "bucket offset out of range");
+    }
+    if (stale) {
+      h.sum = h.count = model::StaleNaN();
+    } else {
+      h.count = static_cast<double>(p.count);
+      h.sum = p.has_sum ? p.sum : 0;
+      if (Status st = h.Validate(); !st.ok()) return Reject(m, 1, st.message());
+    }
+    model::Labels base;
+    if (!BaseLabels(p.attrs, &base)) return Reject(m, 1, "a resource attribute is not valid UTF-8");
+    const model::Labels labels = Named(base, name, {});
+    if (delta && !stale) {
+      if (!b_->delta_lock_.owns_lock()) {
+        b_->delta_lock_ = deltas_->Lock();
+        b_->deltas_ = deltas_;
+      }
+      key_.clear();
+      model::AppendEncodedLabels(labels, &key_);
+      // Both sides exponential: AddHistogram fails only on time.
+      if (!deltas_->AddHistogram(key_, t, h, &b_->hist_pending_, &h)) {
+        return Reject(m, 1, "delta point not after the series' previous point");
+      }
+    }
+    RETURN_IF_ERROR(Emit(labels, t, 0, &h));
+    first_ms_ = std::min(first_ms_, t);
+    last_ms_ = std::max(last_ms_, t);
+    return Status::OK();
+  }
+
+  // Prometheus's convertBucketsLayout (histograms.go) with absolute counts:
+  // OTLP bucket i holds (base^(offset+i), base^(offset+i+1)], Prometheus's
+  // index offset+i+1; 2^scale_down neighbours merge into one. The first span
+  // starts at the first index; an empty bucket is kept only as the last one
+  // or inside a gap of at most 2 (filled with zeros), a longer gap starts a
+  // new span. Unlike Go's, merged buckets after an empty run stay at their
+  // own index. False when an index leaves the int32 range.
+  static bool ExpLayout(const std::vector<uint64_t>& counts, int32_t offset, int32_t scale_down,
+                        std::vector<model::Span>* spans, std::vector<double>* buckets) {
+    if (counts.empty()) return true;
+    auto index = [&](size_t i) { return ((int64_t{offset} + static_cast<int64_t>(i)) >> scale_down) + 1; };
+    const int64_t first = index(0);
+    if (first > INT32_MAX || index(counts.size() - 1) > INT32_MAX) return false;
+    spans->push_back({static_cast<int32_t>(first), 0});
+    int64_t last = first - 1;  // index of the last bucket kept
+    size_t i = 0;
+    while (i < counts.size()) {
+      const int64_t idx = index(i);
+      double c = 0;
+      for (; i < counts.size() && index(i) == idx; i++) c += static_cast<double>(counts[i]);
+      if (c == 0 && i < counts.size()) continue;
+      const int64_t gap = idx - last - 1;
+      if (gap > 2) {
+        spans->push_back({static_cast<int32_t>(gap), 0});
+      } else {
+        for (int64_t g = 0; g < gap; g++) buckets->push_back(0);
+        spans->back().length += static_cast<uint32_t>(gap);
+      }
+      spans->back().length++;
+      buckets->push_back(c);
+      last = idx;
+    }
+    return true;
+  }
 
   // A point's labels but the metric name, built once for all its series:
   // its attributes (names translated, values of colliding names joined with
@@ -410,7 +465,8 @@ class OtlpTranslator {
     return b.Build();
   }
 
-  Status Emit(const model::Labels& labels, int64_t t, double v) {
+  // A float sample, or the native histogram *h.
+  Status Emit(const model::Labels& labels, int64_t t, double v, const model::FloatHistogram* h = nullptr) {
     key_.clear();
     model::AppendEncodedLabels(labels, &key_);
     auto [it, inserted] = b_->index_.try_emplace(key_, static_cast<uint32_t>(b_->series_.size()));
@@ -418,8 +474,12 @@ class OtlpTranslator {
       if (!limits_.SeriesOk(b_->series_.size() + 1)) return limits_.TooManySeries();
       b_->series_.push_back({labels, 0});
     }
-    if (!limits_.SamplesOk(b_->samples_.size() + 1)) return limits_.TooManySamples();
-    b_->samples_.push_back({it->second, t, v});
+    if (!limits_.SamplesOk(b_->samples_.size() + b_->hist_samples_.size() + 1)) return limits_.TooManySamples();
+    if (h != nullptr) {
+      b_->hist_samples_.push_back({it->second, t, *h});
+    } else {
+      b_->samples_.push_back({it->second, t, v});
+    }
     return Status::OK();
   }
 
@@ -826,7 +886,8 @@ Status OtlpBatch::ParseProto(std::string_view body, int64_t now_ms, const Reques
     }));
     return tr.EndResource();
   }));
-  stats_.samples = samples_.size();
+  stats_.histograms = hist_samples_.size();
+  stats_.samples = samples_.size() + hist_samples_.size();
   stats_.series = series_.size();
   return Status::OK();
 }
@@ -1165,7 +1226,8 @@ Status OtlpBatch::ParseJson(std::string_view body, int64_t now_ms, const Request
     }
     RETURN_IF_ERROR(tr.EndResource());
   }
-  stats_.samples = samples_.size();
+  stats_.histograms = hist_samples_.size();
+  stats_.samples = samples_.size() + hist_samples_.size();
   stats_.series = series_.size();
   return Status::OK();
 }
@@ -1181,13 +1243,21 @@ Status OtlpBatch::AppendTo(storage::Appender* app) {
     if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
     s.ref = *ref;
   }
+  for (const HistSample& e : hist_samples_) {
+    Series& s = series_[e.series];
+    auto ref = app->AppendHistogram(s.ref, s.labels, e.t, e.h);
+    if (!ref.ok() && refusals_.Take(ref.error())) continue;
+    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
+    s.ref = *ref;
+  }
   return Status::OK();
 }
 
 void OtlpBatch::Committed(int64_t now_ms) {
   if (!delta_lock_.owns_lock()) return;
-  deltas_->Apply(pending_, now_ms);
+  deltas_->Apply(pending_, hist_pending_, now_ms);
   pending_.clear();
+  hist_pending_.clear();
   delta_lock_.unlock();
 }
 
@@ -1210,21 +1280,56 @@ bool OtlpDeltas::Add(const std::string& key, int64_t t, double delta, std::vecto
   return true;
 }
 
-void OtlpDeltas::Apply(const std::vector<Update>& pending, int64_t now_ms) {
-  for (const Update& u : pending) totals_[u.key] = Entry{u.t, u.total};
-  // Forget series not written for an hour (by their points' time), and
-  // beyond the bound the oldest half.
-  if (now_ms - last_sweep_ms_ < 60 * 1000 && totals_.size() <= kMaxEntries) return;
-  last_sweep_ms_ = now_ms;
-  std::erase_if(totals_, [&](const auto& kv) { return now_ms - kv.second.t > kForgetAfterMs; });
-  if (totals_.size() > kMaxEntries) {
-    std::vector<int64_t> ts;
-    ts.reserve(totals_.size());
-    for (const auto& kv : totals_) ts.push_back(kv.second.t);
-    std::nth_element(ts.begin(), ts.begin() + static_cast<ptrdiff_t>(ts.size() / 2), ts.end());
-    const int64_t cut = ts[ts.size() / 2];
-    std::erase_if(totals_, [&](const auto& kv) { return kv.second.t < cut; });
+bool OtlpDeltas::AddHistogram(const std::string& key, int64_t t, const model::FloatHistogram& delta,
+                              std::vector<HistUpdate>* pending, model::FloatHistogram* total) {
+  const model::FloatHistogram* base = nullptr;
+  for (auto it = pending->rbegin(); it != pending->rend() && base == nullptr; ++it) {
+    if (it->key != key) continue;
+    if (t <= it->t) return false;
+    base = &it->total;
   }
+  if (base == nullptr) {
+    if (auto it = hist_totals_.find(key); it != hist_totals_.end()) {
+      if (t <= it->second.t) return false;
+      base = &it->second.total;
+    }
+  }
+  model::FloatHistogram sum = delta;
+  if (base != nullptr) {
+    sum = *base;
+    if (!sum.Add(delta).ok()) return false;
+    sum.counter_reset_hint = model::CounterResetHint::kUnknown;
+  }
+  *total = sum;
+  pending->push_back({key, t, std::move(sum)});
+  return true;
+}
+
+namespace {
+
+// Forgets series not written for an hour (by their points' time), and
+// beyond the bound the oldest half.
+template <typename Map>
+void Sweep(Map* totals, int64_t now_ms) {
+  std::erase_if(*totals, [&](const auto& kv) { return now_ms - kv.second.t > OtlpDeltas::kForgetAfterMs; });
+  if (totals->size() <= OtlpDeltas::kMaxEntries) return;
+  std::vector<int64_t> ts;
+  ts.reserve(totals->size());
+  for (const auto& kv : *totals) ts.push_back(kv.second.t);
+  std::nth_element(ts.begin(), ts.begin() + static_cast<ptrdiff_t>(ts.size() / 2), ts.end());
+  const int64_t cut = ts[ts.size() / 2];
+  std::erase_if(*totals, [&](const auto& kv) { return kv.second.t < cut; });
+}
+
+}  // namespace
+
+void OtlpDeltas::Apply(const std::vector<Update>& pending, const std::vector<HistUpdate>& hist_pending, int64_t now_ms) {
+  for (const Update& u : pending) totals_[u.key] = Entry{u.t, u.total};
+  for (const HistUpdate& u : hist_pending) hist_totals_[u.key] = HistEntry{u.t, u.total};
+  if (now_ms - last_sweep_ms_ < 60 * 1000 && totals_.size() <= kMaxEntries && hist_totals_.size() <= kMaxEntries) return;
+  last_sweep_ms_ = now_ms;
+  Sweep(&totals_, now_ms);
+  Sweep(&hist_totals_, now_ms);
 }
 
 // ---- responses ----

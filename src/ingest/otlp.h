@@ -19,19 +19,24 @@
 //   and last point.
 // - Gauges and sums are samples; histograms are classic `_bucket{le}`,
 //   `_count` and `_sum` series; summaries `{quantile}`, `_count`, `_sum`.
-//   Exponential histograms are stored as classic buckets at their exact
-//   boundaries (base^i, zero bucket at the zero threshold) until native
-//   histograms are stored (docs/compatibility.md).
-// - Delta sums and delta explicit histograms are made cumulative by
-//   OtlpDeltas (a running total per series, kept in memory: a server
-//   restart is a counter reset, which rate() and increase() handle). A
-//   point not newer than its series' last one is rejected.
-// - A point with the "no recorded value" flag is a staleness marker.
+//   Exponential histograms are native histograms as Prometheus 3's
+//   otlptranslator makes them (histograms.go): scale is the schema (above 8
+//   downscaled to 8 by merging buckets, below -4 rejected), offset and
+//   bucket counts become spans (gaps over 2 buckets start a new span), the
+//   zero threshold is Prometheus's 1e-128 (OTLP's is ignored, as there), an
+//   absent sum is 0, the counter reset hint unknown.
+// - Delta sums, delta explicit and delta exponential histograms are made
+//   cumulative by OtlpDeltas (a running total per series, kept in memory: a
+//   server restart is a counter reset, which rate() and increase() handle;
+//   histograms are added as FloatHistogram::Add does, at the lower schema).
+//   A point not newer than its series' last one is rejected.
+// - A point with the "no recorded value" flag is a staleness marker (for a
+//   native histogram: sum and count the stale NaN).
 //
 // A body that does not decode is refused whole (InvalidArgument naming the
 // byte offset or JSON field). Points that decode but cannot be stored (an
 // unspecified temporality, bucket counts that do not match the bounds, a
-// delta exponential histogram) are left out and reported as OTLP's partial
+// exponential scale below -4) are left out and reported as OTLP's partial
 // success (rejected count and the first reason); the rest is stored.
 
 #include <cstdint>
@@ -43,6 +48,7 @@
 
 #include "base/status.h"
 #include "ingest/refusals.h"
+#include "model/histogram.h"
 #include "model/labels.h"
 #include "storage/storage.h"
 
@@ -70,16 +76,25 @@ class OtlpDeltas {
     int64_t t;
     double total;
   };
+  struct HistUpdate {
+    std::string key;
+    int64_t t;
+    model::FloatHistogram total;
+  };
   std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(mu_); }
   // REQUIRES: Lock() held. The cumulative value of the series `key` at `t`
   // after adding `delta`, or false when `t` is not after its last point
   // (pending points of this request included).
   bool Add(const std::string& key, int64_t t, double delta, std::vector<Update>* pending, double* total);
+  // REQUIRES: Lock() held. As Add for a native histogram; also false when
+  // the delta cannot be added (custom and exponential buckets mixed).
+  bool AddHistogram(const std::string& key, int64_t t, const model::FloatHistogram& delta,
+                    std::vector<HistUpdate>* pending, model::FloatHistogram* total);
   // REQUIRES: Lock() held. Records a committed request's totals.
-  void Apply(const std::vector<Update>& pending, int64_t now_ms);
+  void Apply(const std::vector<Update>& pending, const std::vector<HistUpdate>& hist_pending, int64_t now_ms);
   size_t size() {
     auto l = Lock();
-    return totals_.size();
+    return totals_.size() + hist_totals_.size();
   }
 
  private:
@@ -88,12 +103,18 @@ class OtlpDeltas {
     double total;
   };
   std::mutex mu_;
+  struct HistEntry {
+    int64_t t;
+    model::FloatHistogram total;
+  };
   std::unordered_map<std::string, Entry> totals_;
+  std::unordered_map<std::string, HistEntry> hist_totals_;
   int64_t last_sweep_ms_ = 0;
 };
 
 struct OtlpStats {
-  uint64_t samples = 0;
+  uint64_t samples = 0;     // floats and native histograms
+  uint64_t histograms = 0;  // native histograms among them
   uint64_t series = 0;
   uint64_t points = 0;           // data points read
   uint64_t rejected_points = 0;  // left out (partial success)
@@ -124,13 +145,20 @@ class OtlpBatch {
     int64_t t;
     double v;
   };
+  struct HistSample {
+    uint32_t series;
+    int64_t t;
+    model::FloatHistogram h;
+  };
 
  private:
   friend class OtlpTranslator;
   std::vector<Series> series_;
   std::unordered_map<std::string, uint32_t> index_;  // serialized labels -> series_
   std::vector<Sample> samples_;
+  std::vector<HistSample> hist_samples_;
   std::vector<OtlpDeltas::Update> pending_;
+  std::vector<OtlpDeltas::HistUpdate> hist_pending_;
   OtlpDeltas* deltas_ = nullptr;
   std::unique_lock<std::mutex> delta_lock_;  // deltas_'s, held from the first delta point
   OtlpStats stats_;

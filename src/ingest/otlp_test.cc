@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -107,10 +108,23 @@ std::string Request(const std::vector<std::string>& resource_attrs, const std::v
 // What a batch would store: {name="value", ...} in label order -> [(t, v)].
 using Stored = std::map<std::string, std::vector<std::pair<int64_t, double>>>;
 
+// Native histograms a batch would store, by labels as in Stored.
+using StoredH = std::map<std::string, std::vector<std::pair<int64_t, model::FloatHistogram>>>;
+
 class Capture : public storage::Appender {
  public:
-  explicit Capture(Stored* out) : out_(out) {}
+  explicit Capture(Stored* out, StoredH* hout = nullptr) : out_(out), hout_(hout) {}
   Result<storage::SeriesRef> Append(storage::SeriesRef, const model::Labels& labels, int64_t t, double v) override {
+    (*out_)[Key(labels)].push_back({t, v});
+    return storage::SeriesRef{0};
+  }
+  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef, const model::Labels& labels, int64_t t,
+                                             const model::FloatHistogram& h) override {
+    EXPECT_NE(hout_, nullptr) << "unexpected histogram for " << Key(labels);
+    if (hout_ != nullptr) (*hout_)[Key(labels)].push_back({t, h});
+    return storage::SeriesRef{0};
+  }
+  static std::string Key(const model::Labels& labels) {
     std::string key = "{";
     for (const auto& l : labels) {
       if (key.size() > 1) key += ", ";
@@ -118,19 +132,38 @@ class Capture : public storage::Appender {
       for (char c : l.value) key += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
       key += '"';
     }
-    (*out_)[key + "}"].push_back({t, v});
-    return storage::SeriesRef{0};
+    return key + "}";
   }
   Status Commit() override { return Status::OK(); }
   void Rollback() override {}
 
  private:
   Stored* out_;
+  StoredH* hout_;
 };
 
-Stored Store(OtlpBatch& b) {
+// A native histogram's layout as stored, spans uncompacted:
+// "schema:S count:C sum:X zc:Z zt:T p:[offset/length ...][buckets] n:...".
+std::string Layout(const model::FloatHistogram& h) {
+  std::ostringstream o;
+  o << "schema:" << h.schema << " count:" << h.count << " sum:" << h.sum << " zc:" << h.zero_count
+    << " zt:" << h.zero_threshold;
+  auto side = [&](const char* name, const std::vector<model::Span>& spans, const std::vector<double>& buckets) {
+    if (spans.empty() && buckets.empty()) return;
+    o << " " << name << ":[";
+    for (size_t i = 0; i < spans.size(); i++) o << (i > 0 ? " " : "") << spans[i].offset << "/" << spans[i].length;
+    o << "][";
+    for (size_t i = 0; i < buckets.size(); i++) o << (i > 0 ? " " : "") << buckets[i];
+    o << "]";
+  };
+  side("p", h.positive_spans, h.positive_buckets);
+  side("n", h.negative_spans, h.negative_buckets);
+  return o.str();
+}
+
+Stored Store(OtlpBatch& b, StoredH* hs = nullptr) {
   Stored s;
-  Capture c(&s);
+  Capture c(&s, hs);
   EXPECT_TRUE(b.AppendTo(&c).ok());
   return s;
 }
@@ -190,7 +223,9 @@ TEST(OtlpProto, HistogramsAndSummaries) {
   OtlpBatch b;
   ASSERT_TRUE(b.ParseProto(body, 0, {}, nullptr).ok());
   EXPECT_EQ(b.stats().rejected_points, 0u) << b.stats().first_rejection;
-  Stored s = Store(b);
+  EXPECT_EQ(b.stats().histograms, 1u);
+  StoredH hs;
+  Stored s = Store(b, &hs);
   auto v = [&](const std::string& labels) {
     auto it = s.find(labels);
     return it == s.end() || it->second.size() != 1 ? NAN : it->second[0].second;
@@ -201,13 +236,14 @@ TEST(OtlpProto, HistogramsAndSummaries) {
   EXPECT_EQ(v("{__name__=\"step_duration_seconds_bucket\", " + j + ", le=\"+Inf\", phase=\"fwd\"}"), 6);
   EXPECT_EQ(v("{__name__=\"step_duration_seconds_count\", " + j + ", phase=\"fwd\"}"), 6);
   EXPECT_EQ(v("{__name__=\"step_duration_seconds_sum\", " + j + ", phase=\"fwd\"}"), 2.5);
-  // Exponential: cumulative over -2 (upper bound of (-2,-1]... mirrored: [-2,-1)), 0, 2, 4.
-  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"-1\"}"), 1);
-  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"0\"}"), 2);
-  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"2\"}"), 4);
-  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"4\"}"), 5);
-  EXPECT_EQ(v("{__name__=\"batch_size_bucket\", " + j + ", le=\"+Inf\"}"), 5);
-  EXPECT_EQ(v("{__name__=\"batch_size_count\", " + j + "}"), 5);
+  // Exponential: one native histogram, OTLP index i is Prometheus's i+1.
+  ASSERT_EQ(hs.size(), 1u);
+  const auto& h = hs["{__name__=\"batch_size\", " + j + "}"];
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].first, kT0Ms);
+  EXPECT_EQ(Layout(h[0].second), "schema:0 count:5 sum:4.5 zc:1 zt:1e-128 p:[1/2][2 1] n:[1/1][1]");
+  EXPECT_EQ(h[0].second.counter_reset_hint, model::CounterResetHint::kUnknown);
+  EXPECT_EQ(s.count("{__name__=\"batch_size_count\", " + j + "}"), 0u);
   EXPECT_EQ(v("{__name__=\"latency_milliseconds\", " + j + ", quantile=\"0.5\"}"), 0.2);
   EXPECT_EQ(v("{__name__=\"latency_milliseconds\", " + j + ", quantile=\"0.99\"}"), 0.9);
   EXPECT_EQ(v("{__name__=\"latency_milliseconds_count\", " + j + "}"), 10);
@@ -294,6 +330,83 @@ TEST(OtlpDeltas, RunningTotals) {
   EXPECT_EQ(deltas.size(), 1u);
 }
 
+std::string ExpPoint(uint64_t t_ns, int32_t scale, int32_t offset, const std::vector<uint64_t>& counts, uint64_t count,
+                     const double* sum, uint32_t flags = 0) {
+  auto zz = [](int32_t v) { return (static_cast<uint64_t>(static_cast<uint32_t>(v)) << 1) ^ (v < 0 ? ~uint64_t{0} : 0); };
+  Enc e;
+  e.Fixed64(3, t_ns).Fixed64(4, count);
+  if (sum != nullptr) e.Double(5, *sum);
+  e.Tag(6, 0).Varint(zz(scale) & 0xffffffffu);
+  Enc packed;
+  for (uint64_t c : counts) packed.Varint(c);
+  e.Len(8, Enc().Tag(1, 0).Varint(zz(offset) & 0xffffffffu).Len(2, packed.b).b);
+  if (flags != 0) e.Tag(10, 0).Varint(flags);
+  return e.b;
+}
+
+std::string ExpHist(const std::vector<std::string>& points, int temporality) {
+  Enc e;
+  for (const auto& p : points) e.Len(1, p);
+  return e.Tag(2, 0).Varint(temporality).b;
+}
+
+// Scales above 8 merge 2^(scale-8) buckets; gaps over 2 start a new span;
+// scales below -4 are rejected; no sum is 0; no recorded value is stale.
+TEST(OtlpProto, ExponentialHistogramLayouts) {
+  const double sum = 7;
+  const std::string body = Request(
+      {}, {Metric("down", "", 10, ExpHist({ExpPoint(kT0, 10, -3, {1, 1, 1, 1, 1}, 5, &sum)}, 2)),
+           Metric("gaps", "", 10, ExpHist({ExpPoint(kT0, 0, 0, {1, 0, 0, 0, 0, 2}, 3, nullptr)}, 2)),
+           Metric("small.gap", "", 10, ExpHist({ExpPoint(kT0, -4, -2, {1, 0, 0, 2, 0}, 3, &sum)}, 2)),
+           Metric("coarse", "", 10, ExpHist({ExpPoint(kT0, -5, 0, {1}, 1, &sum)}, 2)),
+           Metric("stale", "", 10, ExpHist({ExpPoint(kT0, 0, 0, {1}, 1, &sum, 1)}, 2)),
+           Metric("huge.scale", "", 10, ExpHist({ExpPoint(kT0, 100, 5, {1, 2}, 3, &sum)}, 2))});
+  OtlpBatch b;
+  ASSERT_TRUE(b.ParseProto(body, 0, {}, nullptr).ok());
+  EXPECT_EQ(b.stats().rejected_points, 1u);
+  EXPECT_EQ(b.stats().first_rejection,
+            "metric \"coarse\": cannot convert exponential to native histogram: scale must be >= -4, was -5");
+  StoredH hs;
+  Store(b, &hs);
+  auto expr = [&](const std::string& name) {
+    auto it = hs.find("{__name__=\"" + name + "\"}");
+    return it == hs.end() || it->second.size() != 1 ? "missing" : Layout(it->second[0].second);
+  };
+  // Indexes (-3..1 >> 2) + 1: 0,0,0,1,1.
+  EXPECT_EQ(expr("down"), "schema:8 count:5 sum:7 zc:0 zt:1e-128 p:[0/2][3 2]");
+  EXPECT_EQ(expr("gaps"), "schema:0 count:3 sum:0 zc:0 zt:1e-128 p:[1/1 4/1][1 2]");
+  // As Go's convertBucketsLayout: gaps of 2 filled, the last bucket kept empty.
+  EXPECT_EQ(expr("small_gap"), "schema:-4 count:3 sum:7 zc:0 zt:1e-128 p:[-1/5][1 0 0 2 0]");
+  EXPECT_EQ(expr("huge_scale"), "schema:8 count:3 sum:7 zc:0 zt:1e-128 p:[1/1][3]");
+  ASSERT_EQ(hs.count(R"({__name__="stale"})"), 1u);
+  EXPECT_TRUE(model::IsStaleNaN(hs[R"({__name__="stale"})"][0].second.sum));
+}
+
+// Delta exponential histograms are summed into a cumulative one per series.
+TEST(OtlpDeltas, ExponentialHistogramRunningTotals) {
+  OtlpDeltas deltas;
+  const double sum = 1;
+  auto send = [&](std::vector<std::string> points) {
+    OtlpBatch b;
+    EXPECT_TRUE(b.ParseProto(Request({}, {Metric("lat", "", 10, ExpHist(points, 1))}), 0, {}, &deltas).ok());
+    StoredH hs;
+    Store(b, &hs);
+    b.Committed(kT0Ms);
+    return std::make_pair(hs[R"({__name__="lat"})"], b.stats().rejected_points);
+  };
+  auto [h1, r1] = send({ExpPoint(kT0, 1, 0, {1, 1}, 2, &sum), ExpPoint(kT0 + 1'000'000'000, 0, 1, {3}, 3, &sum)});
+  ASSERT_EQ(h1.size(), 2u);
+  EXPECT_EQ(r1, 0u);
+  EXPECT_EQ(h1[0].second.TestExpression(), "{{schema:1 count:2 sum:1 z_bucket_w:1e-128 offset:1 buckets:[1 1]}}");
+  // Scale 1 + scale 0: the sum at scale 0; (1,2] holds 2, (2,4] 3.
+  EXPECT_EQ(h1[1].second.TestExpression(), "{{count:5 sum:2 z_bucket_w:1e-128 offset:1 buckets:[2 3]}}");
+  auto [h2, r2] = send({ExpPoint(kT0, 0, 0, {1}, 1, &sum), ExpPoint(kT0 + 2'000'000'000, 0, 0, {1}, 1, &sum)});
+  EXPECT_EQ(r2, 1u);
+  ASSERT_EQ(h2.size(), 1u);
+  EXPECT_EQ(h2[0].second.TestExpression(), "{{count:6 sum:3 z_bucket_w:1e-128 offset:1 buckets:[3 3]}}");
+  EXPECT_EQ(deltas.size(), 1u);
+}
+
 TEST(OtlpJson, TheSpecExampleAndErrors) {
   // opentelemetry-proto's examples/metrics.json, shortened.
   const std::string body = R"({"resourceMetrics": [{
@@ -314,7 +427,8 @@ TEST(OtlpJson, TheSpecExampleAndErrors) {
   Status st = b.ParseJson(body, 0, {}, nullptr);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(b.stats().rejected_points, 0u) << b.stats().first_rejection;
-  Stored s = Store(b);
+  StoredH hs;
+  Stored s = Store(b, &hs);
   const int64_t t = 1544712660300;
   EXPECT_EQ(s[R"({__name__="my_counter_total", job="my.service", my_counter_attr="some value"})"],
             (std::vector<std::pair<int64_t, double>>{{t, 5}}));
@@ -322,10 +436,10 @@ TEST(OtlpJson, TheSpecExampleAndErrors) {
   EXPECT_EQ(s[R"({__name__="my_histogram_bucket", job="my.service", le="1"})"][0].second, 1);
   EXPECT_EQ(s[R"({__name__="my_histogram_bucket", job="my.service", le="+Inf"})"][0].second, 2);
   EXPECT_EQ(s[R"({__name__="my_histogram_sum", job="my.service"})"][0].second, 2);
-  // Buckets (2,4] at index 1 and (4,8] at 2: le 4 holds 1 (zero) + 0, le 8 holds 3.
-  EXPECT_EQ(s[R"({__name__="my_exponential_histogram_bucket", job="my.service", le="0"})"][0].second, 1);
-  EXPECT_EQ(s[R"({__name__="my_exponential_histogram_bucket", job="my.service", le="4"})"][0].second, 1);
-  EXPECT_EQ(s[R"({__name__="my_exponential_histogram_bucket", job="my.service", le="8"})"][0].second, 3);
+  // OTLP buckets (2,4] (empty, kept as in Prometheus) and (4,8]: indexes 2 and 3.
+  ASSERT_EQ(hs[R"({__name__="my_exponential_histogram", job="my.service"})"].size(), 1u);
+  EXPECT_EQ(Layout(hs[R"({__name__="my_exponential_histogram", job="my.service"})"][0].second),
+            "schema:0 count:3 sum:10 zc:1 zt:1e-128 p:[2/2][0 2]");
 
   st = OtlpBatch().ParseJson(R"({"resourceMetrics": [{"scopeMetrics": [{"metrics": [
       {"name": "g", "gauge": {"dataPoints": [{"asDouble": "fast"}]}}]}]}]})", 0, {}, nullptr);

@@ -8,8 +8,9 @@ from the published schema (opentelemetry-proto, metrics/v1 and
 collector/metrics/v1; OTLP/JSON as its examples/metrics.json): protobuf,
 gzip-compressed as the collector's otlphttp exporter sends it, and JSON.
 Checks what Prometheus 3 stores for them (names with units and suffixes,
-job/instance and target_info from the resource, histograms as buckets
-histogram_quantile reads), delta sums made cumulative, partial success for
+job/instance and target_info from the resource, explicit histograms as
+buckets histogram_quantile reads, exponential histograms as native
+histograms), delta sums and histograms made cumulative, partial success for
 points that cannot be stored, clear 400/415s, and that every answered point
 survives a kill -9.
 """
@@ -120,8 +121,17 @@ class OtlpTest(unittest.TestCase):
         self.assertAlmostEqual(self.one('histogram_quantile(0.5, step_duration_seconds_bucket)'), 0.15)
         self.assertEqual(self.one('step_duration_seconds_count'), 10)
         self.assertEqual(self.one('step_duration_seconds_sum'), 2.1)
-        self.assertAlmostEqual(self.one('histogram_quantile(0.5, batch_size_bucket)'), 2 ** 0.5)
-        self.assertEqual(self.one('batch_size_bucket{le="2"}'), 8)
+        # The exponential histogram is a native one, as in Prometheus 3.
+        self.assertAlmostEqual(self.one('histogram_quantile(0.5, batch_size)'), 2 ** 0.5)
+        self.assertAlmostEqual(self.one('histogram_quantile(0.75, batch_size)'), 2 ** 0.75)
+        self.assertEqual(self.one('histogram_count(batch_size)'), 8)
+        self.assertEqual(self.one('histogram_sum(batch_size)'), 11.5)
+        self.assertEqual(self.one('histogram_fraction(0, 2, batch_size)'), 1)
+        self.assertEqual(self.query('batch_size_bucket'), {})
+        status, body = self.server.request("GET", "/api/v1/query?query=batch_size&time=%.3f" % (self.now_ms / 1000))
+        h = json.loads(body)["data"]["result"][0]["histogram"][1]
+        self.assertEqual((h["count"], h["sum"]), ("8", "11.5"))
+        self.assertEqual(h["buckets"], [[0, "1", "1.414213562373095", "4"], [0, "1.414213562373095", "2", "4"]])
         self.assertEqual(self.one('data_latency_milliseconds{quantile="0.99"}'), 0.8)
         self.assertEqual(self.one('data_latency_milliseconds_count'), 100)
         info = self.query('target_info')
@@ -135,6 +145,36 @@ class OtlpTest(unittest.TestCase):
         self.server.start()
         self.assertEqual(self.one('train_tokens_total' + job, t2), 4000)
         self.assertAlmostEqual(self.one('histogram_quantile(0.5, step_duration_seconds_bucket)'), 0.15)
+        self.assertEqual(self.one('histogram_count(batch_size)'), 8)
+
+    def exp_delta(self, t, scale, offset, counts, neg=()):
+        point = (fixed64(3, self.ns(t)) + fixed64(4, sum(counts) + sum(neg)) + double(5, float(len(counts)))
+                 + vint(6, scale * 2 if scale >= 0 else -scale * 2 - 1)
+                 + ld(8, vint(1, offset * 2) + ld(2, bytes(counts))))
+        if neg:
+            point += ld(9, vint(1, 0) + ld(2, bytes(neg)))
+        return metric("req.latency", "s", 10, ld(1, point) + vint(2, 1))
+
+    def test_delta_exponential_histograms_become_cumulative(self):
+        t = self.now_ms - 40_000
+        # Scale 10 is downscaled to 8 (4 buckets merged); then a scale 0 delta.
+        for i, m in enumerate((self.exp_delta(t, 10, 0, [1, 1, 1, 1]), self.exp_delta(t + 10_000, 0, 0, [2], [1]),
+                               self.exp_delta(t + 20_000, 0, 1, [3]))):
+            status, resp = self.post(request({"service.name": "api"}, [m]))
+            self.assertEqual(status, 200, resp)
+            self.assertEqual(resp, b"", i)
+        self.assertEqual(self.one('histogram_count(req_latency_seconds{job="api"})', t), 4)
+        self.assertEqual(self.one('histogram_count(req_latency_seconds)', t + 20_000), 10)
+        self.assertEqual(self.one('histogram_sum(req_latency_seconds)', t + 20_000), 6)
+        # (1,2]: 4 + 2, (2,4]: 3, one negative observation in [-2,-1).
+        self.assertEqual(self.one('histogram_fraction(1, 2, req_latency_seconds)', t + 20_000), 0.6)
+        self.assertEqual(self.one('histogram_fraction(-2, -1, req_latency_seconds)', t + 20_000), 0.1)
+        # Scale below -4: rejected as Prometheus does, named in partial success.
+        status, resp = self.post(request({}, [self.exp_delta(t + 30_000, -5, 0, [1])]))
+        self.assertEqual(status, 200, resp)
+        partial = dict(fields(dict(fields(resp))[1]))
+        self.assertEqual(partial[1], 1)
+        self.assertIn(b"scale must be >= -4, was -5", partial[2])
 
     def json_sum(self, name, temporality, points):
         return {"resourceMetrics": [{
