@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -164,6 +166,24 @@ TEST(DemoTest, MediaCadenceAndBadness) {
   EXPECT_DOUBLE_EQ(m.Badness(9), 1);
   EXPECT_DOUBLE_EQ(m.Badness(0.35), 0);
   EXPECT_NEAR(m.Badness(1.475), 0.5, 1e-12);
+}
+
+TEST(DemoTest, StepDurationsEncodeANativeHistogram) {
+  StepDurations d;
+  for (double v : {1.0, 1.0, 2.0, 0.0, -1.0}) d.Observe(v);  // -1: refused (no negative buckets)
+  EXPECT_EQ(d.count(), 4u);
+  const std::string req = d.WriteRequest(1000);
+  auto has = [&](std::string_view bytes) { return req.find(bytes) != std::string::npos; };
+  EXPECT_TRUE(has("train_step_duration_seconds"));
+  EXPECT_TRUE(has("trainwatch-demo"));
+  EXPECT_TRUE(has(std::string_view("\x08\x04", 2)));  // count_int 4
+  EXPECT_TRUE(has(std::string_view("\x20\x06", 2)));  // schema 3, zigzag
+  EXPECT_TRUE(has(std::string_view("\x30\x01", 2)));  // zero_count_int 1 (the 0.0)
+  // 1.0 is bucket 0, 2.0 bucket 8 (2^(8/8)): spans (0, 1) and (7, 1), deltas +2, -1.
+  EXPECT_TRUE(has(std::string_view("\x5a\x04\x08\x00\x10\x01", 6)));
+  EXPECT_TRUE(has(std::string_view("\x5a\x04\x08\x0e\x10\x01", 6)));
+  EXPECT_TRUE(has(std::string_view("\x62\x02\x04\x01", 4)));
+  EXPECT_TRUE(has(std::string_view("\x78\xe8\x07", 3)));  // timestamp 1000
 }
 
 }  // namespace
