@@ -20,6 +20,7 @@
 #include "http/api.h"
 #include "remote/proto.h"
 #include "rules/manager.h"
+#include "storage/merge.h"
 #include "tsdb/chunkenc/chunk.h"
 
 namespace trainwatch::http {
@@ -126,6 +127,7 @@ void PutLenField(std::string* out, uint32_t field, std::string_view bytes) {
 struct SeriesData {
   model::Labels labels;
   std::vector<model::Sample> samples;
+  std::vector<storage::HistogramSample> hists;  // native histograms (SAMPLES responses only)
 };
 
 // Every series of the query with its samples in [start, end], external
@@ -153,17 +155,21 @@ Status Select(storage::Querier& q, const ReadQuery& query, const model::Labels& 
     for (bool ok = it->Seek(query.start); ok; ok = it->Next()) {
       model::Sample x = it->At();
       if (x.t > query.end) break;
-      // Native histograms are not served by remote read yet (neither as
-      // samples nor as histogram chunks): skipped, not sent as floats.
-      if (it->AtIsHistogram()) continue;
+      // Native histograms: TimeSeries.histograms in SAMPLES responses; not
+      // sent as histogram chunks (STREAMED_XOR_CHUNKS skips them, see
+      // docs/compatibility.md).
+      if (it->AtIsHistogram()) {
+        d.hists.push_back(storage::HistogramSample{x.t, *it->AtHistogram()});
+        continue;
+      }
       d.samples.push_back(x);
     }
     RETURN_IF_ERROR(it->Err());
-    *total += d.samples.size();
+    *total += d.samples.size() + d.hists.size();
     if (*total > kSampleLimit) {
       return Status::InvalidArgument("exceeded sample limit (" + std::to_string(kSampleLimit) + ")");
     }
-    if (!d.samples.empty()) out->push_back(std::move(d));
+    if (!d.samples.empty() || !d.hists.empty()) out->push_back(std::move(d));
   }
   return ss->Err();
 }
@@ -241,13 +247,22 @@ Response Api::RemoteRead(const Request& req) {
     }
     if (type == kSamples) {
       std::string result;  // QueryResult {timeseries = 1}
-      for (const SeriesData& d : series) remote::AppendTimeSeries(d.labels, d.samples.data(), d.samples.size(), &result);
+      std::string fields;
+      std::vector<remote::HistogramRef> hs;
+      for (const SeriesData& d : series) {
+        fields.clear();
+        remote::AppendLabelFields(d.labels, &fields);
+        hs.clear();
+        for (const storage::HistogramSample& h : d.hists) hs.push_back(remote::HistogramRef{h.t, &h.h});
+        remote::AppendTimeSeriesEncoded(fields, d.samples.data(), d.samples.size(), hs.data(), hs.size(), &result);
+      }
       PutLenField(&out, 1, result);  // ReadResponse {results = 1}
       continue;
     }
     std::vector<std::string> frame;
     size_t frame_bytes = 0;
     for (const SeriesData& d : series) {
+      if (d.samples.empty()) continue;  // only histograms: not streamed
       std::string cs = ChunkedSeries(d);
       if (!frame.empty() && frame_bytes + cs.size() > kFrameBytes) {
         AppendFrame(frame, static_cast<int64_t>(i), &out);

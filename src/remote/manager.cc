@@ -83,12 +83,29 @@ class FanoutAppender final : public storage::Appender {
     return true;
   }
 
+  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
+                                             const model::FloatHistogram& h) override {
+    ASSIGN_OR_RETURN(storage::SeriesRef pref, p_->AppendHistogram(ref, labels, t, h));
+    if (q_ != nullptr) {
+      uint64_t id = refs_->Get(pref);
+      if (id == 0 || !q_->Known(id)) {
+        auto r = q_->Resolve(labels);
+        if (!r.ok()) return pref;
+        id = *r;
+        refs_->Set(pref, id);
+      }
+      hbuf_.push_back({id, t, h});
+    }
+    return pref;
+  }
+
   Status Commit() override {
-    if (q_ != nullptr && !buf_.empty()) {
+    if (q_ != nullptr && (!buf_.empty() || !hbuf_.empty())) {
       // Queued first: a crash before the primary's commit sends samples the
       // client will retry (the receiver stores them once), never loses them.
-      Status s = q_->Log(buf_);
+      Status s = hbuf_.empty() ? q_->Log(buf_) : q_->Log(buf_, hbuf_);
       buf_.clear();
+      hbuf_.clear();
       if (!s.ok()) {
         // The local store still takes the batch; its 2xx is what the client
         // relies on. Forwarding of this batch is lost: counted and logged.
@@ -102,6 +119,7 @@ class FanoutAppender final : public storage::Appender {
 
   void Rollback() override {
     buf_.clear();
+    hbuf_.clear();
     p_->Rollback();
   }
 
@@ -111,6 +129,7 @@ class FanoutAppender final : public storage::Appender {
   RefMap* refs_;
   std::atomic<uint64_t>* errors_;
   std::vector<wal::RefSample> buf_;
+  std::vector<wal::RefHistogramSample> hbuf_;
 };
 
 class Fanout final : public storage::Appendable {

@@ -43,16 +43,29 @@ class QueueAppender final : public storage::Appender {
     buf_.push_back({ref, t, v});
     return true;
   }
+  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
+                                             const model::FloatHistogram& h) override {
+    RETURN_IF_ERROR(h.Validate());
+    uint64_t id = ref;
+    if (id == 0 || !q_->Known(id)) { ASSIGN_OR_RETURN(id, q_->Resolve(labels)); }
+    hbuf_.push_back({id, t, h});
+    return id;
+  }
   Status Commit() override {
-    Status s = q_->Log(buf_);
+    Status s = hbuf_.empty() ? q_->Log(buf_) : q_->Log(buf_, hbuf_);
     buf_.clear();
+    hbuf_.clear();
     return s;
   }
-  void Rollback() override { buf_.clear(); }
+  void Rollback() override {
+    buf_.clear();
+    hbuf_.clear();
+  }
 
  private:
   Queue* q_;
   std::vector<wal::RefSample> buf_;
+  std::vector<wal::RefHistogramSample> hbuf_;
 };
 
 // Reads <dir>/epoch (0 when absent), writes it back plus one.
@@ -151,25 +164,33 @@ bool Queue::Known(uint64_t id) {
 }
 
 Status Queue::Log(const std::vector<wal::RefSample>& samples) {
-  if (samples.empty()) return Status::OK();
+  static const std::vector<wal::RefHistogramSample> kNone;
+  return Log(samples, kNone);
+}
+
+Status Queue::Log(const std::vector<wal::RefSample>& samples, const std::vector<wal::RefHistogramSample>& hists) {
+  if (samples.empty() && hists.empty()) return Status::OK();
   std::lock_guard l(mu_);
   if (closed_) return Status::Unavailable("remote write queue is closed");
   const int seg = end_.segment;
   new_series_.clear();
   size_t unknown = 0;
-  for (const wal::RefSample& s : samples) {
-    auto it = by_id_.find(s.ref);
+  auto define = [&](uint64_t ref) {
+    auto it = by_id_.find(ref);
     if (it == by_id_.end()) {
       unknown++;
-      continue;
+      return;
     }
     Entry& e = it->second;
     e.last_used = seg;
     if (e.defined_in != seg) {
       e.defined_in = seg;
-      new_series_.emplace_back(s.ref, e.labels);
+      new_series_.emplace_back(ref, e.labels);
     }
-  }
+  };
+  for (const wal::RefSample& s : samples) define(s.ref);
+  for (const wal::RefHistogramSample& s : hists) define(s.ref);
+  std::vector<std::string> recs;
   if (unknown > 0) {
     // Only an appender held open across two segment rotations can get here.
     unknown_ += unknown;
@@ -177,23 +198,39 @@ Status Queue::Log(const std::vector<wal::RefSample>& samples) {
     for (const wal::RefSample& s : samples) {
       if (by_id_.contains(s.ref)) known.push_back(s);
     }
-    if (known.empty()) return Status::OK();
-    wal::EncodeSamples(known, &samples_buf_);
+    std::vector<wal::RefHistogramSample> known_hists;
+    for (const wal::RefHistogramSample& s : hists) {
+      if (by_id_.contains(s.ref)) known_hists.push_back(s);
+    }
+    if (known.empty() && known_hists.empty()) return Status::OK();
+    if (!known.empty()) wal::EncodeSamples(known, &samples_buf_);
+    else samples_buf_.clear();
+    if (!known_hists.empty()) {
+      recs.emplace_back();
+      wal::EncodeHistogramSamples(known_hists, &recs.back());
+    }
   } else {
-    wal::EncodeSamples(samples, &samples_buf_);
+    if (!samples.empty()) wal::EncodeSamples(samples, &samples_buf_);
+    else samples_buf_.clear();
+    if (!hists.empty()) {
+      recs.emplace_back();
+      wal::EncodeHistogramSamples(hists, &recs.back());
+    }
   }
-  std::vector<std::string> recs;
-  if (!new_series_.empty()) {
+  // Order: the series record, the samples record, the histograms record.
+  const bool have_samples = !samples_buf_.empty();
+  const bool have_series = !new_series_.empty();
+  if (have_samples) recs.insert(recs.begin(), std::move(samples_buf_));
+  if (have_series) {
     wal::EncodeSeriesEncoded(new_series_, &series_buf_);
-    recs.push_back(std::move(series_buf_));
+    recs.insert(recs.begin(), std::move(series_buf_));
   }
-  recs.push_back(std::move(samples_buf_));
   Status s = writer_->Log(recs);
   uint64_t bytes = 0;
   for (const std::string& r : recs) bytes += wal::internal::kFrameHeaderSize + r.size();
   // Keep the buffers' capacity for the next batch.
-  samples_buf_ = std::move(recs.back());
-  if (recs.size() == 2) series_buf_ = std::move(recs.front());
+  if (have_series) series_buf_ = std::move(recs[0]);
+  if (have_samples) samples_buf_ = std::move(recs[have_series ? 1 : 0]);
   if (!s.ok()) {
     // The series records may not be on disk: define them again next time.
     for (const auto& [ref, labels] : new_series_) by_id_.at(ref).defined_in = -1;

@@ -79,6 +79,9 @@ class Queue : public storage::Appendable {
   // Logs one batch of (queue id, t, v) in order, with the series records it
   // needs. Samples of ids no longer known are skipped and counted.
   Status Log(const std::vector<wal::RefSample>& samples);
+  // The same with native-histogram samples, logged in their own record after
+  // the floats' (the queue's histogram record is the TSDB WAL's, type 4).
+  Status Log(const std::vector<wal::RefSample>& samples, const std::vector<wal::RefHistogramSample>& hists);
 
   // The end of the last complete record: readers read up to here.
   Position End() const;

@@ -58,19 +58,32 @@ std::string ReadRequest(int64_t mint, int64_t maxt, const model::Matchers& match
 // WriteRequest's: field 1, TimeSeries).
 class Collect final : public storage::Appender {
  public:
-  std::map<std::string, std::pair<model::Labels, std::vector<model::Sample>>> series;
+  struct Data {
+    model::Labels labels;
+    std::vector<model::Sample> floats;
+    std::vector<storage::HistogramSample> hists;
+  };
+  std::map<std::string, Data> series;
   Result<storage::SeriesRef> Append(storage::SeriesRef, const model::Labels& labels, int64_t t, double v) override {
-    key_.clear();
-    model::AppendEncodedLabels(labels, &key_);
-    auto& s = series[key_];
-    if (s.second.empty()) s.first = labels;
-    s.second.push_back({t, v});
+    Get(labels).floats.push_back({t, v});
+    return storage::SeriesRef{0};
+  }
+  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef, const model::Labels& labels, int64_t t,
+                                             const model::FloatHistogram& h) override {
+    Get(labels).hists.push_back({t, h});
     return storage::SeriesRef{0};
   }
   Status Commit() override { return Status::OK(); }
   void Rollback() override {}
 
  private:
+  Data& Get(const model::Labels& labels) {
+    key_.clear();
+    model::AppendEncodedLabels(labels, &key_);
+    Data& d = series[key_];
+    if (d.labels.empty()) d.labels = labels;
+    return d;
+  }
   std::string key_;
 };
 
@@ -89,7 +102,7 @@ Result<std::vector<std::shared_ptr<storage::Series>>> DecodeReadResponse(std::st
   std::vector<std::shared_ptr<storage::Series>> out;
   out.reserve(c.series.size());
   for (auto& [key, s] : c.series) {
-    model::Labels labels = s.first;
+    model::Labels labels = s.labels;
     if (!drop.empty()) {
       model::LabelsBuilder b(labels);
       for (const model::Label& l : drop) {
@@ -97,8 +110,18 @@ Result<std::vector<std::shared_ptr<storage::Series>>> DecodeReadResponse(std::st
       }
       labels = b.Build();
     }
-    std::sort(s.second.begin(), s.second.end(), [](const model::Sample& a, const model::Sample& b) { return a.t < b.t; });
-    out.push_back(std::make_shared<storage::ListSeries>(std::move(labels), std::move(s.second)));
+    std::sort(s.floats.begin(), s.floats.end(), [](const model::Sample& a, const model::Sample& b) { return a.t < b.t; });
+    if (s.hists.empty()) {
+      out.push_back(std::make_shared<storage::ListSeries>(std::move(labels), std::move(s.floats)));
+      continue;
+    }
+    // One value per timestamp: MixedVectorIterator lets a float win a tie.
+    std::stable_sort(s.hists.begin(), s.hists.end(),
+                     [](const storage::HistogramSample& a, const storage::HistogramSample& b) { return a.t < b.t; });
+    s.hists.erase(std::unique(s.hists.begin(), s.hists.end(),
+                              [](const storage::HistogramSample& a, const storage::HistogramSample& b) { return a.t == b.t; }),
+                  s.hists.end());
+    out.push_back(std::make_shared<storage::MixedListSeries>(std::move(labels), std::move(s.floats), std::move(s.hists)));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->labels() < b->labels(); });
   return out;

@@ -20,6 +20,7 @@ struct Sender::Shard {
   std::mutex mu;
   std::condition_variable cv;     // samples arrived, room was made, or stop
   std::deque<Pending> pending;    // GUARDED_BY(mu): oldest first, the batch in flight included
+  std::deque<HistPending> hpending;  // GUARDED_BY(mu): histogram samples, likewise
   bool quit = false;              // GUARDED_BY(mu): resharding ends this shard
   int64_t batch_started_ns = 0;   // GUARDED_BY(mu): monotonic; when the next batch began to wait
   std::mutex client_mu;           // guards the pointer `client` (Stop aborts its request)
@@ -103,7 +104,7 @@ bool Sender::DrainAndStopShards() {
       std::shared_lock sl(shards_mu_);
       for (auto& s : shards_) {
         std::lock_guard g(s->mu);
-        if (!s->pending.empty()) return false;
+        if (!s->pending.empty() || !s->hpending.empty()) return false;
       }
       return true;
     });
@@ -156,7 +157,7 @@ SenderStats Sender::stats() const {
   std::shared_lock sl(shards_mu_);
   for (auto& s : shards_) {
     std::lock_guard l(s->mu);
-    pending += s->pending.size();
+    pending += s->pending.size() + s->hpending.size();
   }
   std::lock_guard l(mu_);
   SenderStats st = stats_;
@@ -176,6 +177,7 @@ void Sender::UpdateAcked() {
     for (auto& s : shards_) {
       std::lock_guard l(s->mu);
       if (!s->pending.empty()) min_unsent = std::min(min_unsent, s->pending.front().seq);
+      if (!s->hpending.empty()) min_unsent = std::min(min_unsent, s->hpending.front().seq);
     }
   }
   std::lock_guard l(mu_);
@@ -204,6 +206,7 @@ void Sender::ReadLoop(Position start) {
   QueueCursor cur(q_, Position{start.segment, 0});
   std::vector<wal::RefSeries> series;
   std::vector<wal::RefSample> samples;
+  std::vector<wal::RefHistogramSample> hists;
   uint64_t seq = 0;
   int segment = start.segment;
   Position saved = start;
@@ -211,6 +214,7 @@ void Sender::ReadLoop(Position start) {
   uint64_t unknown = 0;
   const uint64_t capacity = cfg_.queue.capacity;
   std::vector<std::vector<Pending>> groups(shards_.size());  // a record's samples by shard
+  std::vector<std::vector<HistPending>> hgroups;             // a histogram record's, by shard
   // Resharding: time the reader waited for shard room in the current window.
   const int64_t kWindowNs = cfg_.queue.reshard_window_ms * 1'000'000;
   int64_t window_start = MonoNanos(), blocked_ns = 0;
@@ -355,6 +359,61 @@ void Sender::ReadLoop(Position start) {
         UpdateAcked();
         break;
       }
+      case wal::RecordType::kHistogramSamples: {
+        if (end <= start) break;  // sent before the restart
+        Status s = wal::DecodeHistogramSamples(rec, &hists);
+        if (!s.ok()) {
+          TW_LOG(Error, "remote_write {}: queue segment {}: {}", cfg_.name, end.segment, s.ToString());
+          break;
+        }
+        ++seq;
+        {
+          std::lock_guard l(mu_);
+          record_ends_.emplace_back(seq, end);
+        }
+        uint64_t dropped = 0;
+        hgroups.resize(groups.size());
+        for (auto& g : hgroups) g.clear();
+        for (wal::RefHistogramSample& smp : hists) {
+          auto it = series_.find(smp.ref);
+          if (it == series_.end()) {
+            if (unknown++ == 0) TW_LOG(Error, "remote_write {}: sample of unknown queue series {}", cfg_.name, smp.ref);
+            continue;
+          }
+          if (it->second.dropped) {
+            dropped++;
+            continue;
+          }
+          it->second.last_seq = seq;
+          hgroups[HashMix(smp.ref, 0x9e3779b97f4a7c15ull) % hgroups.size()].push_back(
+              HistPending{&it->second, smp.t, std::move(smp.h), seq});
+        }
+        for (size_t i = 0; i < hgroups.size(); i++) {
+          std::vector<HistPending>& g = hgroups[i];
+          Shard* sh = shards_[i].get();
+          for (size_t k = 0; k < g.size();) {
+            std::unique_lock l(sh->mu);
+            if (sh->pending.size() + sh->hpending.size() >= capacity) {
+              const int64_t w0 = MonoNanos();
+              sh->cv.wait(l, [&] { return stop_ || sh->pending.size() + sh->hpending.size() < capacity; });
+              blocked_ns += MonoNanos() - w0;
+            }
+            if (stop_) return;
+            const size_t n = std::min<size_t>(capacity - sh->pending.size() - sh->hpending.size(), g.size() - k);
+            if (sh->pending.empty() && sh->hpending.empty()) sh->batch_started_ns = MonoNanos();
+            for (size_t j = k; j < k + n; j++) sh->hpending.push_back(std::move(g[j]));
+            k += n;
+            sh->cv.notify_all();
+          }
+        }
+        {
+          std::lock_guard l(mu_);
+          dispatched_seq_ = seq;
+          stats_.samples_dropped += dropped;
+        }
+        UpdateAcked();
+        break;
+      }
       default:
         TW_LOG(Error, "remote_write {}: queue segment {} offset {}: unknown record type", cfg_.name, end.segment,
                end.offset);
@@ -366,16 +425,19 @@ void Sender::ShardLoop(Shard* s) {
   const size_t max_send = cfg_.queue.max_samples_per_send;
   const int64_t deadline_ns = cfg_.queue.batch_send_deadline_ms * 1000000;
   std::vector<Pending> batch;
+  std::vector<HistPending> hbatch;
   std::vector<model::Sample> run;
+  std::vector<HistogramRef> hrun;
   std::string proto, body;
   for (;;) {
     batch.clear();
+    hbatch.clear();
     {
       std::unique_lock l(s->mu);
       for (;;) {
         if (stop_ || s->quit) return;
-        if (s->pending.size() >= max_send) break;
-        if (s->pending.empty()) {
+        if (s->pending.size() + s->hpending.size() >= max_send) break;
+        if (s->pending.empty() && s->hpending.empty()) {
           s->cv.wait(l);
           continue;
         }
@@ -385,27 +447,40 @@ void Sender::ShardLoop(Shard* s) {
       }
       const size_t n = std::min(max_send, s->pending.size());
       batch.assign(s->pending.begin(), s->pending.begin() + static_cast<std::ptrdiff_t>(n));
+      const size_t hn = std::min(max_send - n, s->hpending.size());
+      if (hn > 0) hbatch.assign(s->hpending.begin(), s->hpending.begin() + static_cast<std::ptrdiff_t>(hn));
     }
     // One TimeSeries per series of the batch, its samples in time order.
     std::sort(batch.begin(), batch.end(), [](const Pending& a, const Pending& b) {
       return a.series != b.series ? a.series < b.series : a.t < b.t;
     });
+    std::sort(hbatch.begin(), hbatch.end(), [](const HistPending& a, const HistPending& b) {
+      return a.series != b.series ? a.series < b.series : a.t < b.t;
+    });
     proto.clear();
     int64_t highest = INT64_MIN;
-    for (size_t i = 0; i < batch.size();) {
-      const SeriesEntry* e = batch[i].series;
+    for (size_t i = 0, j = 0; i < batch.size() || j < hbatch.size();) {
+      const SeriesEntry* e = i == batch.size()    ? hbatch[j].series
+                             : j == hbatch.size() ? batch[i].series
+                                                  : std::min(batch[i].series, hbatch[j].series);
       run.clear();
       for (; i < batch.size() && batch[i].series == e; i++) {
         run.push_back(model::Sample{batch[i].t, batch[i].v});
         highest = std::max(highest, batch[i].t);
       }
-      AppendTimeSeriesEncoded(e->label_fields, run.data(), run.size(), &proto);
+      hrun.clear();
+      for (; j < hbatch.size() && hbatch[j].series == e; j++) {
+        hrun.push_back(HistogramRef{hbatch[j].t, &hbatch[j].h});
+        highest = std::max(highest, hbatch[j].t);
+      }
+      AppendTimeSeriesEncoded(e->label_fields, run.data(), run.size(), hrun.data(), hrun.size(), &proto);
     }
     SnappyCompress(proto, &body);
-    if (!SendWithRetries(s, body, batch.size(), highest)) return;
+    if (!SendWithRetries(s, body, batch.size() + hbatch.size(), highest)) return;
     {
       std::lock_guard l(s->mu);
       s->pending.erase(s->pending.begin(), s->pending.begin() + static_cast<std::ptrdiff_t>(batch.size()));
+      s->hpending.erase(s->hpending.begin(), s->hpending.begin() + static_cast<std::ptrdiff_t>(hbatch.size()));
       s->batch_started_ns = MonoNanos();
     }
     s->cv.notify_all();

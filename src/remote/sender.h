@@ -87,6 +87,14 @@ class Sender {
     double v;
     uint64_t seq;  // the queue record it came from, counted from 1
   };
+  // A native-histogram sample: kept apart from the floats' Pending so
+  // theirs stays as small as it was.
+  struct HistPending {
+    const SeriesEntry* series;
+    int64_t t;
+    model::FloatHistogram h;
+    uint64_t seq;
+  };
   struct Shard;  // sender.cc
 
   Sender(RemoteWriteConfig cfg, Queue* q, std::string position_path, std::string user_agent);

@@ -11,6 +11,7 @@
 #include "base/file.h"
 #include "ingest/remote_write.h"
 #include "remote/manager.h"
+#include "remote/proto.h"
 #include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::remote {
@@ -143,6 +144,94 @@ TEST_F(SenderTest, SendsEverySampleOnce) {
   EXPECT_EQ(st.samples_pending, 0u);
   EXPECT_GT(st.bytes_sent, 0u);
   EXPECT_EQ(rx_.samples(), 500u);  // none twice
+}
+
+model::FloatHistogram TestHistogram(double scale, bool custom) {
+  model::FloatHistogram h;
+  h.count = 10 * scale;
+  h.sum = 12.5 * scale;
+  if (custom) {
+    h.schema = model::kCustomBucketsSchema;
+    h.custom_values = {0.5, 1, 4};
+    h.positive_spans = {{0, 2}, {1, 1}};
+    h.positive_buckets = {3 * scale, 2 * scale, 5 * scale};
+    h.counter_reset_hint = model::CounterResetHint::kNotCounterReset;
+  } else {
+    h.schema = 2;
+    h.zero_threshold = 1e-3;
+    h.zero_count = 1 * scale;
+    h.positive_spans = {{-2, 2}, {3, 1}};
+    h.positive_buckets = {2 * scale, 3 * scale, 1 * scale};
+    h.negative_spans = {{1, 2}};
+    h.negative_buckets = {1.5 * scale, 1.5 * scale};
+    h.counter_reset_hint = model::CounterResetHint::kGauge;
+  }
+  return h;
+}
+
+TEST(RemoteProtoTest, HistogramMessageRoundTripsBitExact) {
+  for (bool custom : {false, true}) {
+    model::FloatHistogram h = TestHistogram(1.25, custom), got;
+    std::string msg;
+    AppendHistogramMessage(h, -1234, &msg);
+    int64_t t = 0;
+    Status s = ingest::DecodeRemoteWriteHistogram(msg, 0, &got, &t);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(t, -1234);
+    EXPECT_TRUE(got.Equals(h));
+    EXPECT_EQ(got.counter_reset_hint, h.counter_reset_hint);
+    EXPECT_EQ(got.custom_values, h.custom_values);
+    EXPECT_EQ(got.positive_spans, h.positive_spans);
+    EXPECT_EQ(got.negative_spans, h.negative_spans);
+  }
+  // A stale marker in the sum survives.
+  model::FloatHistogram h = TestHistogram(1, false), got;
+  h.sum = std::bit_cast<double>(uint64_t{0x7ff0000000000002});
+  std::string msg;
+  AppendHistogramMessage(h, 5, &msg);
+  int64_t t = 0;
+  ASSERT_TRUE(ingest::DecodeRemoteWriteHistogram(msg, 0, &got, &t).ok());
+  EXPECT_EQ(std::bit_cast<uint64_t>(got.sum), 0x7ff0000000000002u);
+}
+
+TEST_F(SenderTest, SendsHistogramsWithFloats) {
+  auto s = Sender::Start(Config("max_samples_per_send: 7"), q_.get(), dir_ + "/rx.position", "trainwatch/test");
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  model::Labels hl{{"__name__", "lat"}}, cl{{"__name__", "nhcb"}}, fl{{"__name__", "up"}};
+  for (int t = 0; t < 20; t++) {
+    auto app = q_->NewAppender();
+    ASSERT_TRUE(app->AppendHistogram(0, hl, 1000000 + t * 1000, TestHistogram(t + 1, false)).ok());
+    ASSERT_TRUE(app->AppendHistogram(0, cl, 1000000 + t * 1000, TestHistogram(t + 1, true)).ok());
+    ASSERT_TRUE(app->Append(0, fl, 1000000 + t * 1000, t).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  WaitFor(60);
+  auto q = rx_.db()->NewQuerier(model::kMinTime, model::kMaxTime);
+  ASSERT_TRUE(q.ok());
+  auto set = (*q)->Select(true, {}, {*model::Matcher::Make(model::MatchType::kRegex, "__name__", ".+")});
+  int series = 0;
+  while (set->Next()) {
+    series++;
+    const model::Labels& l = set->At().labels();
+    auto it = set->At().Iterator();
+    int n = 0;
+    while (it->Next()) {
+      if (l == fl) {
+        EXPECT_FALSE(it->AtIsHistogram());
+      } else {
+        ASSERT_TRUE(it->AtIsHistogram()) << l.ToString();
+        model::FloatHistogram want = TestHistogram(n + 1, l == cl);
+        EXPECT_TRUE(it->AtHistogram()->Equals(want)) << l.ToString() << " sample " << n;
+        EXPECT_EQ(it->AtHistogram()->custom_values, want.custom_values);
+      }
+      n++;
+    }
+    EXPECT_EQ(n, 20) << l.ToString();
+  }
+  EXPECT_EQ(series, 3);
+  for (int i = 0; i < 100 && (*s)->acked() != q_->End(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ((*s)->acked(), q_->End());
+  EXPECT_EQ((*s)->stats().samples_sent, 60u);
 }
 
 TEST_F(SenderTest, RetriesServerErrorsUntilTheyPass) {
