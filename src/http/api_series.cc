@@ -1,6 +1,7 @@
 // /api/v1/labels, /api/v1/label/<name>/values, /api/v1/series, /api/v1/export.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <memory>
 #include <set>
 
@@ -305,22 +306,39 @@ struct FederatedPoint {
 // it is (cumulative buckets; +Inf implied), as Prometheus's federation.
 ProtoWriter HistogramMessage(const model::FloatHistogram& h) {
   ProtoWriter m;
-  m.Double(2, h.sum);           // sample_sum
-  m.Double(4, h.count);         // sample_count_float
+  m.Double(2, h.sum);  // sample_sum
   if (h.UsesCustomBuckets()) {
-    double cumulative = 0;
+    // Whole counts go in the integer fields, which every Prometheus reads
+    // (2.x knows no cumulative_count_float); others in the float ones.
+    std::vector<double> cumulative;
     std::vector<model::Bucket> buckets = h.PositiveBuckets();
     size_t k = 0;
+    double c = 0;
+    bool whole = h.count >= 0 && h.count == std::floor(h.count) && h.count < 0x1p63;
     for (size_t i = 0; i < h.custom_values.size(); ++i) {
       while (k < buckets.size() && buckets[k].index < static_cast<int32_t>(i)) ++k;
-      if (k < buckets.size() && buckets[k].index == static_cast<int32_t>(i)) cumulative += buckets[k].count;
+      if (k < buckets.size() && buckets[k].index == static_cast<int32_t>(i)) c += buckets[k].count;
+      cumulative.push_back(c);
+      whole = whole && c == std::floor(c);
+    }
+    if (whole) {
+      m.Varint(1, static_cast<uint64_t>(h.count));  // sample_count
+    } else {
+      m.Double(4, h.count);  // sample_count_float
+    }
+    for (size_t i = 0; i < h.custom_values.size(); ++i) {
       ProtoWriter b;
+      if (whole) {
+        b.Varint(1, static_cast<uint64_t>(cumulative[i]));  // cumulative_count
+      } else {
+        b.Double(4, cumulative[i]);  // cumulative_count_float
+      }
       b.Double(2, h.custom_values[i]);  // upper_bound
-      b.Double(4, cumulative);          // cumulative_count_float
       m.Message(3, b);                  // bucket
     }
     return m;
   }
+  m.Double(4, h.count);  // sample_count_float
   m.SInt(5, h.schema);
   m.Double(6, h.zero_threshold);
   m.Double(8, h.zero_count);  // zero_count_float

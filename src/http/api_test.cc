@@ -322,7 +322,7 @@ TEST_F(ApiTest, FederateServesNativeHistogramsInProtobuf) {
   EXPECT_EQ(families[0], "1:\"lat\" 3:4 4:{1:{1:\"job\" 2:\"a\"} 1:{1:\"instance\" 2:\"\"} 7:{2:6 4:4 5:2 6:0.5 8:1 "
                          "12:{1:2 2:2} 14:[2 1]} 6:" + t(1000) + "}");
   // sz: the classic buckets, cumulative; +Inf implied.
-  EXPECT_EQ(families[1], "1:\"sz\" 3:4 4:{1:{1:\"instance\" 2:\"\"} 7:{2:2.5 4:3 3:{2:1 4:1} 3:{2:5 4:1}} 6:" + t(2000) +
+  EXPECT_EQ(families[1], "1:\"sz\" 3:4 4:{1:{1:\"instance\" 2:\"\"} 7:{2:2.5 1:3 3:{1:1 2:1} 3:{1:1 2:5}} 6:" + t(2000) +
                          "}");
   EXPECT_EQ(families[2], "1:\"up\" 3:3 4:{1:{1:\"instance\" 2:\"\"} 5:{1:1} 6:" + t(3000) + "}");
 
