@@ -37,6 +37,17 @@ struct RangeFnDef {
 };
 
 const RangeFnDef* LookupRangeFn(std::string_view name);
+
+// Prometheus's extrapolatedRate: the factor that stretches the change seen
+// between a window's first and last sample (n samples, at first_t and
+// last_t) towards the window's edges (c.range_start, c.range_end], divided
+// by the range for a rate. zero_st: the first sample's start timestamp when
+// the counter started inside the window (its zero point replaces the
+// extrapolation to the left), else 0. For a counter, first and change (the
+// first sample's value or count, and the increase) keep the extrapolation
+// from going below zero.
+double ExtrapolationFactor(const RangeCtx& c, int64_t first_t, int64_t last_t, size_t n, int64_t zero_st, bool counter,
+                           double first, double change, bool is_rate);
 Value EvalRangeFunction(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r);
 
 // One output value of a range function: step index into the StepRange.

@@ -32,11 +32,41 @@ bool CounterReset(W w, const int64_t* st, size_t i) {
   return w[i].v < w[i - 1].v || (st != nullptr && StartTimestampReset(st[i - 1], w[i - 1].t, st[i], w[i].t));
 }
 
+}  // namespace
+
+double ExtrapolationFactor(const RangeCtx& c, int64_t first_t, int64_t last_t, size_t n, int64_t zero_st, bool counter,
+                           double first, double change, bool is_rate) {
+  const double ft = static_cast<double>(first_t), lt = static_cast<double>(last_t);
+  double duration_to_start = (ft - static_cast<double>(c.range_start)) / 1000.0;
+  double duration_to_end = (static_cast<double>(c.range_end) - lt) / 1000.0;
+  double sampled = (lt - ft) / 1000.0;
+  double avg = n > 1 ? sampled / static_cast<double>(n - 1) : 0;
+  double threshold = avg * 1.1;
+  if (zero_st != 0) {
+    sampled = (lt - static_cast<double>(zero_st)) / 1000.0;
+    duration_to_start = 0;
+  } else {
+    if (duration_to_start >= threshold) duration_to_start = avg / 2;
+    // Counters cannot go below zero: no extrapolation past where the
+    // counter would reach it.
+    if (counter && change > 0 && first >= 0) {
+      double to_zero = sampled * (first / change);
+      if (to_zero < duration_to_start) duration_to_start = to_zero;
+    }
+  }
+  if (duration_to_end >= threshold) duration_to_end = avg / 2;
+  double factor = sampled != 0 ? (sampled + duration_to_start + duration_to_end) / sampled : 1.0;
+  if (is_rate) factor /= c.range_sec;
+  return factor;
+}
+
+namespace {
+
 bool ExtrapolatedRate(W w, const RangeCtx& c, bool is_counter, bool is_rate, double* out) {
   const int64_t* st = is_counter ? c.st : nullptr;
   // A counter whose first sample in the window started inside the window was
   // 0 at its start time: that point replaces the extrapolation to the left.
-  const bool zero_at_st = st != nullptr && st[0] > c.range_start && st[0] < w.front().t;
+  const bool zero_at_st = st != nullptr && st[0] != 0 && st[0] > c.range_start && st[0] < w.front().t;
   if (w.size() < 2 && !zero_at_st) return false;
   double result = w.back().v - (zero_at_st ? 0 : w.front().v);
   if (is_counter && !c.no_resets) {
@@ -49,26 +79,8 @@ bool ExtrapolatedRate(W w, const RangeCtx& c, bool is_counter, bool is_rate, dou
       if (st[i] != 0 && st[i] < w[i - 1].t && st[i] != st[i - 1]) *c.st_overlap = true;
     }
   }
-  double first_t = static_cast<double>(w.front().t), last_t = static_cast<double>(w.back().t);
-  double duration_to_start = (first_t - static_cast<double>(c.range_start)) / 1000.0;
-  double duration_to_end = (static_cast<double>(c.range_end) - last_t) / 1000.0;
-  double sampled = (last_t - first_t) / 1000.0;
-  double avg = w.size() > 1 ? sampled / static_cast<double>(w.size() - 1) : 0;
-  double threshold = avg * 1.1;
-  if (zero_at_st) {
-    sampled = (last_t - static_cast<double>(st[0])) / 1000.0;
-    duration_to_start = 0;
-  } else {
-    if (duration_to_start >= threshold) duration_to_start = avg / 2;
-    if (is_counter && result > 0 && w.front().v >= 0) {
-      double to_zero = sampled * (w.front().v / result);
-      if (to_zero < duration_to_start) duration_to_start = to_zero;
-    }
-  }
-  if (duration_to_end >= threshold) duration_to_end = avg / 2;
-  double factor = (sampled + duration_to_start + duration_to_end) / sampled;
-  if (is_rate) factor /= c.range_sec;
-  *out = result * factor;
+  *out = result * ExtrapolationFactor(c, w.front().t, w.back().t, w.size(), zero_at_st ? st[0] : 0, is_counter,
+                                      w.front().v, result, is_rate);
   return true;
 }
 

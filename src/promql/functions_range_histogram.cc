@@ -215,38 +215,17 @@ HistogramPtr HistogramExtrapolatedRate(std::span<const HPoint> w, const RangeCtx
     result = HistogramIncrease(w, counter, an);
     if (!result) return nullptr;
   }
-  double first_t = static_cast<double>(w.front().t), last_t = static_cast<double>(w.back().t);
-  double duration_to_start = (first_t - static_cast<double>(c.range_start)) / 1000.0;
-  double duration_to_end = (static_cast<double>(c.range_end) - last_t) / 1000.0;
-  double sampled = (last_t - first_t) / 1000.0;
-  double avg = w.size() > 1 ? sampled / static_cast<double>(w.size() - 1) : 0;
-  double threshold = avg * 1.1;
   if (st_inside) {
-    // The counter started at its start timestamp inside the window: count
-    // from zero there instead of extrapolating to the left.
-    duration_to_start = 0;
-    sampled = (last_t - static_cast<double>(st0)) / 1000.0;
+    // The counter started at its start timestamp inside the window: it
+    // counts from zero there.
     if (!result) {
       result = *w.front().h;
     } else if (!Combine(&*result, *w.front().h, false, an)) {
       return nullptr;
     }
-  } else if (duration_to_start >= threshold) {
-    duration_to_start = avg / 2;
   }
-  if (counter && !st_inside) {
-    // Counters cannot go below zero: do not extrapolate past where the
-    // count would reach it.
-    double first_count = w.front().h->count;
-    if (result->count > 0 && first_count >= 0) {
-      double to_zero = sampled * (first_count / result->count);
-      if (to_zero < duration_to_start) duration_to_start = to_zero;
-    }
-  }
-  if (duration_to_end >= threshold) duration_to_end = avg / 2;
-  double factor = sampled != 0 ? (sampled + duration_to_start + duration_to_end) / sampled : 1.0;
-  if (is_rate) factor /= c.range_sec;
-  result->Mul(factor);
+  result->Mul(ExtrapolationFactor(c, w.front().t, w.back().t, w.size(), st_inside ? st0 : 0, counter,
+                                  w.front().h->count, result->count, is_rate));
   return std::make_shared<const FloatHistogram>(std::move(*result));
 }
 

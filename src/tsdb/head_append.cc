@@ -32,19 +32,7 @@ class HeadAppender : public storage::Appender {
     // Refs are never reused, so a ref that still resolves is this series.
     MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
     if (s == nullptr) {
-      if (labels.empty()) return Status::InvalidArgument("series without labels");
-      // Every writer reaches the head here, so this is where a label set a
-      // block could not hold is stopped (issue 17): empty values are dropped
-      // (Prometheus reads them as absent), anything else invalid is refused.
-      bool has_empty = false;
-      for (const model::Label& l : labels) has_empty = has_empty || l.value.empty();
-      if (has_empty) {
-        model::Labels cleaned = model::WithoutEmptyValues(labels);
-        if (cleaned.empty()) return Status::InvalidArgument("series without labels: every value of " + labels.ToString() + " is empty");
-        ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(cleaned));
-      } else {
-        ASSIGN_OR_RETURN(s, head_->GetOrCreateChecked(labels));
-      }
+      ASSIGN_OR_RETURN(s, ByLabels(labels));
     }
     Add(s, t, v);
     return storage::SeriesRef{s->ref};
@@ -52,8 +40,7 @@ class HeadAppender : public storage::Appender {
 
   Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                              const model::FloatHistogram& h) override {
-    // Checked here (not Validate: the model's arithmetic is not linked into
-    // storage) so that every histogram in the WAL and chunks is well formed.
+    // Checked here so that every histogram in the WAL and chunks is well formed.
     RETURN_IF_ERROR(h.Validate());
     Lock();
     if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
@@ -67,8 +54,7 @@ class HeadAppender : public storage::Appender {
     return storage::SeriesRef{s->ref};
   }
 
-  // The series of `labels`, created when new (within the limits), as
-  // Append finds it (kept inline there: the float path).
+  // The series of `labels`, created when new (within the limits).
   Result<MemSeries*> ByLabels(const model::Labels& labels) {
     MemSeries* s = nullptr;
     {
