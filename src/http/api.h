@@ -130,6 +130,7 @@ class Api {
   Response Ready(const Request& req);
   Response Import(const Request& req);
   Response Write(const Request& req);  // remote_write (api_write.cc)
+  Response WriteV2(const Request& req);  // remote write 2.0 (api_write2.cc)
   Response RemoteRead(const Request& req);  // remote read (api_read.cc)
   Response Otlp(const Request& req);        // OTLP metrics (api_otlp.cc)
   Response Export(const Request& req);

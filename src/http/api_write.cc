@@ -1,13 +1,22 @@
-// POST /api/v1/write: Prometheus remote_write 1.0 receiver.
+// POST /api/v1/write: Prometheus remote_write 1.0 receiver (2.0: api_write2.cc).
 #include "base/clock.h"
 #include "base/log.h"
 #include "http/api.h"
 #include "ingest/import.h"
 #include "ingest/remote_write.h"
+#include "ingest/remote_write2.h"
 
 namespace trainwatch::http {
 
 Response Api::Write(const Request& req) {
+  // The message type is the Content-Type's proto parameter (remote write 2.0 spec).
+  const ingest::RemoteWriteProto proto = ingest::RemoteWriteProtoOf(req.content_type);
+  if (proto == ingest::RemoteWriteProto::kV2) return WriteV2(req);
+  if (proto == ingest::RemoteWriteProto::kUnknown) {
+    return Text(415, "remote write: Content-Type \"" + req.content_type.substr(0, 100) +
+                         "\": expected application/x-protobuf;proto=prometheus.WriteRequest or "
+                         "io.prometheus.write.v2.Request");
+  }
   // Decode and validate the whole body before the first Append: a bad body
   // stores nothing. 400s are not retried by senders; 5xx are.
   int64_t t0 = MonoNanos();
