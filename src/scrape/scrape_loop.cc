@@ -378,24 +378,26 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
     bool explicit_ts = s.has_timestamp && c.honor_timestamps;
     e->stale_tracked = !explicit_ts;
     int64_t ts = explicit_ts ? s.timestamp_ms : t;
-    Status st = AppendEntry(app, e, ts, s.value);
-    if (st.IsOutOfRange()) {
-      // As Prometheus: a sample whose exposed timestamp is out of bounds is
-      // skipped and counted; the rest of the scrape is stored.
-      if (counts->out_of_bounds++ == 0) {
-        TW_LOG(Warn, "scrape {}: line {}: {}", url_, s.line, st.message());
-      }
-      continue;
-    }
-    if (st.code() == StatusCode::kResourceExhausted) {
-      // A new series beyond a TSDB series limit (--storage.max-series, a
-      // label bound): skipped (counted there); the target's other series are stored.
-      if (counts->series_limited++ == 0) TW_LOG(Warn, "scrape {}: line {}: {}", url_, s.line, st.message());
-      continue;
-    }
-    if (!st.ok()) return st.Annotate("line " + std::to_string(s.line));
+    RETURN_IF_ERROR(AdmitAppend(AppendEntry(app, e, ts, s.value), "line", s.line, counts));
   }
   return p.status();
+}
+
+Status ScrapeLoop::AdmitFailedAppend(const Status& st, const char* what, size_t n, ScrapeCounts* counts) {
+  const std::string where = std::string(what) + " " + std::to_string(n);
+  if (st.IsOutOfRange()) {
+    // A sample whose exposed timestamp is out of bounds: the rest of the
+    // scrape is stored.
+    if (counts->out_of_bounds++ == 0) TW_LOG(Warn, "scrape {}: {}: {}", url_, where, st.message());
+    return Status::OK();
+  }
+  if (st.code() == StatusCode::kResourceExhausted) {
+    // A new series beyond a TSDB series limit (--storage.max-series, a
+    // label bound): skipped (counted there); the target's other series are stored.
+    if (counts->series_limited++ == 0) TW_LOG(Warn, "scrape {}: {}: {}", url_, where, st.message());
+    return Status::OK();
+  }
+  return st.Annotate(where);
 }
 
 void ScrapeLoop::ProcessScrape(const Status& fetch_error, std::string_view body, std::string_view content_type,

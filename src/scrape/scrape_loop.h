@@ -127,6 +127,15 @@ class ScrapeLoop {
   void AppendOne(storage::Appender* app, storage::SeriesRef* ref, const model::Labels& labels, int64_t t, double v);
   // AppendOne of a cache entry: by ref, else with its decoded labels.
   Status AppendEntry(storage::Appender* app, Entry* e, int64_t t, double v);
+  // What one sample's append result does to the scrape, as Prometheus: a
+  // sample out of the TSDB's time bounds or a new series beyond a series
+  // limit is skipped and counted (the first of each logged); any other
+  // error fails the scrape, annotated with where it was (`what` `n`: "line
+  // 3", "sample 3"). OK when the scrape goes on.
+  Status AdmitAppend(const Status& st, const char* what, size_t n, ScrapeCounts* counts) {
+    return st.ok() ? st : AdmitFailedAppend(st, what, n, counts);
+  }
+  Status AdmitFailedAppend(const Status& st, const char* what, size_t n, ScrapeCounts* counts);
   // The same for a native histogram sample.
   Status AppendHistEntry(storage::Appender* app, Entry* e, int64_t t, const model::FloatHistogram& h);
 

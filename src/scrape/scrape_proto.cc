@@ -74,15 +74,7 @@ Status ScrapeLoop::AppendProtoBody(storage::Appender* app, std::string_view body
     e->histogram = p.is_histogram();
     const int64_t ts = explicit_ts ? s.timestamp_ms : t;
     Status st = e->histogram ? AppendHistEntry(app, e, ts, p.histogram()) : AppendEntry(app, e, ts, s.value);
-    if (st.IsOutOfRange()) {
-      if (counts->out_of_bounds++ == 0) TW_LOG(Warn, "scrape {}: sample {}: {}", url_, s.line, st.message());
-      continue;
-    }
-    if (st.code() == StatusCode::kResourceExhausted) {
-      if (counts->series_limited++ == 0) TW_LOG(Warn, "scrape {}: sample {}: {}", url_, s.line, st.message());
-      continue;
-    }
-    if (!st.ok()) return st.Annotate("sample " + std::to_string(s.line));
+    RETURN_IF_ERROR(AdmitAppend(st, "sample", s.line, counts));
   }
   return p.status();
 }
