@@ -36,7 +36,7 @@ Status SplitUrl(const std::string& url, const std::string& where, C* c) {
 
 const std::set<std::string, std::less<>>& IgnoredKeys() {
   static const std::set<std::string, std::less<>> k = {
-      "send_exemplars", "send_native_histograms", "sigv4", "oauth2", "azuread", "proxy_url", "no_proxy",
+      "send_exemplars", "sigv4", "oauth2", "azuread", "proxy_url", "no_proxy",
       "proxy_from_environment", "proxy_connect_header", "follow_redirects", "enable_http2", "metadata_config"};
   return k;
 }
@@ -137,8 +137,12 @@ Status ParseCommon(const YAML::Node& n, const std::string& w, C* c) {
 Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
   RemoteWriteConfig c;
   if (!n.IsMap()) return Err(w, "expected a mapping");
-  RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "write_relabel_configs", "queue_config"}));
+  RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "write_relabel_configs", "queue_config",
+                                        "send_native_histograms"}));
   RETURN_IF_ERROR(ParseCommon(n, w, &c));
+  if (n["send_native_histograms"]) {
+    ASSIGN_OR_RETURN(c.send_native_histograms, Bool(n["send_native_histograms"], w + ".send_native_histograms"));
+  }
   ASSIGN_OR_RETURN(c.write_relabel_configs,
                    scrape::ParseRelabelConfigs(n["write_relabel_configs"], w + ".write_relabel_configs"));
   RETURN_IF_ERROR(ParseQueue(n["queue_config"], w + ".queue_config", &c.queue));

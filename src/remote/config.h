@@ -41,6 +41,9 @@ struct RemoteWriteConfig {
   std::vector<scrape::RelabelConfig> write_relabel_configs;
   scrape::HttpClientConfig http;
   QueueConfig queue;
+  // Native histograms are sent only when set, as in Prometheus (a receiver
+  // that does not know them could refuse whole batches).
+  bool send_native_histograms = false;
   // global.external_labels: added to every series that lacks the label,
   // before write_relabel_configs, as Prometheus does.
   model::Labels external_labels;

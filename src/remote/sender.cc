@@ -366,6 +366,8 @@ void Sender::ReadLoop(Position start) {
           TW_LOG(Error, "remote_write {}: queue segment {}: {}", cfg_.name, end.segment, s.ToString());
           break;
         }
+        // Not asked for: the record passes (and is acknowledged) empty.
+        if (!cfg_.send_native_histograms) hists.clear();
         ++seq;
         {
           std::lock_guard l(mu_);

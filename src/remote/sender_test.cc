@@ -195,7 +195,8 @@ TEST(RemoteProtoTest, HistogramMessageRoundTripsBitExact) {
 }
 
 TEST_F(SenderTest, SendsHistogramsWithFloats) {
-  auto s = Sender::Start(Config("max_samples_per_send: 7"), q_.get(), dir_ + "/rx.position", "trainwatch/test");
+  auto s = Sender::Start(Config("max_samples_per_send: 7", ", send_native_histograms: true"), q_.get(),
+                         dir_ + "/rx.position", "trainwatch/test");
   ASSERT_TRUE(s.ok()) << s.error().ToString();
   model::Labels hl{{"__name__", "lat"}}, cl{{"__name__", "nhcb"}}, fl{{"__name__", "up"}};
   for (int t = 0; t < 20; t++) {
@@ -232,6 +233,24 @@ TEST_F(SenderTest, SendsHistogramsWithFloats) {
   for (int i = 0; i < 100 && (*s)->acked() != q_->End(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ((*s)->acked(), q_->End());
   EXPECT_EQ((*s)->stats().samples_sent, 60u);
+}
+
+TEST_F(SenderTest, HistogramsOnlyWhenAskedFor) {
+  // Prometheus's default: no send_native_histograms, no histograms sent;
+  // their records are passed over and acknowledged.
+  auto s = Sender::Start(Config(), q_.get(), dir_ + "/rx.position", "trainwatch/test");
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  for (int t = 0; t < 5; t++) {
+    auto app = q_->NewAppender();
+    ASSERT_TRUE(app->AppendHistogram(0, model::Labels{{"__name__", "lat"}}, 1000000 + t * 1000, TestHistogram(1, false)).ok());
+    ASSERT_TRUE(app->Append(0, model::Labels{{"__name__", "up"}}, 1000000 + t * 1000, t).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  WaitFor(5);
+  for (int i = 0; i < 100 && (*s)->acked() != q_->End(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ((*s)->acked(), q_->End());
+  EXPECT_EQ((*s)->stats().samples_sent, 5u);
+  EXPECT_EQ(rx_.db().NumSamples(), 5u);
 }
 
 TEST_F(SenderTest, RetriesServerErrorsUntilTheyPass) {

@@ -139,6 +139,7 @@ class RemoteHistogramsTest(unittest.TestCase):
         tw_cfg = self.write("tw.yml", textwrap.dedent("""\
             remote_write:
             - url: http://127.0.0.1:%d/api/v1/write
+              send_native_histograms: true
               queue_config: {batch_send_deadline: 500ms}
               write_relabel_configs:
               - {source_labels: [__name__], regex: '(.+)', target_label: __name__, replacement: 'fwd_$1'}
