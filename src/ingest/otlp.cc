@@ -1235,22 +1235,8 @@ Status OtlpBatch::ParseJson(std::string_view body, int64_t now_ms, const Request
 // ---- appending ----
 
 Status OtlpBatch::AppendTo(storage::Appender* app) {
-  for (const Sample& e : samples_) {
-    Series& s = series_[e.series];
-    if (s.ref != 0 && app->AppendByRef(s.ref, e.t, e.v)) continue;
-    auto ref = app->Append(0, s.labels, e.t, e.v);
-    if (!ref.ok() && refusals_.Take(ref.error())) continue;
-    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
-    s.ref = *ref;
-  }
-  for (const HistSample& e : hist_samples_) {
-    Series& s = series_[e.series];
-    auto ref = app->AppendHistogram(s.ref, s.labels, e.t, e.h);
-    if (!ref.ok() && refusals_.Take(ref.error())) continue;
-    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
-    s.ref = *ref;
-  }
-  return Status::OK();
+  AppendCounts counts;
+  return AppendBatch(app, &series_, samples_, hist_samples_, &refusals_, &counts);
 }
 
 void OtlpBatch::Committed(int64_t now_ms) {

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ingest/append_batch.h"
 #include "ingest/refusals.h"
 #include "model/histogram.h"
 #include "model/labels.h"
@@ -136,20 +137,9 @@ class OtlpBatch {
   const OtlpStats& stats() const { return stats_; }
 
   // Internal: the translator's output.
-  struct Series {
-    model::Labels labels;
-    storage::SeriesRef ref = 0;
-  };
-  struct Sample {
-    uint32_t series;
-    int64_t t;
-    double v;
-  };
-  struct HistSample {
-    uint32_t series;
-    int64_t t;
-    model::FloatHistogram h;
-  };
+  using Series = BatchSeries;
+  using Sample = BatchSample;
+  using HistSample = BatchHistogram;
 
  private:
   friend class OtlpTranslator;

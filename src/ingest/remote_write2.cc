@@ -276,27 +276,11 @@ Status RemoteWrite2Batch::ParseTimeSeries(std::string_view msg, size_t base, siz
 }
 
 Status RemoteWrite2Batch::AppendTo(storage::Appender* app) {
-  for (const Sample& e : samples_) {
-    Series& s = series_[e.series];
-    if (s.ref != 0 && app->AppendByRef(s.ref, e.t, e.v)) {
-      stats_.samples_written++;
-      continue;
-    }
-    auto ref = app->Append(0, s.labels, e.t, e.v);
-    if (!ref.ok() && refusals_.Take(ref.error())) continue;
-    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
-    s.ref = *ref;
-    stats_.samples_written++;
-  }
-  for (const HistSample& e : hists_) {
-    Series& s = series_[e.series];
-    auto ref = app->AppendHistogram(s.ref, s.labels, e.t, e.h);
-    if (!ref.ok() && refusals_.Take(ref.error())) continue;
-    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
-    s.ref = *ref;
-    stats_.histograms_written++;
-  }
-  return Status::OK();
+  AppendCounts counts;
+  Status st = AppendBatch(app, &series_, samples_, hists_, &refusals_, &counts);
+  stats_.samples_written += counts.samples;
+  stats_.histograms_written += counts.histograms;
+  return st;
 }
 
 }  // namespace trainwatch::ingest

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ingest/append_batch.h"
 #include "ingest/refusals.h"
 #include "model/histogram.h"
 #include "model/labels.h"
@@ -62,20 +63,9 @@ class RemoteWrite2Batch {
   const RemoteWrite2Stats& stats() const { return stats_; }
 
  private:
-  struct Series {
-    model::Labels labels;
-    storage::SeriesRef ref = 0;
-  };
-  struct Sample {
-    uint32_t series;
-    int64_t t;
-    double v;
-  };
-  struct HistSample {
-    uint32_t series;
-    int64_t t;
-    model::FloatHistogram h;
-  };
+  using Series = BatchSeries;
+  using Sample = BatchSample;
+  using HistSample = BatchHistogram;
   Status ParseTimeSeries(std::string_view msg, size_t base, size_t index, const std::vector<std::string_view>& symbols,
                          const RequestLimits& limits);
 
