@@ -3,12 +3,15 @@
 python3-torch, /usr/bin/python3) for a few hundred steps with the Python
 client and trainwatch.torch.watch(); the server is killed mid-run and
 restarted. Checks the config stored, every logged step present exactly
-once, the watch() metrics, stdout captured, status finished, and the ETA
-reported while the run was going.
+once, the watch() metrics, stdout captured, status finished, the ETA
+reported while the run was going, and watch()'s native histogram
+train_step_duration_seconds (remote write): one observation per step after
+the first, in the buckets of the step times the script measured itself.
 
 Usage: torch_e2e_test.py /path/to/trainwatch [unittest args]
 """
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -26,7 +29,7 @@ CLIENT = os.path.join(ROOT, "clients", "python")
 STEPS = 400
 
 TRAIN = r'''
-import sys, time
+import json, sys, time
 sys.path.insert(0, %(client)r)
 import torch
 import trainwatch, trainwatch.torch
@@ -40,14 +43,16 @@ print("run-id", run.id, flush=True)
 model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
 opt = torch.optim.SGD(model.parameters(), lr=config["lr"])
 sched = torch.optim.lr_scheduler.StepLR(opt, step_size=100, gamma=0.5)
-trainwatch.torch.watch(model, opt, every=10)
+w = trainwatch.torch.watch(model, opt, every=10)
 w_true = torch.randn(8, 1)
+step_starts = []  # when each opt.step() was called, as watch() times it
 for step in range(%(steps)d):
     x = torch.randn(64, 8)
     y = x @ w_true + 0.1 * torch.randn(64, 1)
     loss = torch.nn.functional.mse_loss(model(x), y)
     opt.zero_grad()
     loss.backward()
+    step_starts.append(time.perf_counter())
     opt.step()
     sched.step()
     run.log({"loss": loss.item(), "train/mse": loss}, step=step)
@@ -55,6 +60,10 @@ for step in range(%(steps)d):
         print("step %%d loss %%.4f" %% (step, loss.item()), flush=True)
     time.sleep(0.015)
 run.summary["final_loss"] = loss.item()
+count, total, zero, buckets = w.step_durations.snapshot()
+with open(%(hist_out)r, "w") as f:  # what the client counted, and the step times measured here
+    json.dump({"count": count, "sum": total, "zero": zero, "buckets": buckets,
+               "measured": [b - a for a, b in zip(step_starts, step_starts[1:])]}, f)
 # What PyTorch prints on a GPU fault, and what logging's default handler writes, both to stderr.
 print("RuntimeError: CUDA error: an illegal memory access was encountered (simulated)", file=sys.stderr, flush=True)
 print("INFO:root:checkpoint saved", file=sys.stderr, flush=True)
@@ -90,8 +99,9 @@ class TorchTest(unittest.TestCase):
         port = twtest.free_port()
         self.server = Server(os.path.join(self.tmp, "data"), ["--runs.heartbeat-timeout", "1h"], port=port).start()
         script = os.path.join(self.tmp, "train.py")
+        hist_out = os.path.join(self.tmp, "step_hist.json")
         with open(script, "w") as f:
-            f.write(TRAIN % {"client": CLIENT, "steps": STEPS})
+            f.write(TRAIN % {"client": CLIENT, "steps": STEPS, "hist_out": hist_out})
         env = dict(os.environ, TRAINWATCH_URL="http://127.0.0.1:%d" % port,
                    TRAINWATCH_SPOOL=os.path.join(self.tmp, "spool"))
         out_path = os.path.join(self.tmp, "train.out")
@@ -178,6 +188,7 @@ class TorchTest(unittest.TestCase):
             self.assertLess(total, 1.25 * step_time[x], (x, total, step_time[x]))
         series = self.server.export('trainwatch_step_phase_seconds{run="mlp"}')
         self.assertEqual(sorted(dict(k)["phase"] for k in series), ["backward", "data", "forward", "optimizer"])
+        self.check_step_histogram(run_id, hist_out, output)
 
         st, _ = self.server.request("GET", "/api/v1/logs/query?query=" + urllib.parse.quote('{run="mlp"}'))
         if st != 200:
@@ -194,6 +205,51 @@ class TorchTest(unittest.TestCase):
                          "ERROR")
         self.assertEqual(levels["INFO:root:checkpoint saved"], "INFO")
         self.assertEqual(levels["training done"], "")
+
+    def query(self, q):
+        return self.get("/api/v1/query?query=" + urllib.parse.quote(q))["result"]
+
+    def check_step_histogram(self, run_id, hist_out, output):
+        """watch()'s train_step_duration_seconds, sent through /api/v1/write
+        every 10 steps (some while the server was down) and at finish: the
+        server holds the last state, one observation per step after the first."""
+        with open(hist_out) as f:
+            client = json.load(f)
+        measured = client["measured"]
+        self.assertEqual(len(measured), STEPS - 1)
+        self.assertEqual(client["count"], STEPS - 1)
+        sel = 'train_step_duration_seconds{job="trainwatch",run="%s",rank="0"}' % run_id
+        res = self.query("histogram_count(%s)" % sel)
+        self.assertEqual(len(res), 1, (res, output()))
+        self.assertEqual(float(res[0]["value"][1]), STEPS - 1)
+        res = self.query(sel)
+        self.assertEqual(len(res), 1, res)
+        self.assertEqual(res[0]["metric"], {"__name__": "train_step_duration_seconds", "job": "trainwatch",
+                                            "run": run_id, "rank": "0"})
+        hist = res[0]["histogram"][1]
+        self.assertEqual(float(hist["count"]), STEPS - 1)
+        self.assertAlmostEqual(float(hist["sum"]), client["sum"], delta=1e-9 * STEPS)
+        # The same time as the script measured (it took its times a few µs before watch()'s).
+        self.assertAlmostEqual(float(hist["sum"]), sum(measured), delta=0.002 + 0.001 * sum(measured))
+        # Bucket by bucket: schema 3, (2^((i-1)/8), 2^(i/8)], the client's counts.
+        server = {}
+        for rule, lo, hi, n in hist["buckets"]:
+            i = round(math.log2(float(hi)) * 8)
+            self.assertAlmostEqual(float(lo), 2 ** ((i - 1) / 8), delta=1e-12)
+            self.assertAlmostEqual(float(hi), 2 ** (i / 8), delta=1e-12)
+            self.assertEqual(rule, 0)  # open left, closed right: (lo, hi]
+            server[i] = float(n)
+        self.assertEqual(server, {int(i): float(n) for i, n in client["buckets"].items()})
+        self.assertEqual(sum(server.values()), STEPS - 1)
+        # Every step time measured falls in a non-empty bucket (or one next to it: a time
+        # within a few µs of a bound), and every step slept 15 ms.
+        for v in measured:
+            i = math.ceil(math.log2(v) * 8)
+            self.assertTrue(any(j in server for j in (i - 1, i, i + 1)), (v, i, sorted(server)))
+        self.assertGreaterEqual(min(server), math.ceil(math.log2(0.015) * 8), sorted(server))
+        med = float(self.query("histogram_quantile(0.5, %s)" % sel)[0]["value"][1])
+        self.assertGreater(med, sorted(measured)[len(measured) // 2] / 1.1)
+        self.assertLess(med, sorted(measured)[len(measured) // 2] * 1.1)
 
 
 if __name__ == "__main__":

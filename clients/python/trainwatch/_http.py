@@ -164,12 +164,13 @@ class Http:
             self.close()  # not reusable (or out of step): the next request connects afresh
         return status, headers, body
 
-    def request(self, method, path, body=None, content_type="application/json"):
+    def request(self, method, path, body=None, content_type="application/json", headers=None):
         """Sends one request: (status, parsed JSON or raw bytes). Raises Unreachable.
 
         body: a dict or list (as JSON), str, bytes, or a binary file opened
         for reading, sent from its current position to its end in pieces
-        (never whole in memory; a retry seeks back)."""
+        (never whole in memory; a retry seeks back). headers: more request
+        headers, {name: value} (one line each)."""
         stream = start = None
         if isinstance(body, (dict, list)):
             body = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
@@ -180,6 +181,10 @@ class Http:
             length = os.fstat(stream.fileno()).st_size - start
         head = "%s %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: identity\r\n%s" % (
             method, self.prefix + path, self._host_header, self._auth)
+        for name, value in (headers or {}).items():
+            if any(c in str(name) + str(value) for c in "\r\n"):
+                raise ValueError("trainwatch: header %r: must be one line" % name)
+            head += "%s: %s\r\n" % (name, value)
         if stream is not None:
             head += "Content-Type: %s\r\nContent-Length: %d\r\n" % (content_type, length)
             body = None

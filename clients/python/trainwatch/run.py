@@ -211,6 +211,7 @@ class Run:
         self._token = token
         self._http = None  # the artifact calls' connection (the sender's is its thread's own)
         self._http_lock = threading.Lock()
+        self._finish_hooks = []  # fn(timeout) called first by finish() (watch(): its last histogram)
 
         body = {"id": self.id, "project": self.project, "rank": self.rank, "host": self.host, "pid": os.getpid(),
                 "world_size": self.world_size, "name": name}  # the name: whichever rank creates the run
@@ -498,6 +499,11 @@ class Run:
                 return
             self._finished = True
         self.status = status
+        for hook in list(self._finish_hooks):
+            try:
+                hook(min(self.finish_timeout if timeout is None else timeout, 10.0))
+            except Exception as e:  # a hook's failure never keeps the run from finishing
+                sys.__stderr__.write("trainwatch: at finish: %s: %s\n" % (type(e).__name__, e))
         if self._capture is not None:
             self._capture.uninstall()
         if self.rank == 0:

@@ -38,13 +38,31 @@ parameters' device and read back with the norms in one device sync per
 logged step; the steps in between cost nothing. The default, log=None,
 logs none (unlike W&B's watch, whose default is "gradients"), so watch()
 costs what it cost before unless histograms are asked for.
+
+With step_histogram=True (the default) it also sends the distribution of
+the step times (the wall time between consecutive optimizer steps, as
+step_time_seconds, one observation per step from the second on) as a
+Prometheus native histogram, train_step_duration_seconds{job="trainwatch",
+run="<run id>", rank="<rank>"}: exponential schema 3 (buckets grow by
+2^(1/8), about 9 %), zero threshold 0, counts cumulative over the run (a
+counter histogram, for histogram_quantile(0.99, rate(...[5m])) and the
+Explore heatmap). It goes every `every` steps, and once more at the run's
+finish() and at remove(), through POST <server>/api/v1/write (remote write
+1.0, snappy, no protobuf or snappy package needed) from a thread of its own;
+a failed send is reported once on stderr and never reaches the training
+loop. step_histogram=False sends none.
 """
+import sys
 import time
 
 import torch as _torch
 
 from . import run as _run
+from ._remote_write import HistogramWriter, NativeHistogram
 from .media import Histogram, buckets_from_torch, torch_histogram
+
+STEP_HISTOGRAM = "train_step_duration_seconds"
+STEP_HISTOGRAM_SCHEMA = 3
 
 _HIST_KINDS = {None: (), "gradients": ("gradients",), "parameters": ("parameters",),
                "all": ("gradients", "parameters")}
@@ -56,7 +74,7 @@ class Watch:
     """What watch() returns: remove() undoes the wrapping."""
 
     def __init__(self, model, optimizer, every, run, batch_size, log_grad_norm, phases,
-                 log=None, log_freq=100, bins=64):
+                 log=None, log_freq=100, bins=64, step_histogram=True):
         if log not in _HIST_KINDS:
             raise ValueError('trainwatch.torch.watch: log=%r: expected "gradients", "parameters", "all" or None' % (log,))
         if optimizer is None or not hasattr(optimizer, "step"):
@@ -86,6 +104,12 @@ class Watch:
         self._hook = None
         self._handles = []
         self._orig_step = optimizer.step
+        # The step durations' native histogram: what is counted, and where it goes.
+        self.step_durations = NativeHistogram(STEP_HISTOGRAM_SCHEMA) if step_histogram else None
+        self._prev_step_t = None
+        self._writer = None       # HistogramWriter of _writer_run
+        self._writer_run = None
+        self._submitted = 0       # the count of the last snapshot handed to the writer
         if model is not None and batch_size is None:
             self._hook = model.register_forward_pre_hook(self._pre_forward)
         # Step phases: the open phase and when it began, the last parameter
@@ -220,6 +244,10 @@ class Watch:
         now = time.perf_counter()
         if self._window_start is None:
             self._window_start = now
+        if self.step_durations is not None:
+            if self._prev_step_t is not None:
+                self.step_durations.observe(now - self._prev_step_t)
+            self._prev_step_t = now
         bs = self.batch_size if self.batch_size is not None else self._last_batch
         self._samples += bs or 0
         log_now = self.steps > 0 and self.steps % self.every == 0
@@ -267,16 +295,69 @@ class Watch:
             buckets = buckets_from_torch(row, self.bins)
             if buckets is not None:  # none: every value NaN or infinite
                 values[key] = Histogram.from_buckets(buckets)
-        if values:
+        if values or (log_now and self.step_durations is not None):
             run = self.run or _run.current
             if run is not None:
-                run.log(values, step=self.steps)
+                if values:
+                    run.log(values, step=self.steps)
+                if log_now and self.step_durations is not None:
+                    try:
+                        self._send_step_histogram(run)
+                    except Exception as e:  # never into training: warned once, not sent again
+                        self.step_durations = None
+                        sys.__stderr__.write("trainwatch: watch(): %s not sent: %s: %s\n"
+                                             % (STEP_HISTOGRAM, type(e).__name__, e))
         self.steps += 1
         if self.profile:
             self.overhead_seconds += (c1 - c0) + (time.thread_time() - c2)
         return out
 
+    # ---- step duration histogram -------------------------------------------------
+    def _send_step_histogram(self, run):
+        """Hands the histogram's current state to `run`'s writer (sent on its thread)."""
+        if run is not self._writer_run:
+            self._close_writer(0)
+            if getattr(run, "_finish_hooks", None) is None or run._finished:
+                return  # finished, or not a trainwatch Run (a stand-in with log() only): no server
+            if self._writer_run is not None:  # another run (a new init): its series starts from zero
+                self.step_durations = NativeHistogram(STEP_HISTOGRAM_SCHEMA)
+            self._writer_run = run
+            self._writer = HistogramWriter(run.url, STEP_HISTOGRAM,
+                                           {"job": "trainwatch", "run": run.id, "rank": str(run.rank)},
+                                           schema=STEP_HISTOGRAM_SCHEMA, timeout=run._timeout, token=run._token)
+            self._submitted = 0
+            run._finish_hooks.append(self._at_finish)
+        if self._writer is None:
+            return
+        snap = self.step_durations.snapshot()
+        if snap[0] > self._submitted:
+            self._submitted = snap[0]
+            self._writer.submit(snap)
+
+    def _at_finish(self, timeout):
+        """The run finishes: its last state, sent before it does (up to `timeout` s)."""
+        self._send_step_histogram(self._writer_run)
+        self._close_writer(timeout)
+
+    def _close_writer(self, timeout):
+        if self._writer is None:
+            return
+        self._writer.close(timeout)
+        try:
+            self._writer_run._finish_hooks.remove(self._at_finish)
+        except ValueError:
+            pass
+        self._writer = None
+
     def remove(self):
+        """Unwraps the optimizer and the model; sends the step histogram's last
+        state first (waiting for it up to 10 s)."""
+        if self._writer is not None:
+            try:
+                self._send_step_histogram(self._writer_run)
+                self._close_writer(min(10.0, self._writer_run._timeout))
+            except Exception:  # never into training
+                pass
         if self._hook is not None:
             self._hook.remove()
         for h in self._handles:
@@ -317,7 +398,7 @@ def _first_grad_tensor(output):
 
 
 def watch(model, optimizer, every=10, run=None, batch_size=None, log_grad_norm=True, phases=True,
-          log=None, log_freq=100, bins=64):
+          log=None, log_freq=100, bins=64, step_histogram=True):
     """Logs grad_norm, param_norm, lr, samples_per_sec and step_time_seconds
     every `every` optimizer steps to `run` (default: the last init()), and
     with phases (needs the model) step_phase/forward, backward, optimizer
@@ -325,6 +406,10 @@ def watch(model, optimizer, every=10, run=None, batch_size=None, log_grad_norm=T
     does not say. log="gradients", "parameters" or "all" (default None:
     none) adds histograms of the trainable parameters' gradients
     ("gradients/<name>") and values ("parameters/<name>") every `log_freq`
-    optimizer steps, in `bins` buckets."""
+    optimizer steps, in `bins` buckets. step_histogram=True (the default)
+    also sends every step's time as the native histogram
+    train_step_duration_seconds{job="trainwatch", run, rank} (schema 3,
+    cumulative) through the server's /api/v1/write, every `every` steps and
+    at finish() and remove(); step_histogram=False opts out."""
     return Watch(model, optimizer, every, run, batch_size, log_grad_norm, phases,
-                 log=log, log_freq=log_freq, bins=bins)
+                 log=log, log_freq=log_freq, bins=bins, step_histogram=step_histogram)
