@@ -59,9 +59,11 @@ std::string SupportedProtocols() {
 
 // scrape_protocols, scrape_native_histograms, always_scrape_classic_histograms
 // (and its Prometheus 2 name, scrape_classic_histograms).
+// A job's value replaces global's.
 Status ParseProtocols(const YAML::Node& n, const std::string& w, ScrapeConfig* c) {
   if (auto p = n["scrape_protocols"]; p && !p.IsNull()) {
     if (!p.IsSequence()) return Err(w + ".scrape_protocols", "expected a list of protocol names");
+    c->scrape_protocols.clear();
     for (const auto& e : p) {
       ASSIGN_OR_RETURN(std::string s, Str(e, w + ".scrape_protocols"));
       bool known = false;
@@ -167,6 +169,9 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
     if (!b.ok()) return Err(w + ".body_size_limit", b.error().message());
     c.body_size_limit = *b;
   }
+  c.scrape_protocols = g.scrape_protocols;
+  c.scrape_native_histograms = g.scrape_native_histograms;
+  c.always_scrape_classic_histograms = g.always_scrape_classic_histograms;
   RETURN_IF_ERROR(ParseProtocols(n, w, &c));
   if (auto sc = n["static_configs"]; sc && !sc.IsNull()) {
     if (!sc.IsSequence()) return Err(w + ".static_configs", "expected a list");
@@ -248,7 +253,7 @@ std::string FormatDuration(int64_t ms) {
   return r;
 }
 
-Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, const GlobalDefaults& g) {
+Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, const GlobalDefaults& global) {
   std::vector<ScrapeConfig> out;
   if (!root || !root.IsMap()) return out;
   YAML::Node sc = root["scrape_configs"];
@@ -256,6 +261,19 @@ Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, con
   if (!sc.IsSequence()) return Status::InvalidArgument("scrape_configs: expected a list");
   std::set<std::string> names;
   try {
+    // global's scrape_protocols, scrape_native_histograms and
+    // always_scrape_classic_histograms are every job's defaults.
+    GlobalDefaults g = global;
+    if (const YAML::Node gn = root["global"]; gn && gn.IsMap()) {
+      ScrapeConfig defaults;
+      defaults.scrape_protocols = g.scrape_protocols;
+      defaults.scrape_native_histograms = g.scrape_native_histograms;
+      defaults.always_scrape_classic_histograms = g.always_scrape_classic_histograms;
+      RETURN_IF_ERROR(ParseProtocols(gn, "global", &defaults));
+      g.scrape_protocols = defaults.scrape_protocols;
+      g.scrape_native_histograms = defaults.scrape_native_histograms;
+      g.always_scrape_classic_histograms = defaults.always_scrape_classic_histograms;
+    }
     for (size_t i = 0; i < sc.size(); i++) {
       ASSIGN_OR_RETURN(ScrapeConfig c, ParseOne(sc[i], "scrape_configs[" + std::to_string(i) + "]", g));
       if (!names.insert(c.job_name).second) {

@@ -68,6 +68,10 @@ struct ScrapeConfig {
 struct GlobalDefaults {
   int64_t scrape_interval_ms = 60000;
   int64_t scrape_timeout_ms = 10000;
+  // Also read by ParseScrapeConfigs from the root's `global:` section.
+  std::vector<std::string> scrape_protocols;
+  bool scrape_native_histograms = false;
+  bool always_scrape_classic_histograms = false;
 };
 
 // Parses `root["scrape_configs"]` (root is the whole prometheus.yml). Keys

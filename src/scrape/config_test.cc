@@ -139,6 +139,26 @@ TEST(Targets, FormatDuration) {
   EXPECT_EQ(FormatDuration(86400000LL * 8), "1w1d");
 }
 
+TEST(ScrapeConfig, ProtocolSettingsFromGlobal) {
+  auto r = Parse("global: {scrape_native_histograms: true, scrape_protocols: [PrometheusProto, PrometheusText0.0.4],"
+                 " always_scrape_classic_histograms: true}\n"
+                 "scrape_configs: [{job_name: a}, {job_name: b, scrape_native_histograms: false,"
+                 " scrape_protocols: [OpenMetricsText1.0.0], always_scrape_classic_histograms: false}]");
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  // Job a takes global's settings; job b's own replace them.
+  EXPECT_TRUE((*r)[0].scrape_native_histograms);
+  EXPECT_TRUE((*r)[0].always_scrape_classic_histograms);
+  EXPECT_EQ((*r)[0].scrape_protocols, (std::vector<std::string>{"PrometheusProto", "PrometheusText0.0.4"}));
+  EXPECT_FALSE((*r)[1].scrape_native_histograms);
+  EXPECT_FALSE((*r)[1].always_scrape_classic_histograms);
+  EXPECT_EQ((*r)[1].scrape_protocols, (std::vector<std::string>{"OpenMetricsText1.0.0"}));
+  // A bad global value is named.
+  auto bad = Parse("global: {scrape_protocols: [Nope]}\nscrape_configs: [{job_name: a}]");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("global.scrape_protocols: unknown scrape protocol \"Nope\""), std::string::npos)
+      << bad.error().message();
+}
+
 TEST(ScrapeConfig, ScrapeProtocolsAndNativeHistograms) {
   auto r = Parse("scrape_configs: [{job_name: a},"
                  " {job_name: b, scrape_native_histograms: true, always_scrape_classic_histograms: true},"
