@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "checking_appender.h"
 #include "fuzz_util.h"
 #include "ingest/remote_write2.h"
 #include "model/labels.h"
@@ -18,28 +19,6 @@
 
 namespace {
 constexpr const char* kTarget = "remote_write2_fuzz";
-
-class CheckingAppender final : public trainwatch::storage::Appender {
- public:
-  uint64_t samples = 0, histograms = 0;
-  trainwatch::Result<trainwatch::storage::SeriesRef> Append(trainwatch::storage::SeriesRef,
-                                                           const trainwatch::model::Labels& labels, int64_t, double) override {
-    FUZZ_CHECK(trainwatch::model::CheckSeriesLabels(labels).ok(), "accepted labels the head refuses: " + labels.ToString());
-    samples++;
-    return trainwatch::storage::SeriesRef{0};
-  }
-  trainwatch::Result<trainwatch::storage::SeriesRef> AppendHistogram(trainwatch::storage::SeriesRef,
-                                                                    const trainwatch::model::Labels& labels, int64_t,
-                                                                    const trainwatch::model::FloatHistogram& h) override {
-    FUZZ_CHECK(trainwatch::model::CheckSeriesLabels(labels).ok(), "accepted labels the head refuses: " + labels.ToString());
-    FUZZ_CHECK(h.Validate().ok(), "accepted a histogram the head refuses: " + h.Validate().ToString());
-    histograms++;
-    return trainwatch::storage::SeriesRef{0};
-  }
-  trainwatch::Status Commit() override { return trainwatch::Status::OK(); }
-  void Rollback() override {}
-};
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -55,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK_ERROR(s);
     return 0;
   }
-  CheckingAppender app;
+  trainwatch::fuzz::CheckingAppender app(kTarget);
   s = batch.AppendTo(&app);
   FUZZ_CHECK(s.ok(), "AppendTo failed after a successful parse: " + s.ToString());
   FUZZ_CHECK(app.samples == batch.stats().samples && app.samples == batch.stats().samples_written,
