@@ -45,6 +45,21 @@ class Appender {
     (void)ref, (void)labels, (void)t, (void)h;
     return Status::NotSupported("native histograms are not stored here");
   }
+  // Append and AppendHistogram for a sample with its start timestamp `st`
+  // (ms; 0 = unknown): when the counter, histogram or summary behind it last
+  // started (OpenMetrics `_created`, the protobuf exposition's
+  // created_timestamp, remote write 2.0's start_timestamp, OTLP's
+  // start_time_unix_nano). Stores that keep none drop it; the TSDB keeps it
+  // per sample and SeriesIterator::AtST returns it.
+  virtual Result<SeriesRef> AppendST(SeriesRef ref, const model::Labels& labels, int64_t st, int64_t t, double v) {
+    (void)st;
+    return Append(ref, labels, t, v);
+  }
+  virtual Result<SeriesRef> AppendHistogramST(SeriesRef ref, const model::Labels& labels, int64_t st, int64_t t,
+                                              const model::FloatHistogram& h) {
+    (void)st;
+    return AppendHistogram(ref, labels, t, h);
+  }
   // Writes every sample since the last Commit to the WAL and makes it
   // queryable. Returns once the data is durable per the WAL sync policy.
   virtual Status Commit() = 0;
