@@ -27,6 +27,9 @@ enum class Encoding : uint8_t {
   // head, the chunk log and blocks. Iterator and DecodeAll refuse it
   // (NotSupported): FloatHistogramIterator reads it.
   kFloatHistogram = 4,
+  // Another chunk with its samples' start timestamps (tsdb/chunkenc/st.h).
+  // Iterator and DecodeAll read the chunk inside and ignore them.
+  kStartTimes = 5,
 };
 
 inline bool IsHistogramEncoding(Encoding e) { return e == Encoding::kFloatHistogram; }

@@ -6,6 +6,7 @@
 #include "base/coding.h"
 #include "tsdb/chunkenc/bstream.h"
 #include "tsdb/chunkenc/chunk.h"
+#include "tsdb/chunkenc/st.h"
 #include "tsdb/chunkenc/delta_internal.h"
 #include "tsdb/chunkenc/dense_internal.h"
 
@@ -23,6 +24,16 @@ int64_t SignExtend(uint64_t v, int nbits) {
 Iterator::Iterator(Encoding enc, std::string_view data) { Reset(enc, data); }
 
 void Iterator::Reset(Encoding enc, std::string_view data) {
+  if (enc == Encoding::kStartTimes) {  // the chunk inside; its start timestamps are not read here
+    Result<Unwrapped> u = UnwrapST(enc, data, nullptr);
+    if (!u.ok()) {
+      Reset(Encoding::kXor, {});
+      err_ = u.status();
+      return;
+    }
+    enc = u->enc;
+    data = u->data;
+  }
   enc_ = enc;
   data_ = data;
   pos_ = 0;
@@ -59,6 +70,9 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
       n_ = static_cast<uint32_t>(dense_t_.size());
       return;
     }
+    case Encoding::kStartTimes:  // unwrapped above: one inside another
+      err_ = Status::Corruption("start-times chunk: wraps another start-times chunk");
+      return;
     case Encoding::kFloatHistogram:
       err_ = Status::NotSupported("chunk: a float histogram chunk has no float samples (read it with FloatHistogramIterator)");
       return;
@@ -265,6 +279,11 @@ bool Iterator::Seek(int64_t t) {
 
 
 Status DecodeAll(Encoding enc, std::string_view data, std::vector<int64_t>* ts, std::vector<double>* vs) {
+  if (enc == Encoding::kStartTimes) {
+    ASSIGN_OR_RETURN(Unwrapped u, UnwrapST(enc, data, nullptr));
+    enc = u.enc;
+    data = u.data;
+  }
   if (enc == Encoding::kDense) return internal::DecodeDense(data, ts, vs);
   Iterator it(enc, data);
   if (enc != Encoding::kDense && it.Err().ok() && data.size() >= 2) {
