@@ -44,7 +44,12 @@ class VecIter : public SeriesIterator {
 // Floats and histograms from two sorted vectors; a float wins a tie.
 class MixedVecIter : public SeriesIterator {
  public:
-  MixedVecIter(const std::vector<model::Sample>* f, const std::vector<HistogramSample>* h) : f_(f), h_(h) {}
+  MixedVecIter(const std::vector<model::Sample>* f, const std::vector<HistogramSample>* h,
+               const std::vector<int64_t>* fst)
+      : f_(f), h_(h), fst_(fst != nullptr && !fst->empty() ? fst : nullptr) {
+    has_st_ = fst_ != nullptr ||
+              std::any_of(h_->begin(), h_->end(), [](const HistogramSample& x) { return x.st != 0; });
+  }
   bool Next() override {
     if (!started_) {
       started_ = true;
@@ -73,6 +78,8 @@ class MixedVecIter : public SeriesIterator {
   bool AtIsHistogram() const override { return hist_; }
   const model::FloatHistogram* AtHistogram() const override { return hist_ ? &(*h_)[hi_].h : nullptr; }
   bool HasHistograms() const override { return !h_->empty(); }
+  int64_t AtST() const override { return hist_ ? (*h_)[hi_].st : fst_ != nullptr ? (*fst_)[fi_] : 0; }
+  bool HasST() const override { return has_st_; }
   Status Err() const override { return Status::OK(); }
 
  private:
@@ -85,9 +92,10 @@ class MixedVecIter : public SeriesIterator {
   }
   const std::vector<model::Sample>* f_;
   const std::vector<HistogramSample>* h_;
+  const std::vector<int64_t>* fst_;  // null: no float has a start timestamp
   size_t fi_ = 0, hi_ = 0;
   int64_t t_ = 0;
-  bool hist_ = false, valid_ = false, started_ = false;
+  bool hist_ = false, valid_ = false, started_ = false, has_st_ = false;
 };
 
 // K-way merge of iterators; ties on timestamp go to the lowest index.
@@ -298,8 +306,9 @@ std::unique_ptr<SeriesSet> ListSeriesSet(std::vector<std::shared_ptr<Series>> se
 }
 
 std::unique_ptr<SeriesIterator> MixedVectorIterator(const std::vector<model::Sample>* floats,
-                                                    const std::vector<HistogramSample>* hists) {
-  return std::make_unique<MixedVecIter>(floats, hists);
+                                                    const std::vector<HistogramSample>* hists,
+                                                    const std::vector<int64_t>* float_st) {
+  return std::make_unique<MixedVecIter>(floats, hists, float_st);
 }
 
 std::unique_ptr<SeriesIterator> VectorIterator(const std::vector<model::Sample>* samples) {

@@ -21,13 +21,17 @@ std::unique_ptr<SeriesIterator> MergeIterators(std::vector<std::unique_ptr<Serie
 struct HistogramSample {
   int64_t t = 0;
   model::FloatHistogram h;
+  int64_t st = 0;  // start timestamp (0: unknown)
 };
 
 // Iterator over borrowed, time-sorted vectors of float and histogram
 // samples (unique timestamps within each; a float wins a tie).
 // REQUIRES: the vectors outlive it. HasHistograms() is !hists->empty().
+// `float_st` is null or holds the floats' start timestamps (parallel to
+// floats); histograms carry theirs.
 std::unique_ptr<SeriesIterator> MixedVectorIterator(const std::vector<model::Sample>* floats,
-                                                    const std::vector<HistogramSample>* hists);
+                                                    const std::vector<HistogramSample>* hists,
+                                                    const std::vector<int64_t>* float_st = nullptr);
 
 // An in-memory series of floats and histograms, for tests and small results.
 class MixedListSeries : public Series {

@@ -210,12 +210,25 @@ BlockWriter::~BlockWriter() {
   }
 }
 
+Result<uint64_t> BlockWriter::WriteChunk(chunkenc::Encoding enc, std::string_view bytes, const int64_t* ts,
+                                                const int64_t* sts, size_t n) {
+  runs_.clear();
+  if (sts != nullptr) chunkenc::RunsOf(ts, sts, n, &runs_);
+  if (runs_.empty()) return chunks_->Write(static_cast<uint8_t>(enc), bytes);
+  wrapped_.clear();
+  chunkenc::WrapST(enc, bytes, runs_, &wrapped_);
+  return chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kStartTimes), wrapped_);
+}
+
 Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& s) {
-  if (s.hts.empty()) return AddSeries(labels, s.ts, s.vs);
+  if (s.empty()) return Status::OK();
+  // Refused labels write nothing, so the caller may skip the series and go on.
   RETURN_IF_ERROR(index_->CheckSeries(labels));
   std::vector<index::ChunkMeta> metas;
   size_t i = 0, k = 0;  // next float, next histogram
   const size_t nf = s.ts.size(), nh = s.hts.size();
+  const int64_t* sts = s.sts.empty() ? nullptr : s.sts.data();
+  const int64_t* hsts = s.hsts.empty() ? nullptr : s.hsts.data();
   while (i < nf || k < nh) {
     if (k == nh || (i < nf && s.ts[i] < s.hts[k])) {
       // A run of floats, up to the next histogram.
@@ -223,7 +236,8 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& 
       while (end < nf && end - i < kBlockChunkSamples && (k == nh || s.ts[end] < s.hts[k])) end++;
       buf_.clear();
       chunkenc::EncodeDense(&s.ts[i], &s.vs[i], end - i, &buf_);
-      ASSIGN_OR_RETURN(index::ChunkRef ref, chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kDense), buf_));
+      ASSIGN_OR_RETURN(index::ChunkRef ref, WriteChunk(chunkenc::Encoding::kDense, buf_, &s.ts[i],
+                                                       sts != nullptr ? sts + i : nullptr, end - i));
       metas.push_back({s.ts[i], s.ts[end - 1], ref});
       i = end;
     } else {
@@ -235,8 +249,8 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& 
         c.Append(s.hts[k], s.hs[k]);
         k++;
       }
-      ASSIGN_OR_RETURN(index::ChunkRef ref,
-                       chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kFloatHistogram), c.Bytes()));
+      ASSIGN_OR_RETURN(index::ChunkRef ref, WriteChunk(chunkenc::Encoding::kFloatHistogram, c.Bytes(), &s.hts[first],
+                                                       hsts != nullptr ? hsts + first : nullptr, k - first));
       metas.push_back({s.hts[first], s.hts[k - 1], ref});
     }
   }
@@ -244,27 +258,6 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& 
   next_id_++;
   meta_.num_series++;
   meta_.num_samples += s.size();
-  meta_.num_chunks += metas.size();
-  return Status::OK();
-}
-
-Status BlockWriter::AddSeries(const model::Labels& labels, const std::vector<int64_t>& ts,
-                              const std::vector<double>& vs) {
-  if (ts.empty()) return Status::OK();
-  // Refused labels write nothing, so the caller may skip the series and go on.
-  RETURN_IF_ERROR(index_->CheckSeries(labels));
-  std::vector<index::ChunkMeta> metas;
-  for (size_t i = 0; i < ts.size(); i += kBlockChunkSamples) {
-    size_t n = std::min(kBlockChunkSamples, ts.size() - i);
-    buf_.clear();
-    chunkenc::EncodeDense(&ts[i], &vs[i], n, &buf_);
-    ASSIGN_OR_RETURN(index::ChunkRef ref, chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kDense), buf_));
-    metas.push_back({ts[i], ts[i + n - 1], ref});
-  }
-  RETURN_IF_ERROR(index_->AddSeries(next_id_, labels, metas));
-  next_id_++;
-  meta_.num_series++;
-  meta_.num_samples += ts.size();
   meta_.num_chunks += metas.size();
   return Status::OK();
 }

@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "model/histogram.h"
 #include "storage/storage.h"
+#include "tsdb/chunkenc/st.h"
 #include "tsdb/index/block_meta.h"
 
 namespace trainwatch::index {
@@ -69,17 +70,21 @@ class Block : public std::enable_shared_from_this<Block> {
 
 // One series' samples as a block takes them: floats (ts, vs) and native
 // histograms (hts, hs), each sorted by time with unique timestamps, no
-// timestamp in both.
+// timestamp in both; with their start timestamps in sts (hsts), parallel to
+// ts (hts), or empty when no sample of that kind has one.
 struct SeriesSamples {
   std::vector<int64_t> ts;
   std::vector<double> vs;
   std::vector<int64_t> hts;
   std::vector<model::FloatHistogram> hs;
+  std::vector<int64_t> sts, hsts;
   void clear() {
     ts.clear();
     vs.clear();
     hts.clear();
     hs.clear();
+    sts.clear();
+    hsts.clear();
   }
   size_t size() const { return ts.size() + hts.size(); }
   bool empty() const { return ts.empty() && hts.empty(); }
@@ -94,10 +99,9 @@ class BlockWriter {
   static Result<std::unique_ptr<BlockWriter>> Create(const std::string& parent, index::BlockMeta meta);
   ~BlockWriter();
 
-  // Samples sorted by time with unique timestamps; empty series are skipped.
-  Status AddSeries(const model::Labels& labels, const std::vector<int64_t>& ts, const std::vector<double>& vs);
   // Floats and histograms: runs of each kind become chunks of their own
-  // (dense floats; histogram chunks cut as the head cuts them).
+  // (dense floats; histogram chunks cut as the head cuts them), wrapped with
+  // their start timestamps where any sample has one. Empty series are skipped.
   Status AddSeries(const model::Labels& labels, const SeriesSamples& s);
   // Finishes and fsyncs everything, renames the directory into place.
   Result<index::BlockMeta> Finish();
@@ -111,7 +115,13 @@ class BlockWriter {
   std::unique_ptr<index::IndexWriter> index_;
   uint64_t next_id_ = 0;
   bool finished_ = false;
-  std::string buf_;
+  std::string buf_, wrapped_;
+  std::vector<chunkenc::STRun> runs_;
+  // Writes `bytes` (a chunk of encoding enc holding the samples at ts[0, n),
+  // whose start timestamps are sts[0, n) or, when sts is null, none).
+  // Returns its index::ChunkRef.
+  Result<uint64_t> WriteChunk(chunkenc::Encoding enc, std::string_view bytes, const int64_t* ts, const int64_t* sts,
+                              size_t n);
 };
 
 // A new 26-character ULID (time-ordered, random suffix).

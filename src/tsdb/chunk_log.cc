@@ -23,7 +23,8 @@ Status Malformed(std::string_view kind, std::string_view what) {
 bool ValidEncoding(uint8_t e) {
   return e == static_cast<uint8_t>(chunkenc::Encoding::kXor) || e == static_cast<uint8_t>(chunkenc::Encoding::kDense) ||
          e == static_cast<uint8_t>(chunkenc::Encoding::kDelta) ||
-         e == static_cast<uint8_t>(chunkenc::Encoding::kFloatHistogram);
+         e == static_cast<uint8_t>(chunkenc::Encoding::kFloatHistogram) ||
+         e == static_cast<uint8_t>(chunkenc::Encoding::kStartTimes);
 }
 
 }  // namespace
@@ -86,24 +87,30 @@ Status DecodeChunks(std::string_view rec, std::vector<RefChunk>* out, ChunkSlabs
   return Status::OK();
 }
 
-void EncodeOoo(const RefOoo& ooo, std::string* out) {
+void EncodeOoo(const RefOoo& ooo, const std::vector<int64_t>& st, std::string* out) {
+  const bool with_st = !st.empty();
   out->clear();
-  out->push_back(static_cast<char>(RecordType::kOoo));
+  out->push_back(static_cast<char>(with_st ? RecordType::kOooST : RecordType::kOoo));
   PutVarint64(out, ooo.first);
   PutVarint64(out, ooo.second.size());
-  for (const auto& s : ooo.second) {
+  for (size_t i = 0; i < ooo.second.size(); i++) {
+    const model::Sample& s = ooo.second[i];
     PutVarsint64(out, s.t);
     uint64_t bits;
     std::memcpy(&bits, &s.v, 8);
     PutFixed64(out, bits);
+    if (with_st) PutVarsint64(out, static_cast<int64_t>(static_cast<uint64_t>(s.t) - static_cast<uint64_t>(st[i])));
   }
 }
 
-Status DecodeOoo(std::string_view rec, RefOoo* out) {
+Status DecodeOoo(std::string_view rec, RefOoo* out, std::vector<int64_t>* st) {
   out->second.clear();
-  if (rec.empty() || static_cast<uint8_t>(rec[0]) != static_cast<uint8_t>(RecordType::kOoo)) {
+  st->clear();
+  const uint8_t type = rec.empty() ? 0 : static_cast<uint8_t>(rec[0]);
+  if (type != static_cast<uint8_t>(RecordType::kOoo) && type != static_cast<uint8_t>(RecordType::kOooST)) {
     return Malformed("out-of-order", "wrong type");
   }
+  const bool with_st = type == static_cast<uint8_t>(RecordType::kOooST);
   rec.remove_prefix(1);
   uint64_t n;
   if (!GetVarint64(&rec, &out->first) || !GetVarint64(&rec, &n) || n > rec.size()) {
@@ -117,6 +124,11 @@ Status DecodeOoo(std::string_view rec, RefOoo* out) {
       return Malformed("out-of-order", "truncated sample " + std::to_string(i));
     }
     std::memcpy(&s.v, &bits, 8);
+    if (with_st) {
+      int64_t d;
+      if (!GetVarsint64(&rec, &d)) return Malformed("out-of-order", "truncated sample " + std::to_string(i));
+      st->push_back(static_cast<int64_t>(static_cast<uint64_t>(s.t) - static_cast<uint64_t>(d)));
+    }
     if (!out->second.empty() && s.t <= out->second.back().t) {
       return Malformed("out-of-order", "samples not in time order at " + std::to_string(i));
     }
@@ -127,21 +139,27 @@ Status DecodeOoo(std::string_view rec, RefOoo* out) {
 }
 
 void EncodeOooHistograms(const RefOooHist& ooo, std::string* out) {
+  const bool with_st =
+      std::any_of(ooo.second.begin(), ooo.second.end(), [](const storage::HistogramSample& x) { return x.st != 0; });
   out->clear();
-  out->push_back(static_cast<char>(RecordType::kOooHistograms));
+  out->push_back(static_cast<char>(with_st ? RecordType::kOooHistogramsST : RecordType::kOooHistograms));
   PutVarint64(out, ooo.first);
   PutVarint64(out, ooo.second.size());
   for (const auto& x : ooo.second) {
     PutVarsint64(out, x.t);
+    if (with_st) PutVarsint64(out, static_cast<int64_t>(static_cast<uint64_t>(x.t) - static_cast<uint64_t>(x.st)));
     wal::PutHistogram(out, x.h);  // the WAL's histogram layout
   }
 }
 
 Status DecodeOooHistograms(std::string_view rec, RefOooHist* out) {
   out->second.clear();
-  if (rec.empty() || static_cast<uint8_t>(rec[0]) != static_cast<uint8_t>(RecordType::kOooHistograms)) {
+  const uint8_t type = rec.empty() ? 0 : static_cast<uint8_t>(rec[0]);
+  if (type != static_cast<uint8_t>(RecordType::kOooHistograms) &&
+      type != static_cast<uint8_t>(RecordType::kOooHistogramsST)) {
     return Malformed("out-of-order histograms", "wrong type");
   }
+  const bool with_st = type == static_cast<uint8_t>(RecordType::kOooHistogramsST);
   rec.remove_prefix(1);
   uint64_t n;
   if (!GetVarint64(&rec, &out->first) || !GetVarint64(&rec, &n) || n > rec.size() / 8) {
@@ -150,10 +168,12 @@ Status DecodeOooHistograms(std::string_view rec, RefOooHist* out) {
   out->second.resize(n);
   for (uint64_t i = 0; i < n; i++) {
     storage::HistogramSample& x = out->second[i];
-    if (!GetVarsint64(&rec, &x.t)) {
+    int64_t d = 0;
+    if (!GetVarsint64(&rec, &x.t) || (with_st && !GetVarsint64(&rec, &d))) {
       out->second.clear();
       return Malformed("out-of-order histograms", "truncated sample " + std::to_string(i));
     }
+    x.st = with_st ? static_cast<int64_t>(static_cast<uint64_t>(x.t) - static_cast<uint64_t>(d)) : 0;
     if (std::string why = wal::GetHistogram(&rec, &x.h); !why.empty()) {
       out->second.clear();
       return Malformed("out-of-order histograms", why + " in sample " + std::to_string(i));
@@ -229,7 +249,9 @@ Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
   // Records since the last mark wait here until the next one.
   std::vector<RefChunk> pending, rec_chunks;
   std::vector<RefOoo> pending_ooo;
+  std::vector<std::vector<int64_t>> pending_ooo_st;  // parallel to pending_ooo
   RefOoo rec_ooo;
+  std::vector<int64_t> rec_ooo_st;
   std::vector<RefOooHist> pending_ooo_hist;
   RefOooHist rec_ooo_hist;
   // Where the records that no mark covers begin.
@@ -248,10 +270,15 @@ Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
         for (auto& c : rec_chunks) pending.push_back(std::move(c));
         break;
       case static_cast<uint8_t>(RecordType::kOoo):
-        bad = DecodeOoo(rec, &rec_ooo);
-        if (bad.ok()) pending_ooo.push_back(std::move(rec_ooo));
+      case static_cast<uint8_t>(RecordType::kOooST):
+        bad = DecodeOoo(rec, &rec_ooo, &rec_ooo_st);
+        if (bad.ok()) {
+          pending_ooo.push_back(std::move(rec_ooo));
+          pending_ooo_st.push_back(std::move(rec_ooo_st));
+        }
         break;
       case static_cast<uint8_t>(RecordType::kOooHistograms):
+      case static_cast<uint8_t>(RecordType::kOooHistogramsST):
         bad = DecodeOooHistograms(rec, &rec_ooo_hist);
         if (bad.ok()) pending_ooo_hist.push_back(std::move(rec_ooo_hist));
         break;
@@ -268,10 +295,20 @@ Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
           list.push_back(std::move(c));
           out.num_chunks++;
         }
-        for (auto& [ref, samples] : pending_ooo) out.ooo[ref] = std::move(samples);
+        for (size_t i = 0; i < pending_ooo.size(); i++) {
+          const uint64_t ref = pending_ooo[i].first;
+          out.ooo[ref] = std::move(pending_ooo[i].second);
+          // A later record of the series replaces the start timestamps too.
+          if (pending_ooo_st[i].empty()) {
+            out.ooo_st.erase(ref);
+          } else {
+            out.ooo_st[ref] = std::move(pending_ooo_st[i]);
+          }
+        }
         for (auto& [ref, hists] : pending_ooo_hist) out.ooo_hist[ref] = std::move(hists);
         pending.clear();
         pending_ooo.clear();
+        pending_ooo_st.clear();
         pending_ooo_hist.clear();
         out.mark = m;
         cut_at.reset();

@@ -33,6 +33,10 @@ enum class RecordType : uint8_t {
   kOoo = 17,     // all out-of-order samples of one series (replaces earlier ones)
   kMark = 18,
   kOooHistograms = 19,  // all out-of-order histograms of one series (replaces earlier ones)
+  // kOoo and kOooHistograms with each sample's start timestamp, written
+  // where any has one; decoded by the same functions.
+  kOooST = 20,
+  kOooHistogramsST = 21,
 };
 
 // WAL segments from `first_segment` up to the next span's (the last one's:
@@ -57,7 +61,8 @@ struct Mark {
 
 // Replace *out with the encoded record.
 void EncodeChunks(const RefChunk* chunks, size_t n, std::string* out);
-void EncodeOoo(const RefOoo& ooo, std::string* out);
+// `st`: empty, or the start timestamps of ooo's samples.
+void EncodeOoo(const RefOoo& ooo, const std::vector<int64_t>& st, std::string* out);
 void EncodeOooHistograms(const RefOooHist& ooo, std::string* out);
 void EncodeMark(const Mark& mark, std::string* out);
 // Corruption on a wrong type byte, truncated or trailing bytes, an unknown
@@ -67,7 +72,8 @@ void EncodeMark(const Mark& mark, std::string* out);
 // (a head cut frees them together; 0: one group); else each on its own.
 Status DecodeChunks(std::string_view rec, std::vector<RefChunk>* out, ChunkSlabs* slabs = nullptr,
                     int64_t group_ms = 0);
-Status DecodeOoo(std::string_view rec, RefOoo* out);
+// *st: the samples' start timestamps, or empty when the record has none.
+Status DecodeOoo(std::string_view rec, RefOoo* out, std::vector<int64_t>* st);
 // Corruption as DecodeOoo, and on a histogram the WAL's decoder refuses.
 Status DecodeOooHistograms(std::string_view rec, RefOooHist* out);
 Status DecodeMark(std::string_view rec, Mark* out);
@@ -80,6 +86,7 @@ struct Loaded {
   // out-of-order samples, the last record of each series.
   std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks;
   std::unordered_map<uint64_t, std::vector<model::Sample>> ooo;
+  std::unordered_map<uint64_t, std::vector<int64_t>> ooo_st;  // of the series in ooo whose samples have any
   std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist;
   uint64_t num_chunks = 0, dropped_overlaps = 0;
 };

@@ -40,12 +40,30 @@ TEST(ChunkLogTest, RecordsRoundTrip) {
     EXPECT_EQ(out[i].second.data.view(), in[i].second.data.view());
   }
   RefOoo ooo{7, {{-3, 1.5}, {4, model::StaleNaN()}}}, ooo_out;
-  EncodeOoo(ooo, &rec);
-  ASSERT_TRUE(DecodeOoo(rec, &ooo_out).ok());
+  std::vector<int64_t> st_out{9};
+  EncodeOoo(ooo, {}, &rec);
+  ASSERT_TRUE(DecodeOoo(rec, &ooo_out, &st_out).ok());
   EXPECT_EQ(ooo_out.first, 7u);
   ASSERT_EQ(ooo_out.second.size(), 2u);
   EXPECT_EQ(ooo_out.second[0].t, -3);
   EXPECT_TRUE(model::IsStaleNaN(ooo_out.second[1].v));
+  EXPECT_TRUE(st_out.empty());
+  // With start timestamps (another record type).
+  EncodeOoo(ooo, {-10, 0}, &rec);
+  EXPECT_EQ(static_cast<uint8_t>(rec[0]), static_cast<uint8_t>(RecordType::kOooST));
+  ASSERT_TRUE(DecodeOoo(rec, &ooo_out, &st_out).ok());
+  EXPECT_EQ(st_out, (std::vector<int64_t>{-10, 0}));
+  EXPECT_EQ(ooo_out.second[1].t, 4);
+  for (size_t cut = 1; cut < rec.size(); cut++) {
+    EXPECT_TRUE(DecodeOoo(rec.substr(0, cut), &ooo_out, &st_out).IsCorruption()) << cut;
+  }
+  RefOooHist hist{3, {{5, model::FloatHistogram{}, 2}}}, hist_out;
+  hist.second[0].h.count = 1;
+  EncodeOooHistograms(hist, &rec);
+  EXPECT_EQ(static_cast<uint8_t>(rec[0]), static_cast<uint8_t>(RecordType::kOooHistogramsST));
+  ASSERT_TRUE(DecodeOooHistograms(rec, &hist_out).ok());
+  ASSERT_EQ(hist_out.second.size(), 1u);
+  EXPECT_EQ(hist_out.second[0].st, 2);
   Mark m{12, -77}, m_out;
   EncodeMark(m, &rec);
   ASSERT_TRUE(DecodeMark(rec, &m_out).ok());
@@ -66,8 +84,9 @@ TEST(ChunkLogTest, MalformedRecordsAreCorruptionNamingTheProblem) {
   Status s = DecodeChunks(bad_enc, &out);
   EXPECT_NE(s.message().find("unknown encoding of chunk 0"), std::string::npos) << s.ToString();
   RefOoo ooo{1, {{5, 1}, {5, 2}}}, ooo_out;
-  EncodeOoo(ooo, &rec);
-  s = DecodeOoo(rec, &ooo_out);
+  std::vector<int64_t> st_out;
+  EncodeOoo(ooo, {}, &rec);
+  s = DecodeOoo(rec, &ooo_out, &st_out);
   EXPECT_NE(s.message().find("not in time order"), std::string::npos) << s.ToString();
   Mark m;
   EXPECT_TRUE(DecodeMark(rec, &m).IsCorruption());  // wrong type
@@ -100,7 +119,7 @@ class ChunkLogDirTest : public ::testing::Test {
   }
   static std::string OooRec(uint64_t ref, std::vector<model::Sample> s) {
     std::string r;
-    EncodeOoo(RefOoo{ref, std::move(s)}, &r);
+    EncodeOoo(RefOoo{ref, std::move(s)}, {}, &r);
     return r;
   }
   std::string dir_;

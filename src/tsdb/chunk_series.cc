@@ -15,21 +15,27 @@ const std::vector<storage::HistogramSample> kNoHistograms;
 class SharedVectorIterator : public storage::SeriesIterator {
  public:
   SharedVectorIterator(std::shared_ptr<const std::vector<model::Sample>> s,
-                       std::shared_ptr<const std::vector<storage::HistogramSample>> h)
+                       std::shared_ptr<const std::vector<storage::HistogramSample>> h,
+                       std::shared_ptr<const std::vector<int64_t>> st)
       : s_(std::move(s)),
         h_(std::move(h)),
-        it_(storage::MixedVectorIterator(s_ != nullptr ? s_.get() : &kNoSamples, h_ != nullptr ? h_.get() : &kNoHistograms)) {}
+        st_(std::move(st)),
+        it_(storage::MixedVectorIterator(s_ != nullptr ? s_.get() : &kNoSamples, h_ != nullptr ? h_.get() : &kNoHistograms,
+                                         st_.get())) {}
   bool Next() override { return it_->Next(); }
   bool Seek(int64_t t) override { return it_->Seek(t); }
   model::Sample At() const override { return it_->At(); }
   bool AtIsHistogram() const override { return it_->AtIsHistogram(); }
   const model::FloatHistogram* AtHistogram() const override { return it_->AtHistogram(); }
   bool HasHistograms() const override { return it_->HasHistograms(); }
+  int64_t AtST() const override { return it_->AtST(); }
+  bool HasST() const override { return it_->HasST(); }
   Status Err() const override { return it_->Err(); }
 
  private:
   std::shared_ptr<const std::vector<model::Sample>> s_;
   std::shared_ptr<const std::vector<storage::HistogramSample>> h_;
+  std::shared_ptr<const std::vector<int64_t>> st_;
   std::unique_ptr<storage::SeriesIterator> it_;
 };
 
@@ -40,19 +46,31 @@ ChunkListIterator::ChunkListIterator(std::vector<ChunkRefData> chunks, int64_t m
     : chunks_(std::move(chunks)), mint_(mint), maxt_(maxt), keepalive_(std::move(keepalive)) {
   // Skip chunks entirely before mint.
   while (ci_ < chunks_.size() && chunks_[ci_].maxt < mint_) ci_++;
-  for (const ChunkRefData& c : chunks_) has_hist_ = has_hist_ || chunkenc::IsHistogramEncoding(c.enc);
+  for (const ChunkRefData& c : chunks_) {
+    has_st_ = has_st_ || c.enc == chunkenc::Encoding::kStartTimes;
+    has_hist_ = has_hist_ || chunkenc::IsHistogramEncoding(chunkenc::InnerEncoding(c.enc, c.data));
+  }
 }
 
 bool ChunkListIterator::Advance() {
   for (;;) {
     if (!started_) {
       if (ci_ >= chunks_.size() || chunks_[ci_].mint > maxt_) return done_ = true, false;
-      hist_ = chunkenc::IsHistogramEncoding(chunks_[ci_].enc);
+      chunkenc::Unwrapped u{chunks_[ci_].enc, chunks_[ci_].data};
+      if (has_st_) [[unlikely]] {
+        Result<chunkenc::Unwrapped> r = chunkenc::UnwrapST(u.enc, u.data, &st_);
+        if (!r.ok()) {
+          err_ = r.status();
+          return done_ = true, false;
+        }
+        u = *r;
+      }
+      hist_ = chunkenc::IsHistogramEncoding(u.enc);
       if (hist_) {
         if (hit_ == nullptr) hit_ = std::make_unique<chunkenc::FloatHistogramIterator>();
-        hit_->Reset(chunks_[ci_].data);
+        hit_->Reset(u.data);
       } else {
-        it_.Reset(chunks_[ci_].enc, chunks_[ci_].data);
+        it_.Reset(u.enc, u.data);
       }
       started_ = true;
     }
@@ -129,7 +147,7 @@ std::unique_ptr<storage::SeriesIterator> ChunkSeries::Iterator() const {
   if ((ooo_ == nullptr || ooo_->empty()) && (ooo_hist_ == nullptr || ooo_hist_->empty())) return in_order;
   std::vector<std::unique_ptr<storage::SeriesIterator>> its;
   its.push_back(std::move(in_order));
-  its.push_back(std::make_unique<SharedVectorIterator>(ooo_, ooo_hist_));
+  its.push_back(std::make_unique<SharedVectorIterator>(ooo_, ooo_hist_, ooo_st_));
   return storage::MergeIterators(std::move(its));
 }
 

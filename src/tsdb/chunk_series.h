@@ -13,6 +13,7 @@
 #include "storage/storage.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/chunkenc/histogram.h"
+#include "tsdb/chunkenc/st.h"
 
 namespace trainwatch::tsdb {
 
@@ -23,7 +24,8 @@ struct ChunkRefData {
 };
 
 // Iterates non-overlapping, time-ordered chunks of floats or histograms
-// (chunkenc::kFloatHistogram). `keepalive` owns the bytes.
+// (chunkenc::kFloatHistogram), any of them with start timestamps
+// (chunkenc::kStartTimes). `keepalive` owns the bytes.
 class ChunkListIterator : public storage::SeriesIterator {
  public:
   ChunkListIterator(std::vector<ChunkRefData> chunks, int64_t mint, int64_t maxt, std::shared_ptr<const void> keepalive);
@@ -37,6 +39,8 @@ class ChunkListIterator : public storage::SeriesIterator {
   const model::FloatHistogram* AtHistogram() const override { return hist_ ? &hit_->h() : nullptr; }
   bool HasHistograms() const override { return has_hist_; }
   bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) override;
+  int64_t AtST() const override { return st_.empty() ? 0 : chunkenc::STAt(st_, CurT()); }
+  bool HasST() const override { return has_st_; }
   Status Err() const override { return err_; }
 
  private:
@@ -50,6 +54,8 @@ class ChunkListIterator : public storage::SeriesIterator {
   chunkenc::Iterator it_;
   // The current chunk holds histograms: hit_ (made at the first one) reads it.
   bool hist_ = false, has_hist_ = false;
+  bool has_st_ = false;            // some chunk has start timestamps
+  std::vector<chunkenc::STRun> st_;  // the current chunk's
   std::unique_ptr<chunkenc::FloatHistogramIterator> hit_;
   Status err_;
 };
@@ -58,11 +64,13 @@ class ChunkListIterator : public storage::SeriesIterator {
 // (chunks win ties, then out-of-order floats).
 class ChunkSeries : public storage::Series {
  public:
+  // `ooo_st`: null, or the start timestamps of `ooo` (parallel to it).
   ChunkSeries(model::Labels labels, std::vector<ChunkRefData> chunks, std::shared_ptr<const std::vector<model::Sample>> ooo, int64_t mint,
               int64_t maxt, std::shared_ptr<const void> keepalive,
-              std::shared_ptr<const std::vector<storage::HistogramSample>> ooo_hist = nullptr)
+              std::shared_ptr<const std::vector<storage::HistogramSample>> ooo_hist = nullptr,
+              std::shared_ptr<const std::vector<int64_t>> ooo_st = nullptr)
       : labels_(std::move(labels)), chunks_(std::move(chunks)), ooo_(std::move(ooo)), ooo_hist_(std::move(ooo_hist)),
-        mint_(mint), maxt_(maxt), keepalive_(std::move(keepalive)) {}
+        ooo_st_(std::move(ooo_st)), mint_(mint), maxt_(maxt), keepalive_(std::move(keepalive)) {}
   const model::Labels& labels() const override { return labels_; }
   std::unique_ptr<storage::SeriesIterator> Iterator() const override;
 
@@ -76,6 +84,7 @@ class ChunkSeries : public storage::Series {
   std::vector<ChunkRefData> chunks_;
   std::shared_ptr<const std::vector<model::Sample>> ooo_;  // may be null
   std::shared_ptr<const std::vector<storage::HistogramSample>> ooo_hist_;  // may be null
+  std::shared_ptr<const std::vector<int64_t>> ooo_st_;  // may be null
   int64_t mint_, maxt_;
   std::shared_ptr<const void> keepalive_;
 };

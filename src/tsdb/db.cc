@@ -259,17 +259,21 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
   uint64_t skipped = 0;
   // Segments whose samples records are all covered are not even decoded.
   const int skip_before = mark != nullptr ? mark->FirstUncoveredSegment(first_segment) : 0;
-  // Histogram samples wait in their own batch and are applied on this
-  // thread, in log order with the floats: a float record first applies the
-  // histograms before it, a histogram record first hands the floats before
-  // it to the applier (and waits for it before applying).
+  // Histogram samples and floats with start timestamps wait in batches of
+  // their own (at most one of the three holds samples) and are applied on
+  // this thread, in log order with the floats: a record of one kind first
+  // applies the samples of the others before it (waiting for the applier).
   std::vector<wal::RefHistogramSample> hist_rec, hist_batch;
+  std::vector<wal::RefSampleST> st_rec, st_batch;
   bool hist_covered = false;
   auto flush_hist = [&] {
-    if (hist_batch.empty()) return;
+    if (hist_batch.empty() && st_batch.empty()) return;
     if (applier.joinable()) applier.join();
-    head_->ReplayHistograms(hist_batch, hist_covered, mark != nullptr ? mark->covered_before : INT64_MIN);
+    const int64_t from = mark != nullptr ? mark->covered_before : INT64_MIN;
+    if (!hist_batch.empty()) head_->ReplayHistograms(hist_batch, hist_covered, from);
+    if (!st_batch.empty()) head_->ReplaySamplesST(st_batch, hist_covered, from);
     hist_batch.clear();
+    st_batch.clear();
   };
   auto apply = [&] {
     if (applier.joinable()) applier.join();
@@ -347,7 +351,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
           continue;
         }
         if (!batch.empty()) apply();
-        if (covered != hist_covered) {
+        if (covered != hist_covered || !st_batch.empty()) {
           flush_hist();
           hist_covered = covered;
         }
@@ -356,6 +360,32 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
         }
         for (auto& x : hist_rec) hist_batch.push_back(std::move(x));
         if (hist_batch.size() >= 4096) flush_hist();
+        break;
+      }
+      case wal::RecordType::kSamplesST: {
+        // As histogram samples records.
+        const bool covered = mark != nullptr && (checkpoint || reader->segment() < mark->wal_segment);
+        int64_t rec_maxt;
+        if ((!checkpoint && reader->segment() < skip_before) ||
+            (covered && wal::SamplesSTMaxTime(rec, &rec_maxt) && rec_maxt < mark->covered_before)) {
+          replay_skipped_records_++;
+          break;
+        }
+        Status s = wal::DecodeSamplesST(rec, &st_rec);
+        if (!s.ok()) {
+          TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
+          continue;
+        }
+        if (!batch.empty()) apply();
+        if (covered != hist_covered || !hist_batch.empty()) {
+          flush_hist();
+          hist_covered = covered;
+        }
+        if (!checkpoint && (mark == nullptr || reader->segment() >= mark->wal_segment)) {
+          for (const auto& x : st_rec) replay_tail_maxt_ = std::max(replay_tail_maxt_, x.t);
+        }
+        st_batch.insert(st_batch.end(), st_rec.begin(), st_rec.end());
+        if (st_batch.size() >= 65536) flush_hist();
         break;
       }
       default:
@@ -439,7 +469,7 @@ Status DBImpl::ReplayWal() {
       replay_mark_ = mark;
       TW_LOG(Info, "chunk log {}: {} chunks{}", ChunkLogDir(gen), l.num_chunks,
              l.dropped_overlaps > 0 ? fmt::format(" ({} logged twice)", l.dropped_overlaps) : "");
-      head_->SetReplayBase(std::move(l.chunks), std::move(l.ooo), std::move(l.ooo_hist));
+      head_->SetReplayBase(std::move(l.chunks), std::move(l.ooo), std::move(l.ooo_hist), std::move(l.ooo_st));
       const int skip_to = mark->FirstUncoveredSegment(gen);
       if (wal_clean >= skip_to - 1) wal_first = std::max(gen, skip_to);
     }

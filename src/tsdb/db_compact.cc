@@ -111,23 +111,31 @@ Status DBImpl::CompactBlocks(const std::vector<std::shared_ptr<Block>>& group) {
     const auto& s = merged->At();
     auto it = s.Iterator();
     data.clear();
-    if (!it->HasHistograms()) {
+    if (!it->HasHistograms() && !it->HasST()) {
       while (it->Next()) {
         auto smp = it->At();
         data.ts.push_back(smp.t);
         data.vs.push_back(smp.v);
       }
     } else {
+      // Start timestamps are gathered for every sample and dropped below
+      // where none has one.
+      const bool has_st = it->HasST();
       while (it->Next()) {
         if (it->AtIsHistogram()) {
           data.hts.push_back(it->At().t);
           data.hs.push_back(*it->AtHistogram());
+          if (has_st) data.hsts.push_back(it->AtST());
         } else {
           auto smp = it->At();
           data.ts.push_back(smp.t);
           data.vs.push_back(smp.v);
+          if (has_st) data.sts.push_back(it->AtST());
         }
       }
+      auto none = [](const std::vector<int64_t>& v) { return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 0; }); };
+      if (none(data.sts)) data.sts.clear();
+      if (none(data.hsts)) data.hsts.clear();
     }
     RETURN_IF_ERROR(it->Err());
     RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), s.labels(), data));

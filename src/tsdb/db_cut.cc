@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/chunkenc/histogram.h"
+#include "tsdb/chunkenc/st.h"
 #include "tsdb/db_impl.h"
 #include "tsdb/wal/records.h"
 
@@ -27,58 +28,65 @@ int64_t AlignDown(int64_t t, int64_t block) {
   return t >= 0 ? t / block * block : -(((-t) + block - 1) / block) * block;
 }
 
-// Merges the out-of-order histograms into out->hts/hs, leaving out those
-// at a timestamp of an in-order sample (`taken`, sorted) or a float.
+// Merges the out-of-order histograms into out->hts/hs (and their start
+// timestamps into out->hsts), leaving out those at a timestamp of an
+// in-order sample (`taken`, sorted) or a float.
 void MergeOooHistograms(const SeriesSnapshot& snap, const std::vector<int64_t>& taken, SeriesSamples* out) {
-  std::vector<int64_t> mt;
+  const bool with_st = !out->hsts.empty() || std::any_of(snap.ooo_hist.begin(), snap.ooo_hist.end(),
+                                                         [](const storage::HistogramSample& x) { return x.st != 0; });
+  if (with_st) out->hsts.resize(out->hts.size(), 0);
+  std::vector<int64_t> mt, mst;
   std::vector<model::FloatHistogram> mh;
   mt.reserve(out->hts.size() + snap.ooo_hist.size());
   mh.reserve(out->hts.size() + snap.ooo_hist.size());
   size_t i = 0;
+  auto keep_in_order = [&] {
+    mt.push_back(out->hts[i]);
+    mh.push_back(std::move(out->hs[i]));
+    if (with_st) mst.push_back(out->hsts[i]);
+    i++;
+  };
   for (const auto& x : snap.ooo_hist) {
-    while (i < out->hts.size() && out->hts[i] < x.t) {
-      mt.push_back(out->hts[i]);
-      mh.push_back(std::move(out->hs[i]));
-      i++;
-    }
+    while (i < out->hts.size() && out->hts[i] < x.t) keep_in_order();
     if (std::binary_search(taken.begin(), taken.end(), x.t) ||
         std::binary_search(out->ts.begin(), out->ts.end(), x.t)) {
       continue;
     }
     mt.push_back(x.t);
     mh.push_back(x.h);
+    if (with_st) mst.push_back(x.st);
   }
-  for (; i < out->hts.size(); i++) {
-    mt.push_back(out->hts[i]);
-    mh.push_back(std::move(out->hs[i]));
-  }
+  while (i < out->hts.size()) keep_in_order();
   out->hts = std::move(mt);
   out->hs = std::move(mh);
+  out->hsts = std::move(mst);
 }
 
-Status MaterializeFloats(const SeriesSnapshot& snap, std::vector<int64_t>* ts, std::vector<double>* vs,
-                         const std::vector<int64_t>& hist_ts);
+Status MaterializeFloats(const SeriesSnapshot& snap, SeriesSamples* out, const std::vector<int64_t>& hist_ts);
 
 // Decodes a snapshot's in-order chunks (floats and histograms) and merges
 // its out-of-order samples; in-order samples win timestamp ties (they were
-// written first).
+// written first). Start timestamps come along.
 Status Materialize(const SeriesSnapshot& snap, SeriesSamples* out) {
   out->clear();
   bool any_hist = !snap.ooo_hist.empty();
-  for (const auto& c : snap.chunks) any_hist = any_hist || chunkenc::IsHistogramEncoding(c.enc);
-  if (!any_hist) return MaterializeFloats(snap, &out->ts, &out->vs, {});
+  for (const auto& c : snap.chunks) {
+    any_hist = any_hist || chunkenc::IsHistogramEncoding(chunkenc::InnerEncoding(c.enc, c.data.view()));
+  }
+  if (!any_hist) return MaterializeFloats(snap, out, {});
   // In-order floats and histograms never share a timestamp.
   SeriesSnapshot floats_only;
   for (const auto& c : snap.chunks) {
-    if (chunkenc::IsHistogramEncoding(c.enc)) {
-      RETURN_IF_ERROR(chunkenc::DecodeAllHistograms(c.data.view(), &out->hts, &out->hs));
+    if (chunkenc::IsHistogramEncoding(chunkenc::InnerEncoding(c.enc, c.data.view()))) {
+      RETURN_IF_ERROR(chunkenc::DecodeAllHistogramsST(c.enc, c.data.view(), &out->hts, &out->hs, &out->hsts));
     } else {
       floats_only.chunks.push_back(c);
     }
   }
   std::vector<int64_t> in_order_hist = out->hts;
   floats_only.ooo = snap.ooo;
-  RETURN_IF_ERROR(MaterializeFloats(floats_only, &out->ts, &out->vs, in_order_hist));
+  floats_only.ooo_st = snap.ooo_st;
+  RETURN_IF_ERROR(MaterializeFloats(floats_only, out, in_order_hist));
   if (snap.ooo_hist.empty()) return Status::OK();
   // Timestamps of in-order floats win over out-of-order histograms too.
   std::vector<int64_t> taken;
@@ -90,15 +98,21 @@ Status Materialize(const SeriesSnapshot& snap, SeriesSamples* out) {
   return Status::OK();
 }
 
-// Floats of snap's float chunks and out-of-order floats, leaving out
-// out-of-order ones at a timestamp of an in-order histogram (hist_ts, sorted).
-Status MaterializeFloats(const SeriesSnapshot& snap, std::vector<int64_t>* ts, std::vector<double>* vs,
-                         const std::vector<int64_t>& hist_ts) {
+// Floats of snap's float chunks and out-of-order floats into out->ts/vs/sts,
+// leaving out out-of-order ones at a timestamp of an in-order histogram
+// (hist_ts, sorted).
+Status MaterializeFloats(const SeriesSnapshot& snap, SeriesSamples* out, const std::vector<int64_t>& hist_ts) {
+  std::vector<int64_t>* ts = &out->ts;
+  std::vector<double>* vs = &out->vs;
+  std::vector<int64_t>* sts = &out->sts;
   ts->clear();
   vs->clear();
-  for (const auto& c : snap.chunks) RETURN_IF_ERROR(chunkenc::DecodeAll(c.enc, c.data.view(), ts, vs));
+  sts->clear();
+  for (const auto& c : snap.chunks) RETURN_IF_ERROR(chunkenc::DecodeAllST(c.enc, c.data.view(), ts, vs, sts));
   if (snap.ooo.empty()) return Status::OK();
-  std::vector<int64_t> mt;
+  const bool with_st = !sts->empty() || !snap.ooo_st.empty();
+  if (with_st) sts->resize(ts->size(), 0);
+  std::vector<int64_t> mt, mst;
   std::vector<double> mv;
   mt.reserve(ts->size() + snap.ooo.size());
   mv.reserve(ts->size() + snap.ooo.size());
@@ -108,17 +122,20 @@ Status MaterializeFloats(const SeriesSnapshot& snap, std::vector<int64_t>* ts, s
       if (j < snap.ooo.size() && (*ts)[i] == snap.ooo[j].t) j++;
       mt.push_back((*ts)[i]);
       mv.push_back((*vs)[i]);
+      if (with_st) mst.push_back((*sts)[i]);
       i++;
     } else {
       if (!std::binary_search(hist_ts.begin(), hist_ts.end(), snap.ooo[j].t)) {
         mt.push_back(snap.ooo[j].t);
         mv.push_back(snap.ooo[j].v);
+        if (with_st) mst.push_back(snap.ooo_st.empty() ? 0 : snap.ooo_st[j]);
       }
       j++;
     }
   }
   *ts = std::move(mt);
   *vs = std::move(mv);
+  *sts = std::move(mst);
   return Status::OK();
 }
 
@@ -175,9 +192,9 @@ Status DBImpl::WriteChunkLog(wal::Writer* w, bool all) {
       recs.clear();
     }
   }
-  for (const RefOoo& o : d.ooo) {
+  for (size_t i = 0; i < d.ooo.size(); i++) {
     recs.emplace_back();
-    chunklog::EncodeOoo(o, &recs.back());
+    chunklog::EncodeOoo(d.ooo[i], d.ooo_st[i], &recs.back());
   }
   for (const RefOooHist& o : d.ooo_hist) {
     recs.emplace_back();
@@ -305,6 +322,10 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
         part.vs.assign(from(all.vs, i), from(all.vs, j));
         part.hts.assign(from(all.hts, k), from(all.hts, m));
         part.hs.assign(from(all.hs, k), from(all.hs, m));
+        part.sts.clear();
+        part.hsts.clear();
+        if (!all.sts.empty()) part.sts.assign(from(all.sts, i), from(all.sts, j));
+        if (!all.hsts.empty()) part.hsts.assign(from(all.hsts, k), from(all.hsts, m));
         RETURN_IF_ERROR(AddSeriesOrSkip(w.get(), labels, part));
         i = j;
         k = m;
@@ -336,6 +357,7 @@ Status DBImpl::WriteCheckpoint(int segment) {
     std::vector<wal::RefSeries> series;
     std::vector<wal::RefSample> samples;
     std::vector<wal::RefHistogramSample> hist_samples;
+    std::vector<wal::RefSampleST> st_samples;
     SeriesSamples data;
     std::string rec;
     Status st;
@@ -352,6 +374,11 @@ Status DBImpl::WriteCheckpoint(int segment) {
         st = w->Log(rec);
         samples.clear();
       }
+      if (st.ok() && !st_samples.empty()) {
+        wal::EncodeSamplesST(st_samples, &rec);
+        st = w->Log(rec);
+        st_samples.clear();
+      }
       if (st.ok() && !hist_samples.empty()) {
         wal::EncodeHistogramSamples(hist_samples, &rec);
         st = w->Log(rec);
@@ -362,11 +389,19 @@ Status DBImpl::WriteCheckpoint(int segment) {
       if (!st.ok()) return;
       series.push_back(wal::RefSeries{ref, labels});
       st = Materialize(snap, &data);
-      for (size_t i = 0; st.ok() && i < data.ts.size(); i++) samples.push_back({ref, data.ts[i], data.vs[i]});
-      for (size_t i = 0; st.ok() && i < data.hts.size(); i++) {
-        hist_samples.push_back({ref, data.hts[i], std::move(data.hs[i])});
+      // A series with start timestamps has all its floats in records that
+      // carry them, so replay applies them in time order.
+      if (data.sts.empty()) {
+        for (size_t i = 0; st.ok() && i < data.ts.size(); i++) samples.push_back({ref, data.ts[i], data.vs[i]});
+      } else {
+        for (size_t i = 0; st.ok() && i < data.ts.size(); i++) {
+          st_samples.push_back({ref, data.ts[i], data.vs[i], data.sts[i]});
+        }
       }
-      if (series.size() >= 1024 || samples.size() >= 8192 || hist_samples.size() >= 512) flush();
+      for (size_t i = 0; st.ok() && i < data.hts.size(); i++) {
+        hist_samples.push_back({ref, data.hts[i], std::move(data.hs[i]), data.hsts.empty() ? 0 : data.hsts[i]});
+      }
+      if (series.size() >= 1024 || samples.size() + st_samples.size() >= 8192 || hist_samples.size() >= 512) flush();
     });
     flush();
     RETURN_IF_ERROR(st);

@@ -1292,5 +1292,122 @@ TEST_F(DBHistogramTest, InvalidAndOutOfRangeHistogramsAreRefused) {
   EXPECT_EQ(db_->GetStats().head_samples, 2u);
 }
 
+// Start timestamps: by series, the start timestamp of every sample.
+using STData = std::map<Labels, std::map<int64_t, int64_t>>;
+
+class DBStartTimestampTest : public DBHistogramTest {
+ protected:
+  // (labels, t, histogram or none, float value, start timestamp).
+  using In = std::tuple<Labels, int64_t, H, double, int64_t>;
+  void AppendST(const std::vector<In>& in, STData* ref) {
+    auto app = db_->NewAppender();
+    for (const auto& [l, t, h, v, st] : in) {
+      if (h.has_value()) {
+        auto r = app->AppendHistogramST(0, l, st, t, *h);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+      } else {
+        auto r = app->AppendST(0, l, st, t, v);
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+      }
+    }
+    ASSERT_TRUE(app->Commit().ok());
+    for (const auto& [l, t, h, v, st] : in) (*ref)[l][t] = st > t ? 0 : st;  // one after its sample is dropped
+  }
+
+  STData ReadST() {
+    STData out;
+    auto q = db_->NewQuerier(model::kMinTime, model::kMaxTime);
+    EXPECT_TRUE(q.ok());
+    auto m = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".+");
+    auto set = (*q)->Select(true, {}, {*m});
+    while (set->Next()) {
+      const auto& s = set->At();
+      auto it = s.Iterator();
+      bool any = false;
+      while (it->Next()) {
+        const int64_t st = it->AtST();
+        EXPECT_TRUE(st == 0 || it->HasST()) << s.labels().ToString();
+        any = any || st != 0;
+        out[s.labels()][it->At().t] = st;
+      }
+      EXPECT_TRUE(it->Err().ok()) << it->Err().ToString();
+      if (s.labels() == L("plain")) {
+        EXPECT_FALSE(it->HasST());
+      }
+    }
+    EXPECT_TRUE(set->Err().ok()) << set->Err().ToString();
+    return out;
+  }
+
+  void ExpectST(const STData& want, const std::string& when) {
+    SCOPED_TRACE(when);
+    STData got = ReadST();
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [l, samples] : want) {
+      auto it = got.find(l);
+      ASSERT_NE(it, got.end()) << l.ToString();
+      ASSERT_EQ(it->second.size(), samples.size()) << l.ToString();
+      for (const auto& [t, st] : samples) EXPECT_EQ(it->second.at(t), st) << l.ToString() << " at " << t;
+    }
+  }
+};
+
+TEST_F(DBStartTimestampTest, StartTimestampsSurviveReplayChunkLogCheckpointFlushAndCompaction) {
+  Options o = Opts();
+  o.block_duration_ms = 3600 * 1000;
+  Open(o);
+  STData ref;
+  const int64_t h = 3600 * 1000;
+  std::vector<In> batch;
+  // A counter over two block ranges (several chunks each): no start
+  // timestamp at first, then one, a restart, and unknown again at the end.
+  for (int64_t i = 0; i < 400; i++) {
+    const int64_t t = i * 15000;
+    const int64_t st = i < 5 ? 0 : i < 300 ? 5 * 15000 - 100 : i < 390 ? 300 * 15000 - 7 : 0;
+    batch.emplace_back(L("c_total"), t, std::nullopt, static_cast<double>(i), st);
+  }
+  // Delta-like: a new start at every sample.
+  for (int64_t i = 0; i < 50; i++) batch.emplace_back(L("d"), i * 60000, std::nullopt, 1, i * 60000 - 60000 + 1);
+  // Histograms with a start timestamp, and one that comes after its sample (dropped).
+  for (int64_t i = 0; i < 30; i++) batch.emplace_back(L("h"), i * 60000, ExpHistogram(static_cast<int>(i)), 0, i < 20 ? 10 : 20 * 60000);
+  batch.emplace_back(L("late"), 1000, std::nullopt, 1, 2000);
+  for (int64_t i = 0; i < 10; i++) batch.emplace_back(L("plain"), i * 1000, std::nullopt, 1, 0);
+  AppendST(batch, &ref);
+  // Out of order, with other start timestamps than their neighbours.
+  AppendST({{L("c_total"), 7 * 15000 + 3, std::nullopt, 3, 7 * 15000}, {L("c_total"), 2 * 15000 + 3, std::nullopt, 3, 1},
+            {L("h"), 5 * 60000 + 1, ExpHistogram(1), 0, 5 * 60000}, {L("c_total"), 301 * 15000 + 1, std::nullopt, 3, 0}},
+           &ref);
+  ExpectST(ref, "head");
+  EXPECT_EQ(ref[L("c_total")][6 * 15000], 5 * 15000 - 100);  // the neighbours keep theirs
+  EXPECT_EQ(ref[L("late")][1000], 0);
+
+  Open(o);  // WAL replay
+  ExpectST(ref, "after wal replay");
+
+  ASSERT_TRUE(Impl()->FlushChunkLog().ok());
+  AppendST({{L("c_total"), 400 * 15000, std::nullopt, 400, 400 * 15000 - 1}, {L("d"), 50 * 60000, std::nullopt, 1, 50 * 60000 - 1}},
+           &ref);
+  Open(o);  // chunk log plus the WAL after it
+  ExpectST(ref, "after replay from the chunk log");
+
+  ASSERT_TRUE(Impl()->Maintain().ok());  // a head cut and a checkpoint
+  ExpectST(ref, "after the cut");
+  Open(o);
+  ExpectST(ref, "after replaying the checkpoint");
+
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(db_->GetStats().head_samples, 0u);
+  ExpectST(ref, "from blocks");
+  Open(o);
+  ExpectST(ref, "from blocks after restart");
+
+  // Late data into the persisted range: overlapping blocks, compacted.
+  AppendST({{L("c_total"), 11 * 15000 + 1, std::nullopt, 1, 11 * 15000}, {L("h"), 61, ExpHistogram(2), 0, 60}}, &ref);
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_GT(db_->GetStats().compactions_total, 0u);
+  ExpectST(ref, "after compaction");
+  (void)h;
+}
+
 }  // namespace
 }  // namespace trainwatch::tsdb

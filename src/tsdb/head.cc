@@ -456,9 +456,83 @@ void Head::CloseOpenLocked(MemSeries* s) {
   } else {
     c = std::move(dense);
   }
+  if (s->extra) WrapSTLocked(s, &c);
   QueueForChunkLog(s->ref, c);
   s->closed.push_back(std::move(c));
   s->open.reset();
+  if (s->extra) TrimSTLocked(s);
+}
+
+void Head::OooSTLocked(const MemSeries* s, const std::vector<model::Sample>& ooo, std::vector<int64_t>* out) {
+  out->clear();
+  if (!s->extra || s->extra->st.empty()) return;
+  chunkenc::STCursor c;
+  c.Reset(&s->extra->st);
+  out->reserve(ooo.size());
+  bool any = false;
+  for (const model::Sample& x : ooo) {
+    out->push_back(c.At(x.t));
+    any = any || out->back() != 0;
+  }
+  if (!any) out->clear();
+}
+
+void Head::WrapSTLocked(const MemSeries* s, HeadChunk* c) {
+  if (!s->extra || s->extra->st.empty()) return;
+  thread_local std::vector<chunkenc::STRun> runs;
+  chunkenc::ClipRuns(s->extra->st, c->mint, c->maxt, &runs);
+  if (!chunkenc::AnyST(runs)) return;
+  thread_local std::string buf;
+  buf.clear();
+  chunkenc::WrapST(c->enc, c->data.view(), runs, &buf);
+  c->enc = chunkenc::Encoding::kStartTimes;
+  c->data = ChunkBytes::Copy(buf);
+}
+
+void Head::TrimSTLocked(MemSeries* s) {
+  if (!s->extra || s->extra->st.empty()) return;
+  // The earliest sample read through the runs; the run in force there
+  // (which also decides whether the next in-order sample starts a run)
+  // and those after it stay.
+  int64_t from = INT64_MAX;
+  if (s->open && s->open->NumSamples() > 0) from = std::min(from, s->open->MinTime());
+  if (s->extra->open && s->extra->open->NumSamples() > 0) from = std::min(from, s->extra->open->MinTime());
+  if (s->ooo && !s->ooo->samples.empty()) {
+    for (const model::Sample& x : s->ooo->samples) from = std::min(from, x.t);
+  }
+  if (from == INT64_MAX) {
+    // None: only the latest run matters, for the next sample.
+    from = InOrderMaxtLocked(s);
+    if (from == INT64_MIN) {
+      s->extra->st.clear();
+      return;
+    }
+  }
+  std::vector<chunkenc::STRun>& st = s->extra->st;
+  auto it = std::upper_bound(st.begin(), st.end(), from, [](int64_t t, const chunkenc::STRun& r) { return t < r.t; });
+  if (it == st.begin()) return;
+  --it;  // in force at `from`
+  if (it == st.begin()) return;
+  st.erase(st.begin(), it);
+  if (st.size() == 1 && st.front().st == 0) st.clear();
+}
+
+void Head::NoteSTLocked(MemSeries* s, int64_t t, int64_t st, bool in_order) {
+  if (st == 0 && (!s->extra || s->extra->st.empty())) return;
+  if (!s->extra) s->extra = std::make_unique<SeriesExtras>();
+  std::vector<chunkenc::STRun>& runs = s->extra->st;
+  auto it = std::upper_bound(runs.begin(), runs.end(), t, [](int64_t x, const chunkenc::STRun& r) { return x < r.t; });
+  const int64_t prev = it == runs.begin() ? 0 : std::prev(it)->st;
+  if (prev == st) return;
+  size_t i = static_cast<size_t>(it - runs.begin());
+  // Samples after t keep theirs: a run back to `prev` right after t (no
+  // sample lies between t and the next one after it).
+  if (!in_order && (i == runs.size() || runs[i].t != t + 1)) runs.insert(runs.begin() + static_cast<std::ptrdiff_t>(i), {t + 1, prev});
+  if (i > 0 && runs[i - 1].t == t) {
+    runs[i - 1].st = st;
+  } else {
+    runs.insert(runs.begin() + static_cast<std::ptrdiff_t>(i), {t, st});
+  }
 }
 
 void Head::QueueForChunkLog(uint64_t ref, const HeadChunk& c) {
@@ -470,8 +544,8 @@ void Head::QueueForChunkLog(uint64_t ref, const HeadChunk& c) {
 }
 
 void Head::CloseHistOpenLocked(MemSeries* s) {
-  if (!s->hist || !s->hist->open) return;
-  const chunkenc::FloatHistogramChunk& o = *s->hist->open;
+  if (!s->extra || !s->extra->open) return;
+  const chunkenc::FloatHistogramChunk& o = *s->extra->open;
   if (o.NumSamples() > 0) {
     HeadChunk c;
     c.mint = o.MinTime();
@@ -479,15 +553,17 @@ void Head::CloseHistOpenLocked(MemSeries* s) {
     c.num_samples = o.NumSamples();
     c.enc = chunkenc::FloatHistogramChunk::kEncoding;
     c.data = ChunkBytes::Copy(o.Bytes());
+    WrapSTLocked(s, &c);
     QueueForChunkLog(s->ref, c);
     s->closed.push_back(std::move(c));
   }
-  s->hist->open.reset();
+  s->extra->open.reset();
+  TrimSTLocked(s);
 }
 
 int64_t Head::InOrderMaxtLocked(const MemSeries* s) {
   if (s->open) return s->open->MaxTime();
-  if (s->hist && s->hist->open && s->hist->open->NumSamples() > 0) return s->hist->open->MaxTime();
+  if (s->extra && s->extra->open && s->extra->open->NumSamples() > 0) return s->extra->open->MaxTime();
   return s->closed.empty() ? INT64_MIN : s->closed.back().maxt;
 }
 
@@ -497,15 +573,15 @@ bool Head::OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt) {
     *maxt = s->open->MaxTime();
     return true;
   }
-  if (s->hist && s->hist->open && s->hist->open->NumSamples() > 0) {
-    *mint = s->hist->open->MinTime();
-    *maxt = s->hist->open->MaxTime();
+  if (s->extra && s->extra->open && s->extra->open->NumSamples() > 0) {
+    *mint = s->extra->open->MinTime();
+    *maxt = s->extra->open->MaxTime();
     return true;
   }
   return false;
 }
 
-bool HistState::OooHas(int64_t t) const {
+bool SeriesExtras::OooHas(int64_t t) const {
   auto it = std::lower_bound(ooo.begin(), ooo.end(), t,
                              [](const storage::HistogramSample& a, int64_t x) { return a.t < x; });
   return it != ooo.end() && it->t == t;
@@ -531,10 +607,12 @@ Head::ChunkLogDrain Head::DrainForChunkLog(bool all) {
     if (s->ooo && (all || s->ooo_dirty)) {
       NormalizeOooLocked(s);
       d.ooo.emplace_back(ref, s->ooo->samples);
+      d.ooo_st.emplace_back();
+      OooSTLocked(s, s->ooo->samples, &d.ooo_st.back());
     }
     // A series that lost its last out-of-order histogram logs an empty list
     // (replacing the one logged before).
-    if (s->hist && (all ? !s->hist->ooo.empty() : s->ooo_dirty)) d.ooo_hist.emplace_back(ref, s->hist->ooo);
+    if (s->extra && (all ? !s->extra->ooo.empty() : s->ooo_dirty)) d.ooo_hist.emplace_back(ref, s->extra->ooo);
     s->ooo_dirty = false;
     int64_t omin, omax;
     if (OpenRangeLocked(s, &omin, &omax)) d.open_min = std::min(d.open_min, omin);
@@ -544,7 +622,8 @@ Head::ChunkLogDrain Head::DrainForChunkLog(bool all) {
 
 void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks,
                          std::unordered_map<uint64_t, std::vector<model::Sample>> ooo,
-                         std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist) {
+                         std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist,
+                         std::unordered_map<uint64_t, std::vector<int64_t>> ooo_st) {
   auto base = std::make_unique<ReplayBase>();
   uint64_t max_ref = 0;
   for (const auto& [ref, list] : chunks) max_ref = std::max(max_ref, ref);
@@ -561,6 +640,7 @@ void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> ch
   base->chunks = std::move(chunks);
   base->ooo = std::move(ooo);
   base->ooo_hist = std::move(ooo_hist);
+  base->ooo_st = std::move(ooo_st);
   std::lock_guard<std::mutex> lock(creation_mu_);
   replay_base_ = std::move(base);
   // Series replay created before the base arrived (no samples applied yet)
@@ -609,16 +689,22 @@ void Head::AttachReplayBaseLocked(MemSeries* s) {
       samples += s->ooo->samples.size();
       mint = std::min(mint, s->ooo->samples.front().t);
       maxt = std::max(maxt, s->ooo->samples.back().t);
+      if (auto st = replay_base_->ooo_st.find(s->ref); st != replay_base_->ooo_st.end()) {
+        if (st->second.size() == s->ooo->samples.size()) {
+          for (size_t i = 0; i < st->second.size(); i++) NoteSTLocked(s, s->ooo->samples[i].t, st->second[i], false);
+        }
+        replay_base_->ooo_st.erase(st);
+      }
     }
     replay_base_->ooo.erase(it);
   }
   if (auto it = replay_base_->ooo_hist.find(s->ref); it != replay_base_->ooo_hist.end()) {
     if (!it->second.empty()) {
-      if (!s->hist) s->hist = std::make_unique<HistState>();
-      s->hist->ooo = std::move(it->second);
-      samples += s->hist->ooo.size();
-      mint = std::min(mint, s->hist->ooo.front().t);
-      maxt = std::max(maxt, s->hist->ooo.back().t);
+      if (!s->extra) s->extra = std::make_unique<SeriesExtras>();
+      s->extra->ooo = std::move(it->second);
+      samples += s->extra->ooo.size();
+      mint = std::min(mint, s->extra->ooo.front().t);
+      maxt = std::max(maxt, s->extra->ooo.back().t);
     }
     replay_base_->ooo_hist.erase(it);
   }
@@ -631,16 +717,28 @@ bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view byt
   thread_local std::vector<int64_t> ts;
   thread_local std::vector<double> vs;
   thread_local std::string dense;
+  thread_local std::vector<chunkenc::STRun> runs;
   ts.clear();
   vs.clear();
   dense.clear();
-  if (!chunkenc::DecodeAll(c.enc, bytes, &ts, &vs).ok() || ts.empty()) return false;
+  // A chunk with start timestamps: the chunk inside is re-encoded, the runs kept.
+  Result<chunkenc::Unwrapped> u = chunkenc::UnwrapST(c.enc, bytes, &runs);
+  if (!u.ok() || u->enc != chunkenc::Encoding::kDelta) return false;
+  if (!chunkenc::DecodeAll(u->enc, u->data, &ts, &vs).ok() || ts.empty()) return false;
   chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &dense);
-  if (dense.size() >= bytes.size()) return false;
+  if (dense.size() >= u->data.size()) return false;
   out->mint = c.mint;
   out->maxt = c.maxt;
   out->num_samples = c.num_samples;
   out->enc = chunkenc::Encoding::kDense;
+  if (c.enc == chunkenc::Encoding::kStartTimes) {
+    thread_local std::string wrapped;
+    wrapped.clear();
+    chunkenc::WrapST(chunkenc::Encoding::kDense, dense, runs, &wrapped);
+    out->enc = chunkenc::Encoding::kStartTimes;
+    out->data = ChunkBytes::Copy(wrapped);
+    return true;
+  }
   out->data = ChunkBytes::Copy(dense);
   return true;
 }
@@ -660,7 +758,11 @@ uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
     {
       std::lock_guard<SpinLock> lock(s->mu);
       for (const auto& c : s->closed) {
-        if (c.enc == chunkenc::DeltaChunk::kEncoding) todo.push_back(c);
+        if (c.enc == chunkenc::DeltaChunk::kEncoding ||
+            (c.enc == chunkenc::Encoding::kStartTimes && !c.data.view().empty() &&
+             static_cast<chunkenc::Encoding>(c.data.view()[0]) == chunkenc::DeltaChunk::kEncoding)) {
+          todo.push_back(c);
+        }
       }
     }
     // Encoded outside the series' lock (appenders go on); swapped in only
@@ -684,35 +786,39 @@ bool Head::InOrderHasLocked(const MemSeries* s, int64_t t) const {
   chunkenc::Iterator it;
   if (s->open && s->open->NumSamples() > 0 && t >= s->open->MinTime()) {
     it.Reset(chunkenc::DeltaChunk::kEncoding, s->open->Bytes());
-  } else if (s->hist && s->hist->open && s->hist->open->NumSamples() > 0 && t >= s->hist->open->MinTime()) {
-    chunkenc::FloatHistogramIterator hit(s->hist->open->Bytes());
+  } else if (s->extra && s->extra->open && s->extra->open->NumSamples() > 0 && t >= s->extra->open->MinTime()) {
+    chunkenc::FloatHistogramIterator hit(s->extra->open->Bytes());
     return hit.Seek(t) && hit.t() == t;
   } else {
     auto c = std::lower_bound(s->closed.begin(), s->closed.end(), t,
                               [](const HeadChunk& c, int64_t x) { return c.maxt < x; });
     if (c == s->closed.end() || c->mint > t) return false;
-    if (chunkenc::IsHistogramEncoding(c->enc)) {
-      chunkenc::FloatHistogramIterator hit(c->data.view());
+    Result<chunkenc::Unwrapped> u = chunkenc::UnwrapST(c->enc, c->data.view(), nullptr);
+    if (!u.ok()) return false;
+    if (chunkenc::IsHistogramEncoding(u->enc)) {
+      chunkenc::FloatHistogramIterator hit(u->data);
       return hit.Seek(t) && hit.t() == t;
     }
-    it.Reset(c->enc, c->data.view());
+    it.Reset(u->enc, u->data);
   }
   return it.Seek(t) && it.t() == t;
 }
 
-bool Head::ApplySample(MemSeries* s, int64_t t, double v) {
+bool Head::ApplySample(MemSeries* s, int64_t t, double v, int64_t st) {
   std::lock_guard<SpinLock> lock(s->mu);
-  return ApplySampleLocked(s, t, v);
+  return ApplySampleLocked(s, t, v, st);
 }
 
-bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
+bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v, int64_t st) {
+  // A start after its sample is no start (Prometheus refuses it).
+  if (st > t) st = 0;
   int64_t maxt = s->open ? s->open->MaxTime() : InOrderMaxtLocked(s);
   if (t > maxt) {
     if (s->open && (s->open->NumSamples() >= opts_.samples_per_chunk || t >= s->open_block_end)) {
       CloseOpenLocked(s);
     }
     if (!s->open) {
-      if (s->hist) CloseHistOpenLocked(s);  // a float after histograms: a chunk of floats
+      if (s->extra) CloseHistOpenLocked(s);  // a float after histograms: a chunk of floats
       s->open.emplace();
       // In replay the chunk fills at once: as much room as the last one took.
       if (defer_dense_.load(std::memory_order_relaxed) && !s->closed.empty()) {
@@ -722,6 +828,7 @@ bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
       num_chunks_.fetch_add(1, std::memory_order_relaxed);
     }
     s->open->Append(t, v);
+    if (st != 0 || s->extra) [[unlikely]] NoteSTLocked(s, t, st, /*in_order=*/true);
   } else if (t == maxt) {
     dup_total_.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -730,7 +837,7 @@ bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
       dup_total_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    if (s->hist && s->hist->OooHas(t)) {  // a histogram holds t
+    if (s->extra && s->extra->OooHas(t)) {  // a histogram holds t
       dup_total_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
@@ -742,23 +849,25 @@ bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v) {
     ooo_total_.fetch_add(1, std::memory_order_relaxed);
     s->ooo_dirty = true;
     if (s->ooo->NeedsNormalize()) NormalizeOooLocked(s);
+    NoteSTLocked(s, t, st, /*in_order=*/false);
   }
   return true;
 }
 
-bool Head::ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h) {
+bool Head::ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h, int64_t st) {
   std::lock_guard<SpinLock> lock(s->mu);
-  return ApplyHistogramLocked(s, t, h);
+  return ApplyHistogramLocked(s, t, h, st);
 }
 
-bool Head::ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHistogram& h) {
+bool Head::ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHistogram& h, int64_t st) {
+  if (st > t) st = 0;
   const int64_t maxt = InOrderMaxtLocked(s);
   if (t == maxt) {
     dup_total_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  if (!s->hist) s->hist = std::make_unique<HistState>();
-  HistState& hs = *s->hist;
+  if (!s->extra) s->extra = std::make_unique<SeriesExtras>();
+  SeriesExtras& hs = *s->extra;
   if (t > maxt) {
     if (s->open) CloseOpenLocked(s);  // a histogram after floats: a chunk of histograms
     if (hs.open && (!hs.open->CanAppend(h) || hs.open->NumSamples() >= opts_.samples_per_chunk ||
@@ -771,6 +880,7 @@ bool Head::ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHisto
       num_chunks_.fetch_add(1, std::memory_order_relaxed);
     }
     hs.open->Append(t, h);
+    NoteSTLocked(s, t, st, /*in_order=*/true);
     return true;
   }
   if (InOrderHasLocked(s, t) || (s->ooo && s->ooo->Has(t)) || hs.OooHas(t)) {
@@ -779,7 +889,7 @@ bool Head::ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHisto
   }
   auto at = std::lower_bound(hs.ooo.begin(), hs.ooo.end(), t,
                              [](const storage::HistogramSample& a, int64_t x) { return a.t < x; });
-  hs.ooo.insert(at, storage::HistogramSample{t, h});
+  hs.ooo.insert(at, storage::HistogramSample{t, h, st});  // out of order: the sample keeps its own
   ooo_total_.fetch_add(1, std::memory_order_relaxed);
   s->ooo_dirty = true;
   return true;
@@ -798,11 +908,15 @@ SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) co
     c.num_samples = s->open->NumSamples();
     c.enc = chunkenc::DeltaChunk::kEncoding;
     c.data = ChunkBytes::Copy(s->open->Bytes());
+    WrapSTLocked(s, &c);
     snap.chunks.push_back(std::move(c));
   }
-  if (s->ooo) s->ooo->CopyRange(mint, maxt, &snap.ooo);
-  if (s->hist) {
-    const HistState& hs = *s->hist;
+  if (s->ooo) {
+    s->ooo->CopyRange(mint, maxt, &snap.ooo);
+    OooSTLocked(s, snap.ooo, &snap.ooo_st);
+  }
+  if (s->extra) {
+    const SeriesExtras& hs = *s->extra;
     if (hs.open && hs.open->NumSamples() > 0 && hs.open->MaxTime() >= mint && hs.open->MinTime() <= maxt) {
       HeadChunk c;
       c.mint = hs.open->MinTime();
@@ -810,6 +924,7 @@ SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) co
       c.num_samples = hs.open->NumSamples();
       c.enc = chunkenc::FloatHistogramChunk::kEncoding;
       c.data = ChunkBytes::Copy(hs.open->Bytes());
+      WrapSTLocked(s, &c);
       snap.chunks.push_back(std::move(c));
     }
     for (const auto& x : hs.ooo) {
@@ -832,7 +947,7 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
     {
       std::lock_guard<SpinLock> lock(s->mu);
       if (s->open && (close_all || s->open->MaxTime() < boundary)) CloseOpenLocked(s);
-      if (s->hist && s->hist->open && (close_all || s->hist->open->MaxTime() < boundary)) CloseHistOpenLocked(s);
+      if (s->extra && s->extra->open && (close_all || s->extra->open->MaxTime() < boundary)) CloseHistOpenLocked(s);
       for (const auto& c : s->closed) {
         if (c.maxt < boundary) snap.chunks.push_back(c);
       }
@@ -841,9 +956,10 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
         for (const auto& smp : s->ooo->samples) {
           if (smp.t < boundary) snap.ooo.push_back(smp);
         }
+        OooSTLocked(s, snap.ooo, &snap.ooo_st);
       }
-      if (s->hist) {
-        for (const auto& x : s->hist->ooo) {
+      if (s->extra) {
+        for (const auto& x : s->extra->ooo) {
           if (x.t < boundary) snap.ooo_hist.push_back(x);
         }
       }
@@ -913,9 +1029,9 @@ void Head::Truncate(const PersistSet& set) {
         s->ooo->tail_ts.clear();
       }
     }
-    if (s->hist && !snap.ooo_hist.empty()) {
+    if (s->extra && !snap.ooo_hist.empty()) {
       // Both sorted by time: drop the persisted ones.
-      std::vector<storage::HistogramSample>& ooo = s->hist->ooo;
+      std::vector<storage::HistogramSample>& ooo = s->extra->ooo;
       // A plain reference: clang 14 refuses lambdas capturing structured bindings.
       const std::vector<storage::HistogramSample>& persisted = snap.ooo_hist;
       size_t j = 0;
@@ -926,7 +1042,10 @@ void Head::Truncate(const PersistSet& set) {
       });
       removed_samples += before - ooo.size();
     }
-    if (s->hist && s->hist->ooo.empty() && !s->hist->open) s->hist.reset();
+    if (s->extra) {
+      TrimSTLocked(s);
+      if (s->extra->Unused()) s->extra.reset();
+    }
   }
   num_samples_.fetch_sub(std::min(removed_samples, num_samples_.load()), std::memory_order_relaxed);
   num_chunks_.fetch_sub(std::min(removed_chunks, num_chunks_.load()), std::memory_order_relaxed);
@@ -944,7 +1063,7 @@ void Head::Truncate(const PersistSet& set) {
   }
   for (MemSeries* s : all) {
     std::lock_guard<SpinLock> lock(s->mu);
-    bool empty = s->closed.empty() && !s->open && !s->ooo && !s->hist;
+    bool empty = s->closed.empty() && !s->open && !s->ooo && !s->extra;
     if (empty) {
       dead.push_back(s);
       continue;
@@ -992,11 +1111,12 @@ void Head::ForEachSeries(const std::function<void(uint64_t, const model::Labels&
 }
 
 Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vector<wal::RefSample>& samples,
-                       const std::vector<wal::RefHistogramSample>& hist_samples) {
+                       const std::vector<wal::RefHistogramSample>& hist_samples,
+                       const std::vector<wal::RefSampleST>& st_samples) {
   if (wal_ == nullptr) return Status::OK();
-  thread_local std::vector<std::string> recs(3);
+  thread_local std::vector<std::string> recs(4);
   thread_local std::vector<wal::RefSeries> series;
-  recs.resize(3);
+  recs.resize(4);
   size_t n = 0;
   if (!unlogged.empty()) {
     series.clear();
@@ -1007,6 +1127,11 @@ Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vecto
     wal::EncodeSamples(samples, &recs[n++]);
     int64_t maxt;
     if (wal::SamplesMaxTime(recs[n - 1], &maxt)) NoteLogged(maxt);  // the encoder's own figure
+  }
+  if (!st_samples.empty()) {
+    wal::EncodeSamplesST(st_samples, &recs[n++]);
+    int64_t maxt;
+    if (wal::SamplesSTMaxTime(recs[n - 1], &maxt)) NoteLogged(maxt);
   }
   // After the floats: replay applies them in this order, as Commit does.
   if (!hist_samples.empty()) {
@@ -1094,7 +1219,7 @@ void Head::ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, Rep
       TW_LOG(Warn, "wal replay: dropped a sample of series {} at unsupported timestamp {}", ms->ref, t);
       continue;
     }
-    tally->applied += ApplySampleLocked(ms, t, run[i].v) ? 1 : 0;
+    tally->applied += ApplySampleLocked(ms, t, run[i].v, 0) ? 1 : 0;
     tally->mint = std::min(tally->mint, t);
     tally->maxt = std::max(tally->maxt, t);
   }
@@ -1144,7 +1269,12 @@ void Head::ReplaySamples(ReplayBatch* batch, ReplayBatch* scratch, int workers, 
   }
 }
 
-void Head::ReplayHistograms(const std::vector<wal::RefHistogramSample>& samples, bool skip_covered, int64_t from) {
+// Replays samples of a side record kind (histograms, floats with start
+// timestamps) in log order on this thread; `apply(series, sample)` applies
+// one and returns whether it was new.
+template <typename S, typename Apply>
+void Head::ReplayInOrder(const std::vector<S>& samples, bool skip_covered, int64_t from, const char* what,
+                         const Apply& apply) {
   const ReplayBase* base = skip_covered ? replay_base_.get() : nullptr;
   uint64_t applied = 0, unknown = 0, skipped = 0;
   int64_t mint = INT64_MAX, maxt = INT64_MIN;
@@ -1160,16 +1290,10 @@ void Head::ReplayHistograms(const std::vector<wal::RefHistogramSample>& samples,
     }
     if (x.t < model::kMinTime || x.t > model::kMaxTime) {
       (x.t < model::kMinTime ? too_old_total_ : too_new_total_).fetch_add(1, std::memory_order_relaxed);
-      TW_LOG(Warn, "wal replay: dropped a histogram of series {} at unsupported timestamp {}", ms->ref, x.t);
+      TW_LOG(Warn, "wal replay: dropped a {} of series {} at unsupported timestamp {}", what, ms->ref, x.t);
       continue;
     }
-    // A record that decodes but holds a histogram storage cannot take
-    // (written by a damaged or other build): dropped like an unknown ref.
-    if (!x.h.Validate().ok()) {
-      TW_LOG(Warn, "wal replay: dropped an invalid histogram of series {} at {}", ms->ref, x.t);
-      continue;
-    }
-    applied += ApplyHistogram(ms, x.t, x.h) ? 1 : 0;
+    applied += apply(ms, x) ? 1 : 0;
     mint = std::min(mint, x.t);
     maxt = std::max(maxt, x.t);
   }
@@ -1177,6 +1301,23 @@ void Head::ReplayHistograms(const std::vector<wal::RefHistogramSample>& samples,
   replay_skipped_.fetch_add(skipped, std::memory_order_relaxed);
   UpdateTimes(mint, maxt);
   CountApplied(applied);
+}
+
+void Head::ReplayHistograms(const std::vector<wal::RefHistogramSample>& samples, bool skip_covered, int64_t from) {
+  ReplayInOrder(samples, skip_covered, from, "histogram", [this](MemSeries* ms, const wal::RefHistogramSample& x) {
+    // A record that decodes but holds a histogram storage cannot take
+    // (written by a damaged or other build): dropped like an unknown ref.
+    if (!x.h.Validate().ok()) {
+      TW_LOG(Warn, "wal replay: dropped an invalid histogram of series {} at {}", ms->ref, x.t);
+      return false;
+    }
+    return ApplyHistogram(ms, x.t, x.h, x.st);
+  });
+}
+
+void Head::ReplaySamplesST(const std::vector<wal::RefSampleST>& samples, bool skip_covered, int64_t from) {
+  ReplayInOrder(samples, skip_covered, from, "sample",
+                [this](MemSeries* ms, const wal::RefSampleST& x) { return ApplySample(ms, x.t, x.v, x.st); });
 }
 
 Head::MemoryStats Head::GetMemoryStats() const {
@@ -1205,13 +1346,13 @@ Head::MemoryStats Head::GetMemoryStats() const {
       m.open_samples += s->open->NumSamples();
     }
     if (s->ooo) m.ooo += sizeof(*s->ooo) + s->ooo->samples.capacity() * sizeof(model::Sample);
-    if (s->hist) {
-      m.series += sizeof(HistState);
-      if (s->hist->open) {
-        m.open_bytes += s->hist->open->MemoryBytes();
-        m.open_samples += s->hist->open->NumSamples();
+    if (s->extra) {
+      m.series += sizeof(SeriesExtras) + s->extra->st.capacity() * sizeof(chunkenc::STRun);
+      if (s->extra->open) {
+        m.open_bytes += s->extra->open->MemoryBytes();
+        m.open_samples += s->extra->open->NumSamples();
       }
-      for (const auto& x : s->hist->ooo) {
+      for (const auto& x : s->extra->ooo) {
         m.ooo += sizeof(x) + (x.h.positive_buckets.capacity() + x.h.negative_buckets.capacity() +
                               x.h.custom_values.capacity()) * sizeof(double) +
                  (x.h.positive_spans.capacity() + x.h.negative_spans.capacity()) * sizeof(model::Span);

@@ -32,6 +32,7 @@
 #include "storage/storage.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/chunkenc/histogram.h"
+#include "tsdb/chunkenc/st.h"
 #include "tsdb/index/postings.h"
 #include "tsdb/limits.h"
 #include "tsdb/symbols.h"
@@ -158,16 +159,28 @@ struct OooBuffer {
   void CopyRange(int64_t mint, int64_t maxt, std::vector<model::Sample>* out) const;
 };
 
-// A series' native-histogram state, allocated at its first histogram: the
-// open histogram chunk and out-of-order histograms (sorted by time, unique
-// timestamps; at most a few, so inserts move the tail). A series has at
-// most one open chunk, of floats or of histograms: a sample of the other
-// kind closes it. Guarded by its series' mu.
-struct HistState {
+// What few series have, allocated when a series first needs it (and freed
+// when it needs it no more), so that the rest stay small. Guarded by its
+// series' mu.
+//
+// Native histograms: the open histogram chunk and out-of-order histograms
+// (sorted by time, unique timestamps; at most a few, so inserts move the
+// tail). A series has at most one open chunk, of floats or of histograms: a
+// sample of the other kind closes it.
+//
+// Start timestamps (chunkenc/st.h) of the samples not in closed chunks (a
+// closed chunk carries its own): runs, sorted by time. Invariant: for each
+// sample of the open chunks and the out-of-order buffers, STAt(st, t) is
+// its start timestamp. Kept for the samples read through them only (older
+// runs are dropped as chunks close), so a counter that keeps its start
+// timestamp holds one run.
+struct SeriesExtras {
   std::optional<chunkenc::FloatHistogramChunk> open;
   std::vector<storage::HistogramSample> ooo;
+  std::vector<chunkenc::STRun> st;
   // Whether the out-of-order histograms hold one at t.
   bool OooHas(int64_t t) const;
+  bool Unused() const { return !open && ooo.empty() && st.empty(); }
 };
 
 // One series of the head: a single allocation holding the struct and,
@@ -196,7 +209,7 @@ struct MemSeries {
   std::optional<chunkenc::DeltaChunk> open;  // inline: one cache miss less per append
   int64_t open_block_end = 0;                // the open chunk must end before this
   std::unique_ptr<OooBuffer> ooo;            // out-of-order samples
-  std::unique_ptr<HistState> hist;           // null until the series gets a histogram
+  std::unique_ptr<SeriesExtras> extra;       // null until the series gets a histogram or a start timestamp
 
  private:
   MemSeries(uint64_t r, uint64_t h, uint32_t n) : ref(r), hash(h), num_labels(n) {}
@@ -209,7 +222,8 @@ struct SeriesSnapshot {
   model::Labels labels;
   std::vector<HeadChunk> chunks;              // in-order data (closed + a copy of the open one)
   std::vector<model::Sample> ooo;             // out-of-order samples
-  std::vector<storage::HistogramSample> ooo_hist;  // out-of-order histograms
+  std::vector<int64_t> ooo_st;                // their start timestamps, or empty when none has one
+  std::vector<storage::HistogramSample> ooo_hist;  // out-of-order histograms (with their start timestamps)
 };
 
 struct HeadOptions {
@@ -256,6 +270,8 @@ class Head : public storage::Queryable {
   // few beside floats). With skip_covered, those before `from` or not after
   // the end of their series' chunks from the replay base are skipped.
   void ReplayHistograms(const std::vector<wal::RefHistogramSample>& samples, bool skip_covered, int64_t from);
+  // ReplayHistograms for floats with start timestamps.
+  void ReplaySamplesST(const std::vector<wal::RefSampleST>& samples, bool skip_covered, int64_t from);
   // Appends to *out the samples the replay base does not hold (at or after
   // `from` and after the end of their series' chunks in the base); returns
   // how many it left out. Filtering as records are decoded keeps covered
@@ -269,6 +285,7 @@ class Head : public storage::Queryable {
   struct ChunkLogDrain {
     std::vector<RefChunk> chunks;  // closed since the last drain; with `all`, every closed chunk
     std::vector<RefOoo> ooo;       // of series given out-of-order samples since; with `all`, of all
+    std::vector<std::vector<int64_t>> ooo_st;  // their start timestamps (parallel; each empty when none has one)
     std::vector<RefOooHist> ooo_hist;  // their out-of-order histograms, likewise
     int64_t open_min = INT64_MAX;  // the earliest sample of any open chunk
   };
@@ -283,7 +300,8 @@ class Head : public storage::Queryable {
   // chunks no series took.
   void SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks,
                      std::unordered_map<uint64_t, std::vector<model::Sample>> ooo,
-                     std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist = {});
+                     std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist = {},
+                     std::unordered_map<uint64_t, std::vector<int64_t>> ooo_st = {});
   uint64_t EndReplayBase();
   // The latest sample time logged to the WAL since the last TakeLoggedMaxt
   // (the chunk log records it per span of segments); NoteLogged raises it
@@ -382,7 +400,7 @@ class Head : public storage::Queryable {
   // Heap bytes held by the head, by part (malloc_usable_size of each block;
   // for benchmarks and diagnostics: walks every series).
   struct MemoryStats {
-    size_t series = 0;        // MemSeries incl. label symbol ids
+    size_t series = 0;        // MemSeries incl. label symbol ids, and SeriesExtras
     size_t chunk_lists = 0;   // arrays of closed-chunk descriptors
     size_t closed_bytes = 0;  // closed chunks' encoded bytes
     size_t open_bytes = 0;    // open XOR chunks' buffers
@@ -409,14 +427,15 @@ class Head : public storage::Queryable {
   // head's time range nor its sample counts are updated: callers pass the
   // batch's range to UpdateTimes and its number of applied samples to
   // CountApplied once (a few contended atomics per batch, not per sample).
-  bool ApplySample(MemSeries* s, int64_t t, double v);
-  bool ApplySampleLocked(MemSeries* s, int64_t t, double v);  // REQUIRES: s->mu held
+  // `st` is the sample's start timestamp (0: none; one after t is dropped).
+  bool ApplySample(MemSeries* s, int64_t t, double v, int64_t st = 0);
+  bool ApplySampleLocked(MemSeries* s, int64_t t, double v, int64_t st);  // REQUIRES: s->mu held
   // ApplySample for a native histogram (REQUIRES: it passed
   // model::FloatHistogram::Validate). A histogram after the series' last sample
   // goes to its open histogram chunk (a new one when the layout changed),
   // an earlier one to its out-of-order histograms.
-  bool ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h);
-  bool ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHistogram& h);  // REQUIRES: s->mu held
+  bool ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h, int64_t st = 0);
+  bool ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHistogram& h, int64_t st);  // REQUIRES: s->mu held
   void UpdateTimes(int64_t mint, int64_t maxt);
   void CountApplied(uint64_t n) {
     num_samples_.fetch_add(n, std::memory_order_relaxed);
@@ -428,8 +447,11 @@ class Head : public storage::Queryable {
   bool SnapshotByRef(uint64_t ref, int64_t mint, int64_t maxt, SeriesSnapshot* out) const;
   // Logs series records for `unlogged` series, then the samples, in one
   // write; syncs per the policy; marks the series logged.
+  // Floats without a start timestamp, then those with one, then histograms:
+  // Commit applies them in this order, and so does replay.
   Status LogCommit(const std::vector<MemSeries*>& unlogged, const std::vector<wal::RefSample>& samples,
-                   const std::vector<wal::RefHistogramSample>& hist_samples = {});
+                   const std::vector<wal::RefHistogramSample>& hist_samples = {},
+                   const std::vector<wal::RefSampleST>& st_samples = {});
   // Postings for matchers (sorted refs).
   Result<index::Postings> PostingsFor(const model::Matchers& ms) const;
   Result<std::vector<std::string>> LabelValuesFor(std::string_view name, const model::Matchers& ms) const;
@@ -443,6 +465,8 @@ class Head : public storage::Queryable {
     std::vector<MemSeries*> unlogged;  // series whose record this commit logs (may repeat until Commit)
     std::vector<MemSeries*> hist_series;  // parallel to hist_samples
     std::vector<wal::RefHistogramSample> hist_samples;
+    std::vector<MemSeries*> st_series;  // parallel to st_samples
+    std::vector<wal::RefSampleST> st_samples;  // floats with a start timestamp
   };
  private:
   struct Stripe;
@@ -463,6 +487,18 @@ class Head : public storage::Queryable {
     CloseHistOpenLocked(s);
   }
   void QueueForChunkLog(uint64_t ref, const HeadChunk& c);
+  // Start timestamps (SeriesExtras::st). REQUIRES: s->mu held.
+  // Records that the sample just applied at t has start timestamp st;
+  // `in_order`: it is the series' latest sample.
+  void NoteSTLocked(MemSeries* s, int64_t t, int64_t st, bool in_order);
+  // Wraps the bytes of c (a chunk of s being closed or copied) with its
+  // samples' start timestamps when any has one.
+  static void WrapSTLocked(const MemSeries* s, HeadChunk* c);
+  // Drops the runs that no sample read through them needs any more.
+  static void TrimSTLocked(MemSeries* s);
+  // *out: the start timestamps of `ooo` (s's out-of-order samples, sorted),
+  // or empty when none has one.
+  static void OooSTLocked(const MemSeries* s, const std::vector<model::Sample>& ooo, std::vector<int64_t>* out);
   // The last in-order sample's time (INT64_MIN: none). REQUIRES: s->mu held.
   static int64_t InOrderMaxtLocked(const MemSeries* s);
   // The open chunk's (float or histogram) time range; false when there is
@@ -477,6 +513,9 @@ class Head : public storage::Queryable {
     int64_t mint = INT64_MAX, maxt = INT64_MIN;
   };
   void ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, ReplayTally* tally);
+  template <typename S, typename Apply>
+  void ReplayInOrder(const std::vector<S>& samples, bool skip_covered, int64_t from, const char* what,
+                     const Apply& apply);
   // Gives a series being created at replay its chunks from the replay base.
   void AttachReplayBaseLocked(MemSeries* s);  // REQUIRES: creation_mu_ held
   // Merges s's out-of-order tail, counting the duplicates it drops. REQUIRES: s->mu held.
@@ -506,6 +545,7 @@ class Head : public storage::Queryable {
     std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks;      // taken by ReplaySeries
     std::unordered_map<uint64_t, std::vector<model::Sample>> ooo;     // taken by ReplaySeries
     std::unordered_map<uint64_t, std::vector<storage::HistogramSample>> ooo_hist;  // taken by ReplaySeries
+    std::unordered_map<uint64_t, std::vector<int64_t>> ooo_st;  // taken by ReplaySeries
     // ref -> end of its last chunk (INT64_MIN: none), read-only during
     // replay: by index where the refs are dense enough, else by hash.
     std::vector<int64_t> covered_dense;

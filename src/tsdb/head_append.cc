@@ -22,7 +22,9 @@ class HeadAppender : public storage::Appender {
         samples_(buf_->samples),
         unlogged_(buf_->unlogged),
         hist_series_(buf_->hist_series),
-        hist_samples_(buf_->hist_samples) {}
+        hist_samples_(buf_->hist_samples),
+        st_series_(buf_->st_series),
+        st_samples_(buf_->st_samples) {}
   ~HeadAppender() override { Rollback(); }
 
   Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
@@ -38,8 +40,42 @@ class HeadAppender : public storage::Appender {
     return storage::SeriesRef{s->ref};
   }
 
+  Result<storage::SeriesRef> AppendST(storage::SeriesRef ref, const model::Labels& labels, int64_t st, int64_t t,
+                                      double v) override {
+    // A start after its sample is no start (Prometheus refuses it).
+    if (st == 0 || st > t) return Append(ref, labels, t, v);
+    Lock();
+    if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
+    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
+    if (s == nullptr) {
+      ASSIGN_OR_RETURN(s, ByLabels(labels));
+    }
+    if (!s->logged.load(std::memory_order_acquire)) unlogged_.push_back(s);
+    if (!st_mode_) {
+      // From here on every float of this commit goes with its start
+      // timestamp (0 for none), in one list: applied, logged and replayed
+      // in the order they came. Two lists would apply one's samples before
+      // the other's, putting a series' samples out of order.
+      for (size_t i = 0; i < samples_.size(); i++) {
+        st_series_.push_back(series_[i]);
+        st_samples_.push_back({samples_[i].ref, samples_[i].t, samples_[i].v, 0});
+      }
+      series_.clear();
+      samples_.clear();
+      st_mode_ = true;
+    }
+    st_series_.push_back(s);
+    st_samples_.push_back({s->ref, t, v, st});
+    return storage::SeriesRef{s->ref};
+  }
+
   Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                              const model::FloatHistogram& h) override {
+    return AppendHistogramST(ref, labels, 0, t, h);
+  }
+
+  Result<storage::SeriesRef> AppendHistogramST(storage::SeriesRef ref, const model::Labels& labels, int64_t st,
+                                               int64_t t, const model::FloatHistogram& h) override {
     // Checked here so that every histogram in the WAL and chunks is well formed.
     RETURN_IF_ERROR(h.Validate());
     Lock();
@@ -50,7 +86,7 @@ class HeadAppender : public storage::Appender {
     }
     if (!s->logged.load(std::memory_order_acquire)) unlogged_.push_back(s);
     hist_series_.push_back(s);
-    hist_samples_.push_back({s->ref, t, h});
+    hist_samples_.push_back({s->ref, t, h, st > t ? 0 : st});
     return storage::SeriesRef{s->ref};
   }
 
@@ -88,7 +124,7 @@ class HeadAppender : public storage::Appender {
   Status Commit() override {
     std::sort(unlogged_.begin(), unlogged_.end());
     unlogged_.erase(std::unique(unlogged_.begin(), unlogged_.end()), unlogged_.end());
-    Status st = head_->LogCommit(unlogged_, samples_, hist_samples_);
+    Status st = head_->LogCommit(unlogged_, samples_, hist_samples_, st_samples_);
     if (st.ok()) {
       int64_t mint = INT64_MAX, maxt = INT64_MIN;
       uint64_t applied = 0;
@@ -105,10 +141,18 @@ class HeadAppender : public storage::Appender {
         mint = std::min(mint, samples_[i].t);
         maxt = std::max(maxt, samples_[i].t);
       }
-      // Histograms after floats, as the WAL has them (replay applies in that order).
+      // Then floats with start timestamps (if any, all of the commit's
+      // since the first) and histograms, as the WAL has them (replay
+      // applies in that order).
+      for (size_t i = 0; i < st_samples_.size(); i++) {
+        const wal::RefSampleST& x = st_samples_[i];
+        applied += head_->ApplySample(st_series_[i], x.t, x.v, x.st) ? 1 : 0;
+        mint = std::min(mint, x.t);
+        maxt = std::max(maxt, x.t);
+      }
       for (size_t i = 0; i < hist_samples_.size(); i++) {
         const wal::RefHistogramSample& x = hist_samples_[i];
-        applied += head_->ApplyHistogram(hist_series_[i], x.t, x.h) ? 1 : 0;
+        applied += head_->ApplyHistogram(hist_series_[i], x.t, x.h, x.st) ? 1 : 0;
         mint = std::min(mint, x.t);
         maxt = std::max(maxt, x.t);
       }
@@ -131,11 +175,18 @@ class HeadAppender : public storage::Appender {
       std::vector<MemSeries*>().swap(hist_series_);
       std::vector<wal::RefHistogramSample>().swap(hist_samples_);
     }
+    if (st_samples_.capacity() > kKeep) {
+      std::vector<MemSeries*>().swap(st_series_);
+      std::vector<wal::RefSampleST>().swap(st_samples_);
+    }
     series_.clear();
     samples_.clear();
     unlogged_.clear();
     hist_series_.clear();
     hist_samples_.clear();
+    st_series_.clear();
+    st_samples_.clear();
+    st_mode_ = false;
     if (lock_.owns_lock()) lock_.unlock();
   }
 
@@ -153,6 +204,11 @@ class HeadAppender : public storage::Appender {
 
   void Add(MemSeries* s, int64_t t, double v) {
     if (!s->logged.load(std::memory_order_acquire)) unlogged_.push_back(s);
+    if (st_mode_) [[unlikely]] {
+      st_series_.push_back(s);
+      st_samples_.push_back({s->ref, t, v, 0});
+      return;
+    }
     series_.push_back(s);
     samples_.push_back({s->ref, t, v});
   }
@@ -164,6 +220,9 @@ class HeadAppender : public storage::Appender {
   std::vector<MemSeries*>& unlogged_;
   std::vector<MemSeries*>& hist_series_;
   std::vector<wal::RefHistogramSample>& hist_samples_;
+  std::vector<MemSeries*>& st_series_;
+  std::vector<wal::RefSampleST>& st_samples_;
+  bool st_mode_ = false;  // this commit's floats go to st_samples_
   std::shared_lock<std::shared_mutex> lock_;
   Head::TimeBounds bounds_{model::kMinTime, model::kMaxTime};  // set by Lock()
 };

@@ -41,8 +41,10 @@ class HeadQuerier : public storage::Querier {
       if (!snap.ooo_hist.empty()) {
         ooo_hist = std::make_shared<const std::vector<storage::HistogramSample>>(std::move(snap.ooo_hist));
       }
+      std::shared_ptr<const std::vector<int64_t>> ooo_st;
+      if (!snap.ooo_st.empty()) ooo_st = std::make_shared<const std::vector<int64_t>>(std::move(snap.ooo_st));
       out.push_back(std::make_shared<ChunkSeries>(std::move(snap.labels), std::move(chunks), std::move(ooo), mint,
-                                                  maxt, std::move(keep), std::move(ooo_hist)));
+                                                  maxt, std::move(keep), std::move(ooo_hist), std::move(ooo_st)));
     }
     if (sorted) {
       std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->labels() < b->labels(); });

@@ -333,5 +333,80 @@ TEST(HeadTest, HistogramChunksAndFloatFastPath) {
   EXPECT_EQ(head.NumSeries(), 0u);
 }
 
+// (t, st) of every sample of the series.
+std::vector<std::pair<int64_t, int64_t>> ReadST(Head* head, const model::Matchers& ms) {
+  auto q = head->NewQuerier(model::kMinTime, model::kMaxTime);
+  auto set = (*q)->Select(true, {}, ms);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  while (set->Next()) {
+    auto it = set->At().Iterator();
+    while (it->Next()) out.emplace_back(it->At().t, it->AtST());
+  }
+  return out;
+}
+
+TEST(HeadTest, StartTimestampRunsStayShortAndOutOfOrderSamplesKeepTheirs) {
+  HeadOptions o;
+  o.samples_per_chunk = 10;
+  Head head(o);
+  Labels c{{"__name__", "c_total"}}, d{{"__name__", "d"}}, p{{"__name__", "plain"}};
+  std::vector<std::pair<int64_t, int64_t>> want_c, want_d;
+  {
+    auto app = head.NewAppender();
+    for (int64_t i = 0; i < 100; i++) {
+      const int64_t t = 1000 + i * 1000;
+      const int64_t st = i < 50 ? 500 : 50 * 1000 + 1000 - 1;  // one restart
+      ASSERT_TRUE(app->AppendST(0, c, st, t, static_cast<double>(i)).ok());
+      want_c.emplace_back(t, st);
+      ASSERT_TRUE(app->AppendST(0, d, t - 999, t, 1).ok());  // a new start each time
+      want_d.emplace_back(t, t - 999);
+      ASSERT_TRUE(app->Append(0, p, t, 1).ok());
+    }
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  MemSeries* cs = head.Lookup(c, c.Hash());
+  MemSeries* ds = head.Lookup(d, d.Hash());
+  ASSERT_NE(cs, nullptr);
+  ASSERT_NE(ds, nullptr);
+  // Closed chunks carry theirs: the runs kept cover the open chunk only.
+  ASSERT_TRUE(cs->extra != nullptr);
+  EXPECT_EQ(cs->extra->st.size(), 1u);
+  EXPECT_LE(ds->extra->st.size(), 11u);
+  EXPECT_EQ(head.Lookup(p, p.Hash())->extra, nullptr);
+  EXPECT_EQ(ReadST(&head, {Eq("__name__", "c_total")}), want_c);
+  EXPECT_EQ(ReadST(&head, {Eq("__name__", "d")}), want_d);
+  for (const auto& [t, st] : ReadST(&head, {Eq("__name__", "plain")})) EXPECT_EQ(st, 0) << t;
+
+  // Out of order, into closed and open chunks' ranges, with other starts
+  // than their neighbours, and one without a start among samples that have one.
+  {
+    auto app = head.NewAppender();
+    ASSERT_TRUE(app->AppendST(0, c, 10, 5500, 1).ok());
+    ASSERT_TRUE(app->AppendST(0, c, 0, 98500, 1).ok());
+    ASSERT_TRUE(app->AppendST(0, c, 99000, 99500, 1).ok());
+    ASSERT_TRUE(app->AppendST(0, c, 200000, 97500, 1).ok());  // after its sample: dropped
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  want_c.emplace_back(5500, 10);
+  want_c.emplace_back(98500, 0);
+  want_c.emplace_back(99500, 99000);
+  want_c.emplace_back(97500, 0);
+  std::sort(want_c.begin(), want_c.end());
+  EXPECT_EQ(ReadST(&head, {Eq("__name__", "c_total")}), want_c);
+  // And in order again after them.
+  {
+    auto app = head.NewAppender();
+    ASSERT_TRUE(app->AppendST(0, c, 50 * 1000 + 1000 - 1, 101000, 1).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  want_c.emplace_back(101000, 50 * 1000 + 1000 - 1);
+  EXPECT_EQ(ReadST(&head, {Eq("__name__", "c_total")}), want_c);
+
+  // Persisting everything drops the runs the head no longer needs.
+  auto set = head.SnapshotForPersist(INT64_MAX, /*close_all=*/true);
+  head.Truncate(set);
+  EXPECT_TRUE(ReadST(&head, {Eq("__name__", "c_total")}).empty());
+}
+
 }  // namespace
 }  // namespace trainwatch::tsdb

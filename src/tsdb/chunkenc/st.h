@@ -71,6 +71,12 @@ class STCursor {
 // not itself kStartTimes) with `runs` (times strictly increasing) to *out.
 void WrapST(Encoding enc, std::string_view inner, const std::vector<STRun>& runs, std::string* out);
 
+// The encoding of the chunk inside a kStartTimes chunk (of any other: its
+// own), read from its first byte without checking the rest.
+inline Encoding InnerEncoding(Encoding enc, std::string_view data) {
+  return enc == Encoding::kStartTimes && !data.empty() ? static_cast<Encoding>(static_cast<uint8_t>(data[0])) : enc;
+}
+
 // The chunk inside a kStartTimes chunk and its runs (into *runs when not
 // null); any other chunk is its own inner chunk, with no runs. Corruption
 // for a malformed wrapper (the message says what is wrong).

@@ -1,6 +1,7 @@
 #include "tsdb/wal/records.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "base/coding.h"
@@ -32,6 +33,12 @@ inline char* PutVarint(char* p, uint64_t v) {
 
 // The type byte of samples records led by their latest timestamp.
 constexpr uint8_t kSamplesTimedByte = 3;
+// The type byte of histogram samples records that carry start timestamps.
+constexpr uint8_t kHistogramSamplesSTByte = 6;
+
+// Wrapping differences: any pair of int64 values round-trips.
+inline int64_t Diff(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+inline int64_t Sum(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
 
 Status Malformed(std::string_view kind, std::string_view what) {
   std::string m("wal ");
@@ -49,7 +56,9 @@ RecordType Type(std::string_view rec) {
     case static_cast<uint8_t>(RecordType::kSeries): return RecordType::kSeries;
     case static_cast<uint8_t>(RecordType::kSamples):
     case kSamplesTimedByte: return RecordType::kSamples;
-    case static_cast<uint8_t>(RecordType::kHistogramSamples): return RecordType::kHistogramSamples;
+    case static_cast<uint8_t>(RecordType::kHistogramSamples):
+    case kHistogramSamplesSTByte: return RecordType::kHistogramSamples;
+    case static_cast<uint8_t>(RecordType::kSamplesST): return RecordType::kSamplesST;
     default: return RecordType::kUnknown;
   }
 }
@@ -283,18 +292,95 @@ std::string GetHistogram(std::string_view* in, model::FloatHistogram* h) {
   return "";
 }
 
+void EncodeSamplesST(const std::vector<RefSampleST>& samples, std::string* out) {
+  int64_t maxt = INT64_MIN;
+  for (const RefSampleST& s : samples) maxt = std::max(maxt, s.t);
+  out->clear();
+  out->push_back(static_cast<char>(RecordType::kSamplesST));
+  PutVarint64(out, ZigZagEncode(maxt));
+  PutVarint64(out, samples.size());
+  uint64_t prev_ref = 0;
+  int64_t prev_t = 0, prev_st = 0;
+  for (const RefSampleST& s : samples) {
+    PutVarint64(out, ZigZagEncode(static_cast<int64_t>(s.ref - prev_ref)));
+    PutVarint64(out, ZigZagEncode(Diff(s.t, prev_t)));
+    PutFixed64(out, std::bit_cast<uint64_t>(s.v));
+    // A counter keeps its start from sample to sample: one byte.
+    PutVarint64(out, ZigZagEncode(Diff(s.st, prev_st)));
+    prev_ref = s.ref;
+    prev_t = s.t;
+    prev_st = s.st;
+  }
+}
+
+Status DecodeSamplesST(std::string_view rec, std::vector<RefSampleST>* out) {
+  out->clear();
+  if (Type(rec) != RecordType::kSamplesST) return Malformed("samples with start timestamps", "wrong type byte");
+  rec.remove_prefix(1);
+  uint64_t head_maxt, n;
+  if (!GetVarint64(&rec, &head_maxt) || !GetVarint64(&rec, &n)) {
+    return Malformed("samples with start timestamps", "truncated head");
+  }
+  if (n > rec.size() / (kMinSampleBytes + 1)) return Malformed("samples with start timestamps", "count exceeds record size");
+  out->resize(n);
+  uint64_t ref = 0;
+  int64_t t = 0, st = 0, maxt = INT64_MIN;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t dref, dt, bits, dst;
+    if (!GetVarint64(&rec, &dref) || !GetVarint64(&rec, &dt) || !GetFixed64(&rec, &bits) || !GetVarint64(&rec, &dst)) {
+      out->clear();
+      return Malformed("samples with start timestamps", "truncated in sample " + std::to_string(i));
+    }
+    ref += static_cast<uint64_t>(ZigZagDecode(dref));
+    t = Sum(t, ZigZagDecode(dt));
+    st = Sum(st, ZigZagDecode(dst));
+    RefSampleST& s = (*out)[i];
+    s.ref = ref;
+    s.t = t;
+    s.v = std::bit_cast<double>(bits);
+    s.st = st;
+    maxt = std::max(maxt, t);
+  }
+  if (!rec.empty()) {
+    out->clear();
+    return Malformed("samples with start timestamps", "trailing bytes");
+  }
+  if (maxt != ZigZagDecode(head_maxt)) {
+    out->clear();
+    return Malformed("samples with start timestamps", "latest timestamp in the head does not match the samples");
+  }
+  return Status::OK();
+}
+
+bool SamplesSTMaxTime(std::string_view rec, int64_t* maxt) {
+  if (Type(rec) != RecordType::kSamplesST) return false;
+  uint64_t v;
+  if (GetVarint(rec.data() + 1, rec.data() + rec.size(), &v) == nullptr) return false;
+  *maxt = ZigZagDecode(v);
+  return true;
+}
+
 void EncodeHistogramSamples(const std::vector<RefHistogramSample>& samples, std::string* out) {
   int64_t maxt = INT64_MIN;
-  for (const RefHistogramSample& s : samples) maxt = std::max(maxt, s.t);
+  bool with_st = false;
+  for (const RefHistogramSample& s : samples) {
+    maxt = std::max(maxt, s.t);
+    with_st = with_st || s.st != 0;
+  }
   out->clear();
-  out->push_back(static_cast<char>(RecordType::kHistogramSamples));
+  out->push_back(static_cast<char>(with_st ? kHistogramSamplesSTByte : static_cast<uint8_t>(RecordType::kHistogramSamples)));
   PutVarint64(out, ZigZagEncode(maxt));
   PutVarint64(out, samples.size());
   uint64_t prev_ref = 0, prev_t = 0;
+  int64_t prev_st = 0;
   for (const RefHistogramSample& s : samples) {
     PutVarint64(out, ZigZagEncode(static_cast<int64_t>(s.ref - prev_ref)));
     const auto t = static_cast<uint64_t>(s.t);
     PutVarint64(out, ZigZagEncode(static_cast<int64_t>(t - prev_t)));
+    if (with_st) {
+      PutVarint64(out, ZigZagEncode(Diff(s.st, prev_st)));
+      prev_st = s.st;
+    }
     PutHistogram(out, s.h);
     prev_ref = s.ref;
     prev_t = t;
@@ -304,6 +390,7 @@ void EncodeHistogramSamples(const std::vector<RefHistogramSample>& samples, std:
 Status DecodeHistogramSamples(std::string_view rec, std::vector<RefHistogramSample>* out) {
   out->clear();
   if (Type(rec) != RecordType::kHistogramSamples) return Malformed("histogram samples", "wrong type byte");
+  const bool with_st = static_cast<uint8_t>(rec[0]) == kHistogramSamplesSTByte;
   rec.remove_prefix(1);
   uint64_t head_maxt, n;
   if (!GetVarint64(&rec, &head_maxt) || !GetVarint64(&rec, &n)) return Malformed("histogram samples", "truncated head");
@@ -312,10 +399,10 @@ Status DecodeHistogramSamples(std::string_view rec, std::vector<RefHistogramSamp
   if (n > rec.size() / kMinHistogramSampleBytes) return Malformed("histogram samples", "count exceeds record size");
   out->resize(n);
   uint64_t ref = 0, t = 0;
-  int64_t maxt = INT64_MIN;
+  int64_t maxt = INT64_MIN, st = 0;
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t dref, dt;
-    if (!GetVarint64(&rec, &dref) || !GetVarint64(&rec, &dt)) {
+    uint64_t dref, dt, dd = 0;
+    if (!GetVarint64(&rec, &dref) || !GetVarint64(&rec, &dt) || (with_st && !GetVarint64(&rec, &dd))) {
       out->clear();
       return Malformed("histogram samples", "truncated");
     }
@@ -324,6 +411,8 @@ Status DecodeHistogramSamples(std::string_view rec, std::vector<RefHistogramSamp
     RefHistogramSample& s = (*out)[i];
     s.ref = ref;
     s.t = static_cast<int64_t>(t);
+    st = Sum(st, ZigZagDecode(dd));
+    s.st = st;
     maxt = std::max(maxt, s.t);
     if (std::string why = GetHistogram(&rec, &s.h); !why.empty()) {
       out->clear();

@@ -26,6 +26,12 @@ enum class RecordType : uint8_t {
   // Float native-histogram samples (ref, t, the whole histogram); type 4.
   // Versions before it skip the record (unknown type) on replay.
   kHistogramSamples = 4,
+  // Float samples with their start timestamps (ref, t, v, st); type 5. Led
+  // by the latest timestamp like samples records. A commit logs its
+  // samples without a start timestamp in a samples record, the others here.
+  kSamplesST = 5,
+  // (Histogram samples records with start timestamps have type byte 6 and
+  // decode as kHistogramSamples.)
 };
 
 struct RefSeries {
@@ -44,6 +50,14 @@ struct RefHistogramSample {
   uint64_t ref = 0;
   int64_t t = 0;  // unix milliseconds
   model::FloatHistogram h;  // every field kept bit-exact, counter_reset_hint and custom_values included
+  int64_t st = 0;  // start timestamp, unix milliseconds (0: none)
+};
+
+struct RefSampleST {
+  uint64_t ref = 0;
+  int64_t t = 0;  // unix milliseconds
+  double v = 0;   // kept bit-exact
+  int64_t st = 0;  // start timestamp, unix milliseconds (0: none)
 };
 
 // Type of an encoded record; kUnknown for an empty record or a type byte
@@ -63,8 +77,12 @@ void EncodeSeriesEncoded(const std::vector<std::pair<uint64_t, std::string_view>
 // duplicate names).
 Status DecodeSeries(std::string_view rec, std::vector<RefSeries>* out);
 Status DecodeSamples(std::string_view rec, std::vector<RefSample>* out);
-// Histogram samples records (type 4), led by their latest timestamp like
-// samples records. Corruption as DecodeSamples, and on a histogram whose
+// Samples-with-start-timestamps records (type 5); corruption as DecodeSamples.
+void EncodeSamplesST(const std::vector<RefSampleST>& samples, std::string* out);
+Status DecodeSamplesST(std::string_view rec, std::vector<RefSampleST>* out);
+bool SamplesSTMaxTime(std::string_view rec, int64_t* maxt);
+// Histogram samples records (type 4, or 6 when a sample has a start
+// timestamp), led by their latest timestamp like samples records. Corruption as DecodeSamples, and on a histogram whose
 // spans do not add up to its buckets, an unknown hint, or a schema, span
 // offset or length out of range.
 void EncodeHistogramSamples(const std::vector<RefHistogramSample>& samples, std::string* out);
