@@ -55,12 +55,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK_ERROR(s);
   }
   trainwatch::tsdb::RefOoo ooo, ooo_again;
-  s = chunklog::DecodeOoo(rec, &ooo);
+  std::vector<int64_t> st, st_again;
+  s = chunklog::DecodeOoo(rec, &ooo, &st);
   if (s.ok()) {
+    FUZZ_CHECK(st.empty() || st.size() == ooo.second.size(), "start timestamps not one per sample");
     std::string enc;
-    chunklog::EncodeOoo(ooo, &enc);
-    trainwatch::Status as = chunklog::DecodeOoo(enc, &ooo_again);
-    FUZZ_CHECK(as.ok() && SameOoo(ooo, ooo_again), "out-of-order record does not round-trip: " + as.ToString());
+    chunklog::EncodeOoo(ooo, st, &enc);
+    trainwatch::Status as = chunklog::DecodeOoo(enc, &ooo_again, &st_again);
+    FUZZ_CHECK(as.ok() && SameOoo(ooo, ooo_again) && st == st_again,
+               "out-of-order record does not round-trip: " + as.ToString());
   } else {
     FUZZ_CHECK_ERROR(s);
   }

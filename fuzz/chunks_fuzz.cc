@@ -9,6 +9,10 @@
 //   mode % 4 == 3: the bytes are chunk segment 000001 of a block; every
 //     chunk record in it is fetched with ChunkReader::Get (CRCs verified when
 //     mode bit 2 is set) and decoded as above.
+//   mode bit 3 set (modes 0-2): the chunk is wrapped in a start-times chunk
+//     (chunkenc/st.h) whose runs come from the first bytes; it decodes as
+//     the chunk inside, and its runs and per-sample start timestamps
+//     round-trip.
 
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +25,7 @@
 #include "base/file.h"  // MmapFile, complete for the readers' unique_ptr
 #include "fuzz_util.h"
 #include "tsdb/chunkenc/chunk.h"
+#include "tsdb/chunkenc/st.h"
 #include "tsdb/index/chunks_file.h"
 
 namespace {
@@ -93,6 +98,43 @@ void CheckChunk(chunkenc::Encoding enc, std::string_view bytes) {
   ExpectSame(chunkenc::Encoding::kDelta, dc.Bytes(), ts, vs, "DeltaChunk");
 }
 
+// `in`: a byte count k, k bytes of runs as the wrapper stores them, then
+// the chunk inside.
+void CheckWrapped(chunkenc::Encoding inner, std::string_view in) {
+  if (in.empty()) return;
+  const size_t k = std::min<size_t>(static_cast<uint8_t>(in[0]), in.size() - 1);
+  std::string wrapped(1, static_cast<char>(inner));
+  trainwatch::PutVarint64(&wrapped, k);
+  wrapped.append(in.substr(1, k));
+  const std::string_view chunk = in.substr(1 + k);
+  wrapped.append(chunk);
+  std::vector<chunkenc::STRun> runs;
+  auto u = chunkenc::UnwrapST(chunkenc::Encoding::kStartTimes, wrapped, &runs);
+  std::vector<int64_t> ts, sts, ts2;
+  std::vector<double> vs, vs2;
+  trainwatch::Status s = chunkenc::DecodeAllST(chunkenc::Encoding::kStartTimes, wrapped, &ts, &vs, &sts);
+  if (!u.ok()) {
+    FUZZ_CHECK_ERROR(u.status());
+    FUZZ_CHECK(!s.ok(), "DecodeAllST accepts a wrapper UnwrapST refuses");
+    return;
+  }
+  FUZZ_CHECK(u->enc == inner && u->data == chunk, "UnwrapST returns another chunk than the one inside");
+  for (size_t i = 1; i < runs.size(); i++) FUZZ_CHECK(runs[i].t > runs[i - 1].t, "runs not in time order");
+  std::string again;
+  chunkenc::WrapST(inner, chunk, runs, &again);
+  std::vector<chunkenc::STRun> runs2;
+  auto u2 = chunkenc::UnwrapST(chunkenc::Encoding::kStartTimes, again, &runs2);
+  FUZZ_CHECK(u2.ok() && runs2 == runs && u2->data == chunk, "runs do not round-trip");
+  trainwatch::Status plain = chunkenc::DecodeAll(inner, chunk, &ts2, &vs2);
+  FUZZ_CHECK(s.ok() == plain.ok(), "a wrapped chunk decodes unlike the chunk inside: " + s.ToString());
+  if (!s.ok()) return;
+  FUZZ_CHECK(ts == ts2 && (sts.empty() || sts.size() == ts.size()), "DecodeAllST gives other samples");
+  for (size_t i = 0; i < sts.size(); i++) {
+    FUZZ_CHECK(sts[i] == chunkenc::STAt(runs, ts[i]), "DecodeAllST gives another start timestamp than the runs");
+  }
+  CheckChunk(chunkenc::Encoding::kStartTimes, wrapped);
+}
+
 void CheckSegment(std::string_view seg, bool verify) {
   namespace index = trainwatch::index;
   static const std::string dir = trainwatch::fuzz::ScratchDir() + "/chunks";
@@ -116,7 +158,9 @@ void CheckSegment(std::string_view seg, bool verify) {
       break;
     }
     FUZZ_CHECK(v->data.size() <= seg.size(), "chunk larger than its segment");
-    if (v->encoding >= 1 && v->encoding <= 3) CheckChunk(static_cast<chunkenc::Encoding>(v->encoding), v->data);
+    if ((v->encoding >= 1 && v->encoding <= 3) || v->encoding == 5) {
+      CheckChunk(static_cast<chunkenc::Encoding>(v->encoding), v->data);
+    }
     std::string_view rest = seg.substr(off);
     uint64_t len = 0;
     if (!trainwatch::GetVarint64(&rest, &len)) break;
@@ -134,6 +178,12 @@ void CheckSegment(std::string_view seg, bool verify) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if ((data[0] & 8) != 0 && data[0] % 4 != 3) {
+    static constexpr chunkenc::Encoding kInner[] = {chunkenc::Encoding::kXor, chunkenc::Encoding::kDense,
+                                                    chunkenc::Encoding::kDelta};
+    CheckWrapped(kInner[data[0] % 4], in);
+    return 0;
+  }
   switch (data[0] % 4) {
     case 0: CheckChunk(chunkenc::Encoding::kXor, in); break;
     case 1: CheckChunk(chunkenc::Encoding::kDense, in); break;

@@ -80,6 +80,23 @@ void CheckRecord(std::string_view rec) {
   } else {
     FUZZ_CHECK_ERROR(s);
   }
+  std::vector<wal::RefSampleST> st_samples;
+  s = wal::DecodeSamplesST(rec, &st_samples);
+  if (s.ok()) {
+    FUZZ_CHECK(wal::Type(rec) == wal::RecordType::kSamplesST, "decoded a start-timestamp record of another type");
+    std::string enc;
+    wal::EncodeSamplesST(st_samples, &enc);
+    std::vector<wal::RefSampleST> again;
+    trainwatch::Status as = wal::DecodeSamplesST(enc, &again);
+    bool same = as.ok() && again.size() == st_samples.size();
+    for (size_t i = 0; same && i < again.size(); i++) {
+      same = again[i].ref == st_samples[i].ref && again[i].t == st_samples[i].t && again[i].st == st_samples[i].st &&
+             std::memcmp(&again[i].v, &st_samples[i].v, 8) == 0;
+    }
+    FUZZ_CHECK(same, "start-timestamp samples record does not round-trip: " + as.ToString());
+  } else {
+    FUZZ_CHECK(s.IsCorruption() && st_samples.empty(), "bad start-timestamp record not reported as corruption: " + s.ToString());
+  }
   std::vector<wal::RefHistogramSample> hists;
   s = wal::DecodeHistogramSamples(rec, &hists);
   if (s.ok()) {
