@@ -1089,10 +1089,33 @@ void Head::Truncate(const PersistSet& set) {
   {
     // Readers resolve a ref and copy its data under postings_mu_ held
     // shared, so once the refs are unpublished under the exclusive lock no
-    // reader can still reach these series.
+    // reader can still reach these series. Every reader of symbols and ref
+    // pages holds that lock (or is an appender, excluded too): the dead
+    // series' strings and the pages left empty can go now.
     std::unique_lock lock(postings_mu_);
     postings_.Delete(dead_refs, affected);
-    for (MemSeries* s : dead) SetRef(s->ref, nullptr);
+    std::vector<uint64_t> pages;
+    for (MemSeries* s : dead) {
+      SetRef(s->ref, nullptr);
+      symbols_.Release(s->syms(), 2 * size_t{s->num_labels});
+      pages.push_back(s->ref >> kPageBits);
+    }
+    symbols_.Compact();
+    std::sort(pages.begin(), pages.end());
+    pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+    // A page wholly before the next ref to hand out gets no new series
+    // (replay's creations come before any cut).
+    const uint64_t frontier = next_ref_.load(std::memory_order_relaxed) >> kPageBits;
+    for (uint64_t p : pages) {
+      if (p >= frontier) continue;
+      std::atomic<MemSeries*>* page = pages_[p].load(std::memory_order_relaxed);
+      if (page == nullptr) continue;
+      bool empty = true;
+      for (uint32_t i = 0; i < kPageSize && empty; i++) empty = page[i].load(std::memory_order_relaxed) == nullptr;
+      if (!empty) continue;
+      pages_[p].store(nullptr, std::memory_order_release);
+      delete[] page;
+    }
   }
   for (MemSeries* s : dead) MemSeries::Delete(s);
   num_series_.fetch_sub(dead.size(), std::memory_order_relaxed);
@@ -1330,10 +1353,13 @@ Head::MemoryStats Head::GetMemoryStats() const {
     if (stripes_[i].slots != nullptr) m.series_maps += (size_t{stripes_[i].mask} + 1) * sizeof(MemSeries*);
   }
   m.series_maps += kStripes * sizeof(Stripe);
+  const uint64_t last_page = next_ref_.load(std::memory_order_relaxed) >> kPageBits;
+  for (uint64_t p = 0; p <= last_page && p < kMaxPages; p++) {
+    if (pages_[p].load(std::memory_order_relaxed) != nullptr) m.series_maps += kPageSize * sizeof(std::atomic<MemSeries*>);
+  }
   for (uint64_t ref : postings_.All()) {
     const MemSeries* s = GetByRef(ref);
     if (s == nullptr) continue;
-    m.series_maps += sizeof(std::atomic<MemSeries*>);
     m.series += ::malloc_usable_size(const_cast<MemSeries*>(s));
     std::lock_guard<SpinLock> sl(s->mu);
     if (s->closed.capacity() > 0) m.chunk_lists += ::malloc_usable_size(const_cast<HeadChunk*>(s->closed.data()));

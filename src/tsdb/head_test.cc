@@ -408,5 +408,81 @@ TEST(HeadTest, StartTimestampRunsStayShortAndOutOfOrderSamplesKeepTheirs) {
   EXPECT_TRUE(ReadST(&head, {Eq("__name__", "c_total")}).empty());
 }
 
+// Pods and runs come and go: every "hour" a tenth of the series is replaced
+// by new ones with new label values, and what is older than the hour is
+// persisted (a head cut). The head keeps the strings, postings and ref
+// pages of the live series only: its memory does not grow with the series
+// it once had.
+TEST(HeadTest, SeriesChurnKeepsMemoryToTheLiveSeries) {
+  HeadOptions o;
+  const int64_t hour = 3600 * 1000;
+  o.block_duration_ms = hour;
+  Head head(o);
+  constexpr int kSeries = 20000, kCycles = 40;
+  std::vector<int> gen(kSeries, 0);  // slot -> generation of its pod name
+  auto labels = [](int slot, int g) {
+    return Labels{{"__name__", "gpu_util"}, {"job", "train"}, {"pod", "pod-" + std::to_string(slot) + "-gen-" + std::to_string(g) + "-0123456789abcdef"}};
+  };
+  Head::MemoryStats steady;
+  size_t steady_symbols = 0;
+  for (int c = 0; c < kCycles; c++) {
+    for (int slot = c % 10; slot < kSeries; slot += 10) gen[slot] = c;  // a tenth replaced
+    auto app = head.NewAppender();
+    for (int slot = 0; slot < kSeries; slot++) {
+      ASSERT_TRUE(app->Append(0, labels(slot, gen[slot]), c * hour + slot, 1.0 * c).ok());
+    }
+    ASSERT_TRUE(app->Commit().ok());
+    head.Truncate(head.SnapshotForPersist(c * hour, /*close_all=*/false));
+    ASSERT_EQ(head.NumSeries(), static_cast<uint64_t>(kSeries)) << "cycle " << c;
+    if (c == 12) {
+      steady = head.GetMemoryStats();
+      steady_symbols = steady.symbols;
+    }
+  }
+  const Head::MemoryStats end = head.GetMemoryStats();
+  // 400,000 series were made over the run, 20,000 are live.
+  EXPECT_LE(end.symbols, steady_symbols + steady_symbols / 4 + (64 << 10)) << steady_symbols;
+  EXPECT_LE(end.series_maps, steady.series_maps + steady.series_maps / 4) << steady.series_maps;
+  EXPECT_LE(end.postings, steady.postings + steady.postings / 4 + (64 << 10)) << steady.postings;
+  // Every label of the live series is still right, and found.
+  for (int slot = 0; slot < kSeries; slot += 997) {
+    auto got = Read(&head, {Eq("pod", std::string(labels(slot, gen[slot]).Get("pod")))});
+    ASSERT_EQ(got.size(), 1u) << slot;
+    EXPECT_EQ(got[0].t, (kCycles - 1) * hour + slot);
+  }
+  auto q = head.NewQuerier(model::kMinTime, model::kMaxTime);
+  auto pods = (*q)->LabelValues("pod", {});
+  ASSERT_TRUE(pods.ok());
+  EXPECT_EQ(pods->size(), static_cast<size_t>(kSeries));
+}
+
+TEST(SymbolTableTest, DroppedStringsFreeTheirIdsAndCompactionKeepsTheRest) {
+  SymbolTable t;
+  const uint32_t a = t.Intern("a"), b = t.Intern("bb"), a2 = t.Intern("a");
+  EXPECT_EQ(a, a2);
+  EXPECT_EQ(t.size(), 2u);
+  t.Release(&a, 1);
+  EXPECT_EQ(t.Get(a), "a");  // one reference left
+  t.Release(&a, 1);
+  EXPECT_EQ(t.size(), 1u);
+  const uint32_t c = t.Intern("ccc");
+  EXPECT_EQ(c, a);  // the freed id is reused
+  EXPECT_EQ(t.Get(c), "ccc");
+  EXPECT_EQ(t.Get(b), "bb");
+  // Enough dropped strings to compact: the live ones keep their ids and text.
+  std::vector<uint32_t> many;
+  for (int i = 0; i < 20000; i++) many.push_back(t.Intern("value-" + std::to_string(i) + "-with-some-length"));
+  const size_t before = t.MemoryBytes();
+  t.Release(many.data(), many.size() - 10);
+  t.Compact();
+  EXPECT_LT(t.MemoryBytes(), before);
+  for (size_t i = many.size() - 10; i < many.size(); i++) {
+    EXPECT_EQ(t.Get(many[i]), "value-" + std::to_string(i) + "-with-some-length");
+    EXPECT_EQ(t.Intern(t.Get(many[i])), many[i]);
+  }
+  EXPECT_EQ(t.Get(b), "bb");
+  EXPECT_EQ(t.size(), 2u + 10u);
+}
+
 }  // namespace
 }  // namespace trainwatch::tsdb

@@ -247,16 +247,24 @@ void MemPostings::Delete(const std::unordered_set<SeriesRef>& deleted,
                             [&deleted](uint32_t r) { return deleted.count(r) != 0; }),
              p->end());
   };
+  // Each list once: the series going together share most of their label
+  // pairs (a name, a job), whose lists are long. Dropping them once per
+  // series cost the number of series times those lists' length, which made
+  // a head cut after churn quadratic.
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
   for (const model::Labels& ls : affected) {
-    for (const model::Label& l : ls) {
-      auto nit = m_.find(std::string_view(l.name));
-      if (nit == m_.end()) continue;
-      auto vit = nit->second.find(std::string_view(l.value));
-      if (vit == nit->second.end()) continue;
-      drop(&vit->second);
-      if (vit->second.empty()) nit->second.erase(vit);
-      if (nit->second.empty()) m_.erase(nit);
-    }
+    for (const model::Label& l : ls) pairs.emplace_back(l.name, l.value);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  for (const auto& [name, value] : pairs) {
+    auto nit = m_.find(name);
+    if (nit == m_.end()) continue;
+    auto vit = nit->second.find(value);
+    if (vit == nit->second.end()) continue;
+    drop(&vit->second);
+    if (vit->second.empty()) nit->second.erase(vit);
+    if (nit->second.empty()) m_.erase(nit);
   }
   drop(&all_);
 }
