@@ -6,11 +6,13 @@ Status AppendBatch(storage::Appender* app, std::vector<BatchSeries>* series, con
                    const std::vector<BatchHistogram>& hists, SeriesRefusals* refusals, AppendCounts* counts) {
   for (const BatchSample& e : samples) {
     BatchSeries& s = (*series)[e.series];
-    if (s.ref != 0 && app->AppendByRef(s.ref, e.t, e.v)) {
+    if (e.st == 0 && s.ref != 0 && app->AppendByRef(s.ref, e.t, e.v)) {
       counts->samples++;
       continue;
     }
-    auto ref = app->Append(0, s.labels, e.t, e.v);
+    // No by-ref form carries a start timestamp: with labels, and the ref
+    // (when the series has one) spares the store the lookup.
+    auto ref = e.st == 0 ? app->Append(0, s.labels, e.t, e.v) : app->AppendST(s.ref, s.labels, e.st, e.t, e.v);
     if (!ref.ok() && refusals->Take(ref.error())) continue;
     if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
     s.ref = *ref;
@@ -18,7 +20,8 @@ Status AppendBatch(storage::Appender* app, std::vector<BatchSeries>* series, con
   }
   for (const BatchHistogram& e : hists) {
     BatchSeries& s = (*series)[e.series];
-    auto ref = app->AppendHistogram(s.ref, s.labels, e.t, e.h);
+    auto ref = e.st == 0 ? app->AppendHistogram(s.ref, s.labels, e.t, e.h)
+                         : app->AppendHistogramST(s.ref, s.labels, e.st, e.t, e.h);
     if (!ref.ok() && refusals->Take(ref.error())) continue;
     if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
     s.ref = *ref;

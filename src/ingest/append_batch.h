@@ -2,7 +2,8 @@
 // The append step of a push once its request is decoded (OTLP, remote write
 // 2.0): series resolved once, floats appended by ref where the series has
 // one, then histograms; what the store refuses at a series limit is
-// skipped and counted, any other error stops the batch.
+// skipped and counted, any other error stops the batch. A value with a
+// start timestamp goes through Appender::AppendST / AppendHistogramST.
 
 #include <cstdint>
 #include <vector>
@@ -23,11 +24,13 @@ struct BatchSample {
   uint32_t series;  // index into the batch's series
   int64_t t;
   double v;
+  int64_t st = 0;  // start timestamp, ms; 0: unknown
 };
 struct BatchHistogram {
   uint32_t series;
   int64_t t;
   model::FloatHistogram h;
+  int64_t st = 0;
 };
 struct AppendCounts {
   uint64_t samples = 0;

@@ -132,9 +132,11 @@ Status SumDeltas(const std::vector<int64_t>& deltas, std::string_view what, std:
 
 }  // namespace
 
-Status DecodeRemoteWriteHistogram(std::string_view msg, size_t base, model::FloatHistogram* h, int64_t* t) {
+Status DecodeRemoteWriteHistogram(std::string_view msg, size_t base, model::FloatHistogram* h, int64_t* t,
+                                  int64_t* st) {
   *h = model::FloatHistogram();
   *t = 0;
+  if (st != nullptr) *st = 0;
   Reader r(msg, base);
   // Which member of the count oneof came last (protobuf: the last one wins);
   // an integer histogram when it is count_int or absent, as Prometheus's
@@ -223,6 +225,15 @@ Status DecodeRemoteWriteHistogram(std::string_view msg, size_t base, model::Floa
         break;
       case 16:
         RETURN_IF_ERROR(DecodeDoubles(r, w, "histogram custom_values", &h->custom_values));
+        break;
+      case 17:
+        if (st == nullptr) {  // not a 1.0 field: skipped as unknown there
+          RETURN_IF_ERROR(r.Skip(f, w));
+          break;
+        }
+        RETURN_IF_ERROR(r.Expect(w, kVarint, "histogram start_timestamp"));
+        RETURN_IF_ERROR(r.Varint(&v));
+        *st = static_cast<int64_t>(v);
         break;
       default:
         RETURN_IF_ERROR(r.Skip(f, w));

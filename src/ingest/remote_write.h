@@ -40,8 +40,11 @@ Result<model::Labels> DecodeRemoteWriteLabels(std::string_view label_fields);
 // zero_count_int, *_deltas) become float histograms: the deltas are summed
 // into absolute counts. Errors name the field; the result is validated
 // (model::FloatHistogram::Validate). `base` is the message's offset in the
-// request, for error positions. Exposed for tests and remote read.
-Status DecodeRemoteWriteHistogram(std::string_view msg, size_t base, model::FloatHistogram* h, int64_t* t);
+// request, for error positions. With `st`, also remote write 2.0's
+// start_timestamp (field 17; 0 when absent), which 1.0 does not have.
+// Exposed for tests and remote read.
+Status DecodeRemoteWriteHistogram(std::string_view msg, size_t base, model::FloatHistogram* h, int64_t* t,
+                                  int64_t* st = nullptr);
 
 // A decoded WriteRequest: its distinct series and their samples, ready to
 // append. Not thread-safe.

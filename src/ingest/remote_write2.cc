@@ -142,8 +142,9 @@ Status RemoteWrite2Batch::Parse(std::string_view proto, const RequestLimits& lim
 Status RemoteWrite2Batch::ParseTimeSeries(std::string_view msg, size_t base, size_t index,
                                           const std::vector<std::string_view>& symbols, const RequestLimits& limits) {
   std::vector<uint32_t> refs;
-  std::vector<std::pair<int64_t, double>> samples;
-  std::vector<std::pair<int64_t, model::FloatHistogram>> hists;
+  std::vector<Sample> samples;  // series set once the labels are known
+  std::vector<HistSample> hists;
+  int64_t created = 0;  // the drafts' TimeSeries.created_timestamp
   Reader r(msg, base);
   while (!r.done()) {
     uint32_t f = 0, w = 0;
@@ -158,7 +159,7 @@ Status RemoteWrite2Batch::ParseTimeSeries(std::string_view msg, size_t base, siz
         size_t at = 0;
         RETURN_IF_ERROR(r.Bytes(&sm, &at));
         Reader sr(sm, at);
-        std::pair<int64_t, double> s{0, 0};
+        Sample s{0, 0, 0, 0};
         while (!sr.done()) {
           uint32_t sf = 0, sw = 0;
           uint64_t v = 0;
@@ -166,11 +167,11 @@ Status RemoteWrite2Batch::ParseTimeSeries(std::string_view msg, size_t base, siz
           if (sf == 1) {
             RETURN_IF_ERROR(sr.Expect(sw, kFixed64, Where(index, "samples.value")));
             RETURN_IF_ERROR(sr.Fixed64(&v));
-            s.second = std::bit_cast<double>(v);
-          } else if (sf == 2 || sf == 3) {  // timestamp; start_timestamp: not stored yet
+            s.v = std::bit_cast<double>(v);
+          } else if (sf == 2 || sf == 3) {  // timestamp; start_timestamp
             RETURN_IF_ERROR(sr.Expect(sw, kVarint, Where(index, sf == 2 ? "samples.timestamp" : "samples.start_timestamp")));
             RETURN_IF_ERROR(sr.Varint(&v));
-            if (sf == 2) s.first = static_cast<int64_t>(v);
+            (sf == 2 ? s.t : s.st) = static_cast<int64_t>(v);
           } else {
             RETURN_IF_ERROR(sr.Skip(sf, sw));
           }
@@ -183,8 +184,8 @@ Status RemoteWrite2Batch::ParseTimeSeries(std::string_view msg, size_t base, siz
         std::string_view hm;
         size_t at = 0;
         RETURN_IF_ERROR(r.Bytes(&hm, &at));
-        std::pair<int64_t, model::FloatHistogram> h;
-        Status s = DecodeRemoteWriteHistogram(hm, at, &h.second, &h.first);
+        HistSample h{0, 0, {}, 0};
+        Status s = DecodeRemoteWriteHistogram(hm, at, &h.h, &h.t, &h.st);
         if (!s.ok()) return s.Annotate(Where(index, "histograms[" + std::to_string(hists.size()) + "]"));
         hists.push_back(std::move(h));
         break;
@@ -234,10 +235,11 @@ Status RemoteWrite2Batch::ParseTimeSeries(std::string_view msg, size_t base, siz
         }
         break;
       }
-      case 6: {  // created_timestamp of the 2.0 drafts (now reserved): not stored
+      case 6: {  // created_timestamp of the 2.0 drafts (now reserved)
         uint64_t v = 0;
         RETURN_IF_ERROR(r.Expect(w, kVarint, Where(index, "created_timestamp")));
         RETURN_IF_ERROR(r.Varint(&v));
+        created = static_cast<int64_t>(v);
         break;
       }
       default:
@@ -270,8 +272,18 @@ Status RemoteWrite2Batch::ParseTimeSeries(std::string_view msg, size_t base, siz
     series_.push_back({std::move(*labels), 0});
   }
   if (!limits.SamplesOk(samples_.size() + hists_.size() + samples.size() + hists.size())) return limits.TooManySamples();
-  for (const auto& [t, v] : samples) samples_.push_back({it->second, t, v});
-  for (auto& h : hists) hists_.push_back({it->second, h.first, std::move(h.second)});
+  // The drafts' created_timestamp is the start timestamp of the samples
+  // that carry none of their own.
+  for (Sample& s : samples) {
+    s.series = it->second;
+    if (s.st == 0) s.st = created;
+    samples_.push_back(s);
+  }
+  for (HistSample& h : hists) {
+    h.series = it->second;
+    if (h.st == 0) h.st = created;
+    hists_.push_back(std::move(h));
+  }
   return Status::OK();
 }
 

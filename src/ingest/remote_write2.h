@@ -7,11 +7,12 @@
 // Request{symbols=4, timeseries=5}; TimeSeries{labels_refs=1 (name, value
 // pairs of indexes into symbols), samples=2, histograms=3, exemplars=4,
 // metadata=5}; Sample{value=1, timestamp=2, start_timestamp=3}. Histograms
-// are the 1.0 message (DecodeRemoteWriteHistogram). Stored: float samples
-// and native histograms. Validated, then dropped: exemplars (no exemplar
-// store), metadata (the metadata API serves what scrapes saw), start
-// timestamps and the older drafts' TimeSeries.created_timestamp=6 (the TSDB
-// stores no start timestamps yet). All-or-nothing like 1.0: a malformed
+// are the 1.0 message (DecodeRemoteWriteHistogram) plus start_timestamp=17.
+// Stored: float samples and native histograms, each with its start
+// timestamp (Appender::AppendST; 0 = unknown); a sample without one takes
+// the older drafts' TimeSeries.created_timestamp=6 when the series has it.
+// Validated, then dropped: exemplars (no exemplar store), metadata (the
+// metadata API serves what scrapes saw). All-or-nothing like 1.0: a malformed
 // request (errors name the field: a symbol ref out of range, an odd number
 // of label refs, symbols[0] not "", a series without samples) stores
 // nothing, where Prometheus stores the valid series and answers 400.

@@ -28,13 +28,15 @@ std::string Sample(double v, int64_t t, int64_t st = 0) {
 }
 
 // An integer histogram: schema 0, count 3, sum 4, zero count 1, positive
-// span {1,2} deltas [1, 0] (counts 1, 1) at t.
-std::string IntHistogram(int64_t t) {
+// span {1,2} deltas [1, 0] (counts 1, 1) at t, with start_timestamp (field
+// 17) `st` when not 0.
+std::string IntHistogram(int64_t t, int64_t st = 0) {
   Enc e;
   e.Tag(1, 0).Varint(3).Double(3, 4).Tag(4, 0).Varint(0).Double(5, 0.001).Tag(6, 0).Varint(1);
   e.Len(11, Enc().Tag(1, 0).Varint(2).Tag(2, 0).Varint(2).b);  // offset 1 (zigzag 2), length 2
   e.Len(12, Enc().Varint(2).Varint(0).b);                        // deltas +1, 0 (zigzag)
   e.Tag(15, 0).Varint(static_cast<uint64_t>(t));
+  if (st != 0) e.Tag(17, 0).Varint(static_cast<uint64_t>(st));
   return e.b;
 }
 
@@ -47,21 +49,34 @@ std::string Request(const std::vector<std::string>& symbols, const std::vector<s
 
 using Stored = std::map<std::string, std::vector<std::pair<int64_t, double>>>;
 
+// Records every value with its start timestamp (0 through Append and
+// AppendHistogram).
 class Capture : public storage::Appender {
  public:
-  Result<storage::SeriesRef> Append(storage::SeriesRef, const model::Labels& labels, int64_t t, double v) override {
+  Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t, double v) override {
+    return AppendST(ref, labels, 0, t, v);
+  }
+  Result<storage::SeriesRef> AppendST(storage::SeriesRef, const model::Labels& labels, int64_t st, int64_t t,
+                                      double v) override {
     floats[labels.ToString()].push_back({t, v});
+    float_sts[labels.ToString()].push_back(st);
     return storage::SeriesRef{1};
   }
-  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef, const model::Labels& labels, int64_t t,
+  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                              const model::FloatHistogram& h) override {
+    return AppendHistogramST(ref, labels, 0, t, h);
+  }
+  Result<storage::SeriesRef> AppendHistogramST(storage::SeriesRef, const model::Labels& labels, int64_t st, int64_t t,
+                                               const model::FloatHistogram& h) override {
     hists[labels.ToString()].push_back({t, h});
+    hist_sts[labels.ToString()].push_back(st);
     return storage::SeriesRef{1};
   }
   Status Commit() override { return Status::OK(); }
   void Rollback() override {}
   Stored floats;
   std::map<std::string, std::vector<std::pair<int64_t, model::FloatHistogram>>> hists;
+  std::map<std::string, std::vector<int64_t>> float_sts, hist_sts;  // per value, in append order
 };
 
 const std::vector<std::string> kSymbols = {"", "__name__", "http_requests_total", "job", "api", "latency_seconds",
@@ -95,10 +110,37 @@ TEST(RemoteWrite2Test, EveryField) {
   EXPECT_EQ(b.stats().histograms_written, 1u);
   EXPECT_EQ(c.floats[R"(http_requests_total{job="api"})"],
             (std::vector<std::pair<int64_t, double>>{{1000, 5}, {2000, 7}, {3000, 9}}));
+  // Its own start timestamp; else the drafts' created_timestamp of its
+  // TimeSeries message (s1's), else none (s3 has no created_timestamp).
+  EXPECT_EQ(c.float_sts[R"(http_requests_total{job="api"})"], (std::vector<int64_t>{900, 800, 0}));
   const auto& h = c.hists[R"(latency_seconds{job="api"})"];
   ASSERT_EQ(h.size(), 1u);
   EXPECT_EQ(h[0].first, 1500);
   EXPECT_EQ(h[0].second.TestExpression(), "{{count:3 sum:4 z_bucket:1 z_bucket_w:0.001 offset:1 buckets:[1 1]}}");
+  EXPECT_EQ(c.hist_sts[R"(latency_seconds{job="api"})"], (std::vector<int64_t>{0}));
+}
+
+// Histogram.start_timestamp (field 17) is the histogram's start timestamp;
+// the drafts' created_timestamp stands in only where it is absent.
+TEST(RemoteWrite2Test, HistogramStartTimestamps) {
+  Enc s1;
+  s1.Len(1, Refs({1, 5})).Len(3, IntHistogram(1500, 1200)).Len(3, IntHistogram(2500)).Tag(6, 0).Varint(700);
+  Enc s2;
+  s2.Len(1, Refs({1, 5, 3, 4})).Len(3, IntHistogram(1500, 1100)).Len(2, Sample(1, 1500));
+  RemoteWrite2Batch b;
+  Status st = b.Parse(Request(kSymbols, {s1.b, s2.b}));
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  Capture c;
+  ASSERT_TRUE(b.AppendTo(&c).ok());
+  EXPECT_EQ(b.stats().histograms_written, 3u);
+  EXPECT_EQ(c.hist_sts["latency_seconds{}"], (std::vector<int64_t>{1200, 700}));
+  EXPECT_EQ(c.hist_sts[R"(latency_seconds{job="api"})"], (std::vector<int64_t>{1100}));
+  EXPECT_EQ(c.float_sts[R"(latency_seconds{job="api"})"], (std::vector<int64_t>{0}));
+  // A start timestamp that is not a varint names the field.
+  Enc bad;
+  bad.Len(1, Refs({1, 5})).Len(3, IntHistogram(1500) + Enc().Double(17, 1).b);
+  st = RemoteWrite2Batch().Parse(Request(kSymbols, {bad.b}));
+  EXPECT_NE(st.message().find("histogram start_timestamp"), std::string::npos) << st.ToString();
 }
 
 TEST(RemoteWrite2Test, MalformedRequestsNameTheField) {
