@@ -155,6 +155,7 @@ constexpr uint32_t kNoRecordedValue = 1;
 struct Point {
   std::vector<Attr> attrs;
   uint64_t time_ns = 0;
+  uint64_t start_ns = 0;  // start_time_unix_nano; 0: unknown
   uint32_t flags = 0;
   double value = 0;  // gauge, sum
   uint64_t count = 0;
@@ -271,6 +272,11 @@ class OtlpTranslator {
   Status AddPoint(const Metric& m, const std::string& name, const Point& p, bool delta) {
     const int64_t t = p.time_ns == 0 ? now_ms_ : static_cast<int64_t>(p.time_ns / 1000000);
     const bool stale = (p.flags & kNoRecordedValue) != 0;
+    // The series' start timestamp: a cumulative point's start time (a
+    // delta's is where its own window starts; the running total's is found
+    // below). Gauges have none.
+    const int64_t st = m.kind == Kind::kGauge || delta ? 0 : StartMs(p);
+    std::vector<int64_t> sts;  // per series of `out`, for deltas
     for (const Attr& a : p.attrs) {
       if (!IsValidUtf8(a.value) || !IsValidUtf8(a.key)) return Reject(m, 1, "attribute " + a.key.substr(0, 100) + " is not valid UTF-8");
     }
@@ -320,16 +326,20 @@ class OtlpTranslator {
         b_->deltas_ = deltas_;
       }
       const size_t mark = b_->pending_.size();
+      // Each series has its own running total (a bucket may be new).
+      sts.resize(out.size());
       for (size_t i = 0; i < out.size(); i++) {
         key_.clear();
         model::AppendEncodedLabels(labels[i], &key_);
-        if (!deltas_->Add(key_, t, out[i].v, &b_->pending_, &out[i].v)) {
+        if (!deltas_->Add(key_, t, StartMs(p), out[i].v, &b_->pending_, &out[i].v, &sts[i])) {
           b_->pending_.resize(mark);
           return Reject(m, 1, "delta point not after the series' previous point");
         }
       }
     }
-    for (size_t i = 0; i < out.size(); i++) RETURN_IF_ERROR(Emit(labels[i], t, stale ? model::StaleNaN() : out[i].v));
+    for (size_t i = 0; i < out.size(); i++) {
+      RETURN_IF_ERROR(Emit(labels[i], t, stale ? model::StaleNaN() : out[i].v, sts.empty() ? st : sts[i]));
+    }
     first_ms_ = std::min(first_ms_, t);
     last_ms_ = std::max(last_ms_, t);
     return Status::OK();
@@ -340,6 +350,8 @@ class OtlpTranslator {
     std::pair<std::string, std::string> extra;  // le or quantile
     double v;
   };
+  // start_time_unix_nano in ms, as Prometheus's convertTimeStamp; 0 stays 0.
+  static int64_t StartMs(const Point& p) { return static_cast<int64_t>(p.start_ns / 1000000); }
   static constexpr size_t kMaxExpBuckets = 4096;
   // Prometheus's defaultZeroThreshold: OTLP's zero_threshold is not used
   // (a TODO in histograms.go), so queries answer as Prometheus's do.
@@ -374,6 +386,7 @@ class OtlpTranslator {
     model::Labels base;
     if (!BaseLabels(p.attrs, &base)) return Reject(m, 1, "a resource attribute is not valid UTF-8");
     const model::Labels labels = Named(base, name, {});
+    int64_t st = delta ? 0 : StartMs(p);
     if (delta && !stale) {
       if (!b_->delta_lock_.owns_lock()) {
         b_->delta_lock_ = deltas_->Lock();
@@ -382,11 +395,11 @@ class OtlpTranslator {
       key_.clear();
       model::AppendEncodedLabels(labels, &key_);
       // Both sides exponential: AddHistogram fails only on time.
-      if (!deltas_->AddHistogram(key_, t, h, &b_->hist_pending_, &h)) {
+      if (!deltas_->AddHistogram(key_, t, StartMs(p), h, &b_->hist_pending_, &h, &st)) {
         return Reject(m, 1, "delta point not after the series' previous point");
       }
     }
-    RETURN_IF_ERROR(Emit(labels, t, 0, &h));
+    RETURN_IF_ERROR(Emit(labels, t, 0, st, &h));
     first_ms_ = std::min(first_ms_, t);
     last_ms_ = std::max(last_ms_, t);
     return Status::OK();
@@ -465,8 +478,9 @@ class OtlpTranslator {
     return b.Build();
   }
 
-  // A float sample, or the native histogram *h.
-  Status Emit(const model::Labels& labels, int64_t t, double v, const model::FloatHistogram* h = nullptr) {
+  // A float sample, or the native histogram *h, with start timestamp `st`.
+  Status Emit(const model::Labels& labels, int64_t t, double v, int64_t st = 0,
+              const model::FloatHistogram* h = nullptr) {
     key_.clear();
     model::AppendEncodedLabels(labels, &key_);
     auto [it, inserted] = b_->index_.try_emplace(key_, static_cast<uint32_t>(b_->series_.size()));
@@ -476,9 +490,9 @@ class OtlpTranslator {
     }
     if (!limits_.SamplesOk(b_->samples_.size() + b_->hist_samples_.size() + 1)) return limits_.TooManySamples();
     if (h != nullptr) {
-      b_->hist_samples_.push_back({it->second, t, *h});
+      b_->hist_samples_.push_back({it->second, t, *h, st});
     } else {
-      b_->samples_.push_back({it->second, t, v});
+      b_->samples_.push_back({it->second, t, v, st});
     }
     return Status::OK();
   }
@@ -734,9 +748,8 @@ Status ReadPoint(Reader r, Kind kind, Point* p) {
       uint64_t v = 0;
       RETURN_IF_ERROR(ReadVarint(r, w, "flags", &v));
       p->flags = static_cast<uint32_t>(v);
-    } else if (f == 2) {  // start_time_unix_nano: not stored yet
-      uint64_t unused = 0;
-      RETURN_IF_ERROR(ReadFixed64(r, w, "start_time_unix_nano", &unused));
+    } else if (f == 2) {
+      RETURN_IF_ERROR(ReadFixed64(r, w, "start_time_unix_nano", &p->start_ns));
     } else if (kind == Kind::kGauge || kind == Kind::kSum) {
       if (f == 4) {
         RETURN_IF_ERROR(ReadDouble(r, w, "as_double", &p->value));
@@ -1097,6 +1110,7 @@ Status JsonPoint(const Json& jp, Kind kind, const std::string& path, Point* p) {
   if (!jp.is_object()) return JsonErr::At(path, "expected an object");
   RETURN_IF_ERROR(JsonAttrs(jp, path, &p->attrs));
   RETURN_IF_ERROR(U64(Field(jp, "timeUnixNano", "time_unix_nano"), path + ".timeUnixNano", &p->time_ns));
+  RETURN_IF_ERROR(U64(Field(jp, "startTimeUnixNano", "start_time_unix_nano"), path + ".startTimeUnixNano", &p->start_ns));
   uint64_t flags = 0;
   RETURN_IF_ERROR(U64(Field(jp, "flags", "flags"), path + ".flags", &flags));
   p->flags = static_cast<uint32_t>(flags);
@@ -1247,37 +1261,44 @@ void OtlpBatch::Committed(int64_t now_ms) {
   delta_lock_.unlock();
 }
 
-bool OtlpDeltas::Add(const std::string& key, int64_t t, double delta, std::vector<Update>* pending, double* total) {
+bool OtlpDeltas::Add(const std::string& key, int64_t t, int64_t start_ms, double delta, std::vector<Update>* pending,
+                     double* total, int64_t* st) {
   // This request's own earlier point of the series wins over the stored one.
   for (auto it = pending->rbegin(); it != pending->rend(); ++it) {
     if (it->key != key) continue;
     if (t <= it->t) return false;
     *total = it->total + delta;
-    pending->push_back({key, t, *total});
+    *st = it->st;
+    pending->push_back({key, t, *total, *st});
     return true;
   }
   double base = 0;
+  *st = start_ms;  // a new running total starts with this delta
   if (auto it = totals_.find(key); it != totals_.end()) {
     if (t <= it->second.t) return false;
     base = it->second.total;
+    *st = it->second.st;
   }
   *total = base + delta;
-  pending->push_back({key, t, *total});
+  pending->push_back({key, t, *total, *st});
   return true;
 }
 
-bool OtlpDeltas::AddHistogram(const std::string& key, int64_t t, const model::FloatHistogram& delta,
-                              std::vector<HistUpdate>* pending, model::FloatHistogram* total) {
+bool OtlpDeltas::AddHistogram(const std::string& key, int64_t t, int64_t start_ms, const model::FloatHistogram& delta,
+                              std::vector<HistUpdate>* pending, model::FloatHistogram* total, int64_t* st) {
   const model::FloatHistogram* base = nullptr;
+  *st = start_ms;  // a new running total starts with this delta
   for (auto it = pending->rbegin(); it != pending->rend() && base == nullptr; ++it) {
     if (it->key != key) continue;
     if (t <= it->t) return false;
     base = &it->total;
+    *st = it->st;
   }
   if (base == nullptr) {
     if (auto it = hist_totals_.find(key); it != hist_totals_.end()) {
       if (t <= it->second.t) return false;
       base = &it->second.total;
+      *st = it->second.st;
     }
   }
   model::FloatHistogram sum = delta;
@@ -1287,7 +1308,7 @@ bool OtlpDeltas::AddHistogram(const std::string& key, int64_t t, const model::Fl
     sum.counter_reset_hint = model::CounterResetHint::kUnknown;
   }
   *total = sum;
-  pending->push_back({key, t, std::move(sum)});
+  pending->push_back({key, t, std::move(sum), *st});
   return true;
 }
 
@@ -1310,8 +1331,8 @@ void Sweep(Map* totals, int64_t now_ms) {
 }  // namespace
 
 void OtlpDeltas::Apply(const std::vector<Update>& pending, const std::vector<HistUpdate>& hist_pending, int64_t now_ms) {
-  for (const Update& u : pending) totals_[u.key] = Entry{u.t, u.total};
-  for (const HistUpdate& u : hist_pending) hist_totals_[u.key] = HistEntry{u.t, u.total};
+  for (const Update& u : pending) totals_[u.key] = Entry{u.t, u.total, u.st};
+  for (const HistUpdate& u : hist_pending) hist_totals_[u.key] = HistEntry{u.t, u.total, u.st};
   if (now_ms - last_sweep_ms_ < 60 * 1000 && totals_.size() <= kMaxEntries && hist_totals_.size() <= kMaxEntries) return;
   last_sweep_ms_ = now_ms;
   Sweep(&totals_, now_ms);

@@ -30,6 +30,12 @@
 //   server restart is a counter reset, which rate() and increase() handle;
 //   histograms are added as FloatHistogram::Add does, at the lower schema).
 //   A point not newer than its series' last one is rejected.
+// - Start timestamps (Appender::AppendST, ms; 0 = unknown), as Prometheus
+//   3's otlptranslator passes them: start_time_unix_nano / 1e6 on every
+//   series of a cumulative sum, histogram, exponential histogram or summary
+//   point (_bucket, _count, _sum and quantiles alike); none on gauges and
+//   target_info. A delta series made cumulative here has the start time of
+//   the first delta in its running total (a new total: that delta's).
 // - A point with the "no recorded value" flag is a staleness marker (for a
 //   native histogram: sum and count the stale NaN).
 //
@@ -76,21 +82,25 @@ class OtlpDeltas {
     std::string key;  // the series' labels, encoded
     int64_t t;
     double total;
+    int64_t st;  // start of the running total, ms (0: unknown)
   };
   struct HistUpdate {
     std::string key;
     int64_t t;
     model::FloatHistogram total;
+    int64_t st;
   };
   std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(mu_); }
   // REQUIRES: Lock() held. The cumulative value of the series `key` at `t`
-  // after adding `delta`, or false when `t` is not after its last point
-  // (pending points of this request included).
-  bool Add(const std::string& key, int64_t t, double delta, std::vector<Update>* pending, double* total);
+  // after adding `delta` (whose window started at `start_ms`), and *st the
+  // start of that running total: `start_ms` when it starts here. False when
+  // `t` is not after its last point (pending points of this request included).
+  bool Add(const std::string& key, int64_t t, int64_t start_ms, double delta, std::vector<Update>* pending,
+           double* total, int64_t* st);
   // REQUIRES: Lock() held. As Add for a native histogram; also false when
   // the delta cannot be added (custom and exponential buckets mixed).
-  bool AddHistogram(const std::string& key, int64_t t, const model::FloatHistogram& delta,
-                    std::vector<HistUpdate>* pending, model::FloatHistogram* total);
+  bool AddHistogram(const std::string& key, int64_t t, int64_t start_ms, const model::FloatHistogram& delta,
+                    std::vector<HistUpdate>* pending, model::FloatHistogram* total, int64_t* st);
   // REQUIRES: Lock() held. Records a committed request's totals.
   void Apply(const std::vector<Update>& pending, const std::vector<HistUpdate>& hist_pending, int64_t now_ms);
   size_t size() {
@@ -102,11 +112,13 @@ class OtlpDeltas {
   struct Entry {
     int64_t t;
     double total;
+    int64_t st;  // start of the running total, ms
   };
   std::mutex mu_;
   struct HistEntry {
     int64_t t;
     model::FloatHistogram total;
+    int64_t st;
   };
   std::unordered_map<std::string, Entry> totals_;
   std::unordered_map<std::string, HistEntry> hist_totals_;

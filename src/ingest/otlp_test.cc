@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -111,17 +112,31 @@ using Stored = std::map<std::string, std::vector<std::pair<int64_t, double>>>;
 // Native histograms a batch would store, by labels as in Stored.
 using StoredH = std::map<std::string, std::vector<std::pair<int64_t, model::FloatHistogram>>>;
 
+// The start timestamp of each value (float or histogram) a batch would
+// store, by labels as in Stored; 0 for values appended without one.
+using StoredST = std::map<std::string, std::vector<int64_t>>;
+
 class Capture : public storage::Appender {
  public:
-  explicit Capture(Stored* out, StoredH* hout = nullptr) : out_(out), hout_(hout) {}
-  Result<storage::SeriesRef> Append(storage::SeriesRef, const model::Labels& labels, int64_t t, double v) override {
+  explicit Capture(Stored* out, StoredH* hout = nullptr, StoredST* sts = nullptr) : out_(out), hout_(hout), sts_(sts) {}
+  Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t, double v) override {
+    return AppendST(ref, labels, 0, t, v);
+  }
+  Result<storage::SeriesRef> AppendST(storage::SeriesRef, const model::Labels& labels, int64_t st, int64_t t,
+                                      double v) override {
     (*out_)[Key(labels)].push_back({t, v});
+    if (sts_ != nullptr) (*sts_)[Key(labels)].push_back(st);
     return storage::SeriesRef{0};
   }
-  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef, const model::Labels& labels, int64_t t,
+  Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                              const model::FloatHistogram& h) override {
+    return AppendHistogramST(ref, labels, 0, t, h);
+  }
+  Result<storage::SeriesRef> AppendHistogramST(storage::SeriesRef, const model::Labels& labels, int64_t st, int64_t t,
+                                               const model::FloatHistogram& h) override {
     EXPECT_NE(hout_, nullptr) << "unexpected histogram for " << Key(labels);
     if (hout_ != nullptr) (*hout_)[Key(labels)].push_back({t, h});
+    if (sts_ != nullptr) (*sts_)[Key(labels)].push_back(st);
     return storage::SeriesRef{0};
   }
   static std::string Key(const model::Labels& labels) {
@@ -140,6 +155,7 @@ class Capture : public storage::Appender {
  private:
   Stored* out_;
   StoredH* hout_;
+  StoredST* sts_;
 };
 
 // A native histogram's layout as stored, spans uncompacted:
@@ -161,9 +177,9 @@ std::string Layout(const model::FloatHistogram& h) {
   return o.str();
 }
 
-Stored Store(OtlpBatch& b, StoredH* hs = nullptr) {
+Stored Store(OtlpBatch& b, StoredH* hs = nullptr, StoredST* sts = nullptr) {
   Stored s;
-  Capture c(&s, hs);
+  Capture c(&s, hs, sts);
   EXPECT_TRUE(b.AppendTo(&c).ok());
   return s;
 }
@@ -407,6 +423,140 @@ TEST(OtlpDeltas, ExponentialHistogramRunningTotals) {
   EXPECT_EQ(deltas.size(), 1u);
 }
 
+// start_time_unix_nano is the start timestamp (ms) of every series of a
+// cumulative sum, histogram, exponential histogram or summary point, as
+// Prometheus 3's otlptranslator passes it; gauges and target_info get none,
+// nor do points without one.
+TEST(OtlpProto, StartTimestampsPerSeries) {
+  const uint64_t start = kT0 - 60'000'000'123ull;  // ns; the ms are truncated
+  const int64_t start_ms = kT0Ms - 60'001;
+  Enc hp;  // explicit bounds [0.1], counts [1, 2]
+  hp.Fixed64(2, start).Fixed64(3, kT0).Fixed64(4, 3).Double(5, 1.5).Fixed64(6, 1).Fixed64(6, 2).Double(7, 0.1);
+  Enc exp;
+  exp.Fixed64(2, start).Fixed64(3, kT0).Fixed64(4, 1).Double(5, 1.5).Tag(6, 0).Varint(0);
+  exp.Len(8, Enc().Tag(1, 0).Varint(0).Len(2, Enc().Varint(1).b).b);
+  Enc sp;
+  sp.Fixed64(2, start).Fixed64(3, kT0).Fixed64(4, 4).Double(5, 2).Len(6, Enc().Double(1, 0.5).Double(2, 0.4).b);
+  Enc no_start;  // a cumulative histogram point without start_time_unix_nano
+  no_start.Fixed64(3, kT0).Fixed64(4, 1).Double(5, 1).Fixed64(6, 1);
+  const std::string body = Request(
+      {Attr("service.name", "trainer"), Attr("host.name", "node-1")},
+      {Metric("gpu.temp", "Cel", 5, Gauge({NumberPoint(70, kT0)})),  // has a start time: ignored
+       Metric("steps", "", 7, Sum({NumberPoint(10, kT0), NumberPoint(0, kT0 + 1'000'000'000, {}, 1)}, 2, true)),
+       Metric("queue", "", 7, Sum({NumberPoint(3, kT0)}, 2, false)),
+       Metric("tokens", "", 7, Sum({IntPoint(5, kT0)}, 2, true)),
+       Metric("step.time", "s", 9, Enc().Len(1, hp.b).Tag(2, 0).Varint(2).b),
+       Metric("no.start", "", 9, Enc().Len(1, no_start.b).Tag(2, 0).Varint(2).b),
+       Metric("batch", "", 10, Enc().Len(1, exp.b).Tag(2, 0).Varint(2).b),
+       Metric("lat", "", 11, Enc().Len(1, sp.b).b)});
+  OtlpBatch b;
+  ASSERT_TRUE(b.ParseProto(body, 0, {}, nullptr).ok());
+  EXPECT_EQ(b.stats().rejected_points, 0u) << b.stats().first_rejection;
+  StoredH hs;
+  StoredST sts;
+  Store(b, &hs, &sts);
+  const int64_t one = kT0Ms - 1000;  // NumberPoint's start: a second before its time
+  const std::string j = R"(job="trainer")";
+  StoredST want = {
+      {"{__name__=\"gpu_temp_celsius\", " + j + "}", {0}},
+      {"{__name__=\"steps_total\", " + j + "}", {one, kT0Ms}},  // the stale marker too, as Prometheus
+      {"{__name__=\"queue\", " + j + "}", {one}},
+      {"{__name__=\"tokens_total\", " + j + "}", {0}},
+      {"{__name__=\"step_time_seconds_bucket\", " + j + ", le=\"0.1\"}", {start_ms}},
+      {"{__name__=\"step_time_seconds_bucket\", " + j + ", le=\"+Inf\"}", {start_ms}},
+      {"{__name__=\"step_time_seconds_count\", " + j + "}", {start_ms}},
+      {"{__name__=\"step_time_seconds_sum\", " + j + "}", {start_ms}},
+      {"{__name__=\"no_start_bucket\", " + j + ", le=\"+Inf\"}", {0}},
+      {"{__name__=\"no_start_count\", " + j + "}", {0}},
+      {"{__name__=\"no_start_sum\", " + j + "}", {0}},
+      {"{__name__=\"batch\", " + j + "}", {start_ms}},
+      {"{__name__=\"lat\", " + j + ", quantile=\"0.5\"}", {start_ms}},
+      {"{__name__=\"lat_count\", " + j + "}", {start_ms}},
+      {"{__name__=\"lat_sum\", " + j + "}", {start_ms}},
+      {"{__name__=\"target_info\", host_name=\"node-1\", " + j + "}", {0, 0}},
+  };
+  EXPECT_EQ(sts, want);
+  EXPECT_EQ(hs.size(), 1u);
+}
+
+// A delta series made cumulative starts where its running total started:
+// the start time of the first delta folded in, kept across requests; a
+// rejected or uncommitted point changes nothing.
+TEST(OtlpDeltas, StartTimestampIsTheRunningTotalsStart) {
+  OtlpDeltas deltas;
+  auto send = [&](std::vector<std::string> points, bool commit) {
+    OtlpBatch b;
+    EXPECT_TRUE(b.ParseProto(Request({}, {Metric("tokens", "", 7, Sum(points, 1, true))}), 0, {}, &deltas).ok());
+    StoredST sts;
+    Store(b, nullptr, &sts);
+    if (commit) b.Committed(kT0Ms);
+    return sts[R"({__name__="tokens_total"})"];
+  };
+  const uint64_t s = 1'000'000'000;
+  // NumberPoint's window is the second before its time: the first starts at kT0 - 1 s.
+  EXPECT_EQ(send({NumberPoint(5, kT0), NumberPoint(3, kT0 + s)}, true), (std::vector<int64_t>{kT0Ms - 1000, kT0Ms - 1000}));
+  EXPECT_EQ(send({NumberPoint(1, kT0 + 2 * s)}, false), (std::vector<int64_t>{kT0Ms - 1000}));
+  EXPECT_EQ(send({NumberPoint(1, kT0 + 3 * s), NumberPoint(0, kT0 + 4 * s, {}, 1)}, true),
+            (std::vector<int64_t>{kT0Ms - 1000, 0}));  // a stale marker has no running total
+  // A delta without a start time starts a total of unknown start.
+  OtlpDeltas fresh;
+  OtlpBatch b;
+  ASSERT_TRUE(b.ParseProto(Request({}, {Metric("n", "", 7, Sum({IntPoint(1, kT0), IntPoint(2, kT0 + s)}, 1, true))}), 0,
+                           {}, &fresh)
+                  .ok());
+  StoredST sts;
+  Store(b, nullptr, &sts);
+  EXPECT_EQ(sts[R"({__name__="n_total"})"], (std::vector<int64_t>{0, 0}));
+
+  // Histograms: each bucket series has its own total; a bucket that first
+  // appears later starts then.
+  OtlpDeltas hd;
+  auto hist = [&](uint64_t t_ns, std::vector<double> bounds, std::vector<uint64_t> counts) {
+    Enc p;
+    p.Fixed64(2, t_ns - s).Fixed64(3, t_ns).Fixed64(4, std::accumulate(counts.begin(), counts.end(), uint64_t{0})).Double(5, 1);
+    for (uint64_t c : counts) p.Fixed64(6, c);
+    for (double d : bounds) p.Double(7, d);
+    OtlpBatch hb;
+    EXPECT_TRUE(hb.ParseProto(Request({}, {Metric("h", "", 9, Enc().Len(1, p.b).Tag(2, 0).Varint(1).b)}), 0, {}, &hd).ok());
+    StoredST hsts;
+    Store(hb, nullptr, &hsts);
+    hb.Committed(kT0Ms);
+    return hsts;
+  };
+  hist(kT0, {}, {1});
+  StoredST h2 = hist(kT0 + 5 * s, {0.5}, {1, 1});
+  EXPECT_EQ(h2[R"({__name__="h_count"})"], (std::vector<int64_t>{kT0Ms - 1000}));
+  EXPECT_EQ(h2[R"({__name__="h_bucket", le="+Inf"})"], (std::vector<int64_t>{kT0Ms - 1000}));
+  EXPECT_EQ(h2[R"({__name__="h_bucket", le="0.5"})"], (std::vector<int64_t>{kT0Ms + 4000}));
+}
+
+// Delta exponential histograms: the start of the running total too.
+TEST(OtlpDeltas, ExponentialHistogramStartTimestamps) {
+  OtlpDeltas deltas;
+  const double sum = 1;
+  auto point = [&](uint64_t t_ns, uint64_t start_ns) {
+    std::string p = ExpPoint(t_ns, 0, 0, {1}, 1, &sum);
+    return Enc().Fixed64(2, start_ns).b + p;
+  };
+  OtlpBatch b;
+  ASSERT_TRUE(b.ParseProto(Request({}, {Metric("lat", "", 10, ExpHist({point(kT0, kT0 - 5'000'000'000),
+                                                                        point(kT0 + 1'000'000'000, kT0)}, 1))}),
+                           0, {}, &deltas)
+                  .ok());
+  StoredH hs;
+  StoredST sts;
+  Store(b, &hs, &sts);
+  EXPECT_EQ(sts[R"({__name__="lat"})"], (std::vector<int64_t>{kT0Ms - 5000, kT0Ms - 5000}));
+  // Cumulative ones carry their own.
+  OtlpBatch c;
+  ASSERT_TRUE(c.ParseProto(Request({}, {Metric("lat", "", 10, ExpHist({point(kT0, kT0 - 7'000'000'000)}, 2))}), 0, {},
+                           nullptr)
+                  .ok());
+  StoredST csts;
+  Store(c, &hs, &csts);
+  EXPECT_EQ(csts[R"({__name__="lat"})"], (std::vector<int64_t>{kT0Ms - 7000}));
+}
+
 TEST(OtlpJson, TheSpecExampleAndErrors) {
   // opentelemetry-proto's examples/metrics.json, shortened.
   const std::string body = R"({"resourceMetrics": [{
@@ -428,10 +578,15 @@ TEST(OtlpJson, TheSpecExampleAndErrors) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(b.stats().rejected_points, 0u) << b.stats().first_rejection;
   StoredH hs;
-  Stored s = Store(b, &hs);
+  StoredST sts;
+  Stored s = Store(b, &hs, &sts);
   const int64_t t = 1544712660300;
   EXPECT_EQ(s[R"({__name__="my_counter_total", job="my.service", my_counter_attr="some value"})"],
             (std::vector<std::pair<int64_t, double>>{{t, 5}}));
+  // startTimeUnixNano (here the point's own time: OTel's "unknown start").
+  EXPECT_EQ(sts[R"({__name__="my_counter_total", job="my.service", my_counter_attr="some value"})"],
+            (std::vector<int64_t>{t}));
+  EXPECT_EQ(sts[R"({__name__="my_histogram_count", job="my.service"})"], (std::vector<int64_t>{0}));
   EXPECT_EQ(s[R"({__name__="my_gauge_ratio", job="my.service"})"], (std::vector<std::pair<int64_t, double>>{{t, 10}}));
   EXPECT_EQ(s[R"({__name__="my_histogram_bucket", job="my.service", le="1"})"][0].second, 1);
   EXPECT_EQ(s[R"({__name__="my_histogram_bucket", job="my.service", le="+Inf"})"][0].second, 2);
@@ -444,6 +599,10 @@ TEST(OtlpJson, TheSpecExampleAndErrors) {
   st = OtlpBatch().ParseJson(R"({"resourceMetrics": [{"scopeMetrics": [{"metrics": [
       {"name": "g", "gauge": {"dataPoints": [{"asDouble": "fast"}]}}]}]}]})", 0, {}, nullptr);
   EXPECT_EQ(st.message(), "json: resourceMetrics[0].scopeMetrics[0].metrics[0].gauge.dataPoints[0].asDouble: expected a number");
+  st = OtlpBatch().ParseJson(R"({"resourceMetrics": [{"scopeMetrics": [{"metrics": [
+      {"name": "c", "sum": {"aggregationTemporality": 2, "dataPoints": [{"asDouble": 1, "startTimeUnixNano": "x"}]}}]}]}]})",
+                             0, {}, nullptr);
+  EXPECT_NE(st.message().find("dataPoints[0].startTimeUnixNano"), std::string::npos) << st.message();
   st = OtlpBatch().ParseJson("{", 0, {}, nullptr);
   EXPECT_FALSE(st.ok());
   // snake_case names (protobuf's JSON parsers accept them) and a point without a time: now.
