@@ -1,8 +1,9 @@
 #pragma once
 // An Appender for the push decoders' fuzz targets: it stores nothing and
 // fails the target when the decoder hands it what the head would refuse (a
-// label set model::CheckSeriesLabels rejects, a histogram Validate rejects);
-// it counts what it was given.
+// label set model::CheckSeriesLabels rejects, a histogram Validate rejects),
+// with or without a start timestamp (any value: the head drops one after its
+// sample); it counts what it was given.
 
 #include <cstdint>
 
@@ -19,6 +20,7 @@ class CheckingAppender final : public storage::Appender {
 
   uint64_t samples = 0;
   uint64_t histograms = 0;
+  uint64_t with_st = 0;  // of both, those given a start timestamp (not 0)
 
   Result<storage::SeriesRef> Append(storage::SeriesRef, const model::Labels& labels, int64_t, double) override {
     CheckLabels(labels);
@@ -31,6 +33,16 @@ class CheckingAppender final : public storage::Appender {
     if (Status v = h.Validate(); !v.ok()) Fail(target_, "accepted a histogram the head refuses: " + v.ToString());
     histograms++;
     return storage::SeriesRef{0};
+  }
+  Result<storage::SeriesRef> AppendST(storage::SeriesRef ref, const model::Labels& labels, int64_t st, int64_t t,
+                                      double v) override {
+    with_st += st != 0;
+    return Append(ref, labels, t, v);
+  }
+  Result<storage::SeriesRef> AppendHistogramST(storage::SeriesRef ref, const model::Labels& labels, int64_t st, int64_t t,
+                                               const model::FloatHistogram& h) override {
+    with_st += st != 0;
+    return AppendHistogram(ref, labels, t, h);
   }
   Status Commit() override { return Status::OK(); }
   void Rollback() override {}

@@ -59,15 +59,10 @@ class FanoutAppender final : public storage::Appender {
   Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                     double v) override {
     ASSIGN_OR_RETURN(storage::SeriesRef pref, p_->Append(ref, labels, t, v));
+    // The primary accepted it: its rules are the ones that count, so a
+    // series the queue cannot name is not forwarded, and no error.
     if (q_ != nullptr) {
-      uint64_t id = refs_->Get(pref);
-      if (id == 0 || !q_->Known(id)) {
-        auto r = q_->Resolve(labels);
-        if (!r.ok()) return pref;  // the primary accepted it: its rules are the ones that count
-        id = *r;
-        refs_->Set(pref, id);
-      }
-      buf_.push_back({id, t, v});
+      if (uint64_t id = QueueId(pref, labels); id != 0) buf_.push_back({id, t, v});
     }
     return pref;
   }
@@ -83,18 +78,33 @@ class FanoutAppender final : public storage::Appender {
     return true;
   }
 
+  // The start timestamp goes to the primary; remote write 1.0 has no place
+  // for it, so the queue gets the sample as Append queues it.
+  Result<storage::SeriesRef> AppendST(storage::SeriesRef ref, const model::Labels& labels, int64_t st, int64_t t,
+                                      double v) override {
+    RETURN_IF_ERROR(CheckRefOnly(ref, labels));
+    ASSIGN_OR_RETURN(storage::SeriesRef pref, p_->AppendST(ref, labels, st, t, v));
+    if (q_ != nullptr) {
+      if (uint64_t id = QueueId(pref, labels); id != 0) buf_.push_back({id, t, v});
+    }
+    return pref;
+  }
+
   Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                              const model::FloatHistogram& h) override {
     ASSIGN_OR_RETURN(storage::SeriesRef pref, p_->AppendHistogram(ref, labels, t, h));
     if (q_ != nullptr) {
-      uint64_t id = refs_->Get(pref);
-      if (id == 0 || !q_->Known(id)) {
-        auto r = q_->Resolve(labels);
-        if (!r.ok()) return pref;
-        id = *r;
-        refs_->Set(pref, id);
-      }
-      hbuf_.push_back({id, t, h});
+      if (uint64_t id = QueueId(pref, labels); id != 0) hbuf_.push_back({id, t, h});
+    }
+    return pref;
+  }
+
+  Result<storage::SeriesRef> AppendHistogramST(storage::SeriesRef ref, const model::Labels& labels, int64_t st,
+                                               int64_t t, const model::FloatHistogram& h) override {
+    RETURN_IF_ERROR(CheckRefOnly(ref, labels));
+    ASSIGN_OR_RETURN(storage::SeriesRef pref, p_->AppendHistogramST(ref, labels, st, t, h));
+    if (q_ != nullptr) {
+      if (uint64_t id = QueueId(pref, labels); id != 0) hbuf_.push_back({id, t, h});
     }
     return pref;
   }
@@ -124,6 +134,26 @@ class FanoutAppender final : public storage::Appender {
   }
 
  private:
+  // The queue's id of the primary's series `pref` (resolved from `labels`
+  // when it has none yet); 0 when the queue cannot name it.
+  uint64_t QueueId(storage::SeriesRef pref, const model::Labels& labels) {
+    uint64_t id = refs_->Get(pref);
+    if (id != 0 && q_->Known(id)) return id;
+    auto r = q_->Resolve(labels);
+    if (!r.ok()) return 0;
+    refs_->Set(pref, *r);
+    return *r;
+  }
+  // A scrape appends a cached ref without labels: refused (nothing
+  // appended) when the queue could not name that series, so the caller
+  // retries with labels, as after a failed AppendByRef.
+  Status CheckRefOnly(storage::SeriesRef ref, const model::Labels& labels) {
+    if (q_ == nullptr || !labels.empty()) return Status::OK();
+    const uint64_t id = refs_->Get(ref);
+    if (ref != 0 && id != 0 && q_->Known(id)) return Status::OK();
+    return Status::InvalidArgument("series without labels");
+  }
+
   std::unique_ptr<storage::Appender> p_;
   Queue* q_;  // null: no destination when this appender was made
   RefMap* refs_;
