@@ -49,6 +49,7 @@ struct HistogramMsg {
   uint64_t zero_count = 0;
   double zero_count_float = 0;
   Side neg, pos;
+  int64_t st = 0;  // created_timestamp (Histogram 15, Summary 4), ms; 0: none
 };
 
 Status Double(ProtoReader& r, uint32_t wire, std::string_view what, double* v) {
@@ -65,6 +66,31 @@ Status Uint(ProtoReader& r, uint32_t wire, std::string_view what, uint64_t* v) {
 }
 
 int64_t ZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+// A google.protobuf.Timestamp {seconds=1, nanos=2} in ms, as Prometheus's
+// StartTimestamp computes it: seconds*1e3 + nanos/1e6, without validation
+// (and wrapping as Go's int64 does).
+Status Timestamp(ProtoReader& r, uint32_t wire, std::string_view what, int64_t* ms) {
+  RETURN_IF_ERROR(r.Expect(wire, kLen, what));
+  std::string_view m;
+  size_t at = 0;
+  RETURN_IF_ERROR(r.Bytes(&m, &at));
+  ProtoReader tr(m, at);
+  uint64_t seconds = 0, nanos = 0;
+  while (!tr.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(tr.Tag(&f, &w));
+    if (f == 1 || f == 2) {
+      RETURN_IF_ERROR(Uint(tr, w, std::string(what) + (f == 1 ? ".seconds" : ".nanos"), f == 1 ? &seconds : &nanos));
+    } else {
+      RETURN_IF_ERROR(tr.Skip(f, w));
+    }
+  }
+  // nanos is an int32: a negative one is sent as a 64-bit varint.
+  const int64_t n = static_cast<int32_t>(static_cast<uint32_t>(nanos));
+  *ms = static_cast<int64_t>(seconds * 1000 + static_cast<uint64_t>(n / 1000000));
+  return Status::OK();
+}
 
 // A packed or unpacked repeated scalar: calls fn(ProtoReader&) per element.
 template <typename Fn>
@@ -169,7 +195,8 @@ Status ReadHistogram(std::string_view msg, size_t at, bool summary, HistogramMsg
       RETURN_IF_ERROR(r.Bytes(&b, &bat));
       RETURN_IF_ERROR(ReadBucket(b, bat, summary, &h->buckets.emplace_back()));
     } else if (summary) {
-      RETURN_IF_ERROR(r.Skip(f, w));  // 4: created_timestamp
+      if (f == 4) RETURN_IF_ERROR(Timestamp(r, w, "Summary.created_timestamp", &h->st));
+      else RETURN_IF_ERROR(r.Skip(f, w));
     } else if (f == 4) {
       RETURN_IF_ERROR(Double(r, w, "Histogram.sample_count_float", &h->count_float));
     } else if (f == 5) {
@@ -188,8 +215,10 @@ Status ReadHistogram(std::string_view msg, size_t at, bool summary, HistogramMsg
       RETURN_IF_ERROR(ReadSideField(r, f, w, &h->neg, "Histogram.negative"));
     } else if (f >= 12 && f <= 14) {
       RETURN_IF_ERROR(ReadSideField(r, f, w, &h->pos, "Histogram.positive"));
+    } else if (f == 15) {
+      RETURN_IF_ERROR(Timestamp(r, w, "Histogram.created_timestamp", &h->st));
     } else {
-      RETURN_IF_ERROR(r.Skip(f, w));  // 15 created_timestamp, 16 exemplars
+      RETURN_IF_ERROR(r.Skip(f, w));  // 16 exemplars
     }
   }
   return Status::OK();
@@ -407,14 +436,17 @@ Status ProtoParser::ReadMetric(std::string_view msg, size_t at, int type) {
       if (type == kSummary || type == kHistogram || type == kGaugeHistogram) {
         h = HistogramMsg{};
         RETURN_IF_ERROR(ReadHistogram(vm, vat, type == kSummary, &h));
+        met.st = h.st;
         continue;
       }
-      // Gauge, Counter, Untyped: value is field 1 (Counter: 2 exemplar, 3 created).
+      // Gauge, Counter, Untyped: value is field 1 (Counter: 2 exemplar, 3 created_timestamp).
       ProtoReader vr(vm, vat);
+      met.st = 0;
       while (!vr.done()) {
         uint32_t vf = 0, vw = 0;
         RETURN_IF_ERROR(vr.Tag(&vf, &vw));
         if (vf == 1) RETURN_IF_ERROR(Double(vr, vw, "value", &value));
+        else if (vf == 3 && type == kCounter) RETURN_IF_ERROR(Timestamp(vr, vw, "Counter.created_timestamp", &met.st));
         else RETURN_IF_ERROR(vr.Skip(vf, vw));
       }
     } else {
@@ -503,6 +535,7 @@ void ProtoParser::Emit() {
   sample_.value = p.value;
   sample_.has_timestamp = m.timestamp_ms != 0;
   sample_.timestamp_ms = sample_.has_timestamp ? m.timestamp_ms : opts_.default_timestamp_ms;
+  sample_.start_timestamp_ms = m.st;
   is_histogram_ = p.kind == 1;
   if (is_histogram_) histogram_ = hists_[p.hist];
 }

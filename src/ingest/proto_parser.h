@@ -15,8 +15,12 @@
 // (added with the count when absent); a native one also yields these when
 // ProtoParseOptions::keep_classic is set. "le" and "quantile" values are
 // formatted as Prometheus does there (Go's %g, ".0" added: "1.0", "0.25",
-// "+Inf"). A timestamp_ms of 0 means none. Exemplars, created timestamps
-// and unknown fields are skipped.
+// "+Inf"). A timestamp_ms of 0 means none. A metric's created_timestamp
+// (Counter 3, Summary 4, Histogram 15: when it last started; Prometheus 3
+// calls it start_timestamp) is the start_timestamp_ms of each of its
+// samples, as Prometheus's ProtobufParser.StartTimestamp (seconds*1e3 +
+// nanos/1e6); gauges and untyped metrics have none. Exemplars and unknown
+// fields are skipped.
 //
 // Errors are InvalidArgument naming the byte offset in the body and what
 // was wrong: "protobuf: offset 12: truncated varint", "metric family at
@@ -84,6 +88,7 @@ class ProtoParser {
   struct Metric {
     std::vector<LabelRef> labels;
     int64_t timestamp_ms = 0;
+    int64_t st = 0;  // created_timestamp, ms; 0: none
   };
 
   Status ReadFamily();

@@ -30,6 +30,7 @@ struct Out {
   int64_t t = 0;
   bool hist = false;
   model::FloatHistogram h;
+  int64_t st = 0;
 };
 
 Result<std::vector<Out>> Parse(std::string_view body, ProtoParseOptions o = {}) {
@@ -48,6 +49,7 @@ Result<std::vector<Out>> Parse(std::string_view body, ProtoParseOptions o = {}) 
     x.t = s.timestamp_ms;
     x.hist = p.is_histogram();
     if (x.hist) x.h = p.histogram();
+    x.st = s.start_timestamp_ms;
     out.push_back(std::move(x));
   }
   if (!p.status().ok()) return p.status();
@@ -143,7 +145,7 @@ std::string NativeInt(bool with_classic) {
   e.Len(12, Span(0, 2)).Len(12, Span(2, 1));
   e.Len(13, Enc().Varint(Zz(2)).Varint(Zz(-1)).Varint(Zz(2)).b);  // pos: 2, 1, 3
   if (with_classic) e.Len(3, Bucket(4, 1)).Len(3, Bucket(12, 10));
-  e.Len(15, Enc().Tag(1, 0).Varint(5).b);  // created_timestamp: skipped
+  e.Len(15, Enc().Tag(1, 0).Varint(5).b);  // created_timestamp: 5 s
   e.Len(16, Enc().Double(2, 1).b);         // exemplar: skipped
   return e.b;
 }
@@ -233,6 +235,62 @@ TEST(ProtoParserTest, EmptyNativeHistogramNeedsNoOpSpan) {
   EXPECT_TRUE((*r)[0].hist);
   EXPECT_EQ((*r)[0].h.schema, 3);
   EXPECT_TRUE((*r)[0].h.positive_spans.empty());
+}
+
+// google.protobuf.Timestamp{seconds, nanos}.
+std::string Ts(int64_t seconds, int32_t nanos) {
+  Enc e;
+  if (seconds != 0) e.Tag(1, 0).Varint(static_cast<uint64_t>(seconds));
+  if (nanos != 0) e.Tag(2, 0).Varint(static_cast<uint64_t>(static_cast<int64_t>(nanos)));
+  return e.b;
+}
+
+// created_timestamp (Counter 3, Summary 4, Histogram 15) is the start
+// timestamp of every sample of its metric: seconds*1e3 + nanos/1e6.
+TEST(ProtoParserTest, CreatedTimestampsAreStartTimestamps) {
+  const std::string created = Ts(1700000000, 123'999'999);  // 1700000000123 ms
+  const int64_t st = 1700000000123;
+  std::string body =
+      Family("c_total", 0,
+             {Enc().Len(1, Label("a", "1")).Len(3, Enc().Double(1, 5).Len(3, created).b).b,
+              Enc().Len(1, Label("a", "2")).Len(3, Enc().Double(1, 6).b).b,                     // none
+              Enc().Len(1, Label("a", "3")).Len(3, Enc().Double(1, 7).Len(3, Ts(-2, -500'000'000)).b).b}) +
+      Family("g", 1, {Enc().Len(2, Enc().Double(1, 1).Len(3, created).b).b}) +  // not a Gauge field
+      Family("s", 2, {Enc().Len(4, Enc().Tag(1, 0).Varint(2).Double(2, 1).Len(3, Enc().Double(1, 0.5).Double(2, 0.4).b)
+                                    .Len(4, created).b).b}) +
+      Family("h", 4, {Enc().Len(7, Enc().Tag(1, 0).Varint(2).Double(2, 1).Len(3, Bucket(1, 0.5)).Len(15, created).b).b}) +
+      Family("n", 4, {Enc().Len(7, NativeInt(true) + Enc().Len(15, Ts(1, 0)).b).b}) +
+      Family("gh", 5, {Enc().Len(7, NativeInt(false) + Enc().Len(15, Ts(2, 0)).b).b});
+  ProtoParseOptions keep;
+  keep.keep_classic = true;
+  auto r = Parse(body, keep);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  std::vector<std::pair<std::string, int64_t>> got;
+  for (const Out& o : *r) got.emplace_back(o.series, o.st);
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, int64_t>>{
+                     {"c_total{a=\"1\"}", st},
+                     {"c_total{a=\"2\"}", 0},
+                     {"c_total{a=\"3\"}", -2500},
+                     {"g{}", 0},
+                     {"s_count{}", st},
+                     {"s_sum{}", st},
+                     {"s{quantile=\"0.5\"}", st},
+                     {"h_count{}", st},
+                     {"h_sum{}", st},
+                     {"h_bucket{le=\"0.5\"}", st},
+                     {"h_bucket{le=\"+Inf\"}", st},
+                     {"n{}", 1000},  // the native histogram and its classic series
+                     {"n_count{}", 1000},
+                     {"n_sum{}", 1000},
+                     {"n_bucket{le=\"1.0\"}", 1000},
+                     {"n_bucket{le=\"10.0\"}", 1000},
+                     {"n_bucket{le=\"+Inf\"}", 1000},
+                     {"gh{}", 2000},  // gauge histograms too, as Prometheus's StartTimestamp
+                 }));
+  // A created_timestamp that is not a message names the field.
+  auto bad = Parse(Family("c", 0, {Enc().Len(3, Enc().Double(1, 1).Tag(3, 0).Varint(1).b).b}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("Counter.created_timestamp"), std::string::npos) << bad.error().message();
 }
 
 TEST(ProtoParserTest, EmptyFamiliesAndUnknownFieldsSkipped) {

@@ -56,6 +56,10 @@ struct TextSample {
   size_t num_labels = 0;
   double value = 0;
   int64_t timestamp_ms = 0;     // the default timestamp when the line has none
+  // When the counter, histogram or summary behind the sample last started
+  // (ms; 0 = unknown): OpenMetrics `_created` with
+  // ParseOptions::start_timestamps, the protobuf format's created_timestamp.
+  int64_t start_timestamp_ms = 0;
   bool has_timestamp = false;
   bool labels_skipped = false;  // ParseOptions::known_series said to skip them
 };
