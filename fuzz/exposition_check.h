@@ -2,8 +2,8 @@
 // Shared by exposition_fuzz.cc and openmetrics_fuzz.cc: parses a body twice,
 // the second time as the import's series cache does (ParseOptions::known_series
 // saying "known" for every series text the first pass parsed), and checks both
-// passes agree: same samples (line, name, value bits, timestamp) and the same
-// outcome; an error names its line.
+// passes agree: same samples (line, name, value bits, timestamp, start
+// timestamp) and the same outcome; an error names its line.
 
 #include <cstring>
 #include <string>
@@ -21,6 +21,7 @@ struct ExpoSample {
   uint64_t value_bits;
   int64_t t;
   bool has_t;
+  int64_t st;
   bool operator==(const ExpoSample&) const = default;
 };
 
@@ -37,7 +38,8 @@ inline void CheckExpositionBody(const char* kTarget, std::string_view body, inge
       for (size_t i = 0; i < s.num_labels; i++) FUZZ_CHECK(!s.labels[i].name.empty(), "empty label name");
       uint64_t bits;
       std::memcpy(&bits, &s.value, 8);
-      first.push_back({s.line, std::string(s.name), bits, s.timestamp_ms, s.has_timestamp});
+      FUZZ_CHECK(opts.start_timestamps || s.start_timestamp_ms == 0, "start timestamp without start_timestamps");
+      first.push_back({s.line, std::string(s.name), bits, s.timestamp_ms, s.has_timestamp, s.start_timestamp_ms});
       if (!s.series.empty()) series.emplace(s.series);
     }
     first_status = p.status();
@@ -54,7 +56,7 @@ inline void CheckExpositionBody(const char* kTarget, std::string_view body, inge
     const ingest::TextSample& s = p.sample();
     uint64_t bits;
     std::memcpy(&bits, &s.value, 8);
-    ExpoSample got{s.line, std::string(s.name), bits, s.timestamp_ms, s.has_timestamp};
+    ExpoSample got{s.line, std::string(s.name), bits, s.timestamp_ms, s.has_timestamp, s.start_timestamp_ms};
     FUZZ_CHECK(i < first.size(), "known_series pass returned more samples");
     FUZZ_CHECK(got == first[i], "known_series pass differs at sample " + std::to_string(i) + " (line " +
                                     std::to_string(s.line) + ")");

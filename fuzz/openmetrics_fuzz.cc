@@ -1,5 +1,6 @@
 // OpenMetrics 1.0 text (ingest/text_parser.h, TextFormat::kOpenMetrics):
-// metadata order, exemplars, "# EOF", float-second timestamps.
+// metadata order, exemplars, "# EOF", float-second timestamps, `_created`
+// lines as the start timestamps of their families' samples.
 
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   trainwatch::ingest::ParseOptions opts;
   opts.format = trainwatch::ingest::TextFormat::kOpenMetrics;
   opts.default_timestamp_ms = 1700000000000;
+  opts.start_timestamps = true;
   opts.on_metadata = [](const trainwatch::ingest::MetadataLine& m) {
     if (m.family.empty()) trainwatch::fuzz::Fail(kTarget, "metadata line without a family name");
   };

@@ -5,7 +5,11 @@
 //    node_exporter 1.5, Prometheus 2.42, Prometheus's own parser benchmark
 //    input (alltypes.237mfs), the python client in OpenMetrics.
 //  - BM_ParseSynthetic/<format>: a 10 MB body of labelled series in both
-//    formats.
+//    formats; openmetrics_st with ParseOptions::start_timestamps (the body
+//    has no `_created`: the cost of looking).
+//  - BM_ParseCreated/<st>: an OpenMetrics body of counters and histograms
+//    with a `_created` line per series, as the Python client writes them,
+//    parsed without and with start_timestamps.
 #include <benchmark/benchmark.h>
 
 #include <fstream>
@@ -88,7 +92,7 @@ std::string ReadConformance(const std::string& rel) {
 }
 
 // Parses `body` once per iteration; reports bytes and samples.
-void RunParse(benchmark::State& state, const std::string& body, TextFormat format) {
+void RunParse(benchmark::State& state, const std::string& body, TextFormat format, bool start_timestamps = false) {
   if (body.empty()) {
     state.SkipWithError("input missing");
     return;
@@ -96,13 +100,13 @@ void RunParse(benchmark::State& state, const std::string& body, TextFormat forma
   size_t samples = 0;
   size_t meta = 0;
   for (auto _ : state) {
-    ParseOptions o{.format = format};
+    ParseOptions o{.format = format, .start_timestamps = start_timestamps};
     o.on_metadata = [&](const MetadataLine&) { meta++; };
     TextParser p(body, std::move(o));
     double sum = 0;
     size_t n = 0;
     while (p.Next()) {
-      sum += p.sample().value;
+      sum += p.sample().value + static_cast<double>(p.sample().start_timestamp_ms);
       n += p.sample().num_labels + 1;
     }
     if (!p.status().ok()) {
@@ -171,5 +175,49 @@ void BM_ParseSynthetic(benchmark::State& state, TextFormat format) {
 }
 BENCHMARK_CAPTURE(BM_ParseSynthetic, text, TextFormat::kPrometheus)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ParseSynthetic, openmetrics, TextFormat::kOpenMetrics)->Unit(benchmark::kMillisecond);
+
+void BM_ParseSyntheticST(benchmark::State& state) {
+  static const std::string om = Synthetic(TextFormat::kOpenMetrics);
+  RunParse(state, om, TextFormat::kOpenMetrics, true);
+}
+BENCHMARK(BM_ParseSyntheticST)->Name("BM_ParseSynthetic/openmetrics_st")->Unit(benchmark::kMillisecond);
+
+// ~5 MB: 500 counter families of 40 series, each followed by its _created;
+// 100 histogram families of 20 label sets (8 buckets, _count, _sum, _created).
+std::string SyntheticCreated() {
+  std::string out;
+  for (int f = 0; f < 500; f++) {
+    const std::string family = "trainwatch_synthetic_requests_" + std::to_string(f);
+    out += "# HELP " + family + " A synthetic counter.\n# TYPE " + family + " counter\n";
+    for (int s = 0; s < 40; s++) {
+      const std::string labels = "{job=\"trainer\",instance=\"node-" + std::to_string(s % 16) + ":9100\",rank=\"" +
+                                 std::to_string(s) + "\"}";
+      out += family + "_total" + labels + " " + std::to_string(s * 1000 + f) + ".0\n";
+      out += family + "_created" + labels + " 1.7962071" + std::to_string(10 + s) + "e+09\n";
+    }
+  }
+  for (int f = 0; f < 100; f++) {
+    const std::string family = "trainwatch_synthetic_latency_seconds_" + std::to_string(f);
+    out += "# HELP " + family + " A synthetic histogram.\n# TYPE " + family + " histogram\n";
+    for (int s = 0; s < 20; s++) {
+      const std::string labels = "job=\"trainer\",rank=\"" + std::to_string(s) + "\"";
+      for (int b = 0; b < 8; b++) {
+        out += family + "_bucket{" + labels + ",le=\"" + (b == 7 ? std::string("+Inf") : std::to_string(0.005 * (1 << b))) +
+               "\"} " + std::to_string(b * 10 + s) + ".0\n";
+      }
+      out += family + "_count{" + labels + "} " + std::to_string(70 + s) + ".0\n";
+      out += family + "_sum{" + labels + "} 12.5\n";
+      out += family + "_created{" + labels + "} 1.796207177e+09\n";
+    }
+  }
+  return out + "# EOF\n";
+}
+
+void BM_ParseCreated(benchmark::State& state, bool start_timestamps) {
+  static const std::string body = SyntheticCreated();
+  RunParse(state, body, TextFormat::kOpenMetrics, start_timestamps);
+}
+BENCHMARK_CAPTURE(BM_ParseCreated, off, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ParseCreated, st, true)->Unit(benchmark::kMillisecond);
 }  // namespace
 }  // namespace trainwatch::ingest

@@ -21,7 +21,8 @@
 // Prometheus does: int64(ts * 1000)), exemplars on _total/_bucket samples
 // parsed, validated and skipped, metadata before the samples of its family and
 // families not interleaved. _created samples are ordinary samples, as 2.42
-// stores them.
+// stores them; with ParseOptions::start_timestamps their values are also
+// the start timestamps of their families' other samples.
 //
 // Not thread-safe; one parser per body. Views handed out point into the body
 // or into the parser's scratch buffers and are valid until the next Next().
@@ -100,6 +101,15 @@ struct ParseOptions {
   // unknown escapes (\t) in label values and HELP; it ignores a HELP or TYPE
   // line without a name or text. known_series is not consulted in this mode.
   bool expfmt_rules = false;
+  // OpenMetrics only, as Prometheus's OpenMetricsParser.StartTimestamp: in a
+  // counter, histogram or summary family `foo`, the value of
+  // `foo_created{labels}` (seconds; int64(v * 1000) ms) is the
+  // start_timestamp_ms of the family's samples with those labels (le or
+  // quantile aside, compared as written), wherever in the family it is.
+  // The `_created` samples are still returned, with none. Costs one search
+  // of the body for "_created" and, per family that has one, a look ahead
+  // over its lines. The text format has no start timestamps.
+  bool start_timestamps = false;
 };
 
 class TextParser {
@@ -138,6 +148,9 @@ class TextParser {
   bool CheckFamilyMetadata(MetadataLine::Kind kind, std::string_view family, Family type);
   bool CheckFamilySample();
   bool CheckExpfmtSample();
+  void SetStartTimestamp(size_t line_start);
+  bool ReadCreatedLines(size_t line_start);
+  std::string_view StartTimestampKey(std::string_view block);
   bool Fail(std::string msg);
 
   std::string_view body_;
@@ -166,6 +179,23 @@ class TextParser {
   std::unordered_map<std::string_view, uint8_t> expfmt_meta_;
   std::unordered_set<std::string_view> expfmt_sample_names_;
   std::string_view expfmt_float_label_;  // "le" / "quantile" when the current name needs it
+  // start_timestamps: the family whose `_created` lines were read, and
+  // their values in body order with their label blocks (le/quantile
+  // removed, "" for none). A sample is compared with the entry after the
+  // last `_created` sample passed (where exposers put its group); others
+  // are looked up in an index built on the first miss.
+  struct Created {
+    std::string key;
+    int64_t st;
+  };
+  std::string_view st_family_;
+  std::vector<Created> created_;  // the first created_count_ are this family's (strings reused)
+  size_t created_count_ = 0;
+  size_t created_next_ = 0;       // the entry the next sample most likely has
+  std::unordered_map<std::string_view, int64_t> created_index_;  // keys: views into created_
+  size_t created_at_ = 0;         // offset of the next "_created" in the body (npos: none left)
+  bool created_searched_ = false;
+  std::string st_key_;           // scratch of StartTimestampKey
 };
 
 // Parses every sample of `body`, calling `fn` for each; stops at the first

@@ -442,5 +442,117 @@ TEST(TextParserTest, OpenMetricsKnownSeries) {
   EXPECT_EQ(asked, 2);
 }
 
+// Each sample's series text (as written) and start timestamp; with `known`,
+// every series is "known" (labels skipped), as a scrape's cache does.
+std::vector<std::pair<std::string, int64_t>> StartTimestamps(std::string_view body, ParseOptions o, bool known = false) {
+  if (known) o.known_series = [](std::string_view) { return true; };
+  TextParser p(body, o);
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (p.Next()) out.emplace_back(std::string(p.sample().series), p.sample().start_timestamp_ms);
+  EXPECT_TRUE(p.status().ok()) << p.status().ToString();
+  return out;
+}
+
+// `foo_created` is the start timestamp of family foo's samples with the
+// same labels (le and quantile aside), before or after them in the family;
+// the _created samples themselves are kept, without one.
+TEST(TextParserTest, OpenMetricsCreatedLinesAreStartTimestamps) {
+  const std::string body =
+      "# TYPE foo counter\n"
+      "foo_total{a=\"1\"} 17 # {id=\"x_created\"} 1\n"
+      "foo_created{a=\"1\"} 1520430000.123\n"
+      "foo_created{a=\"2\"} 1520430001\n"
+      "foo_total{a=\"2\"} 1\n"
+      "foo_total{a=\"3\"} 3\n"
+      "# TYPE h histogram\n"
+      "h_bucket{x=\"y\",le=\"0.5\",z=\"w\"} 1\n"
+      "h_bucket{x=\"y\",le=\"+Inf\",z=\"w\"} 2\n"
+      "h_count{x=\"y\",z=\"w\"} 2\n"
+      "h_sum{x=\"y\",z=\"w\"} 3\n"
+      "h_created{x=\"y\",z=\"w\"} 1500000000.5\n"
+      "h_bucket{le=\"+Inf\"} 0\n"
+      "h_count 0\n"
+      "h_created 1500000001\n"
+      "# TYPE s summary\n"
+      "s{quantile=\"0.5\"} 0.2\n"
+      "s_count 4\n"
+      "s_sum 1\n"
+      "s_created 1600000000\n"
+      "# TYPE g gauge\n"
+      "g 1\n"
+      "g_created 1600000000\n"
+      "# TYPE c counter\n"
+      "c_total 1\n"
+      "c_created 0\n"
+      "u_total 1\n"
+      "u_created 5\n"
+      "# EOF\n";
+  ParseOptions o = OM();
+  o.start_timestamps = true;
+  const std::vector<std::pair<std::string, int64_t>> want = {
+      {"foo_total{a=\"1\"}", 1520430000123},
+      {"foo_created{a=\"1\"}", 0},
+      {"foo_created{a=\"2\"}", 0},
+      {"foo_total{a=\"2\"}", 1520430001000},
+      {"foo_total{a=\"3\"}", 0},
+      {"h_bucket{x=\"y\",le=\"0.5\",z=\"w\"}", 1500000000500},
+      {"h_bucket{x=\"y\",le=\"+Inf\",z=\"w\"}", 1500000000500},
+      {"h_count{x=\"y\",z=\"w\"}", 1500000000500},
+      {"h_sum{x=\"y\",z=\"w\"}", 1500000000500},
+      {"h_created{x=\"y\",z=\"w\"}", 0},
+      {"h_bucket{le=\"+Inf\"}", 1500000001000},
+      {"h_count", 1500000001000},
+      {"h_created", 0},
+      {"s{quantile=\"0.5\"}", 1600000000000},
+      {"s_count", 1600000000000},
+      {"s_sum", 1600000000000},
+      {"s_created", 0},
+      {"g", 0},          // a gauge: g_created is a family of its own
+      {"g_created", 0},
+      {"c_total", 0},    // 0 is unknown
+      {"c_created", 0},
+      {"u_total", 0},    // no TYPE: unknown families have none
+      {"u_created", 0},
+  };
+  EXPECT_EQ(StartTimestamps(body, o), want);
+  EXPECT_EQ(StartTimestamps(body, o, true), want);  // labels skipped: the same
+  // Off by default; never in the text format, where _created is a gauge.
+  for (const auto& [series, st] : StartTimestamps(body, OM())) EXPECT_EQ(st, 0) << series;
+  ParseOptions text;
+  text.start_timestamps = true;
+  const std::string text_body = "# TYPE foo counter\nfoo_total 1\nfoo_created 1520430000\n";
+  for (const auto& [series, st] : StartTimestamps(text_body, text)) EXPECT_EQ(st, 0) << series;
+}
+
+// Bodies whose only "_created" is elsewhere (a label value, another family)
+// and malformed _created lines: no start timestamps, and the parse proper
+// reports the error.
+TEST(TextParserTest, OpenMetricsCreatedLookaheadEdges) {
+  ParseOptions o = OM();
+  o.start_timestamps = true;
+  auto sts = [&](std::string_view body) {
+    std::vector<int64_t> out;
+    for (const auto& [series, st] : StartTimestamps(body, o)) out.push_back(st);
+    return out;
+  };
+  EXPECT_EQ(sts("# TYPE a counter\na_total{p=\"/_created\"} 1\n# TYPE b counter\nb_total 1\nb_created 2\n# EOF\n"),
+            (std::vector<int64_t>{0, 2000, 0}));
+  EXPECT_EQ(sts("# TYPE a counter\na_total 1\n# HELP b_created x\nb_created 2\n# EOF\n"), (std::vector<int64_t>{0, 0}));
+  // Families "a_b..." after counter "a" end a's lines.
+  EXPECT_EQ(sts("# TYPE a counter\na_total 1\na_b_created 3\n# EOF\n"), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(sts("# TYPE a counter\na_total 1\n# TYPE a_b counter\na_b_total 2\na_b_created 3\n# EOF\n"),
+            (std::vector<int64_t>{0, 3000, 0}));
+  EXPECT_EQ(sts("# TYPE h histogram\nh_bucket{le=\"1\",a=\"\\\"\"} 1\nh_created{a=\"\\\"\"} 4\n# EOF\n"),
+            (std::vector<int64_t>{4000, 0}));
+  TextParser p("# TYPE a counter\na_total 1\na_created{x=\"1\" 5\n# EOF\n", o);
+  ASSERT_TRUE(p.Next());
+  EXPECT_EQ(p.sample().start_timestamp_ms, 0);
+  EXPECT_FALSE(p.Next());
+  EXPECT_FALSE(p.status().ok());
+  TextParser q("# TYPE a counter\na_total 1\na_created NaN\na_created{b=\"1\"} x\n# EOF\n", o);
+  ASSERT_TRUE(q.Next());
+  EXPECT_EQ(q.sample().start_timestamp_ms, 0);
+}
+
 }  // namespace
 }  // namespace trainwatch::ingest
