@@ -204,11 +204,18 @@ void ScrapeLoop::AppendOne(storage::Appender* app, storage::SeriesRef* ref, cons
   else TW_LOG(Warn, "scrape {}: append {}: {}", url_, labels.ToString(), r.error().ToString());
 }
 
-Status ScrapeLoop::AppendEntry(storage::Appender* app, Entry* e, int64_t t, double v) {
-  if (e->ref != 0 && app->AppendByRef(e->ref, t, v)) return Status::OK();
+Status ScrapeLoop::AppendEntry(storage::Appender* app, Entry* e, int64_t t, double v, int64_t st) {
+  if (st == 0 && e->ref != 0 && app->AppendByRef(e->ref, t, v)) return Status::OK();
+  if (st != 0 && e->ref != 0) {
+    // No by-ref form carries a start timestamp: the ref without labels, as
+    // AppendHistEntry; one whose series was dropped fails and is retried
+    // with them.
+    auto r = app->AppendST(e->ref, model::Labels(), st, t, v);
+    if (r.ok() || r.error().IsOutOfRange()) return r.ok() ? Status::OK() : r.error();
+  }
   model::Labels labels;
   if (!model::DecodeEncodedLabels(e->labels, &labels)) return Status::Corruption("BUG: scrape cache labels undecodable");
-  ASSIGN_OR_RETURN(e->ref, app->Append(0, labels, t, v));
+  ASSIGN_OR_RETURN(e->ref, st == 0 ? app->Append(0, labels, t, v) : app->AppendST(0, labels, st, t, v));
   return Status::OK();
 }
 
@@ -320,6 +327,7 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
   ingest::ParseOptions po;
   po.format = ingest::FormatFromContentType(content_type);
   po.default_timestamp_ms = t;
+  po.start_timestamps = true;  // OpenMetrics `_created` (the text format has none)
   // The lookup done for a line in known_series (before its labels would be
   // parsed) is reused for the sample: one lookup per known series.
   std::string_view looked_up;
@@ -378,7 +386,7 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
     bool explicit_ts = s.has_timestamp && c.honor_timestamps;
     e->stale_tracked = !explicit_ts;
     int64_t ts = explicit_ts ? s.timestamp_ms : t;
-    RETURN_IF_ERROR(AdmitAppend(AppendEntry(app, e, ts, s.value), "line", s.line, counts));
+    RETURN_IF_ERROR(AdmitAppend(AppendEntry(app, e, ts, s.value, s.start_timestamp_ms), "line", s.line, counts));
   }
   return p.status();
 }

@@ -5,6 +5,8 @@
 // Content-Type, and appends the samples plus the report series (up,
 // scrape_duration_seconds, scrape_samples_scraped,
 // scrape_samples_post_metric_relabeling, scrape_series_added) in one commit.
+// Samples carry their start timestamps (OpenMetrics `_created`, the protobuf
+// format's created_timestamp) to Appender::AppendST / AppendHistogramST.
 // A failed scrape appends nothing from the body, and writes staleness markers
 // for the series of the last successful scrape; series that disappear
 // between successful scrapes get markers too, as do all series when the
@@ -125,8 +127,9 @@ class ScrapeLoop {
   void AppendStale(storage::Appender* app, int64_t t);
   void AppendReport(storage::Appender* app, int64_t t, bool up, double duration_s, const ScrapeCounts& c);
   void AppendOne(storage::Appender* app, storage::SeriesRef* ref, const model::Labels& labels, int64_t t, double v);
-  // AppendOne of a cache entry: by ref, else with its decoded labels.
-  Status AppendEntry(storage::Appender* app, Entry* e, int64_t t, double v);
+  // AppendOne of a cache entry: by ref, else with its decoded labels. With
+  // a start timestamp `st` (ms; 0 = unknown) through Appender::AppendST.
+  Status AppendEntry(storage::Appender* app, Entry* e, int64_t t, double v, int64_t st = 0);
   // What one sample's append result does to the scrape, as Prometheus: a
   // sample out of the TSDB's time bounds or a new series beyond a series
   // limit is skipped and counted (the first of each logged); any other
@@ -137,7 +140,7 @@ class ScrapeLoop {
   }
   Status AdmitFailedAppend(const Status& st, const char* what, size_t n, ScrapeCounts* counts);
   // The same for a native histogram sample.
-  Status AppendHistEntry(storage::Appender* app, Entry* e, int64_t t, const model::FloatHistogram& h);
+  Status AppendHistEntry(storage::Appender* app, Entry* e, int64_t t, const model::FloatHistogram& h, int64_t st = 0);
 
   std::shared_ptr<const ScrapeConfig> cfg_;
   TargetSpec target_;

@@ -75,6 +75,110 @@ TEST(ScrapeLoop, AppendsSamplesAndReport) {
   EXPECT_EQ(Last(d, L({{"__name__", "scrape_series_added"}})), 0);
 }
 
+// The store in front of a TempDB that records the start timestamp of every
+// value appended (0 through Append, AppendByRef and AppendHistogram), by
+// the series' labels (known from an earlier append for by-ref ones).
+class StRecorder final : public storage::Appendable {
+ public:
+  explicit StRecorder(storage::Appendable* db) : db_(db) {}
+  std::map<model::Labels, std::vector<int64_t>> sts;
+
+  std::unique_ptr<storage::Appender> NewAppender() override { return std::make_unique<App>(this, db_->NewAppender()); }
+
+ private:
+  class App final : public storage::Appender {
+   public:
+    App(StRecorder* r, std::unique_ptr<storage::Appender> in) : r_(r), in_(std::move(in)) {}
+    Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& l, int64_t t, double v) override {
+      return Record(in_->Append(ref, l, t, v), l, 0);
+    }
+    bool AppendByRef(storage::SeriesRef ref, int64_t t, double v) override {
+      if (!in_->AppendByRef(ref, t, v)) return false;
+      r_->sts[r_->labels_.at(ref)].push_back(0);
+      return true;
+    }
+    Result<storage::SeriesRef> AppendST(storage::SeriesRef ref, const model::Labels& l, int64_t st, int64_t t,
+                                        double v) override {
+      return Record(in_->AppendST(ref, l, st, t, v), l, st);
+    }
+    Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& l, int64_t t,
+                                               const model::FloatHistogram& h) override {
+      return Record(in_->AppendHistogram(ref, l, t, h), l, 0);
+    }
+    Result<storage::SeriesRef> AppendHistogramST(storage::SeriesRef ref, const model::Labels& l, int64_t st, int64_t t,
+                                                 const model::FloatHistogram& h) override {
+      return Record(in_->AppendHistogramST(ref, l, st, t, h), l, st);
+    }
+    Status Commit() override { return in_->Commit(); }
+    void Rollback() override { in_->Rollback(); }
+
+   private:
+    Result<storage::SeriesRef> Record(Result<storage::SeriesRef> r, const model::Labels& l, int64_t st) {
+      if (!r.ok()) return r;
+      if (!l.empty()) r_->labels_[*r] = l;
+      r_->sts[r_->labels_.at(*r)].push_back(st);
+      return r;
+    }
+    StRecorder* r_;
+    std::unique_ptr<storage::Appender> in_;
+  };
+  storage::Appendable* db_;
+  std::map<storage::SeriesRef, model::Labels> labels_;
+};
+
+// OpenMetrics `_created`: the start timestamp of its family's samples, on
+// the first scrape (labels) and the next (cached refs); the _created series
+// are still stored. The text format has none.
+TEST(ScrapeLoop, OpenMetricsCreatedAsStartTimestamps) {
+  tsdb::testing::TempDB db;
+  StRecorder rec(db.get());
+  auto c = Config(std::string(kJob) + "}");
+  ScrapeLoop loop(c, TargetsFromGroup(*c, c->static_configs[0])[0], &rec);
+  const std::string body =
+      "# TYPE a counter\n"
+      "a_total{x=\"1\"} 5\n"
+      "a_created{x=\"1\"} 900.5\n"
+      "# TYPE h histogram\n"
+      "h_bucket{le=\"1\"} 1\n"
+      "h_bucket{le=\"+Inf\"} 2\n"
+      "h_count 2\n"
+      "h_sum 1.5\n"
+      "h_created 800\n"
+      "# TYPE g gauge\n"
+      "g 3\n"
+      "# EOF\n";
+  const std::string om = "application/openmetrics-text; version=1.0.0";
+  loop.ProcessScrape(Status::OK(), body, om, 1000000, 0);
+  loop.ProcessScrape(Status::OK(), body, om, 1015000, 0);
+  EXPECT_EQ(loop.state().last_error, "");
+  std::map<model::Labels, std::vector<int64_t>> want = {
+      {L({{"__name__", "a_total"}, {"x", "1"}}), {900500, 900500}},
+      {L({{"__name__", "a_created"}, {"x", "1"}}), {0, 0}},
+      {L({{"__name__", "h_bucket"}, {"le", "1"}}), {800000, 800000}},
+      {L({{"__name__", "h_bucket"}, {"le", "+Inf"}}), {800000, 800000}},
+      {L({{"__name__", "h_count"}}), {800000, 800000}},
+      {L({{"__name__", "h_sum"}}), {800000, 800000}},
+      {L({{"__name__", "h_created"}}), {0, 0}},
+      {L({{"__name__", "g"}}), {0, 0}},
+  };
+  for (const auto& [labels, sts] : want) EXPECT_EQ(rec.sts[labels], sts) << labels.ToString();
+  EXPECT_EQ(rec.sts[L({{"__name__", "up"}})], (std::vector<int64_t>{0, 0}));
+  Data d = db.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "a_total"}, {"x", "1"}})), 5);
+  EXPECT_EQ(Last(d, L({{"__name__", "a_created"}, {"x", "1"}})), 900.5);
+  EXPECT_EQ(Last(d, L({{"__name__", "h_created"}})), 800);
+  // Gone: its stale marker carries none.
+  loop.ProcessScrape(Status::OK(), "# TYPE g gauge\ng 3\n# EOF\n", om, 1030000, 0);
+  EXPECT_EQ(rec.sts[L({{"__name__", "a_total"}, {"x", "1"}})], (std::vector<int64_t>{900500, 900500, 0}));
+
+  tsdb::testing::TempDB db2;
+  StRecorder rec2(db2.get());
+  ScrapeLoop text(c, TargetsFromGroup(*c, c->static_configs[0])[0], &rec2);
+  text.ProcessScrape(Status::OK(), "# TYPE a counter\na_total 5\na_created 900\n", "text/plain; version=0.0.4", 1000000, 0);
+  EXPECT_EQ(rec2.sts[L({{"__name__", "a_total"}})], (std::vector<int64_t>{0}));
+  EXPECT_EQ(rec2.sts[L({{"__name__", "a_created"}})], (std::vector<int64_t>{0}));
+}
+
 TEST(ScrapeLoop, StalenessForDisappearingSeriesAndFailedScrapes) {
   tsdb::testing::TempDB db;
   auto loop = MakeLoop(Config(std::string(kJob) + "}"), db);
@@ -507,6 +611,43 @@ TEST(ScrapeLoop, ProtobufNativeHistogramsAndTheirStaleMarkers) {
   // A malformed body fails the scrape with the parser's error.
   loop->ProcessScrape(Status::OK(), "\x05\x0a", kProtoType, 4000, 0);
   EXPECT_NE(loop->state().last_error.find("offset 0"), std::string::npos) << loop->state().last_error;
+}
+
+// created_timestamp: the start timestamp of every sample of its metric
+// (counter, classic histogram series, native histogram), scrape after scrape.
+TEST(ScrapeLoop, ProtobufCreatedTimestampsAsStartTimestamps) {
+  tsdb::testing::TempDB db;
+  StRecorder rec(db.get());
+  auto c = Config(std::string(kJob) + ", scrape_native_histograms: true, always_scrape_classic_histograms: true}");
+  ScrapeLoop loop(c, TargetsFromGroup(*c, c->static_configs[0])[0], &rec);
+  const std::string created = Enc().Tag(1, 0).Varint(900).Tag(2, 0).Varint(500'000'000).b;  // 900.5 s
+  std::string body = Body(true);
+  // Body's histogram again as "h2", with a created_timestamp of 800 s; and a counter with one.
+  std::string h = Enc()
+                      .Tag(1, 0).Varint(4).Double(2, 6).Tag(5, 0).Varint(0).Double(6, 1e-3).Tag(7, 0).Varint(1)
+                      .Len(12, Enc().Tag(1, 0).Varint(2).Tag(2, 0).Varint(1).b)
+                      .Len(13, Enc().Varint(6).b)
+                      .Len(3, Enc().Tag(1, 0).Varint(1).Double(2, 1).b)
+                      .Len(15, Enc().Tag(1, 0).Varint(800).b)
+                      .b;
+  body += Delimited(Enc().Len(1, "h2").Tag(3, 0).Varint(4).Len(4, Enc().Len(7, h).b).b);
+  body += Delimited(Enc().Len(1, "c_total").Tag(3, 0).Varint(0).Len(4, Enc().Len(3, Enc().Double(1, 7).Len(3, created).b).b).b);
+  loop.ProcessScrape(Status::OK(), body, kProtoType, 1000000, 0);
+  loop.ProcessScrape(Status::OK(), body, kProtoType, 1015000, 0);
+  EXPECT_EQ(loop.state().last_error, "");
+  std::map<model::Labels, std::vector<int64_t>> want = {
+      {L({{"__name__", "c_total"}}), {900500, 900500}},
+      {L({{"__name__", "h2"}}), {800000, 800000}},
+      {L({{"__name__", "h2_count"}}), {800000, 800000}},
+      {L({{"__name__", "h2_bucket"}, {"le", "1.0"}}), {800000, 800000}},
+      {L({{"__name__", "h2_bucket"}, {"le", "+Inf"}}), {800000, 800000}},
+      {L({{"__name__", "h"}}), {0, 0}},  // Body's: no created_timestamp
+      {L({{"__name__", "g"}}), {0, 0}},
+  };
+  for (const auto& [labels, sts] : want) EXPECT_EQ(rec.sts[labels], sts) << labels.ToString();
+  EXPECT_EQ(Hists(db, L({{"__name__", "h2"}})).size(), 2u);
+  Data d = db.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "c_total"}})), 7);
 }
 
 TEST(ScrapeLoop, ProtobufClassicSeriesByConfig) {

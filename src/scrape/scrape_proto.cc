@@ -1,6 +1,7 @@
 // ScrapeLoop's protobuf path: bodies in Prometheus's delimited MetricFamily
 // format (ingest/proto_parser.h), with native histograms appended through
-// Appender::AppendHistogram. The text path (scrape_loop.cc) is separate so
+// Appender::AppendHistogram, and each metric's created_timestamp as its
+// samples' start timestamp (AppendST, AppendHistogramST). The text path (scrape_loop.cc) is separate so
 // that its per-line fast path stays as it is.
 
 #include "base/log.h"
@@ -9,17 +10,21 @@
 
 namespace trainwatch::scrape {
 
-Status ScrapeLoop::AppendHistEntry(storage::Appender* app, Entry* e, int64_t t, const model::FloatHistogram& h) {
+Status ScrapeLoop::AppendHistEntry(storage::Appender* app, Entry* e, int64_t t, const model::FloatHistogram& h,
+                                   int64_t st) {
+  auto append = [&](storage::SeriesRef ref, const model::Labels& labels) {
+    return st == 0 ? app->AppendHistogram(ref, labels, t, h) : app->AppendHistogramST(ref, labels, st, t, h);
+  };
   if (e->ref != 0) {
     // By ref without labels: the head resolves it; a ref whose series was
     // dropped fails ("series without labels") and is retried with them.
-    auto r = app->AppendHistogram(e->ref, model::Labels(), t, h);
+    auto r = append(e->ref, model::Labels());
     if (r.ok()) return Status::OK();
     if (r.error().IsOutOfRange() || r.error().code() == StatusCode::kNotSupported) return r.error();
   }
   model::Labels labels;
   if (!model::DecodeEncodedLabels(e->labels, &labels)) return Status::Corruption("BUG: scrape cache labels undecodable");
-  ASSIGN_OR_RETURN(e->ref, app->AppendHistogram(0, labels, t, h));
+  ASSIGN_OR_RETURN(e->ref, append(0, labels));
   return Status::OK();
 }
 
@@ -73,7 +78,8 @@ Status ScrapeLoop::AppendProtoBody(storage::Appender* app, std::string_view body
     e->stale_tracked = !explicit_ts;
     e->histogram = p.is_histogram();
     const int64_t ts = explicit_ts ? s.timestamp_ms : t;
-    Status st = e->histogram ? AppendHistEntry(app, e, ts, p.histogram()) : AppendEntry(app, e, ts, s.value);
+    Status st = e->histogram ? AppendHistEntry(app, e, ts, p.histogram(), s.start_timestamp_ms)
+                             : AppendEntry(app, e, ts, s.value, s.start_timestamp_ms);
     RETURN_IF_ERROR(AdmitAppend(st, "sample", s.line, counts));
   }
   return p.status();
