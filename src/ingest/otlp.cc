@@ -272,10 +272,10 @@ class OtlpTranslator {
   Status AddPoint(const Metric& m, const std::string& name, const Point& p, bool delta) {
     const int64_t t = p.time_ns == 0 ? now_ms_ : static_cast<int64_t>(p.time_ns / 1000000);
     const bool stale = (p.flags & kNoRecordedValue) != 0;
-    // The series' start timestamp: a cumulative point's start time (a
-    // delta's is where its own window starts; the running total's is found
-    // below). Gauges have none.
-    const int64_t st = m.kind == Kind::kGauge || delta ? 0 : StartMs(p);
+    // The series' start timestamp: the point's start time (a delta's is
+    // where its own window starts; the running total's is found below).
+    // Gauges pass theirs too, as Prometheus 3's otlptranslator does.
+    const int64_t st = delta ? 0 : StartMs(p);
     std::vector<int64_t> sts;  // per series of `out`, for deltas
     for (const Attr& a : p.attrs) {
       if (!IsValidUtf8(a.value) || !IsValidUtf8(a.key)) return Reject(m, 1, "attribute " + a.key.substr(0, 100) + " is not valid UTF-8");

@@ -425,8 +425,8 @@ TEST(OtlpDeltas, ExponentialHistogramRunningTotals) {
 
 // start_time_unix_nano is the start timestamp (ms) of every series of a
 // cumulative sum, histogram, exponential histogram or summary point, as
-// Prometheus 3's otlptranslator passes it; gauges and target_info get none,
-// nor do points without one.
+// Prometheus 3's otlptranslator passes it (for gauges too); target_info gets
+// none, nor do points without one.
 TEST(OtlpProto, StartTimestampsPerSeries) {
   const uint64_t start = kT0 - 60'000'000'123ull;  // ns; the ms are truncated
   const int64_t start_ms = kT0Ms - 60'001;
@@ -441,7 +441,7 @@ TEST(OtlpProto, StartTimestampsPerSeries) {
   no_start.Fixed64(3, kT0).Fixed64(4, 1).Double(5, 1).Fixed64(6, 1);
   const std::string body = Request(
       {Attr("service.name", "trainer"), Attr("host.name", "node-1")},
-      {Metric("gpu.temp", "Cel", 5, Gauge({NumberPoint(70, kT0)})),  // has a start time: ignored
+      {Metric("gpu.temp", "Cel", 5, Gauge({NumberPoint(70, kT0)})),  // a gauge's start time is kept too
        Metric("steps", "", 7, Sum({NumberPoint(10, kT0), NumberPoint(0, kT0 + 1'000'000'000, {}, 1)}, 2, true)),
        Metric("queue", "", 7, Sum({NumberPoint(3, kT0)}, 2, false)),
        Metric("tokens", "", 7, Sum({IntPoint(5, kT0)}, 2, true)),
@@ -458,7 +458,7 @@ TEST(OtlpProto, StartTimestampsPerSeries) {
   const int64_t one = kT0Ms - 1000;  // NumberPoint's start: a second before its time
   const std::string j = R"(job="trainer")";
   StoredST want = {
-      {"{__name__=\"gpu_temp_celsius\", " + j + "}", {0}},
+      {"{__name__=\"gpu_temp_celsius\", " + j + "}", {one}},
       {"{__name__=\"steps_total\", " + j + "}", {one, kT0Ms}},  // the stale marker too, as Prometheus
       {"{__name__=\"queue\", " + j + "}", {one}},
       {"{__name__=\"tokens_total\", " + j + "}", {0}},
