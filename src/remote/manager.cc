@@ -92,6 +92,9 @@ class FanoutAppender final : public storage::Appender {
 
   Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                              const model::FloatHistogram& h) override {
+    // By ref without labels (a scrape's cache) the queue must know the
+    // series, or the histogram would be stored but never forwarded.
+    RETURN_IF_ERROR(CheckRefOnly(ref, labels));
     ASSIGN_OR_RETURN(storage::SeriesRef pref, p_->AppendHistogram(ref, labels, t, h));
     if (q_ != nullptr) {
       if (uint64_t id = QueueId(pref, labels); id != 0) hbuf_.push_back({id, t, h});

@@ -447,6 +447,10 @@ class StRecorder final : public storage::Appendable {
       r_->hist_sts.push_back(st);
       return ref != 0 ? ref : storage::SeriesRef{8};
     }
+    Result<storage::SeriesRef> AppendHistogram(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
+                                               const model::FloatHistogram& h) override {
+      return AppendHistogramST(ref, labels, 0, t, h);
+    }
     Status Commit() override { return Status::OK(); }
     void Rollback() override {}
     StRecorder* r_;
@@ -485,9 +489,15 @@ TEST(ManagerTest, WrapHandsStartTimestampsToThePrimary) {
     EXPECT_TRUE(app->AppendST(*ref, model::Labels(), 500, 3000, 3).ok());
     EXPECT_FALSE(app->AppendST(99, model::Labels(), 500, 3000, 3).ok());
     EXPECT_FALSE(app->AppendHistogramST(98, model::Labels(), 600, 3000, h).ok());
+    // A histogram series made before the destination, by ref: the queue
+    // cannot name it, so it is refused (it was stored and never forwarded),
+    // taken with labels, and by ref again once named.
+    EXPECT_FALSE(app->AppendHistogram(8, model::Labels(), 3000, h).ok());
+    EXPECT_TRUE(app->AppendHistogram(8, model::Labels{{"__name__", "h"}}, 3000, h).ok());
+    EXPECT_TRUE(app->AppendHistogram(8, model::Labels(), 4000, h).ok());
     ASSERT_TRUE(app->Commit().ok());
     EXPECT_EQ(local.sts, (std::vector<int64_t>{500, 500, 500}));
-    EXPECT_EQ(local.hist_sts, (std::vector<int64_t>{600}));
+    EXPECT_EQ(local.hist_sts, (std::vector<int64_t>{600, 0, 0}));
     // The queue forwards the samples (remote write 1.0 has no start timestamps).
     for (int i = 0; i < 200 && rx.db().NumSamples() < 2; i++) std::this_thread::sleep_for(std::chrono::milliseconds(25));
     EXPECT_EQ(rx.db().NumSamples(), 2u);
