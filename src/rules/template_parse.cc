@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "promql/parser/parse.h"
+#include "base/strconv.h"
 #include "rules/template_internal.h"
 
 namespace trainwatch::rules::tmpl {
@@ -448,7 +448,7 @@ class Parser {
   }
 
   std::string UnquoteOrFail(const std::string& quoted) {
-    auto r = promql::parser::Unquote(quoted);
+    auto r = GoUnquote(quoted);
     if (!r.ok()) Fail("invalid syntax");
     return *r;
   }
@@ -744,7 +744,7 @@ class Parser {
     n->text = tok.val;
     const std::string& text = tok.val;
     if (tok.typ == It::kCharConstant) {
-      auto r = promql::parser::Unquote(text);
+      auto r = GoUnquote(text);
       uint32_t rune = 0;
       size_t len = 0;
       if (r.ok() && !r->empty()) {

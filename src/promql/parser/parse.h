@@ -32,8 +32,6 @@ double EvalDurationExpr(const Expr& e, int64_t step_ms, int64_t range_ms);
 // Parses a series selector `name{a="b"}` into matchers (for the HTTP API).
 Result<model::Matchers> ParseMetricSelector(std::string_view input);
 
-// Go-style unquoting of a "...", '...' or `...` literal.
-Result<std::string> Unquote(std::string_view quoted);
 // A string literal as PromQL prints it: double-quoted, with escapes
 // (invalid UTF-8 bytes as \xNN).
 std::string Quote(const std::string& s);

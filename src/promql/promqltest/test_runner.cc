@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/strconv.h"
 #include "model/sample.h"
 #include "promql/parser/functions.h"
 #include "promql/parser/parse.h"
@@ -327,7 +328,7 @@ bool ParseSeriesDesc(const std::string& line, model::Labels* labels, std::string
       if (line[i] == '"') {
         size_t j = i + 1;
         while (j < line.size() && line[j] != '"') j += line[j] == '\\' ? 2 : 1;
-        auto u = parser::Unquote(line.substr(i, j + 1 - i));
+        auto u = GoUnquote(line.substr(i, j + 1 - i));
         if (!u.ok()) return false;
         name = *u;
         i = j + 1;
@@ -344,7 +345,7 @@ bool ParseSeriesDesc(const std::string& line, model::Labels* labels, std::string
       if (i >= line.size() || line[i] != '"') return false;
       size_t j = i + 1;
       while (j < line.size() && line[j] != '"') j += line[j] == '\\' ? 2 : 1;
-      auto u = parser::Unquote(line.substr(i, j + 1 - i));
+      auto u = GoUnquote(line.substr(i, j + 1 - i));
       if (!u.ok()) return false;
       ls.push_back({name, *u});
       i = j + 1;
@@ -1050,7 +1051,7 @@ FileResult RunScript(std::string_view name, std::string_view content) {
           c.m_step = Dur(w[7]);
         } else if (r.starts_with("string")) {
           c.expect_string = true;
-          auto u = parser::Unquote(Trim(r.substr(6)));
+          auto u = GoUnquote(Trim(r.substr(6)));
           c.str = u.ok() ? *u : "";
         }
         continue;
