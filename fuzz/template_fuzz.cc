@@ -1,4 +1,4 @@
-// The Go text/template engine (rules/template.h) in its three uses.
+// The Go text/template engine (template/template.h) in its three uses.
 // Input: a mode byte, then the template text.
 //   mode % 4 == 0: an alert label/annotation template as Prometheus expands
 //                  it (ExpandAlertTemplate, `query` answered by a stub);
@@ -19,7 +19,7 @@
 #include "app/notify_templates.h"
 #include "fuzz_util.h"
 #include "notify/templates.h"
-#include "rules/template.h"
+#include "template/template.h"
 
 namespace {
 constexpr const char* kTarget = "template_fuzz";
@@ -46,7 +46,7 @@ void CheckResult(const trainwatch::Result<std::string>& r, size_t max_output) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  namespace rules = trainwatch::rules;
+  namespace tmpl = trainwatch::tmpl;
   namespace notify = trainwatch::notify;
   static const notify::TemplatesFactory factory = trainwatch::app::MakeNotifyTemplates();
   static const std::shared_ptr<const notify::Templates> defaults = *factory({});
@@ -55,29 +55,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 4) {
     case 0: {
-      rules::tmpl::AlertData alert;
+      tmpl::AlertData alert;
       alert.labels = {{"alertname", "GpuDown"}, {"instance", "gpu-node-3:9400"}, {"gpu", "3"}};
       alert.external_labels = {{"cluster", "c1"}};
       alert.external_url = "http://prom:9090";
       alert.value = 0.25;
-      rules::TemplateOptions opts;
+      tmpl::TemplateOptions opts;
       opts.external_url = alert.external_url;
       opts.limits.max_output_bytes = 64 << 10;
       opts.limits.max_steps = 100'000;
-      opts.query = [](std::string_view expr) -> trainwatch::Result<std::vector<rules::tmpl::Sample>> {
+      opts.query = [](std::string_view expr) -> trainwatch::Result<std::vector<tmpl::Sample>> {
         if (expr.empty()) return trainwatch::Status::InvalidArgument("empty query");
-        return std::vector<rules::tmpl::Sample>{{{{"__name__", "up"}, {"job", "node"}}, 1},
+        return std::vector<tmpl::Sample>{{{{"__name__", "up"}, {"job", "node"}}, 1},
                                                 {{{"__name__", "up"}, {"job", "gpu"}}, 0.5}};
       };
-      CheckResult(rules::ExpandAlertTemplate("fuzz", text, alert, opts), opts.limits.max_output_bytes);
-      (void)rules::CheckAlertTemplate("fuzz", text);
+      CheckResult(tmpl::ExpandAlertTemplate("fuzz", text, alert, opts), opts.limits.max_output_bytes);
+      (void)tmpl::CheckAlertTemplate("fuzz", text);
       break;
     }
     case 1:
-      CheckResult(defaults->ExecuteText(text, nd), rules::TemplateLimits().max_output_bytes);
+      CheckResult(defaults->ExecuteText(text, nd), tmpl::TemplateLimits().max_output_bytes);
       break;
     case 2:
-      CheckResult(defaults->ExecuteHtml(text, nd), rules::TemplateLimits().max_output_bytes);
+      CheckResult(defaults->ExecuteHtml(text, nd), tmpl::TemplateLimits().max_output_bytes);
       break;
     default: {
       auto t = factory({notify::TemplateFile{"fuzz.tmpl", std::string(text)}});
@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       for (std::string_view run : {R"({{ template "__subject" . }})", R"({{ template "slack.default.title" . }})"}) {
-        CheckResult((*t)->ExecuteText(run, nd), rules::TemplateLimits().max_output_bytes);
+        CheckResult((*t)->ExecuteText(run, nd), tmpl::TemplateLimits().max_output_bytes);
       }
     }
   }

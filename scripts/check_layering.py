@@ -12,6 +12,7 @@ import sys
 LEVELS = {
     "base": 0,
     "model": 1,
+    "template": 1,  # Go text/template: base only; rules/ injects the PromQL behind `query`
     "tsdb/chunkenc": 2, "tsdb/wal": 2, "tsdb/index": 2,
     "storage": 3,
     "tsdb": 4, "logs": 4, "promql/parser": 4, "ingest": 4,

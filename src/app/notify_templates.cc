@@ -6,17 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
-#include "rules/template.h"
+#include "template/template.h"
 
 namespace trainwatch::app {
 namespace {
 
-using rules::tmpl::FuncError;
-using rules::tmpl::GoType;
-using rules::tmpl::Method;
-using rules::tmpl::Param;
-using rules::tmpl::StrMap;
-using rules::tmpl::Value;
+using tmpl::FuncError;
+using tmpl::GoType;
+using tmpl::Method;
+using tmpl::Param;
+using tmpl::StrMap;
+using tmpl::Value;
 using TypePtr = std::shared_ptr<const GoType>;
 
 // ---- Alertmanager's template types (template/template.go) ----
@@ -152,7 +152,7 @@ Value DataValue(const notify::NotificationData& d) {
 // files; each text is parsed as template "" beside them (ExecuteTextString).
 class GoTemplates final : public notify::Templates {
  public:
-  explicit GoTemplates(rules::Template set) : set_(std::move(set)) {}
+  explicit GoTemplates(tmpl::Template set) : set_(std::move(set)) {}
 
   Result<std::string> ExecuteText(std::string_view text, const notify::NotificationData& d) const override {
     return Run(text, d, false);
@@ -164,20 +164,20 @@ class GoTemplates final : public notify::Templates {
  private:
   Result<std::string> Run(std::string_view text, const notify::NotificationData& d, bool html) const {
     if (text.empty()) return std::string();
-    ASSIGN_OR_RETURN(rules::Template t, set_.Extend("", text));
-    rules::TemplateOptions o;
+    ASSIGN_OR_RETURN(tmpl::Template t, set_.Extend("", text));
+    tmpl::TemplateOptions o;
     o.escape_html = html;
     return t.Execute(DataValue(d), o);
   }
 
-  const rules::Template set_;
+  const tmpl::Template set_;
 };
 
 }  // namespace
 
 notify::TemplatesFactory MakeNotifyTemplates() {
   return [](const std::vector<notify::TemplateFile>& files) -> Result<std::shared_ptr<const notify::Templates>> {
-    auto set = rules::Template::Parse("", notify::DefaultTemplates(), rules::FuncSet::kAlertmanager);
+    auto set = tmpl::Template::Parse("", notify::DefaultTemplates(), tmpl::FuncSet::kAlertmanager);
     CHECK(set.ok(), "BUG: notify/default.tmpl does not parse");
     for (const notify::TemplateFile& f : files) {
       // As Go's ParseGlob: each file is a template named after its base name.

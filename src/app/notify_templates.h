@@ -1,6 +1,6 @@
 #pragma once
 // Notification templates for the embedded notifier (notify/) on the Go
-// text/template engine of rules/: app/ is the one module that may join them.
+// text/template engine of template/.
 // Templates see Alertmanager 0.25's template.Data with its types and
 // methods: .Receiver, .Status, .Alerts (template.Alerts: .Firing, .Resolved;
 // each alert .Status, .Labels, .Annotations, .StartsAt, .EndsAt,

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "promql/parser/parse.h"
-#include "rules/template_value.h"
+#include "template/template.h"
 
 namespace trainwatch::rules {
 
@@ -90,7 +90,7 @@ promql::VectorSample ForStateSample(const Alert& a, int64_t ts) {
 Result<std::vector<promql::VectorSample>> AlertingRule::Eval(int64_t ts, const EvalContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<promql::VectorSample> res, (*ctx.query)(spec_.expr, ts));
 
-  TemplateOptions topts;
+  tmpl::TemplateOptions topts;
   topts.external_url = ctx.external_url;
   const QueryFunc* query = ctx.query;
   topts.query = [query, ts](std::string_view expr) -> Result<std::vector<tmpl::Sample>> {
@@ -108,10 +108,10 @@ Result<std::vector<promql::VectorSample>> AlertingRule::Eval(int64_t ts, const E
     tmpl::AlertData data{ToStrMap(s.labels), ext, ctx.external_url, s.v};
     model::LabelsBuilder b(s.labels);
     b.Del(model::kMetricName);
-    for (const auto& [k, v] : spec_.labels) b.Set(k, ExpandAlertField(spec_.alert, v, data, topts));
+    for (const auto& [k, v] : spec_.labels) b.Set(k, tmpl::ExpandAlertField(spec_.alert, v, data, topts));
     b.Set("alertname", spec_.alert);
     std::vector<model::Label> ann;
-    for (const auto& [k, v] : spec_.annotations) ann.push_back({k, ExpandAlertField(spec_.alert, v, data, topts)});
+    for (const auto& [k, v] : spec_.annotations) ann.push_back({k, tmpl::ExpandAlertField(spec_.alert, v, data, topts)});
     Alert a;
     a.labels = b.Build();
     a.annotations = model::Labels(std::move(ann));

@@ -21,7 +21,6 @@
 #include "promql/engine.h"
 #include "rules/alert.h"
 #include "rules/rule_file.h"
-#include "rules/template.h"
 
 namespace trainwatch::rules {
 

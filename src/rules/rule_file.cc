@@ -10,8 +10,7 @@
 
 #include "model/labels.h"
 #include "promql/parser/parse.h"
-#include "rules/template.h"
-#include "rules/template_internal.h"
+#include "template/template.h"
 
 namespace trainwatch::rules {
 
@@ -163,11 +162,11 @@ void ValidateRule(const Rule& r, const RuleNodes& nodes, const std::string& pref
   }
   if (r.alert.empty()) return;
   for (const auto& [k, v] : r.labels) {
-    Status st = CheckAlertTemplate(r.alert, v);
+    Status st = tmpl::CheckAlertTemplate(r.alert, v);
     if (!st.ok()) add("", "label " + GoQuote(k) + ": " + st.message());
   }
   for (const auto& [k, v] : r.annotations) {
-    Status st = CheckAlertTemplate(r.alert, v);
+    Status st = tmpl::CheckAlertTemplate(r.alert, v);
     if (!st.ok()) add("", "annotation " + GoQuote(k) + ": " + st.message());
   }
 }

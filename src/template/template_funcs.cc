@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "promql/parser/parse.h"
-#include "rules/template_internal.h"
+#include "base/units.h"
+#include "template/template_internal.h"
 
-namespace trainwatch::rules::tmpl {
+namespace trainwatch::tmpl {
 
 namespace {
 
@@ -415,8 +415,9 @@ Value StripDomain(const TemplateOptions&, Args& a) {
 }
 
 Value ParseDurationFn(const TemplateOptions&, Args& a) {
-  auto d = promql::parser::ParseDuration(a[0].str());
-  if (!d.ok()) Fail(d.error().message());
+  // prometheus/common's model.ParseDuration, with its error text.
+  auto d = ParseDurationMs(a[0].str());
+  if (!d.ok()) Fail("not a valid duration string: \"" + a[0].str() + "\"");
   return Value::Float(static_cast<double>(*d) / 1000.0);
 }
 
@@ -793,4 +794,4 @@ const FuncDef* FindFunction(std::string_view name, FuncSet funcs) {
 
 bool HasFunction(std::string_view name, FuncSet funcs) { return FindFunction(name, funcs) != nullptr; }
 
-}  // namespace trainwatch::rules::tmpl
+}  // namespace trainwatch::tmpl

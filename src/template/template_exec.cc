@@ -3,12 +3,11 @@
 // the same node tracking for error positions, with bounded output and work.
 #include <algorithm>
 
-#include "rules/template.h"
-#include "rules/template_internal.h"
+#include "template/template.h"
+#include "template/template_internal.h"
 
-namespace trainwatch::rules {
+namespace trainwatch::tmpl {
 
-namespace tmpl {
 namespace {
 
 // Unwinds execution on an error (internal only); Execute turns it into a Status.
@@ -519,25 +518,24 @@ class Exec {
 };
 
 }  // namespace
-}  // namespace tmpl
 
 Result<Template> Template::Parse(std::string_view name, std::string_view text, FuncSet funcs) {
   Template t;
   t.name_ = std::string(name);
   t.funcs_ = funcs;
-  t.defs_ = std::make_shared<const tmpl::DefMap>();
+  t.defs_ = std::make_shared<const DefMap>();
   return t.Extend(name, text);
 }
 
 Result<Template> Template::Extend(std::string_view name, std::string_view text) const {
-  auto tree = std::make_shared<tmpl::Tree>();
-  RETURN_IF_ERROR(tmpl::ParseTree(name, text, funcs_, tree.get()));
-  auto defs = std::make_shared<tmpl::DefMap>(*defs_);
+  auto tree = std::make_shared<Tree>();
+  RETURN_IF_ERROR(ParseTree(name, text, funcs_, tree.get()));
+  auto defs = std::make_shared<DefMap>(*defs_);
   for (const auto& [n, root] : tree->templates) {
     auto it = defs->find(n);
     // Go's associate: an empty body does not replace an existing template.
-    if (it != defs->end() && tmpl::IsEmptyTree(*root)) continue;
-    (*defs)[n] = tmpl::Def{tree, root.get()};
+    if (it != defs->end() && IsEmptyTree(*root)) continue;
+    (*defs)[n] = Def{tree, root.get()};
   }
   Template t;
   t.name_ = std::string(name);
@@ -551,11 +549,11 @@ Result<Template> Template::Extend(std::string_view name, std::string_view text) 
 
 bool Template::Defines(std::string_view name) const { return defs_->contains(name); }
 
-Result<std::string> Template::Execute(const tmpl::Value& data, const TemplateOptions& opts) const {
+Result<std::string> Template::Execute(const Value& data, const TemplateOptions& opts) const {
   try {
-    tmpl::Exec ex(*defs_, funcs_, opts);
-    return ex.Run(name_, tmpl::Def{main_tree_, main_}, data);
-  } catch (const tmpl::ExecError& e) {
+    Exec ex(*defs_, funcs_, opts);
+    return ex.Run(name_, Def{main_tree_, main_}, data);
+  } catch (const ExecError& e) {
     return Status::InvalidArgument(e.msg);
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted("template: " + name_ + ": out of memory");
@@ -569,21 +567,21 @@ Status CheckAlertTemplate(std::string_view alert_name, std::string_view text) {
 }
 
 Result<std::string> ExpandAlertTemplate(std::string_view alert_name, std::string_view text,
-                                        const tmpl::AlertData& data, const TemplateOptions& opts) {
+                                        const AlertData& data, const TemplateOptions& opts) {
   std::string name = "__alert_" + std::string(alert_name);
   std::string full = std::string(kAlertTemplateDefs) + std::string(text);
   auto t = Template::Parse(name, full);
   if (!t.ok()) return Status::InvalidArgument("error parsing template " + name + ": " + t.error().message());
-  auto out = t->Execute(tmpl::Value::Alert(std::make_shared<const tmpl::AlertData>(data)), opts);
+  auto out = t->Execute(Value::Alert(std::make_shared<const AlertData>(data)), opts);
   if (!out.ok()) return Status(out.error().code(), "error executing template " + name + ": " + out.error().message());
   return out;
 }
 
-std::string ExpandAlertField(std::string_view alert_name, std::string_view text, const tmpl::AlertData& data,
+std::string ExpandAlertField(std::string_view alert_name, std::string_view text, const AlertData& data,
                              const TemplateOptions& opts) {
   auto r = ExpandAlertTemplate(alert_name, text, data, opts);
   if (!r.ok()) return "<error expanding template: " + r.error().message() + ">";
   return std::move(r).value();
 }
 
-}  // namespace trainwatch::rules
+}  // namespace trainwatch::tmpl

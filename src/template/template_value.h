@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace trainwatch::rules::tmpl {
+namespace trainwatch::tmpl {
 
 using StrMap = std::map<std::string, std::string>;
 
@@ -189,4 +189,4 @@ class Value {
   std::shared_ptr<const GoType> type_;
 };
 
-}  // namespace trainwatch::rules::tmpl
+}  // namespace trainwatch::tmpl

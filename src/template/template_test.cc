@@ -1,24 +1,12 @@
-#include "rules/template.h"
+#include "template/template.h"
 
 #include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 
-#include "promql/engine.h"
-#include "promql/promqltest/test_storage.h"
-
-namespace trainwatch::rules {
+namespace trainwatch::tmpl {
 namespace {
-
-using tmpl::Value;
-
-std::string SourceDir() {
-  const char* d = std::getenv("TW_SOURCE_DIR");
-  return d ? d : ".";
-}
 
 // Expands like Prometheus's Expander.Expand for template "test" (the shape of
 // Prometheus's template_test.go): errors come back as their message.
@@ -30,9 +18,9 @@ std::string Expand(const std::string& text, const Value& data = Value(), const T
   return *out;
 }
 
-TemplateOptions WithQuery(std::vector<tmpl::Sample> result) {
+TemplateOptions WithQuery(std::vector<Sample> result) {
   TemplateOptions o;
-  o.query = [result](std::string_view) -> Result<std::vector<tmpl::Sample>> { return result; };
+  o.query = [result](std::string_view) -> Result<std::vector<Sample>> { return result; };
   o.external_url = "http://testhost:9090/path/prefix";
   return o;
 }
@@ -64,7 +52,7 @@ TEST(TemplateTest, PrometheusTemplateTestCases) {
     std::string text;
     Value input;
     std::string want;
-    std::vector<tmpl::Sample> query;
+    std::vector<Sample> query;
   };
   const std::string kNaN = "NaN";
   std::vector<Case> cases = {
@@ -186,52 +174,6 @@ TEST(TemplateTest, PrometheusTemplateTestCases) {
   }
 }
 
-// Every case in testdata/template_parity.yml, with `query` answered by the real
-// PromQL engine; the e2e test checks the same file against promtool.
-TEST(TemplateTest, ParityWithPrometheus) {
-  YAML::Node doc = YAML::LoadFile(SourceDir() + "/src/rules/testdata/template_parity.yml");
-  promql::promqltest::TestStorage storage;
-  for (const auto& q : doc["query_series"]) {
-    std::vector<model::Label> ls;
-    for (auto it = q["labels"].begin(); it != q["labels"].end(); ++it) {
-      ls.push_back({it->first.as<std::string>(), it->second.as<std::string>()});
-    }
-    storage.Add(model::Labels(ls), 0, q["value"].as<double>());
-  }
-  promql::Engine engine(promql::EngineOptions{});
-  TemplateOptions opts;
-  opts.query = [&](std::string_view expr) -> Result<std::vector<tmpl::Sample>> {
-    auto r = engine.Instant(storage, expr, 0);
-    if (!r.ok()) return r.error();
-    std::vector<tmpl::Sample> out;
-    for (const auto& s : r->vector) {
-      tmpl::Sample smp;
-      for (const auto& l : s.labels) smp.labels[l.name] = l.value;
-      smp.value = s.v;
-      out.push_back(std::move(smp));
-    }
-    if (r->type == promql::ValueType::kScalar) out.push_back({{}, r->scalar.v});
-    return out;
-  };
-  int n = 0;
-  for (const auto& c : doc["cases"]) {
-    tmpl::AlertData data;
-    for (auto it = c["labels"].begin(); it != c["labels"].end(); ++it) {
-      data.labels[it->first.as<std::string>()] = it->second.as<std::string>();
-    }
-    data.value = std::strtod(c["value"].as<std::string>().c_str(), nullptr);
-    std::string name = c["name"].as<std::string>();
-    EXPECT_EQ(ExpandAlertField(name, c["template"].as<std::string>(), data, opts), c["output"].as<std::string>())
-        << name;
-    ++n;
-  }
-  EXPECT_GT(n, 30);
-  for (const auto& c : doc["parse_errors"]) {
-    Status st = CheckAlertTemplate(c["name"].as<std::string>(), c["template"].as<std::string>());
-    EXPECT_EQ(st.message(), c["error"].as<std::string>()) << c["name"].as<std::string>();
-  }
-}
-
 TEST(TemplateTest, ParseErrorsNameTheLine) {
   auto f = [](const std::string& text, const std::string& want) {
     auto t = Template::Parse("t", text);
@@ -274,7 +216,7 @@ TEST(TemplateTest, TemplatesCannotReachOutside) {
 }
 
 TEST(TemplateTest, OutputIsBounded) {
-  std::vector<tmpl::Sample> many(1000, tmpl::Sample{{{"instance", std::string(200, 'x')}}, 1});
+  std::vector<Sample> many(1000, Sample{{{"instance", std::string(200, 'x')}}, 1});
   TemplateOptions o = WithQuery(many);
   o.limits.max_output_bytes = 100'000;
   std::string out = Expand("{{ range query \"x\" }}{{ .Labels.instance }}{{ end }}", {}, o);
@@ -282,7 +224,7 @@ TEST(TemplateTest, OutputIsBounded) {
 }
 
 TEST(TemplateTest, WorkIsBounded) {
-  std::vector<tmpl::Sample> many(1000, tmpl::Sample{{}, 1});
+  std::vector<Sample> many(1000, Sample{{}, 1});
   TemplateOptions o = WithQuery(many);
   o.limits.max_steps = 100'000;
   std::string out =
@@ -300,7 +242,7 @@ TEST(TemplateTest, RecursionIsBounded) {
 }
 
 TEST(TemplateTest, AlertFieldShowsErrorsAsPrometheus) {
-  tmpl::AlertData d;
+  AlertData d;
   d.labels = {{"instance", "a:1"}};
   d.value = 0.5;
   TemplateOptions o;
@@ -385,16 +327,16 @@ TEST(TemplateSetTest, FunctionSets) {
 
 // A struct type with a field and a method taking []string, as Alertmanager's types.
 Value Person() {
-  auto t = std::make_shared<tmpl::GoType>();
+  auto t = std::make_shared<GoType>();
   t->name = "test.Person";
-  t->methods["Greet"] = tmpl::Method{{tmpl::Param::kStringSlice}, false, tmpl::Param::kAny,
+  t->methods["Greet"] = Method{{Param::kStringSlice}, false, Param::kAny,
                                      [](const Value& self, std::vector<Value>& a) {
                                        std::string out = self.Field("Name")->str() + ":";
                                        for (const Value& v : a[0].list()) out += " " + v.str();
                                        return Value::String(out);
                                      }};
-  t->methods["Fail"] = tmpl::Method{{}, false, tmpl::Param::kAny, [](const Value&, std::vector<Value>&) -> Value {
-                                      throw tmpl::FuncError{"no luck"};
+  t->methods["Fail"] = Method{{}, false, Param::kAny, [](const Value&, std::vector<Value>&) -> Value {
+                                      throw FuncError{"no luck"};
                                     }};
   return Value::Struct(t, {{"Name", Value::String("ann")}, {"Age", Value::Int(7)}, {"Tags", Strings({"a", "b"})}});
 }
@@ -432,4 +374,4 @@ TEST(TemplateSetTest, HtmlEscapingSparesSafeHtml) {
 }
 
 }  // namespace
-}  // namespace trainwatch::rules
+}  // namespace trainwatch::tmpl

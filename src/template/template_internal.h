@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "rules/template.h"
-#include "rules/template_value.h"
+#include "template/template.h"
+#include "template/template_value.h"
 
-namespace trainwatch::rules::tmpl {
+namespace trainwatch::tmpl {
 
 enum class NodeType {
   kList, kText, kAction, kIf, kRange, kWith, kTemplate, kBreak, kContinue, kComment,
@@ -98,12 +98,10 @@ std::string Sprintln(const std::vector<Value>& args);
 std::string Sprintf(std::string_view format, const std::vector<Value>& args);
 // strconv.FormatFloat(v, fmt, prec, 64); prec -1 is the shortest exact form.
 std::string FormatFloat(double v, char fmt, int prec);
-// strconv.Quote.
-std::string GoQuote(std::string_view s);
 // time.Time.String() and Format(layout) for a UTC time at unix seconds + nanoseconds.
 std::string TimeString(int64_t secs, int64_t nanos);
 std::string TimeFormat(int64_t secs, int64_t nanos, std::string_view layout);
 // html/template's escaper for text context (Go's htmlEscaper): NUL, ", &, ', +, <, >.
 std::string HtmlTextEscape(std::string_view s);
 
-}  // namespace trainwatch::rules::tmpl
+}  // namespace trainwatch::tmpl

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "rules/template_internal.h"
+#include "template/template_internal.h"
 
-namespace trainwatch::rules::tmpl {
+namespace trainwatch::tmpl {
 
 namespace {
 
@@ -714,4 +714,4 @@ std::string Value::TypeName() const {
   return "?";
 }
 
-}  // namespace trainwatch::rules::tmpl
+}  // namespace trainwatch::tmpl

@@ -8,6 +8,9 @@
 // toLower, title, join, match, safeHtml, reReplaceAll, stringSlice). Output
 // and error texts follow Go's, byte for byte where tests pin them.
 //
+// The engine needs no PromQL: `query` runs TemplateOptions::query, which
+// the embedder supplies (rules/ answers it with the PromQL engine).
+//
 // Templates are data, never code: no function reads files, the network or
 // the environment; output size, evaluation steps and nesting are bounded
 // (TemplateLimits), so no template can hang or exhaust memory.
@@ -23,14 +26,14 @@
 #include <vector>
 
 #include "base/status.h"
-#include "rules/template_value.h"
+#include "template/template_value.h"
 
-namespace trainwatch::rules {
+namespace trainwatch::tmpl {
 
 // Runs a PromQL instant query for the template function `query` and returns
 // the resulting vector (labels incl. __name__, value). Errors are shown as
 // "error calling query: <message>".
-using TemplateQueryFunc = std::function<Result<std::vector<tmpl::Sample>>(std::string_view expr)>;
+using TemplateQueryFunc = std::function<Result<std::vector<Sample>>(std::string_view expr)>;
 
 // Which functions templates may call besides Go's builtins.
 enum class FuncSet : uint8_t {
@@ -54,12 +57,10 @@ struct TemplateOptions {
   bool escape_html = false;
 };
 
-namespace tmpl {
 struct Tree;
 struct Node;
 struct Def;
 using DefMap = std::map<std::string, Def, std::less<>>;
-}
 
 // A template and the templates associated with it (its {{define}}s and
 // those of the texts it was extended with), as Go's *template.Template.
@@ -77,7 +78,7 @@ class Template {
 
   // Executes with `data` as dot. Errors read like Go's
   // "template: NAME:LINE:COL: executing \"NAME\" at <NODE>: MESSAGE".
-  Result<std::string> Execute(const tmpl::Value& data, const TemplateOptions& opts) const;
+  Result<std::string> Execute(const Value& data, const TemplateOptions& opts) const;
 
   // Whether the set has a template `name` ({{ template "name" }} works).
   bool Defines(std::string_view name) const;
@@ -87,9 +88,9 @@ class Template {
  private:
   std::string name_;
   FuncSet funcs_ = FuncSet::kPrometheus;
-  std::shared_ptr<const tmpl::Tree> main_tree_;  // holds the body that Execute runs
-  const tmpl::Node* main_ = nullptr;
-  std::shared_ptr<const tmpl::DefMap> defs_;
+  std::shared_ptr<const Tree> main_tree_;  // holds the body that Execute runs
+  const Node* main_ = nullptr;
+  std::shared_ptr<const DefMap> defs_;
 };
 
 // The variables Prometheus defines before every alert template.
@@ -105,11 +106,15 @@ Status CheckAlertTemplate(std::string_view alert_name, std::string_view text);
 // defs prepended). Errors: "error parsing template __alert_X: ..." or
 // "error executing template __alert_X: ...".
 Result<std::string> ExpandAlertTemplate(std::string_view alert_name, std::string_view text,
-                                        const tmpl::AlertData& data, const TemplateOptions& opts);
+                                        const AlertData& data, const TemplateOptions& opts);
 
 // What an alert's label or annotation shows: the expansion, or
 // "<error expanding template: ERROR>" as Prometheus shows a failed one.
-std::string ExpandAlertField(std::string_view alert_name, std::string_view text, const tmpl::AlertData& data,
+std::string ExpandAlertField(std::string_view alert_name, std::string_view text, const AlertData& data,
                              const TemplateOptions& opts);
 
-}  // namespace trainwatch::rules
+// Go's strconv.Quote (%q of a string), as Go templates and promtool print
+// names in errors.
+std::string GoQuote(std::string_view s);
+
+}  // namespace trainwatch::tmpl

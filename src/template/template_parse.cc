@@ -8,9 +8,9 @@
 #include <string>
 
 #include "base/strconv.h"
-#include "rules/template_internal.h"
+#include "template/template_internal.h"
 
-namespace trainwatch::rules::tmpl {
+namespace trainwatch::tmpl {
 
 namespace {
 
@@ -928,4 +928,4 @@ Status ParseTree(std::string_view name, std::string_view text, FuncSet funcs, Tr
   return Status::OK();
 }
 
-}  // namespace trainwatch::rules::tmpl
+}  // namespace trainwatch::tmpl
