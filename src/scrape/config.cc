@@ -83,6 +83,16 @@ Status ParseProtocols(const YAML::Node& n, const std::string& w, ScrapeConfig* c
   for (const char* k : {"always_scrape_classic_histograms", "scrape_classic_histograms"}) {
     if (n[k]) { ASSIGN_OR_RETURN(c->always_scrape_classic_histograms, Bool(n[k], w + "." + k)); }
   }
+  if (auto f = n["fallback_scrape_protocol"]; f && !f.IsNull()) {
+    ASSIGN_OR_RETURN(std::string s, Str(f, w + ".fallback_scrape_protocol"));
+    bool known = false;
+    for (const auto& [name, header] : kProtocols) known = known || name == s;
+    if (!known) {
+      return Err(w + ".fallback_scrape_protocol",
+                 "invalid fallback_scrape_protocol: unknown scrape protocol \"" + s + "\", supported: " + SupportedProtocols());
+    }
+    c->fallback_scrape_protocol = s;
+  }
   return Status::OK();
 }
 
@@ -110,7 +120,8 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
       "job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "params", "honor_labels",
       "honor_timestamps", "sample_limit", "target_limit", "label_limit", "label_name_length_limit", "label_value_length_limit",
       "body_size_limit", "static_configs", "file_sd_configs", "relabel_configs", "metric_relabel_configs",
-      "scrape_protocols", "scrape_native_histograms", "always_scrape_classic_histograms", "scrape_classic_histograms"};
+      "scrape_protocols", "scrape_native_histograms", "always_scrape_classic_histograms", "scrape_classic_histograms",
+      "fallback_scrape_protocol"};
   for (const auto& kv : n) {
     std::string k = kv.first.as<std::string>();
     if (kKeys.contains(k) || HttpClientConfigKeys().contains(k)) continue;
@@ -172,6 +183,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   c.scrape_protocols = g.scrape_protocols;
   c.scrape_native_histograms = g.scrape_native_histograms;
   c.always_scrape_classic_histograms = g.always_scrape_classic_histograms;
+  c.fallback_scrape_protocol = g.fallback_scrape_protocol;
   RETURN_IF_ERROR(ParseProtocols(n, w, &c));
   if (auto sc = n["static_configs"]; sc && !sc.IsNull()) {
     if (!sc.IsSequence()) return Err(w + ".static_configs", "expected a list");
@@ -237,6 +249,25 @@ std::string AcceptHeaderFor(const ScrapeConfig& c) {
   return r + "*/*;q=0." + std::to_string(weight);
 }
 
+std::string_view EffectiveContentType(const ScrapeConfig& c, std::string_view content_type) {
+  if (c.fallback_scrape_protocol.empty()) return content_type;
+  // Prometheus's textparse extractMediaType: the media type, trimmed and
+  // case-folded, must be one trainwatch reads; anything else (blank,
+  // unparsable, application/json, ...) takes the fallback.
+  std::string_view media = content_type.substr(0, content_type.find(';'));
+  while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
+  while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
+  std::string lower(media);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "application/openmetrics-text" || lower == "application/vnd.google.protobuf" || lower == "text/plain") {
+    return content_type;
+  }
+  for (const auto& [name, header] : kProtocols) {
+    if (name == c.fallback_scrape_protocol) return header;
+  }
+  return content_type;
+}
+
 std::string FormatDuration(int64_t ms) {
   if (ms == 0) return "0s";
   std::string r;
@@ -269,7 +300,9 @@ Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, con
       defaults.scrape_protocols = g.scrape_protocols;
       defaults.scrape_native_histograms = g.scrape_native_histograms;
       defaults.always_scrape_classic_histograms = g.always_scrape_classic_histograms;
+      defaults.fallback_scrape_protocol = g.fallback_scrape_protocol;
       RETURN_IF_ERROR(ParseProtocols(gn, "global", &defaults));
+      g.fallback_scrape_protocol = defaults.fallback_scrape_protocol;
       g.scrape_protocols = defaults.scrape_protocols;
       g.scrape_native_histograms = defaults.scrape_native_histograms;
       g.always_scrape_classic_histograms = defaults.always_scrape_classic_histograms;

@@ -60,6 +60,10 @@ struct ScrapeConfig {
   bool scrape_native_histograms = false;
   // Also the classic series of a histogram that is exposed as native too.
   bool always_scrape_classic_histograms = false;
+  // fallback_scrape_protocol (a scrape_protocols name, or empty): the parser
+  // for a response whose Content-Type is missing, unparsable or not one of
+  // the three media types trainwatch reads. Empty: the text format.
+  std::string fallback_scrape_protocol;
   HttpClientConfig http;  // basic_auth, authorization / bearer_token*, tls_config
   // The job's YAML as written, to tell whether a reload changed it.
   std::string fingerprint;
@@ -72,6 +76,7 @@ struct GlobalDefaults {
   std::vector<std::string> scrape_protocols;
   bool scrape_native_histograms = false;
   bool always_scrape_classic_histograms = false;
+  std::string fallback_scrape_protocol;
 };
 
 // Parses `root["scrape_configs"]` (root is the whole prometheus.yml). Keys
@@ -84,6 +89,12 @@ Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, con
 // scrape_native_histograms is set, else Prometheus 3's for the protocols
 // ("...;q=0.6,...,*/*;q=0.1").
 std::string AcceptHeaderFor(const ScrapeConfig& c);
+
+// The Content-Type a scrape's body is parsed as: `content_type` when its
+// media type is openmetrics-text, vnd.google.protobuf or text/plain, else
+// the header of c.fallback_scrape_protocol when set, else `content_type`
+// (which the text parser reads as the Prometheus text format).
+std::string_view EffectiveContentType(const ScrapeConfig& c, std::string_view content_type);
 
 // Prometheus's model.Duration.String(): "15s", "1m30s", "2h", "0s".
 std::string FormatDuration(int64_t ms);

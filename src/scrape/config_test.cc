@@ -189,5 +189,41 @@ TEST(ScrapeConfig, ScrapeProtocolsAndNativeHistograms) {
   bad("always_scrape_classic_histograms: 3", "always_scrape_classic_histograms");
 }
 
+TEST(ScrapeConfig, FallbackScrapeProtocol) {
+  auto r = Parse("global: {fallback_scrape_protocol: PrometheusText0.0.4}\n"
+                 "scrape_configs: [{job_name: a}, {job_name: b, fallback_scrape_protocol: OpenMetricsText1.0.0},"
+                 " {job_name: c, fallback_scrape_protocol: PrometheusProto}]");
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ((*r)[0].fallback_scrape_protocol, "PrometheusText0.0.4");  // global's default
+  EXPECT_EQ((*r)[1].fallback_scrape_protocol, "OpenMetricsText1.0.0");  // the job's replaces it
+  EXPECT_EQ((*r)[2].fallback_scrape_protocol, "PrometheusProto");
+  auto none = Parse("scrape_configs: [{job_name: a}]");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ((*none)[0].fallback_scrape_protocol, "");
+
+  // A recognised media type is kept whatever the fallback; anything else takes it.
+  EXPECT_EQ(EffectiveContentType((*r)[1], "text/plain; version=0.0.4"), "text/plain; version=0.0.4");
+  EXPECT_EQ(EffectiveContentType((*r)[1], " Application/OpenMetrics-Text "), " Application/OpenMetrics-Text ");
+  EXPECT_EQ(EffectiveContentType((*r)[1], ""), "application/openmetrics-text;version=1.0.0");
+  EXPECT_EQ(EffectiveContentType((*r)[1], "application/json"), "application/openmetrics-text;version=1.0.0");
+  EXPECT_EQ(EffectiveContentType((*r)[2], "text/html; charset=utf-8"),
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited");
+  EXPECT_EQ(EffectiveContentType((*r)[2], "application/vnd.google.protobuf"), "application/vnd.google.protobuf");
+  // Without a fallback the received type goes through unchanged (read as the text format).
+  EXPECT_EQ(EffectiveContentType((*none)[0], ""), "");
+  EXPECT_EQ(EffectiveContentType((*none)[0], "application/json"), "application/json");
+
+  auto bad = Parse("scrape_configs: [{job_name: j, fallback_scrape_protocol: Text}]");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("(job \"j\").fallback_scrape_protocol: invalid fallback_scrape_protocol: unknown scrape "
+                                       "protocol \"Text\", supported: [PrometheusProto"),
+            std::string::npos)
+      << bad.error().message();
+  auto bad_global = Parse("global: {fallback_scrape_protocol: [PrometheusProto]}\nscrape_configs: [{job_name: a}]");
+  ASSERT_FALSE(bad_global.ok());
+  EXPECT_NE(bad_global.error().message().find("global.fallback_scrape_protocol"), std::string::npos)
+      << bad_global.error().message();
+}
+
 }  // namespace
 }  // namespace trainwatch::scrape

@@ -320,8 +320,9 @@ Status ScrapeLoop::NewEntry(const ingest::TextSample& s, Entry* e) {
   return Status::OK();
 }
 
-Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std::string_view content_type, int64_t t,
+Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std::string_view received_type, int64_t t,
                               ScrapeCounts* counts) {
+  const std::string_view content_type = EffectiveContentType(*cfg_, received_type);
   if (ingest::IsProtobufContentType(content_type)) return AppendProtoBody(app, body, t, counts);
   const ScrapeConfig& c = *cfg_;
   ingest::ParseOptions po;

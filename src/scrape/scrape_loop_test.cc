@@ -668,6 +668,40 @@ TEST(ScrapeLoop, ProtobufClassicSeriesByConfig) {
   EXPECT_EQ(Hists(db2, L({{"__name__", "h"}})).size(), 0u);
 }
 
+// fallback_scrape_protocol picks the parser when the Content-Type is
+// missing or unknown; a recognised Content-Type still wins.
+TEST(ScrapeLoop, FallbackScrapeProtocolPicksTheParser) {
+  tsdb::testing::TempDB db;
+  auto proto = MakeLoop(Config(std::string(kJob) + ", scrape_native_histograms: true, fallback_scrape_protocol: PrometheusProto}"), db);
+  proto->ProcessScrape(Status::OK(), Body(true), "", 1000, 0);
+  EXPECT_EQ(proto->state().last_error, "");
+  Data d0 = db.Data();
+  EXPECT_EQ(Last(d0, L({{"__name__", "g"}})), 4);
+  EXPECT_EQ(Hists(db, L({{"__name__", "h"}})).size(), 1u);
+  proto->ProcessScrape(Status::OK(), "g 5\n", "text/plain; version=0.0.4", 2000, 0);
+  EXPECT_EQ(proto->state().last_error, "");
+  d0 = db.Data();
+  EXPECT_EQ(Last(d0, L({{"__name__", "g"}})), 5);
+
+  // OpenMetrics as the fallback: `# EOF` is required.
+  tsdb::testing::TempDB db2;
+  auto om = MakeLoop(Config(std::string(kJob) + ", fallback_scrape_protocol: OpenMetricsText1.0.0}"), db2);
+  om->ProcessScrape(Status::OK(), "# TYPE c counter\nc_total 3\nc_created 1\n# EOF\n", "application/json", 3000, 0);
+  EXPECT_EQ(om->state().last_error, "");
+  Data d = db2.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "c_total"}})), 3);
+  om->ProcessScrape(Status::OK(), "c_total 4\n", "", 4000, 0);
+  EXPECT_NE(om->state().last_error, "");  // no # EOF: not OpenMetrics
+
+  // Without it a missing Content-Type is read as the text format, as before.
+  tsdb::testing::TempDB db3;
+  auto text = MakeLoop(Config(std::string(kJob) + "}"), db3);
+  text->ProcessScrape(Status::OK(), "g 6\n", "", 5000, 0);
+  EXPECT_EQ(text->state().last_error, "");
+  d = db3.Data();
+  EXPECT_EQ(Last(d, L({{"__name__", "g"}})), 6);
+}
+
 }  // namespace proto_test
 
 }  // namespace
