@@ -1,5 +1,5 @@
 // alertmanager.yml (notify/config.h ParseConfig) with the default
-// notification templates parsed as serve does (app::MakeNotifyTemplates), and
+// notification templates parsed as serve does (notify::Templates), and
 // the redaction GET /api/v2/status applies to it (RedactSecrets). A refused
 // config says why; an accepted one routes a few label sets (MatchRoutes:
 // at least the root route, each to a receiver the config defines) and checks
@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "app/notify_templates.h"
 #include "fuzz_util.h"
 #include "model/labels.h"
 #include "notify/config.h"
@@ -19,10 +18,9 @@ constexpr const char* kTarget = "alertmanager_config_fuzz";
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace notify = trainwatch::notify;
-  static const notify::TemplatesFactory templates = trainwatch::app::MakeNotifyTemplates();
   std::string_view yaml(reinterpret_cast<const char*>(data), size);
   (void)notify::RedactSecrets(yaml);
-  auto c = notify::ParseConfig(yaml, templates);
+  auto c = notify::ParseConfig(yaml);
   if (!c.ok()) {
     FUZZ_CHECK_ERROR(c.error());
     return 0;

@@ -3,7 +3,7 @@
 //   mode % 4 == 0: an alert label/annotation template as Prometheus expands
 //                  it (ExpandAlertTemplate, `query` answered by a stub);
 //   mode % 4 == 1: a notification text as Alertmanager's ExecuteTextString
-//                  runs it over template.Data (app/notify_templates.h);
+//                  runs it over template.Data (notify/templates.h);
 //   mode % 4 == 2: the same with html/template escaping (email html);
 //   mode % 4 == 3: a `templates:` file parsed beside the defaults, then the
 //                  default subject and Slack title executed with it.
@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "app/notify_templates.h"
 #include "fuzz_util.h"
 #include "notify/templates.h"
 #include "template/template.h"
@@ -48,9 +47,8 @@ void CheckResult(const trainwatch::Result<std::string>& r, size_t max_output) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace tmpl = trainwatch::tmpl;
   namespace notify = trainwatch::notify;
-  static const notify::TemplatesFactory factory = trainwatch::app::MakeNotifyTemplates();
-  static const std::shared_ptr<const notify::Templates> defaults = *factory({});
-  static const notify::NotificationData nd = *trainwatch::app::ParseTemplateData(kData);
+  static const std::shared_ptr<const notify::Templates> defaults = *notify::Templates::Parse({});
+  static const notify::NotificationData nd = *notify::ParseTemplateData(kData);
   if (size < 1) return 0;
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 4) {
@@ -80,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CheckResult(defaults->ExecuteHtml(text, nd), tmpl::TemplateLimits().max_output_bytes);
       break;
     default: {
-      auto t = factory({notify::TemplateFile{"fuzz.tmpl", std::string(text)}});
+      auto t = notify::Templates::Parse({notify::TemplateFile{"fuzz.tmpl", std::string(text)}});
       if (!t.ok()) {
         FUZZ_CHECK_ERROR(t.error());
         break;

@@ -5,9 +5,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "app/config.h"
-#include "app/notify_templates.h"
 #include "base/file.h"
 #include "notify/config.h"
+#include "notify/templates.h"
 
 namespace trainwatch::app {
 namespace {
@@ -56,7 +56,7 @@ int RunCheckConfig(const std::vector<std::string>& files) {
     if (!cfg.templates.empty()) {
       // As amtool: the default templates and every file the globs match, parsed together.
       auto files = notify::ReadTemplateFiles(cfg, f);
-      Status ts = files.ok() ? MakeNotifyTemplates()(*files).status() : files.error();
+      Status ts = files.ok() ? notify::Templates::Parse(*files).status() : files.error();
       if (ts.ok()) {
         std::cout << "  SUCCESS\n";
       } else {

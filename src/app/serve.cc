@@ -6,7 +6,6 @@
 
 #include "app/collect_loop.h"
 #include "app/config.h"
-#include "app/notify_templates.h"
 #include "app/run_alerts.h"
 #include "app/wiring.h"
 #include "base/clock.h"
@@ -308,8 +307,8 @@ int RunServe(const ServeOptions& o) {
   // first start; silences and the notification log in <data-dir>/alertmanager.
   // The rule evaluator's alerts go to it.
   auto load_am_config = [&]() -> Result<std::shared_ptr<const notify::Config>> {
-    if (o.alertmanager_config_file.empty()) return notify::ParseConfig(notify::kDefaultConfigYaml, MakeNotifyTemplates());
-    return notify::LoadConfigFile(o.alertmanager_config_file, MakeNotifyTemplates());
+    if (o.alertmanager_config_file.empty()) return notify::ParseConfig(notify::kDefaultConfigYaml);
+    return notify::LoadConfigFile(o.alertmanager_config_file);
   };
   std::unique_ptr<notify::Notifier> notifier;
   {

@@ -2,8 +2,8 @@
 
 #include <iostream>
 
-#include "app/notify_templates.h"
 #include "base/file.h"
+#include "notify/templates.h"
 
 namespace trainwatch::app {
 namespace {
@@ -14,10 +14,10 @@ Result<std::string> Render(const TemplateRenderOptions& o) {
   }
   auto files = notify::ReadTemplateGlobs(o.globs, "");
   if (!files.ok()) return files.error().Annotate("--template.glob");
-  ASSIGN_OR_RETURN(auto templates, MakeNotifyTemplates()(*files));
+  ASSIGN_OR_RETURN(auto templates, notify::Templates::Parse(*files));
   std::string json;
   RETURN_IF_ERROR(file::ReadFile(o.data_file, &json).Annotate("--template.data"));
-  ASSIGN_OR_RETURN(notify::NotificationData d, ParseTemplateData(json));
+  ASSIGN_OR_RETURN(notify::NotificationData d, notify::ParseTemplateData(json));
   return o.type == "html" ? templates->ExecuteHtml(o.text, d) : templates->ExecuteText(o.text, d);
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/file.h"
 #include "base/units.h"
+#include "notify/templates.h"
 
 namespace trainwatch::notify {
 namespace {
@@ -635,7 +636,7 @@ const Receiver* Config::FindReceiver(std::string_view name) const {
   return nullptr;
 }
 
-Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml, const TemplatesFactory& templates) {
+Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));
@@ -649,8 +650,8 @@ Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml, const T
       return Status::InvalidArgument("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
     }
   }();
-  if (!c.ok() || !templates) return c;
-  auto t = templates({});
+  if (!c.ok()) return c;
+  auto t = Templates::Parse({});
   if (!t.ok()) return t.error().Annotate("templates");
   auto cfg = std::make_shared<Config>(**c);
   cfg->compiled_templates = std::move(*t);
@@ -710,7 +711,7 @@ void ResolveHttpFiles(Config* cfg, const std::string& dir) {
 
 }  // namespace
 
-Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path, const TemplatesFactory& templates) {
+Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path) {
   std::string text;
   Status s = file::ReadFile(path, &text);
   if (!s.ok()) return s.Annotate("read alertmanager config");
@@ -724,11 +725,9 @@ Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path, co
   auto files = ReadTemplateFiles(*cfg, path);
   if (!files.ok()) return files.error().Annotate(path);
   cfg->template_files = std::move(*files);
-  if (templates) {
-    auto t = templates(cfg->template_files);
-    if (!t.ok()) return t.error().Annotate(path + ": templates");
-    cfg->compiled_templates = std::move(*t);
-  }
+  auto t = Templates::Parse(cfg->template_files);
+  if (!t.ok()) return t.error().Annotate(path + ": templates");
+  cfg->compiled_templates = std::move(*t);
   return std::shared_ptr<const Config>(std::move(cfg));
 }
 

@@ -6,7 +6,6 @@
 // ("line 12: route.routes[0].group_wait: invalid duration \"x\"").
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,12 +33,6 @@ struct TemplateFile {
   std::string path;
   std::string text;
 };
-
-// Parses the default templates plus `files` (in order; a later definition
-// replaces an earlier one) into a Templates set. Errors name the file and
-// line as Go's ("template: slack.tmpl:3: unexpected ...").
-using TemplatesFactory =
-    std::function<Result<std::shared_ptr<const Templates>>(const std::vector<TemplateFile>& files)>;
 
 // prometheus/common's HTTP client config as Alertmanager 0.25 takes it. The
 // *_file secrets are read (and trimmed) at each request, so a rotated file
@@ -161,22 +154,22 @@ struct Config {
   std::map<std::string, std::vector<TimeInterval>> time_intervals;  // both time_intervals and mute_time_intervals
   std::vector<std::string> templates;       // template file globs, relative to the config file
   std::vector<TemplateFile> template_files;  // the files they matched, read by LoadConfigFile
-  // The defaults plus template_files, parsed by the loader's TemplatesFactory;
-  // null without one (then only texts without actions can be expanded).
+  // The defaults plus template_files (Templates::Parse), set by ParseConfig
+  // and LoadConfigFile; null only in a Config built otherwise (then only
+  // texts without actions can be expanded).
   std::shared_ptr<const Templates> compiled_templates;
   std::string original;                      // the YAML as given
 
   const Receiver* FindReceiver(std::string_view name) const;
 };
 
-// With `templates`, the default templates are parsed too (no files: a YAML
-// text has no directory to resolve `templates:` globs in).
-Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml, const TemplatesFactory& templates = nullptr);
+// The default templates are parsed too (no files: a YAML text has no
+// directory to resolve `templates:` globs in).
+Result<std::shared_ptr<const Config>> ParseConfig(std::string_view yaml);
 // Also reads the `templates:` files (globs relative to the file; a glob that
-// matches nothing is fine, as in Alertmanager) and parses them with
-// `templates`. Errors start with the path: "alertmanager.yml: line 3: ...".
-Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path,
-                                                     const TemplatesFactory& templates = nullptr);
+// matches nothing is fine, as in Alertmanager) and parses them after the
+// defaults. Errors start with the path: "alertmanager.yml: line 3: ...".
+Result<std::shared_ptr<const Config>> LoadConfigFile(const std::string& path);
 // Reads the files the globs match (relative ones under `dir`; "" for the
 // working directory), in glob order; a glob that matches nothing adds nothing.
 Result<std::vector<TemplateFile>> ReadTemplateGlobs(const std::vector<std::string>& globs, const std::string& dir);

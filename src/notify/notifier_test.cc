@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/notify_templates.h"
 #include "base/file.h"
 #include "notify/integrations.h"
+#include "notify/templates.h"
 
 namespace trainwatch::notify {
 namespace {
@@ -111,7 +111,7 @@ class NotifierTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   void Open(const std::string& yaml) {
-    auto cfg = ParseConfig(yaml, app::MakeNotifyTemplates());
+    auto cfg = ParseConfig(yaml);
     ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
     NotifierOptions o;
     o.dir = dir_.string();
@@ -654,7 +654,7 @@ TEST(NotifyIntegrationsTest, DefaultSubjectAndEmail) {
   b.alert.labels = model::Labels{{"alertname", "HighTemp"}, {"gpu", "1"}, {"severity", "critical"}};
   auto d = MakeNotificationData("mail", "{}:{alertname=\"HighTemp\"}", model::Labels{{"alertname", "HighTemp"}},
                                 {a, b}, "http://tw", 5000);
-  auto templates = app::MakeNotifyTemplates()({});
+  auto templates = Templates::Parse({});
   ASSERT_TRUE(templates.ok()) << templates.error().ToString();
   EXPECT_EQ(*(*templates)->ExecuteText("{{ template \"__subject\" . }}", d), "[FIRING:2] HighTemp (critical)");
   EmailConfig c;

@@ -1,14 +1,14 @@
-#include "app/notify_templates.h"
+#include "notify/templates.h"
 
 #include <gtest/gtest.h>
 
 #include "notify/integrations.h"
 
-namespace trainwatch::app {
+namespace trainwatch::notify {
 namespace {
 
-notify::StoredAlert MakeAlert(model::Labels labels, model::Labels annotations, int64_t starts, int64_t ends) {
-  notify::StoredAlert a;
+StoredAlert MakeAlert(model::Labels labels, model::Labels annotations, int64_t starts, int64_t ends) {
+  StoredAlert a;
   a.alert.labels = std::move(labels);
   a.alert.annotations = std::move(annotations);
   a.alert.starts_at_ms = starts;
@@ -23,7 +23,7 @@ class NotifyTemplatesTest : public ::testing::Test {
   void SetUp() override {
     // Two firing GPUs and one resolved, grouped by alertname.
     now_ = 1714557600000;
-    data_ = notify::MakeNotificationData(
+    data_ = MakeNotificationData(
         "ops", "{}:{alertname=\"GpuHot\"}", model::Labels{{"alertname", "GpuHot"}},
         {MakeAlert({{"alertname", "GpuHot"}, {"gpu", "1"}, {"severity", "page"}}, {{"summary", "GPU 1 > 90C"}},
                    now_ - 60000, now_ + 300000),
@@ -32,7 +32,7 @@ class NotifyTemplatesTest : public ::testing::Test {
          MakeAlert({{"alertname", "GpuHot"}, {"gpu", "2"}, {"severity", "page"}}, {{"summary", "GPU 2 cooled"}},
                    now_ - 600000, now_ - 1000)},
         "http://tw:9800", now_);
-    auto t = MakeNotifyTemplates()({});
+    auto t = Templates::Parse({});
     ASSERT_TRUE(t.ok()) << t.error().ToString();
     templates_ = *t;
   }
@@ -43,8 +43,8 @@ class NotifyTemplatesTest : public ::testing::Test {
   }
 
   int64_t now_ = 0;
-  notify::NotificationData data_;
-  std::shared_ptr<const notify::Templates> templates_;
+  NotificationData data_;
+  std::shared_ptr<const Templates> templates_;
 };
 
 TEST_F(NotifyTemplatesTest, AlertsAndKVMethodsAsAlertmanager) {
@@ -79,7 +79,7 @@ TEST_F(NotifyTemplatesTest, DefaultTemplatesRenderAlertmanagersText) {
 }
 
 TEST_F(NotifyTemplatesTest, TemplateFilesDefineAndOverride) {
-  auto t = MakeNotifyTemplates()(
+  auto t = Templates::Parse(
       {{"/etc/am/slack.tmpl",
         "{{ define \"slack.ml.text\" }}{{ range .Alerts.Firing }}* {{ .Annotations.summary }}\n{{ end }}{{ end }}\n"},
        {"/etc/am/override.tmpl", "{{ define \"__subject\" }}{{ .Status | toUpper }}: {{ .CommonLabels.alertname }}{{ end }}"}});
@@ -87,7 +87,7 @@ TEST_F(NotifyTemplatesTest, TemplateFilesDefineAndOverride) {
   EXPECT_EQ(*(*t)->ExecuteText("{{ template \"slack.ml.text\" . }}", data_), "* GPU 0 > 90C\n* GPU 1 > 90C\n");
   // Defaults that call __subject see the override, as in Alertmanager.
   EXPECT_EQ(*(*t)->ExecuteText("{{ template \"slack.default.title\" . }}", data_), "FIRING: GpuHot");
-  auto bad = MakeNotifyTemplates()({{"/etc/am/bad.tmpl", "{{ define \"x\" }}{{ .Foo }\n"}});
+  auto bad = Templates::Parse({{"/etc/am/bad.tmpl", "{{ define \"x\" }}{{ .Foo }\n"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message(), "template: bad.tmpl:1: unexpected \"}\" in operand");
 }
@@ -134,4 +134,4 @@ TEST(ParseTemplateDataTest, ReadsAmtoolDataAndNamesBadFields) {
 }
 
 }  // namespace
-}  // namespace trainwatch::app
+}  // namespace trainwatch::notify

@@ -1,4 +1,4 @@
-#include "app/notify_templates.h"
+#include "notify/templates.h"
 
 #include <algorithm>
 #include <set>
@@ -8,7 +8,7 @@
 #include "base/check.h"
 #include "template/template.h"
 
-namespace trainwatch::app {
+namespace trainwatch::notify {
 namespace {
 
 using tmpl::FuncError;
@@ -126,10 +126,10 @@ Value TimeOf(int64_t ms) {
   return Value::TimeValue(secs, (ms - secs * 1000) * 1'000'000);
 }
 
-Value DataValue(const notify::NotificationData& d) {
+Value DataValue(const NotificationData& d) {
   std::vector<Value> alerts;
   alerts.reserve(d.alerts.size());
-  for (const notify::StoredAlert& a : d.alerts) {
+  for (const StoredAlert& a : d.alerts) {
     alerts.push_back(Value::Struct(
         AlertType(), {{"Status", Value::String(a.Resolved(d.now_ms) ? "resolved" : "firing")},
                       {"Labels", KV(ToMap(a.alert.labels))},
@@ -137,7 +137,7 @@ Value DataValue(const notify::NotificationData& d) {
                       {"StartsAt", TimeOf(a.alert.starts_at_ms)},
                       {"EndsAt", TimeOf(a.alert.ends_at_ms)},
                       {"GeneratorURL", Value::String(a.alert.generator_url)},
-                      {"Fingerprint", Value::String(notify::FingerprintString(a.fingerprint))}}));
+                      {"Fingerprint", Value::String(FingerprintString(a.fingerprint))}}));
   }
   return Value::Struct(DataType(), {{"Receiver", Value::String(d.receiver)},
                                     {"Status", Value::String(d.status)},
@@ -148,48 +148,42 @@ Value DataValue(const notify::NotificationData& d) {
                                     {"ExternalURL", Value::String(d.external_url)}});
 }
 
-// Alertmanager's template.Template: one set holding the defaults and the
-// files; each text is parsed as template "" beside them (ExecuteTextString).
-class GoTemplates final : public notify::Templates {
- public:
-  explicit GoTemplates(tmpl::Template set) : set_(std::move(set)) {}
-
-  Result<std::string> ExecuteText(std::string_view text, const notify::NotificationData& d) const override {
-    return Run(text, d, false);
-  }
-  Result<std::string> ExecuteHtml(std::string_view text, const notify::NotificationData& d) const override {
-    return Run(text, d, true);
-  }
-
- private:
-  Result<std::string> Run(std::string_view text, const notify::NotificationData& d, bool html) const {
-    if (text.empty()) return std::string();
-    ASSIGN_OR_RETURN(tmpl::Template t, set_.Extend("", text));
-    tmpl::TemplateOptions o;
-    o.escape_html = html;
-    return t.Execute(DataValue(d), o);
-  }
-
-  const tmpl::Template set_;
-};
-
 }  // namespace
 
-notify::TemplatesFactory MakeNotifyTemplates() {
-  return [](const std::vector<notify::TemplateFile>& files) -> Result<std::shared_ptr<const notify::Templates>> {
-    auto set = tmpl::Template::Parse("", notify::DefaultTemplates(), tmpl::FuncSet::kAlertmanager);
+Result<std::shared_ptr<const Templates>> Templates::Parse(const std::vector<TemplateFile>& files) {
+  // The defaults are parsed once; a parsed set is immutable and Extend copies.
+  static const tmpl::Template* const defaults = [] {
+    auto set = tmpl::Template::Parse("", DefaultTemplates(), tmpl::FuncSet::kAlertmanager);
     CHECK(set.ok(), "BUG: notify/default.tmpl does not parse");
-    for (const notify::TemplateFile& f : files) {
-      // As Go's ParseGlob: each file is a template named after its base name.
-      auto next = set->Extend(f.path.substr(f.path.rfind('/') + 1), f.text);
-      if (!next.ok()) return next.error();
-      set = std::move(next);
-    }
-    return std::shared_ptr<const notify::Templates>(std::make_shared<GoTemplates>(std::move(*set)));
-  };
+    return new tmpl::Template(std::move(*set));
+  }();
+  tmpl::Template set = *defaults;
+  for (const TemplateFile& f : files) {
+    // As Go's ParseGlob: each file is a template named after its base name.
+    ASSIGN_OR_RETURN(set, set.Extend(f.path.substr(f.path.rfind('/') + 1), f.text));
+  }
+  return std::shared_ptr<const Templates>(new Templates(std::move(set)));
 }
 
-Result<notify::NotificationData> ParseTemplateData(std::string_view text) {
+Result<std::string> Templates::ExecuteText(std::string_view text, const NotificationData& d) const {
+  return Run(text, d, false);
+}
+
+Result<std::string> Templates::ExecuteHtml(std::string_view text, const NotificationData& d) const {
+  return Run(text, d, true);
+}
+
+// Alertmanager's template.Template: one set holding the defaults and the
+// files; each text is parsed as template "" beside them (ExecuteTextString).
+Result<std::string> Templates::Run(std::string_view text, const NotificationData& d, bool html) const {
+  if (text.empty()) return std::string();
+  ASSIGN_OR_RETURN(tmpl::Template t, set_.Extend("", text));
+  tmpl::TemplateOptions o;
+  o.escape_html = html;
+  return t.Execute(DataValue(d), o);
+}
+
+Result<NotificationData> ParseTemplateData(std::string_view text) {
   using Json = nlohmann::json;
   Json j;
   try {
@@ -217,7 +211,7 @@ Result<notify::NotificationData> ParseTemplateData(std::string_view text) {
     *out = model::Labels(std::move(ls));
     return Status::OK();
   };
-  notify::NotificationData d;
+  NotificationData d;
   RETURN_IF_ERROR(str(j, "receiver", "", &d.receiver));
   RETURN_IF_ERROR(str(j, "status", "", &d.status));
   RETURN_IF_ERROR(str(j, "externalURL", "", &d.external_url));
@@ -231,7 +225,7 @@ Result<notify::NotificationData> ParseTemplateData(std::string_view text) {
     const Json& a = j["alerts"][i];
     std::string w = "alerts[" + std::to_string(i) + "].";
     if (!a.is_object()) return Status::InvalidArgument("template data: alerts[" + std::to_string(i) + "]: expected an object");
-    notify::StoredAlert sa;
+    StoredAlert sa;
     std::string status, starts, ends, fp;
     RETURN_IF_ERROR(str(a, "status", w, &status));
     if (status != "firing" && status != "resolved") {
@@ -245,7 +239,7 @@ Result<notify::NotificationData> ParseTemplateData(std::string_view text) {
     RETURN_IF_ERROR(str(a, "fingerprint", w, &fp));
     auto time = [&](const std::string& s, const char* key, int64_t* ms) -> Status {
       if (s.empty() || s.starts_with("0001-01-01T00:00:00")) return Status::OK();
-      auto t = notify::ParseTime(s);
+      auto t = ParseTime(s);
       if (!t.ok()) return Status::InvalidArgument("template data: " + w + key + ": " + t.error().message());
       *ms = *t;
       return Status::OK();
@@ -270,4 +264,4 @@ Result<notify::NotificationData> ParseTemplateData(std::string_view text) {
   return d;
 }
 
-}  // namespace trainwatch::app
+}  // namespace trainwatch::notify
