@@ -29,13 +29,7 @@ class HeadAppender : public storage::Appender {
 
   Result<storage::SeriesRef> Append(storage::SeriesRef ref, const model::Labels& labels, int64_t t,
                                     double v) override {
-    Lock();
-    if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
-    // Refs are never reused, so a ref that still resolves is this series.
-    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
-    if (s == nullptr) {
-      ASSIGN_OR_RETURN(s, ByLabels(labels));
-    }
+    ASSIGN_OR_RETURN(MemSeries * s, Resolve(ref, labels, t));
     Add(s, t, v);
     return storage::SeriesRef{s->ref};
   }
@@ -44,12 +38,7 @@ class HeadAppender : public storage::Appender {
                                       double v) override {
     // A start after its sample is no start (Prometheus refuses it).
     if (st == 0 || st > t) return Append(ref, labels, t, v);
-    Lock();
-    if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
-    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
-    if (s == nullptr) {
-      ASSIGN_OR_RETURN(s, ByLabels(labels));
-    }
+    ASSIGN_OR_RETURN(MemSeries * s, Resolve(ref, labels, t));
     if (!s->logged.load(std::memory_order_acquire)) unlogged_.push_back(s);
     if (!st_mode_) {
       // From here on every float of this commit goes with its start
@@ -78,16 +67,22 @@ class HeadAppender : public storage::Appender {
                                                int64_t t, const model::FloatHistogram& h) override {
     // Checked here so that every histogram in the WAL and chunks is well formed.
     RETURN_IF_ERROR(h.Validate());
-    Lock();
-    if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
-    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
-    if (s == nullptr) {
-      ASSIGN_OR_RETURN(s, ByLabels(labels));
-    }
+    ASSIGN_OR_RETURN(MemSeries * s, Resolve(ref, labels, t));
     if (!s->logged.load(std::memory_order_acquire)) unlogged_.push_back(s);
     hist_series_.push_back(s);
     hist_samples_.push_back({s->ref, t, h, st > t ? 0 : st});
     return storage::SeriesRef{s->ref};
+  }
+
+  // The series a sample at t goes to: `ref`'s, else that of `labels`
+  // (created when new); kOutOfRange when t is outside the accepted range.
+  Result<MemSeries*> Resolve(storage::SeriesRef ref, const model::Labels& labels, int64_t t) {
+    Lock();
+    if (t < bounds_.mint || t > bounds_.maxt) return head_->OutOfRange(t, bounds_);
+    // Refs are never reused, so a ref that still resolves is this series.
+    MemSeries* s = ref != 0 ? head_->GetByRef(ref) : nullptr;
+    if (s != nullptr) return s;
+    return ByLabels(labels);
   }
 
   // The series of `labels`, created when new (within the limits).
