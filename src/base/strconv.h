@@ -1,6 +1,7 @@
 #pragma once
-// Go's strconv string literals, shared by the parsers that read Go-syntax
-// strings: PromQL (promql/parser) and Go text/template (template/).
+// Go's string conversions: strconv's string literals, shared by the parsers
+// that read Go-syntax strings (PromQL, Go text/template), and net/url's
+// query escaping (scrape URLs, rule generator URLs, templates).
 
 #include <string>
 #include <string_view>
@@ -14,5 +15,9 @@ namespace trainwatch {
 // in '...' and \" only in "..."; '...' may hold any text, as PromQL's
 // single-quoted strings. Anything else is InvalidArgument "invalid syntax".
 Result<std::string> GoUnquote(std::string_view quoted);
+
+// Go's url.QueryEscape: ASCII letters, digits and -_.~ stay, a space is
+// '+', every other byte "%XX" (upper-case hex).
+std::string GoQueryEscape(std::string_view s);
 
 }  // namespace trainwatch

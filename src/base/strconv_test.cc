@@ -25,5 +25,12 @@ TEST(StrconvTest, GoUnquoteEscapesAndQuotes) {
   }
 }
 
+TEST(StrconvTest, GoQueryEscapeAsNetUrl) {
+  // Go: url.QueryEscape("a b/c?d=é&x~_-.") == "a+b%2Fc%3Fd%3D%C3%A9%26x~_-."
+  EXPECT_EQ(GoQueryEscape("a b/c?d=\xc3\xa9&x~_-."), "a+b%2Fc%3Fd%3D%C3%A9%26x~_-.");
+  EXPECT_EQ(GoQueryEscape(""), "");
+  EXPECT_EQ(GoQueryEscape(std::string_view("\0+", 2)), "%00%2B");
+}
+
 }  // namespace
 }  // namespace trainwatch

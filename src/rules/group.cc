@@ -8,28 +8,17 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/strconv.h"
 #include "model/matcher.h"
 #include "model/sample.h"
 
 namespace trainwatch::rules {
 
 std::string GeneratorUrl(std::string_view external_url, std::string_view expr) {
-  // Go's url.QueryEscape.
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out(external_url);
   while (!out.empty() && out.back() == '/') out.pop_back();
   out += "/graph?g0.expr=";
-  for (unsigned char c : expr) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else if (c == ' ') {
-      out += '+';
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
+  out += GoQueryEscape(expr);
   out += "&g0.tab=1";
   return out;
 }

@@ -6,27 +6,9 @@
 
 #include "base/file.h"
 #include "base/hash.h"
+#include "base/strconv.h"
 
 namespace trainwatch::scrape {
-namespace {
-
-// "%XX"-escapes as Go's url.QueryEscape.
-std::string QueryEscape(std::string_view s) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string r;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') r += static_cast<char>(c);
-    else if (c == ' ') r += '+';
-    else {
-      r += '%';
-      r += kHex[c >> 4];
-      r += kHex[c & 15];
-    }
-  }
-  return r;
-}
-
-}  // namespace
 
 model::Labels TargetSpec::PublicLabels() const {
   std::vector<model::Label> v;
@@ -51,7 +33,7 @@ std::string TargetSpec::Url(const ScrapeConfig& cfg) const {
     for (const std::string& v : vs) {
       url += first ? '?' : '&';
       first = false;
-      url += QueryEscape(k) + "=" + QueryEscape(v);
+      url += GoQueryEscape(k) + "=" + GoQueryEscape(v);
     }
   }
   return url;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <unordered_map>
 
+#include "base/strconv.h"
 #include "base/units.h"
 #include "template/template_internal.h"
 
@@ -432,28 +433,12 @@ std::string UrlPath(const std::string& url) {
 Value PathPrefix(const TemplateOptions& o, Args&) { return Value::String(UrlPath(o.external_url)); }
 Value ExternalURL(const TemplateOptions& o, Args&) { return Value::String(o.external_url); }
 
-std::string QueryEscape(std::string_view s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else if (c == ' ') {
-      out += '+';
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 Value GraphLink(const TemplateOptions&, Args& a) {
-  return Value::String("/graph?g0.expr=" + QueryEscape(a[0].str()) + "&g0.tab=0");
+  return Value::String("/graph?g0.expr=" + GoQueryEscape(a[0].str()) + "&g0.tab=0");
 }
 Value TableLink(const TemplateOptions&, Args& a) {
-  return Value::String("/graph?g0.expr=" + QueryEscape(a[0].str()) + "&g0.tab=1");
+  return Value::String("/graph?g0.expr=" + GoQueryEscape(a[0].str()) + "&g0.tab=1");
 }
 
 // ---- Go builtins ----
@@ -504,7 +489,7 @@ Value JsFn(const TemplateOptions&, Args& a) {
   return Value::String(std::move(out));
 }
 
-Value UrlQueryFn(const TemplateOptions&, Args& a) { return Value::String(QueryEscape(EvalArgs(a))); }
+Value UrlQueryFn(const TemplateOptions&, Args& a) { return Value::String(GoQueryEscape(EvalArgs(a))); }
 Value PrintFn(const TemplateOptions&, Args& a) { return Value::String(Sprint(a)); }
 Value PrintlnFn(const TemplateOptions&, Args& a) { return Value::String(Sprintln(a)); }
 Value PrintfFn(const TemplateOptions&, Args& a) {
