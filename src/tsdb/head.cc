@@ -758,11 +758,8 @@ uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
     {
       std::lock_guard<SpinLock> lock(s->mu);
       for (const auto& c : s->closed) {
-        if (c.enc == chunkenc::DeltaChunk::kEncoding ||
-            (c.enc == chunkenc::Encoding::kStartTimes && !c.data.view().empty() &&
-             static_cast<chunkenc::Encoding>(c.data.view()[0]) == chunkenc::DeltaChunk::kEncoding)) {
-          todo.push_back(c);
-        }
+        // With start timestamps too: EncodeDenser keeps them.
+        if (chunkenc::InnerEncoding(c.enc, c.data.view()) == chunkenc::DeltaChunk::kEncoding) todo.push_back(c);
       }
     }
     // Encoded outside the series' lock (appenders go on); swapped in only
