@@ -285,6 +285,34 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
       });
     }
   };
+  // A side record (histograms, floats with start timestamps) of the kind
+  // whose batch is *side: skipped, decoded and filtered as samples records
+  // are, then queued after the float batch and the other side batch
+  // (`other`) are applied, so every sample is applied in log order.
+  auto take_side = [&](auto max_time, auto decode, auto* rec_samples, auto* side, const auto& other, size_t limit) {
+    const bool covered = mark != nullptr && (checkpoint || reader->segment() < mark->wal_segment);
+    int64_t rec_maxt;
+    if ((!checkpoint && reader->segment() < skip_before) ||
+        (covered && max_time(rec, &rec_maxt) && rec_maxt < mark->covered_before)) {
+      replay_skipped_records_++;
+      return;
+    }
+    Status s = decode(rec, rec_samples);
+    if (!s.ok()) {
+      TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
+      return;
+    }
+    if (!batch.empty()) apply();
+    if (covered != hist_covered || !other.empty()) {
+      flush_hist();
+      hist_covered = covered;
+    }
+    if (!checkpoint && (mark == nullptr || reader->segment() >= mark->wal_segment)) {
+      for (const auto& x : *rec_samples) replay_tail_maxt_ = std::max(replay_tail_maxt_, x.t);
+    }
+    for (auto& x : *rec_samples) side->push_back(std::move(x));
+    if (side->size() >= limit) flush_hist();
+  };
   while (reader->Next(&rec)) {
     records++;
     switch (wal::Type(rec)) {
@@ -336,58 +364,12 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
         if (batch.size() >= batch_samples()) apply();
         break;
       }
-      case wal::RecordType::kHistogramSamples: {
-        // Skipped, decoded and filtered as samples records are.
-        const bool covered = mark != nullptr && (checkpoint || reader->segment() < mark->wal_segment);
-        int64_t rec_maxt;
-        if ((!checkpoint && reader->segment() < skip_before) ||
-            (covered && wal::HistogramSamplesMaxTime(rec, &rec_maxt) && rec_maxt < mark->covered_before)) {
-          replay_skipped_records_++;
-          break;
-        }
-        Status s = wal::DecodeHistogramSamples(rec, &hist_rec);
-        if (!s.ok()) {
-          TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
-          continue;
-        }
-        if (!batch.empty()) apply();
-        if (covered != hist_covered || !st_batch.empty()) {
-          flush_hist();
-          hist_covered = covered;
-        }
-        if (!checkpoint && (mark == nullptr || reader->segment() >= mark->wal_segment)) {
-          for (const auto& x : hist_rec) replay_tail_maxt_ = std::max(replay_tail_maxt_, x.t);
-        }
-        for (auto& x : hist_rec) hist_batch.push_back(std::move(x));
-        if (hist_batch.size() >= 4096) flush_hist();
+      case wal::RecordType::kHistogramSamples:
+        take_side(wal::HistogramSamplesMaxTime, wal::DecodeHistogramSamples, &hist_rec, &hist_batch, st_batch, 4096);
         break;
-      }
-      case wal::RecordType::kSamplesST: {
-        // As histogram samples records.
-        const bool covered = mark != nullptr && (checkpoint || reader->segment() < mark->wal_segment);
-        int64_t rec_maxt;
-        if ((!checkpoint && reader->segment() < skip_before) ||
-            (covered && wal::SamplesSTMaxTime(rec, &rec_maxt) && rec_maxt < mark->covered_before)) {
-          replay_skipped_records_++;
-          break;
-        }
-        Status s = wal::DecodeSamplesST(rec, &st_rec);
-        if (!s.ok()) {
-          TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
-          continue;
-        }
-        if (!batch.empty()) apply();
-        if (covered != hist_covered || !hist_batch.empty()) {
-          flush_hist();
-          hist_covered = covered;
-        }
-        if (!checkpoint && (mark == nullptr || reader->segment() >= mark->wal_segment)) {
-          for (const auto& x : st_rec) replay_tail_maxt_ = std::max(replay_tail_maxt_, x.t);
-        }
-        st_batch.insert(st_batch.end(), st_rec.begin(), st_rec.end());
-        if (st_batch.size() >= 65536) flush_hist();
+      case wal::RecordType::kSamplesST:
+        take_side(wal::SamplesSTMaxTime, wal::DecodeSamplesST, &st_rec, &st_batch, hist_batch, 65536);
         break;
-      }
       default:
         TW_LOG(Warn, "wal {} segment {} offset {}: unknown record type, skipped", dir, reader->segment(),
                reader->offset());
