@@ -7,6 +7,7 @@
 
 #include "base/proto_reader.h"
 #include "base/utf8.h"
+#include "model/nhcb.h"
 
 namespace trainwatch::ingest {
 namespace {
@@ -491,17 +492,49 @@ Status ProtoParser::ReadMetric(std::string_view msg, size_t at, int type) {
     if (!opts_.keep_classic || h.buckets.empty()) return Status::OK();
   }
   const double count = h.count_float > 0 ? h.count_float : static_cast<double>(h.count);
-  add("_count", count);
-  add("_sum", h.sum);
-  bool inf = false;
-  for (const ClassicBucket& b : h.buckets) {
-    add("_bucket", b.cumulative, "le", FormatOpenMetricsFloat(b.upper));
-    if (std::isinf(b.upper) && b.upper > 0) {
-      inf = true;
-      break;
+  auto add_classic = [&] {
+    add("_count", count);
+    add("_sum", h.sum);
+    bool inf = false;
+    for (const ClassicBucket& b : h.buckets) {
+      add("_bucket", b.cumulative, "le", FormatOpenMetricsFloat(b.upper));
+      if (std::isinf(b.upper) && b.upper > 0) {
+        inf = true;
+        break;
+      }
     }
+    if (!inf) add("_bucket", count, "le", "+Inf");
+  };
+  if (!native && opts_.convert_nhcb) {
+    // Prometheus's ProtobufParser.convertToNHCB: the classic buckets as
+    // read, through util/convertnhcb; a histogram that does not convert
+    // fails the parse.
+    model::NhcbBuilder nb;
+    Status s = nb.SetCount(count);
+    if (s.ok()) s = nb.SetSum(h.sum);
+    for (const ClassicBucket& b : h.buckets) {
+      if (s.ok()) s = nb.SetBucketCount(b.upper, b.cumulative);
+    }
+    Result<model::FloatHistogram> fh = s.ok() ? nb.Convert() : Result<model::FloatHistogram>(s);
+    // Unlike Prometheus's parser this one validates it too: _count below a
+    // bucket's count would leave a negative +Inf bucket.
+    if (fh.ok()) s = fh->Validate();
+    if (!fh.ok() || !s.ok()) {
+      return Status::InvalidArgument("metric at offset " + std::to_string(at) + ": histogram \"" + std::string(family_) +
+                                     "\": convert to native histogram with custom buckets: " +
+                                     (fh.ok() ? s.message() : fh.error().message()));
+    }
+    if (type == kGaugeHistogram) fh->counter_reset_hint = model::CounterResetHint::kGauge;
+    if (opts_.keep_classic) add_classic();
+    Pending p;
+    p.metric = idx;
+    p.kind = 1;
+    p.hist = hists_.size();
+    hists_.push_back(std::move(*fh));
+    pending_.push_back(std::move(p));
+    return Status::OK();
   }
-  if (!inf) add("_bucket", count, "le", "+Inf");
+  add_classic();
   return Status::OK();
 }
 

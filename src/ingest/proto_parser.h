@@ -51,8 +51,17 @@ struct ProtoParseOptions {
   // buckets), as a scrape with native histograms off does.
   bool native_histograms = true;
   // Native histograms that also have classic buckets yield those series
-  // too (always_scrape_classic_histograms).
+  // too (always_scrape_classic_histograms); with convert_nhcb, so do the
+  // converted classic histograms.
   bool keep_classic = false;
+  // A histogram read as classic (not native, or native_histograms off)
+  // yields one native histogram with custom buckets (schema -53, hint
+  // kGauge for GAUGE_HISTOGRAM) named after the family instead of its
+  // classic series (after them with keep_classic), converted as
+  // Prometheus's util/convertnhcb (model/nhcb.h); one that does not convert
+  // (buckets not cumulative, _count not the +Inf bucket's) is an error, as
+  // in Prometheus's ProtobufParser (convert_classic_histograms_to_nhcb).
+  bool convert_nhcb = false;
   // Optional: each family's HELP, TYPE and UNIT (when set), as the text
   // parser reports them. Views are valid only during the call.
   std::function<void(const MetadataLine&)> on_metadata;

@@ -196,6 +196,72 @@ TEST(ProtoParserTest, NativeWithClassicKeptOnlyWhenAsked) {
   EXPECT_EQ((*r)[4].value, 12);
 }
 
+// convert_nhcb: a classic histogram is one native histogram with custom
+// buckets named after the family (its classic series first with
+// keep_classic), a gauge histogram's with hint kGauge; one that does not
+// convert fails the parse, as Prometheus's ProtobufParser.
+TEST(ProtoParserTest, ClassicHistogramToNhcb) {
+  std::string h = Enc()
+                      .Tag(1, 0).Varint(7).Double(2, 12)
+                      .Len(3, Bucket(2, 0.5)).Len(3, Bucket(5, 1)).Len(3, Bucket(6, 1e22))
+                      .Len(15, Enc().Tag(1, 0).Varint(5).b)  // created_timestamp: 5 s
+                      .b;
+  ProtoParseOptions o;
+  o.convert_nhcb = true;
+  auto r = Parse(Family("h", 4, {Enc().Len(1, Label("k", "v")).Len(7, h).b}), o);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  const Out& n = (*r)[0];
+  EXPECT_TRUE(n.hist);
+  EXPECT_EQ(n.series, "h{k=\"v\"}");
+  EXPECT_EQ(n.st, 5000);
+  EXPECT_EQ(n.h.schema, model::kCustomBucketsSchema);
+  EXPECT_EQ(n.h.custom_values, (std::vector<double>{0.5, 1, 1e22}));
+  EXPECT_EQ(n.h.positive_spans, (std::vector<model::Span>{{0, 4}}));
+  EXPECT_EQ(n.h.positive_buckets, (std::vector<double>{2, 3, 1, 1}));
+  EXPECT_EQ(n.h.count, 7);
+  EXPECT_EQ(n.h.sum, 12);
+  EXPECT_EQ(n.h.counter_reset_hint, model::CounterResetHint::kUnknown);
+  EXPECT_TRUE(n.h.Validate().ok());
+
+  o.keep_classic = true;
+  r = Parse(Family("h", 5, {Enc().Len(1, Label("k", "v")).Len(7, h).b}), o);  // a gauge histogram
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  ASSERT_EQ(r->size(), 7u);  // _count, _sum, 4 buckets, then the NHCB
+  EXPECT_EQ((*r)[0].series, "h_count{k=\"v\"}");
+  EXPECT_EQ((*r)[5].series, "h_bucket{k=\"v\",le=\"+Inf\"}");
+  EXPECT_TRUE((*r)[6].hist);
+  EXPECT_EQ((*r)[6].h.counter_reset_hint, model::CounterResetHint::kGauge);
+  EXPECT_EQ((*r)[6].h.count, 7);
+
+  // A native histogram stays native; read as classic (native_histograms
+  // off) its classic buckets convert.
+  std::string native = Family("n", 4, {Enc().Len(7, NativeInt(true)).b});
+  ProtoParseOptions conv;
+  conv.convert_nhcb = true;
+  r = Parse(native, conv);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].h.schema, 1);
+  conv.native_histograms = false;
+  r = Parse(native, conv);
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].h.schema, model::kCustomBucketsSchema);
+  EXPECT_EQ((*r)[0].h.custom_values, (std::vector<double>{1, 10}));
+  EXPECT_EQ((*r)[0].h.count, 12);
+
+  auto bad = [&](const std::string& hist, std::string_view want) {
+    auto e = Parse(Family("bad", 4, {Enc().Len(7, hist).b}), o);
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.error().message().find(want), std::string::npos) << e.error().message();
+  };
+  bad(Enc().Tag(1, 0).Varint(7).Len(3, Bucket(5, 0.5)).Len(3, Bucket(2, 1)).b,
+      "histogram \"bad\": convert to native histogram with custom buckets: count is not cumulative: 2 < 5");
+  bad(Enc().Tag(1, 0).Varint(7).Len(3, Bucket(2, 0.5)).Len(3, Bucket(5, std::numeric_limits<double>::infinity())).b,
+      "count mismatch: count=7 != le=inf count=5");
+}
+
 TEST(ProtoParserTest, NativeFloatGaugeHistogramIsCompacted) {
   Enc e;
   e.Double(4, 6.5).Double(2, 3).Tag(5, 0).Varint(Zz(-2)).Double(8, 0.5);

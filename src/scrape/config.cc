@@ -5,6 +5,8 @@
 #include <charconv>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "base/units.h"
 #include "scrape/yaml_fields.h"
@@ -58,8 +60,8 @@ std::string SupportedProtocols() {
 }
 
 // scrape_protocols, scrape_native_histograms, always_scrape_classic_histograms
-// (and its Prometheus 2 name, scrape_classic_histograms).
-// A job's value replaces global's.
+// (and its Prometheus 2 name, scrape_classic_histograms),
+// convert_classic_histograms_to_nhcb. A job's value replaces global's.
 Status ParseProtocols(const YAML::Node& n, const std::string& w, ScrapeConfig* c) {
   if (auto p = n["scrape_protocols"]; p && !p.IsNull()) {
     if (!p.IsSequence()) return Err(w + ".scrape_protocols", "expected a list of protocol names");
@@ -82,6 +84,9 @@ Status ParseProtocols(const YAML::Node& n, const std::string& w, ScrapeConfig* c
   }
   for (const char* k : {"always_scrape_classic_histograms", "scrape_classic_histograms"}) {
     if (n[k]) { ASSIGN_OR_RETURN(c->always_scrape_classic_histograms, Bool(n[k], w + "." + k)); }
+  }
+  if (auto v = n["convert_classic_histograms_to_nhcb"]) {
+    ASSIGN_OR_RETURN(c->convert_classic_histograms_to_nhcb, Bool(v, w + ".convert_classic_histograms_to_nhcb"));
   }
   if (auto f = n["fallback_scrape_protocol"]; f && !f.IsNull()) {
     ASSIGN_OR_RETURN(std::string s, Str(f, w + ".fallback_scrape_protocol"));
@@ -121,7 +126,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
       "honor_timestamps", "sample_limit", "target_limit", "label_limit", "label_name_length_limit", "label_value_length_limit",
       "body_size_limit", "static_configs", "file_sd_configs", "relabel_configs", "metric_relabel_configs",
       "scrape_protocols", "scrape_native_histograms", "always_scrape_classic_histograms", "scrape_classic_histograms",
-      "fallback_scrape_protocol"};
+      "fallback_scrape_protocol", "convert_classic_histograms_to_nhcb"};
   for (const auto& kv : n) {
     std::string k = kv.first.as<std::string>();
     if (kKeys.contains(k) || HttpClientConfigKeys().contains(k)) continue;
@@ -183,6 +188,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   c.scrape_protocols = g.scrape_protocols;
   c.scrape_native_histograms = g.scrape_native_histograms;
   c.always_scrape_classic_histograms = g.always_scrape_classic_histograms;
+  c.convert_classic_histograms_to_nhcb = g.convert_classic_histograms_to_nhcb;
   c.fallback_scrape_protocol = g.fallback_scrape_protocol;
   RETURN_IF_ERROR(ParseProtocols(n, w, &c));
   if (auto sc = n["static_configs"]; sc && !sc.IsNull()) {
@@ -220,7 +226,12 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   ASSIGN_OR_RETURN(c.relabel_configs, ParseRelabelConfigs(n["relabel_configs"], w + ".relabel_configs"));
   ASSIGN_OR_RETURN(c.metric_relabel_configs, ParseRelabelConfigs(n["metric_relabel_configs"], w + ".metric_relabel_configs"));
   RETURN_IF_ERROR(ParseHttpClientConfig(n, w, &c.http));
+  // The values global may set are part of it: a reload that changes only
+  // global's must restart the job's loops too.
   c.fingerprint = YAML::Dump(n) + "\n#" + std::to_string(c.scrape_interval_ms) + "/" + std::to_string(c.scrape_timeout_ms);
+  for (const std::string& p : c.scrape_protocols) c.fingerprint += "/" + p;
+  c.fingerprint += fmt::format("/{:d}{:d}{:d}/{}", c.scrape_native_histograms, c.always_scrape_classic_histograms,
+                               c.convert_classic_histograms_to_nhcb, c.fallback_scrape_protocol);
   return c;
 }
 
@@ -292,20 +303,23 @@ Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, con
   if (!sc.IsSequence()) return Status::InvalidArgument("scrape_configs: expected a list");
   std::set<std::string> names;
   try {
-    // global's scrape_protocols, scrape_native_histograms and
-    // always_scrape_classic_histograms are every job's defaults.
+    // global's scrape_protocols, scrape_native_histograms,
+    // always_scrape_classic_histograms, convert_classic_histograms_to_nhcb
+    // and fallback_scrape_protocol are every job's defaults.
     GlobalDefaults g = global;
     if (const YAML::Node gn = root["global"]; gn && gn.IsMap()) {
       ScrapeConfig defaults;
       defaults.scrape_protocols = g.scrape_protocols;
       defaults.scrape_native_histograms = g.scrape_native_histograms;
       defaults.always_scrape_classic_histograms = g.always_scrape_classic_histograms;
+      defaults.convert_classic_histograms_to_nhcb = g.convert_classic_histograms_to_nhcb;
       defaults.fallback_scrape_protocol = g.fallback_scrape_protocol;
       RETURN_IF_ERROR(ParseProtocols(gn, "global", &defaults));
       g.fallback_scrape_protocol = defaults.fallback_scrape_protocol;
       g.scrape_protocols = defaults.scrape_protocols;
       g.scrape_native_histograms = defaults.scrape_native_histograms;
       g.always_scrape_classic_histograms = defaults.always_scrape_classic_histograms;
+      g.convert_classic_histograms_to_nhcb = defaults.convert_classic_histograms_to_nhcb;
     }
     for (size_t i = 0; i < sc.size(); i++) {
       ASSIGN_OR_RETURN(ScrapeConfig c, ParseOne(sc[i], "scrape_configs[" + std::to_string(i) + "]", g));

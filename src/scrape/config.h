@@ -58,8 +58,16 @@ struct ScrapeConfig {
   // Native histograms of protobuf scrapes are stored as such; when false a
   // protobuf histogram is read as its classic series.
   bool scrape_native_histograms = false;
-  // Also the classic series of a histogram that is exposed as native too.
+  // Also the classic series of a histogram that is exposed as native too,
+  // or that convert_classic_histograms_to_nhcb converts.
   bool always_scrape_classic_histograms = false;
+  // Each classic histogram (text: a `# TYPE x histogram` family's
+  // x_bucket{le}, x_count, x_sum of one label set; protobuf: a HISTOGRAM or
+  // GAUGE_HISTOGRAM metric read as classic) is stored as one native
+  // histogram with custom buckets (schema -53) named x, as Prometheus 3's
+  // NHCB parser does; its classic series only with
+  // always_scrape_classic_histograms.
+  bool convert_classic_histograms_to_nhcb = false;
   // fallback_scrape_protocol (a scrape_protocols name, or empty): the parser
   // for a response whose Content-Type is missing, unparsable or not one of
   // the three media types trainwatch reads. Empty: the text format.
@@ -76,6 +84,7 @@ struct GlobalDefaults {
   std::vector<std::string> scrape_protocols;
   bool scrape_native_histograms = false;
   bool always_scrape_classic_histograms = false;
+  bool convert_classic_histograms_to_nhcb = false;
   std::string fallback_scrape_protocol;
 };
 

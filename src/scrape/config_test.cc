@@ -225,5 +225,35 @@ TEST(ScrapeConfig, FallbackScrapeProtocol) {
       << bad_global.error().message();
 }
 
+TEST(ScrapeConfig, ConvertClassicHistogramsToNhcb) {
+  // Off by default; global's is every job's default, a job's replaces it.
+  auto off = Parse("scrape_configs: [{job_name: a}]");
+  ASSERT_TRUE(off.ok()) << off.error().ToString();
+  EXPECT_FALSE((*off)[0].convert_classic_histograms_to_nhcb);
+  auto r = Parse("global: {convert_classic_histograms_to_nhcb: true}\n"
+                 "scrape_configs: [{job_name: a}, {job_name: b, convert_classic_histograms_to_nhcb: false},"
+                 " {job_name: c, always_scrape_classic_histograms: true}]");
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_TRUE((*r)[0].convert_classic_histograms_to_nhcb);
+  EXPECT_FALSE((*r)[1].convert_classic_histograms_to_nhcb);
+  EXPECT_TRUE((*r)[2].convert_classic_histograms_to_nhcb);
+  EXPECT_TRUE((*r)[2].always_scrape_classic_histograms);
+  // Toggling it in global alone changes the job's fingerprint, so a reload
+  // restarts the job's loops with the new setting.
+  auto g_off = Parse("global: {convert_classic_histograms_to_nhcb: false}\nscrape_configs: [{job_name: a}]");
+  ASSERT_TRUE(g_off.ok());
+  EXPECT_NE((*r)[0].fingerprint, (*g_off)[0].fingerprint);
+  EXPECT_EQ((*off)[0].fingerprint, (*g_off)[0].fingerprint);
+
+  auto bad = Parse("scrape_configs: [{job_name: j, convert_classic_histograms_to_nhcb: yes please}]");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("(job \"j\").convert_classic_histograms_to_nhcb"), std::string::npos)
+      << bad.error().message();
+  auto bad_global = Parse("global: {convert_classic_histograms_to_nhcb: [true]}\nscrape_configs: [{job_name: a}]");
+  ASSERT_FALSE(bad_global.ok());
+  EXPECT_NE(bad_global.error().message().find("global.convert_classic_histograms_to_nhcb"), std::string::npos)
+      << bad_global.error().message();
+}
+
 }  // namespace
 }  // namespace trainwatch::scrape

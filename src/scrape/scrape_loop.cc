@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "ingest/proto_parser.h"
 #include "model/sample.h"
+#include "scrape/nhcb_collector.h"
 
 namespace trainwatch::scrape {
 namespace {
@@ -334,14 +336,21 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
   std::string_view looked_up;
   Node* found = nullptr;
   size_t next = 0;
+  // convert_classic_histograms_to_nhcb: classic histograms collated into
+  // native ones (nhcb_collector.h); their classic series are stored only
+  // with always_scrape_classic_histograms.
+  std::optional<NhcbCollector> nhcb;
+  if (c.convert_classic_histograms_to_nhcb) nhcb.emplace();
   po.known_series = [&](std::string_view text) {
+    if (nhcb && nhcb->NeedsLabels(text)) return false;
     looked_up = text;
     found = Lookup(text, &next);
     return found != nullptr;
   };
   // Into the reused md_work_: a family seen before keeps its node and
   // strings (no allocation when its metadata did not change).
-  po.on_metadata = [this](const ingest::MetadataLine& m) {
+  po.on_metadata = [this, &nhcb](const ingest::MetadataLine& m) {
+    if (nhcb) nhcb->OnMetadata(m);
     auto it = md_work_.find(m.family);
     if (it == md_work_.end()) it = md_work_.emplace(std::string(m.family), std::pair{MetricMetadata{}, iter_}).first;
     auto& [x, at] = it->second;
@@ -359,8 +368,13 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
   };
   ingest::TextParser p(body, std::move(po));
   const uint64_t iter = iter_;
+  std::string nhcb_error;
   while (p.Next()) {
     const ingest::TextSample& s = p.sample();
+    if (nhcb) {
+      if (nhcb->Ends(s)) RETURN_IF_ERROR(AppendNhcb(app, nhcb->Finish(&nhcb_error), nhcb_error, t, counts, &next));
+      if (nhcb->Add(s) && !c.always_scrape_classic_histograms) continue;
+    }
     counts->scraped++;
     std::string_view key = s.series.empty() ? s.name : s.series;
     Node* node = key.data() == looked_up.data() && key.size() == looked_up.size() ? found : Lookup(key, &next);
@@ -389,7 +403,9 @@ Status ScrapeLoop::AppendBody(storage::Appender* app, std::string_view body, std
     int64_t ts = explicit_ts ? s.timestamp_ms : t;
     RETURN_IF_ERROR(AdmitAppend(AppendEntry(app, e, ts, s.value, s.start_timestamp_ms), "line", s.line, counts));
   }
-  return p.status();
+  RETURN_IF_ERROR(p.status());
+  if (nhcb) RETURN_IF_ERROR(AppendNhcb(app, nhcb->Finish(&nhcb_error), nhcb_error, t, counts, &next));
+  return Status::OK();
 }
 
 Status ScrapeLoop::AdmitFailedAppend(const Status& st, const char* what, size_t n, ScrapeCounts* counts) {

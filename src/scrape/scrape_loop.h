@@ -7,6 +7,8 @@
 // scrape_samples_post_metric_relabeling, scrape_series_added) in one commit.
 // Samples carry their start timestamps (OpenMetrics `_created`, the protobuf
 // format's created_timestamp) to Appender::AppendST / AppendHistogramST.
+// With convert_classic_histograms_to_nhcb each classic histogram is stored
+// as one native histogram with custom buckets (nhcb_collector.h).
 // A failed scrape appends nothing from the body, and writes staleness markers
 // for the series of the last successful scrape; series that disappear
 // between successful scrapes get markers too, as do all series when the
@@ -26,6 +28,7 @@
 #include "base/hash.h"
 #include "ingest/text_parser.h"
 #include "scrape/config.h"
+#include "scrape/nhcb_collector.h"
 #include "scrape/target.h"
 #include "storage/storage.h"
 
@@ -121,6 +124,12 @@ class ScrapeLoop {
   // Appends the body's samples; on error the caller rolls back.
   Status AppendBody(storage::Appender* app, std::string_view body, std::string_view content_type, int64_t t,
                     ScrapeCounts* counts);
+  // A classic histogram of a text body converted to a native one
+  // (convert_classic_histograms_to_nhcb; scrape_nhcb.cc): appended as a
+  // sample of its own cache entry. `r` nullptr: it did not convert (`why`),
+  // and nothing is stored, as in Prometheus.
+  Status AppendNhcb(storage::Appender* app, const NhcbCollector::Ready* r, const std::string& why, int64_t t,
+                    ScrapeCounts* counts, size_t* next);
   // AppendBody for the protobuf exposition format (scrape_proto.cc).
   Status AppendProtoBody(storage::Appender* app, std::string_view body, int64_t t, ScrapeCounts* counts);
   Status NewEntry(const ingest::TextSample& s, Entry* e);

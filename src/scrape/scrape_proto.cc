@@ -34,6 +34,7 @@ Status ScrapeLoop::AppendProtoBody(storage::Appender* app, std::string_view body
   po.default_timestamp_ms = t;
   po.native_histograms = c.scrape_native_histograms;
   po.keep_classic = c.always_scrape_classic_histograms;
+  po.convert_nhcb = c.convert_classic_histograms_to_nhcb;
   po.on_metadata = [this](const ingest::MetadataLine& m) {
     auto it = md_work_.find(m.family);
     if (it == md_work_.end()) it = md_work_.emplace(std::string(m.family), std::pair{MetricMetadata{}, iter_}).first;
