@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/file.h"
+#include "base/log.h"
 #include "base/units.h"
 #include "remote/config.h"
 
@@ -60,8 +61,36 @@ Status ParseGlobal(const YAML::Node& g, Config* c) {
   return Status::OK();
 }
 
+// Prometheus 3's `otlp:` (config.OTLPConfig). convert_histograms_to_nhcb is
+// applied; the other keys Prometheus knows are accepted with a warning
+// (trainwatch translates as Prometheus's defaults do); others are errors.
+Status ParseOtlp(const YAML::Node& n, ingest::OtlpOptions* o) {
+  if (!n || n.IsNull()) return Status::OK();
+  if (!n.IsMap()) return FieldError("otlp", "expected a mapping" + Mark(n));
+  static const std::set<std::string, std::less<>> kIgnored = {
+      "promote_all_resource_attributes", "promote_resource_attributes", "ignore_resource_attributes",
+      "translation_strategy", "keep_identifying_resource_attributes", "promote_scope_metadata",
+      "label_name_underscore_sanitization", "label_name_preserve_multiple_underscores"};
+  for (const auto& kv : n) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "convert_histograms_to_nhcb") {
+      const std::string field = "otlp." + key;
+      ASSIGN_OR_RETURN(std::string v, Scalar(kv.second, field));
+      if (v == "true") o->convert_histograms_to_nhcb = true;
+      else if (v == "false") o->convert_histograms_to_nhcb = false;
+      else return FieldError(field, "invalid boolean \"" + v + "\"" + Mark(kv.second));
+    } else if (kIgnored.contains(key)) {
+      TW_LOG(Warn, "otlp: field \"{}\" is not supported by trainwatch; ignored", key);
+    } else {
+      return Status::InvalidArgument("otlp: unknown field \"" + key + "\"" + Mark(kv.first));
+    }
+  }
+  return Status::OK();
+}
+
 Status ParsePrometheusSections(const YAML::Node& root, Config* c) {
   RETURN_IF_ERROR(ParseGlobal(root["global"], c));
+  RETURN_IF_ERROR(ParseOtlp(root["otlp"], &c->otlp));
   if (auto sc = root["scrape_configs"]; sc && !sc.IsNull()) {
     if (!sc.IsSequence()) return FieldError("scrape_configs", "expected a list" + Mark(sc));
     for (size_t i = 0; i < sc.size(); i++) {

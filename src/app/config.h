@@ -1,7 +1,8 @@
 #pragma once
 // trainwatch's YAML configuration: a prometheus.yml (global, scrape_configs,
 // rule_files, alerting, remote_write, ... load unchanged and are kept for the
-// modules that use them) plus trainwatch's own `trainwatch:` section:
+// modules that use them; `otlp:` is parsed here) plus trainwatch's own
+// `trainwatch:` section:
 //
 //   trainwatch:
 //     storage: {data_dir: data, retention_time: 15d, retention_size: 10GB, wal_sync: per-request}
@@ -21,6 +22,7 @@
 
 #include "app/logs_config.h"
 #include "base/status.h"
+#include "ingest/otlp.h"
 #include "tsdb/db.h"
 
 namespace trainwatch::app {
@@ -42,6 +44,8 @@ struct Config {
   int64_t scrape_interval_ms = 60000;
   int64_t scrape_timeout_ms = 10000;
   int64_t evaluation_interval_ms = 60000;
+  // From `otlp:` (Prometheus 3's OTLPConfig): what the OTLP receiver applies.
+  ingest::OtlpOptions otlp;
   // The Prometheus sections as loaded, for scrape/rules/notify/remote_write.
   YAML::Node prometheus;
 };

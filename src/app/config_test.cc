@@ -121,6 +121,27 @@ TEST(ConfigTest, ErrorsNameTheKeyOrField) {
   f("remote_write:\n  - name: x\n", "remote_write[0].url: missing");
 }
 
+// Prometheus 3's `otlp:` section: convert_histograms_to_nhcb applied, its
+// other keys accepted (ignored), anything else an error naming the field.
+TEST(ConfigTest, OtlpSection) {
+  auto off = ParseConfig("global: {}\n");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->otlp.convert_histograms_to_nhcb);
+  auto on = ParseConfig("otlp:\n  convert_histograms_to_nhcb: true\n  translation_strategy: UnderscoreEscapingWithSuffixes\n");
+  ASSERT_TRUE(on.ok()) << on.error().ToString();
+  EXPECT_TRUE(on->otlp.convert_histograms_to_nhcb);
+  EXPECT_TRUE(ParseConfig("otlp:\n").ok());
+  auto f = [](std::string_view yaml, std::string_view want) {
+    auto c = ParseConfig(yaml);
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_NE(c.error().message().find(want), std::string::npos) << c.error().message();
+  };
+  f("otlp:\n  convert_histograms_to_nhcb: maybe\n", "otlp.convert_histograms_to_nhcb: invalid boolean \"maybe\" (line 2)");
+  f("otlp:\n  convert_histograms_to_nhcb: [true]\n", "otlp.convert_histograms_to_nhcb: expected a string");
+  f("otlp:\n  convert_classic_histograms_to_nhcb: true\n", "otlp: unknown field \"convert_classic_histograms_to_nhcb\" (line 2)");
+  f("otlp: [a]\n", "otlp: expected a mapping");
+}
+
 TEST(ConfigTest, EmptyConfigIsFine) { EXPECT_TRUE(ParseConfig("").ok()); }
 
 TEST(ConfigTest, DurationsAndSizes) {

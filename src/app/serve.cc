@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "app/collect_loop.h"
@@ -13,6 +14,7 @@
 #include "base/memory.h"
 #include "http/ingest_gate.h"
 #include "http/server.h"
+#include "ingest/otlp.h"
 #include "logs/forward.h"
 #include "logs/metrics.h"
 #include "logs/store.h"
@@ -171,10 +173,18 @@ int RunServe(const ServeOptions& o) {
   logs_opts.max_future_ms = o.max_future_ms;
   LogsConfig logs_cfg;  // trainwatch.logs: patterns, tailed files, forwarding (also on reload)
   Status logs_cfg_status = ParseLogsConfig(YAML::Node(), &logs_cfg);
+  // `otlp:` (convert_histograms_to_nhcb), read by each OTLP request; a
+  // reload replaces it.
+  std::mutex otlp_mu;
+  ingest::OtlpOptions otlp_opts;  // GUARDED_BY(otlp_mu)
   if (!o.config_file.empty()) {
     auto c = LoadConfigFile(o.config_file);
-    if (c.ok()) logs_cfg = c->logs;
-    else logs_cfg_status = c.error();
+    if (c.ok()) {
+      logs_cfg = c->logs;
+      otlp_opts = c->otlp;
+    } else {
+      logs_cfg_status = c.error();
+    }
   }
   auto log_store = logs::LogStore::Open(logs_opts);
   auto log_metrics = logs::LogMetrics::Make(logs_cfg.patterns, store.get(), o.logs_metrics_interval_ms);
@@ -364,10 +374,12 @@ int RunServe(const ServeOptions& o) {
     if (!rr.ok()) return rr.error();
     LogsConfig new_logs;
     RETURN_IF_ERROR(ParseLogsConfig(YAML::Node(), &new_logs));
+    ingest::OtlpOptions new_otlp;
     if (!o.config_file.empty()) {
       auto c = LoadConfigFile(o.config_file);
       if (!c.ok()) return c.error();
       new_logs = c->logs;
+      new_otlp = c->otlp;
     }
     std::shared_ptr<const notify::Config> am_cfg;
     if (notifier != nullptr) {
@@ -377,6 +389,10 @@ int RunServe(const ServeOptions& o) {
     }
     RETURN_IF_ERROR(apply_rules());  // rules first: a bad rule file fails the whole reload
     scraper.ApplyConfig(std::move(*jobs));
+    {
+      std::lock_guard<std::mutex> l(otlp_mu);
+      otlp_opts = new_otlp;
+    }
     if (notifier != nullptr) notifier->ApplyConfig(std::move(am_cfg));
     RETURN_IF_ERROR(apply_logs(new_logs));
     RETURN_IF_ERROR(remote_write.ApplyConfig(std::move(*rw)));
@@ -404,6 +420,10 @@ int RunServe(const ServeOptions& o) {
   deps.request_limits.max_series = o.max_series_per_request;
   deps.request_limits.max_samples = o.max_samples_per_request;
   deps.request_limits.max_decoded_bytes = o.max_request_body_bytes;
+  deps.otlp_options = [&otlp_mu, &otlp_opts] {
+    std::lock_guard<std::mutex> l(otlp_mu);
+    return otlp_opts;
+  };
   http::IngestGate::Options gate;
   gate.memory_limit = *memory_bound;
   gate.max_concurrent = o.max_concurrent_pushes > 0

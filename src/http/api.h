@@ -93,6 +93,9 @@ struct ApiDeps {
   // Bounds on one remote_write or import request (the counters are set by
   // Api to its metrics).
   ingest::RequestLimits request_limits;
+  // The config file's `otlp:` section as it is now (a reload may change
+  // it), read once per OTLP request; null: the defaults.
+  std::function<ingest::OtlpOptions()> otlp_options;
   // --ingest.max-memory and --ingest.max-concurrent-pushes: the server
   // admits pushes through it (http/ingest_gate.h). Null: no bound.
   std::shared_ptr<IngestGate> ingest_gate;

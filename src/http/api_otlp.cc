@@ -18,7 +18,7 @@ Response Api::Otlp(const Request& req) {
     return Text(415, "otlp: Content-Type \"" + std::string(type).substr(0, 100) +
                          "\": expected application/x-protobuf or application/json");
   }
-  ingest::OtlpBatch batch;
+  ingest::OtlpBatch batch(deps_.otlp_options ? deps_.otlp_options() : ingest::OtlpOptions{});
   const int64_t now = NowMillis();
   Status s = json ? batch.ParseJson(req.body, now, deps_.request_limits, &otlp_deltas_)
                   : batch.ParseProto(req.body, now, deps_.request_limits, &otlp_deltas_);

@@ -281,6 +281,7 @@ class OtlpTranslator {
       if (!IsValidUtf8(a.value) || !IsValidUtf8(a.key)) return Reject(m, 1, "attribute " + a.key.substr(0, 100) + " is not valid UTF-8");
     }
     if (m.kind == Kind::kExpHistogram) return AddExpPoint(m, name, p, delta, t, stale);
+    if (m.kind == Kind::kHistogram && b_->options_.convert_histograms_to_nhcb) return AddNhcbPoint(m, name, p, delta, t, stale);
     std::vector<Sample> out;
     switch (m.kind) {
       case Kind::kGauge:
@@ -397,6 +398,61 @@ class OtlpTranslator {
       // Both sides exponential: AddHistogram fails only on time.
       if (!deltas_->AddHistogram(key_, t, StartMs(p), h, &b_->hist_pending_, &h, &st)) {
         return Reject(m, 1, "delta point not after the series' previous point");
+      }
+    }
+    RETURN_IF_ERROR(Emit(labels, t, 0, st, &h));
+    first_ms_ = std::min(first_ms_, t);
+    last_ms_ = std::max(last_ms_, t);
+    return Status::OK();
+  }
+
+  // An explicit-bucket histogram point as one native histogram with custom
+  // buckets (convert_histograms_to_nhcb; Prometheus's
+  // explicitHistogramToCustomBucketsHistogram): the explicit bounds are the
+  // custom values, the bucket counts laid out as convertBucketsLayout does
+  // (leading empty buckets skipped, gaps over 2 start a new span), an
+  // absent sum is 0. A delta point is added to its series' running total
+  // (Prometheus stores it as is with a gauge hint; here, as for the other
+  // deltas, the total is cumulative).
+  Status AddNhcbPoint(const Metric& m, const std::string& name, const Point& p, bool delta, int64_t t, bool stale) {
+    if (!p.bucket_counts.empty() && p.bucket_counts.size() != p.bounds.size() + 1) {
+      return Reject(m, 1, std::to_string(p.bucket_counts.size()) + " bucket counts for " + std::to_string(p.bounds.size()) +
+                              " explicit bounds (want one more count than bounds)");
+    }
+    model::FloatHistogram h;
+    h.schema = model::kCustomBucketsSchema;
+    h.custom_values = p.bounds;
+    // Prometheus's getBucketOffset: the layout starts at the first
+    // non-empty bucket. Custom bucket i is index i (ExpLayout adds 1).
+    size_t first = 0;
+    while (first < p.bucket_counts.size() && p.bucket_counts[first] == 0) first++;
+    if (first < p.bucket_counts.size()) {
+      const std::vector<uint64_t> counts(p.bucket_counts.begin() + static_cast<ptrdiff_t>(first), p.bucket_counts.end());
+      if (!ExpLayout(counts, static_cast<int32_t>(first) - 1, 0, &h.positive_spans, &h.positive_buckets)) {
+        return Reject(m, 1, "bucket offset out of range");
+      }
+    }
+    if (stale) {
+      h.sum = h.count = model::StaleNaN();
+    } else {
+      h.count = static_cast<double>(p.count);
+      h.sum = p.has_sum ? p.sum : 0;
+    }
+    // Bounds strictly increasing and finite, counts adding up.
+    if (Status st = h.Validate(); !st.ok() && !stale) return Reject(m, 1, st.message());
+    model::Labels base;
+    if (!BaseLabels(p.attrs, &base)) return Reject(m, 1, "a resource attribute is not valid UTF-8");
+    const model::Labels labels = Named(base, name, {});
+    int64_t st = delta ? 0 : StartMs(p);
+    if (delta && !stale) {
+      if (!b_->delta_lock_.owns_lock()) {
+        b_->delta_lock_ = deltas_->Lock();
+        b_->deltas_ = deltas_;
+      }
+      key_.clear();
+      model::AppendEncodedLabels(labels, &key_);
+      if (!deltas_->AddHistogram(key_, t, StartMs(p), h, &b_->hist_pending_, &h, &st)) {
+        return Reject(m, 1, "delta point not after the series' previous point, or its bucket bounds differ from the running total's");
       }
     }
     RETURN_IF_ERROR(Emit(labels, t, 0, st, &h));

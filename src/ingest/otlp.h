@@ -18,7 +18,9 @@
 //   attributes go on `target_info{job, instance}` = 1 at the resource's first
 //   and last point.
 // - Gauges and sums are samples; histograms are classic `_bucket{le}`,
-//   `_count` and `_sum` series; summaries `{quantile}`, `_count`, `_sum`.
+//   `_count` and `_sum` series (with OtlpOptions::convert_histograms_to_nhcb
+//   one native histogram with custom buckets, as Prometheus 3's
+//   convert_histograms_to_nhcb); summaries `{quantile}`, `_count`, `_sum`.
 //   Exponential histograms are native histograms as Prometheus 3's
 //   otlptranslator makes them (histograms.go): scale is the schema (above 8
 //   downscaled to 8 by merging buckets, below -4 rejected), offset and
@@ -134,9 +136,21 @@ struct OtlpStats {
   std::string first_rejection;   // why the first was, naming the metric
 };
 
+// What the `otlp:` section of the config file sets (Prometheus 3's
+// OTLPConfig) that the translation uses.
+struct OtlpOptions {
+  // convert_histograms_to_nhcb: explicit-bucket histograms become one native
+  // histogram with custom buckets (schema -53) each, named as the classic
+  // family (no _bucket/_count/_sum), instead of the classic series.
+  bool convert_histograms_to_nhcb = false;
+  bool operator==(const OtlpOptions&) const = default;
+};
+
 // One decoded request, translated. Not thread-safe.
 class OtlpBatch {
  public:
+  explicit OtlpBatch(OtlpOptions options = {}) : options_(options) {}
+
   // `now_ms` stands in for a point without a timestamp.
   Status ParseProto(std::string_view body, int64_t now_ms, const RequestLimits& limits, OtlpDeltas* deltas);
   Status ParseJson(std::string_view body, int64_t now_ms, const RequestLimits& limits, OtlpDeltas* deltas);
@@ -155,6 +169,7 @@ class OtlpBatch {
 
  private:
   friend class OtlpTranslator;
+  OtlpOptions options_;
   std::vector<Series> series_;
   std::unordered_map<std::string, uint32_t> index_;  // serialized labels -> series_
   std::vector<Sample> samples_;

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ingest/proto_enc_test_util.h"
@@ -555,6 +556,84 @@ TEST(OtlpDeltas, ExponentialHistogramStartTimestamps) {
   StoredST csts;
   Store(c, &hs, &csts);
   EXPECT_EQ(csts[R"({__name__="lat"})"], (std::vector<int64_t>{kT0Ms - 7000}));
+}
+
+// convert_histograms_to_nhcb: an explicit-bucket histogram point is one
+// native histogram with custom buckets under the family name, with its
+// start timestamp; leading empty buckets are skipped and gaps over 2 start a
+// new span (Prometheus's explicitHistogramToCustomBucketsHistogram); delta
+// points are summed into a running total; bad bounds are rejected.
+TEST(OtlpProto, ExplicitHistogramsAsNhcb) {
+  const uint64_t s = 1'000'000'000;
+  auto point = [&](uint64_t t_ns, std::vector<double> bounds, std::vector<uint64_t> counts, uint32_t flags = 0) {
+    Enc p;
+    p.Len(9, Attr("phase", "fwd"));
+    p.Fixed64(2, t_ns - 10 * s).Fixed64(3, t_ns).Fixed64(4, std::accumulate(counts.begin(), counts.end(), uint64_t{0}));
+    p.Double(5, 2.5);
+    for (uint64_t c : counts) p.Fixed64(6, c);
+    for (double d : bounds) p.Double(7, d);
+    if (flags != 0) p.Tag(10, 0).Varint(flags);
+    return p.b;
+  };
+  auto hist = [](const std::vector<std::string>& points, int temporality) {
+    Enc e;
+    for (const auto& p : points) e.Len(1, p);
+    return e.Tag(2, 0).Varint(temporality).b;
+  };
+  const OtlpOptions nhcb{.convert_histograms_to_nhcb = true};
+  const std::string series = R"({__name__="step_duration_seconds", job="trainer", phase="fwd"})";
+  OtlpBatch b(nhcb);
+  ASSERT_TRUE(b.ParseProto(Request({Attr("service.name", "trainer")},
+                                   {Metric("step.duration", "s", 9,
+                                           hist({point(kT0, {0.1, 0.5, 1, 2, 5, 10}, {0, 1, 2, 0, 0, 0, 3}),
+                                                 point(kT0 + s, {0.1, 0.5}, {0, 0, 0}, 1)},
+                                                2))}),
+                           0, {}, nullptr)
+                  .ok());
+  EXPECT_EQ(b.stats().rejected_points, 0u) << b.stats().first_rejection;
+  EXPECT_EQ(b.stats().histograms, 2u);
+  StoredH hs;
+  StoredST sts;
+  Stored floats = Store(b, &hs, &sts);
+  EXPECT_TRUE(floats.empty());  // no _bucket, _count, _sum
+  ASSERT_EQ(hs[series].size(), 2u);
+  const model::FloatHistogram& h = hs[series][0].second;
+  EXPECT_EQ(Layout(h), "schema:-53 count:6 sum:2.5 zc:0 zt:0 p:[1/2 3/1][1 2 3]");
+  EXPECT_EQ(h.custom_values, (std::vector<double>{0.1, 0.5, 1, 2, 5, 10}));
+  EXPECT_TRUE(h.Validate().ok());
+  EXPECT_EQ(sts[series], (std::vector<int64_t>{kT0Ms - 10000, kT0Ms - 9000}));
+  // No recorded value: the stale marker.
+  EXPECT_TRUE(model::IsStaleNaN(hs[series][1].second.sum));
+
+  // Deltas add up per series.
+  OtlpDeltas deltas;
+  auto send = [&](std::vector<std::string> points) {
+    OtlpBatch d(nhcb);
+    EXPECT_TRUE(d.ParseProto(Request({Attr("service.name", "trainer")}, {Metric("step.duration", "s", 9, hist(points, 1))}),
+                             0, {}, &deltas)
+                    .ok());
+    StoredH dh;
+    StoredST dst;
+    Store(d, &dh, &dst);
+    d.Committed(kT0Ms);
+    return std::make_tuple(dh[series], dst[series], d.stats().rejected_points);
+  };
+  auto [d1, st1, r1] = send({point(kT0, {1}, {1, 1}), point(kT0 + s, {1}, {2, 0})});
+  EXPECT_EQ(r1, 0u);
+  ASSERT_EQ(d1.size(), 2u);
+  EXPECT_EQ(d1[1].second.count, 4);
+  EXPECT_EQ(d1[1].second.positive_buckets, (std::vector<double>{3, 1}));
+  EXPECT_EQ(st1, (std::vector<int64_t>{kT0Ms - 10000, kT0Ms - 10000}));
+
+  // Bounds not increasing, or counts not matching them: rejected, named.
+  OtlpBatch bad(nhcb);
+  ASSERT_TRUE(bad.ParseProto(Request({}, {Metric("h", "", 9, hist({point(kT0, {1, 0.5}, {1, 1, 1}), point(kT0, {1}, {1})}, 2))}),
+                             0, {}, nullptr)
+                  .ok());
+  EXPECT_EQ(bad.stats().rejected_points, 2u);
+  EXPECT_NE(bad.stats().first_rejection.find("metric \"h\": custom buckets"), std::string::npos)
+      << bad.stats().first_rejection;
+  EXPECT_NE(bad.stats().first_rejection.find("strictly increasing"), std::string::npos) << bad.stats().first_rejection;
 }
 
 TEST(OtlpJson, TheSpecExampleAndErrors) {
