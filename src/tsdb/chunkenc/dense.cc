@@ -7,9 +7,9 @@
 //   round(v * 10^e)), 2 = IntSeq of the raw float64 bit patterns,
 //   3 = binary fixed point (varint k, IntSeq of v * 2^k).
 //
-// IntSeq stores x[0..n) as x0 plus first- or second-order differences,
-// divided by their common divisor, bit-packed with frame of reference in
-// blocks of 128 (or one varint when all residuals are equal).
+// IntSeq stores x[0..n) as head values plus differences of order 0..7,
+// divided by their common divisor, in blocks of 128 bit-packed with frame of
+// reference or Rice-coded (or one varint when all residuals are equal).
 
 #include <algorithm>
 #include <bit>
@@ -85,11 +85,88 @@ void Unpack(const uint8_t* p, const uint8_t* end, size_t cnt, int w, uint64_t lo
   }
 }
 
+// Bits [pos, pos + k) of the LSB-first stream at p, 1 <= k <= 62; the
+// caller guarantees they lie before `end`.
+inline uint64_t LoadBits(const uint8_t* p, const uint8_t* end, uint64_t pos, int k) {
+  const uint8_t* q = p + (pos >> 3);
+  const int off = static_cast<int>(pos & 7);
+  if (end - q >= 9) {
+    uint64_t word;
+    std::memcpy(&word, q, 8);
+    if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
+    word >>= off;
+    if (k + off > 64) word |= uint64_t{q[8]} << (64 - off);
+    return word & ((uint64_t{1} << k) - 1);
+  }
+  uint64_t v = 0;
+  for (int got = 0; got < k;) {
+    const int bit = static_cast<int>((pos + static_cast<uint64_t>(got)) & 7);
+    const int n = std::min(k - got, 8 - bit);
+    v |= ((uint64_t{p[(pos + static_cast<uint64_t>(got)) >> 3]} >> bit) & ((uint64_t{1} << n) - 1)) << got;
+    got += n;
+  }
+  return v;
+}
+
+// Reads a Rice-coded block of cnt values from p (at most `end`): the cnt
+// low parts of k bits (packed like a frame-of-reference block), then the
+// quotients in unary (q zero bits, then a one; LSB-first). out[i] = lo +
+// unzigzag((q << k) | low). Advances *p past the block.
+// Kept out of line so that GetIntSeq's frame-of-reference path stays as tight
+// as before.
+[[gnu::noinline]] bool GetRiceBlock(const uint8_t** p, const uint8_t* end, size_t cnt, int k, uint64_t lo,
+                                     uint64_t* out) {
+  const size_t low_bytes = (cnt * static_cast<size_t>(k) + 7) / 8;
+  if (static_cast<size_t>(end - *p) < low_bytes) return false;
+  const uint8_t* low = *p;
+  const uint8_t* u = low + low_bytes;
+  // The unary part a word at a time: each one bit ends a quotient; the low
+  // bits of the same value are read beside it.
+  const size_t avail = static_cast<size_t>(end - u);
+  size_t i = 0;
+  uint64_t acc = 0, low_pos = 0;
+  for (size_t off = 0; off < avail; off += 8) {
+    uint64_t word = 0;
+    const size_t have = std::min<size_t>(8, avail - off);
+    if (have == 8) {
+      std::memcpy(&word, u + off, 8);
+      if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
+    } else {
+      for (size_t j = 0; j < have; j++) word |= uint64_t{u[off + j]} << (8 * j);
+    }
+    const auto ones = static_cast<size_t>(std::popcount(word));
+    if (ones >= cnt - i) {
+      // The block ends in this word: drop the bits after its last one.
+      for (size_t extra = ones - (cnt - i); extra > 0; extra--) {
+        word &= ~(uint64_t{1} << (63 - std::countl_zero(word)));
+      }
+    }
+    int next = 0;  // first bit of the word not yet counted
+    for (; word != 0; word &= word - 1) {
+      const int tz = std::countr_zero(word);
+      uint64_t z = (acc + static_cast<uint64_t>(tz - next)) << k;
+      if (k != 0) {
+        z |= LoadBits(low, end, low_pos, k);
+        low_pos += static_cast<uint64_t>(k);
+      }
+      out[i++] = lo + ((z >> 1) ^ (uint64_t{0} - (z & 1)));
+      acc = 0;
+      next = tz + 1;
+    }
+    if (i == cnt) {
+      *p = u + off + static_cast<size_t>(next - 1) / 8 + 1;
+      return true;
+    }
+    acc += static_cast<uint64_t>(64 - next);
+  }
+  return false;
+}
+
 bool GetIntSeq(Reader* in, size_t n, uint64_t* x) {
   uint8_t hdr;
-  if (!in->Byte(&hdr) || (hdr & 0xf0) != 0) return false;
-  int order = hdr & 3;
-  uint64_t head[3];
+  if (!in->Byte(&hdr) || (hdr & 0xe0) != 0) return false;
+  int order = (hdr & 3) | ((hdr & kOrderHigh) ? 4 : 0);
+  uint64_t head[kMaxOrder];
   size_t first = std::min(n, static_cast<size_t>(order));
   for (size_t j = 0; j < first; j++) {
     if (!in->ZigZag(&head[j])) return false;
@@ -114,6 +191,10 @@ bool GetIntSeq(Reader* in, size_t n, uint64_t* x) {
         uint8_t w;
         if (!in->ZigZag(&dlo) || !in->Byte(&w)) return false;
         lo += dlo;
+        if (w >= kRiceBase && w <= kRiceBase + kMaxRiceK) {
+          if (!GetRiceBlock(&in->p, in->end, cnt, w - kRiceBase, lo, r + b)) return false;
+          continue;
+        }
         uint8_t nexc = 0;
         if ((w & 0x80) && (!in->Byte(&nexc) || nexc == 0)) return false;
         w &= 0x7f;

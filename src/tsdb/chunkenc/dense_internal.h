@@ -24,9 +24,18 @@ constexpr int64_t kMaxBinaryExp = 1100;
 
 enum ValueMode : uint8_t { kValXor = 0, kValDecimal = 1, kValBits = 2, kValBinary = 3 };
 
-// IntSeq header byte: bits 0-1 order, bit 2 has divisor, bit 3 packed.
+// IntSeq header byte: bits 0-1 order, bit 2 has divisor, bit 3 packed,
+// bit 4 adds 4 to the order (orders 4..7; chunks written before it exist
+// use orders 0..3 only).
 constexpr uint8_t kHasDivisor = 1 << 2;
 constexpr uint8_t kPacked = 1 << 3;
+constexpr uint8_t kOrderHigh = 1 << 4;
+constexpr int kMaxOrder = 7;
+
+// Block width byte: 0..64 = frame of reference with that bit width;
+// kRiceBase + k (k = 0..kMaxRiceK) = Rice-coded block with parameter k.
+constexpr uint8_t kRiceBase = 65;
+constexpr int kMaxRiceK = 62;
 
 constexpr double kPow10[kMaxExp + 1] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8, 1e9,
                                         1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18};
