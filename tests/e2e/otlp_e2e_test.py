@@ -12,7 +12,9 @@ job/instance and target_info from the resource, explicit histograms as
 buckets histogram_quantile reads, exponential histograms as native
 histograms), delta sums and histograms made cumulative, partial success for
 points that cannot be stored, clear 400/415s, and that every answered point
-survives a kill -9.
+survives a kill -9; with the config file's otlp.convert_histograms_to_nhcb
+(turned on by a reload) explicit histograms are native histograms with custom
+buckets that answer as the classic series do.
 """
 import gzip
 import json
@@ -62,12 +64,18 @@ def request(resource, metrics):
 class OtlpTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="tw-otlp-e2e-")
-        self.server = twtest.Server(os.path.join(self.tmp, "data")).start()
+        self.config = os.path.join(self.tmp, "trainwatch.yml")
+        self.write_config(False)
+        self.server = twtest.Server(os.path.join(self.tmp, "data"), extra_args=["--config.file", self.config]).start()
         self.now_ms = int(time.time() * 1000) // 1000 * 1000
 
     def tearDown(self):
         self.server.stop_quietly()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def write_config(self, nhcb):
+        with open(self.config, "w") as f:
+            f.write("otlp:\n  convert_histograms_to_nhcb: %s\n" % ("true" if nhcb else "false"))
 
     def post(self, body, content_type="application/x-protobuf", gz=False):
         headers = {"Content-Type": content_type}
@@ -140,12 +148,51 @@ class OtlpTest(unittest.TestCase):
                          {"__name__": "target_info", "job": "ml/trainer", "instance": "node-1:0",
                           "host_name": "node-1", "gpu_count": "8"})
 
+        self.check_nhcb_after_reload(t1, t2)
+
         # Acknowledged means durable: every series after a kill -9.
         self.server.kill9()
         self.server.start()
         self.assertEqual(self.one('train_tokens_total' + job, t2), 4000)
+        self.assertEqual(self.one('histogram_count(step_rate_seconds)', t2), 20)
         self.assertAlmostEqual(self.one('histogram_quantile(0.5, step_duration_seconds_bucket)'), 0.15)
         self.assertEqual(self.one('histogram_count(batch_size)'), 8)
+
+    def check_nhcb_after_reload(self, t1, t2):
+        """otlp.convert_histograms_to_nhcb, switched on by a reload: the same
+        explicit-bucket histogram posted before (classic series) and after
+        (one native histogram with custom buckets under the family name)
+        answers the same to count, sum and quantiles, over rates too (both
+        interpolate linearly, promql/quantile.go). Prometheus 2.42 has no
+        NHCB, so there is no peer to compare with."""
+        def body():
+            # step.rate: bounds 0.1 0.2 0.4; counts 2 6 2 0 at t1, 4 8 6 2 at t2, started at t1 - 60 s.
+            pts = b"".join(ld(1, fixed64(2, self.ns(t1 - 60_000)) + fixed64(3, self.ns(t)) + fixed64(4, sum(c))
+                              + double(5, s) + ld(6, struct.pack("<4Q", *c)) + ld(7, struct.pack("<3d", 0.1, 0.2, 0.4)))
+                           for t, c, s in ((t1, (2, 6, 2, 0), 2.1), (t2, (4, 8, 6, 2), 5.0)))
+            return request({"service.name": "trainer"}, [metric("step.rate", "s", 9, pts + vint(2, 2))])
+        status, resp = self.post(body())
+        self.assertEqual((status, resp), (200, b""))
+        self.assertEqual(self.query('step_rate_seconds', t2), {})
+        self.write_config(True)
+        status, resp = self.server.request("POST", "/-/reload")
+        self.assertEqual(status, 200, resp)
+        status, resp = self.post(body())
+        self.assertEqual((status, resp), (200, b""))
+        self.assertEqual(self.one('histogram_count(step_rate_seconds)', t2), 20)
+        pairs = [("histogram_count(step_rate_seconds)", "step_rate_seconds_count"),
+                 ("histogram_sum(step_rate_seconds)", "step_rate_seconds_sum"),
+                 ("histogram_count(rate(step_rate_seconds[1m]))", "rate(step_rate_seconds_count[1m])"),
+                 ("histogram_sum(rate(step_rate_seconds[1m]))", "rate(step_rate_seconds_sum[1m])")]
+        for q in (0.25, 0.5, 0.7, 0.9):
+            pairs.append(("histogram_quantile(%g, step_rate_seconds)" % q,
+                          "histogram_quantile(%g, step_rate_seconds_bucket)" % q))
+            pairs.append(("histogram_quantile(%g, rate(step_rate_seconds[1m]))" % q,
+                          "histogram_quantile(%g, rate(step_rate_seconds_bucket[1m]))" % q))
+        for native, classic in pairs:
+            self.assertAlmostEqual(self.one(native, t2), self.one(classic, t2), msg=native)
+        # The rate's buckets are 2 2 4 2: the 0.7 quantile is 3/4 into (0.2, 0.4].
+        self.assertAlmostEqual(self.one("histogram_quantile(0.7, rate(step_rate_seconds[1m]))", t2), 0.35)
 
     def exp_delta(self, t, scale, offset, counts, neg=()):
         point = (fixed64(3, self.ns(t)) + fixed64(4, sum(counts) + sum(neg)) + double(5, float(len(counts)))

@@ -278,9 +278,15 @@ class ScrapeE2E(unittest.TestCase):
         with open(sd, "w") as f:
             json.dump([{"targets": ["127.0.0.1:%d" % self.train_port], "labels": {"src": "file"}}], f)
         closed = free_port()
+        # "nhcb": the training script's classic histogram (OpenMetrics, with
+        # _created) stored as a native histogram with custom buckets.
+        nhcb = {"job_name": "nhcb", "convert_classic_histograms_to_nhcb": True,
+                "static_configs": [{"targets": ["127.0.0.1:%d" % self.train_port]}],
+                "metric_relabel_configs": [{"source_labels": ["__name__"], "regex": "train_step_seconds.*",
+                                            "action": "keep"}]}
         jobs = [{"job_name": "node", "static_configs": [{"targets": ["127.0.0.1:%d" % self.node_port]}]},
                 {"job_name": "closed", "static_configs": [{"targets": ["127.0.0.1:%d" % closed]}]},
-                {"job_name": "files", "file_sd_configs": [{"files": [os.path.join(self.dir, "*.json")]}]}]
+                {"job_name": "files", "file_sd_configs": [{"files": [os.path.join(self.dir, "*.json")]}]}, nhcb]
         tw, cfg = self.trainwatch(scrape_config(jobs))
 
         def targets(state=None):
@@ -293,8 +299,9 @@ class ScrapeE2E(unittest.TestCase):
         def settled():
             p = by_pool()
             return p if all(p.get(j, {}).get("health") in ("up", "down") for j in ("node", "closed", "files",
-                                                                                   "trainwatch")) else None
+                                                                                   "trainwatch", "nhcb")) else None
         pools = wait_for(settled, "every target scraped")
+        self.check_nhcb(tw.port)
         node = pools["node"]
         self.assertEqual(node["health"], "up", node)
         self.assertEqual(sorted(node.keys()), sorted(
@@ -330,7 +337,9 @@ class ScrapeE2E(unittest.TestCase):
         # (e)+(f) POST /-/reload with the node job removed and a relabeled, dropped target added:
         # node's series go stale at once.
         self.assertTrue(instant(tw.port, 'node_load1{job="node"}'))
-        jobs2 = [jobs[1], jobs[2],
+        # The nhcb job with the conversion off: its loop restarts, the
+        # native histogram goes stale and the classic series come.
+        jobs2 = [jobs[1], jobs[2], dict(nhcb, convert_classic_histograms_to_nhcb=False),
                  {"job_name": "dropper", "static_configs": [{"targets": ["a:1", "b:2"]}],
                   "relabel_configs": [{"source_labels": ["__address__"], "regex": "a:1", "action": "drop"}]}]
         with open(cfg, "w") as f:
@@ -345,6 +354,8 @@ class ScrapeE2E(unittest.TestCase):
         self.assertEqual(targets("active")["droppedTargets"], [])
         wait_for(lambda: instant(tw.port, 'node_load1{job="node"}') == {}, "node series stale after reload")
         self.assertEqual(instant(tw.port, 'up{job="node"}'), {})
+        self.assertEqual(instant(tw.port, 'histogram_count(train_step_seconds{job="nhcb"})'), {})
+        wait_for(lambda: instant(tw.port, 'train_step_seconds_count{job="nhcb"}'), "nhcb job's classic series after reload")
 
         # A bad config: 500 with the reason; the running set stays.
         with open(cfg, "w") as f:
@@ -363,6 +374,37 @@ class ScrapeE2E(unittest.TestCase):
         wait_for(lambda: "node" in by_pool() and "dropper" not in by_pool(), "SIGHUP reload")
         wait_for(lambda: instant(tw.port, 'up{job="node"} == 1'), "node scraped again after SIGHUP")
         self.assertIsNone(tw.proc.poll())
+
+    def check_nhcb(self, port):
+        """The "nhcb" job's native histogram answers as the "files" job's
+        classic series of the same target do (Prometheus 2.42 has no NHCB, so
+        there is no peer to compare with): count, sum and quantiles, the
+        classic histogram_quantile over le buckets against the native one over
+        custom buckets (both interpolate linearly, promql/quantile.go)."""
+        inst = "127.0.0.1:%d" % self.train_port
+        native = 'train_step_seconds{job="nhcb"}'
+        classic = 'train_step_seconds_%%s{job="files",instance="%s"}' % inst
+        for job in ("nhcb", "files"):
+            self.wait_scrapes(port, job, 3)  # for the rates below
+        self.assertEqual(instant(port, '{job="nhcb",__name__=~"train_step_seconds_(bucket|count|sum)"}'), {})
+
+        def one(q):
+            r = instant(port, q)
+            self.assertEqual(len(r), 1, (q, r))
+            return list(r.values())[0]
+        self.assertEqual(one("histogram_count(%s)" % native), one(classic % "count"))
+        self.assertEqual(one("histogram_count(%s)" % native), 4)
+        self.assertAlmostEqual(one("histogram_sum(%s)" % native), one(classic % "sum"))
+        for q in (0.25, 0.5, 0.6, 0.9):
+            self.assertAlmostEqual(one("histogram_quantile(%g, %s)" % (q, native)),
+                                   one("histogram_quantile(%g, %s)" % (q, classic % "bucket")), msg=q)
+        self.assertAlmostEqual(one("histogram_quantile(0.6, %s)" % native), 0.7)
+        # Over rates: the target's values are constant, so both are NaN, and
+        # the rates of count agree.
+        self.assertEqual(one("histogram_count(rate(%s[5s]))" % native), one("rate(%s[5s])" % (classic % "count")))
+        r = [one("histogram_quantile(0.9, rate(%s[5s]))" % native),
+             one("histogram_quantile(0.9, rate(%s[5s]))" % (classic % "bucket"))]
+        self.assertTrue(all(x != x for x in r), r)
 
     @unittest.skipUnless(os.path.exists(PROMETHEUS), "needs Debian's prometheus")
     def test_tls_like_prometheus(self):

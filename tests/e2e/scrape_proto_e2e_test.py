@@ -4,7 +4,10 @@ histograms: trainwatch (scrape_native_histograms: true) and Debian's
 Prometheus 2.42 (--enable-feature=native-histograms) scrape the same
 Python-served target of delimited io.prometheus.client.MetricFamily
 messages, and their answers to histogram_count, histogram_sum,
-histogram_quantile and to classic series must be equal. The target also
+histogram_quantile and to classic series must be equal; a classic
+histogram that trainwatch converts to a native one with custom buckets
+(convert_classic_histograms_to_nhcb) must answer as Prometheus's classic
+series do. The target also
 records the Accept headers it gets (trainwatch must prefer protobuf).
 
 Usage: scrape_proto_e2e_test.py /path/to/trainwatch [unittest args]
@@ -123,7 +126,14 @@ class ScrapeProtoTest(unittest.TestCase):
         return path
 
     def test_same_answers_as_prometheus(self):
-        tw_cfg = self.config("tw.yml", "  scrape_native_histograms: true\n")
+        # A second trainwatch job converts the classic histogram to a native
+        # one with custom buckets (convert_classic_histograms_to_nhcb; 2.42
+        # has no such option): it must answer as Prometheus's classic series.
+        tw_cfg = self.config("tw.yml", "  scrape_native_histograms: true\n"
+                             "- job_name: nhcb\n  static_configs: [{targets: ['127.0.0.1:%d']}]\n"
+                             "  scrape_native_histograms: true\n  convert_classic_histograms_to_nhcb: true\n"
+                             "  metric_relabel_configs: [{source_labels: [__name__], regex: lat_classic_seconds,"
+                             " action: keep}]\n" % self.target_port)
         tw = Server(os.path.join(self.tmp, "tw"), extra_args=["--config.file", tw_cfg, "--scrape.self=false"]).start()
         self.procs.append(tw)
         prom_port = free_port()
@@ -139,7 +149,8 @@ class ScrapeProtoTest(unittest.TestCase):
             a = query(tw.port, "histogram_count(req_seconds)", t)
             b = query(prom_port, "histogram_count(req_seconds)", t)
             c = query(prom_port, "lat_classic_seconds_count", t)
-            if len(a) == 2 and len(b) == 2 and c:
+            d = query(tw.port, 'histogram_count(lat_classic_seconds{job="nhcb"})', t)
+            if len(a) == 2 and len(b) == 2 and c and d:
                 break
             if time.time() > deadline:
                 self.fail("no native histograms after 60 s: trainwatch %s prometheus %s\n%s" % (a, b, tw.logs()))
@@ -157,6 +168,17 @@ class ScrapeProtoTest(unittest.TestCase):
             self.assertEqual([m for m, _ in got], [m for m, _ in want], q)
             for (_, g), (_, w) in zip(got, want):
                 self.assertEqual(math.ceil(math.log2(float(g)) * 2), math.ceil(math.log2(float(w)) * 2), (q, g, w))
+        # The classic histogram as NHCB (job nhcb) against Prometheus's classic series.
+        nhcb = 'lat_classic_seconds{job="nhcb"}'
+        self.assertEqual(query(tw.port, '{job="nhcb",__name__=~"lat_classic_seconds_.+"}', t), [])
+        for ours, theirs in (("histogram_count(%s)" % nhcb, "lat_classic_seconds_count"),
+                             ("histogram_sum(%s)" % nhcb, "lat_classic_seconds_sum"),
+                             ("histogram_quantile(0.9, %s)" % nhcb, "histogram_quantile(0.9, lat_classic_seconds_bucket)"),
+                             ("histogram_quantile(0.5, %s)" % nhcb, "histogram_quantile(0.5, lat_classic_seconds_bucket)")):
+            got, want = query(tw.port, ours, t), query(prom_port, theirs, t)
+            self.assertEqual(len(got), 1, ours)
+            self.assertEqual(len(want), 1, theirs)
+            self.assertAlmostEqual(float(got[0][1]), float(want[0][1]), msg=ours)
         # Classic series of the classic histogram: every bucket, same le labels.
         self.assertEqual(query(tw.port, "lat_classic_seconds_bucket", t), query(prom_port, "lat_classic_seconds_bucket", t))
         self.assertEqual(query(tw.port, "count(req_seconds_bucket)", t), [])  # classic part of a native one: dropped
