@@ -7,7 +7,8 @@
 // Real workload (when CHUNKENC_DATA names a file written by testdata_gen.py):
 // BM_Workload* report bytes/sample for XOR (120-sample chunks, like
 // Prometheus' head) and dense (one chunk per series and block), and the dense
-// encode/decode speed; BM_WorkloadReport prints a per-metric table to stderr;
+// encode/decode speed; BM_WorkloadReport/N prints a per-metric table to stderr
+// (N samples per dense chunk, 0 = one chunk per series);
 // BM_WorkloadChunkSize/N gives dense bytes/sample for N-sample chunks.
 
 #include <benchmark/benchmark.h>
@@ -159,10 +160,17 @@ size_t XorBytes(const Series& s) {
   return bytes;
 }
 
-size_t DenseBytes(const Series& s, std::string* out) {
-  out->clear();
-  EncodeDense(s.ts.data(), s.vs.data(), s.ts.size(), out);
-  return out->size();
+// Dense bytes of a series cut into chunks of `per_chunk` samples (0: one
+// chunk).
+size_t DenseBytes(const Series& s, std::string* out, size_t per_chunk = 0) {
+  if (per_chunk == 0) per_chunk = s.ts.size();
+  size_t bytes = 0;
+  for (size_t off = 0; off < s.ts.size(); off += per_chunk) {
+    out->clear();
+    EncodeDense(s.ts.data() + off, s.vs.data() + off, std::min(per_chunk, s.ts.size() - off), out);
+    bytes += out->size();
+  }
+  return bytes;
 }
 
 void BM_WorkloadReport(benchmark::State& state) {
@@ -182,7 +190,7 @@ void BM_WorkloadReport(benchmark::State& state) {
     total = Acc{};
     for (const Series& s : *data) {
       Acc& a = per[s.name];
-      size_t xb = XorBytes(s), db = DenseBytes(s, &buf);
+      size_t xb = XorBytes(s), db = DenseBytes(s, &buf, static_cast<size_t>(state.range(0)));
       for (Acc* p : {&a, &total}) {
         p->series++;
         p->samples += s.ts.size();
@@ -207,7 +215,9 @@ void BM_WorkloadReport(benchmark::State& state) {
   state.counters["dense_B/sample"] = static_cast<double>(total.dense_bytes) / static_cast<double>(total.samples);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * total.samples));
 }
-BENCHMARK(BM_WorkloadReport)->Iterations(1)->Unit(benchmark::kMillisecond);
+// Arg: samples per dense chunk (0 = the whole series; 240 = the peers
+// harness' hour at 15 s).
+BENCHMARK(BM_WorkloadReport)->Arg(0)->Arg(240)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_WorkloadDecode(benchmark::State& state, Encoding enc) {
   const auto* data = LoadWorkload();
