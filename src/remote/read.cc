@@ -7,11 +7,13 @@
 #include <tuple>
 
 #include "base/coding.h"
+#include "base/crc32c.h"
 #include "base/log.h"
 #include "base/proto_reader.h"
 #include "base/snappy.h"
 #include "ingest/remote_write.h"
 #include "model/labels.h"
+#include "remote/prom_chunks.h"
 #include "remote/proto.h"
 #include "storage/merge.h"
 
@@ -35,8 +37,11 @@ void Varint(uint32_t field, uint64_t v, std::string* out) {
   PutVarint64(out, v);
 }
 
-// ReadRequest{queries: [Query{start, end, matchers}], accepted_response_types: [SAMPLES]}
-// (prompb/remote.proto; LabelMatcher.Type has MatchType's order).
+// ReadRequest{queries: [Query{start, end, matchers}], accepted_response_types:
+// [STREAMED_XOR_CHUNKS, SAMPLES]} (prompb/remote.proto; LabelMatcher.Type has
+// MatchType's order). Streamed chunks first, as Prometheus 3's client asks:
+// a server that has them (Prometheus 2.13+, Thanos, trainwatch) answers
+// with them, one that does not with SAMPLES.
 std::string ReadRequest(int64_t mint, int64_t maxt, const model::Matchers& matchers) {
   std::string q;
   Varint(1, static_cast<uint64_t>(mint), &q);
@@ -50,7 +55,7 @@ std::string ReadRequest(int64_t mint, int64_t maxt, const model::Matchers& match
   }
   std::string req;
   Len(1, q, &req);
-  Varint(2, 0, &req);  // SAMPLES
+  Len(2, std::string{'\x01', '\x00'}, &req);  // packed: STREAMED_XOR_CHUNKS, SAMPLES
   return req;
 }
 
@@ -76,7 +81,6 @@ class Collect final : public storage::Appender {
   Status Commit() override { return Status::OK(); }
   void Rollback() override {}
 
- private:
   Data& Get(const model::Labels& labels) {
     key_.clear();
     model::AppendEncodedLabels(labels, &key_);
@@ -84,10 +88,14 @@ class Collect final : public storage::Appender {
     if (d.labels.empty()) d.labels = labels;
     return d;
   }
+
+ private:
   std::string key_;
 };
 
-// The series of one answer, external labels removed, sorted.
+std::vector<std::shared_ptr<storage::Series>> ToSeries(Collect* c, const model::Labels& drop);
+
+// The series of a SAMPLES answer, external labels removed, sorted.
 Result<std::vector<std::shared_ptr<storage::Series>>> DecodeReadResponse(std::string_view body, const model::Labels& drop) {
   std::string buf;
   ASSIGN_OR_RETURN(std::string_view proto, SnappyBlockDecode(body, &buf, ingest::kDefaultMaxBodyBytes));
@@ -99,9 +107,127 @@ Result<std::vector<std::shared_ptr<storage::Series>>> DecodeReadResponse(std::st
     RETURN_IF_ERROR(batch.Parse(result.rest(), nullptr));
     return batch.AppendTo(&c);
   }));
+  return ToSeries(&c, drop);
+}
+
+// The largest frame of a streamed answer, as Prometheus's default
+// chunked_read_limit.
+constexpr uint64_t kMaxFrameBytes = 50'000'000;
+
+// Label {name = 1, value = 2} of a ChunkedSeries.
+Status ParseLabel(ProtoReader& r, std::vector<model::Label>* out) {
+  model::Label l;
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    std::string_view s;
+    if ((f == 1 || f == 2) && w == kLen) {
+      RETURN_IF_ERROR(r.Bytes(&s));
+      (f == 1 ? l.name : l.value) = std::string(s);
+    } else {
+      RETURN_IF_ERROR(r.Skip(f, w));
+    }
+  }
+  if (l.name.empty()) return Status::InvalidArgument("a label with an empty name");
+  out->push_back(std::move(l));
+  return Status::OK();
+}
+
+// Chunk {min_time_ms = 1, max_time_ms = 2, type = 3, data = 4}: its samples
+// in [mint, maxt] into *d.
+Status ParseChunk(ProtoReader& r, int64_t mint, int64_t maxt, Collect::Data* d) {
+  uint64_t type = 0;
+  std::string_view data;
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    if (f == 3 && w == kVarint) {
+      RETURN_IF_ERROR(r.Varint(&type));
+    } else if (f == 4 && w == kLen) {
+      RETURN_IF_ERROR(r.Bytes(&data));
+    } else {
+      RETURN_IF_ERROR(r.Skip(f, w));  // min and max time: the samples say
+    }
+  }
+  return DecodePromChunk(type, data, mint, maxt, &d->floats, &d->hists);
+}
+
+// ChunkedSeries {labels = 1, chunks = 2}; chunks are decoded once the
+// labels are known, wherever they stand in the message.
+Status ParseChunkedSeries(std::string_view msg, size_t base, int64_t mint, int64_t maxt, Collect* c) {
+  std::vector<model::Label> ls;
+  std::vector<std::pair<std::string_view, size_t>> chunks;
+  ProtoReader r(msg, base);
+  while (!r.done()) {
+    uint32_t f = 0, w = 0;
+    RETURN_IF_ERROR(r.Tag(&f, &w));
+    std::string_view s;
+    size_t at = 0;
+    if (f == 1 && w == kLen) {
+      RETURN_IF_ERROR(r.Bytes(&s, &at));
+      ProtoReader lr(s, at);
+      RETURN_IF_ERROR(ParseLabel(lr, &ls));
+    } else if (f == 2 && w == kLen) {
+      RETURN_IF_ERROR(r.Bytes(&s, &at));
+      chunks.emplace_back(s, at);
+    } else {
+      RETURN_IF_ERROR(r.Skip(f, w));
+    }
+  }
+  std::sort(ls.begin(), ls.end());
+  for (size_t i = 1; i < ls.size(); i++) {
+    if (ls[i].name == ls[i - 1].name) return Status::InvalidArgument("duplicate label name \"" + ls[i].name + "\"");
+  }
+  model::Labels labels(std::move(ls));
+  Collect::Data& d = c->Get(labels);
+  for (size_t i = 0; i < chunks.size(); i++) {
+    ProtoReader cr(chunks[i].first, chunks[i].second);
+    if (Status s = ParseChunk(cr, mint, maxt, &d); !s.ok()) {
+      return s.Annotate("series " + labels.ToString() + ", chunk " + std::to_string(i + 1));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+// Frames of a uvarint size, the big-endian CRC-32C of the message and a
+// ChunkedReadResponse {chunked_series = 1, query_index = 2}.
+Result<std::vector<std::shared_ptr<storage::Series>>> DecodeChunkedReadResponse(std::string_view body, int64_t mint,
+                                                                                int64_t maxt, const model::Labels& drop) {
+  Collect c;
+  size_t pos = 0;
+  for (int frame = 1; pos < body.size(); frame++) {
+    const std::string where = "frame " + std::to_string(frame) + " at byte " + std::to_string(pos);
+    std::string_view in = body.substr(pos);
+    uint64_t size = 0;
+    if (!GetVarint64(&in, &size)) return Status::Corruption(where + ": truncated size");
+    if (size > kMaxFrameBytes) {
+      return Status::Corruption(where + ": " + std::to_string(size) + " bytes, more than the limit of " +
+                                std::to_string(kMaxFrameBytes));
+    }
+    if (in.size() < 4 + size) return Status::Corruption(where + ": truncated (" + std::to_string(size) + " bytes announced)");
+    const auto* p = reinterpret_cast<const uint8_t*>(in.data());
+    const uint32_t want = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+    std::string_view msg = in.substr(4, size);
+    if (crc32c::Value(msg.data(), msg.size()) != want) return Status::Corruption(where + ": CRC-32C mismatch");
+    pos = body.size() - in.size() + 4 + size;
+    ProtoReader r(msg);
+    Status s = r.EachMessage(1, "chunked_series", [&](ProtoReader& series) -> Status {
+      return ParseChunkedSeries(series.rest(), series.offset(), mint, maxt, &c);
+    });
+    if (!s.ok()) return s.Annotate(where);
+  }
+  return ToSeries(&c, drop);
+}
+
+namespace {
+
+// What a Collect holds as series, external labels removed, sorted.
+std::vector<std::shared_ptr<storage::Series>> ToSeries(Collect* c, const model::Labels& drop) {
   std::vector<std::shared_ptr<storage::Series>> out;
-  out.reserve(c.series.size());
-  for (auto& [key, s] : c.series) {
+  out.reserve(c->series.size());
+  for (auto& [key, s] : c->series) {
     model::Labels labels = s.labels;
     if (!drop.empty()) {
       model::LabelsBuilder b(labels);
@@ -110,12 +236,18 @@ Result<std::vector<std::shared_ptr<storage::Series>>> DecodeReadResponse(std::st
       }
       labels = b.Build();
     }
-    std::sort(s.floats.begin(), s.floats.end(), [](const model::Sample& a, const model::Sample& b) { return a.t < b.t; });
+    // One value per timestamp (streamed chunks may overlap).
+    std::stable_sort(s.floats.begin(), s.floats.end(),
+                     [](const model::Sample& a, const model::Sample& b) { return a.t < b.t; });
+    s.floats.erase(std::unique(s.floats.begin(), s.floats.end(),
+                               [](const model::Sample& a, const model::Sample& b) { return a.t == b.t; }),
+                   s.floats.end());
     if (s.hists.empty()) {
+      if (s.floats.empty()) continue;
       out.push_back(std::make_shared<storage::ListSeries>(std::move(labels), std::move(s.floats)));
       continue;
     }
-    // One value per timestamp: MixedVectorIterator lets a float win a tie.
+    // A float wins a tie with a histogram (MixedVectorIterator).
     std::stable_sort(s.hists.begin(), s.hists.end(),
                      [](const storage::HistogramSample& a, const storage::HistogramSample& b) { return a.t < b.t; });
     s.hists.erase(std::unique(s.hists.begin(), s.hists.end(),
@@ -180,7 +312,7 @@ class RemoteQuerier final : public storage::Querier {
       drop = model::Labels(std::move(dropped));
     }
     store.queries.fetch_add(1, std::memory_order_relaxed);
-    auto out = Send(cfg, ReadRequest(mint, maxt, query), drop);
+    auto out = Send(cfg, ReadRequest(mint, maxt, query), mint, maxt, drop);
     if (!out.ok()) {
       store.failures.fetch_add(1, std::memory_order_relaxed);
       TW_LOG(Warn, "remote_read {}: {} (the query is answered without it)", cfg.name, out.error().message());
@@ -190,7 +322,7 @@ class RemoteQuerier final : public storage::Querier {
   }
 
   Result<std::vector<std::shared_ptr<storage::Series>>> Send(const RemoteReadConfig& cfg, const std::string& request,
-                                                            const model::Labels& drop) {
+                                                            int64_t mint, int64_t maxt, const model::Labels& drop) {
     ASSIGN_OR_RETURN(std::unique_ptr<httplib::Client> c, scrape::NewHttpClient(cfg.base, cfg.http, cfg.remote_timeout_ms));
     c->set_decompress(false);  // the answer is snappy-framed; httplib knows only gzip and brotli
     std::vector<std::pair<std::string, std::string>> extra;
@@ -209,7 +341,13 @@ class RemoteQuerier final : public storage::Querier {
       while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
       return Status::Unavailable("server returned HTTP status " + std::to_string(res->status) + ": " + msg);
     }
-    auto series = DecodeReadResponse(res->body, drop);
+    // The answer's type by its Content-Type, as Prometheus's client.
+    const std::string type = res->get_header_value("Content-Type");
+    const bool streamed = type.starts_with("application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse");
+    if (!streamed && !type.starts_with("application/x-protobuf")) {
+      return Status::Unavailable("answer of " + cfg.url + ": unsupported content type \"" + type + "\"");
+    }
+    auto series = streamed ? DecodeChunkedReadResponse(res->body, mint, maxt, drop) : DecodeReadResponse(res->body, drop);
     if (!series.ok()) return series.error().Annotate("answer of " + cfg.url);
     return series;
   }

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -69,5 +70,13 @@ class FanoutQueryable : public storage::Queryable {
   storage::Queryable* primary_;
   RemoteRead* secondary_;
 };
+
+// Decodes a STREAMED_XOR_CHUNKS answer: CRC-checked frames of
+// ChunkedReadResponse with XOR, HISTOGRAM and FLOAT_HISTOGRAM chunks
+// (remote/prom_chunks.h). Keeps samples in [mint, maxt], joins a series split
+// over frames, removes the `drop` labels; series sorted by labels. Errors
+// name the frame, series, chunk and problem.
+Result<std::vector<std::shared_ptr<storage::Series>>> DecodeChunkedReadResponse(std::string_view body, int64_t mint,
+                                                                                int64_t maxt, const model::Labels& drop);
 
 }  // namespace trainwatch::remote
