@@ -3,9 +3,14 @@
 // snappy-compressed ReadRequest; the answer is, by the first of the
 // request's accepted_response_types we speak, either a snappy-compressed
 // ReadResponse of raw samples (SAMPLES, what Prometheus 2.x sends) or a
-// stream of ChunkedReadResponse frames holding Prometheus XOR chunks
-// (STREAMED_XOR_CHUNKS, Thanos and Prometheus 2.13+ when asked): each frame
-// a uvarint size, the big-endian CRC-32C of the message, the message.
+// stream of ChunkedReadResponse frames holding Prometheus chunks
+// (STREAMED_XOR_CHUNKS, what Prometheus 3 and Thanos ask for first): XOR
+// for floats, FLOAT_HISTOGRAM for native histograms (remote/prom_chunks.h),
+// cut as Prometheus cuts a series it re-encodes. As Prometheus's
+// StreamChunkedReadResponses, a frame holds one series (its client reads only
+// the first of a frame), a series passing the frame size goes on in the
+// next frame; each frame a uvarint size, the big-endian CRC-32C of the
+// message, the message.
 //
 // As Prometheus: matchers equal to an external label are dropped, and the
 // external labels are added to every series that lacks them.
@@ -18,10 +23,10 @@
 #include "base/proto_reader.h"
 #include "base/snappy.h"
 #include "http/api.h"
+#include "remote/prom_chunks.h"
 #include "remote/proto.h"
 #include "rules/manager.h"
 #include "storage/merge.h"
-#include "tsdb/chunkenc/chunk.h"
 
 namespace trainwatch::http {
 namespace {
@@ -29,9 +34,8 @@ namespace {
 // The samples one request may read (Prometheus's
 // --storage.remote.read-sample-limit default).
 constexpr size_t kSampleLimit = 50'000'000;
-// Samples per XOR chunk and bytes per frame, as Prometheus's read handler.
-constexpr size_t kChunkSamples = 120;
-constexpr size_t kFrameBytes = 1 << 20;
+// Bytes per frame, as Prometheus's --storage.remote.read-max-bytes-in-frame.
+constexpr int64_t kFrameBytes = 1 << 20;
 
 enum ResponseType : uint64_t { kSamples = 0, kStreamedXorChunks = 1 };
 
@@ -127,7 +131,7 @@ void PutLenField(std::string* out, uint32_t field, std::string_view bytes) {
 struct SeriesData {
   model::Labels labels;
   std::vector<model::Sample> samples;
-  std::vector<storage::HistogramSample> hists;  // native histograms (SAMPLES responses only)
+  std::vector<storage::HistogramSample> hists;  // native histograms; timestamps differ from the floats'
 };
 
 // Every series of the query with its samples in [start, end], external
@@ -155,9 +159,6 @@ Status Select(storage::Querier& q, const ReadQuery& query, const model::Labels& 
     for (bool ok = it->Seek(query.start); ok; ok = it->Next()) {
       model::Sample x = it->At();
       if (x.t > query.end) break;
-      // Native histograms: TimeSeries.histograms in SAMPLES responses; not
-      // sent as histogram chunks (STREAMED_XOR_CHUNKS skips them, see
-      // docs/compatibility.md).
       if (it->AtIsHistogram()) {
         d.hists.push_back(storage::HistogramSample{x.t, *it->AtHistogram()});
         continue;
@@ -174,46 +175,56 @@ Status Select(storage::Querier& q, const ReadQuery& query, const model::Labels& 
   return ss->Err();
 }
 
-// ChunkedSeries {labels = 1, chunks = 2}: chunks of at most kChunkSamples.
-std::string ChunkedSeries(const SeriesData& d) {
-  std::string msg;
-  remote::AppendLabelFields(d.labels, &msg);  // Label fields are field 1 here as in TimeSeries
-  std::vector<int64_t> ts;
-  std::vector<double> vs;
-  for (size_t i = 0; i < d.samples.size(); i += kChunkSamples) {
-    size_t n = std::min(kChunkSamples, d.samples.size() - i);
-    ts.clear();
-    vs.clear();
-    for (size_t k = 0; k < n; k++) {
-      ts.push_back(d.samples[i + k].t);
-      vs.push_back(d.samples[i + k].v);
-    }
-    std::string data;
-    chunkenc::EncodeXor(ts.data(), vs.data(), n, &data);
-    std::string chunk;
-    PutVarint32(&chunk, (1 << 3) | 0);
-    PutVarint64(&chunk, static_cast<uint64_t>(ts.front()));
-    PutVarint32(&chunk, (2 << 3) | 0);
-    PutVarint64(&chunk, static_cast<uint64_t>(ts.back()));
-    PutVarint32(&chunk, (3 << 3) | 0);
-    PutVarint64(&chunk, 1);  // Chunk.Encoding XOR
-    PutLenField(&chunk, 4, data);
-    PutLenField(&msg, 2, chunk);
-  }
-  return msg;
-}
-
 // A frame: uvarint size, big-endian CRC-32C of the message, the message
-// ChunkedReadResponse {chunked_series = 1 (repeated), query_index = 2}.
-void AppendFrame(const std::vector<std::string>& series, int64_t query_index, std::string* out) {
+// ChunkedReadResponse {chunked_series = 1, query_index = 2}.
+void AppendFrame(std::string_view series, int64_t query_index, std::string* out) {
   std::string msg;
-  for (const std::string& s : series) PutLenField(&msg, 1, s);
+  PutLenField(&msg, 1, series);
   PutVarint32(&msg, (2 << 3) | 0);
   PutVarint64(&msg, static_cast<uint64_t>(query_index));
   PutVarint64(out, msg.size());
   uint32_t crc = crc32c::Value(msg.data(), msg.size());
   for (int s = 24; s >= 0; s -= 8) out->push_back(static_cast<char>((crc >> s) & 0xff));
   out->append(msg);
+}
+
+// One series as ChunkedSeries {labels = 1, chunks = 2} frames, split where
+// Prometheus's StreamChunkedReadResponses splits: a frame is sent once its
+// chunks pass the frame size less the labels (so by at most one chunk).
+void StreamSeries(const SeriesData& d, int64_t query_index, std::string* out) {
+  remote::PromChunkEncoder enc;
+  for (size_t i = 0, j = 0; i < d.samples.size() || j < d.hists.size();) {
+    if (j == d.hists.size() || (i < d.samples.size() && d.samples[i].t < d.hists[j].t)) {
+      enc.AppendFloat(d.samples[i].t, d.samples[i].v);
+      i++;
+    } else {
+      enc.AppendHistogram(d.hists[j].t, d.hists[j].h);
+      j++;
+    }
+  }
+  const std::vector<remote::PromChunk> chunks = enc.Finish();
+  std::string labels;
+  remote::AppendLabelFields(d.labels, &labels);  // Label fields are field 1 here as in TimeSeries
+  const int64_t max_data = kFrameBytes - static_cast<int64_t>(labels.size());
+  int64_t left = max_data;
+  std::string msg = labels;
+  for (size_t k = 0; k < chunks.size(); k++) {
+    const remote::PromChunk& c = chunks[k];
+    std::string chunk;  // Chunk {min_time_ms = 1, max_time_ms = 2, type = 3, data = 4}
+    PutVarint32(&chunk, (1 << 3) | 0);
+    PutVarint64(&chunk, static_cast<uint64_t>(c.min_time));
+    PutVarint32(&chunk, (2 << 3) | 0);
+    PutVarint64(&chunk, static_cast<uint64_t>(c.max_time));
+    PutVarint32(&chunk, (3 << 3) | 0);
+    PutVarint64(&chunk, static_cast<uint64_t>(c.encoding));
+    PutLenField(&chunk, 4, c.data);
+    PutLenField(&msg, 2, chunk);
+    left -= static_cast<int64_t>(chunk.size());
+    if (left > 0 && k + 1 < chunks.size()) continue;
+    AppendFrame(msg, query_index, out);
+    msg = labels;
+    left = max_data;
+  }
 }
 
 }  // namespace
@@ -259,20 +270,7 @@ Response Api::RemoteRead(const Request& req) {
       PutLenField(&out, 1, result);  // ReadResponse {results = 1}
       continue;
     }
-    std::vector<std::string> frame;
-    size_t frame_bytes = 0;
-    for (const SeriesData& d : series) {
-      if (d.samples.empty()) continue;  // only histograms: not streamed
-      std::string cs = ChunkedSeries(d);
-      if (!frame.empty() && frame_bytes + cs.size() > kFrameBytes) {
-        AppendFrame(frame, static_cast<int64_t>(i), &out);
-        frame.clear();
-        frame_bytes = 0;
-      }
-      frame_bytes += cs.size();
-      frame.push_back(std::move(cs));
-    }
-    if (!frame.empty()) AppendFrame(frame, static_cast<int64_t>(i), &out);
+    for (const SeriesData& d : series) StreamSeries(d, static_cast<int64_t>(i), &out);
   }
   Response r;
   if (type == kSamples) {

@@ -9,7 +9,10 @@
 
 #include "base/clock.h"
 #include "base/file.h"
+#include "base/coding.h"
 #include "base/proto_reader.h"
+#include "remote/proto.h"
+#include "remote/read.h"
 #include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::http {
@@ -603,6 +606,87 @@ TEST_F(ApiTest, AdminApiIsOffByDefault) {
   EXPECT_TRUE(json::parse(snap.body)["data"]["name"].is_string()) << snap.body;
   EXPECT_EQ(Do("PUT", "/api/v1/admin/tsdb/flush").status, 204);
   EXPECT_EQ(db_->GetStats().head_series, 0u);
+}
+
+// STREAMED_XOR_CHUNKS with native histograms: FLOAT_HISTOGRAM chunks beside
+// XOR ones in a mixed series, one series a frame (Prometheus's client reads
+// only a frame's first series), read back by our remote_read client.
+TEST_F(ApiTest, RemoteReadStreamsHistogramChunksOneSeriesAFrame) {
+  const int64_t now = NowMillis() - 600000;
+  auto hist = [](double c) {
+    model::FloatHistogram h;
+    h.schema = 1;
+    h.count = c;
+    h.sum = c * 3;
+    h.zero_threshold = 0.001;
+    h.positive_spans = {{0, 2}};
+    h.positive_buckets = {c / 2, c / 2};
+    return h;
+  };
+  const model::Labels mixed({{"__name__", "m"}, {"kind", "mixed"}}), only({{"__name__", "m"}, {"kind", "hist"}});
+  auto app = db_->NewAppender();
+  for (int i = 0; i < 10; i++) ASSERT_TRUE(app->Append(0, mixed, now + i * 1000, i).ok());
+  for (int i = 10; i < 20; i++) {
+    ASSERT_TRUE(app->AppendHistogram(0, mixed, now + i * 1000, hist(i)).ok());
+    ASSERT_TRUE(app->AppendHistogram(0, only, now + i * 1000, hist(2 * i)).ok());
+  }
+  ASSERT_TRUE(app->Commit().ok());
+
+  auto put_len = [](std::string* out, uint32_t f, std::string_view b) {
+    PutVarint32(out, (f << 3) | 2);
+    PutVarint64(out, b.size());
+    out->append(b);
+  };
+  std::string matcher, query, read, body;
+  put_len(&matcher, 2, "__name__");
+  put_len(&matcher, 3, "m");
+  PutVarint32(&query, 1 << 3);
+  PutVarint64(&query, static_cast<uint64_t>(now));
+  PutVarint32(&query, 2 << 3);
+  PutVarint64(&query, static_cast<uint64_t>(now + 100000));
+  put_len(&query, 3, matcher);
+  put_len(&read, 1, query);
+  PutVarint32(&read, 2 << 3);
+  PutVarint64(&read, 1);  // STREAMED_XOR_CHUNKS
+  remote::SnappyCompress(read, &body);
+  Response r = Do("POST", "/api/v1/read", {}, body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse");
+  const std::string out = Drain(r);
+
+  // Frames: uvarint size, CRC, ChunkedReadResponse with one chunked_series.
+  std::string_view in = out;
+  std::vector<std::string> frames;
+  while (!in.empty()) {
+    uint64_t n = 0;
+    ASSERT_TRUE(GetVarint64(&in, &n));
+    ASSERT_GE(in.size(), 4 + n);
+    frames.push_back(DumpProto(in.substr(4, n), {"1", "1.2"}, {}));
+    in.remove_prefix(4 + n);
+  }
+  ASSERT_EQ(frames.size(), 2u);
+  for (const std::string& f : frames) EXPECT_EQ(f.find("1:{", 1), std::string::npos) << f;  // one series
+  EXPECT_NE(frames[0].find("3:3 4:"), std::string::npos) << frames[0];  // the histogram-only series: FLOAT_HISTOGRAM
+  EXPECT_NE(frames[1].find("3:1 4:"), std::string::npos) << frames[1];  // the mixed one: XOR, then
+  EXPECT_NE(frames[1].find("3:3 4:"), std::string::npos) << frames[1];  // FLOAT_HISTOGRAM
+
+  auto series = remote::DecodeChunkedReadResponse(out, now, now + 100000, model::Labels());
+  ASSERT_TRUE(series.ok()) << series.error().ToString();
+  ASSERT_EQ(series->size(), 2u);
+  auto it = (*series)[1]->Iterator();
+  int floats = 0, hists = 0;
+  while (it->Next()) {
+    if (it->AtIsHistogram()) {
+      EXPECT_EQ(it->AtHistogram()->count, (it->At().t - now) / 1000);
+      EXPECT_EQ(it->AtHistogram()->positive_buckets[0], (it->At().t - now) / 1000 / 2.0);
+      hists++;
+    } else {
+      EXPECT_EQ(it->At().v, (it->At().t - now) / 1000);
+      floats++;
+    }
+  }
+  EXPECT_EQ(floats, 10);
+  EXPECT_EQ(hists, 10);
 }
 
 }  // namespace

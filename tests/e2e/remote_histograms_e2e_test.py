@@ -6,13 +6,17 @@ with Debian's Prometheus 2.42 (--enable-feature=native-histograms):
   P1 --remote_write (send_native_histograms)--> trainwatch
   trainwatch --remote_write (renamed fwd_*)--> P2 (--web.enable-remote-write-receiver)
   P2 --remote_read (SAMPLES)--> trainwatch (floats only in 2.42)
+  trainwatch B --remote_read (STREAMED_XOR_CHUNKS)--> trainwatch
 
 Checks: histogram_count / histogram_sum / histogram_quantile answered by
 trainwatch equal P1's (the quantiles fall on bucket bounds, where 2.42's
 linear and 3.x's log interpolation agree); P2's answers over what
 trainwatch forwarded equal P1's; trainwatch's remote read SAMPLES
 response carries the histograms (Prometheus 2.42's remote read client
-ignores TimeSeries.histograms, so P2 cannot be the reader).
+ignores TimeSeries.histograms, so P2 cannot be the reader); its streamed
+response carries them as FLOAT_HISTOGRAM chunks, one series a frame, and
+trainwatch B reading them through `remote_read:` answers as trainwatch
+does, bucket for bucket.
 
 Usage: remote_histograms_e2e_test.py /path/to/trainwatch [unittest args]
 Skipped when /usr/bin/prometheus is missing. Processes are stopped by PID.
@@ -30,7 +34,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import twtest  # noqa: E402
-from protowire import fields, ld, snappy_decode, snappy_literal, vint  # noqa: E402
+from protowire import crc32c, fields, ld, read_uvarint, snappy_decode, snappy_literal, vint  # noqa: E402
 from twtest import Process, free_port, request  # noqa: E402
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -170,7 +174,7 @@ class RemoteHistogramsTest(unittest.TestCase):
         # 1. P1 -> trainwatch: the same answers as P1's own.
         self.wait_for(tw_port, "histogram_count(req_seconds)", 2, "trainwatch received")
         self.wait_for(p1_port, "histogram_count(req_seconds)", 2, "prometheus scraped")
-        t = time.time()
+        t = t_first = time.time()
         for q in QUERIES:
             want = query(p1_port, q, t)
             self.assertTrue(want, q)
@@ -207,6 +211,50 @@ class RemoteHistogramsTest(unittest.TestCase):
                         counts[kv["path"]] = struct.unpack("<d", hist[2])[0]
         self.assertEqual(counts, {"/a": 8.0, "/b": 5.0})
         self.assertEqual(query(p2_port, "histogram_count(req_seconds)", t), [])
+
+        # 4. The same read streamed: FLOAT_HISTOGRAM chunks (encoding 3), one
+        # series a frame as Prometheus sends them (its client reads only the
+        # first series of a frame).
+        status, body = request(tw_port, "POST", "/api/v1/read", snappy_literal(snappy_decode(req) + vint(2, 1)),
+                               {"Content-Encoding": "snappy"})
+        self.assertEqual(status, 200, body[:300])
+        i, encodings = 0, {}
+        while i < len(body):
+            n, i = read_uvarint(body, i)
+            msg = body[i + 4:i + 4 + n]
+            self.assertEqual(int.from_bytes(body[i:i + 4], "big"), crc32c(msg))
+            i += 4 + n
+            series = [v for f, v in fields(msg) if f == 1]
+            self.assertEqual(len(series), 1)
+            path = [dict(fields(v))[2].decode() for f, v in fields(series[0])
+                    if f == 1 and dict(fields(v))[1] == b"path"][0]
+            encodings.setdefault(path, set()).update(dict(fields(v))[3] for f, v in fields(series[0]) if f == 2)
+        self.assertEqual(encodings, {"/a": {3}, "/b": {3}})
+
+        # 5. trainwatch B reads them through `remote_read:` (streamed chunks,
+        # asked for first): the same answers, bucket for bucket.
+        b_port = free_port()
+        b_cfg = self.write("b.yml", "remote_read:\n- url: http://127.0.0.1:%d/api/v1/read\n  read_recent: true\n" % tw_port)
+        b = Process([twtest.BINARY, "serve", "--data-dir", os.path.join(self.tmp, "b"), "--listen",
+                     "127.0.0.1:%d" % b_port, "--collect.host=false", "--collect.gpu=false", "--scrape.self=false",
+                     "--config.file", b_cfg], os.path.join(self.tmp, "b.log"))
+        self.procs.append(b)
+        b.wait_ready(b_port)
+        # Samples up to 3 s ago have all reached trainwatch, and it held some at t_first.
+        time.sleep(max(0.0, t_first + 3 - time.time()))
+        t = time.time() - 3
+        for q in QUERIES:
+            self.assertEqual(query(b_port, q, t), query(tw_port, q, t), q)
+        for q in ("req_seconds", "req_seconds[20s]"):
+            answers = []
+            for port in (tw_port, b_port):
+                status, body = request(port, "GET", "/api/v1/query?" + urllib.parse.urlencode({"query": q, "time": "%.3f" % t}))
+                self.assertEqual(status, 200, body[:300])
+                answers.append(sorted(json.dumps(r, sort_keys=True) for r in json.loads(body)["data"]["result"]))
+            self.assertEqual(len(answers[0]), 2, q)
+            self.assertEqual(answers[1], answers[0], q)
+        metrics = request(b_port, "GET", "/metrics")[1].decode()
+        self.assertRegex(metrics, r'trainwatch_remote_read_failures_total\{remote_name="[0-9a-f]+"\} 0')
 
 
 if __name__ == "__main__":
