@@ -13,9 +13,16 @@
 //     (chunkenc/st.h) whose runs come from the first bytes; it decodes as
 //     the chunk inside, and its runs and per-sample start timestamps
 //     round-trip.
+//   mode bit 4 set: the bytes are a Prometheus chunk of remote read
+//     (remote/prom_chunks.h), XOR, HISTOGRAM or FLOAT_HISTOGRAM for mode & 3
+//     = 0, 1, 2 (3 is FLOAT_HISTOGRAM too):
+//     a time window keeps exactly the samples inside it, and the samples
+//     encoded again as a trainwatch server streams them (PromChunkEncoder)
+//     decode to the same data (histograms may gain empty buckets).
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -24,6 +31,7 @@
 #include "base/coding.h"
 #include "base/file.h"  // MmapFile, complete for the readers' unique_ptr
 #include "fuzz_util.h"
+#include "remote/prom_chunks.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/chunkenc/st.h"
 #include "tsdb/index/chunks_file.h"
@@ -173,11 +181,77 @@ void CheckSegment(std::string_view seg, bool verify) {
   }
 }
 
+namespace remote = trainwatch::remote;
+
+trainwatch::Status DecodeProm(uint64_t enc, std::string_view bytes, int64_t mint,
+                              std::vector<trainwatch::model::Sample>* fs,
+                              std::vector<trainwatch::storage::HistogramSample>* hs) {
+  return remote::DecodePromChunk(enc, bytes, mint, INT64_MAX, fs, hs);
+}
+
+bool SameHistogram(const trainwatch::model::FloatHistogram& a, const trainwatch::model::FloatHistogram& b) {
+  if (trainwatch::model::IsStaleNaN(a.sum) || trainwatch::model::IsStaleNaN(b.sum)) {
+    return trainwatch::model::IsStaleNaN(a.sum) && trainwatch::model::IsStaleNaN(b.sum);
+  }
+  if (Bits(a.zero_threshold) != Bits(b.zero_threshold)) return false;
+  trainwatch::model::FloatHistogram x = a, y = b;
+  x.zero_threshold = y.zero_threshold = 0;  // Equals compares it by value: NaN != NaN
+  x.Compact(0);
+  y.Compact(0);
+  return x.Equals(y);
+}
+
+void CheckPromChunk(uint64_t enc, std::string_view bytes) {
+  std::vector<trainwatch::model::Sample> fs;
+  std::vector<trainwatch::storage::HistogramSample> hs;
+  trainwatch::Status s = DecodeProm(enc, bytes, INT64_MIN, &fs, &hs);
+  if (!s.ok()) {
+    FUZZ_CHECK_ERROR(s);
+    return;
+  }
+  FUZZ_CHECK(enc == 1 ? hs.empty() : fs.empty(), "a chunk gave samples of the other kind");
+  std::vector<int64_t> ts;
+  for (const auto& f : fs) ts.push_back(f.t);
+  for (const auto& h : hs) ts.push_back(h.t);
+  if (ts.empty()) return;
+  // The window [mid, +inf) keeps exactly the samples at or after mid.
+  const int64_t mid = ts[ts.size() / 2];
+  std::vector<trainwatch::model::Sample> wf;
+  std::vector<trainwatch::storage::HistogramSample> wh;
+  FUZZ_CHECK(DecodeProm(enc, bytes, mid, &wf, &wh).ok(), "a window fails where the whole chunk decodes");
+  FUZZ_CHECK(wf.size() + wh.size() == static_cast<size_t>(std::count_if(ts.begin(), ts.end(), [&](int64_t t) { return t >= mid; })),
+             "the window kept other samples than those inside it");
+  for (size_t i = 1; i < ts.size(); i++) {
+    if (ts[i] <= ts[i - 1]) return;  // the encoder requires increasing timestamps
+  }
+  remote::PromChunkEncoder e;
+  for (const auto& f : fs) e.AppendFloat(f.t, f.v);
+  for (const auto& h : hs) e.AppendHistogram(h.t, h.h);
+  std::vector<trainwatch::model::Sample> f2;
+  std::vector<trainwatch::storage::HistogramSample> h2;
+  for (const remote::PromChunk& c : e.Finish()) {
+    s = DecodeProm(static_cast<uint64_t>(c.encoding), c.data, INT64_MIN, &f2, &h2);
+    FUZZ_CHECK(s.ok(), "a re-encoded chunk does not decode: " + s.ToString());
+  }
+  FUZZ_CHECK(f2.size() == fs.size() && h2.size() == hs.size(), "re-encoding changed the sample count");
+  for (size_t i = 0; i < fs.size(); i++) {
+    FUZZ_CHECK(f2[i].t == fs[i].t && Bits(f2[i].v) == Bits(fs[i].v), "re-encoding changed a float sample");
+  }
+  for (size_t i = 0; i < hs.size(); i++) {
+    FUZZ_CHECK(h2[i].t == hs[i].t && SameHistogram(h2[i].h, hs[i].h), "re-encoding changed histogram " + std::to_string(i));
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if ((data[0] & 0x10) != 0) {
+    static constexpr uint64_t kProm[] = {1, 2, 3, 3};  // XOR, HISTOGRAM, FLOAT_HISTOGRAM
+    CheckPromChunk(kProm[data[0] & 3], in);
+    return 0;
+  }
   if ((data[0] & 8) != 0 && data[0] % 4 != 3) {
     static constexpr chunkenc::Encoding kInner[] = {chunkenc::Encoding::kXor, chunkenc::Encoding::kDense,
                                                     chunkenc::Encoding::kDelta};

@@ -17,6 +17,7 @@
 #include "base/file.h"
 #include "model/labels.h"
 #include "model/sample.h"
+#include "remote/prom_chunks.h"
 #include "remote/proto.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/index/chunks_file.h"
@@ -127,6 +128,38 @@ int main(int argc, char** argv) {
     std::string seg = Slurp(tmp / "chunks" / index::ChunkSegmentName(1));
     Put(out / "chunks", "segment", 3, seg);
     Put(out / "chunks", "segment_crc", 7, seg);
+  }
+  // chunks_fuzz mode bit 4: Prometheus chunks of remote read (XOR 0x10,
+  // FLOAT_HISTOGRAM 0x12): a histogram series with a new bucket (recoded),
+  // a reset (a second chunk) and custom buckets.
+  {
+    remote::PromChunkEncoder e;
+    model::FloatHistogram h;
+    h.zero_threshold = 0.001;
+    h.count = 3;
+    h.sum = 1.5;
+    h.positive_spans = {{-1, 2}};
+    h.positive_buckets = {1, 2};
+    e.AppendHistogram(1000, h);
+    h.count = 5;
+    h.positive_spans = {{-1, 3}};
+    h.positive_buckets = {1, 3, 1};
+    e.AppendHistogram(2000, h);
+    h.count = 1;
+    h.positive_buckets = {0, 1, 0};
+    e.AppendHistogram(3000, h);
+    model::FloatHistogram c;
+    c.schema = model::kCustomBucketsSchema;
+    c.count = 2;
+    c.positive_spans = {{0, 3}};
+    c.positive_buckets = {1, 0, 1};
+    c.custom_values = {0.25, 7};
+    e.AppendHistogram(4000, c);
+    e.AppendFloat(5000, 1.5);
+    int i = 0;
+    for (const remote::PromChunk& pc : e.Finish()) {
+      Put(out / "chunks", "prom_" + std::to_string(i++), static_cast<char>(0x10 + static_cast<int>(pc.encoding) - 1), pc.data);
+    }
   }
 
   // index_fuzz: mode 0 (no CRC check), 1 (CRCs verified); zstd on and off.
