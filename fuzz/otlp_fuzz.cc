@@ -1,7 +1,8 @@
 // OTLP metrics receiver (ingest/otlp.h): the hand-written protobuf decoder
 // and the OTLP/JSON reader, both into Prometheus 3's translation.
 // Input: a mode byte, then the body. Mode bit 0 clear: protobuf; set: JSON.
-// Bit 1 set: with a delta accumulator (committed after each input).
+// Bit 1 set: with a delta accumulator (committed after each input). Bit 2
+// set: convert_histograms_to_nhcb.
 // Invariants: an error explains itself; an accepted body appends exactly
 // stats().samples samples (native histograms included, each valid), every
 // series' labels pass
@@ -35,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   trainwatch::ingest::RequestLimits limits;
   limits.max_samples = 100000;  // the fuzzer's memory, not the decoder's
-  trainwatch::ingest::OtlpBatch batch;
+  trainwatch::ingest::OtlpBatch batch({.convert_histograms_to_nhcb = (data[0] & 4) != 0});
   trainwatch::Status s = json ? batch.ParseJson(body, 1000, limits, deltas) : batch.ParseProto(body, 1000, limits, deltas);
   if (!s.ok()) {
     FUZZ_CHECK_ERROR(s);

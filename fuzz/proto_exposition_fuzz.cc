@@ -1,6 +1,7 @@
 // Prometheus's protobuf exposition format (ingest/proto_parser.h): delimited
 // MetricFamily messages, native histograms included. Input: one mode byte
-// (bit 0: native histograms, bit 1: keep classic series), then the body.
+// (bit 0: native histograms, bit 1: keep classic series, bit 2: classic
+// histograms converted to NHCB), then the body.
 // Every sample's views are read and every native histogram must validate.
 
 #include <cstddef>
@@ -14,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   trainwatch::ingest::ProtoParseOptions opts;
   opts.native_histograms = (data[0] & 1) != 0;
   opts.keep_classic = (data[0] & 2) != 0;
+  opts.convert_nhcb = (data[0] & 4) != 0;
   opts.default_timestamp_ms = 1700000000000;
   size_t bytes = 0;
   opts.on_metadata = [&](const trainwatch::ingest::MetadataLine& m) { bytes += m.family.size() + m.text.size(); };
