@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/ascii.h"
+#include "base/mutex.h"
 
 namespace trainwatch::http {
 namespace {
@@ -159,14 +160,14 @@ bool BasicAuth::Check(std::string_view authorization) {
   const std::string& hash = it != users_.end() ? it->second : dummy_hash_;
   std::string key = Sha256(user, password);
   auto cached = [&] {
-    std::lock_guard<std::mutex> l(cache_mu_);
+    base::MutexLock l(&cache_mu_);
     return !key.empty() && cache_.contains(key);
   };
   bool ok = false;
   if (cached()) {
     ok = true;
   } else {
-    std::lock_guard<std::mutex> b(bcrypt_mu_);
+    base::MutexLock b(&bcrypt_mu_);
     // Concurrent first requests of one dashboard: one of them pays.
     if (cached()) {
       ok = true;
@@ -174,7 +175,7 @@ bool BasicAuth::Check(std::string_view authorization) {
       bcrypt_runs_++;
       ok = Verify(password, hash) && it != users_.end();
       if (ok && !key.empty()) {
-        std::lock_guard<std::mutex> l(cache_mu_);
+        base::MutexLock l(&cache_mu_);
         if (cache_.size() >= kCacheMax) cache_.erase(cache_.begin());
         cache_.insert(key);
       }
@@ -185,7 +186,7 @@ bool BasicAuth::Check(std::string_view authorization) {
 }
 
 size_t BasicAuth::bcrypt_runs() {
-  std::lock_guard<std::mutex> b(bcrypt_mu_);
+  base::MutexLock b(&bcrypt_mu_);
   return bcrypt_runs_;
 }
 

@@ -9,11 +9,11 @@
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace trainwatch::http {
@@ -56,12 +56,12 @@ class BasicAuth {
   std::map<std::string, std::string> users_;
   std::string dummy_hash_;      // for unknown users: the highest cost of users_
   std::string internal_token_;  // empty: none
-  std::mutex cache_mu_;
-  std::unordered_set<std::string> cache_;  // GUARDED_BY(cache_mu_): SHA-256 of user NUL password, verified
+  base::Mutex cache_mu_;
+  std::unordered_set<std::string> cache_ TW_GUARDED_BY(cache_mu_);  // SHA-256 of user NUL password, verified
   // One bcrypt at a time, as exporter-toolkit: a flood of wrong passwords
   // costs at most one core.
-  std::mutex bcrypt_mu_;
-  size_t bcrypt_runs_ = 0;  // GUARDED_BY(bcrypt_mu_)
+  base::Mutex bcrypt_mu_;
+  size_t bcrypt_runs_ TW_GUARDED_BY(bcrypt_mu_) = 0;
 };
 
 }  // namespace trainwatch::http

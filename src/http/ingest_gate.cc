@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "base/memory.h"
+#include "base/mutex.h"
 
 namespace trainwatch::http {
 
@@ -33,9 +34,10 @@ bool IngestGate::OverMemory() {
 
 IngestGate::Verdict IngestGate::Enter(Slot* slot) {
   if (o_.max_concurrent > 0) {
-    std::unique_lock<std::mutex> l(mu_);
-    if (!cv_.wait_for(l, std::chrono::milliseconds(o_.max_wait_ms), [&] { return in_progress_ < o_.max_concurrent; })) {
-      return Verdict::kBusy;
+    base::MutexLock l(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.max_wait_ms);
+    while (in_progress_ >= o_.max_concurrent) {
+      if (!cv_.WaitUntil(&mu_, deadline) && in_progress_ >= o_.max_concurrent) return Verdict::kBusy;
     }
     in_progress_++;
     slot->gate_ = this;
@@ -52,10 +54,10 @@ IngestGate::Verdict IngestGate::Enter(Slot* slot) {
 
 void IngestGate::Release() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     in_progress_--;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 IngestGate::Slot::~Slot() {
@@ -76,7 +78,7 @@ std::string IngestGate::Message(Verdict v) const {
 void IngestGate::Render(std::string* out) {
   int in_progress;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     in_progress = in_progress_;
   }
   *out += "# HELP trainwatch_ingest_memory_limit_bytes Pushes are refused (503) while memory in use is above this "

@@ -14,12 +14,12 @@
 // freed pages are trimmed (app/wiring.cc).
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
+
+#include "base/mutex.h"
 
 namespace trainwatch::http {
 
@@ -70,9 +70,9 @@ class IngestGate {
   void Release();
   const Options o_;
   std::atomic<uint64_t> used_{0};  // the latest reading
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int in_progress_ = 0;  // GUARDED_BY(mu_)
+  base::Mutex mu_;
+  base::CondVar cv_;
+  int in_progress_ TW_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace trainwatch::http

@@ -10,6 +10,7 @@
 #include "base/ascii.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "http/basic_auth.h"
 #include "http/tls.h"
 
@@ -24,13 +25,13 @@ struct WebSecurity::State {
   // more every interval.
   int64_t interval_ns = 0;  // 0: no limit
   double burst = 0;
-  std::mutex rate_mu;
-  double tokens = 0;       // GUARDED_BY(rate_mu)
-  int64_t last_ns = 0;     // GUARDED_BY(rate_mu): when `tokens` was computed
+  base::Mutex rate_mu;
+  double tokens TW_GUARDED_BY(rate_mu) = 0;
+  int64_t last_ns TW_GUARDED_BY(rate_mu) = 0;  // when `tokens` was computed
 
   bool Allow() {
     if (interval_ns <= 0) return true;
-    std::lock_guard<std::mutex> l(rate_mu);
+    base::MutexLock l(&rate_mu);
     int64_t now = MonoNanos();
     tokens = std::min(burst, tokens + static_cast<double>(now - last_ns) / static_cast<double>(interval_ns));
     last_ns = now;
@@ -75,8 +76,11 @@ Result<std::shared_ptr<WebSecurity::State>> WebSecurity::MakeState(const WebConf
   st->headers = c.headers;
   st->interval_ns = c.rate_limit_interval_ms * 1000000;
   st->burst = static_cast<double>(c.rate_limit_burst);
-  st->tokens = st->burst;
-  st->last_ns = MonoNanos();
+  {
+    base::MutexLock l(&st->rate_mu);  // not shared yet; for the analysis
+    st->tokens = st->burst;
+    st->last_ns = MonoNanos();
+  }
   return st;
 }
 
@@ -103,7 +107,11 @@ Result<std::shared_ptr<WebSecurity>> WebSecurity::Load(const std::string& path, 
   const WebConfig& c = files.first;
   w->tls_ = c.tls.enabled;
   size_t n = files.second.size();
-  ASSIGN_OR_RETURN(w->state_, w->MakeState(c, std::move(files.second)));
+  ASSIGN_OR_RETURN(auto state, w->MakeState(c, std::move(files.second)));
+  {
+    base::MutexLock l(&w->mu_);  // not shared yet; for the analysis
+    w->state_ = std::move(state);
+  }
   for (const std::string& warning : c.warnings) TW_LOG(Warn, "web config file {}: {}", path, warning);
   TW_LOG(Info, "{}", Summary(c, path, n, tokens_path));
   return w;
@@ -119,7 +127,7 @@ Status WebSecurity::Reload() {
   size_t n = files.second.size();
   ASSIGN_OR_RETURN(std::shared_ptr<State> st, MakeState(c, std::move(files.second)));
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     state_ = std::move(st);
   }
   for (const std::string& warning : c.warnings) TW_LOG(Warn, "web config file {}: {}", path_, warning);
@@ -128,7 +136,7 @@ Status WebSecurity::Reload() {
 }
 
 std::shared_ptr<WebSecurity::State> WebSecurity::Current() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return state_;
 }
 

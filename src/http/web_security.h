@@ -8,12 +8,12 @@
 // running one when a new file is bad. Thread-safe.
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "http/tokens.h"
 #include "http/web_config.h"
@@ -75,8 +75,8 @@ class WebSecurity {
   std::string path_, tokens_path_;
   bool tls_ = false;
   std::string self_token_;
-  mutable std::mutex mu_;
-  std::shared_ptr<State> state_;  // GUARDED_BY(mu_); replaced whole on reload
+  mutable base::Mutex mu_;
+  std::shared_ptr<State> state_ TW_GUARDED_BY(mu_);  // replaced whole on reload
 };
 
 }  // namespace trainwatch::http

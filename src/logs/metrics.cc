@@ -4,6 +4,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mutex.h"
 
 namespace trainwatch::logs {
 
@@ -37,7 +38,11 @@ Result<std::shared_ptr<const LogMetrics::Compiled>> LogMetrics::Compile(std::vec
 Result<std::unique_ptr<LogMetrics>> LogMetrics::Make(std::vector<Pattern> patterns, storage::Appendable* out,
                                                       int64_t interval_ms) {
   std::unique_ptr<LogMetrics> m(new LogMetrics());
-  ASSIGN_OR_RETURN(m->compiled_, Compile(std::move(patterns)));
+  ASSIGN_OR_RETURN(auto compiled, Compile(std::move(patterns)));
+  {
+    base::MutexLock l(&m->patterns_mu_);  // not shared yet; for the analysis
+    m->compiled_ = std::move(compiled);
+  }
   m->out_ = out;
   m->interval_ms_ = interval_ms > 0 ? interval_ms : 10000;
   return m;
@@ -45,7 +50,7 @@ Result<std::unique_ptr<LogMetrics>> LogMetrics::Make(std::vector<Pattern> patter
 
 Status LogMetrics::SetPatterns(std::vector<Pattern> patterns) {
   ASSIGN_OR_RETURN(auto c, Compile(std::move(patterns)));
-  std::lock_guard<std::mutex> l(patterns_mu_);
+  base::MutexLock l(&patterns_mu_);
   compiled_ = std::move(c);
   return Status::OK();
 }
@@ -56,7 +61,7 @@ void LogMetrics::Observe(const std::vector<Record>& records) {
   // Matching runs outside the lock; only the counts are merged under it.
   std::shared_ptr<const Compiled> c;
   {
-    std::lock_guard<std::mutex> l(patterns_mu_);
+    base::MutexLock l(&patterns_mu_);
     c = compiled_;
   }
   std::vector<std::pair<size_t, size_t>> hits;  // (record, pattern)
@@ -65,7 +70,7 @@ void LogMetrics::Observe(const std::vector<Record>& records) {
       if (RE2::PartialMatch(records[i].message, *c->res[p])) hits.emplace_back(i, p);
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   for (const Record& r : records) {
     lines_[Key(r.level, std::string(r.labels.Get("project")), std::string(r.labels.Get("run")))]++;
   }
@@ -80,7 +85,7 @@ Status LogMetrics::Flush(int64_t now_ms) {
   std::map<Key, uint64_t> lines, matches;
   std::vector<Key> new_lines, new_matches;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     lines = lines_;
     matches = matches_;
     for (auto& [k, v] : lines) {
@@ -120,25 +125,25 @@ Status LogMetrics::Flush(int64_t now_ms) {
 
 void LogMetrics::Start() {
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     while (!stop_) {
-      cv_.wait_for(l, RealWait(interval_ms_));
+      cv_.WaitFor(&mu_, RealWait(interval_ms_));
       if (stop_) break;
-      l.unlock();
+      l.Unlock();
       Status s = Flush(NowMillis());
       if (!s.ok()) TW_LOG(Error, "logs: write log metrics: {}", s.ToString());
-      l.lock();
+      l.Lock();
     }
   });
 }
 
 void LogMetrics::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (stop_) return;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) {
     thread_.join();
     Status s = Flush(NowMillis());

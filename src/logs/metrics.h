@@ -6,16 +6,15 @@
 // a counter's first write is preceded by a 0 sample one interval earlier so
 // increase()/rate() see its first lines. Thread-safe.
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "logs/store.h"
 #include "storage/storage.h"
@@ -61,16 +60,18 @@ class LogMetrics : public AppendObserver {
   };
   static Result<std::shared_ptr<const Compiled>> Compile(std::vector<Pattern> patterns);
 
-  std::mutex patterns_mu_;
-  std::shared_ptr<const Compiled> compiled_;  // GUARDED_BY(patterns_mu_); matched outside it
+  base::Mutex patterns_mu_;
+  std::shared_ptr<const Compiled> compiled_ TW_GUARDED_BY(patterns_mu_);  // matched outside it
   storage::Appendable* out_ = nullptr;
   int64_t interval_ms_ = 10000;
 
-  std::mutex mu_;
-  std::map<Key, uint64_t> lines_, matches_;
-  std::map<Key, bool> written_lines_, written_matches_;  // keys flushed before
-  std::condition_variable cv_;
-  bool stop_ = false;
+  base::Mutex mu_;
+  std::map<Key, uint64_t> lines_ TW_GUARDED_BY(mu_);
+  std::map<Key, uint64_t> matches_ TW_GUARDED_BY(mu_);
+  std::map<Key, bool> written_lines_ TW_GUARDED_BY(mu_);  // keys flushed before
+  std::map<Key, bool> written_matches_ TW_GUARDED_BY(mu_);
+  base::CondVar cv_;
+  bool stop_ TW_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

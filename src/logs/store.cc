@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "logs/block.h"
 #include "logs/store_internal.h"
 
@@ -156,7 +157,7 @@ LogStore::~LogStore() {
 Status LogStore::Init() {
   RETURN_IF_ERROR(file::MkdirAll(opts_.dir));
   ASSIGN_OR_RETURN(auto names, file::ListDir(opts_.dir));
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   for (const std::string& n : names) {
     if (n.starts_with("logs-") && n.find(".db" + std::string(file::kSetAsideSuffix)) != std::string::npos &&
         !n.ends_with("-wal") && !n.ends_with("-shm")) {
@@ -561,7 +562,7 @@ Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, 
     checked = &records[i].labels;
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     std::map<int64_t, std::vector<Record*>> by_part;
     for (Record& r : records) by_part[PartitionStart(r.time_ns)].push_back(&r);
     bool new_partition = false;
@@ -570,6 +571,7 @@ Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, 
       new_partition = new_partition || partitions_.count(start) == 0;
       bool d = false;
       auto append = [&, start = start, &recs = recs]() -> Status {
+        mu_.AssertHeld();  // called right below, under l
         ASSIGN_OR_RETURN(Partition * p, GetPartition(start, true));
         return AppendToPartition(p, recs, batch_id, &d);
       };
@@ -600,23 +602,23 @@ Status LogStore::Append(std::vector<Record> records, std::string_view batch_id, 
     int64_t now = Now();
     if ((opts_.retention_ms > 0 || opts_.retention_bytes > 0) && (new_partition || now - last_retention_ms_ > 60000)) {
       last_retention_ms_ = now;
-      mu_.unlock();
+      l.Unlock();
       Status s = ApplyRetention();
-      mu_.lock();
+      l.Lock();
       if (!s.ok()) TW_LOG(Error, "logs: retention: {}", s.ToString());
     }
   }
   if (records.empty()) return Status::OK();
   if (observer_ != nullptr) observer_->Observe(records);
   {
-    std::lock_guard<std::mutex> l(tail_mu_);
+    base::MutexLock l(&tail_mu_);
     for (Record& r : records) {
       tail_.push_back(std::move(r));
       ++tail_seq_;
       if (tail_.size() > opts_.tail_buffer) tail_.pop_front();
     }
   }
-  tail_cv_.notify_all();
+  tail_cv_.SignalAll();
   return Status::OK();
 }
 
@@ -666,7 +668,7 @@ std::vector<int64_t> LogStore::PartitionsOverlapping(int64_t start_ns, int64_t e
 }
 
 Status LogStore::ApplyRetention() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (opts_.retention_ms > 0) {
     // Age from the server's clock, never from the newest line: one line
     // dated in 2262 must not make every other partition old.
@@ -691,7 +693,7 @@ Status LogStore::ApplyRetention() {
 }
 
 LogStore::Stats LogStore::GetStats() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   Stats s;
   s.partitions = partitions_.size();
   for (auto& [start, p] : partitions_) s.bytes += FileSize(p->path) + FileSize(p->path + "-wal");
@@ -720,7 +722,7 @@ TimeBounds LogStore::IngestBounds() const {
 }
 
 void LogStore::CountRejected(TimeReject reason) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (reason == TimeReject::kTooFarInFuture) ++rejected_future_;
   if (reason == TimeReject::kTooOld) ++rejected_old_;
 }
@@ -741,8 +743,10 @@ void LogStore::RenderMetrics(std::string* out) {
 }
 
 std::vector<Record> LogStore::WaitNew(uint64_t* seq, int64_t timeout_ms) {
-  std::unique_lock<std::mutex> l(tail_mu_);
-  tail_cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return shutdown_ || tail_seq_ > *seq; });
+  base::MutexLock l(&tail_mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!shutdown_ && tail_seq_ <= *seq && tail_cv_.WaitUntil(&tail_mu_, deadline)) {
+  }
   std::vector<Record> out;
   if (tail_seq_ <= *seq) return out;
   uint64_t first = tail_seq_ - tail_.size() + 1;
@@ -752,20 +756,20 @@ std::vector<Record> LogStore::WaitNew(uint64_t* seq, int64_t timeout_ms) {
 }
 
 uint64_t LogStore::LastSeq() {
-  std::lock_guard<std::mutex> l(tail_mu_);
+  base::MutexLock l(&tail_mu_);
   return tail_seq_;
 }
 
 void LogStore::Shutdown() {
   {
-    std::lock_guard<std::mutex> l(tail_mu_);
+    base::MutexLock l(&tail_mu_);
     shutdown_ = true;
   }
-  tail_cv_.notify_all();
+  tail_cv_.SignalAll();
 }
 
 bool LogStore::IsShutdown() {
-  std::lock_guard<std::mutex> l(tail_mu_);
+  base::MutexLock l(&tail_mu_);
   return shutdown_;
 }
 

@@ -14,19 +14,18 @@
 // appended records are also kept in memory for live tail.
 // Thread-safe: one mutex serializes SQLite access.
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "logs/query.h"
 #include "logs/record.h"
@@ -141,57 +140,60 @@ class LogStore {
  private:
   explicit LogStore(const StoreOptions& o);
   Status Init();
-  Result<Partition*> GetPartition(int64_t start_ms, bool create);
+  Result<Partition*> GetPartition(int64_t start_ms, bool create) TW_REQUIRES(mu_);
   // Opens p's connection when closed and marks it most recently used; closes
   // the least recently used others above max_open_partitions.
-  Status Touch(Partition* p);
-  Status Connect(Partition* p);
-  void Disconnect(Partition* p);
+  Status Touch(Partition* p) TW_REQUIRES(mu_);
+  Status Connect(Partition* p) TW_REQUIRES(mu_);
+  void Disconnect(Partition* p) TW_REQUIRES(mu_);
   // Removes p's files and forgets it (retention).
-  Status DropPartition(int64_t start_ms);
+  Status DropPartition(int64_t start_ms) TW_REQUIRES(mu_);
   // Damage (SQLite's SQLITE_CORRUPT or NOTADB, a block that does not
   // decode): the file of the partition starting at start_ms is renamed
   // aside with its WAL, counted and logged, so every other partition is
   // served and new lines of its range go to a new one. The partition, if
   // loaded, is closed and forgotten first. An error only when the rename fails.
-  Status SetAside(int64_t start_ms, const Status& damage);
+  Status SetAside(int64_t start_ms, const Status& damage) TW_REQUIRES(mu_);
   // Runs `read` on the partition starting at start_ms (its connection opened
   // first). False when it met damage and the partition was set aside: the
   // caller drops what `read` gathered and goes on with the others.
-  Result<bool> ReadPartition(int64_t start_ms, const std::function<Status(Partition*)>& read);
+  Result<bool> ReadPartition(int64_t start_ms, const std::function<Status(Partition*)>& read) TW_REQUIRES(mu_);
   std::string PartitionPath(int64_t start_ms) const;
   // Start times of the partitions overlapping [start_ns, end_ns], oldest
   // first or newest first: a list that a loop setting partitions aside can walk.
-  std::vector<int64_t> PartitionsOverlapping(int64_t start_ns, int64_t end_ns, bool newest_first) const;
+  std::vector<int64_t> PartitionsOverlapping(int64_t start_ns, int64_t end_ns, bool newest_first) const
+      TW_REQUIRES(mu_);
   int64_t Now() const;  // opts_.now_ms, else the wall clock
   // First and last ns of the partition starting at start_ms, saturated to int64.
   int64_t PartitionFirstNs(int64_t start_ms) const;
   int64_t PartitionLastNs(int64_t start_ms) const;
-  Status AppendToPartition(Partition* p, std::vector<Record*>& recs, std::string_view batch_id, bool* duplicate);
-  Status AppendLocked(Partition* p, std::vector<Record*>& recs);
-  Status WriteBlock(Partition* p, int64_t stream, const std::vector<LineRef>& lines);
-  Status PackPending(Partition* p, int64_t stream);
-  Status Migrate(Partition* p);         // schema 1
-  Status MigratePending(Partition* p);  // schema 2
+  Status AppendToPartition(Partition* p, std::vector<Record*>& recs, std::string_view batch_id, bool* duplicate)
+      TW_REQUIRES(mu_);
+  Status AppendLocked(Partition* p, std::vector<Record*>& recs) TW_REQUIRES(mu_);
+  Status WriteBlock(Partition* p, int64_t stream, const std::vector<LineRef>& lines) TW_REQUIRES(mu_);
+  Status PackPending(Partition* p, int64_t stream) TW_REQUIRES(mu_);
+  Status Migrate(Partition* p) TW_REQUIRES(mu_);         // schema 1
+  Status MigratePending(Partition* p) TW_REQUIRES(mu_);  // schema 2
   int64_t PartitionStart(int64_t t_ns) const;
 
   StoreOptions opts_;
   AppendObserver* observer_ = nullptr;
-  std::mutex mu_;  // SQLite connections, partitions_ and the zstd contexts
-  ZSTD_CCtx_s* cctx_ = nullptr;  // reused by every block written
-  ZSTD_DCtx_s* dctx_ = nullptr;
-  std::map<int64_t, std::unique_ptr<Partition>> partitions_;  // by start ms
-  std::list<Partition*> open_;  // partitions with a connection, most recently used first
+  base::Mutex mu_;  // also the SQLite connections of the partitions
+  ZSTD_CCtx_s* cctx_ TW_GUARDED_BY(mu_) = nullptr;  // reused by every block written
+  ZSTD_DCtx_s* dctx_ TW_GUARDED_BY(mu_) = nullptr;
+  std::map<int64_t, std::unique_ptr<Partition>> partitions_ TW_GUARDED_BY(mu_);  // by start ms
+  std::list<Partition*> open_ TW_GUARDED_BY(mu_);  // partitions with a connection, most recently used first
   int64_t last_retention_ms_ = 0;
   uint64_t appended_ = 0;
-  uint64_t rejected_future_ = 0, rejected_old_ = 0;  // GUARDED_BY(mu_)
-  uint64_t set_aside_ = 0;                           // GUARDED_BY(mu_)
+  uint64_t rejected_future_ TW_GUARDED_BY(mu_) = 0;
+  uint64_t rejected_old_ TW_GUARDED_BY(mu_) = 0;
+  uint64_t set_aside_ TW_GUARDED_BY(mu_) = 0;
 
-  std::mutex tail_mu_;
-  std::condition_variable tail_cv_;
-  std::deque<Record> tail_;  // the newest tail_buffer records; tail_seq_ is the last one's
-  uint64_t tail_seq_ = 0;
-  bool shutdown_ = false;
+  base::Mutex tail_mu_;
+  base::CondVar tail_cv_;
+  std::deque<Record> tail_ TW_GUARDED_BY(tail_mu_);  // the newest tail_buffer records; tail_seq_ is the last one's
+  uint64_t tail_seq_ TW_GUARDED_BY(tail_mu_) = 0;
+  bool shutdown_ TW_GUARDED_BY(tail_mu_) = false;
 };
 
 }  // namespace trainwatch::logs

@@ -20,6 +20,7 @@ Status LogStore::Migrate(Partition* p) {
   int64_t stream = -1;
   uint64_t lines = 0;
   auto flush = [&](bool end_of_stream) -> Status {
+    mu_.AssertHeld();  // run in place, under the lock Migrate requires
     if (rows.empty()) return Status::OK();
     refs.clear();
     for (const PendingRow& r : rows) refs.push_back(LineRef{r.seq, r.t, r.level, r.message, r.fields, r.flags});

@@ -7,6 +7,7 @@
 #include <set>
 #include <variant>
 
+#include "base/mutex.h"
 #include "logs/store.h"
 #include "logs/block.h"
 #include "logs/store_internal.h"
@@ -277,13 +278,14 @@ Result<SelectResult> LogStore::Select(const Query& q, const SelectOptions& o) {
   }
   SelectResult out;
   if (o.limit == 0) return out;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   int64_t cursor_part = has_cursor ? PartitionStart(cur_t) : INT64_MAX;
   for (int64_t start : PartitionsOverlapping(o.start_ns, o.end_ns, /*newest_first=*/true)) {
     if (start > cursor_part) continue;
     // One more than asked: whether there is a next page.
     std::vector<Hit> hits;
     ASSIGN_OR_RETURN(bool read, ReadPartition(start, [&](Partition* p) {
+                       mu_.AssertHeld();  // ReadPartition runs it under mu_
                        return ScanPartition(p, dctx_, q, o, has_cursor && start == cursor_part, cur_t, cur_seq,
                                             o.limit + 1 - out.lines.size(), &hits);
                      }));
@@ -310,7 +312,7 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
   }
   uint64_t nbuckets = last_bucket + 1;
   std::vector<uint64_t> counts(nbuckets, 0);
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   auto never = [](int64_t, uint64_t) { return false; };
   auto always = [](int64_t, uint64_t) { return true; };
   std::vector<uint64_t> part_counts;
@@ -320,6 +322,7 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
   for (int64_t start : PartitionsOverlapping(start_ns, end_ns, false)) {
     part_counts.assign(nbuckets, 0);
     ASSIGN_OR_RETURN(bool read, ReadPartition(start, [&](Partition* p) {
+                       mu_.AssertHeld();  // ReadPartition runs it under mu_
                        return VisitLines(p, dctx_, q, start_ns, end_ns, "", "id", false, never, always, count);
                      }));
     if (!read) continue;  // damaged and set aside: its counts are dropped
@@ -335,7 +338,7 @@ Result<std::vector<std::pair<int64_t, uint64_t>>> LogStore::Histogram(const Quer
 
 Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* after, size_t max) {
   std::vector<Record> out;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   Query all;
   auto first = [](const Hit& a, const Hit& b) { return a.seq < b.seq; };
   for (int64_t pstart : PartitionsOverlapping(INT64_MIN, INT64_MAX, false)) {
@@ -361,6 +364,7 @@ Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* afte
     };
     std::string after_sql = std::to_string(last);
     ASSIGN_OR_RETURN(bool read, ReadPartition(pstart, [&](Partition* part) {
+                       mu_.AssertHeld();  // ReadPartition runs it under mu_
                        return VisitLines(part, dctx_, all, INT64_MIN, INT64_MAX, "seq_max > " + after_sql, "seq_min",
                                          true, stop, keep, fn);
                      }));
@@ -381,7 +385,7 @@ Result<std::vector<Record>> LogStore::ReadAfter(std::map<int64_t, int64_t>* afte
 
 Result<std::vector<std::string>> LogStore::LabelNames(int64_t start_ns, int64_t end_ns) {
   std::set<std::string> names;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   for (auto& [pstart, p] : partitions_) {
     if (PartitionFirstNs(pstart) > end_ns || PartitionLastNs(pstart) < start_ns) continue;
     for (auto& [id, labels] : p->streams) {
@@ -393,7 +397,7 @@ Result<std::vector<std::string>> LogStore::LabelNames(int64_t start_ns, int64_t 
 
 Result<std::vector<std::string>> LogStore::LabelValues(std::string_view name, int64_t start_ns, int64_t end_ns) {
   std::set<std::string> values;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   for (auto& [pstart, p] : partitions_) {
     if (PartitionFirstNs(pstart) > end_ns || PartitionLastNs(pstart) < start_ns) continue;
     for (auto& [id, labels] : p->streams) {

@@ -5,6 +5,7 @@
 
 #include "base/file.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "collect/family.h"
 
 namespace trainwatch::remote {
@@ -190,7 +191,7 @@ Manager::Manager(ManagerOptions opts) : opts_(std::move(opts)) {
 Manager::~Manager() { Stop(); }
 
 Status Manager::ApplyConfig(std::vector<RemoteWriteConfig> cfgs) {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   if (stopped_) return Status::Unavailable("remote write manager is stopped");
   if (!cfgs.empty() && queue_ == nullptr) {
     QueueOptions qo = opts_.queue;
@@ -240,7 +241,7 @@ Status Manager::ApplyConfig(std::vector<RemoteWriteConfig> cfgs) {
   senders_ = std::move(keep);
   active_.store(!senders_.empty(), std::memory_order_release);
   if (!senders_.empty()) TW_LOG(Info, "remote_write: {} destination(s)", senders_.size());
-  cv_.notify_all();
+  cv_.SignalAll();
   return Status::OK();
 }
 
@@ -251,14 +252,16 @@ std::unique_ptr<storage::Appendable> Manager::Wrap(storage::Appendable* primary)
 storage::Appendable* Manager::queue() { return queue_ptr_.load(std::memory_order_acquire); }
 
 size_t Manager::destinations() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return senders_.size();
 }
 
 void Manager::Housekeep() {
-  std::unique_lock l(mu_);
+  base::MutexLock l(&mu_);
   while (!stopped_) {
-    cv_.wait_for(l, std::chrono::seconds(1), [&] { return stopped_; });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!stopped_ && cv_.WaitUntil(&mu_, deadline)) {
+    }
     if (stopped_ || queue_ == nullptr) continue;
     // Segments every destination has sent are deleted; with none, all closed ones.
     int keep_from = queue_->End().segment;
@@ -271,16 +274,16 @@ void Manager::Housekeep() {
 void Manager::Stop() {
   std::vector<std::unique_ptr<Sender>> senders;
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     if (stopped_) return;
     stopped_ = true;
     active_.store(false, std::memory_order_release);
     senders = std::move(senders_);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (housekeeper_.joinable()) housekeeper_.join();
   for (auto& s : senders) s->Stop();
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   if (queue_ != nullptr) {
     Status s = queue_->Close();
     if (!s.ok()) TW_LOG(Error, "remote_write: close queue: {}", s.ToString());
@@ -290,7 +293,7 @@ void Manager::Stop() {
 void Manager::RenderMetrics(std::string* out) const {
   using collect::MetricType;
   collect::Families f;
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   struct Row {
     model::Labels labels;
     SenderStats st;

@@ -11,14 +11,13 @@
 // Thread safety: every method may be called from any thread.
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "remote/config.h"
 #include "remote/queue.h"
@@ -67,14 +66,14 @@ class Manager {
   Queue* active_queue() const { return active_.load(std::memory_order_acquire) ? queue_ptr_.load() : nullptr; }
 
   const ManagerOptions opts_;
-  mutable std::mutex mu_;
-  std::unique_ptr<Queue> queue_;                     // GUARDED_BY(mu_)
-  std::vector<std::unique_ptr<Sender>> senders_;     // GUARDED_BY(mu_)
+  mutable base::Mutex mu_;
+  std::unique_ptr<Queue> queue_ TW_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Sender>> senders_ TW_GUARDED_BY(mu_);
   std::atomic<Queue*> queue_ptr_{nullptr};           // queue_.get(), for appenders
   std::atomic<bool> active_{false};                  // at least one destination
-  bool stopped_ = false;                             // GUARDED_BY(mu_)
+  bool stopped_ TW_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> queue_errors_{0};            // batches Wrap()'s appenders failed to queue
-  std::condition_variable cv_;
+  base::CondVar cv_;
   std::thread housekeeper_;  // deletes sent segments every second
 };
 

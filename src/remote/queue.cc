@@ -14,6 +14,7 @@
 #include "base/file.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "tsdb/wal/reader.h"
 #include "tsdb/wal/segment.h"
 #include "tsdb/wal/wal.h"
@@ -114,11 +115,14 @@ Result<std::unique_ptr<Queue>> Queue::Open(QueueOptions opts) {
   wo.segment_bytes = kWriterNeverRolls;
   ASSIGN_OR_RETURN(auto writer, wal::Writer::Open(wo));
   std::unique_ptr<Queue> q(new Queue(std::move(opts)));
-  q->writer_ = std::move(writer);
-  q->end_ = Position{q->writer_->CurrentSegment(), 0};
-  q->first_segment_ = first >= 0 ? first : q->end_.segment;
-  q->segment_started_ms_ = NowMillis();
-  q->next_id_ = (epoch << kIdCounterBits) | 1;
+  {
+    base::MutexLock l(&q->mu_);  // no other thread yet; for the analysis
+    q->writer_ = std::move(writer);
+    q->end_ = Position{q->writer_->CurrentSegment(), 0};
+    q->first_segment_ = first >= 0 ? first : q->end_.segment;
+    q->segment_started_ms_ = NowMillis();
+    q->next_id_ = (epoch << kIdCounterBits) | 1;
+  }
   q->sync_thread_ = std::thread([p = q.get()] { p->SyncLoop(); });
   return q;
 }
@@ -140,7 +144,7 @@ Result<uint64_t> Queue::Resolve(const model::Labels& given) {
   std::string enc;
   model::AppendEncodedLabels(labels, &enc);
   const uint64_t h = HashString(enc);
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   auto [lo, hi] = by_hash_.equal_range(h);
   for (auto it = lo; it != hi; ++it) {
     Entry& e = by_id_.at(it->second);
@@ -156,7 +160,7 @@ Result<uint64_t> Queue::Resolve(const model::Labels& given) {
 }
 
 bool Queue::Known(uint64_t id) {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end()) return false;
   it->second.last_used = end_.segment;
@@ -170,12 +174,13 @@ Status Queue::Log(const std::vector<wal::RefSample>& samples) {
 
 Status Queue::Log(const std::vector<wal::RefSample>& samples, const std::vector<wal::RefHistogramSample>& hists) {
   if (samples.empty() && hists.empty()) return Status::OK();
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   if (closed_) return Status::Unavailable("remote write queue is closed");
   const int seg = end_.segment;
   new_series_.clear();
   size_t unknown = 0;
   auto define = [&](uint64_t ref) {
+    mu_.AssertHeld();  // called right below, under l
     auto it = by_id_.find(ref);
     if (it == by_id_.end()) {
       unknown++;
@@ -237,7 +242,7 @@ Status Queue::Log(const std::vector<wal::RefSample>& samples, const std::vector<
     return s.Annotate("remote write queue");
   }
   end_.offset += bytes;
-  cv_.notify_all();
+  cv_.SignalAll();
   if (end_.offset >= opts_.segment_bytes) RETURN_IF_ERROR(RotateLocked());
   return Status::OK();
 }
@@ -262,7 +267,7 @@ Status Queue::RotateLocked() {
     }
   }
   DropOldestLocked();
-  cv_.notify_all();
+  cv_.SignalAll();
   return Status::OK();
 }
 
@@ -285,8 +290,10 @@ void Queue::SyncLoop() {
   for (;;) {
     wal::Writer* w = nullptr;
     {
-      std::unique_lock l(mu_);
-      sync_cv_.wait_for(l, std::chrono::milliseconds(opts_.sync_interval_ms), [&] { return closed_; });
+      base::MutexLock l(&mu_);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.sync_interval_ms);
+      while (!closed_ && sync_cv_.WaitUntil(&mu_, deadline)) {
+      }
       if (closed_) return;
       if (end_.offset > 0 && NowMillis() - segment_started_ms_ >= opts_.segment_max_age_ms) {
         Status s = RotateLocked();
@@ -301,29 +308,31 @@ void Queue::SyncLoop() {
 }
 
 Position Queue::End() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return end_;
 }
 
 Position Queue::WaitPast(Position pos, int64_t timeout_ms) const {
-  std::unique_lock l(mu_);
-  cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return closed_ || end_ != pos; });
+  base::MutexLock l(&mu_);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!closed_ && end_ == pos && cv_.WaitUntil(&mu_, deadline)) {
+  }
   return end_;
 }
 
 int Queue::FirstSegment() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return first_segment_;
 }
 
 Status Queue::TruncateBefore(int segment) {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   if (closed_) return Status::OK();
   segment = std::min(segment, end_.segment);
   if (segment <= first_segment_) return Status::OK();
   RETURN_IF_ERROR(writer_->TruncateBefore(segment));
   first_segment_ = segment;
-  cv_.notify_all();
+  cv_.SignalAll();
   return Status::OK();
 }
 
@@ -331,36 +340,36 @@ std::string Queue::SegmentPath(int segment) const { return wal::internal::Segmen
 
 Status Queue::Close() {
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     if (closed_) return Status::OK();
     closed_ = true;
   }
-  cv_.notify_all();
-  sync_cv_.notify_all();
+  cv_.SignalAll();
+  sync_cv_.SignalAll();
   if (sync_thread_.joinable()) sync_thread_.join();
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   Status s = writer_->Close();
   writer_.reset();
   return s;
 }
 
 uint64_t Queue::SizeBytes() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return writer_ ? writer_->SizeBytes() : 0;
 }
 
 uint64_t Queue::segments_dropped() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return segments_dropped_;
 }
 
 uint64_t Queue::samples_unknown_series() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return unknown_;
 }
 
 uint64_t Queue::series() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return by_id_.size();
 }
 

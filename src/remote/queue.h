@@ -17,15 +17,14 @@
 //
 // Thread safety: every method may be called from any thread.
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "model/labels.h"
 #include "storage/storage.h"
@@ -111,26 +110,27 @@ class Queue : public storage::Appendable {
   };
 
   explicit Queue(QueueOptions opts);
-  Status RotateLocked();
-  void DropOldestLocked();
+  Status RotateLocked() TW_REQUIRES(mu_);
+  void DropOldestLocked() TW_REQUIRES(mu_);
   void SyncLoop();
 
   const QueueOptions opts_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;  // End() moved, or closed
-  std::condition_variable sync_cv_;     // closed: wakes SyncLoop
-  std::unique_ptr<wal::Writer> writer_;             // GUARDED_BY(mu_); null once closed
-  Position end_;                                    // GUARDED_BY(mu_)
-  int first_segment_ = 0;                           // GUARDED_BY(mu_)
-  int64_t segment_started_ms_ = 0;                  // GUARDED_BY(mu_): wall clock
-  uint64_t next_id_ = 1;                            // GUARDED_BY(mu_)
-  std::unordered_map<uint64_t, Entry> by_id_;       // GUARDED_BY(mu_)
-  std::unordered_multimap<uint64_t, uint64_t> by_hash_;  // GUARDED_BY(mu_): hash of Entry::labels -> id
-  uint64_t segments_dropped_ = 0;                   // GUARDED_BY(mu_)
-  uint64_t unknown_ = 0;                            // GUARDED_BY(mu_)
-  bool closed_ = false;                             // GUARDED_BY(mu_)
-  std::string series_buf_, samples_buf_;            // GUARDED_BY(mu_): reused encodings
-  std::vector<std::pair<uint64_t, std::string_view>> new_series_;  // GUARDED_BY(mu_)
+  mutable base::Mutex mu_;
+  mutable base::CondVar cv_;  // End() moved, or closed
+  base::CondVar sync_cv_;     // closed: wakes SyncLoop
+  std::unique_ptr<wal::Writer> writer_ TW_GUARDED_BY(mu_);  // null once closed
+  Position end_ TW_GUARDED_BY(mu_);
+  int first_segment_ TW_GUARDED_BY(mu_) = 0;
+  int64_t segment_started_ms_ TW_GUARDED_BY(mu_) = 0;  // wall clock
+  uint64_t next_id_ TW_GUARDED_BY(mu_) = 1;
+  std::unordered_map<uint64_t, Entry> by_id_ TW_GUARDED_BY(mu_);
+  std::unordered_multimap<uint64_t, uint64_t> by_hash_ TW_GUARDED_BY(mu_);  // hash of Entry::labels -> id
+  uint64_t segments_dropped_ TW_GUARDED_BY(mu_) = 0;
+  uint64_t unknown_ TW_GUARDED_BY(mu_) = 0;
+  bool closed_ TW_GUARDED_BY(mu_) = false;
+  std::string series_buf_ TW_GUARDED_BY(mu_);  // reused encodings
+  std::string samples_buf_ TW_GUARDED_BY(mu_);
+  std::vector<std::pair<uint64_t, std::string_view>> new_series_ TW_GUARDED_BY(mu_);
   std::thread sync_thread_;
 };
 

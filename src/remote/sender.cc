@@ -10,6 +10,7 @@
 #include "base/file.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "remote/proto.h"
 #include "scrape/relabel.h"
 #include "tsdb/wal/records.h"
@@ -17,14 +18,14 @@
 namespace trainwatch::remote {
 
 struct Sender::Shard {
-  std::mutex mu;
-  std::condition_variable cv;     // samples arrived, room was made, or stop
-  std::deque<Pending> pending;    // GUARDED_BY(mu): oldest first, the batch in flight included
-  std::deque<HistPending> hpending;  // GUARDED_BY(mu): histogram samples, likewise
-  bool quit = false;              // GUARDED_BY(mu): resharding ends this shard
-  int64_t batch_started_ns = 0;   // GUARDED_BY(mu): monotonic; when the next batch began to wait
-  std::mutex client_mu;           // guards the pointer `client` (Stop aborts its request)
-  std::unique_ptr<httplib::Client> client;
+  base::Mutex mu;
+  base::CondVar cv;  // samples arrived, room was made, or stop
+  std::deque<Pending> pending TW_GUARDED_BY(mu);  // oldest first, the batch in flight included
+  std::deque<HistPending> hpending TW_GUARDED_BY(mu);  // histogram samples, likewise
+  bool quit TW_GUARDED_BY(mu) = false;  // resharding ends this shard
+  int64_t batch_started_ns TW_GUARDED_BY(mu) = 0;  // monotonic; when the next batch began to wait
+  base::Mutex client_mu;
+  std::unique_ptr<httplib::Client> client TW_GUARDED_BY(client_mu);  // the pointer: Stop aborts its request
   std::thread thread;
 };
 
@@ -73,7 +74,10 @@ Result<std::unique_ptr<Sender>> Sender::Start(RemoteWriteConfig cfg, Queue* q, s
     }
   }
   std::unique_ptr<Sender> s(new Sender(std::move(cfg), q, std::move(position_path), std::move(user_agent)));
-  s->acked_ = start;
+  {
+    base::MutexLock l(&s->mu_);  // no other thread yet; for the analysis
+    s->acked_ = start;
+  }
   if (!have) RETURN_IF_ERROR(file::WriteFileAtomic(s->position_path_, FormatPosition(start)));
   s->StartShards(std::clamp<uint64_t>(s->cfg_.queue.min_shards, 1, s->cfg_.queue.max_shards));
   s->reader_ = std::thread([p = s.get(), start] { p->ReadLoop(start); });
@@ -88,35 +92,35 @@ void Sender::StartShards(size_t n) {
   std::vector<std::unique_ptr<Shard>> fresh;
   for (size_t i = 0; i < n; i++) fresh.push_back(std::make_unique<Shard>());
   {
-    std::unique_lock l(shards_mu_);
+    base::WriterMutexLock l(&shards_mu_);
     shards_ = std::move(fresh);
     for (auto& sh : shards_) sh->thread = std::thread([this, shard = sh.get()] { ShardLoop(shard); });
   }
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   stats_.shards = static_cast<int>(n);
 }
 
 bool Sender::DrainAndStopShards() {
   {
-    std::unique_lock l(mu_);
-    cv_.wait(l, [&] {
-      if (stop_) return true;
-      std::shared_lock sl(shards_mu_);
+    auto drained = [&] {
+      base::ReaderMutexLock sl(&shards_mu_);
       for (auto& s : shards_) {
-        std::lock_guard g(s->mu);
+        base::MutexLock g(&s->mu);
         if (!s->pending.empty() || !s->hpending.empty()) return false;
       }
       return true;
-    });
+    };
+    base::MutexLock l(&mu_);
+    while (!stop_ && !drained()) cv_.Wait(&mu_);
   }
   if (stop_) return false;
-  std::shared_lock sl(shards_mu_);
+  base::ReaderMutexLock sl(&shards_mu_);
   for (auto& s : shards_) {
     {
-      std::lock_guard g(s->mu);
+      base::MutexLock g(&s->mu);
       s->quit = true;
     }
-    s->cv.notify_all();
+    s->cv.SignalAll();
   }
   for (auto& s : shards_) s->thread.join();
   return true;
@@ -124,22 +128,22 @@ bool Sender::DrainAndStopShards() {
 
 void Sender::Stop() {
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     if (stopped_) return;
     stopped_ = true;
   }
   stop_ = true;
   {
-    std::shared_lock sl(shards_mu_);
+    base::ReaderMutexLock sl(&shards_mu_);
     for (auto& s : shards_) {
-      { std::lock_guard l(s->mu); }  // a waiter between its check and its wait sees stop_
-      s->cv.notify_all();
-      std::lock_guard l(s->client_mu);
+      { base::MutexLock l(&s->mu); }  // a waiter between its check and its wait sees stop_
+      s->cv.SignalAll();
+      base::MutexLock l(&s->client_mu);
       if (s->client) s->client->stop();  // aborts a request in flight
     }
   }
-  { std::lock_guard l(mu_); }
-  cv_.notify_all();
+  { base::MutexLock l(&mu_); }
+  cv_.SignalAll();
   if (reader_.joinable()) reader_.join();  // after this nothing replaces shards_
   for (auto& s : shards_) {
     if (s->thread.joinable()) s->thread.join();
@@ -148,18 +152,18 @@ void Sender::Stop() {
 }
 
 Position Sender::acked() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return acked_;
 }
 
 SenderStats Sender::stats() const {
   uint64_t pending = 0;
-  std::shared_lock sl(shards_mu_);
+  base::ReaderMutexLock sl(&shards_mu_);
   for (auto& s : shards_) {
-    std::lock_guard l(s->mu);
+    base::MutexLock l(&s->mu);
     pending += s->pending.size() + s->hpending.size();
   }
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   SenderStats st = stats_;
   st.samples_pending = pending;
   return st;
@@ -173,14 +177,14 @@ void Sender::SavePosition(Position p, file::Sync sync) {
 void Sender::UpdateAcked() {
   uint64_t min_unsent = UINT64_MAX;
   {
-    std::shared_lock sl(shards_mu_);
+    base::ReaderMutexLock sl(&shards_mu_);
     for (auto& s : shards_) {
-      std::lock_guard l(s->mu);
+      base::MutexLock l(&s->mu);
       if (!s->pending.empty()) min_unsent = std::min(min_unsent, s->pending.front().seq);
       if (!s->hpending.empty()) min_unsent = std::min(min_unsent, s->hpending.front().seq);
     }
   }
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   const uint64_t done = min_unsent == UINT64_MAX ? dispatched_seq_ : std::min(dispatched_seq_, min_unsent - 1);
   while (!record_ends_.empty() && record_ends_.front().first <= done) {
     acked_ = record_ends_.front().second;
@@ -191,7 +195,7 @@ void Sender::UpdateAcked() {
 void Sender::ForgetOldSeries(int segment) {
   uint64_t done;
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     done = record_ends_.empty() ? dispatched_seq_ : record_ends_.front().first - 1;
   }
   for (auto it = series_.begin(); it != series_.end();) {
@@ -226,7 +230,7 @@ void Sender::ReadLoop(Position start) {
     const double blocked = static_cast<double>(blocked_ns) / static_cast<double>(now - window_start);
     uint64_t retried;
     {
-      std::lock_guard l(mu_);
+      base::MutexLock l(&mu_);
       retried = stats_.samples_retried;
     }
     const size_t n = groups.size();
@@ -262,7 +266,7 @@ void Sender::ReadLoop(Position start) {
     Position end;
     if (!cur.Next(&rec, &end)) {
       {
-        std::lock_guard l(mu_);
+        base::MutexLock l(&mu_);
         stats_.segments_skipped = cur.segments_skipped();
       }
       save_now();
@@ -311,7 +315,7 @@ void Sender::ReadLoop(Position start) {
         }
         ++seq;
         {
-          std::lock_guard l(mu_);
+          base::MutexLock l(&mu_);
           record_ends_.emplace_back(seq, end);
         }
         uint64_t dropped = 0;
@@ -336,10 +340,10 @@ void Sender::ReadLoop(Position start) {
           const std::vector<Pending>& g = groups[i];
           Shard* sh = shards_[i].get();  // only this thread replaces shards_
           for (size_t k = 0; k < g.size();) {
-            std::unique_lock l(sh->mu);
+            base::MutexLock l(&sh->mu);
             if (sh->pending.size() >= capacity) {
               const int64_t w0 = MonoNanos();
-              sh->cv.wait(l, [&] { return stop_ || sh->pending.size() < capacity; });
+              while (!stop_ && sh->pending.size() >= capacity) sh->cv.Wait(&sh->mu);
               blocked_ns += MonoNanos() - w0;
             }
             if (stop_) return;
@@ -348,11 +352,11 @@ void Sender::ReadLoop(Position start) {
             sh->pending.insert(sh->pending.end(), g.begin() + static_cast<std::ptrdiff_t>(k),
                                g.begin() + static_cast<std::ptrdiff_t>(k + n));
             k += n;
-            sh->cv.notify_all();
+            sh->cv.SignalAll();
           }
         }
         {
-          std::lock_guard l(mu_);
+          base::MutexLock l(&mu_);
           dispatched_seq_ = seq;
           stats_.samples_dropped += dropped;
         }
@@ -370,7 +374,7 @@ void Sender::ReadLoop(Position start) {
         if (!cfg_.send_native_histograms) hists.clear();
         ++seq;
         {
-          std::lock_guard l(mu_);
+          base::MutexLock l(&mu_);
           record_ends_.emplace_back(seq, end);
         }
         uint64_t dropped = 0;
@@ -394,10 +398,10 @@ void Sender::ReadLoop(Position start) {
           std::vector<HistPending>& g = hgroups[i];
           Shard* sh = shards_[i].get();
           for (size_t k = 0; k < g.size();) {
-            std::unique_lock l(sh->mu);
+            base::MutexLock l(&sh->mu);
             if (sh->pending.size() + sh->hpending.size() >= capacity) {
               const int64_t w0 = MonoNanos();
-              sh->cv.wait(l, [&] { return stop_ || sh->pending.size() + sh->hpending.size() < capacity; });
+              while (!stop_ && sh->pending.size() + sh->hpending.size() >= capacity) sh->cv.Wait(&sh->mu);
               blocked_ns += MonoNanos() - w0;
             }
             if (stop_) return;
@@ -405,11 +409,11 @@ void Sender::ReadLoop(Position start) {
             if (sh->pending.empty() && sh->hpending.empty()) sh->batch_started_ns = MonoNanos();
             for (size_t j = k; j < k + n; j++) sh->hpending.push_back(std::move(g[j]));
             k += n;
-            sh->cv.notify_all();
+            sh->cv.SignalAll();
           }
         }
         {
-          std::lock_guard l(mu_);
+          base::MutexLock l(&mu_);
           dispatched_seq_ = seq;
           stats_.samples_dropped += dropped;
         }
@@ -435,17 +439,17 @@ void Sender::ShardLoop(Shard* s) {
     batch.clear();
     hbatch.clear();
     {
-      std::unique_lock l(s->mu);
+      base::MutexLock l(&s->mu);
       for (;;) {
         if (stop_ || s->quit) return;
         if (s->pending.size() + s->hpending.size() >= max_send) break;
         if (s->pending.empty() && s->hpending.empty()) {
-          s->cv.wait(l);
+          s->cv.Wait(&s->mu);
           continue;
         }
         auto due = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(s->batch_started_ns + deadline_ns));
         if (std::chrono::steady_clock::now() >= due) break;
-        s->cv.wait_until(l, due);
+        s->cv.WaitUntil(&s->mu, due);
       }
       const size_t n = std::min(max_send, s->pending.size());
       batch.assign(s->pending.begin(), s->pending.begin() + static_cast<std::ptrdiff_t>(n));
@@ -480,14 +484,14 @@ void Sender::ShardLoop(Shard* s) {
     SnappyCompress(proto, &body);
     if (!SendWithRetries(s, body, batch.size() + hbatch.size(), highest)) return;
     {
-      std::lock_guard l(s->mu);
+      base::MutexLock l(&s->mu);
       s->pending.erase(s->pending.begin(), s->pending.begin() + static_cast<std::ptrdiff_t>(batch.size()));
       s->hpending.erase(s->hpending.begin(), s->hpending.begin() + static_cast<std::ptrdiff_t>(hbatch.size()));
       s->batch_started_ns = MonoNanos();
     }
-    s->cv.notify_all();
+    s->cv.SignalAll();
     UpdateAcked();
-    cv_.notify_all();  // a reshard may wait for this shard to empty
+    cv_.SignalAll();  // a reshard may wait for this shard to empty
   }
 }
 
@@ -503,7 +507,7 @@ bool Sender::SendWithRetries(Shard* s, const std::string& body, size_t samples, 
     bool retryable = true;
     httplib::Client* c = nullptr;
     {
-      std::lock_guard l(s->client_mu);
+      base::MutexLock l(&s->client_mu);
       if (!s->client) {
         auto nc = scrape::NewHttpClient(cfg_.base, cfg_.http, cfg_.remote_timeout_ms);
         if (nc.ok()) s->client = std::move(*nc);
@@ -524,7 +528,7 @@ bool Sender::SendWithRetries(Shard* s, const std::string& body, size_t samples, 
       h.insert(cfg_.headers.begin(), cfg_.headers.end());
       auto res = c->Post(cfg_.path, h, body, "application/x-protobuf");
       if (res && res->status / 100 == 2) {
-        std::lock_guard l(mu_);
+        base::MutexLock l(&mu_);
         stats_.samples_sent += samples;
         stats_.bytes_sent += body.size();
         stats_.requests++;
@@ -540,13 +544,13 @@ bool Sender::SendWithRetries(Shard* s, const std::string& body, size_t samples, 
         retry_after = RetryAfterMs(*res);
       } else {
         failure = "Post \"" + cfg_.url + "\": " + httplib::to_string(res.error());
-        std::lock_guard l(s->client_mu);
+        base::MutexLock l(&s->client_mu);
         s->client.reset();  // a fresh connection next time
       }
     }
     if (!retryable) {
       TW_LOG(Error, "remote_write {}: non-recoverable error sending {} samples, dropped: {}", cfg_.name, samples, failure);
-      std::lock_guard l(mu_);
+      base::MutexLock l(&mu_);
       stats_.samples_failed += samples;
       return true;
     }
@@ -554,13 +558,15 @@ bool Sender::SendWithRetries(Shard* s, const std::string& body, size_t samples, 
       TW_LOG(Warn, "remote_write {}: failed to send batch (attempt {}), retrying: {}", cfg_.name, attempt, failure);
     }
     {
-      std::lock_guard l(mu_);
+      base::MutexLock l(&mu_);
       stats_.samples_retried += samples;
     }
     const int64_t wait = retry_after > 0 ? retry_after : backoff;
     {
-      std::unique_lock l(s->mu);
-      s->cv.wait_for(l, std::chrono::milliseconds(wait), [&] { return stop_.load(); });
+      base::MutexLock l(&s->mu);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait);
+      while (!stop_ && s->cv.WaitUntil(&s->mu, deadline)) {
+      }
     }
     backoff = std::min(backoff * 2, cfg_.queue.max_backoff_ms);
   }

@@ -20,11 +20,9 @@
 // Thread safety: every method may be called from any thread.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -32,6 +30,7 @@
 #include <vector>
 
 #include "base/file.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "remote/config.h"
 #include "remote/queue.h"
@@ -119,7 +118,7 @@ class Sender {
 
   // Replaced only by the reader thread while resharding (exclusively
   // locked); others iterate it under a shared lock.
-  mutable std::shared_mutex shards_mu_;
+  mutable base::SharedMutex shards_mu_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::thread reader_;
   std::atomic<bool> stop_{false};
@@ -128,13 +127,13 @@ class Sender {
   // the map; shards read entries through Pending::series.
   std::unordered_map<uint64_t, SeriesEntry> series_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;        // a shard made room or finished a batch
-  std::deque<std::pair<uint64_t, Position>> record_ends_;  // GUARDED_BY(mu_): seq -> end, not yet acked
-  uint64_t dispatched_seq_ = 0;       // GUARDED_BY(mu_): records wholly handed to shards
-  Position acked_;                    // GUARDED_BY(mu_)
-  SenderStats stats_;                 // GUARDED_BY(mu_)
-  bool stopped_ = false;              // GUARDED_BY(mu_)
+  mutable base::Mutex mu_;
+  base::CondVar cv_;        // a shard made room or finished a batch
+  std::deque<std::pair<uint64_t, Position>> record_ends_ TW_GUARDED_BY(mu_);  // seq -> end, not yet acked
+  uint64_t dispatched_seq_ TW_GUARDED_BY(mu_) = 0;  // records wholly handed to shards
+  Position acked_ TW_GUARDED_BY(mu_);
+  SenderStats stats_ TW_GUARDED_BY(mu_);
+  bool stopped_ TW_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace trainwatch::remote

@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/strconv.h"
 #include "model/matcher.h"
 #include "model/sample.h"
@@ -92,7 +93,7 @@ void Group::Eval(int64_t ts) {
     }
     rule.SetStatus(RuleHealth::kGood, "", rule_wall, static_cast<double>(MonoNanos() - r0) / 1e9);
   }
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   last_evaluation_ms_ = wall_start;
   evaluation_seconds_ = static_cast<double>(MonoNanos() - t0) / 1e9;
 }
@@ -175,8 +176,8 @@ void Group::CopyState(Group& old) {
     }
   }
   should_restore_ = old.should_restore_;
-  std::lock_guard l(mu_);
-  std::lock_guard ol(old.mu_);
+  base::MutexLock l(&mu_);
+  base::MutexLock ol(&old.mu_);
   last_evaluation_ms_ = old.last_evaluation_ms_;
   evaluation_seconds_ = old.evaluation_seconds_;
 }
@@ -193,7 +194,7 @@ void Group::MarkStale(int64_t ts) {
 
 void Group::Start() {
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     stop_ = false;
   }
   thread_ = std::thread([this] { Run(); });
@@ -201,30 +202,30 @@ void Group::Start() {
 
 void Group::Stop() {
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 bool Group::SleepUntil(int64_t deadline_ms) {
-  std::unique_lock l(mu_);
+  base::MutexLock l(&mu_);
   for (;;) {
     if (stop_) return false;
     int64_t now = NowMillis();
     if (now >= deadline_ms) return true;
-    cv_.wait_for(l, RealWait(deadline_ms - now));
+    cv_.WaitFor(&mu_, RealWait(deadline_ms - now));
   }
 }
 
 int64_t Group::last_evaluation_ms() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return last_evaluation_ms_;
 }
 
 double Group::evaluation_seconds() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return evaluation_seconds_;
 }
 

@@ -10,16 +10,15 @@
 // Thread safety: Start/Stop/CopyState from one thread (the manager); Eval
 // runs on the group's own thread; status accessors may run concurrently.
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "rules/rule.h"
 #include "storage/storage.h"
 
@@ -88,11 +87,11 @@ class Group {
   // Per rule: the series its last evaluation appended (group thread only).
   std::vector<std::set<model::Labels>> series_in_previous_eval_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;                // GUARDED_BY(mu_)
-  int64_t last_evaluation_ms_ = 0;   // GUARDED_BY(mu_)
-  double evaluation_seconds_ = 0;    // GUARDED_BY(mu_)
+  mutable base::Mutex mu_;
+  base::CondVar cv_;
+  bool stop_ TW_GUARDED_BY(mu_) = false;
+  int64_t last_evaluation_ms_ TW_GUARDED_BY(mu_) = 0;
+  double evaluation_seconds_ TW_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

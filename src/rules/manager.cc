@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "rules/rule_file.h"
 
 namespace trainwatch::rules {
@@ -63,10 +64,10 @@ Status Manager::Update(const ManagerConfig& cfg) {
   gopts->resend_delay_ms = opts_.resend_delay_ms;
   gopts->notify = [this](std::vector<OutgoingAlert> a) { Notify(std::move(a)); };
 
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   if (stopped_) return Status::Unavailable("rule manager stopped");
   {
-    std::lock_guard sl(senders_mu_);
+    base::MutexLock sl(&senders_mu_);
     external_labels_ = cfg.external_labels;
   }
   std::map<std::pair<std::string, std::string>, std::shared_ptr<Group>> old;
@@ -98,13 +99,13 @@ Status Manager::Update(const ManagerConfig& cfg) {
 }
 
 void Manager::AddSender(AlertSender sender) {
-  std::lock_guard l(senders_mu_);
+  base::MutexLock l(&senders_mu_);
   senders_.push_back(std::move(sender));
 }
 
 Status Manager::ApplyAlertingConfig(const YAML::Node& alerting) {
   ASSIGN_OR_RETURN(AlertingConfig cfg, ParseAlertingConfig(alerting));
-  std::lock_guard l(senders_mu_);
+  base::MutexLock l(&senders_mu_);
   if (alertmanagers_ == nullptr) {
     if (cfg.alertmanagers.empty()) return Status::OK();
     alertmanagers_ = std::make_shared<AlertmanagerNotifier>();
@@ -118,7 +119,7 @@ Status Manager::ApplyAlertingConfig(const YAML::Node& alerting) {
 
 void Manager::Notify(std::vector<OutgoingAlert> alerts) {
   // Not under mu_: Update holds it while it joins the group threads that call us.
-  std::lock_guard l(senders_mu_);
+  base::MutexLock l(&senders_mu_);
   const model::Labels& ext = external_labels_;
   if (!ext.empty()) {
     // External labels apply where the alert has no label of that name.
@@ -144,21 +145,21 @@ void Manager::Notify(std::vector<OutgoingAlert> alerts) {
 void Manager::Stop() {
   std::vector<std::shared_ptr<Group>> gs;
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     stopped_ = true;
     gs = groups_;
   }
   for (auto& g : gs) g->Stop();
   std::shared_ptr<AlertmanagerNotifier> n;
   {
-    std::lock_guard l(senders_mu_);
+    base::MutexLock l(&senders_mu_);
     n = alertmanagers_;
   }
   if (n != nullptr) n->Stop();  // sends what is queued first
 }
 
 std::vector<std::shared_ptr<Group>> Manager::Groups() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return groups_;
 }
 
@@ -185,7 +186,7 @@ void Manager::RenderMetrics(std::string* out) const {
   for (const auto& [s, n] : states) *out += "trainwatch_alerts{state=\"" + s + "\"} " + std::to_string(n) + "\n";
   uint64_t sent;
   {
-    std::lock_guard l(senders_mu_);
+    base::MutexLock l(&senders_mu_);
     sent = alerts_sent_;
   }
   *out += "# HELP trainwatch_rule_alerts_sent_total Alerts handed to the senders (firing and resolved, resends included).\n"
@@ -193,7 +194,7 @@ void Manager::RenderMetrics(std::string* out) const {
   *out += "trainwatch_rule_alerts_sent_total " + std::to_string(sent) + "\n";
   std::shared_ptr<AlertmanagerNotifier> n;
   {
-    std::lock_guard l(senders_mu_);
+    base::MutexLock l(&senders_mu_);
     n = alertmanagers_;
   }
   if (n != nullptr) n->RenderMetrics(out);
@@ -218,7 +219,7 @@ Result<std::vector<std::string>> ExpandRuleFiles(const std::vector<std::string>&
 }
 
 model::Labels Manager::ExternalLabels() const {
-  std::lock_guard<std::mutex> l(senders_mu_);
+  base::MutexLock l(&senders_mu_);
   return external_labels_;
 }
 

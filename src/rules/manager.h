@@ -11,10 +11,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "promql/engine.h"
 #include "rules/alert.h"
@@ -83,15 +83,15 @@ class Manager {
   QueryFunc query_;
   // Lock order: mu_, then senders_mu_. Group threads take only senders_mu_
   // (Notify), so Update may join them while holding mu_.
-  mutable std::mutex mu_;  // groups_, restored_, stopped_
-  std::vector<std::shared_ptr<Group>> groups_;
-  bool restored_ = false;  // the first Update restores for-state; later ones copy state
-  bool stopped_ = false;
-  mutable std::mutex senders_mu_;  // senders_, alerts_sent_, alertmanagers_, external_labels_
-  model::Labels external_labels_;
-  std::vector<AlertSender> senders_;
-  uint64_t alerts_sent_ = 0;  // GUARDED_BY(senders_mu_)
-  std::shared_ptr<AlertmanagerNotifier> alertmanagers_;  // GUARDED_BY(senders_mu_); null until configured
+  mutable base::Mutex mu_;
+  std::vector<std::shared_ptr<Group>> groups_ TW_GUARDED_BY(mu_);
+  bool restored_ TW_GUARDED_BY(mu_) = false;  // the first Update restores for-state; later ones copy state
+  bool stopped_ TW_GUARDED_BY(mu_) = false;
+  mutable base::Mutex senders_mu_ TW_ACQUIRED_AFTER(mu_);
+  model::Labels external_labels_ TW_GUARDED_BY(senders_mu_);
+  std::vector<AlertSender> senders_ TW_GUARDED_BY(senders_mu_);
+  uint64_t alerts_sent_ TW_GUARDED_BY(senders_mu_) = 0;
+  std::shared_ptr<AlertmanagerNotifier> alertmanagers_ TW_GUARDED_BY(senders_mu_);  // null until configured
 };
 
 // Expands `rule_files` patterns (shell globs, relative to base_dir when not

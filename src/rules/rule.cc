@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/mutex.h"
 #include "promql/parser/parse.h"
 #include "template/template.h"
 
@@ -32,7 +33,7 @@ EvalRule::EvalRule(RuleSpec spec) : spec_(std::move(spec)) {
 }
 
 void EvalRule::SetStatus(RuleHealth h, std::string err, int64_t last_eval_ms, double seconds) {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   status_.health = h;
   status_.last_error = std::move(err);
   status_.last_evaluation_ms = last_eval_ms;
@@ -40,7 +41,7 @@ void EvalRule::SetStatus(RuleHealth h, std::string err, int64_t last_eval_ms, do
 }
 
 RuleStatus EvalRule::status() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return status_;
 }
 
@@ -124,7 +125,7 @@ Result<std::vector<promql::VectorSample>> AlertingRule::Eval(int64_t ts, const E
     }
   }
 
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   for (auto& [key, a] : current) {
     auto it = active_.find(key);
     if (it != active_.end() && it->second.state != AlertState::kInactive) {
@@ -184,7 +185,7 @@ Result<std::vector<promql::VectorSample>> AlertingRule::Eval(int64_t ts, const E
 std::vector<OutgoingAlert> AlertingRule::CollectToSend(int64_t ts, int64_t resend_delay_ms, int64_t interval_ms,
                                                        const std::string& generator_url) {
   std::vector<OutgoingAlert> out;
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   for (auto& [key, a] : active_) {
     if (a.state == AlertState::kPending) continue;
     // Resolved since the last send, or the resend delay has passed.
@@ -204,33 +205,33 @@ std::vector<OutgoingAlert> AlertingRule::CollectToSend(int64_t ts, int64_t resen
 }
 
 bool AlertingRule::restored() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return restored_;
 }
 
 void AlertingRule::set_restored(bool r) {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   restored_ = r;
 }
 
 std::map<model::Labels, Alert> AlertingRule::alerts() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return active_;
 }
 
 void AlertingRule::set_alerts(std::map<model::Labels, Alert> a) {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   active_ = std::move(a);
 }
 
 void AlertingRule::SetActiveAt(const model::Labels& key, int64_t active_at_ms) {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   auto it = active_.find(key);
   if (it != active_.end()) it->second.active_at = active_at_ms;
 }
 
 std::vector<Alert> AlertingRule::ActiveAlerts() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   std::vector<Alert> out;
   for (const auto& [key, a] : active_) {
     if (a.state != AlertState::kInactive) out.push_back(a);
@@ -239,7 +240,7 @@ std::vector<Alert> AlertingRule::ActiveAlerts() const {
 }
 
 AlertState AlertingRule::State() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   AlertState s = AlertState::kInactive;
   for (const auto& [key, a] : active_) s = std::max(s, a.state);
   return s;

@@ -12,10 +12,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "model/labels.h"
 #include "promql/engine.h"
@@ -85,8 +85,8 @@ class EvalRule {
  protected:
   RuleSpec spec_;
   std::string query_string_;
-  mutable std::mutex mu_;
-  RuleStatus status_;  // GUARDED_BY(mu_)
+  mutable base::Mutex mu_;
+  RuleStatus status_ TW_GUARDED_BY(mu_);
 };
 
 class RecordingRule : public EvalRule {
@@ -123,8 +123,8 @@ class AlertingRule : public EvalRule {
   AlertState State() const;
 
  private:
-  std::map<model::Labels, Alert> active_;  // GUARDED_BY(mu_), keyed by alert labels
-  bool restored_ = false;                  // GUARDED_BY(mu_)
+  std::map<model::Labels, Alert> active_ TW_GUARDED_BY(mu_);  // keyed by alert labels
+  bool restored_ TW_GUARDED_BY(mu_) = false;
 };
 
 std::unique_ptr<EvalRule> NewRule(RuleSpec spec);

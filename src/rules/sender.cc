@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/units.h"
 
 namespace trainwatch::rules {
@@ -129,13 +130,13 @@ AlertmanagerNotifier::AlertmanagerNotifier(size_t queue_capacity) : capacity_(qu
 AlertmanagerNotifier::~AlertmanagerNotifier() { Stop(); }
 
 void AlertmanagerNotifier::ApplyConfig(AlertingConfig cfg) {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   cfg_ = std::move(cfg);
 }
 
 void AlertmanagerNotifier::Send(std::vector<OutgoingAlert> alerts) {
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     if (cfg_.alertmanagers.empty()) return;  // nothing configured: nothing queued
     for (OutgoingAlert& a : alerts) {
       if (!cfg_.relabel_configs.empty()) {
@@ -150,21 +151,21 @@ void AlertmanagerNotifier::Send(std::vector<OutgoingAlert> alerts) {
       ++dropped_;
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void AlertmanagerNotifier::Stop() {
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     if (stop_ && !thread_.joinable()) return;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 size_t AlertmanagerNotifier::queue_length() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return queue_.size();
 }
 
@@ -201,8 +202,8 @@ void AlertmanagerNotifier::Run() {
     std::vector<OutgoingAlert> batch;
     std::vector<AlertmanagerTarget> targets;
     {
-      std::unique_lock l(mu_);
-      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      base::MutexLock l(&mu_);
+      while (!stop_ && queue_.empty()) cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stopped with nothing left
       if (stop_) {
         if (drain_until == 0) drain_until = NowMillis() + kDrainMs;
@@ -223,7 +224,7 @@ void AlertmanagerNotifier::Run() {
       std::string err;
       bool ok = Post(t, body, &err);
       if (!ok) TW_LOG(Warn, "send {} alerts to Alertmanager {}: {}", batch.size(), t.Url(), err);
-      std::lock_guard l(mu_);
+      base::MutexLock l(&mu_);
       if (ok) sent_[t.Url()] += batch.size();
       else errors_[t.Url()] += batch.size();
     }
@@ -231,7 +232,7 @@ void AlertmanagerNotifier::Run() {
 }
 
 void AlertmanagerNotifier::RenderMetrics(std::string* out) const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   *out += "# HELP trainwatch_alertmanager_alerts_sent_total Alerts sent to external Alertmanagers.\n"
           "# TYPE trainwatch_alertmanager_alerts_sent_total counter\n";
   for (const auto& [u, n] : sent_) *out += "trainwatch_alertmanager_alerts_sent_total{alertmanager=\"" + u + "\"} " + std::to_string(n) + "\n";

@@ -11,17 +11,16 @@
 //
 // Thread safety: every method may be called from any thread.
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "rules/alert.h"
 #include "scrape/http_client.h"
@@ -76,14 +75,14 @@ class AlertmanagerNotifier {
   bool Post(const AlertmanagerTarget& t, const std::string& body, std::string* err);
 
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  AlertingConfig cfg_;                         // GUARDED_BY(mu_)
-  std::deque<OutgoingAlert> queue_;            // GUARDED_BY(mu_)
-  bool stop_ = false;                          // GUARDED_BY(mu_)
-  uint64_t dropped_ = 0;                       // GUARDED_BY(mu_)
-  std::map<std::string, uint64_t> sent_;       // GUARDED_BY(mu_), by Alertmanager URL
-  std::map<std::string, uint64_t> errors_;     // GUARDED_BY(mu_)
+  mutable base::Mutex mu_;
+  base::CondVar cv_;
+  AlertingConfig cfg_ TW_GUARDED_BY(mu_);
+  std::deque<OutgoingAlert> queue_ TW_GUARDED_BY(mu_);
+  bool stop_ TW_GUARDED_BY(mu_) = false;
+  uint64_t dropped_ TW_GUARDED_BY(mu_) = 0;
+  std::map<std::string, uint64_t> sent_ TW_GUARDED_BY(mu_);  // by Alertmanager URL
+  std::map<std::string, uint64_t> errors_ TW_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -8,6 +8,7 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "ingest/import.h"
 #include "model/sample.h"
 #include "runs/store_internal.h"
@@ -132,8 +133,8 @@ RunStore::RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Quer
 
 RunStore::~RunStore() {
   Stop();
-  std::lock_guard<std::mutex> l(mu_);
-  std::lock_guard<std::mutex> r(read_mu_);
+  base::MutexLock l(&mu_);
+  base::MutexLock r(&read_mu_);
   if (rdb_ != nullptr) sqlite3_close(rdb_);
   if (db_ != nullptr) sqlite3_close(db_);
 }
@@ -190,8 +191,8 @@ Status RunStore::OpenReader() const {
 }
 
 Status RunStore::ReplaceDamaged(const Status& damage, uint64_t generation) const {
-  std::lock_guard<std::mutex> l(mu_);
-  std::lock_guard<std::mutex> r(read_mu_);
+  base::MutexLock l(&mu_);
+  base::MutexLock r(&read_mu_);
   if (db_generation_.load() != generation) return Status::OK();  // replaced by another thread meanwhile
   sqlite3_close_v2(rdb_);
   sqlite3_close_v2(db_);
@@ -225,7 +226,7 @@ Status RunStore::ReplaceDamaged(const Status& damage, uint64_t generation) const
 }
 
 Status RunStore::Init() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   RETURN_IF_ERROR(OpenWriter());
   Stmt q(db_, std::string("SELECT ") + kRunColumns + " FROM runs");
   while (q.Step()) {
@@ -272,7 +273,10 @@ Status RunStore::Init() {
     while (procs.Step()) rank_processes_[procs.Text(0)][procs.Int(1)] = {procs.Text(2), procs.Int(3)};
     RETURN_IF_ERROR(procs.status());
   }
-  RETURN_IF_ERROR(OpenReader());
+  {
+    base::MutexLock r(&read_mu_);
+    RETURN_IF_ERROR(OpenReader());
+  }
   const size_t slash = opts_.path.rfind('/');
   set_aside_ = slash == std::string::npos ? file::CountSetAside(".", opts_.path)
                                           : file::CountSetAside(opts_.path.substr(0, slash), opts_.path.substr(slash + 1));
@@ -310,6 +314,7 @@ Status RunStore::SaveRun(const Run& r) const {
 
 std::string RunStore::UniqueName(const std::string& project, const std::string& name) const {
   auto taken = [&](const std::string& n) {
+    mu_.AssertHeld();  // run in place, under the lock
     for (const auto& [id, r] : runs_) {
       if (r.project == project && r.name == n) return true;
     }
@@ -367,17 +372,18 @@ Result<std::vector<RunAlert>> RunStore::Alerts(std::string_view id) const {
 }
 
 Result<Run> RunStore::DoCreateOrResume(const CreateRequest& req) {
-  std::unique_lock<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   Live& live = LiveOf(req.id);
-  l.unlock();
-  std::lock_guard<std::mutex> w(live.write_mu);
-  l.lock();
+  l.Unlock();
+  base::MutexLock w(&live.write_mu);
+  l.Lock();
   int64_t now = Now();
   auto it = runs_.find(req.id);
   bool owner = !req.rank || *req.rank == 0;
   Run r;
   // Every rank's process, for the GPU collector's attribution (ProcessesOn).
   auto note_process = [&]() -> Status {
+    mu_.AssertHeld();  // run in place, under the lock
     if (!req.pid || !req.host) return Status::OK();
     const int64_t rank = req.rank.value_or(0);
     auto& procs = rank_processes_[req.id];
@@ -418,14 +424,14 @@ Result<Run> RunStore::DoCreateOrResume(const CreateRequest& req) {
   RETURN_IF_ERROR(SaveRun(r));
   runs_[r.id] = r;
   RETURN_IF_ERROR(note_process());
-  l.unlock();
+  l.Unlock();
   RETURN_IF_ERROR(WriteRunSeries(r, live, true, false));
   return r;
 }
 
 std::unordered_map<int64_t, RunStore::RankProcess> RunStore::ProcessesOn(std::string_view host) const {
   std::unordered_map<int64_t, RankProcess> out;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   auto here = [&](const std::string& h) { return h == host || h == "localhost"; };
   for (const auto& [id, r] : runs_) {
     if (r.status != kRunning) continue;
@@ -444,12 +450,12 @@ std::unordered_map<int64_t, RunStore::RankProcess> RunStore::ProcessesOn(std::st
 }
 
 Status RunStore::DoHeartbeat(std::string_view id) {
-  std::unique_lock<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (!runs_.contains(std::string(id))) return NotFound(id);
   Live& live = LiveOf(std::string(id));
-  l.unlock();
-  std::lock_guard<std::mutex> w(live.write_mu);
-  l.lock();
+  l.Unlock();
+  base::MutexLock w(&live.write_mu);
+  l.Lock();
   Run r = runs_.at(std::string(id));
   r.heartbeat_time_ms = Now();
   if (r.status == kCrashed) {  // it was only silent: alive again
@@ -458,7 +464,7 @@ Status RunStore::DoHeartbeat(std::string_view id) {
   }
   RETURN_IF_ERROR(SaveRun(r));
   runs_[r.id] = r;
-  l.unlock();
+  l.Unlock();
   return WriteRunSeries(r, live, true, false);
 }
 
@@ -470,15 +476,15 @@ Status RunStore::AddGpuUsage(const std::vector<GpuUsageDelta>& usage) {
 Status RunStore::DoAddGpuUsage(const std::vector<GpuUsageDelta>& usage) {
   std::vector<Run> updated;
   for (const GpuUsageDelta& d : usage) {
-    std::unique_lock<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     auto it = std::find_if(runs_.begin(), runs_.end(),
                            [&](const auto& kv) { return kv.second.project == d.project && kv.second.name == d.run; });
     if (it == runs_.end()) continue;
     const std::string id = it->first;
     Live& live = LiveOf(id);
-    l.unlock();
-    std::lock_guard<std::mutex> w(live.write_mu);
-    l.lock();
+    l.Unlock();
+    base::MutexLock w(&live.write_mu);
+    l.Lock();
     Run r = runs_.at(id);
     r.gpu.seconds += d.add.seconds;
     r.gpu.energy_joules += d.add.energy_joules;
@@ -505,12 +511,12 @@ Status RunStore::DoAddGpuUsage(const std::vector<GpuUsageDelta>& usage) {
 }
 
 Result<Run> RunStore::DoFinish(std::string_view id, const FinishRequest& req) {
-  std::unique_lock<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (!runs_.contains(std::string(id))) return NotFound(id);
   Live& live = LiveOf(std::string(id));
-  l.unlock();
-  std::lock_guard<std::mutex> w(live.write_mu);
-  l.lock();
+  l.Unlock();
+  base::MutexLock w(&live.write_mu);
+  l.Lock();
   Run r = runs_.at(std::string(id));
   int64_t now = Now();
   r.status = req.status;
@@ -520,7 +526,7 @@ Result<Run> RunStore::DoFinish(std::string_view id, const FinishRequest& req) {
   MergeSummary(&r.summary, req.summary);
   RETURN_IF_ERROR(SaveRun(r));
   runs_[r.id] = r;
-  l.unlock();
+  l.Unlock();
   live.window.clear();
   live.last.reset();
   RETURN_IF_ERROR(WriteRunSeries(r, live, true, true));
@@ -528,7 +534,7 @@ Result<Run> RunStore::DoFinish(std::string_view id, const FinishRequest& req) {
 }
 
 Status RunStore::DoAddAlert(std::string_view id, RunAlert a) {
-  std::unique_lock<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   auto it = runs_.find(std::string(id));
   if (it == runs_.end()) return NotFound(id);
   a.time_ms = Now();
@@ -544,6 +550,7 @@ Status RunStore::DoAddAlert(std::string_view id, RunAlert a) {
   }
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
   Status stored = [&]() -> Status {
+    mu_.AssertHeld();  // run in place, under the lock
     Stmt st(db_, "INSERT INTO alerts(run_id, time_ms, title, text, level) VALUES(?1,?2,?3,?4,?5)");
     st.Bind(1, id).Bind(2, a.time_ms).Bind(3, a.title).Bind(4, a.text).Bind(5, a.level);
     RETURN_IF_ERROR(st.Run());
@@ -559,25 +566,25 @@ Status RunStore::DoAddAlert(std::string_view id, RunAlert a) {
   RETURN_IF_ERROR(Exec(db_, "COMMIT"));
   AlertSink sink = alert_sink_;
   Run run = it->second;
-  l.unlock();
+  l.Unlock();
   if (sink) sink(run, a);
   return Status::OK();
 }
 
 void RunStore::SetAlertSink(AlertSink sink) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   alert_sink_ = std::move(sink);
 }
 
 Result<Run> RunStore::Get(std::string_view id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   auto it = runs_.find(std::string(id));
   if (it == runs_.end()) return NotFound(id);
   return it->second;
 }
 
 Result<std::vector<RunAlert>> RunStore::DoAlerts(std::string_view id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (!runs_.contains(std::string(id))) return NotFound(id);
   std::vector<RunAlert> out;
   Stmt q(db_, "SELECT time_ms, title, text, level FROM alerts WHERE run_id=?1 ORDER BY seq");
@@ -590,7 +597,7 @@ Result<std::vector<RunAlert>> RunStore::DoAlerts(std::string_view id) const {
 std::vector<Run> RunStore::List(const Filter& filter, const ListOptions& o) const {
   std::vector<Run> out;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     for (const auto& [id, r] : runs_) {
       if (filter.Matches(r)) out.push_back(r);
     }
@@ -622,7 +629,7 @@ int RunStore::CheckHeartbeats() {
   int64_t now = Now();
   std::vector<std::string> stale;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     for (const auto& [id, r] : runs_) {
       // Silence while this server was down is not the run's fault.
       if (r.status == kRunning && std::max(r.heartbeat_time_ms, opened_ms_) + opts_.heartbeat_timeout_ms < now) {
@@ -632,11 +639,11 @@ int RunStore::CheckHeartbeats() {
   }
   int marked = 0;
   for (const std::string& id : stale) {
-    std::unique_lock<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     Live& live = LiveOf(id);
-    l.unlock();
-    std::lock_guard<std::mutex> w(live.write_mu);
-    l.lock();
+    l.Unlock();
+    base::MutexLock w(&live.write_mu);
+    l.Lock();
     Run r = runs_.at(id);
     now = Now();
     if (r.status != kRunning || std::max(r.heartbeat_time_ms, opened_ms_) + opts_.heartbeat_timeout_ms >= now) continue;
@@ -645,25 +652,25 @@ int RunStore::CheckHeartbeats() {
     r.eta_seconds.reset();
     // Series first, so that once the API says crashed, PromQL says inactive;
     // on failure the next check tries again.
-    l.unlock();
+    l.Unlock();
     Status s = WriteRunSeries(r, live, false, true);
     if (!s.ok()) {
       TW_LOG(Error, "runs: write series of {}: {}", id, s.ToString());
       continue;
     }
-    l.lock();
+    l.Lock();
     const uint64_t generation = db_generation_.load();
     s = SaveRun(r);
     if (!s.ok()) {
       TW_LOG(Error, "runs: mark {} crashed: {}", id, s.ToString());
       if (s.IsCorruption()) {
-        l.unlock();
+        l.Unlock();
         (void)ReplaceDamaged(s, generation);  // the next check marks it
       }
       continue;
     }
     runs_[id] = r;
-    l.unlock();
+    l.Unlock();
     TW_LOG(Info, "runs: run {} ({}/{}) crashed: no heartbeat for {} s", id, r.project, r.name,
            (now - r.heartbeat_time_ms) / 1000);
     marked++;
@@ -674,23 +681,23 @@ int RunStore::CheckHeartbeats() {
 void RunStore::StartHeartbeatChecker() {
   int64_t period = std::clamp<int64_t>(opts_.heartbeat_timeout_ms / 4, 50, 10000);
   checker_ = std::thread([this, period] {
-    std::unique_lock<std::mutex> l(stop_mu_);
+    base::MutexLock l(&stop_mu_);
     while (!stopping_) {
-      stop_cv_.wait_for(l, RealWait(period), [&] { return stopping_; });
+      stop_cv_.WaitFor(&stop_mu_, RealWait(period));
       if (stopping_) break;
-      l.unlock();
+      l.Unlock();
       CheckHeartbeats();
-      l.lock();
+      l.Lock();
     }
   });
 }
 
 void RunStore::Stop() {
   {
-    std::lock_guard<std::mutex> l(stop_mu_);
+    base::MutexLock l(&stop_mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
   if (checker_.joinable()) checker_.join();
 }
 

@@ -19,14 +19,12 @@
 // in parallel.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <unordered_map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +32,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "runs/filter.h"
 #include "runs/request.h"
@@ -252,13 +251,11 @@ class RunStore {
   RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Queryable* q);
   Status Init();
   // The write connection (created with the schema) and the read one.
-  // REQUIRES: mu_ held; read_mu_ too for OpenReader.
-  Status OpenWriter() const;
-  Status OpenReader() const;
+  Status OpenWriter() const TW_REQUIRES(mu_);
+  Status OpenReader() const TW_REQUIRES(mu_, read_mu_);
   // Damage met while serving: sets the file aside and starts a new one with
   // every run's row, unless another thread already did since `generation`.
-  // REQUIRES: no lock held.
-  Status ReplaceDamaged(const Status& damage, uint64_t generation) const;
+  Status ReplaceDamaged(const Status& damage, uint64_t generation) const TW_EXCLUDES(mu_, read_mu_);
   // Runs `op`, a public operation; when it meets damage, replaces the
   // database and runs it once more.
   template <typename F>
@@ -283,9 +280,9 @@ class RunStore {
   Result<std::vector<RunAlert>> DoAlerts(std::string_view id) const;
   Result<std::vector<StepSeries>> DoReadSteps(std::string_view id, const StepQuery& q) const;
   int64_t Now() const { return opts_.now_ms(); }
-  Live& LiveOf(const std::string& id);  // REQUIRES: mu_ held
-  Status SaveRun(const Run& r) const;   // REQUIRES: mu_ held
-  std::string UniqueName(const std::string& project, const std::string& name) const;  // REQUIRES: mu_ held
+  Live& LiveOf(const std::string& id) TW_REQUIRES(mu_);
+  Status SaveRun(const Run& r) const TW_REQUIRES(mu_);
+  std::string UniqueName(const std::string& project, const std::string& name) const TW_REQUIRES(mu_);
   // Appends the run series of `r` at now (heartbeat, active, start, total,
   // and with `progress` the progress ratio and ETA) and commits.
   Status WriteRunSeries(const Run& r, Live& live, bool progress, bool ended);
@@ -293,16 +290,16 @@ class RunStore {
   // The state of series (rank, metric) of run `id`, created if `create`
   // (the row is then written in the caller's transaction); nullptr if absent.
   Result<StepSeriesState*> StepSeriesOf(Live& live, const std::string& id, int64_t rank, const std::string& host,
-                                        const std::string& metric);
+                                        const std::string& metric) TW_REQUIRES(mu_);
   // Writes `pts` (in logged order) as chunks of `s`, in the caller's transaction.
-  Status AppendSteps(StepSeriesState& s, std::vector<StepPoint> pts);
+  Status AppendSteps(StepSeriesState& s, std::vector<StepPoint> pts) TW_REQUIRES(mu_);
   // Merges the newest small chunks of `s` into one once there are enough of
   // them, in a transaction of its own.
-  Status CompactSteps(StepSeriesState& s);
+  Status CompactSteps(StepSeriesState& s) TW_REQUIRES(mu_);
   // Data dirs from before the step store: copies each run's logged values
   // from the TSDB (joined with trainwatch_run_step on timestamp) into it.
-  // REQUIRES: mu_ held, in Init.
-  Status MigrateFromTsdb();
+  // In Init.
+  Status MigrateFromTsdb() TW_REQUIRES(mu_);
 
   const RunStoreOptions opts_;
   storage::Appendable* const app_;
@@ -314,35 +311,34 @@ class RunStore {
   // series states of an older generation name rows of the replaced file.
   mutable std::atomic<uint64_t> db_generation_ = 0;
 
-  mutable std::mutex mu_;
-  mutable sqlite3* db_ = nullptr;     // guarded by mu_
+  mutable base::Mutex mu_ TW_ACQUIRED_BEFORE(read_mu_);
+  mutable sqlite3* db_ TW_GUARDED_BY(mu_) = nullptr;
   // A second connection for the step store's reads, so a long read never
   // holds up writes (WAL mode: readers see the last commit).
-  mutable std::mutex read_mu_;
-  mutable sqlite3* rdb_ = nullptr;    // guarded by read_mu_
-  std::map<std::string, Run> runs_;   // by id; guarded by mu_
-  std::map<std::string, std::unique_ptr<Live>> live_;  // by id; never erased; guarded by mu_
-  AlertSink alert_sink_;              // guarded by mu_
-  // Actions not yet acknowledged by every rank, by run id; guarded by mu_.
-  std::map<std::string, std::vector<RunAction>> pending_actions_;
-  // run id -> rank -> (host, pid) of each rank's process; guarded by mu_.
-  std::map<std::string, std::map<int64_t, std::pair<std::string, int64_t>>> rank_processes_;
-  Status LoadPendingActions();
+  mutable base::Mutex read_mu_;
+  mutable sqlite3* rdb_ TW_GUARDED_BY(read_mu_) = nullptr;
+  std::map<std::string, Run> runs_ TW_GUARDED_BY(mu_);  // by id
+  std::map<std::string, std::unique_ptr<Live>> live_ TW_GUARDED_BY(mu_);  // by id; never erased
+  AlertSink alert_sink_ TW_GUARDED_BY(mu_);
+  // Actions not yet acknowledged by every rank, by run id.
+  std::map<std::string, std::vector<RunAction>> pending_actions_ TW_GUARDED_BY(mu_);
+  // run id -> rank -> (host, pid) of each rank's process.
+  std::map<std::string, std::map<int64_t, std::pair<std::string, int64_t>>> rank_processes_ TW_GUARDED_BY(mu_);
+  Status LoadPendingActions() TW_REQUIRES(mu_);
   // Writes the batch's rich values in the caller's transaction; a value of
-  // another kind than its key's joins `rejected`. REQUIRES: mu_ held.
+  // another kind than its key's joins `rejected`.
   Status WriteMedia(const std::string& id, int64_t rank, const BatchRequest& b, size_t* accepted,
-                    std::vector<Rejection>* rejected);
-  // Reads one artifact row. REQUIRES: mu_ held.
-  Result<Artifact> ArtifactRow(int64_t artifact) const;
-  // --runs.artifact-keep-versions for (project, name). REQUIRES: mu_ held.
-  Status ApplyArtifactPolicy(const std::string& project, const std::string& name);
+                    std::vector<Rejection>* rejected) TW_REQUIRES(mu_);
+  // Reads one artifact row.
+  Result<Artifact> ArtifactRow(int64_t artifact) const TW_REQUIRES(mu_);
+  // --runs.artifact-keep-versions for (project, name).
+  Status ApplyArtifactPolicy(const std::string& project, const std::string& name) TW_REQUIRES(mu_);
   // Removes the content file of sha256 unless another stored version has it.
-  // REQUIRES: mu_ held.
-  Status RemoveContentIfUnused(const std::string& sha256);
+  Status RemoveContentIfUnused(const std::string& sha256) TW_REQUIRES(mu_);
 
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
+  base::Mutex stop_mu_;
+  base::CondVar stop_cv_;
+  bool stopping_ TW_GUARDED_BY(stop_mu_) = false;
   std::thread checker_;
 };
 

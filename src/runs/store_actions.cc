@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
 #include "runs/store.h"
 #include "runs/store_internal.h"
 
@@ -45,7 +46,7 @@ Status RunStore::LoadPendingActions() {
 Result<int64_t> RunStore::QueueAction(std::string_view project, std::string_view run, RunAction a,
                                       std::string_view dedupe) {
   return RetryOnDamage([&]() -> Result<int64_t> {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     auto it = std::find_if(runs_.begin(), runs_.end(),
                            [&](const auto& kv) { return kv.second.project == project && kv.second.name == run; });
     if (it == runs_.end()) {
@@ -78,7 +79,7 @@ Result<int64_t> RunStore::QueueAction(std::string_view project, std::string_view
 }
 
 std::vector<RunAction> RunStore::PendingActions(std::string_view id, int64_t rank) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   std::vector<RunAction> out;
   auto p = pending_actions_.find(std::string(id));
   if (p == pending_actions_.end()) return out;
@@ -94,7 +95,7 @@ std::vector<RunAction> RunStore::PendingActions(std::string_view id, int64_t ran
 Status RunStore::AckAction(std::string_view id, int64_t action_id, int64_t rank, const std::string& status,
                            const std::string& result) {
   return RetryOnDamage([&]() -> Status {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     auto r = runs_.find(std::string(id));
     if (r == runs_.end()) return Status::NotFound("run \"" + std::string(id) + "\" not found");
     Stmt q(db_, "SELECT acks FROM actions WHERE seq=?1 AND run_id=?2");
@@ -131,7 +132,7 @@ Status RunStore::AckAction(std::string_view id, int64_t action_id, int64_t rank,
 
 Result<std::vector<RunAction>> RunStore::Actions(std::string_view id) const {
   return RetryOnDamage([&]() -> Result<std::vector<RunAction>> {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (!runs_.contains(std::string(id))) return Status::NotFound("run \"" + std::string(id) + "\" not found");
     std::vector<RunAction> out;
     Stmt q(db_, "SELECT seq, action, alert, labels, time_ms, acks FROM actions WHERE run_id=?1 ORDER BY seq");

@@ -7,6 +7,7 @@
 
 #include "base/file.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "runs/store.h"
 #include "runs/store_internal.h"
 
@@ -81,7 +82,7 @@ Result<Artifact> RunStore::ArtifactRow(int64_t artifact) const {
 Result<Artifact> RunStore::LogArtifact(std::string_view id_view, const ArtifactRequest& req) {
   return RetryOnDamage([&]() -> Result<Artifact> {
     std::string id(id_view);
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     auto run = runs_.find(id);
     if (run == runs_.end()) return Status::NotFound("run \"" + id + "\" not found");
     const std::string& project = run->second.project;
@@ -115,7 +116,7 @@ Result<Artifact> RunStore::LogArtifact(std::string_view id_view, const ArtifactR
 Result<Artifact> RunStore::StoreArtifactContent(int64_t artifact, std::string_view bytes) {
   const std::string sha = Sha256Hex(bytes);
   return RetryOnDamage([&]() -> Result<Artifact> {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     ASSIGN_OR_RETURN(Artifact a, ArtifactRow(artifact));
     if (static_cast<int64_t>(bytes.size()) != a.size) {
       return Status::InvalidArgument("content of " + std::to_string(bytes.size()) + " bytes; artifact " + a.name +
@@ -138,7 +139,7 @@ Result<Artifact> RunStore::StoreArtifactContent(int64_t artifact, std::string_vi
 Result<Artifact> RunStore::UseArtifact(std::string_view id_view, const ArtifactUse& use) {
   return RetryOnDamage([&]() -> Result<Artifact> {
     std::string id(id_view);
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     auto run = runs_.find(id);
     if (run == runs_.end()) return Status::NotFound("run \"" + id + "\" not found");
     std::string sql = "SELECT id FROM artifacts WHERE project=?1 AND name=?2";
@@ -165,7 +166,7 @@ Result<Artifact> RunStore::UseArtifact(std::string_view id_view, const ArtifactU
 
 Result<Artifact> RunStore::GetArtifact(int64_t artifact) const {
   return RetryOnDamage([&]() -> Result<Artifact> {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     return ArtifactRow(artifact);
   });
 }
@@ -173,10 +174,11 @@ Result<Artifact> RunStore::GetArtifact(int64_t artifact) const {
 Result<Json> RunStore::RunArtifacts(std::string_view id_view) const {
   return RetryOnDamage([&]() -> Result<Json> {
     std::string id(id_view);
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (!runs_.contains(id)) return Status::NotFound("run \"" + id + "\" not found");
     Json out = {{"logged", Json::array()}, {"used", Json::array()}};
     auto add = [&](const char* sql, const char* field) -> Status {
+      mu_.AssertHeld();  // run in place, under the lock
       std::vector<int64_t> ids;
       Stmt q(db_, sql);
       q.Bind(1, id);
@@ -196,7 +198,7 @@ Result<Json> RunStore::RunArtifacts(std::string_view id_view) const {
 
 Result<std::vector<Artifact>> RunStore::ListArtifacts(std::string_view project, std::string_view name) const {
   return RetryOnDamage([&]() -> Result<std::vector<Artifact>> {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     std::vector<int64_t> ids;
     Stmt q(db_, name.empty() ? "SELECT id FROM artifacts WHERE project=?1 ORDER BY created_ms DESC, id DESC"
                              : "SELECT id FROM artifacts WHERE project=?1 AND name=?2 ORDER BY version DESC");
@@ -224,7 +226,7 @@ Result<std::string> RunStore::ArtifactContentPath(int64_t artifact) const {
 
 Result<Artifact> RunStore::DeleteArtifactContent(int64_t artifact) {
   return RetryOnDamage([&]() -> Result<Artifact> {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     ASSIGN_OR_RETURN(Artifact a, ArtifactRow(artifact));
     if (!a.stored) {
       return Status::NotFound("artifact " + a.name + " v" + std::to_string(a.version) + " has no stored content");

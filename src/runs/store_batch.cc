@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "ingest/import.h"
 #include "runs/metric_name.h"
 #include "runs/store.h"
@@ -53,12 +54,12 @@ Result<BatchResult> RunStore::WriteBatch(std::string_view id, const BatchRequest
 
 Result<BatchResult> RunStore::DoWriteBatch(std::string_view id_view, const BatchRequest& b) {
   std::string id(id_view);
-  std::unique_lock<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (!runs_.contains(id)) return Status::NotFound("run \"" + id + "\" not found");
   Live& live = LiveOf(id);
-  l.unlock();
-  std::lock_guard<std::mutex> w(live.write_mu);
-  l.lock();
+  l.Unlock();
+  base::MutexLock w(&live.write_mu);
+  l.Lock();
   {
     Stmt q(db_, "SELECT 1 FROM batches WHERE run_id=?1 AND batch_id=?2");
     q.Bind(1, id).Bind(2, b.batch_id);
@@ -67,7 +68,7 @@ Result<BatchResult> RunStore::DoWriteBatch(std::string_view id_view, const Batch
     if (dup) return BatchResult{0, true, {}};
   }
   Run r = runs_.at(id);
-  l.unlock();
+  l.Unlock();
 
   const bool owner = !b.rank || *b.rank == 0;
   std::string rank = b.rank ? std::to_string(*b.rank) : std::string();
@@ -200,10 +201,12 @@ Result<BatchResult> RunStore::DoWriteBatch(std::string_view id_view, const Batch
   std::vector<StepSeriesState*> touched;
   std::vector<Rejection> rejected = b.rejected;
 
-  l.lock();
+  l.Lock();
   Status db = [&]() -> Status {
+    mu_.AssertHeld();  // run in place, under the lock
     RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
     Status st = [&]() -> Status {
+      mu_.AssertHeld();  // run in place, under the lock
       for (auto& [metric, pts] : points) {
         ASSIGN_OR_RETURN(StepSeriesState * ss, StepSeriesOf(live, id, rank_no, host, metric));
         RETURN_IF_ERROR(AppendSteps(*ss, std::move(pts)));

@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "model/labels.h"
 #include "runs/store.h"
@@ -31,7 +31,7 @@ inline constexpr int64_t kFullChunk = 4096;  // a chunk this big is left alone
 inline constexpr size_t kMergeTail = 8;      // merge the small tail once it has this many chunks
 
 struct RunStore::Live {
-  std::mutex write_mu;           // serializes the mutations of one run
+  base::Mutex write_mu;  // serializes the mutations of one run
   // Guarded by write_mu:
   std::deque<std::pair<int64_t, int64_t>> window;  // (ts ms, step) of recent rank-0 points, >= 1 s apart
   std::optional<std::pair<int64_t, int64_t>> last;  // the newest rank-0 point

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
 #include "runs/media.h"
 #include "runs/store.h"
 #include "runs/store_internal.h"
@@ -108,7 +109,7 @@ Status RunStore::WriteMedia(const std::string& id, int64_t rank, const BatchRequ
 Result<Json> RunStore::MediaKeys(const std::vector<std::string>& ids) const {
   return RetryOnDamage([&]() -> Result<Json> {
     Json out = Json::array();
-    std::lock_guard<std::mutex> l(read_mu_);
+    base::MutexLock l(&read_mu_);
     for (const std::string& id : ids) {
       Stmt q(rdb_,
              "SELECT k.key, k.kind, COUNT(m.step), MIN(m.step), MAX(m.step) FROM media_keys k "
@@ -129,8 +130,9 @@ Result<Json> RunStore::MediaKeys(const std::vector<std::string>& ids) const {
 Result<Json> RunStore::ReadHistograms(const MediaQuery& mq) const {
   return RetryOnDamage([&]() -> Result<Json> {
     Json out = Json::array();
-    std::lock_guard<std::mutex> l(read_mu_);
+    base::MutexLock l(&read_mu_);
     Status st = InReadTransaction(rdb_, [&]() -> Status {
+      read_mu_.AssertHeld();  // run in place, under the lock
       for (const std::string& id : mq.ids) {
         // The (rank, step)s in range, then the rows of the ones kept.
         std::vector<std::pair<int64_t, int64_t>> steps;
@@ -168,8 +170,9 @@ Result<Json> RunStore::ReadHistograms(const MediaQuery& mq) const {
 Result<Json> RunStore::ReadMedia(const MediaQuery& mq) const {
   return RetryOnDamage([&]() -> Result<Json> {
     Json out = Json::array();
-    std::lock_guard<std::mutex> l(read_mu_);
+    base::MutexLock l(&read_mu_);
     Status st = InReadTransaction(rdb_, [&]() -> Status {
+      read_mu_.AssertHeld();  // run in place, under the lock
       for (const std::string& id : mq.ids) {
         if (mq.step) {
           // Per rank, the last entry at or before the step.
@@ -207,7 +210,7 @@ Result<Json> RunStore::ReadMedia(const MediaQuery& mq) const {
 Result<MediaContent> RunStore::ReadMediaContent(std::string_view id, std::string_view key, int64_t step,
                                                 std::optional<int64_t> rank) const {
   return RetryOnDamage([&]() -> Result<MediaContent> {
-    std::lock_guard<std::mutex> l(read_mu_);
+    base::MutexLock l(&read_mu_);
     // Without a rank: the lowest one that has an image there (-1, rankless, first).
     Stmt q(rdb_, std::string("SELECT meta, data FROM media WHERE run_id=?1 AND key=?2 AND step=?4 AND kind='image'") +
                      (rank ? " AND rank=?3" : "") + " ORDER BY rank LIMIT 1");

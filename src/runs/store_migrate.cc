@@ -46,6 +46,7 @@ Status RunStore::MigrateFromTsdb() {
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
   size_t values = 0;
   Status st = [&]() -> Status {
+    mu_.AssertHeld();  // run in place, under the lock
     ASSIGN_OR_RETURN(auto querier, queryable_->NewQuerier(model::kMinTime, model::kMaxTime));
     storage::SelectHints hints;
     for (const auto& [id, r] : runs_) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "runs/store.h"
 #include "runs/store_internal.h"
 
@@ -58,6 +59,7 @@ Result<RunStore::StepSeriesState*> RunStore::StepSeriesOf(Live& live, const std:
     return &s;
   }
   Status st = [&]() -> Status {
+    mu_.AssertHeld();  // run in place, under the lock
     Stmt q(db_, "SELECT id, host FROM step_series WHERE run_id=?1 AND rank=?2 AND metric=?3");
     q.Bind(1, id).Bind(2, rank).Bind(3, metric);
     if (q.Step()) {
@@ -109,6 +111,7 @@ Status RunStore::CompactSteps(StepSeriesState& s) {
   RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
   std::vector<std::pair<int64_t, int64_t>> written;
   Status st = [&]() -> Status {
+    mu_.AssertHeld();  // run in place, under the lock
     std::vector<StepPoint> pts;
     std::vector<int64_t> seqs;
     for (const auto& [seq, n] : s.tail) {
@@ -152,7 +155,7 @@ Result<std::vector<StepSeries>> RunStore::ReadSteps(std::string_view id, const S
 Result<std::vector<StepSeries>> RunStore::DoReadSteps(std::string_view id_view, const StepQuery& q) const {
   std::string id(id_view);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (!runs_.contains(id)) return Status::NotFound("run \"" + id + "\" not found");
   }
   struct Row {
@@ -162,10 +165,11 @@ Result<std::vector<StepSeries>> RunStore::DoReadSteps(std::string_view id_view, 
   };
   std::vector<Row> rows;
   {
-    std::lock_guard<std::mutex> l(read_mu_);
+    base::MutexLock l(&read_mu_);
     // One read transaction: the series and their chunks as of one commit.
     RETURN_IF_ERROR(Exec(rdb_, "BEGIN"));
     Status st = [&]() -> Status {
+      read_mu_.AssertHeld();  // run in place, under the lock
       Stmt ss(rdb_, "SELECT id, rank, host, metric FROM step_series WHERE run_id=?1 ORDER BY metric, rank");
       ss.Bind(1, id);
       while (ss.Step()) {

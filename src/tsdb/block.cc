@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "storage/merge.h"
 #include "tsdb/chunk_series.h"
 #include "tsdb/chunkenc/chunk.h"
@@ -53,7 +54,7 @@ Result<std::shared_ptr<Block>> Block::Open(const std::string& dir) {
 }
 
 void Block::MarkCorrupt(const Status& why) {
-  std::lock_guard<std::mutex> l(reason_mu_);
+  base::MutexLock l(&reason_mu_);
   if (corrupt_.load()) return;
   corrupt_reason_ = why.message();
   corrupt_.store(true, std::memory_order_release);
@@ -65,7 +66,7 @@ Status Block::ReadFailed(const Status& s) {
 }
 
 std::string Block::CorruptReason() const {
-  std::lock_guard<std::mutex> l(reason_mu_);
+  base::MutexLock l(&reason_mu_);
   return corrupt_reason_;
 }
 

@@ -5,11 +5,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "model/histogram.h"
 #include "storage/storage.h"
@@ -64,8 +64,8 @@ class Block : public std::enable_shared_from_this<Block> {
   enum class Fate { kKeep, kDelete, kSetAside };
   std::atomic<Fate> fate_{Fate::kKeep};
   std::atomic<bool> corrupt_{false};
-  mutable std::mutex reason_mu_;
-  std::string corrupt_reason_;  // GUARDED_BY(reason_mu_)
+  mutable base::Mutex reason_mu_;
+  std::string corrupt_reason_ TW_GUARDED_BY(reason_mu_);
 };
 
 // One series' samples as a block takes them: floats (ts, vs) and native

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "storage/merge.h"
 #include "tsdb/db_impl.h"
 #include "tsdb/wal/reader.h"
@@ -68,6 +69,7 @@ Status DBImpl::Init() {
   // Samples replayed from after the last mark were logged in segments the
   // next span covers.
   head_->NoteLogged(replay_tail_maxt_);
+  base::MutexLock maint_lock(&maint_mu_);  // nothing else runs yet; held for the analysis
   if (replay_mark_.has_value()) {  // replay used the generation: append to it
     spans_ = replay_mark_->spans;
     span_start_ = replay_mark_->wal_segment;
@@ -82,10 +84,11 @@ Status DBImpl::Init() {
     }
   }
   if (chunk_log_ == nullptr) StartChunkLog(chunk_gen_);
+  maint_lock.Unlock();
   TW_LOG(Info,
          "tsdb opened dir={} blocks={} head_series={} head_samples={} in {} ms (the chunk log held {} wal samples "
          "records and {} more samples)",
-         opts_.dir, blocks_.size(), head_->NumSeries(), head_->NumSamples(), (MonoNanos() - start) / 1000000,
+         opts_.dir, BlocksSnapshot().size(), head_->NumSeries(), head_->NumSamples(), (MonoNanos() - start) / 1000000,
          replay_skipped_records_, head_->ReplaySkipped());
   if (opts_.background || opts_.wal_sync == WalSync::kInterval) bg_ = std::thread([this] { BackgroundLoop(); });
   densify_ = std::thread([this] { DensifyAfterReplay(); });
@@ -101,10 +104,10 @@ void DBImpl::DensifyAfterReplay() {
   constexpr size_t kSlice = 4096;
   for (size_t i = 0; i < refs.size(); i += kSlice) {
     {
-      std::lock_guard<std::mutex> lock(bg_mu_);
+      base::MutexLock lock(&bg_mu_);
       if (stopping_) return;
     }
-    std::lock_guard<std::mutex> lock(maint_mu_);
+    base::MutexLock lock(&maint_mu_);
     if (closed_) return;
     std::vector<uint64_t> slice(refs.begin() + static_cast<std::ptrdiff_t>(i),
                                 refs.begin() + static_cast<std::ptrdiff_t>(std::min(refs.size(), i + kSlice)));
@@ -195,7 +198,7 @@ Status DBImpl::LoadBlocks() {
   std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
     return a->meta().mint != b->meta().mint ? a->meta().mint < b->meta().mint : a->meta().seq < b->meta().seq;
   });
-  std::lock_guard<std::mutex> lock(blocks_mu_);
+  base::MutexLock lock(&blocks_mu_);
   blocks_ = std::move(kept);
   blocks_set_aside_.store(set_aside);
   return Status::OK();
@@ -477,7 +480,7 @@ std::string DBImpl::ChunkLogDir(int gen) const {
 }
 
 std::vector<std::shared_ptr<Block>> DBImpl::BlocksSnapshot() {
-  std::lock_guard<std::mutex> lock(blocks_mu_);
+  base::MutexLock lock(&blocks_mu_);
   // A block a read found damaged leaves the set here; its directory is
   // renamed once the last reader lets go.
   for (auto it = blocks_.begin(); it != blocks_.end();) {
@@ -552,7 +555,7 @@ Result<std::unique_ptr<storage::Querier>> DBImpl::NewQuerier(int64_t mint, int64
 }
 
 Status DBImpl::Flush() {
-  std::lock_guard<std::mutex> lock(maint_mu_);
+  base::MutexLock lock(&maint_mu_);
   if (closed_) return Status::Unavailable("tsdb is closed");
   Status s = CutHead(INT64_MAX, /*close_all=*/true);
   if (s.ok()) s = Compact(/*force=*/true);
@@ -562,7 +565,7 @@ Status DBImpl::Flush() {
 }
 
 Status DBImpl::FlushChunkLog() {
-  std::lock_guard<std::mutex> lock(maint_mu_);
+  base::MutexLock lock(&maint_mu_);
   if (closed_ || chunk_log_ == nullptr) return Status::OK();
   Status s = WriteChunkLog(chunk_log_.get(), /*all=*/false);
   if (!s.ok()) DropChunkLog(s);
@@ -570,7 +573,7 @@ Status DBImpl::FlushChunkLog() {
 }
 
 Status DBImpl::Maintain() {
-  std::lock_guard<std::mutex> lock(maint_mu_);
+  base::MutexLock lock(&maint_mu_);
   if (closed_) return Status::OK();
   int64_t mint = head_->MinTime(), maxt = head_->MaxTime();
   int64_t block = opts_.block_duration_ms;
@@ -594,12 +597,12 @@ Status DBImpl::Maintain() {
 void DBImpl::BackgroundLoop() {
   // Maintenance (head cut, compaction, retention) once a minute of server time.
   int64_t next_maint = NowMillis() + 60'000;
-  std::unique_lock<std::mutex> lock(bg_mu_);
+  base::MutexLock lock(&bg_mu_);
   while (!stopping_) {
     int64_t wait_ms = opts_.wal_sync == WalSync::kInterval ? opts_.wal_sync_interval_ms : 1000;
-    bg_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
+    bg_cv_.WaitFor(&bg_mu_, std::chrono::milliseconds(wait_ms));
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     if (opts_.wal_sync == WalSync::kInterval) {
       Status s = wal_->Sync();
       if (!s.ok()) TW_LOG(Error, "wal sync: {}", s.message());
@@ -619,20 +622,20 @@ void DBImpl::BackgroundLoop() {
       if (!s.ok()) TW_LOG(Error, "tsdb chunk log: {}", s.message());
       last_chunk_flush_ms_ = MonoNanos() / 1000000;
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
 Status DBImpl::Close() {
   {
-    std::lock_guard<std::mutex> lock(bg_mu_);
+    base::MutexLock lock(&bg_mu_);
     if (stopping_) return Status::OK();
     stopping_ = true;
   }
-  bg_cv_.notify_all();
+  bg_cv_.SignalAll();
   if (bg_.joinable()) bg_.join();
   if (densify_.joinable()) densify_.join();
-  std::lock_guard<std::mutex> lock(maint_mu_);
+  base::MutexLock lock(&maint_mu_);
   closed_ = true;
   Status s;
   if (wal_ != nullptr) s = wal_->Close();

@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "storage/merge.h"
 #include "tsdb/db_impl.h"
 
@@ -144,7 +145,7 @@ Status DBImpl::CompactBlocks(const std::vector<std::shared_ptr<Block>>& group) {
   ASSIGN_OR_RETURN(index::BlockMeta out, w->Finish());
   ASSIGN_OR_RETURN(auto nb, Block::Open(opts_.dir + "/" + out.id));
   {
-    std::lock_guard<std::mutex> lock(blocks_mu_);
+    base::MutexLock lock(&blocks_mu_);
     std::erase_if(blocks_, [&](const auto& b) { return std::find(group.begin(), group.end(), b) != group.end(); });
     blocks_.push_back(nb);
     std::sort(blocks_.begin(), blocks_.end(), [](const auto& a, const auto& b) {
@@ -183,7 +184,7 @@ Status DBImpl::ApplyRetention() {
   }
   if (drop.empty()) return Status::OK();
   {
-    std::lock_guard<std::mutex> lock(blocks_mu_);
+    base::MutexLock lock(&blocks_mu_);
     std::erase_if(blocks_, [&](const auto& b) { return std::find(drop.begin(), drop.end(), b) != drop.end(); });
   }
   for (auto& b : drop) {

@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/chunkenc/histogram.h"
 #include "tsdb/chunkenc/st.h"
@@ -337,7 +338,7 @@ Status DBImpl::WriteBlocks(const Head::PersistSet& set) {
       opened.push_back(std::move(b));
     }
   }
-  std::lock_guard<std::mutex> lock(blocks_mu_);
+  base::MutexLock lock(&blocks_mu_);
   for (auto& b : opened) blocks_.push_back(std::move(b));
   std::sort(blocks_.begin(), blocks_.end(), [](const auto& a, const auto& b) {
     return a->meta().mint != b->meta().mint ? a->meta().mint < b->meta().mint : a->meta().seq < b->meta().seq;
@@ -414,7 +415,7 @@ Status DBImpl::WriteCheckpoint(int segment) {
 
 Result<std::string> DBImpl::Snapshot(bool skip_head) {
   // Held throughout: no compaction or retention removes a block while it is linked.
-  std::lock_guard<std::mutex> lock(maint_mu_);
+  base::MutexLock lock(&maint_mu_);
   if (closed_) return Status::Unavailable("tsdb is closed");
   // Prometheus's name: UTC time, then 16 random hex digits.
   char when[32];

@@ -3,14 +3,13 @@
 // querying, stats), db_cut.cc (persisting the head, checkpoints) and
 // db_compact.cc (compaction and retention).
 
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "tsdb/block.h"
 #include "tsdb/chunk_log.h"
 #include "tsdb/db.h"
@@ -71,41 +70,40 @@ class DBImpl : public DB {
   std::vector<std::shared_ptr<Block>> BlocksSnapshot();
 
   // db_cut.cc: persists head data before `boundary` (all of it when close_all).
-  Status CutHead(int64_t boundary, bool close_all);
+  Status CutHead(int64_t boundary, bool close_all) TW_REQUIRES(maint_mu_);
   Status WriteBlocks(const Head::PersistSet& set);
-  Status WriteCheckpoint(int segment);
+  Status WriteCheckpoint(int segment) TW_REQUIRES(maint_mu_);
   // The head's current data as one block in `parent` (for Snapshot).
   Status WriteHeadBlock(const std::string& parent);
 
   // db_compact.cc
   Status Compact(bool force);
   Status CompactBlocks(const std::vector<std::shared_ptr<Block>>& group);
-  Status ApplyRetention();
+  Status ApplyRetention() TW_REQUIRES(maint_mu_);
 
   // The chunk log generation that goes with checkpoint.<gen> (0: none).
   std::string ChunkLogDir(int gen) const;
   // Starts generation `gen` with a base (closing the current one) and keeps
   // appending to it. On failure the DB goes on without a chunk log (replay
   // then re-applies the whole WAL) until the next head cut or open.
-  // REQUIRES: maint_mu_ held, or still opening.
-  void StartChunkLog(int gen);
-  Status WriteChunkLog(wal::Writer* w, bool all);
+  void StartChunkLog(int gen) TW_REQUIRES(maint_mu_);
+  Status WriteChunkLog(wal::Writer* w, bool all) TW_REQUIRES(maint_mu_);
   // Closes and deletes the current generation after a failed write: what it
   // logged may now miss chunks that a later mark would promise.
-  void DropChunkLog(const Status& why);
+  void DropChunkLog(const Status& why) TW_REQUIRES(maint_mu_);
   std::string CheckpointDir(int segment) const;
   std::string WalDir() const { return opts_.dir + "/wal"; }
 
   const Options opts_;
   std::unique_ptr<Head> head_;
   std::unique_ptr<wal::Writer> wal_;
-  std::unique_ptr<wal::Writer> chunk_log_;  // GUARDED_BY(maint_mu_) after open; null: none
+  std::unique_ptr<wal::Writer> chunk_log_ TW_GUARDED_BY(maint_mu_);  // null: none
   std::string chunk_log_dir_;                // the current generation's directory; empty: none
   int chunk_gen_ = 0;                        // the generation that goes with the current checkpoint
   // The current generation's spans of WAL segments (chunklog::Mark::spans)
-  // and the first segment of the span still open. GUARDED_BY(maint_mu_).
-  std::vector<chunklog::SegmentSpan> spans_;
-  int span_start_ = 0;
+  // and the first segment of the span still open.
+  std::vector<chunklog::SegmentSpan> spans_ TW_GUARDED_BY(maint_mu_);
+  int span_start_ TW_GUARDED_BY(maint_mu_) = 0;
   std::optional<chunklog::Mark> replay_mark_;  // the mark replay used
   int64_t replay_tail_maxt_ = INT64_MIN;      // latest sample replayed from WAL segments after it
   uint64_t replay_skipped_records_ = 0;       // samples records replay did not decode
@@ -114,9 +112,9 @@ class DBImpl : public DB {
   uint64_t last_chunk_flush_appended_ = 0;   // head_->AppendedTotal() then; background thread only
   int lock_fd_ = -1;
 
-  std::mutex maint_mu_;  // one cut / compaction / retention pass at a time
-  std::mutex blocks_mu_;
-  std::vector<std::shared_ptr<Block>> blocks_;  // GUARDED_BY(blocks_mu_), sorted by (mint, seq)
+  base::Mutex maint_mu_;  // one cut / compaction / retention pass at a time
+  base::Mutex blocks_mu_;
+  std::vector<std::shared_ptr<Block>> blocks_ TW_GUARDED_BY(blocks_mu_);  // sorted by (mint, seq)
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> wal_corruptions_{0}, compactions_{0};
   std::atomic<uint64_t> series_skipped_{0};  // series a block could not hold (issue 17)
@@ -126,9 +124,9 @@ class DBImpl : public DB {
   // and skipped (one bad series must not stop every cut), other errors return.
   Status AddSeriesOrSkip(BlockWriter* w, const model::Labels& labels, const SeriesSamples& s);
 
-  std::mutex bg_mu_;
-  std::condition_variable bg_cv_;
-  bool stopping_ = false;  // GUARDED_BY(bg_mu_)
+  base::Mutex bg_mu_;
+  base::CondVar bg_cv_;
+  bool stopping_ TW_GUARDED_BY(bg_mu_) = false;
   std::thread bg_;
   std::thread densify_;
   bool closed_ = false;

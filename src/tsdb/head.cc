@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/units.h"
 #include "base/utf8.h"
 #include "tsdb/wal/wal.h"
@@ -24,15 +25,15 @@ namespace trainwatch::tsdb {
 // with equal hashes simply occupy several slots. 8 bytes per slot at a load
 // of at most 3/4, instead of a node allocation per series.
 struct Head::Stripe {
-  mutable std::shared_mutex mu;
-  std::unique_ptr<MemSeries*[]> slots;  // GUARDED_BY(mu)
-  uint32_t mask = 0;                    // slots - 1, when slots is non-null
-  uint32_t used = 0;
+  mutable base::SharedMutex mu;
+  std::unique_ptr<MemSeries*[]> slots TW_GUARDED_BY(mu);
+  uint32_t mask TW_GUARDED_BY(mu) = 0;  // slots - 1, when slots is non-null
+  uint32_t used TW_GUARDED_BY(mu) = 0;
 
   static size_t Home(uint64_t hash, uint32_t mask) { return (hash >> kStripeBits) & mask; }
 
   template <typename Fn>
-  MemSeries* Find(uint64_t hash, Fn&& eq) const {
+  MemSeries* Find(uint64_t hash, Fn&& eq) const TW_REQUIRES_SHARED(mu) {
     if (slots == nullptr) return nullptr;
     for (size_t i = Home(hash, mask);; i = (i + 1) & mask) {
       MemSeries* s = slots[i];
@@ -41,7 +42,7 @@ struct Head::Stripe {
     }
   }
 
-  void Insert(MemSeries* s) {
+  void Insert(MemSeries* s) TW_REQUIRES(mu) {
     if (slots == nullptr || 4 * (uint64_t{used} + 1) > 3 * (uint64_t{mask} + 1)) {
       uint32_t cap = slots == nullptr ? 16 : 2 * (mask + 1);
       std::unique_ptr<MemSeries*[]> old = std::move(slots);
@@ -56,7 +57,7 @@ struct Head::Stripe {
     used++;
   }
 
-  void Erase(const MemSeries* s) {
+  void Erase(const MemSeries* s) TW_REQUIRES(mu) {
     if (slots == nullptr) return;
     size_t i = Home(s->hash, mask);
     while (slots[i] != s) {
@@ -78,7 +79,7 @@ struct Head::Stripe {
   }
 
  private:
-  void Place(MemSeries* s) {
+  void Place(MemSeries* s) TW_REQUIRES(mu) {
     size_t i = Home(s->hash, mask);
     while (slots[i] != nullptr) i = (i + 1) & mask;
     slots[i] = s;
@@ -214,7 +215,7 @@ bool Head::LabelsEqual(const MemSeries* s, const model::Labels& labels) const {
 
 MemSeries* Head::Lookup(const model::Labels& labels, uint64_t hash) const {
   const Stripe& st = stripes_[hash & (kStripes - 1)];
-  std::shared_lock lock(st.mu);
+  base::ReaderMutexLock lock(&st.mu);
   return st.Find(hash, [&](const MemSeries* s) { return LabelsEqual(s, labels); });
 }
 
@@ -237,12 +238,12 @@ MemSeries* Head::CreateLocked(uint64_t ref, const model::Labels& labels, uint64_
   }
   SetRef(ref, s);
   {
-    std::unique_lock lock(postings_mu_);
+    base::WriterMutexLock lock(&postings_mu_);
     postings_.Add(ref, labels);
   }
   Stripe& st = stripes_[hash & (kStripes - 1)];
   {
-    std::unique_lock lock(st.mu);
+    base::WriterMutexLock lock(&st.mu);
     st.Insert(s);
   }
   num_series_.fetch_add(1, std::memory_order_relaxed);
@@ -256,7 +257,7 @@ MemSeries* Head::GetOrCreate(const model::Labels& labels) { return GetOrCreate(l
 
 MemSeries* Head::GetOrCreate(const model::Labels& labels, uint64_t h) {
   if (MemSeries* s = Lookup(labels, h)) return s;
-  std::lock_guard<std::mutex> lock(creation_mu_);
+  base::MutexLock lock(&creation_mu_);
   if (MemSeries* s = Lookup(labels, h)) return s;
   return CreateLocked(next_ref_.load(std::memory_order_relaxed), labels, h);
 }
@@ -291,7 +292,7 @@ Result<MemSeries*> Head::GetOrCreateChecked(const model::Labels& labels) {
     }
   }
   if (lim.max_series == 0) return GetOrCreate(labels, h);
-  std::lock_guard<std::mutex> lock(creation_mu_);
+  base::MutexLock lock(&creation_mu_);
   if (MemSeries* s = Lookup(labels, h)) return s;
   if (NumSeries() >= lim.max_series) {
     return RefuseSeries(SeriesRefusal::kMaxSeries, labels,
@@ -537,7 +538,7 @@ void Head::NoteSTLocked(MemSeries* s, int64_t t, int64_t st, bool in_order) {
 
 void Head::QueueForChunkLog(uint64_t ref, const HeadChunk& c) {
   if (chunk_queue_on_.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lock(chunk_queue_mu_);
+    base::MutexLock lock(&chunk_queue_mu_);
     chunk_queue_bytes_.fetch_add(c.data.view().size(), std::memory_order_relaxed);
     chunk_queue_.emplace_back(ref, c);
   }
@@ -590,7 +591,7 @@ bool SeriesExtras::OooHas(int64_t t) const {
 Head::ChunkLogDrain Head::DrainForChunkLog(bool all) {
   ChunkLogDrain d;
   {
-    std::lock_guard<std::mutex> lock(chunk_queue_mu_);
+    base::MutexLock lock(&chunk_queue_mu_);
     if (!all) d.chunks.swap(chunk_queue_);
     chunk_queue_.clear();
     chunk_queue_bytes_.store(0, std::memory_order_relaxed);
@@ -641,7 +642,7 @@ void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> ch
   base->ooo = std::move(ooo);
   base->ooo_hist = std::move(ooo_hist);
   base->ooo_st = std::move(ooo_st);
-  std::lock_guard<std::mutex> lock(creation_mu_);
+  base::MutexLock lock(&creation_mu_);
   replay_base_ = std::move(base);
   // Series replay created before the base arrived (no samples applied yet)
   // take theirs now; later ones as they are created.
@@ -655,7 +656,7 @@ void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> ch
 }
 
 uint64_t Head::EndReplayBase() {
-  std::lock_guard<std::mutex> lock(creation_mu_);
+  base::MutexLock lock(&creation_mu_);
   uint64_t left = 0;
   if (replay_base_ != nullptr) {
     for (const auto& [ref, list] : replay_base_->chunks) left += list.size();
@@ -744,7 +745,7 @@ bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view byt
 }
 
 std::vector<uint64_t> Head::SeriesRefs() const {
-  std::shared_lock lock(postings_mu_);
+  base::ReaderMutexLock lock(&postings_mu_);
   return std::vector<uint64_t>(postings_.All().begin(), postings_.All().end());
 }
 
@@ -935,7 +936,7 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
   PersistSet set;
   std::vector<MemSeries*> all;
   {
-    std::shared_lock lock(postings_mu_);
+    base::ReaderMutexLock lock(&postings_mu_);
     for (uint64_t ref : postings_.All()) all.push_back(GetByRef(ref));
   }
   for (MemSeries* s : all) {
@@ -1051,11 +1052,11 @@ void Head::Truncate(const PersistSet& set) {
   // Dropping needs appenders out of the way: one may hold a pointer it looked
   // up before we unlink the series.
   ExclusiveAppendLock append_lock(this);
-  std::unique_lock create_lock(creation_mu_);
+  base::MutexLock create_lock(&creation_mu_);
   int64_t mint = INT64_MAX, maxt = INT64_MIN;
   std::vector<MemSeries*> all, dead;
   {
-    std::shared_lock lock(postings_mu_);
+    base::ReaderMutexLock lock(&postings_mu_);
     for (uint64_t ref : postings_.All()) all.push_back(GetByRef(ref));
   }
   for (MemSeries* s : all) {
@@ -1080,7 +1081,7 @@ void Head::Truncate(const PersistSet& set) {
     dead_refs.insert(s->ref);
     affected.push_back(LabelsOf(s));
     Stripe& st = stripes_[s->hash & (kStripes - 1)];
-    std::unique_lock lock(st.mu);
+    base::WriterMutexLock lock(&st.mu);
     st.Erase(s);
   }
   {
@@ -1089,7 +1090,7 @@ void Head::Truncate(const PersistSet& set) {
     // reader can still reach these series. Every reader of symbols and ref
     // pages holds that lock (or is an appender, excluded too): the dead
     // series' strings and the pages left empty can go now.
-    std::unique_lock lock(postings_mu_);
+    base::WriterMutexLock lock(&postings_mu_);
     postings_.Delete(dead_refs, affected);
     std::vector<uint64_t> pages;
     for (MemSeries* s : dead) {
@@ -1121,7 +1122,7 @@ void Head::Truncate(const PersistSet& set) {
 void Head::ForEachSeries(const std::function<void(uint64_t, const model::Labels&, const SeriesSnapshot&)>& fn) {
   std::vector<uint64_t> refs;
   {
-    std::shared_lock lock(postings_mu_);
+    base::ReaderMutexLock lock(&postings_mu_);
     refs.assign(postings_.All().begin(), postings_.All().end());
   }
   SeriesSnapshot snap;
@@ -1168,7 +1169,7 @@ Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vecto
 }
 
 void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
-  std::lock_guard<std::mutex> lock(creation_mu_);
+  base::MutexLock lock(&creation_mu_);
   for (const auto& rs : series) {
     if (GetByRef(rs.ref) != nullptr) continue;
     uint64_t h = rs.labels.Hash();
@@ -1342,11 +1343,11 @@ void Head::ReplaySamplesST(const std::vector<wal::RefSampleST>& samples, bool sk
 
 Head::MemoryStats Head::GetMemoryStats() const {
   MemoryStats m;
-  std::shared_lock lock(postings_mu_);
+  base::ReaderMutexLock lock(&postings_mu_);
   m.postings = postings_.MemoryBytes();
   m.symbols = symbols_.MemoryBytes();
   for (size_t i = 0; i < kStripes; i++) {
-    std::shared_lock sl(stripes_[i].mu);
+    base::ReaderMutexLock sl(&stripes_[i].mu);
     if (stripes_[i].slots != nullptr) m.series_maps += (size_t{stripes_[i].mask} + 1) * sizeof(MemSeries*);
   }
   m.series_maps += kStripes * sizeof(Stripe);
@@ -1386,25 +1387,25 @@ Head::MemoryStats Head::GetMemoryStats() const {
 }
 
 index::MemPostings::Cardinality Head::Cardinality(size_t limit) const {
-  std::shared_lock lock(postings_mu_);
+  base::ReaderMutexLock lock(&postings_mu_);
   return postings_.Stats(model::kMetricName, limit);
 }
 
 Result<index::Postings> Head::PostingsFor(const model::Matchers& ms) const {
-  std::shared_lock lock(postings_mu_);
+  base::ReaderMutexLock lock(&postings_mu_);
   return index::PostingsForMatchers(postings_, ms);
 }
 
 Result<std::vector<std::string>> Head::LabelValuesFor(std::string_view name, const model::Matchers& ms) const {
   if (ms.empty()) {
-    std::shared_lock lock(postings_mu_);
+    base::ReaderMutexLock lock(&postings_mu_);
     return postings_.SortedLabelValues(name);
   }
   ASSIGN_OR_RETURN(index::Postings refs, PostingsFor(ms));
   std::vector<std::string> out;
   std::unordered_set<std::string> seen;
   for (uint64_t ref : refs) {
-    std::shared_lock lock(postings_mu_);
+    base::ReaderMutexLock lock(&postings_mu_);
     MemSeries* s = GetByRef(ref);
     if (s == nullptr) continue;
     for (uint32_t i = 0; i < s->num_labels; i++) {
@@ -1420,13 +1421,13 @@ Result<std::vector<std::string>> Head::LabelValuesFor(std::string_view name, con
 
 Result<std::vector<std::string>> Head::LabelNamesFor(const model::Matchers& ms) const {
   if (ms.empty()) {
-    std::shared_lock lock(postings_mu_);
+    base::ReaderMutexLock lock(&postings_mu_);
     return postings_.LabelNames();
   }
   ASSIGN_OR_RETURN(index::Postings refs, PostingsFor(ms));
   std::unordered_set<std::string> seen;
   for (uint64_t ref : refs) {
-    std::shared_lock lock(postings_mu_);
+    base::ReaderMutexLock lock(&postings_mu_);
     MemSeries* s = GetByRef(ref);
     if (s == nullptr) continue;
     for (uint32_t i = 0; i < s->num_labels; i++) seen.emplace(symbols_.Get(s->syms()[2 * i]));

@@ -26,6 +26,7 @@
 
 #include "base/idle_pool.h"
 #include "base/memory.h"
+#include "base/mutex.h"
 #include "model/labels.h"
 #include "model/sample.h"
 #include "storage/merge.h"
@@ -517,7 +518,7 @@ class Head : public storage::Queryable {
   void ReplayInOrder(const std::vector<S>& samples, bool skip_covered, int64_t from, const char* what,
                      const Apply& apply);
   // Gives a series being created at replay its chunks from the replay base.
-  void AttachReplayBaseLocked(MemSeries* s);  // REQUIRES: creation_mu_ held
+  void AttachReplayBaseLocked(MemSeries* s) TW_REQUIRES(creation_mu_);
   // Merges s's out-of-order tail, counting the duplicates it drops. REQUIRES: s->mu held.
   void NormalizeOooLocked(MemSeries* s);
   // Whether the in-order chunks hold a sample at t. REQUIRES: s->mu held.
@@ -527,10 +528,10 @@ class Head : public storage::Queryable {
   SymbolTable symbols_;
   std::unique_ptr<Stripe[]> stripes_;
   std::unique_ptr<std::atomic<std::atomic<MemSeries*>*>[]> pages_;
-  std::mutex creation_mu_;               // serializes series creation and its WAL record
+  base::Mutex creation_mu_;             // serializes series creation and its WAL record
   std::atomic<uint64_t> next_ref_{1};
-  mutable std::shared_mutex postings_mu_;
-  index::MemPostings postings_;          // GUARDED_BY(postings_mu_)
+  mutable base::SharedMutex postings_mu_;
+  index::MemPostings postings_ TW_GUARDED_BY(postings_mu_);
   std::mutex append_gate_;               // taken briefly by every locker of append_mu_
   std::shared_mutex append_mu_;          // shared by appenders, exclusive for rotation and GC
   wal::Writer* wal_ = nullptr;
@@ -538,8 +539,8 @@ class Head : public storage::Queryable {
   std::atomic<bool> defer_dense_{false};
   std::atomic<bool> chunk_queue_on_{false};
   std::atomic<int64_t> logged_maxt_{INT64_MIN};
-  std::mutex chunk_queue_mu_;
-  std::vector<RefChunk> chunk_queue_;  // GUARDED_BY(chunk_queue_mu_)
+  base::Mutex chunk_queue_mu_;
+  std::vector<RefChunk> chunk_queue_ TW_GUARDED_BY(chunk_queue_mu_);
   std::atomic<size_t> chunk_queue_bytes_{0};
   struct ReplayBase {
     std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks;      // taken by ReplaySeries

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <shared_mutex>
 
+#include "base/mutex.h"
 #include "storage/merge.h"
 #include "tsdb/chunk_series.h"
 #include "tsdb/head.h"
@@ -68,7 +69,7 @@ class HeadQuerier : public storage::Querier {
 }  // namespace
 
 bool Head::SnapshotByRef(uint64_t ref, int64_t mint, int64_t maxt, SeriesSnapshot* out) const {
-  std::shared_lock lock(postings_mu_);
+  base::ReaderMutexLock lock(&postings_mu_);
   MemSeries* s = GetByRef(ref);
   if (s == nullptr) return false;
   *out = Snapshot(s, mint, maxt);

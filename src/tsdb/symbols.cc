@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/mutex.h"
 
 namespace trainwatch::tsdb {
 
@@ -43,7 +44,7 @@ void SymbolTable::SetSlot(uint32_t id, std::string_view s) {
 }
 
 uint32_t SymbolTable::Intern(std::string_view s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(&mu_);
   auto it = ids_.find(s);
   if (it != ids_.end()) {
     refs_[it->second]++;
@@ -67,7 +68,7 @@ uint32_t SymbolTable::Intern(std::string_view s) {
 }
 
 void SymbolTable::Release(const uint32_t* ids, size_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(&mu_);
   for (size_t i = 0; i < n; i++) {
     const uint32_t id = ids[i];
     CHECK(id < count_ && refs_[id] > 0, "BUG: release of a symbol without references");
@@ -82,7 +83,7 @@ void SymbolTable::Release(const uint32_t* ids, size_t n) {
 }
 
 void SymbolTable::Compact() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(&mu_);
   if (dead_bytes_ < (64u << 10) || dead_bytes_ * 2 < arena_bytes_) return;
   std::vector<std::unique_ptr<char[]>> old;
   old.swap(arena_);
@@ -101,7 +102,7 @@ void SymbolTable::Compact() {
 }
 
 size_t SymbolTable::MemoryBytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(&mu_);
   const size_t pages = (count_ + kPageSize - 1) / kPageSize;
   return pages * kPageSize * sizeof(std::string_view) + live_.load(std::memory_order_relaxed) * 48 +
          refs_.capacity() * sizeof(uint32_t) + free_.capacity() * sizeof(uint32_t) + arena_bytes_;

@@ -12,10 +12,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace trainwatch::tsdb {
 
@@ -48,20 +49,20 @@ class SymbolTable {
   static constexpr uint32_t kMaxPages = 1u << 18;  // 4 G symbols
 
   // Copies s into the current block (a new one when it does not fit).
-  std::string_view Store(std::string_view s);  // REQUIRES: mu_ held
-  void SetSlot(uint32_t id, std::string_view s);  // REQUIRES: mu_ held
+  std::string_view Store(std::string_view s) TW_REQUIRES(mu_);
+  void SetSlot(uint32_t id, std::string_view s) TW_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::unordered_map<std::string_view, uint32_t> ids_;  // GUARDED_BY(mu_); keys point into arena_
-  std::vector<uint32_t> refs_;                          // GUARDED_BY(mu_); by id, 0: free
-  std::vector<uint32_t> free_;                          // GUARDED_BY(mu_); ids to reuse
-  std::vector<std::unique_ptr<char[]>> arena_;          // GUARDED_BY(mu_)
-  size_t arena_left_ = 0;                               // GUARDED_BY(mu_)
-  char* arena_pos_ = nullptr;                           // GUARDED_BY(mu_)
-  size_t arena_bytes_ = 0;                              // GUARDED_BY(mu_)
-  size_t dead_bytes_ = 0;                               // GUARDED_BY(mu_); of dropped strings in arena_
+  mutable base::Mutex mu_;
+  std::unordered_map<std::string_view, uint32_t> ids_ TW_GUARDED_BY(mu_);  // keys point into arena_
+  std::vector<uint32_t> refs_ TW_GUARDED_BY(mu_);  // by id, 0: free
+  std::vector<uint32_t> free_ TW_GUARDED_BY(mu_);  // ids to reuse
+  std::vector<std::unique_ptr<char[]>> arena_ TW_GUARDED_BY(mu_);
+  size_t arena_left_ TW_GUARDED_BY(mu_) = 0;
+  char* arena_pos_ TW_GUARDED_BY(mu_) = nullptr;
+  size_t arena_bytes_ TW_GUARDED_BY(mu_) = 0;
+  size_t dead_bytes_ TW_GUARDED_BY(mu_) = 0;  // of dropped strings in arena_
   std::unique_ptr<std::atomic<std::string_view*>[]> pages_;
-  uint32_t count_ = 0;                                  // GUARDED_BY(mu_); ids ever handed out (the slots in use)
+  uint32_t count_ TW_GUARDED_BY(mu_) = 0;  // ids ever handed out (the slots in use)
   std::atomic<size_t> live_{0};
 };
 

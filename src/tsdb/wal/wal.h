@@ -5,15 +5,14 @@
 // encodes the head's series and samples. Reading and repair: tsdb/wal/reader.h.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace trainwatch::wal {
@@ -84,30 +83,29 @@ class Writer {
   Writer(Options options, std::map<int, uint64_t> closed_sizes);
   static Result<std::shared_ptr<Segment>> CreateSegment(const std::string& dir, int index);
   Status WriteFrames(const std::string_view* records, size_t n);
-  Status RollLocked(bool sync_old);
-  Status CheckUsableLocked() const;
+  Status RollLocked(bool sync_old) TW_REQUIRES(mu_);
+  Status CheckUsableLocked() const TW_REQUIRES(mu_);
   // One group-commit round; returns the logical position it made durable.
   Result<uint64_t> SyncRound();
 
   const Options opts_;
 
-  mutable std::mutex mu_;
-  // Everything below up to sync_mu_ is guarded by mu_.
-  std::shared_ptr<Segment> cur_;  // null once closed
-  int cur_index_ = 0;             // cur_'s index, kept after Close
-  uint64_t cur_bytes_ = 0;  // bytes written to cur_
+  mutable base::Mutex mu_;
+  std::shared_ptr<Segment> cur_ TW_GUARDED_BY(mu_);  // null once closed
+  int cur_index_ TW_GUARDED_BY(mu_) = 0;             // cur_'s index, kept after Close
+  uint64_t cur_bytes_ TW_GUARDED_BY(mu_) = 0;        // bytes written to cur_
   // Segments rolled by Log that are not fdatasync'ed yet; the next Sync does.
-  std::vector<std::shared_ptr<Segment>> unsynced_;
-  bool dir_dirty_ = false;               // a segment was created since the last dir fsync
-  uint64_t logged_ = 0;                  // bytes logged since Open; Sync's position
-  std::map<int, uint64_t> closed_sizes_;  // index -> bytes of segments before cur_
-  Status err_;                           // sticky: a failed fsync poisons the writer
-  bool closed_ = false;
+  std::vector<std::shared_ptr<Segment>> unsynced_ TW_GUARDED_BY(mu_);
+  bool dir_dirty_ TW_GUARDED_BY(mu_) = false;  // a segment was created since the last dir fsync
+  uint64_t logged_ TW_GUARDED_BY(mu_) = 0;     // bytes logged since Open; Sync's position
+  std::map<int, uint64_t> closed_sizes_ TW_GUARDED_BY(mu_);  // index -> bytes of segments before cur_
+  Status err_ TW_GUARDED_BY(mu_);                           // sticky: a failed fsync poisons the writer
+  bool closed_ TW_GUARDED_BY(mu_) = false;
 
-  std::mutex sync_mu_;
-  std::condition_variable sync_cv_;
-  uint64_t synced_ = 0;   // guarded by sync_mu_; logged_ position known durable
-  bool syncing_ = false;  // guarded by sync_mu_; a leader is inside SyncRound
+  base::Mutex sync_mu_;
+  base::CondVar sync_cv_;
+  uint64_t synced_ TW_GUARDED_BY(sync_mu_) = 0;    // logged_ position known durable
+  bool syncing_ TW_GUARDED_BY(sync_mu_) = false;  // a leader is inside SyncRound
   std::atomic<uint64_t> sync_rounds_{0};
 };
 

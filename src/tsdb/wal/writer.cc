@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "base/file.h"
+#include "base/mutex.h"
 #include "tsdb/wal/segment.h"
 #include "tsdb/wal/wal.h"
 
@@ -85,8 +86,12 @@ Result<std::unique_ptr<Writer>> Writer::Open(const Options& options) {
   for (const auto& s : segments) sizes[s.index] = s.size;
   int next = segments.empty() ? 0 : segments.back().index + 1;
   std::unique_ptr<Writer> w(new Writer(options, std::move(sizes)));
-  ASSIGN_OR_RETURN(w->cur_, CreateSegment(options.dir, next));
-  w->cur_index_ = next;
+  ASSIGN_OR_RETURN(auto seg, CreateSegment(options.dir, next));
+  {
+    base::MutexLock l(&w->mu_);  // not shared yet; for the analysis
+    w->cur_ = std::move(seg);
+    w->cur_index_ = next;
+  }
   RETURN_IF_ERROR(file::SyncDir(options.dir));
   return w;
 }
@@ -97,7 +102,7 @@ Writer::Writer(Options options, std::map<int, uint64_t> closed_sizes)
 Writer::~Writer() { (void)Close(); }
 
 Status Writer::Health() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return err_;
 }
 
@@ -139,7 +144,7 @@ Status Writer::WriteFrames(const std::string_view* records, size_t n) {
     iov = heap_iov.data();
   }
 
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   RETURN_IF_ERROR(CheckUsableLocked());
   size_t i = 0;
   while (i < n) {
@@ -199,7 +204,7 @@ Result<uint64_t> Writer::SyncRound() {
   bool dir = false;
   uint64_t pos = 0;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckUsableLocked());
     segs.swap(unsynced_);
     segs.push_back(cur_);
@@ -218,7 +223,7 @@ Result<uint64_t> Writer::SyncRound() {
   if (!s.ok()) {
     // After a failed fsync the kernel may have dropped the dirty pages; the
     // only safe answer is to stop accepting writes.
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (err_.ok()) err_ = s;
     return s;
   }
@@ -228,31 +233,31 @@ Result<uint64_t> Writer::SyncRound() {
 Status Writer::Sync() {
   uint64_t target;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckUsableLocked());
     target = logged_;
   }
-  std::unique_lock<std::mutex> l(sync_mu_);
+  base::MutexLock l(&sync_mu_);
   while (synced_ < target) {
     if (syncing_) {
       // A leader is syncing; it may or may not cover our target.
-      sync_cv_.wait(l);
+      sync_cv_.Wait(&sync_mu_);
       continue;
     }
     syncing_ = true;
-    l.unlock();
+    l.Unlock();
     Result<uint64_t> r = SyncRound();
-    l.lock();
+    l.Lock();
     syncing_ = false;
     if (r.ok()) synced_ = std::max(synced_, *r);
-    sync_cv_.notify_all();
+    sync_cv_.SignalAll();
     if (!r.ok()) return r.status();
   }
   return Status::OK();
 }
 
 Result<int> Writer::NextSegment() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   RETURN_IF_ERROR(CheckUsableLocked());
   RETURN_IF_ERROR(RollLocked(/*sync_old=*/true));
   return cur_index_;
@@ -261,7 +266,7 @@ Result<int> Writer::NextSegment() {
 Status Writer::TruncateBefore(int segment) {
   std::vector<int> victims;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckUsableLocked());
     if (segment > cur_index_) {
       return Status::InvalidArgument("wal truncate before " + std::to_string(segment) + ": current segment is " +
@@ -282,12 +287,12 @@ Status Writer::TruncateBefore(int segment) {
 }
 
 int Writer::CurrentSegment() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return cur_index_;
 }
 
 uint64_t Writer::SizeBytes() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t total = cur_bytes_;
   for (const auto& [idx, size] : closed_sizes_) total += size;
   return total;
@@ -295,11 +300,11 @@ uint64_t Writer::SizeBytes() const {
 
 Status Writer::Close() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (closed_) return Status::OK();
   }
   Status s = Sync();
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   closed_ = true;
   unsynced_.clear();
   cur_.reset();
