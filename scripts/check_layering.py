@@ -12,7 +12,8 @@ import sys
 LEVELS = {
     "base": 0,
     "model": 1,
-    "template": 1,  # Go text/template: base only; rules/ injects the PromQL behind `query`
+    "common": 1.5,  # plumbing shared by the modules above model/: URLs (base only)
+    "template": 1.75,  # Go text/template: base and common; rules/ injects the PromQL behind `query`
     "tsdb/chunkenc": 2, "tsdb/wal": 2, "tsdb/index": 2,
     "storage": 3,
     "tsdb": 4, "logs": 4, "promql/parser": 4, "ingest": 4,

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "common/url.h"
 
 namespace trainwatch::app {
 
@@ -30,6 +31,6 @@ struct ApiClient {
 Result<ApiClient> NewApiClient(const std::string& url);
 
 // `url` with the password of its userinfo replaced by "xxxxx".
-std::string RedactUrl(const std::string& url);
+using common::RedactUrl;
 
 }  // namespace trainwatch::app

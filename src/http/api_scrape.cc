@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "base/log.h"
+#include "common/url.h"
 #include "http/api.h"
 #include "http/format.h"
 #include "promql/parser/parse.h"
@@ -48,24 +49,16 @@ std::string Rfc3339Nano(int64_t unix_ns) {
 
 // Prometheus shows the URL with a loopback host replaced by this host's name.
 std::string GlobalUrl(const std::string& url) {
-  size_t hs = url.find("://");
-  if (hs == std::string::npos) return url;
-  hs += 3;
-  size_t he = url.find('/', hs);
-  std::string hostport = url.substr(hs, he == std::string::npos ? std::string::npos : he - hs);
-  std::string host = hostport, port;
-  if (size_t c = hostport.rfind(':'); c != std::string::npos && hostport.find(']') == std::string::npos) {
-    host = hostport.substr(0, c);
-    port = hostport.substr(c);
-  } else if (size_t b = hostport.find("]:"); b != std::string::npos) {
-    host = hostport.substr(0, b + 1);
-    port = hostport.substr(b + 1);
-  }
-  bool loopback = host == "localhost" || host.starts_with("127.") || host == "[::1]";
+  auto u = common::Url::Parse(url);
+  if (!u.ok()) return url;
+  const std::string host = u->Hostname();
+  bool loopback = host == "localhost" || host.starts_with("127.") || host == "::1";
   if (!loopback) return url;
   char name[256] = {0};
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == 0) return url;
-  return url.substr(0, hs) + name + port + (he == std::string::npos ? "" : url.substr(he));
+  common::Url g = *u;
+  g.host = name + (u->Port().empty() ? "" : ":" + u->Port());
+  return g.String();
 }
 
 std::string_view HealthName(scrape::Health h) {

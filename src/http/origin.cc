@@ -1,6 +1,7 @@
 #include "http/origin.h"
 
 #include "base/ascii.h"
+#include "common/url.h"
 
 namespace trainwatch::http {
 namespace {
@@ -26,11 +27,9 @@ std::optional<std::string> CrossSiteRefusal(const OriginHeaders& h) {
            "\"; a page of another site cannot change state here";
   }
   if (h.origin.empty()) return std::nullopt;  // not a browser, or one that sends no Origin on same-origin requests
-  std::string_view o = h.origin;
-  size_t sep = o.find("://");
-  if (sep != std::string_view::npos) {
-    std::string_view scheme = o.substr(0, sep), rest = o.substr(sep + 3);
-    std::string origin = Authority(rest, scheme);
+  if (auto o = common::Url::Parse(h.origin); o.ok()) {
+    const std::string& scheme = o->scheme;
+    std::string origin = Authority(o->host, scheme);
     if (!h.host.empty() && origin == Authority(h.host, scheme)) return std::nullopt;
     // Behind a reverse proxy the Host may be ours and the Origin the proxy's.
     for (std::string_view fh = h.forwarded_host; !fh.empty();) {

@@ -6,6 +6,7 @@
 
 #include "base/file.h"
 #include "base/log.h"
+#include "common/url.h"
 
 namespace trainwatch::logs {
 
@@ -25,13 +26,15 @@ json LabelsOf(const Record& r) {
   return l;
 }
 
-// Splits "http://host:port/prefix" into the client base and the path prefix.
-void SplitUrl(const std::string& url, std::string* base, std::string* prefix) {
-  size_t scheme = url.find("://");
-  size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  *base = slash == std::string::npos ? url : url.substr(0, slash);
-  *prefix = slash == std::string::npos ? "" : url.substr(slash);
+// "http://host:port/prefix" as the client base and the path prefix (no
+// trailing '/').
+Status SplitUrl(const std::string& url, std::string* base, std::string* prefix) {
+  auto u = common::Url::Parse(url);
+  if (!u.ok()) return Status::InvalidArgument("forward URL: " + u.status().message());
+  *base = u->Base();
+  *prefix = u->path;
   while (!prefix->empty() && prefix->back() == '/') prefix->pop_back();
+  return Status::OK();
 }
 
 }  // namespace
@@ -76,7 +79,7 @@ std::string ForwardBody(const ForwardTarget& t, const std::vector<Record>& recor
 
 Result<std::unique_ptr<Forwarder>> Forwarder::Make(ForwardTarget t, LogStore* store) {
   std::string base, prefix;
-  SplitUrl(t.url, &base, &prefix);
+  RETURN_IF_ERROR(SplitUrl(t.url, &base, &prefix));
   if (!httplib::Client(base).is_valid()) return Status::InvalidArgument("invalid forward URL \"" + t.url + "\"");
   std::unique_ptr<Forwarder> f(new Forwarder());
   f->t_ = std::move(t);
@@ -106,7 +109,7 @@ Status Forwarder::SendOnce(bool* sent_any) {
   ASSIGN_OR_RETURN(std::vector<Record> recs, store_->ReadAfter(&next, t_.batch));
   if (recs.empty()) return Status::OK();
   std::string base, prefix;
-  SplitUrl(t_.url, &base, &prefix);
+  RETURN_IF_ERROR(SplitUrl(t_.url, &base, &prefix));
   httplib::Client c(base);
   c.set_connection_timeout(10);
   c.set_read_timeout(30);

@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/url.h"
 #include "notify/config.h"
 
 namespace trainwatch::notify {
@@ -43,20 +44,6 @@ bool IsSecret(std::string_view parent, std::string_view key) {
   return false;
 }
 
-// "scheme://user:pass@host" -> "scheme://user:xxxxx@host", as Go's
-// url.URL.Redacted (prometheus/common marshals proxy_url and plain URLs so).
-std::string RedactUserinfo(const std::string& url) {
-  size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  size_t host_start = scheme + 3;
-  size_t end = url.find_first_of("/?#", host_start);
-  size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
-  if (at == std::string::npos || at < host_start) return url;
-  size_t colon = url.find(':', host_start);
-  if (colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon + 1) + "xxxxx" + url.substr(at);
-}
-
 struct TooLarge {};
 
 void Redact(YAML::Node node, std::string_view parent, size_t* visits) {
@@ -76,7 +63,7 @@ void Redact(YAML::Node node, std::string_view parent, size_t* visits) {
       // hides it at its anchor when it was aliased.
       if (!value.IsNull() && !(value.IsScalar() && value.Scalar().empty())) value = std::string(kSecret);
     } else if (value.IsScalar() && (key == "proxy_url" || key == "url" || key == "pagerduty_url")) {
-      std::string redacted = RedactUserinfo(value.Scalar());
+      std::string redacted = common::RedactUrl(value.Scalar());
       if (redacted != value.Scalar()) value = redacted;
     } else {
       Redact(value, key, visits);

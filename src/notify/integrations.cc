@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "common/url.h"
 
 namespace trainwatch::notify {
 namespace {
@@ -30,25 +31,15 @@ Json LabelsJson(const model::Labels& ls) {
   return o;
 }
 
-struct Url {
-  std::string base;  // scheme://host:port
-  std::string path;  // with query
-};
-
-Url SplitUrl(const std::string& url) {
-  size_t scheme = url.find("://");
-  size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  if (slash == std::string::npos) return {url, "/"};
-  return {url.substr(0, slash), url.substr(slash)};
-}
-
 Status Post(const std::string& url, const HttpConfig& h, const std::string& body, const SendOptions& o,
             const std::string& what) {
-  Url u = SplitUrl(url);
+  auto parsed = common::Url::Parse(url);
+  if (!parsed.ok()) return Status::InvalidArgument(what + ": " + parsed.status().message());
+  const common::Url& u = *parsed;
   // A client certificate goes to the constructor; httplib reads the files there.
   std::unique_ptr<httplib::Client> cli = h.cert_file.empty()
-                                             ? std::make_unique<httplib::Client>(u.base)
-                                             : std::make_unique<httplib::Client>(u.base, h.cert_file, h.key_file);
+                                             ? std::make_unique<httplib::Client>(u.Base())
+                                             : std::make_unique<httplib::Client>(u.Base(), h.cert_file, h.key_file);
   if (!cli->is_valid()) {
     return Status::InvalidArgument(what + ": invalid URL \"" + url + "\"" +
                                    (h.cert_file.empty() ? "" : " or unreadable tls_config cert_file / key_file"));
@@ -81,7 +72,7 @@ Status Post(const std::string& url, const HttpConfig& h, const std::string& body
     }
     headers.emplace("Authorization", h.authorization_type + " " + cred);
   }
-  auto res = cli->Post(u.path, headers, body, "application/json");
+  auto res = cli->Post(u.RequestUri(), headers, body, "application/json");
   if (!res) return Status::Unavailable(what + ": " + httplib::to_string(res.error()));
   int code = res->status;
   if (code / 100 == 2) return Status::OK();

@@ -7,6 +7,7 @@
 
 #include "base/crc32c.h"
 #include "base/log.h"
+#include "common/url.h"
 #include "scrape/yaml_fields.h"
 
 namespace trainwatch::remote {
@@ -19,18 +20,16 @@ using scrape::yaml::Err;
 using scrape::yaml::Str;
 using scrape::yaml::Uint;
 
-// Splits "http://host:port/path?q" into base and path; InvalidArgument otherwise.
+// "http://host:port/path?q" as base and path (with the query); InvalidArgument otherwise.
 template <typename C>
 Status SplitUrl(const std::string& url, const std::string& where, C* c) {
-  size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) return Err(where, "invalid URL \"" + url + "\" (want http://host:port/path)");
-  std::string scheme = url.substr(0, scheme_end);
-  if (scheme != "http" && scheme != "https") return Err(where, "unsupported scheme \"" + scheme + "\" (want http or https)");
-  size_t path_start = url.find('/', scheme_end + 3);
-  std::string host = url.substr(scheme_end + 3, path_start == std::string::npos ? std::string::npos : path_start - scheme_end - 3);
-  if (host.empty()) return Err(where, "invalid URL \"" + url + "\": no host");
-  c->base = scheme + "://" + host;
-  c->path = path_start == std::string::npos ? "/" : url.substr(path_start);
+  auto u = common::Url::Parse(url);
+  if (!u.ok()) return Err(where, u.status().message());
+  if (u->scheme != "http" && u->scheme != "https") {
+    return Err(where, "unsupported scheme \"" + u->scheme + "\" (want http or https)");
+  }
+  c->base = u->Base();
+  c->path = u->RequestUri();
   return Status::OK();
 }
 

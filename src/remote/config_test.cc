@@ -86,7 +86,9 @@ TEST(RemoteWriteConfigTest, ErrorsNameTheField) {
   f("remote_write: {url: x}", "remote_write: expected a list");
   f("remote_write: [{name: a}]", "remote_write[0].url: missing");
   f("remote_write: [{url: 'ftp://h/x'}]", "remote_write[0].url: unsupported scheme \"ftp\" (want http or https)");
-  f("remote_write: [{url: 'h:1/x'}]", "remote_write[0].url: invalid URL \"h:1/x\" (want http://host:port/path)");
+  f("remote_write: [{url: 'h:1/x'}]",
+    "remote_write[0].url: invalid URL \"h:1/x\": no scheme (want scheme://host[:port][/path])");
+  f("remote_write: [{url: 'http://h:x/y'}]", "remote_write[0].url: invalid URL \"http://h:x/y\": invalid port \":x\" after host");
   f("remote_write: [{url: 'http://h/x', colour: red}]", "remote_write[0]: unknown field \"colour\"");
   f("remote_write: [{url: 'http://h/x', headers: {Authorization: x}}]",
     "remote_write[0].headers: \"Authorization\" is a reserved header; it cannot be set");

@@ -13,6 +13,7 @@
 
 #include "base/strconv.h"
 #include "base/units.h"
+#include "common/url.h"
 #include "template/template_internal.h"
 
 namespace trainwatch::tmpl {
@@ -422,15 +423,15 @@ Value ParseDurationFn(const TemplateOptions&, Args& a) {
   return Value::Float(static_cast<double>(*d) / 1000.0);
 }
 
-// Path of a URL: what follows scheme://host, up to a query or fragment.
-std::string UrlPath(const std::string& url) {
-  size_t s = url.find("://");
-  size_t p = s == std::string::npos ? 0 : url.find('/', s + 3);
-  if (p == std::string::npos) return "";
-  return url.substr(p, url.find_first_of("?#", p) - p);
+// Prometheus's pathPrefix: the external URL's path (Go parses a URL without
+// a scheme as a path up to its query).
+Value PathPrefix(const TemplateOptions& o, Args&) {
+  if (o.external_url.find("://") == std::string::npos) {
+    return Value::String(o.external_url.substr(0, o.external_url.find_first_of("?#")));
+  }
+  auto u = common::Url::Parse(o.external_url);
+  return Value::String(u.ok() ? u->path : "");
 }
-
-Value PathPrefix(const TemplateOptions& o, Args&) { return Value::String(UrlPath(o.external_url)); }
 Value ExternalURL(const TemplateOptions& o, Args&) { return Value::String(o.external_url); }
 
 
