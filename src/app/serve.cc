@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/memory.h"
+#include "base/mutex.h"
 #include "http/ingest_gate.h"
 #include "http/server.h"
 #include "ingest/otlp.h"
@@ -175,13 +176,16 @@ int RunServe(const ServeOptions& o) {
   Status logs_cfg_status = ParseLogsConfig(YAML::Node(), &logs_cfg);
   // `otlp:` (convert_histograms_to_nhcb), read by each OTLP request; a
   // reload replaces it.
-  std::mutex otlp_mu;
-  ingest::OtlpOptions otlp_opts;  // GUARDED_BY(otlp_mu)
+  struct {
+    base::Mutex mu;
+    ingest::OtlpOptions opts TW_GUARDED_BY(mu);
+  } otlp;
   if (!o.config_file.empty()) {
     auto c = LoadConfigFile(o.config_file);
     if (c.ok()) {
       logs_cfg = c->logs;
-      otlp_opts = c->otlp;
+      base::MutexLock l(&otlp.mu);
+      otlp.opts = c->otlp;
     } else {
       logs_cfg_status = c.error();
     }
@@ -243,20 +247,26 @@ int RunServe(const ServeOptions& o) {
       return 1;
     }
   }
-  std::mutex logs_reload_mu;  // SIGHUP and POST /-/reload may overlap
-  bool logs_started = false;  // GUARDED_BY(logs_reload_mu): the tailer and forwarders run
-  bool tail_files = !logs_cfg.files.empty();  // GUARDED_BY(logs_reload_mu)
+  struct {
+    base::Mutex mu;  // SIGHUP and POST /-/reload may overlap
+    bool started TW_GUARDED_BY(mu) = false;  // the tailer and forwarders run
+    bool tail_files TW_GUARDED_BY(mu) = false;
+  } logs_reload;
+  {
+    base::MutexLock l(&logs_reload.mu);
+    logs_reload.tail_files = !logs_cfg.files.empty();
+  }
   // Applies a new trainwatch.logs section (already validated by its parser):
   // patterns at once; the tailer restarts from its saved offsets (neither
   // skipping nor repeating a line); forwarders of removed targets stop (their
   // positions stay on disk), new ones start, unchanged ones run on.
   auto apply_logs = [&](const LogsConfig& cfg) -> Status {
-    std::lock_guard<std::mutex> l(logs_reload_mu);
+    base::MutexLock l(&logs_reload.mu);
     Forwarders next;
     RETURN_IF_ERROR(make_forwarders(cfg.forward, &log_forwarders, &next));
     for (auto& [path, f] : log_forwarders) f->Stop();  // removed targets
     for (auto& [path, f] : next) {
-      if (logs_started && !f->IsStarted()) f->Start();
+      if (logs_reload.started && !f->IsStarted()) f->Start();
     }
     log_forwarders = std::move(next);
     RETURN_IF_ERROR((*log_metrics)->SetPatterns(cfg.patterns));
@@ -264,8 +274,8 @@ int RunServe(const ServeOptions& o) {
     auto t = logs::Tailer::Make(logs::TailerOptions{cfg.files, logs_opts.dir + "/tail-offsets.json"}, log_store->get());
     if (!t.ok()) return t.error().Annotate("trainwatch.logs.files");
     *log_tailer = std::move(*t);
-    tail_files = !cfg.files.empty();
-    if (logs_started && tail_files) (*log_tailer)->Start();
+    logs_reload.tail_files = !cfg.files.empty();
+    if (logs_reload.started && logs_reload.tail_files) (*log_tailer)->Start();
     return Status::OK();
   };
 
@@ -390,8 +400,8 @@ int RunServe(const ServeOptions& o) {
     RETURN_IF_ERROR(apply_rules());  // rules first: a bad rule file fails the whole reload
     scraper.ApplyConfig(std::move(*jobs));
     {
-      std::lock_guard<std::mutex> l(otlp_mu);
-      otlp_opts = new_otlp;
+      base::MutexLock l(&otlp.mu);
+      otlp.opts = new_otlp;
     }
     if (notifier != nullptr) notifier->ApplyConfig(std::move(am_cfg));
     RETURN_IF_ERROR(apply_logs(new_logs));
@@ -420,9 +430,9 @@ int RunServe(const ServeOptions& o) {
   deps.request_limits.max_series = o.max_series_per_request;
   deps.request_limits.max_samples = o.max_samples_per_request;
   deps.request_limits.max_decoded_bytes = o.max_request_body_bytes;
-  deps.otlp_options = [&otlp_mu, &otlp_opts] {
-    std::lock_guard<std::mutex> l(otlp_mu);
-    return otlp_opts;
+  deps.otlp_options = [&otlp] {
+    base::MutexLock l(&otlp.mu);
+    return otlp.opts;
   };
   http::IngestGate::Options gate;
   gate.memory_limit = *memory_bound;
@@ -458,10 +468,10 @@ int RunServe(const ServeOptions& o) {
   collector.Start();
   (*log_metrics)->Start();
   {
-    std::lock_guard<std::mutex> l(logs_reload_mu);  // a POST /-/reload may have replaced them
-    if (tail_files) (*log_tailer)->Start();
+    base::MutexLock l(&logs_reload.mu);  // a POST /-/reload may have replaced them
+    if (logs_reload.tail_files) (*log_tailer)->Start();
     for (auto& [path, f] : log_forwarders) f->Start();
-    logs_started = true;
+    logs_reload.started = true;
   }
   WaitForTermination(reload);
   scraper.Stop();  // no scrape appends after this, before the server and the DB go
@@ -469,7 +479,7 @@ int RunServe(const ServeOptions& o) {
   collector.Stop();  // nor collector appends
 
   {
-    std::lock_guard<std::mutex> l(logs_reload_mu);
+    base::MutexLock l(&logs_reload.mu);
     (*log_tailer)->Stop();  // file tailing appends no more
     for (auto& [path, f] : log_forwarders) f->Stop();  // what is not sent yet stays queued in the store
   }
