@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include "base/file.h"
+#include "common/url.h"
 #include "scrape/yaml_fields.h"
 
 namespace trainwatch::scrape {
@@ -20,21 +21,6 @@ std::string TrimSpace(std::string s) {
   size_t i = 0;
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) i++;
   return s.substr(i);
-}
-
-// "host[:port]" → host (an IPv6 literal without its brackets) and port (the
-// scheme's default when absent).
-void SplitAuthority(std::string_view a, bool https, std::string* host, std::string* port) {
-  if (a.starts_with('[')) {
-    size_t close = a.find(']');
-    *host = std::string(a.substr(1, close - 1));
-    a = a.substr(close + 1);
-    *port = a.starts_with(':') ? std::string(a.substr(1)) : (https ? "443" : "80");
-    return;
-  }
-  size_t colon = a.rfind(':');
-  *host = std::string(a.substr(0, colon));
-  *port = colon == std::string_view::npos ? (https ? "443" : "80") : std::string(a.substr(colon + 1));
 }
 
 // The first address of `host` in numeric form.
@@ -127,10 +113,13 @@ Result<std::unique_ptr<httplib::Client>> NewHttpClient(const std::string& base, 
   // certificate check) from the host it connects to, so the client is made
   // for server_name, pointed at the target's address, and sends the target's
   // own Host header, as Go's client does.
-  const bool https = base.starts_with("https://");
-  const std::string authority = base.substr(base.find("://") + 3);
-  std::string connect = base, host, port, ip;
-  SplitAuthority(authority, https, &host, &port);
+  auto url = common::Url::Parse(base);
+  if (!url.ok()) return Status::InvalidArgument(url.status().message());
+  const bool https = url->scheme == "https";
+  const std::string& authority = url->host;
+  const std::string host = url->Hostname();
+  const std::string port = url->Port().empty() ? (https ? "443" : "80") : url->Port();
+  std::string connect = base, ip;
   const bool rename = https && !c.tls.server_name.empty() && c.tls.server_name != host;
   if (rename) {
     ASSIGN_OR_RETURN(ip, ResolveNumeric(host));

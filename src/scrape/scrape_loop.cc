@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "common/url.h"
 #include "ingest/proto_parser.h"
 #include "model/sample.h"
 #include "scrape/nhcb_collector.h"
@@ -104,14 +105,13 @@ void ScrapeLoop::Run() {
 
 Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
   const ScrapeConfig& c = *cfg_;
-  size_t scheme_end = url_.find("://");
-  size_t path_start = scheme_end == std::string::npos ? std::string::npos : url_.find('/', scheme_end + 3);
-  // Url() always puts a '/' after the host; a URL without one would have
-  // thrown out_of_range here and ended the process (issue 24).
-  if (path_start == std::string::npos) return Status::InvalidArgument("scrape url \"" + url_ + "\" has no path");
-  std::string base = url_.substr(0, path_start), path = url_.substr(path_start);
+  // A target whose __address__ or __scheme__ relabeling made unusable fails
+  // its scrapes with the reason (it once ended the process, issue 24).
+  auto url = common::Url::Parse(url_);
+  if (!url.ok()) return Status::InvalidArgument("scrape url: " + url.status().message());
+  const std::string path = url->RequestUri();
   if (!client_) {
-    auto client = NewHttpClient(base, c.http, c.scrape_timeout_ms);
+    auto client = NewHttpClient(url->Base(), c.http, c.scrape_timeout_ms);
     if (!client.ok()) return Status::Unavailable("Get \"" + url_ + "\": " + client.error().message());
     client_ = std::move(*client);
     client_->set_decompress(true);
