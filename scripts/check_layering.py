@@ -12,7 +12,7 @@ import sys
 LEVELS = {
     "base": 0,
     "model": 1,
-    "common": 1.5,  # plumbing shared by the modules above model/: URLs (base only)
+    "common": 1.5,  # plumbing shared by the modules above model/: URLs, YAML fields, the HTTP client (base only)
     "template": 1.75,  # Go text/template: base and common; rules/ injects the PromQL behind `query`
     "tsdb/chunkenc": 2, "tsdb/wal": 2, "tsdb/index": 2,
     "storage": 3,

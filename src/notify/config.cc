@@ -133,6 +133,7 @@ Status ParseHttpConfig(const YAML::Node& n, const std::string& where, HttpConfig
     RETURN_IF_ERROR(OptStr(t, "ca_file", where + ".tls_config", &h->ca_file));
     RETURN_IF_ERROR(OptStr(t, "cert_file", where + ".tls_config", &h->cert_file));
     RETURN_IF_ERROR(OptStr(t, "key_file", where + ".tls_config", &h->key_file));
+    RETURN_IF_ERROR(OptStr(t, "server_name", where + ".tls_config", &h->server_name));
     if (h->cert_file.empty() != h->key_file.empty()) {
       return Err(t, where + ".tls_config", "exactly one of cert_file and key_file is set; both are needed for a client certificate");
     }

@@ -46,7 +46,7 @@ struct HttpConfig {
   std::string authorization_type;              // "Bearer" unless given
   std::string authorization_credentials;       // both empty: no Authorization header
   std::string authorization_credentials_file;  // also bearer_token_file
-  std::string ca_file, cert_file, key_file;    // tls_config
+  std::string ca_file, cert_file, key_file, server_name;  // tls_config
   bool insecure_skip_verify = false;
   bool follow_redirects = true;
 };

@@ -192,12 +192,13 @@ TEST(NotifyConfigTest, HttpConfigFilesAreRelativeToTheConfigFile) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "am.yml") << "route: {receiver: a}\nreceivers: [{name: a, webhook_configs: [{url: 'http://x', "
                                    "http_config: {basic_auth: {username: u, password_file: pw}, tls_config: "
-                                   "{ca_file: /etc/ca.pem}}}], slack_configs: [{api_url_file: url}]}]\n";
+                                   "{ca_file: /etc/ca.pem, server_name: am.internal}}}], slack_configs: [{api_url_file: url}]}]\n";
   auto c = LoadConfigFile((dir / "am.yml").string());
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   EXPECT_EQ((*c)->receivers[0].webhook[0].http.basic_auth_password_file, (dir / "pw").string());
   EXPECT_EQ((*c)->receivers[0].webhook[0].http.ca_file, "/etc/ca.pem");
+  EXPECT_EQ((*c)->receivers[0].webhook[0].http.server_name, "am.internal");  // was accepted, then dropped
   EXPECT_EQ((*c)->receivers[0].slack[0].api_url_file, "url");  // as Alertmanager: only http_config files move
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file.h"
+#include "common/http_client.h"
 #include "common/url.h"
 
 namespace trainwatch::notify {
@@ -36,21 +37,20 @@ Status Post(const std::string& url, const HttpConfig& h, const std::string& body
   auto parsed = common::Url::Parse(url);
   if (!parsed.ok()) return Status::InvalidArgument(what + ": " + parsed.status().message());
   const common::Url& u = *parsed;
-  // A client certificate goes to the constructor; httplib reads the files there.
-  std::unique_ptr<httplib::Client> cli = h.cert_file.empty()
-                                             ? std::make_unique<httplib::Client>(u.Base())
-                                             : std::make_unique<httplib::Client>(u.Base(), h.cert_file, h.key_file);
-  if (!cli->is_valid()) {
-    return Status::InvalidArgument(what + ": invalid URL \"" + url + "\"" +
-                                   (h.cert_file.empty() ? "" : " or unreadable tls_config cert_file / key_file"));
+  // The shared client: TLS files, CA, verification and tls_config.server_name
+  // as every other module's http_config.
+  common::HttpClientConfig tls;
+  tls.tls = common::TlsConfig{h.ca_file, h.cert_file, h.key_file, h.server_name, h.insecure_skip_verify};
+  auto made = common::NewHttpClient(u.Base(), tls, o.timeout_ms);
+  if (!made.ok()) {
+    // A host that does not resolve (server_name) may later; a TLS file that
+    // cannot be read stays so: not retried.
+    const std::string why = made.error().message();
+    return why.starts_with("lookup ") ? Status::Unavailable(what + ": " + why) : Status::InvalidArgument(what + ": " + why);
   }
-  int64_t t = o.timeout_ms;
-  cli->set_connection_timeout(std::chrono::milliseconds(t));
-  cli->set_read_timeout(std::chrono::milliseconds(t));
-  cli->set_write_timeout(std::chrono::milliseconds(t));
+  std::unique_ptr<httplib::Client> cli = std::move(*made);
+  cli->set_keep_alive(false);
   cli->set_follow_location(h.follow_redirects);
-  if (!h.ca_file.empty()) cli->set_ca_cert_path(h.ca_file);
-  cli->enable_server_certificate_verification(!h.insecure_skip_verify);
   httplib::Headers headers = {{"User-Agent", "Alertmanager/0.25.0 (trainwatch)"}};
   // prometheus/common reads the secret files at each request: a network-like
   // failure, so the delivery is retried.

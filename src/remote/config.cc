@@ -8,17 +8,17 @@
 #include "base/crc32c.h"
 #include "base/log.h"
 #include "common/url.h"
-#include "scrape/yaml_fields.h"
+#include "common/yaml.h"
 
 namespace trainwatch::remote {
 namespace {
 
-using scrape::yaml::Bool;
-using scrape::yaml::CheckKeys;
-using scrape::yaml::Dur;
-using scrape::yaml::Err;
-using scrape::yaml::Str;
-using scrape::yaml::Uint;
+using common::yaml::Bool;
+using common::yaml::CheckKeys;
+using common::yaml::Dur;
+using common::yaml::Err;
+using common::yaml::Str;
+using common::yaml::Uint;
 
 // "http://host:port/path?q" as base and path (with the query); InvalidArgument otherwise.
 template <typename C>
@@ -93,7 +93,7 @@ Status ParseHeaders(const YAML::Node& h, const std::string& w, std::vector<std::
 Status CheckEntryKeys(const YAML::Node& n, const std::string& w, const std::set<std::string, std::less<>>& own) {
   for (const auto& kv : n) {
     std::string k = kv.first.as<std::string>();
-    if (own.contains(k) || scrape::HttpClientConfigKeys().contains(k)) continue;
+    if (own.contains(k) || common::HttpClientConfigKeys().contains(k)) continue;
     if (IgnoredKeys().contains(k)) {
       TW_LOG(Warn, "{}: field \"{}\" is not supported by trainwatch; ignored", w, k);
       continue;
@@ -130,7 +130,7 @@ Status ParseCommon(const YAML::Node& n, const std::string& w, C* c) {
     if (c->remote_timeout_ms <= 0) return Err(w + ".remote_timeout", "must be positive");
   }
   RETURN_IF_ERROR(ParseHeaders(n["headers"], w, &c->headers));
-  return scrape::ParseHttpClientConfig(n, w, &c->http);
+  return common::ParseHttpClientConfig(n, w, &c->http);
 }
 
 Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {

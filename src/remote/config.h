@@ -14,7 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/status.h"
-#include "scrape/http_client.h"
+#include "common/http_client.h"
 #include "scrape/relabel.h"
 
 namespace trainwatch::remote {
@@ -39,7 +39,7 @@ struct RemoteWriteConfig {
   int64_t remote_timeout_ms = 30000;
   std::vector<std::pair<std::string, std::string>> headers;
   std::vector<scrape::RelabelConfig> write_relabel_configs;
-  scrape::HttpClientConfig http;
+  common::HttpClientConfig http;
   QueueConfig queue;
   // Native histograms are sent only when set, as in Prometheus (a receiver
   // that does not know them could refuse whole batches).
@@ -65,7 +65,7 @@ struct RemoteReadConfig {
   std::string name;  // as given, or the first 6 hex digits of the entry's hash
   int64_t remote_timeout_ms = 60000;
   std::vector<std::pair<std::string, std::string>> headers;
-  scrape::HttpClientConfig http;
+  common::HttpClientConfig http;
   // The store is asked only when the selector has each as an equality matcher.
   std::vector<model::Label> required_matchers;
   bool read_recent = false;            // false: only for the time before the oldest local sample

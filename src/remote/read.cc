@@ -323,10 +323,10 @@ class RemoteQuerier final : public storage::Querier {
 
   Result<std::vector<std::shared_ptr<storage::Series>>> Send(const RemoteReadConfig& cfg, const std::string& request,
                                                             int64_t mint, int64_t maxt, const model::Labels& drop) {
-    ASSIGN_OR_RETURN(std::unique_ptr<httplib::Client> c, scrape::NewHttpClient(cfg.base, cfg.http, cfg.remote_timeout_ms));
+    ASSIGN_OR_RETURN(std::unique_ptr<httplib::Client> c, common::NewHttpClient(cfg.base, cfg.http, cfg.remote_timeout_ms));
     c->set_decompress(false);  // the answer is snappy-framed; httplib knows only gzip and brotli
     std::vector<std::pair<std::string, std::string>> extra;
-    RETURN_IF_ERROR(scrape::ApplyHttpAuth(cfg.http, c.get(), &extra));
+    RETURN_IF_ERROR(common::ApplyHttpAuth(cfg.http, c.get(), &extra));
     httplib::Headers h = {{"Content-Encoding", "snappy"},
                           {"User-Agent", user_agent_},
                           {"X-Prometheus-Remote-Read-Version", "0.1.0"}};

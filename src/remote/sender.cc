@@ -509,7 +509,7 @@ bool Sender::SendWithRetries(Shard* s, const std::string& body, size_t samples, 
     {
       base::MutexLock l(&s->client_mu);
       if (!s->client) {
-        auto nc = scrape::NewHttpClient(cfg_.base, cfg_.http, cfg_.remote_timeout_ms);
+        auto nc = common::NewHttpClient(cfg_.base, cfg_.http, cfg_.remote_timeout_ms);
         if (nc.ok()) s->client = std::move(*nc);
         else failure = nc.error().message();
       }
@@ -517,7 +517,7 @@ bool Sender::SendWithRetries(Shard* s, const std::string& body, size_t samples, 
     }
     std::vector<std::pair<std::string, std::string>> extra;
     if (c != nullptr) {
-      Status a = scrape::ApplyHttpAuth(cfg_.http, c, &extra);
+      Status a = common::ApplyHttpAuth(cfg_.http, c, &extra);
       if (!a.ok()) failure = a.message();
     }
     if (failure.empty()) {

@@ -85,7 +85,7 @@ Result<AlertingConfig> ParseAlertingConfig(const YAML::Node& alerting) {
           }
           for (const auto& x : t) targets.push_back(Scalar(x));
         }
-      } else if (scrape::HttpClientConfigKeys().contains(k)) {
+      } else if (common::HttpClientConfigKeys().contains(k)) {
         // Read below, as one HTTP client config.
       } else if (k == "relabel_configs" || k == "enable_http2" || k == "follow_redirects") {
         // Accepted for compatibility; targets are used as written.
@@ -93,7 +93,7 @@ Result<AlertingConfig> ParseAlertingConfig(const YAML::Node& alerting) {
         return Status::InvalidArgument(where + ": unsupported field \"" + k + "\"");
       }
     }
-    RETURN_IF_ERROR(scrape::ParseHttpClientConfig(am, where, &base.http));
+    RETURN_IF_ERROR(common::ParseHttpClientConfig(am, where, &base.http));
     for (const std::string& t : targets) {
       if (t.empty()) return Status::InvalidArgument(where + ".static_configs: empty target");
       AlertmanagerTarget a = base;
@@ -170,13 +170,13 @@ size_t AlertmanagerNotifier::queue_length() const {
 }
 
 bool AlertmanagerNotifier::Post(const AlertmanagerTarget& t, const std::string& body, std::string* err) {
-  auto c = scrape::NewHttpClient(t.scheme + "://" + t.host, t.http, t.timeout_ms);
+  auto c = common::NewHttpClient(t.scheme + "://" + t.host, t.http, t.timeout_ms);
   if (!c.ok()) {
     *err = c.error().message();
     return false;
   }
   std::vector<std::pair<std::string, std::string>> auth;
-  if (Status s = scrape::ApplyHttpAuth(t.http, c->get(), &auth); !s.ok()) {
+  if (Status s = common::ApplyHttpAuth(t.http, c->get(), &auth); !s.ok()) {
     *err = s.message();
     return false;
   }

@@ -22,8 +22,8 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "common/http_client.h"
 #include "rules/alert.h"
-#include "scrape/http_client.h"
 #include "scrape/relabel.h"
 
 namespace trainwatch::rules {
@@ -33,7 +33,7 @@ struct AlertmanagerTarget {
   std::string host;              // host:port
   std::string path_prefix = "/";
   int64_t timeout_ms = 10000;
-  scrape::HttpClientConfig http;  // auth and TLS, as a scrape config's
+  common::HttpClientConfig http;  // auth and TLS, as a scrape config's
   // POST URL path of the v2 API.
   std::string AlertsPath() const;
   std::string Url() const { return scheme + "://" + host + AlertsPath(); }

@@ -9,17 +9,17 @@
 
 #include "base/log.h"
 #include "base/units.h"
-#include "scrape/yaml_fields.h"
+#include "common/yaml.h"
 
 namespace trainwatch::scrape {
 namespace {
 
-using yaml::Bool;
-using yaml::CheckKeys;
-using yaml::Dur;
-using yaml::Err;
-using yaml::Str;
-using yaml::Uint;
+using common::yaml::Bool;
+using common::yaml::CheckKeys;
+using common::yaml::Dur;
+using common::yaml::Err;
+using common::yaml::Str;
+using common::yaml::Uint;
 
 Result<TargetGroup> ParseGroup(const YAML::Node& n, const std::string& where) {
   RETURN_IF_ERROR(CheckKeys(n, where, {"targets", "labels"}));
@@ -129,7 +129,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
       "fallback_scrape_protocol", "convert_classic_histograms_to_nhcb"};
   for (const auto& kv : n) {
     std::string k = kv.first.as<std::string>();
-    if (kKeys.contains(k) || HttpClientConfigKeys().contains(k)) continue;
+    if (kKeys.contains(k) || common::HttpClientConfigKeys().contains(k)) continue;
     if (KnownUnsupported().contains(k)) {
       TW_LOG(Warn, "{}: field \"{}\" is not supported by trainwatch; ignored", w, k);
       continue;
@@ -225,7 +225,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   }
   ASSIGN_OR_RETURN(c.relabel_configs, ParseRelabelConfigs(n["relabel_configs"], w + ".relabel_configs"));
   ASSIGN_OR_RETURN(c.metric_relabel_configs, ParseRelabelConfigs(n["metric_relabel_configs"], w + ".metric_relabel_configs"));
-  RETURN_IF_ERROR(ParseHttpClientConfig(n, w, &c.http));
+  RETURN_IF_ERROR(common::ParseHttpClientConfig(n, w, &c.http));
   // The values global may set are part of it: a reload that changes only
   // global's must restart the job's loops too.
   c.fingerprint = YAML::Dump(n) + "\n#" + std::to_string(c.scrape_interval_ms) + "/" + std::to_string(c.scrape_timeout_ms);

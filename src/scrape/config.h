@@ -12,7 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/status.h"
-#include "scrape/http_client.h"
+#include "common/http_client.h"
 #include "scrape/relabel.h"
 
 namespace trainwatch::scrape {
@@ -72,7 +72,7 @@ struct ScrapeConfig {
   // for a response whose Content-Type is missing, unparsable or not one of
   // the three media types trainwatch reads. Empty: the text format.
   std::string fallback_scrape_protocol;
-  HttpClientConfig http;  // basic_auth, authorization / bearer_token*, tls_config
+  common::HttpClientConfig http;  // basic_auth, authorization / bearer_token*, tls_config
   // The job's YAML as written, to tell whether a reload changed it.
   std::string fingerprint;
 };

@@ -111,13 +111,13 @@ Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
   if (!url.ok()) return Status::InvalidArgument("scrape url: " + url.status().message());
   const std::string path = url->RequestUri();
   if (!client_) {
-    auto client = NewHttpClient(url->Base(), c.http, c.scrape_timeout_ms);
+    auto client = common::NewHttpClient(url->Base(), c.http, c.scrape_timeout_ms);
     if (!client.ok()) return Status::Unavailable("Get \"" + url_ + "\": " + client.error().message());
     client_ = std::move(*client);
     client_->set_decompress(true);
   }
   std::vector<std::pair<std::string, std::string>> auth;
-  RETURN_IF_ERROR(ApplyHttpAuth(c.http, client_.get(), &auth));
+  RETURN_IF_ERROR(common::ApplyHttpAuth(c.http, client_.get(), &auth));
   httplib::Headers h = {
       {"Accept", accept_},
       {"Accept-Encoding", "gzip"},

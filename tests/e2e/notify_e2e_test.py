@@ -25,6 +25,7 @@ import hmac
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -42,9 +43,10 @@ AMTOOL = "/usr/bin/amtool"
 
 
 class Hook:
-    """A webhook receiver on loopback recording every POST body."""
+    """A webhook receiver on loopback recording every POST body; HTTPS with
+    tls_dir's cert.pem (CN=localhost) and key.pem."""
 
-    def __init__(self):
+    def __init__(self, tls_dir=None):
         self.lock = threading.Lock()
         self.bodies = []
         self.auth = []
@@ -70,6 +72,10 @@ class Hook:
                 pass
 
         self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        if tls_dir:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(os.path.join(tls_dir, "cert.pem"), os.path.join(tls_dir, "key.pem"))
+            self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
         self.port = self.srv.server_address[1]
         self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
         self.thread.start()
@@ -117,6 +123,8 @@ route:
       receiver: mail-tls
     - matchers: ['team="cram"']
       receiver: mail-cram
+    - matchers: ['team="https"']
+      receiver: hook-tls
 inhibit_rules:
   - source_matchers: [severity="critical"]
     target_matchers: [severity="warning"]
@@ -126,6 +134,10 @@ receivers:
     webhook_configs:
       - url: 'http://127.0.0.1:{hook}/hook'
         http_config: {{basic_auth: {{username: tw, password: secret}}}}
+  - name: hook-tls
+    webhook_configs:
+      - url: 'https://127.0.0.1:{hook_tls}/hook'
+        http_config: {{tls_config: {{ca_file: '{ca_file}', server_name: localhost}}}}
   - name: mail
     email_configs:
       - to: 'oncall@example.org'
@@ -210,11 +222,14 @@ class NotifyE2ETest(unittest.TestCase):
         self.hook = Hook()
         self.smtp = Smtp() if have_aiosmtpd() else None
         self.smtp_tls = None
-        if have_aiosmtpd() and shutil.which("openssl"):
+        self.hook_tls = None
+        if shutil.which("openssl"):
             subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
                             "/CN=localhost", "-keyout", os.path.join(self.tmp, "key.pem"), "-out",
                             os.path.join(self.tmp, "cert.pem")], check=True, capture_output=True)
-            self.smtp_tls = Smtp(tls_dir=self.tmp)
+            self.hook_tls = Hook(tls_dir=self.tmp)
+            if have_aiosmtpd():
+                self.smtp_tls = Smtp(tls_dir=self.tmp)
         self.am_path = os.path.join(self.tmp, "alertmanager.yml")
         self.password_file = os.path.join(self.tmp, "smtp-password")
         with open(self.password_file, "w") as f:
@@ -231,6 +246,8 @@ class NotifyE2ETest(unittest.TestCase):
     def tearDown(self):
         self.server.stop_quietly()
         self.hook.close()
+        if self.hook_tls:
+            self.hook_tls.close()
         if self.smtp:
             self.smtp.close()
         if self.smtp_tls:
@@ -240,7 +257,7 @@ class NotifyE2ETest(unittest.TestCase):
     def write_config(self, text=None):
         with open(self.am_path, "w") as f:
             f.write(text if text is not None else CONFIG.format(
-                hook=self.hook.port, smtp=self.smtp.port if self.smtp else 1, password_file=self.password_file,
+                hook=self.hook.port, hook_tls=self.hook_tls.port if self.hook_tls else 1, smtp=self.smtp.port if self.smtp else 1, password_file=self.password_file,
                 smtp_tls=self.smtp_tls.port if self.smtp_tls else 1, ca_file=os.path.join(self.tmp, "cert.pem")))
 
     def post_alerts(self, alerts):
@@ -433,6 +450,16 @@ class NotifyE2ETest(unittest.TestCase):
         msgs = self.wait_for(lambda: self.smtp_tls.messages)
         self.assertEqual(msgs[0][1], ["tls@example.org"])
         self.assertIn("Subject: [FIRING:1] Tls (x warning tls)", msgs[0][2])
+
+    @unittest.skipUnless(shutil.which("openssl"), "needs openssl")
+    def test_webhook_over_https_with_server_name(self):
+        # The certificate names localhost and the URL 127.0.0.1: only
+        # tls_config.server_name makes the check pass (it was parsed and
+        # dropped before the notifier used the shared HTTP client).
+        self.post_alerts([alert("Https", "x", team="https")])
+        bodies = self.wait_for(lambda: self.hook_tls.take())
+        self.assertEqual(bodies[0]["receiver"], "hook-tls")
+        self.assertEqual(bodies[0]["alerts"][0]["labels"]["alertname"], "Https")
 
     def test_bad_config_reload_keeps_previous(self):
         self.write_config("route:\n  receiver: hook\n  group_wait: 3x\nreceivers: [{name: hook}]\n")

@@ -1,10 +1,10 @@
-#include "scrape/yaml_fields.h"
+#include "common/yaml.h"
 
 #include <charconv>
 
 #include "base/units.h"
 
-namespace trainwatch::scrape::yaml {
+namespace trainwatch::common::yaml {
 
 Status Err(const std::string& where, const std::string& msg) { return Status::InvalidArgument(where + ": " + msg); }
 
@@ -47,4 +47,4 @@ Status CheckKeys(const YAML::Node& n, const std::string& where, const std::set<s
   return Status::OK();
 }
 
-}  // namespace trainwatch::scrape::yaml
+}  // namespace trainwatch::common::yaml

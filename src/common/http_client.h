@@ -21,7 +21,7 @@ namespace httplib {
 class Client;
 }
 
-namespace trainwatch::scrape {
+namespace trainwatch::common {
 
 struct TlsConfig {
   std::string ca_file, cert_file, key_file, server_name;
@@ -60,4 +60,4 @@ Result<std::unique_ptr<httplib::Client>> NewHttpClient(const std::string& base, 
 Status ApplyHttpAuth(const HttpClientConfig& c, httplib::Client* client,
                      std::vector<std::pair<std::string, std::string>>* headers);
 
-}  // namespace trainwatch::scrape
+}  // namespace trainwatch::common

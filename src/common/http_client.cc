@@ -1,4 +1,4 @@
-#include "scrape/http_client.h"
+#include "common/http_client.h"
 
 #include <httplib.h>
 #include <netdb.h>
@@ -6,9 +6,9 @@
 
 #include "base/file.h"
 #include "common/url.h"
-#include "scrape/yaml_fields.h"
+#include "common/yaml.h"
 
-namespace trainwatch::scrape {
+namespace trainwatch::common {
 namespace {
 
 using yaml::Bool;
@@ -168,4 +168,4 @@ Status ApplyHttpAuth(const HttpClientConfig& c, httplib::Client* client,
   return Status::OK();
 }
 
-}  // namespace trainwatch::scrape
+}  // namespace trainwatch::common

@@ -1,7 +1,7 @@
 #pragma once
 // Typed reads of prometheus.yml fields with errors that name the field
 // ("scrape_configs[0] (job \"x\").sample_limit: invalid integer \"-1\""),
-// shared by the sections parsed in scrape/ and remote/.
+// shared by the sections parsed in scrape/, remote/ and rules/.
 
 #include <cstdint>
 #include <set>
@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 
-namespace trainwatch::scrape::yaml {
+namespace trainwatch::common::yaml {
 
 // InvalidArgument "<where>: <msg>".
 Status Err(const std::string& where, const std::string& msg);
@@ -25,4 +25,4 @@ Result<int64_t> Dur(const YAML::Node& n, const std::string& where);
 // Every key of mapping `n` is in `allowed`.
 Status CheckKeys(const YAML::Node& n, const std::string& where, const std::set<std::string, std::less<>>& allowed);
 
-}  // namespace trainwatch::scrape::yaml
+}  // namespace trainwatch::common::yaml
