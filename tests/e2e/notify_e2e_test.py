@@ -334,7 +334,8 @@ class NotifyE2ETest(unittest.TestCase):
         groups = self.get("/api/v2/alerts/groups")
         self.assertEqual(sorted(g["labels"]["alertname"] for g in groups), ["Noisy", "Quiet"])
         self.assertEqual(self.get("/api/v2/receivers"),
-                         [{"name": "hook"}, {"name": "mail"}, {"name": "mail-cram"}, {"name": "mail-tls"}])
+                         [{"name": "hook"}, {"name": "hook-tls"}, {"name": "mail"}, {"name": "mail-cram"},
+                          {"name": "mail-tls"}])
         st = self.get("/api/v2/status")
         self.assertEqual(st["cluster"]["status"], "disabled")
         self.assertIn("receivers:", st["config"]["original"])
