@@ -384,6 +384,15 @@ class OtlpTranslator {
       h.sum = p.has_sum ? p.sum : 0;
       if (Status st = h.Validate(); !st.ok()) return Reject(m, 1, st.message());
     }
+    // Both sides exponential: a delta fails only on time.
+    return EmitHistogramPoint(m, name, p, delta, t, stale, &h, "delta point not after the series' previous point");
+  }
+
+  // Stores one native histogram made from point `p`: its series' labels, the
+  // running total when it is a delta (`refused` says why one is not added),
+  // the start timestamp of a cumulative point.
+  Status EmitHistogramPoint(const Metric& m, const std::string& name, const Point& p, bool delta, int64_t t, bool stale,
+                            model::FloatHistogram* h, const char* refused) {
     model::Labels base;
     if (!BaseLabels(p.attrs, &base)) return Reject(m, 1, "a resource attribute is not valid UTF-8");
     const model::Labels labels = Named(base, name, {});
@@ -395,12 +404,9 @@ class OtlpTranslator {
       }
       key_.clear();
       model::AppendEncodedLabels(labels, &key_);
-      // Both sides exponential: AddHistogram fails only on time.
-      if (!deltas_->AddHistogram(key_, t, StartMs(p), h, &b_->hist_pending_, &h, &st)) {
-        return Reject(m, 1, "delta point not after the series' previous point");
-      }
+      if (!deltas_->AddHistogram(key_, t, StartMs(p), *h, &b_->hist_pending_, h, &st)) return Reject(m, 1, refused);
     }
-    RETURN_IF_ERROR(Emit(labels, t, 0, st, &h));
+    RETURN_IF_ERROR(Emit(labels, t, 0, st, h));
     first_ms_ = std::min(first_ms_, t);
     last_ms_ = std::max(last_ms_, t);
     return Status::OK();
@@ -440,25 +446,9 @@ class OtlpTranslator {
     }
     // Bounds strictly increasing and finite, counts adding up.
     if (Status st = h.Validate(); !st.ok() && !stale) return Reject(m, 1, st.message());
-    model::Labels base;
-    if (!BaseLabels(p.attrs, &base)) return Reject(m, 1, "a resource attribute is not valid UTF-8");
-    const model::Labels labels = Named(base, name, {});
-    int64_t st = delta ? 0 : StartMs(p);
-    if (delta && !stale) {
-      if (!b_->delta_lock_.owns_lock()) {
-        b_->delta_lock_ = deltas_->Lock();
-        b_->deltas_ = deltas_;
-      }
-      key_.clear();
-      model::AppendEncodedLabels(labels, &key_);
-      if (!deltas_->AddHistogram(key_, t, StartMs(p), h, &b_->hist_pending_, &h, &st)) {
-        return Reject(m, 1, "delta point not after the series' previous point, or its bucket bounds differ from the running total's");
-      }
-    }
-    RETURN_IF_ERROR(Emit(labels, t, 0, st, &h));
-    first_ms_ = std::min(first_ms_, t);
-    last_ms_ = std::max(last_ms_, t);
-    return Status::OK();
+    return EmitHistogramPoint(m, name, p, delta, t, stale, &h,
+                              "delta point not after the series' previous point, or its bucket bounds differ from "
+                              "the running total's");
   }
 
   // Prometheus's convertBucketsLayout (histograms.go) with absolute counts:

@@ -22,6 +22,17 @@ bool BitRange(int64_t v, int n) {
   const int64_t half = int64_t{1} << (n - 1);
   return v >= -(half - 1) && v <= half;
 }
+// Prometheus's varbit classes (varbit.go): value bits, then the prefix that
+// announces them; 0 is a single 0 bit and anything wider 0xff and 64 bits.
+struct VarbitClass {
+  int bits;
+  uint64_t prefix;
+  int prefix_len;
+};
+constexpr VarbitClass kVarbitClasses[] = {{3, 0b10, 2},        {6, 0b110, 3},       {9, 0b1110, 4},
+                                          {12, 0b11110, 5},     {18, 0b111110, 6},   {25, 0b1111110, 7},
+                                          {56, 0b11111110, 8}};
+
 }  // namespace
 
 void PutVarbitInt(Writer* w, int64_t v) {
@@ -30,13 +41,7 @@ void PutVarbitInt(Writer* w, int64_t v) {
     w->WriteBit(false);
     return;
   }
-  static constexpr struct {
-    int bits;
-    uint64_t prefix;
-    int prefix_len;
-  } kClasses[] = {{3, 0b10, 2},      {6, 0b110, 3},      {9, 0b1110, 4},       {12, 0b11110, 5},
-                  {18, 0b111110, 6}, {25, 0b1111110, 7}, {56, 0b11111110, 8}};
-  for (const auto& c : kClasses) {
+  for (const auto& c : kVarbitClasses) {
     if (BitRange(v, c.bits)) {
       w->WriteBits(c.prefix, c.prefix_len);
       w->WriteBits(u & ((uint64_t{1} << c.bits) - 1), c.bits);
@@ -52,13 +57,7 @@ void PutVarbitUint(Writer* w, uint64_t v) {
     w->WriteBit(false);
     return;
   }
-  static constexpr struct {
-    int bits;
-    uint64_t prefix;
-    int prefix_len;
-  } kClasses[] = {{3, 0b10, 2},      {6, 0b110, 3},      {9, 0b1110, 4},       {12, 0b11110, 5},
-                  {18, 0b111110, 6}, {25, 0b1111110, 7}, {56, 0b11111110, 8}};
-  for (const auto& c : kClasses) {
+  for (const auto& c : kVarbitClasses) {
     if (std::countl_zero(v) >= 64 - c.bits) {
       w->WriteBits(c.prefix, c.prefix_len);
       w->WriteBits(v, c.bits);
