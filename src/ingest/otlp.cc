@@ -377,22 +377,25 @@ class OtlpTranslator {
         !ExpLayout(p.neg_counts, p.neg_offset, scale_down, &h.negative_spans, &h.negative_buckets)) {
       return Reject(m, 1, "bucket offset out of range");
     }
-    if (stale) {
-      h.sum = h.count = model::StaleNaN();
-    } else {
-      h.count = static_cast<double>(p.count);
-      h.sum = p.has_sum ? p.sum : 0;
-      if (Status st = h.Validate(); !st.ok()) return Reject(m, 1, st.message());
-    }
     // Both sides exponential: a delta fails only on time.
     return EmitHistogramPoint(m, name, p, delta, t, stale, &h, "delta point not after the series' previous point");
   }
 
-  // Stores one native histogram made from point `p`: its series' labels, the
+  // Stores one native histogram made from point `p` (h: its buckets): count
+  // and sum (stale markers as such), its series' labels, the
   // running total when it is a delta (`refused` says why one is not added),
   // the start timestamp of a cumulative point.
   Status EmitHistogramPoint(const Metric& m, const std::string& name, const Point& p, bool delta, int64_t t, bool stale,
                             model::FloatHistogram* h, const char* refused) {
+    if (stale) {
+      h->sum = h->count = model::StaleNaN();
+    } else {
+      h->count = static_cast<double>(p.count);
+      h->sum = p.has_sum ? p.sum : 0;
+      // Buckets that fit the layout (NHCB: bounds strictly increasing and
+      // finite), counts adding up.
+      if (Status st = h->Validate(); !st.ok()) return Reject(m, 1, st.message());
+    }
     model::Labels base;
     if (!BaseLabels(p.attrs, &base)) return Reject(m, 1, "a resource attribute is not valid UTF-8");
     const model::Labels labels = Named(base, name, {});
@@ -438,14 +441,6 @@ class OtlpTranslator {
         return Reject(m, 1, "bucket offset out of range");
       }
     }
-    if (stale) {
-      h.sum = h.count = model::StaleNaN();
-    } else {
-      h.count = static_cast<double>(p.count);
-      h.sum = p.has_sum ? p.sum : 0;
-    }
-    // Bounds strictly increasing and finite, counts adding up.
-    if (Status st = h.Validate(); !st.ok() && !stale) return Reject(m, 1, st.message());
     return EmitHistogramPoint(m, name, p, delta, t, stale, &h,
                               "delta point not after the series' previous point, or its bucket bounds differ from "
                               "the running total's");
