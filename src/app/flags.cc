@@ -97,6 +97,15 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
                     "How long to keep samples, e.g. 15d; 0 keeps them forever (default 15d)");
   serve->add_option("--retention.size,--storage.tsdb.retention.size", retention_size,
                     "Maximum bytes of blocks, e.g. 10GB; 0 is unlimited (default 0)");
+  std::optional<std::string> retention_5m, retention_1h;
+  std::optional<bool> downsample;
+  serve->add_option("--storage.tsdb.downsample", downsample,
+                    "Write 5m and 1h downsampled tiers (min, max, sum, count, last) at compaction; queries whose "
+                    "step makes raw resolution pointless read them (default true)");
+  serve->add_option("--retention.resolution-5m,--storage.tsdb.retention.resolution-5m", retention_5m,
+                    "How long to keep the 5m tier, e.g. 90d; 0 keeps it forever (default 90d)");
+  serve->add_option("--retention.resolution-1h,--storage.tsdb.retention.resolution-1h", retention_1h,
+                    "How long to keep the 1h tier, e.g. 1y; 0 keeps it forever (default 365d)");
   std::optional<std::string> max_future;
   serve->add_option("--ingest.max-future", max_future,
                     "Refuse samples and log lines dated more than this after the server's clock, e.g. 10m; "
@@ -427,6 +436,15 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     auto b = ParseByteSize(*retention_size);
     if (!b.ok()) return b.error().Annotate("--retention.size");
     o.retention_bytes = *b;
+  }
+  if (downsample) o.downsample = *downsample;
+  for (auto [flag, value, out_ms] : {std::tuple{"--retention.resolution-5m", &retention_5m, &o.retention_5m_ms},
+                                     std::tuple{"--retention.resolution-1h", &retention_1h, &o.retention_1h_ms}}) {
+    if (!*value) continue;
+    auto d = ParseConfigDuration(**value);
+    if (!d.ok()) return d.error().Annotate(flag);
+    if (*d < 0) return Status::InvalidArgument(std::string(flag) + ": must not be negative");
+    *out_ms = *d;
   }
   if (max_future) {
     auto d = ParseConfigDuration(*max_future);

@@ -35,6 +35,12 @@ struct ServeOptions {
   // clock plus this are refused (0: no bound).
   int64_t max_future_ms = 10 * 60 * 1000;
   uint64_t retention_bytes = 0;
+  // Downsampled tiers (tsdb/downsample.h): --storage.tsdb.downsample and
+  // each tier's own retention, as Thanos's --retention.resolution-5m/-1h
+  // (0 keeps them forever).
+  bool downsample = true;
+  int64_t retention_5m_ms = 90LL * 24 * 3600 * 1000;
+  int64_t retention_1h_ms = 365LL * 24 * 3600 * 1000;
   tsdb::WalSync wal_sync = tsdb::WalSync::kPerRequest;
   log::Level log_level = log::Level::kInfo;
   int64_t runs_heartbeat_timeout_ms = 5 * 60 * 1000;  // --runs.heartbeat-timeout

@@ -137,6 +137,24 @@ TEST(FlagsTest, AlertmanagerConfigFile) {
   std::remove(path.c_str());
 }
 
+TEST(FlagsTest, DownsampledTiersHaveTheirOwnRetention) {
+  auto c = Parse({"serve"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->serve.downsample);
+  EXPECT_EQ(c->serve.retention_5m_ms, 90LL * 86400000);
+  EXPECT_EQ(c->serve.retention_1h_ms, 365LL * 86400000);
+  c = Parse({"serve", "--retention.time", "2d", "--storage.tsdb.retention.resolution-5m", "30d",
+             "--retention.resolution-1h", "0", "--storage.tsdb.downsample=false"});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->serve.retention_ms, 2LL * 86400000);
+  EXPECT_EQ(c->serve.retention_5m_ms, 30LL * 86400000);
+  EXPECT_EQ(c->serve.retention_1h_ms, 0);
+  EXPECT_FALSE(c->serve.downsample);
+  c = Parse({"serve", "--retention.resolution-5m", "later"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message(), "--retention.resolution-5m: invalid duration \"later\"");
+}
+
 TEST(FlagsTest, BadValuesNameTheFlag) {
   auto c = Parse({"serve", "--retention.time", "soon"});
   ASSERT_FALSE(c.ok());

@@ -256,10 +256,14 @@ HistogramPtr NegateHistogram(const model::FloatHistogram& h) {
   return n;
 }
 
-void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb) {
+void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb,
+                          std::string_view func, int64_t range_ms, int64_t step_ms) {
   storage::SelectHints hints;
   hints.start = mint;
   hints.end = maxt;
+  hints.func = func;
+  hints.range_ms = range_ms;
+  hints.step_ms = step_ms;
   auto set = querier_->Select(false, hints, vs.matchers);
   std::vector<model::Sample> buf;
   std::vector<int64_t> st_buf;
@@ -270,6 +274,7 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
     buf.clear();
     st_buf.clear();
     hbuf.clear();
+    counts_.clear();
     auto it = s.Iterator();
     // Under histogram_count and the like: count and sum only, with the
     // counter-reset hint worked out against the histogram read before.
@@ -292,11 +297,12 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
       return out;
     };
     if (it->Seek(mint)) {
-      if (!it->HasST() && !it->HasHistograms()) {
+      if (!it->HasST() && !it->HasHistograms() && !it->HasCounts()) {
         it->AppendUntil(maxt, &buf);
         if (!keep_stale) std::erase_if(buf, [](const model::Sample& x) { return model::IsStaleNaN(x.v); });
       } else {
         const bool has_st = it->HasST();
+        const bool has_counts = it->HasCounts();
         do {
           model::Sample smp = it->At();
           if (smp.t > maxt) break;
@@ -314,6 +320,7 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
           if (!keep_stale && model::IsStaleNaN(smp.v)) continue;
           buf.push_back(smp);
           if (has_st) st_buf.push_back(it->AtST());
+          if (has_counts) counts_.push_back(it->AtCount());
         } while (it->Next());
         // A series whose samples in range carry no start timestamp reads as one without.
         if (std::all_of(st_buf.begin(), st_buf.end(), [](int64_t x) { return x == 0; })) st_buf.clear();
@@ -439,7 +446,8 @@ SeriesList Evaluator::EvalVectorSelector(const Expr& e, const StepRange& r, Sele
   return out;
 }
 
-Evaluator::WindowSpec Evaluator::ForEachRangeSeries(const Expr& arg0, const StepRange& r, const RawCallback& cb) {
+Evaluator::WindowSpec Evaluator::ForEachRangeSeries(const Expr& arg0, const StepRange& r, const RawCallback& cb,
+                                                    std::string_view func) {
   const Expr& arg = Unparen(arg0);
   WindowSpec spec;
   if (arg.kind == NodeKind::kMatrixSelector) {
@@ -453,7 +461,9 @@ Evaluator::WindowSpec Evaluator::ForEachRangeSeries(const Expr& arg0, const Step
     // the one after it), within the lookback delta.
     int64_t before = vs.range_mod != parser::RangeMod::kNone ? opts_.lookback_delta_ms : 0;
     int64_t after = vs.range_mod == parser::RangeMod::kSmoothed ? opts_.lookback_delta_ms - 1 : 0;
-    SelectRaw(vs, min_ref - spec.range_ms - before + 1, max_ref + after, false, cb);
+    if (vs.range_mod != parser::RangeMod::kNone) func = {};
+    SelectRaw(vs, min_ref - spec.range_ms - before + 1, max_ref + after, false, cb, func, spec.range_ms,
+              r.Steps() > 1 ? r.step : 0);
     return spec;
   }
   if (arg.kind != NodeKind::kSubquery) ThrowEval("expected range vector argument");
@@ -466,6 +476,7 @@ Evaluator::WindowSpec Evaluator::ForEachRangeSeries(const Expr& arg0, const Step
   const std::vector<int64_t> no_st;
   for (auto& s : raw) {
     CheckDeadline();
+    counts_.clear();  // subquery points stand for one each
     cb(s.labels, s.drop_name, s.samples, no_st, s.hsamples);
   }
   return spec;

@@ -90,7 +90,14 @@ class Evaluator {
                                          const std::vector<int64_t>& st, std::vector<HPoint>& hs)>;
   // Streams every series of a matrix selector or subquery with all samples
   // any step of `r` needs (stale markers removed), one series at a time.
-  WindowSpec ForEachRangeSeries(const parser::Expr& matrix_arg, const StepRange& r, const RawCallback& cb);
+  // `func`: the range function the samples go into, passed to the store as
+  // SelectHints::func (for a plain matrix selector), so a store with
+  // downsampled tiers may answer with window points (see counts()).
+  WindowSpec ForEachRangeSeries(const parser::Expr& matrix_arg, const StepRange& r, const RawCallback& cb,
+                                std::string_view func = {});
+  // Inside a RawCallback: how many raw samples each of `samples` stands for
+  // (SeriesIterator::AtCount), parallel to them; empty when one each.
+  const std::vector<double>& counts() const { return counts_; }
   // Default subquery step.
   int64_t default_step() const { return 60'000; }
   int64_t lookback_delta() const { return opts_.lookback_delta_ms; }
@@ -131,13 +138,16 @@ class Evaluator {
   // when unknown), the last two in seconds.
   enum class SelectorValue { kValue, kTimestamp, kStartTimestamp };
   SeriesList EvalVectorSelector(const parser::Expr& e, const StepRange& r, SelectorValue what);
-  void SelectRaw(const parser::Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb);
+  // `func`, `range_ms`, `step_ms`: SelectHints' (empty / 0: not a range function's input).
+  void SelectRaw(const parser::Expr& vs, int64_t mint, int64_t maxt, bool keep_stale, const RawCallback& cb,
+                 std::string_view func = {}, int64_t range_ms = 0, int64_t step_ms = 0);
   Value EvalNode(const parser::Expr& e, const StepRange& r);
   std::vector<RawSeries> EvalSubqueryRaw(const parser::Expr& sq, int64_t min_ref, int64_t max_ref);
 
  private:
 
   storage::Querier* querier_;
+  std::vector<double> counts_;  // the series SelectRaw passes to its callback: counts() 
   const EngineOptions& opts_;
   int64_t query_start_, query_end_;
   std::chrono::steady_clock::time_point deadline_;

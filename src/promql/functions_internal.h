@@ -26,6 +26,10 @@ struct RangeCtx {
   // Set by rate and increase when a sample's start time overlaps the sample
   // before it (a broken producer); the caller warns once per metric.
   bool* st_overlap = nullptr;
+  // How many raw samples each sample of the window stands for (points of a
+  // downsampled tier: their window's count); null when one each.
+  // count_over_time and avg_over_time weigh by it.
+  const double* counts = nullptr;
 };
 
 struct RangeFnDef {

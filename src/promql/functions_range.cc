@@ -172,7 +172,13 @@ bool Changes(W w, const RangeCtx&, double* out) {
   return !w.empty();
 }
 
-bool CountOverTime(W w, const RangeCtx&, double* out) {
+bool CountOverTime(W w, const RangeCtx& c, double* out) {
+  if (c.counts != nullptr) {
+    double n = 0;
+    for (size_t i = 0; i < w.size(); ++i) n += c.counts[i];
+    *out = n;
+    return !w.empty();
+  }
   *out = static_cast<double>(w.size());
   return !w.empty();
 }
@@ -185,8 +191,19 @@ bool SumOverTime(W w, const RangeCtx&, double* out) {
   return true;
 }
 
-bool AvgOverTime(W w, const RangeCtx&, double* out) {
+bool AvgOverTime(W w, const RangeCtx& ctx, double* out) {
   if (w.empty()) return false;
+  if (ctx.counts != nullptr) {
+    // Window sums weighed by their counts: the sum of the raw samples over
+    // their number, as below without overflow.
+    double sum = 0, c = 0, count = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      sum = KahanSumInc(w[i].v, sum, &c);
+      count += ctx.counts[i];
+    }
+    *out = (std::isinf(sum) ? sum : sum + c) / count;
+    return true;
+  }
   double sum = 0, c = 0, count = 0;
   bool overflow = false;
   for (const auto& s : w) {
@@ -571,6 +588,9 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
   hargs.p1 = p1;
   const bool reads_st = counter || def.fn == Irate || def.fn == Resets;
   std::string last_name_checked;
+  // The functions a downsampled tier answers ask the store for its points.
+  const bool tier_fn = def.fn == MinOverTime || def.fn == MaxOverTime || def.fn == SumOverTime ||
+                       def.fn == CountOverTime || def.fn == AvgOverTime || def.fn == LastOverTime;
   ev.ForEachRangeSeries(arg, r, [&](const model::Labels& l, bool drop, std::vector<model::Sample>& smp,
                                     const std::vector<int64_t>& st, std::vector<HPoint>& hs) {
     if (smp.empty() && hs.empty()) return;
@@ -595,6 +615,7 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
       }
       const size_t n = smp.size();
       const model::Sample* data = smp.data();
+      const double* counts = ev.counts().empty() ? nullptr : ev.counts().data();
       size_t lo = 0, hi = 0;
       for (size_t i = 0; i < steps; ++i) {
         int64_t t = r.At(i);
@@ -618,6 +639,7 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
         ctx.p0 = p0 != nullptr ? p0[i] : 0;
         ctx.p1 = p1 != nullptr ? p1[i] : 0;
         ctx.st = st_data != nullptr ? st_data + lo : nullptr;
+        ctx.counts = counts != nullptr ? counts + lo : nullptr;
         double v;
         if (!def.fn(W(data + lo, hi - lo), ctx, &v)) continue;
         if (def.fn == QuantileOverTime) WarnIfInvalidQuantile(ev, ctx.p0, *e.args[0]);
@@ -634,7 +656,7 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
       InfoIfNotCounterName(ev, last_name_checked, *e.args[matrix_idx]);
     }
     if (!vals.empty() || !hvals.empty()) cb(l, def.keeps_name ? drop : true, vals, hvals);
-  });
+  }, tier_fn ? def.name : std::string_view());
 }
 
 void ForEachRangeFnSeries(Evaluator& ev, const parser::Expr& e, const RangeFnDef& def, const StepRange& r,

@@ -154,6 +154,13 @@ class MergeIter : public SeriesIterator {
     }
     return false;
   }
+  double AtCount() const override { return its_[lead_]->AtCount(); }
+  bool HasCounts() const override {
+    for (auto& it : its_) {
+      if (it->HasCounts()) return true;
+    }
+    return false;
+  }
   Status Err() const override {
     for (auto& it : its_) {
       Status s = it->Err();

@@ -122,6 +122,12 @@ class SeriesIterator {
   // False when no sample of this iterator carries a start timestamp, so a
   // reader can skip AtST() per sample.
   virtual bool HasST() const { return false; }
+  // How many raw samples the sample at At() stands for: 1, or, for a point
+  // of a downsampled tier (a window's sum, see SelectHints::func), the
+  // window's count, so count_over_time and avg_over_time read it.
+  virtual double AtCount() const { return 1; }
+  // False when every sample of this iterator stands for one (AtCount() == 1).
+  virtual bool HasCounts() const { return false; }
   virtual Status Err() const = 0;
 };
 
@@ -145,6 +151,17 @@ class SeriesSet {
 struct SelectHints {
   int64_t start = model::kMinTime;  // ms, inclusive
   int64_t end = model::kMaxTime;    // ms, inclusive
+  // As Prometheus's SelectHints: the range function the samples go into
+  // ("min_over_time"; empty: none or not known), its range and the query's
+  // step (ms; 0: an instant query). A store with downsampled tiers answers
+  // min/max/last_over_time with the windows' min/max/last points and
+  // sum/count/avg_over_time with their sums carrying counts
+  // (SeriesIterator::AtCount) where the windows of the query lie on a tier's
+  // grid, so the function over those points is its value over the raw
+  // samples. Other stores ignore it.
+  std::string_view func;
+  int64_t range_ms = 0;
+  int64_t step_ms = 0;
 };
 
 // A view over [mint, maxt] of the data. Thread-compatible; close by destroying.

@@ -54,6 +54,7 @@ Status DBImpl::Init() {
   }
   int64_t start = MonoNanos();
   RETURN_IF_ERROR(LoadBlocks());
+  RETURN_IF_ERROR(LoadTiers());
   // Chunks closed during replay are re-encoded densely after it, in the
   // background: ready sooner (it was a fifth of replay's time).
   head_->SetDeferDense(true);
@@ -503,10 +504,28 @@ namespace {
 // Queries blocks and the head together; earlier sources win timestamp ties.
 class DBQuerier : public storage::Querier {
  public:
-  explicit DBQuerier(std::vector<std::unique_ptr<storage::Querier>> qs) : qs_(std::move(qs)) {}
+  DBQuerier(std::vector<std::unique_ptr<storage::Querier>> qs, TierView tiers)
+      : qs_(std::move(qs)), tiers_(std::move(tiers)) {}
 
   std::unique_ptr<storage::SeriesSet> Select(bool sorted, const storage::SelectHints& hints,
                                              const model::Matchers& matchers) override {
+    if (!hints.func.empty()) {
+      // A range function a tier answers exactly: the tier's points up to
+      // its last one, raw samples after it (standing for one each).
+      const int tier = PickTier(tiers_, hints);
+      if (tier >= 0) {
+        const auto& blocks = tiers_.tiers[static_cast<size_t>(tier)];
+        const int64_t cov = TierCoverageEnd(blocks);
+        std::vector<std::unique_ptr<storage::SeriesSet>> sets;
+        sets.push_back(SelectTier(blocks, hints.func, hints.start, std::min(hints.end, cov), matchers));
+        storage::SelectHints rest = hints;
+        rest.start = std::max(hints.start, cov + 1);
+        if (rest.start <= rest.end) {
+          for (auto& q : qs_) sets.push_back(q->Select(true, rest, matchers));
+        }
+        return storage::MergeSeriesSets(std::move(sets));
+      }
+    }
     if (qs_.size() == 1) return qs_[0]->Select(sorted, hints, matchers);
     std::vector<std::unique_ptr<storage::SeriesSet>> sets;
     for (auto& q : qs_) sets.push_back(q->Select(true, hints, matchers));
@@ -537,6 +556,7 @@ class DBQuerier : public storage::Querier {
 
  private:
   std::vector<std::unique_ptr<storage::Querier>> qs_;
+  TierView tiers_;
 };
 
 }  // namespace
@@ -546,12 +566,16 @@ Result<std::unique_ptr<storage::Querier>> DBImpl::NewQuerier(int64_t mint, int64
   // Earlier-written blocks win ties, then the head.
   std::sort(blocks.begin(), blocks.end(), [](const auto& a, const auto& b) { return a->meta().seq < b->meta().seq; });
   std::vector<std::unique_ptr<storage::Querier>> qs;
+  TierView view;
   for (auto& b : blocks) {
     if (b->Overlaps(mint, maxt)) qs.push_back(b->NewQuerier(mint, maxt));
+    view.raw.emplace_back(b->meta().mint, b->meta().maxt - 1);
   }
   ASSIGN_OR_RETURN(auto hq, head_->NewQuerier(mint, maxt));
   qs.push_back(std::move(hq));
-  return std::unique_ptr<storage::Querier>(std::make_unique<DBQuerier>(std::move(qs)));
+  if (head_->MinTime() <= head_->MaxTime()) view.raw.emplace_back(head_->MinTime(), head_->MaxTime());
+  view.tiers = TiersSnapshot();
+  return std::unique_ptr<storage::Querier>(std::make_unique<DBQuerier>(std::move(qs), std::move(view)));
 }
 
 Status DBImpl::Flush() {
@@ -559,8 +583,10 @@ Status DBImpl::Flush() {
   if (closed_) return Status::Unavailable("tsdb is closed");
   Status s = CutHead(INT64_MAX, /*close_all=*/true);
   if (s.ok()) s = Compact(/*force=*/true);
+  if (s.ok()) s = Downsample(/*max_blocks=*/0);
   // Retention runs even when writing failed: a full disk is when it matters.
   Status r = ApplyRetention();
+  ApplyTierRetention();
   return s.ok() ? r : s;
 }
 
@@ -589,8 +615,11 @@ Status DBImpl::Maintain() {
     s = CutHead(boundary, /*close_all=*/false);
   }
   if (s.ok()) s = Compact(/*force=*/false);
+  // Tiers are made before retention can age their raw blocks out.
+  if (s.ok()) s = Downsample(/*max_blocks=*/4);
   // Retention runs even when writing failed: a full disk is when it matters.
   Status r = ApplyRetention();
+  ApplyTierRetention();
   return s.ok() ? r : s;
 }
 
@@ -662,6 +691,12 @@ Stats DBImpl::GetStats() {
   for (auto& b : BlocksSnapshot()) {
     st.blocks++;
     st.block_bytes += b->SizeBytes();
+  }
+  for (const auto& tier : TiersSnapshot()) {
+    for (const auto& tb : tier) {
+      st.tier_blocks++;
+      st.tier_bytes += tb->SizeBytes();
+    }
   }
   st.wal_bytes = wal_ != nullptr ? wal_->SizeBytes() : 0;
   st.appended_samples_total = head_->AppendedTotal();

@@ -32,6 +32,12 @@ struct Options {
   int64_t max_future_ms = 10 * 60 * 1000;
   std::function<int64_t()> now_ms;  // the wall clock when empty; tests and soak runs set their own
   uint64_t retention_bytes = 0;                        // --retention.size; 0 = unlimited
+  // Downsampled tiers (5 m, 1 h; tsdb/downsample.h): written from every raw
+  // block at compaction into <dir>/downsample/, and kept for
+  // tier_retention_ms[tier] (--storage.tsdb.retention.resolution-5m/-1h;
+  // 0 = forever), independent of retention_ms.
+  bool downsample = true;
+  std::array<int64_t, 2> tier_retention_ms = {90LL * 24 * 3600 * 1000, 365LL * 24 * 3600 * 1000};
   // Bounds on new series (--storage.max-series, --ingest.max-labels-per-series,
   // ...): refused with ResourceExhausted and counted; existing ones flow on.
   SeriesLimits series_limits;
@@ -64,6 +70,8 @@ struct Stats {
   // WAL samples and whole samples records the last open skipped (not even
   // decoded): the chunk log held them.
   uint64_t replay_skipped_samples = 0, replay_skipped_records = 0;
+  uint64_t tier_blocks = 0;  // downsampled tier blocks, both resolutions
+  uint64_t tier_bytes = 0;
   uint64_t blocks_set_aside = 0;  // damaged blocks renamed "<id>.corrupt" (present at open, or set aside since)
   // New series refused by each bound of Options::series_limits (SeriesRefusal order).
   std::array<uint64_t, kNumSeriesRefusals> series_refused_total = {};

@@ -13,6 +13,7 @@
 #include "tsdb/block.h"
 #include "tsdb/chunk_log.h"
 #include "tsdb/db.h"
+#include "tsdb/downsample.h"
 #include "tsdb/head.h"
 #include "tsdb/wal/reader.h"
 #include "tsdb/wal/wal.h"
@@ -43,6 +44,8 @@ class DBImpl : public DB {
   // (tsdb/chunk_log.h), behind a new WAL segment. The background loop calls
   // it every minute, or sooner when much is queued. Exposed for tests.
   Status FlushChunkLog();
+  // The tier blocks per resolution (tsdb/downsample.h). Exposed for tests.
+  std::array<std::vector<std::shared_ptr<TierBlock>>, kNumTiers> TiersSnapshot();
 
  private:
   // db.cc
@@ -81,6 +84,18 @@ class DBImpl : public DB {
   Status CompactBlocks(const std::vector<std::shared_ptr<Block>>& group);
   Status ApplyRetention() TW_REQUIRES(maint_mu_);
 
+  // db_downsample.cc: tiers (tsdb/downsample.h). Every raw block that no
+  // other overlaps gets one tier block per resolution made from exactly its
+  // sources; one whose sources changed (compacted, or late data merged in)
+  // is made again and the tier blocks in its range replaced.
+  Status LoadTiers();
+  // Makes the tiers of at most `max_blocks` raw blocks, oldest first (0: all),
+  // so a data dir from before tiers is caught up a few blocks per pass
+  // without holding maintenance for long.
+  Status Downsample(size_t max_blocks) TW_REQUIRES(maint_mu_);
+  void ApplyTierRetention() TW_REQUIRES(maint_mu_);
+  std::string TierDir(int tier) const;
+
   // The chunk log generation that goes with checkpoint.<gen> (0: none).
   std::string ChunkLogDir(int gen) const;
   // Starts generation `gen` with a base (closing the current one) and keeps
@@ -115,6 +130,8 @@ class DBImpl : public DB {
   base::Mutex maint_mu_;  // one cut / compaction / retention pass at a time
   base::Mutex blocks_mu_;
   std::vector<std::shared_ptr<Block>> blocks_ TW_GUARDED_BY(blocks_mu_);  // sorted by (mint, seq)
+  // Per resolution, sorted by RawMint, not overlapping.
+  std::array<std::vector<std::shared_ptr<TierBlock>>, kNumTiers> tiers_ TW_GUARDED_BY(blocks_mu_);
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> wal_corruptions_{0}, compactions_{0};
   std::atomic<uint64_t> series_skipped_{0};  // series a block could not hold (issue 17)

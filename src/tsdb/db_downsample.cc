@@ -1,0 +1,145 @@
+// Downsampled tiers of the DB (tsdb/downsample.h): loading them, making
+// them from raw blocks after compaction, and their own retention.
+//
+// A tier block mirrors one raw block: same range, same sources. After a
+// compaction merges raw blocks (or merges late data into one), the merged
+// block's sources no longer match the tier blocks in its range, so its tiers
+// are made again from the raw data and replace those. Raw data is read
+// through the DB's querier, blocks and head together, because the window
+// ending at a block's maxt takes the sample at exactly maxt, which lies in
+// the next block or the head.
+
+#include <algorithm>
+#include <filesystem>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "tsdb/db_impl.h"
+
+namespace trainwatch::tsdb {
+
+std::string DBImpl::TierDir(int tier) const { return opts_.dir + "/downsample/" + std::string(TierName(tier)); }
+
+std::array<std::vector<std::shared_ptr<TierBlock>>, kNumTiers> DBImpl::TiersSnapshot() {
+  base::MutexLock lock(&blocks_mu_);
+  return tiers_;
+}
+
+Status DBImpl::LoadTiers() {
+  std::array<std::vector<std::shared_ptr<TierBlock>>, kNumTiers> loaded;
+  for (int t = 0; t < kNumTiers; ++t) {
+    const std::string dir = TierDir(t);
+    if (!file::Exists(dir)) continue;
+    ASSIGN_OR_RETURN(auto names, file::ListDir(dir));
+    for (const auto& name : names) {
+      const std::string path = dir + "/" + name;
+      if (name.ends_with(".tmp")) {  // a tier block whose writing or deleting did not finish
+        RETURN_IF_ERROR(file::RemoveAll(path));
+        continue;
+      }
+      std::error_code ec;
+      if (name.size() != 26 || !std::filesystem::is_directory(path, ec)) continue;
+      auto b = TierBlock::Open(path);
+      if (!b.ok()) {
+        // Tiers are derived data: a damaged one is set aside; the raw block
+        // it came from, while kept, makes it again.
+        auto to = file::SetAside(path);
+        TW_LOG(Error, "tier block {} is unreadable ({}); set aside: {}", path, b.status().message(),
+               to.ok() ? *to : to.status().message());
+        continue;
+      }
+      loaded[static_cast<size_t>(t)].push_back(std::move(*b));
+    }
+    std::sort(loaded[static_cast<size_t>(t)].begin(), loaded[static_cast<size_t>(t)].end(),
+              [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
+  }
+  base::MutexLock lock(&blocks_mu_);
+  tiers_ = std::move(loaded);
+  return Status::OK();
+}
+
+Status DBImpl::Downsample(size_t max_blocks) {
+  if (!opts_.downsample) return Status::OK();
+  std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();  // sorted by mint
+  std::array<std::string, kNumTiers> dirs;
+  for (int t = 0; t < kNumTiers; ++t) {
+    dirs[static_cast<size_t>(t)] = TierDir(t);
+    RETURN_IF_ERROR(file::MkdirAll(dirs[static_cast<size_t>(t)]));
+  }
+  ASSIGN_OR_RETURN(auto all, model::Matcher::Make(model::MatchType::kRegex, std::string(model::kMetricName), ".*"));
+  int64_t prev_maxt = INT64_MIN;
+  size_t made_blocks = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const index::BlockMeta& m = blocks[i]->meta();
+    // Overlapping blocks are merged by the next compaction first; their
+    // tiers are made from the merged block.
+    const bool overlapped = prev_maxt > m.mint || (i + 1 < blocks.size() && blocks[i + 1]->meta().mint < m.maxt);
+    prev_maxt = std::max(prev_maxt, m.maxt);
+    if (overlapped) continue;
+    std::vector<std::string> sources = m.sources;
+    std::sort(sources.begin(), sources.end());
+    const auto tiers = TiersSnapshot();
+    const int64_t now = head_->Now();
+    bool done = true, wanted = false;
+    for (int t = 0; t < kNumTiers; ++t) {
+      // A range the tier's retention would drop at once is not made (again).
+      const int64_t keep = opts_.tier_retention_ms[static_cast<size_t>(t)];
+      if (keep > 0 && m.maxt <= now - keep) continue;
+      wanted = true;
+      const auto& tier = tiers[static_cast<size_t>(t)];
+      int in_range = 0;
+      bool same = false;
+      for (const auto& tb : tier) {
+        if (tb->RawMint() >= m.maxt || tb->RawMaxt() <= m.mint) continue;
+        in_range++;
+        same = tb->RawMint() == m.mint && tb->RawMaxt() == m.maxt && tb->Sources() == sources;
+      }
+      done = done && in_range == 1 && same;
+    }
+    if (done || !wanted) continue;
+    if (max_blocks > 0 && made_blocks == max_blocks) break;
+    made_blocks++;
+    const int64_t start = MonoNanos();
+    ASSIGN_OR_RETURN(auto q, NewQuerier(m.mint + 1, m.maxt));
+    storage::SelectHints hints;
+    hints.start = m.mint + 1;
+    hints.end = m.maxt;
+    auto raw = q->Select(true, hints, {all});
+    ASSIGN_OR_RETURN(auto made, WriteTierBlocks(dirs, m.mint, m.maxt, sources, raw.get()));
+    {
+      base::MutexLock lock(&blocks_mu_);
+      for (int t = 0; t < kNumTiers; ++t) {
+        auto& tier = tiers_[static_cast<size_t>(t)];
+        std::erase_if(tier, [&](const std::shared_ptr<TierBlock>& tb) {
+          if (tb->RawMint() >= m.maxt || tb->RawMaxt() <= m.mint) return false;
+          tb->MarkDeleted();
+          return true;
+        });
+        tier.push_back(made[static_cast<size_t>(t)]);
+        std::sort(tier.begin(), tier.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
+      }
+    }
+    TW_LOG(Info, "downsampled block {} [{}, {}): {} series in {} ms", m.id, m.mint, m.maxt,
+           made[0]->Part(kAggrSum)->meta().num_series, (MonoNanos() - start) / 1000000);
+  }
+  return Status::OK();
+}
+
+void DBImpl::ApplyTierRetention() {
+  const int64_t now = head_->Now();
+  base::MutexLock lock(&blocks_mu_);
+  for (int t = 0; t < kNumTiers; ++t) {
+    const int64_t keep = opts_.tier_retention_ms[static_cast<size_t>(t)];
+    if (keep <= 0) continue;
+    std::erase_if(tiers_[static_cast<size_t>(t)], [&](const std::shared_ptr<TierBlock>& tb) {
+      // By the server's clock, as raw retention.
+      if (tb->RawMaxt() > now - keep) return false;
+      TW_LOG(Info, "retention: deleting {} tier block {}", TierName(t), tb->dir());
+      tb->MarkDeleted();
+      return true;
+    });
+  }
+}
+
+}  // namespace trainwatch::tsdb

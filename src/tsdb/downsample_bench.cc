@@ -1,0 +1,99 @@
+// A 90-day range over many series, answered from the 1 h tier and from raw
+// blocks (the same query 1 ms off the grid, which tiers cannot answer).
+// Figures: docs/performance.md. Run:
+//   TW_DS_SERIES=2000 build/release/src/tsdb/downsample_bench
+// Building the data dir (90 days of one sample per 5 minutes per series,
+// compacted and downsampled) happens once, before the first benchmark.
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "promql/engine.h"
+#include "tsdb/db.h"
+
+namespace trainwatch::tsdb {
+namespace {
+
+constexpr int64_t kHour = 3'600'000;
+constexpr int64_t kDays = 90;
+constexpr int64_t kEnd = 1'700'000'000'000 / (24 * kHour) * (24 * kHour);
+constexpr int64_t kStart = kEnd - kDays * 24 * kHour;
+constexpr int64_t kInterval = 5 * 60'000;
+
+struct Data {
+  std::string dir;
+  std::unique_ptr<DB> db;
+  size_t series = 0;
+};
+
+Data* Get() {
+  static Data* d = [] {
+    auto* out = new Data();
+    const char* env = std::getenv("TW_DS_SERIES");
+    out->series = env != nullptr ? static_cast<size_t>(std::atoll(env)) : 1000;
+    out->dir = std::filesystem::temp_directory_path() / ("tw_ds_bench_" + std::to_string(::getpid()));
+    (void)file::RemoveAll(out->dir);
+    Options o;
+    o.dir = out->dir;
+    o.background = false;
+    o.retention_ms = 0;
+    o.wal_sync = WalSync::kInterval;
+    o.now_ms = [] { return kEnd; };
+    out->db = std::move(DB::Open(o).value());
+    const int64_t t0 = MonoNanos();
+    // A day at a time, so the head never holds more than one day's chunks
+    // open per series (as a server that persists every 2 h would).
+    for (int64_t day = kStart; day < kEnd; day += 24 * kHour) {
+      auto app = out->db->NewAppender();
+      for (size_t s = 0; s < out->series; ++s) {
+        model::Labels l{{"__name__", "gpu_util"}, {"gpu", std::to_string(s % 8)}, {"host", std::to_string(s / 8)}};
+        storage::SeriesRef ref = 0;
+        for (int64_t t = day; t < day + 24 * kHour; t += kInterval) {
+          const double v = static_cast<double>((t / kInterval + static_cast<int64_t>(s)) % 101);
+          ref = app->Append(ref, l, t, v).value();
+        }
+      }
+      if (!app->Commit().ok()) std::abort();
+    }
+    const int64_t t1 = MonoNanos();
+    if (!out->db->Flush().ok()) std::abort();
+    const Stats st = out->db->GetStats();
+    std::fprintf(stderr, "built %zu series x %lld days: append %.1f s, flush+compact+downsample %.1f s; raw %llu blocks "
+                 "%.1f MiB, tiers %llu blocks %.1f MiB\n",
+                 out->series, static_cast<long long>(kDays), static_cast<double>(t1 - t0) / 1e9,
+                 static_cast<double>(MonoNanos() - t1) / 1e9, static_cast<unsigned long long>(st.blocks),
+                 static_cast<double>(st.block_bytes) / (1 << 20), static_cast<unsigned long long>(st.tier_blocks),
+                 static_cast<double>(st.tier_bytes) / (1 << 20));
+    return out;
+  }();
+  return d;
+}
+
+// range(0): 1 = on the 1 h grid (the tier answers), 0 = 1 ms off it (raw).
+void Run(benchmark::State& state, const char* expr) {
+  Data* d = Get();
+  promql::Engine engine{promql::EngineOptions{}};
+  const int64_t off = state.range(0) == 1 ? 0 : 1;
+  for (auto _ : state) {
+    auto r = engine.Range(*d->db, expr, kStart + 24 * kHour + off, kEnd + off, 6 * kHour);
+    if (!r.ok() || r->matrix.empty()) state.SkipWithError("query failed");
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetLabel(std::to_string(d->series) + " series, 89 days, step 6h");
+}
+
+void BM_SumAvgOverTime90d(benchmark::State& state) { Run(state, "sum by (gpu) (avg_over_time(gpu_util[6h]))"); }
+void BM_MaxOverTime90d(benchmark::State& state) { Run(state, "max_over_time(gpu_util[6h])"); }
+
+BENCHMARK(BM_SumAvgOverTime90d)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MaxOverTime90d)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace trainwatch::tsdb

@@ -1,0 +1,274 @@
+#include "tsdb/downsample.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "base/file.h"
+#include "model/matcher.h"
+#include "promql/engine.h"
+#include "tsdb/db.h"
+#include "tsdb/db_impl.h"
+
+namespace trainwatch::tsdb {
+namespace {
+
+constexpr int64_t kMin = 60'000, kHour = 3'600'000;
+constexpr int64_t kT0 = 1'700'000'000'000 / (2 * kHour) * (2 * kHour);  // on the 2 h block grid
+constexpr int64_t kSpan = 12 * kHour;
+
+bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+TEST(AggregateWindowsTest, WindowsAreLeftOpenAndStampedAtTheirEnd) {
+  // 5 m windows: (0, 300000] holds 300000; (300000, 600000] holds 300001.
+  const int64_t ts[] = {1, 150'000, 300'000, 300'001, 600'000, 900'001};
+  const double vs[] = {4, 2, 7, 5, model::StaleNaN(), 1};
+  std::array<SeriesSamples, kNumAggr> out;
+  AggregateWindows(ts, vs, 6, 5 * kMin, &out);
+  EXPECT_EQ(out[kAggrMin].ts, (std::vector<int64_t>{300'000, 600'000, 1'200'000}));
+  EXPECT_EQ(out[kAggrMin].vs, (std::vector<double>{2, 5, 1}));
+  EXPECT_EQ(out[kAggrMax].vs, (std::vector<double>{7, 5, 1}));
+  EXPECT_EQ(out[kAggrSum].vs, (std::vector<double>{13, 5, 1}));
+  // The stale marker is no sample: count 1, last 5.
+  EXPECT_EQ(out[kAggrCount].vs, (std::vector<double>{3, 1, 1}));
+  EXPECT_EQ(out[kAggrLast].vs, (std::vector<double>{7, 5, 1}));
+}
+
+TEST(AggregateWindowsTest, MinAndMaxAreNaNOnlyWhenEveryValueIs) {
+  const int64_t ts[] = {10, 20, 30, 310'000};
+  const double vs[] = {NAN, 3, 1, NAN};
+  std::array<SeriesSamples, kNumAggr> out;
+  AggregateWindows(ts, vs, 4, 5 * kMin, &out);
+  ASSERT_EQ(out[kAggrMin].vs.size(), 2u);
+  EXPECT_EQ(out[kAggrMin].vs[0], 1);
+  EXPECT_EQ(out[kAggrMax].vs[0], 3);
+  EXPECT_TRUE(std::isnan(out[kAggrMin].vs[1]));
+  EXPECT_TRUE(std::isnan(out[kAggrSum].vs[0]));
+  EXPECT_EQ(out[kAggrCount].vs[1], 1);
+}
+
+class DownsampleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = std::filesystem::temp_directory_path() /
+            ("tw_ds_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_TRUE(file::RemoveAll(base_).ok());
+  }
+  void TearDown() override {
+    raw_.reset();
+    tiered_.reset();
+    (void)file::RemoveAll(base_);
+  }
+
+  std::unique_ptr<DB> OpenDB(const std::string& name, bool downsample, int64_t retention_ms) {
+    Options o;
+    o.dir = base_ + "/" + name;
+    o.background = false;
+    o.retention_ms = retention_ms;
+    o.downsample = downsample;
+    o.now_ms = [this] { return now_.load(); };
+    auto db = DB::Open(o);
+    EXPECT_TRUE(db.ok()) << db.status().ToString();
+    return std::move(*db);
+  }
+
+  // 12 h of 3 series every 15 s (so samples fall on every 5 m and 1 h
+  // boundary), random integers, gaps, a stale marker and NaNs.
+  void Fill(DB* db) {
+    std::mt19937_64 rng(7);
+    auto app = db->NewAppender();
+    for (int s = 0; s < 3; ++s) {
+      model::Labels l{{"__name__", "gpu_util"}, {"gpu", std::to_string(s)}, {"job", s < 2 ? "a" : "b"}};
+      for (int64_t t = kT0; t < kT0 + kSpan; t += 15'000) {
+        if (s == 1 && t > kT0 + 3 * kHour && t < kT0 + 4 * kHour) continue;  // a gap
+        double v = static_cast<double>(rng() % 1000);
+        if (s == 2 && (t - kT0) % (97 * kMin) == 0) v = NAN;
+        if (s == 0 && t == kT0 + 5 * kHour + 30'000) v = model::StaleNaN();
+        ASSERT_TRUE(app->Append(0, l, t, v).ok());
+      }
+    }
+    ASSERT_TRUE(app->Commit().ok());
+  }
+
+  std::string base_;
+  std::atomic<int64_t> now_{kT0 + kSpan};
+  std::unique_ptr<DB> raw_, tiered_;
+};
+
+// Every tier point equals the aggregate computed from the raw samples of its
+// window, read back through the tier's blocks.
+TEST_F(DownsampleTest, TierPointsEqualAggregatesOfRawSamples) {
+  tiered_ = OpenDB("t", true, 0);
+  Fill(tiered_.get());
+  ASSERT_TRUE(tiered_->Flush().ok());
+  auto* impl = static_cast<DBImpl*>(tiered_.get());
+  auto tiers = impl->TiersSnapshot();
+  auto q = tiered_->NewQuerier(model::kMinTime, model::kMaxTime);
+  ASSERT_TRUE(q.ok());
+  auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
+  std::map<model::Labels, std::vector<model::Sample>> raw;
+  auto set = (*q)->Select(true, {}, {*all});
+  while (set->Next()) {
+    auto it = set->At().Iterator();
+    while (it->Next()) raw[set->At().labels()].push_back(it->At());
+  }
+  ASSERT_EQ(raw.size(), 3u);
+  for (int tier = 0; tier < kNumTiers; ++tier) {
+    ASSERT_FALSE(tiers[tier].empty());
+    const int64_t res = kTierResolutions[static_cast<size_t>(tier)];
+    for (int a = 0; a < kNumAggr; ++a) {
+      std::map<model::Labels, std::vector<model::Sample>> got;
+      for (const auto& tb : tiers[tier]) {
+        auto s = tb->Part(a)->NewQuerier(model::kMinTime, model::kMaxTime)->Select(true, {}, {*all});
+        while (s->Next()) {
+          auto it = s->At().Iterator();
+          while (it->Next()) got[s->At().labels()].push_back(it->At());
+        }
+      }
+      for (const auto& [labels, samples] : raw) {
+        // The expected points, window by window, straight from the definition.
+        std::map<int64_t, std::vector<double>> windows;
+        for (const auto& smp : samples) {
+          // The window ending at the first block's start would be the tier
+          // of the block before it, which there is not.
+          if (model::IsStaleNaN(smp.v) || smp.t <= kT0) continue;
+          windows[(smp.t + res - 1) / res * res].push_back(smp.v);
+        }
+        const auto& pts = got[labels];
+        ASSERT_EQ(pts.size(), windows.size()) << labels.ToString() << " tier " << tier << " aggr " << a;
+        size_t i = 0;
+        for (const auto& [end, vs] : windows) {
+          double mn = vs[0], mx = vs[0], sum = 0;
+          for (double v : vs) {
+            if (v < mn || std::isnan(mn)) mn = v;
+            if (v > mx || std::isnan(mx)) mx = v;
+            sum += v;  // integers: exact
+          }
+          const double want[kNumAggr] = {mn, mx, sum, static_cast<double>(vs.size()), vs.back()};
+          EXPECT_EQ(pts[i].t, end);
+          EXPECT_TRUE(Same(pts[i].v, want[a])) << labels.ToString() << " t=" << end << " aggr " << AggrName(a)
+                                                << ": " << pts[i].v << " != " << want[a];
+          i++;
+        }
+      }
+    }
+  }
+  // Reopening loads the same tiers.
+  const auto before = tiered_->GetStats();
+  EXPECT_GT(before.tier_blocks, 0u);
+  tiered_.reset();
+  tiered_ = OpenDB("t", true, 0);
+  EXPECT_EQ(tiered_->GetStats().tier_blocks, before.tier_blocks);
+}
+
+using promql::Engine;
+
+void ExpectSameResults(promql::QueryResult a, promql::QueryResult b, const std::string& what) {
+  ASSERT_EQ(a.matrix.size(), b.matrix.size()) << what;
+  for (size_t i = 0; i < a.matrix.size(); ++i) {
+    EXPECT_EQ(a.matrix[i].labels, b.matrix[i].labels) << what;
+    ASSERT_EQ(a.matrix[i].points.size(), b.matrix[i].points.size()) << what << " " << a.matrix[i].labels.ToString();
+    for (size_t j = 0; j < a.matrix[i].points.size(); ++j) {
+      EXPECT_EQ(a.matrix[i].points[j].t, b.matrix[i].points[j].t) << what;
+      EXPECT_TRUE(Same(a.matrix[i].points[j].v, b.matrix[i].points[j].v))
+          << what << " " << a.matrix[i].labels.ToString() << " t=" << a.matrix[i].points[j].t << ": "
+          << a.matrix[i].points[j].v << " vs " << b.matrix[i].points[j].v;
+    }
+  }
+}
+
+const char* kTierQueries[] = {
+    "min_over_time(gpu_util[1h])",   "max_over_time(gpu_util[3h])",  "sum_over_time(gpu_util[1h])",
+    "count_over_time(gpu_util[2h])", "avg_over_time(gpu_util[1h])",  "last_over_time(gpu_util[1h])",
+    "sum by (job) (count_over_time(gpu_util[1h]))", "max(avg_over_time(gpu_util[6h] offset 1h))",
+};
+
+// The same data with and without tiers: queries whose windows lie on a
+// tier's grid answer alike, and those that do not fall back to raw.
+TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
+  raw_ = OpenDB("r", false, 0);
+  tiered_ = OpenDB("t", true, 0);
+  Fill(raw_.get());
+  Fill(tiered_.get());
+  ASSERT_TRUE(raw_->Flush().ok());
+  ASSERT_TRUE(tiered_->Flush().ok());
+  // The querier picks the 5 m tier for a 1 h step on the grid (points
+  // carry counts), and raw data 1 ms off it.
+  auto all = model::Matcher::Make(model::MatchType::kEqual, "gpu", "0");
+  for (int64_t off : {0, 1}) {
+    auto q = tiered_->NewQuerier(model::kMinTime, model::kMaxTime);
+    ASSERT_TRUE(q.ok());
+    storage::SelectHints h;
+    h.start = kT0 + 2 * kHour + 1 + off;
+    h.end = kT0 + 6 * kHour + off;
+    h.func = "count_over_time";
+    h.range_ms = kHour;
+    h.step_ms = kHour;
+    auto set = (*q)->Select(true, h, {*all});
+    ASSERT_TRUE(set->Next());
+    auto it = set->At().Iterator();
+    size_t n = 0;
+    while (it->Next()) n++;
+    EXPECT_EQ(it->HasCounts(), off == 0);
+    EXPECT_EQ(n, off == 0 ? 48u : 4u * 240);  // 5 m points, or 15 s samples
+  }
+  Engine engine{promql::EngineOptions{}};
+  struct Q {
+    int64_t start, end, step;
+  };
+  // 1 h and 6 h steps pick the 5 m and 1 h tiers; 7 m and an off-grid start fall back to raw.
+  for (Q r : {Q{kT0 + 3 * kHour, kT0 + kSpan, kHour}, Q{kT0 + 6 * kHour, kT0 + kSpan, 6 * kHour},
+              Q{kT0 + kHour, kT0 + 9 * kHour, 7 * kMin}, Q{kT0 + kHour + 1000, kT0 + 9 * kHour + 1000, kHour}}) {
+    for (const char* e : kTierQueries) {
+      auto want = engine.Range(*raw_, e, r.start, r.end, r.step);
+      auto got = engine.Range(*tiered_, e, r.start, r.end, r.step);
+      ASSERT_TRUE(want.ok() && got.ok()) << e;
+      ExpectSameResults(*want, *got, std::string(e) + " step " + std::to_string(r.step));
+    }
+    auto want = engine.Range(*raw_, "rate(gpu_util[1h])", r.start, r.end, r.step);
+    auto got = engine.Range(*tiered_, "rate(gpu_util[1h])", r.start, r.end, r.step);
+    ASSERT_TRUE(want.ok() && got.ok());
+    ExpectSameResults(*want, *got, "rate");
+  }
+}
+
+// Once raw retention deleted the raw blocks, the tiers still answer, as the
+// raw data did.
+TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
+  raw_ = OpenDB("r", false, 0);
+  tiered_ = OpenDB("t", true, 24 * kHour);
+  Fill(raw_.get());
+  Fill(tiered_.get());
+  ASSERT_TRUE(raw_->Flush().ok());
+  ASSERT_TRUE(tiered_->Flush().ok());
+  const auto with_raw = tiered_->GetStats();
+  ASSERT_GT(with_raw.blocks, 0u);
+  now_ = kT0 + kSpan + 30 * kHour;  // every raw block is older than the 24 h retention
+  ASSERT_TRUE(tiered_->Flush().ok());
+  const auto after = tiered_->GetStats();
+  EXPECT_EQ(after.blocks, 0u);
+  EXPECT_EQ(after.tier_blocks, with_raw.tier_blocks);
+  Engine engine{promql::EngineOptions{}};
+  for (const char* e : kTierQueries) {
+    // From 8 h on: no window reaches back to the sample at kT0 itself, which
+    // only a tier of the (absent) block before the first would hold.
+    auto want = engine.Range(*raw_, e, kT0 + 8 * kHour, kT0 + kSpan, 30 * kMin);
+    auto got = engine.Range(*tiered_, e, kT0 + 8 * kHour, kT0 + kSpan, 30 * kMin);
+    ASSERT_TRUE(want.ok() && got.ok()) << e;
+    ASSERT_FALSE(got->matrix.empty()) << e;
+    ExpectSameResults(*want, *got, e);
+  }
+  // The tier's own retention (90 days for 5 m) deletes it in turn.
+  now_ = kT0 + 91 * 24 * kHour;
+  ASSERT_TRUE(tiered_->Flush().ok());
+  EXPECT_LT(tiered_->GetStats().tier_blocks, after.tier_blocks);
+}
+
+}  // namespace
+}  // namespace trainwatch::tsdb
