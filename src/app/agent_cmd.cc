@@ -3,6 +3,7 @@
 #include "app/collect_loop.h"
 #include "app/wiring.h"
 #include "base/log.h"
+#include "common/metrics.h"
 #include "http/server.h"
 #include "remote/manager.h"
 #include "scrape/manager.h"
@@ -37,6 +38,8 @@ int RunAgent(const AgentOptions& o) {
   mo.dir = o.data_dir + "/remote_write";
   mo.queue.max_bytes = o.remote_write_queue_max_bytes;
   mo.user_agent = UserAgent();
+  common::metrics::Registry metrics;  // /metrics; outlives the components registered there
+  mo.metrics = &metrics;
   remote::Manager remote_write(mo);
   if (Status s = remote_write.ApplyConfig(std::move(*rw)); !s.ok()) {
     TW_LOG(Error, "{}", s.message());
@@ -73,7 +76,7 @@ int RunAgent(const AgentOptions& o) {
   deps.build = MakeBuildInfo();
   deps.scrape = &scraper;
   deps.collected = collector.snapshot();
-  deps.remote = &remote_write;
+  deps.metrics = &metrics;
   deps.reload = reload;
   auto srv = http::Server::Start(so, std::move(deps));
   if (!srv.ok()) {

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/memory.h"
 #include "base/mutex.h"
+#include "common/metrics.h"
 #include "http/ingest_gate.h"
 #include "http/server.h"
 #include "ingest/otlp.h"
@@ -116,6 +117,10 @@ int RunServe(const ServeOptions& o) {
     return 1;
   }
   TW_LOG(Info, "tsdb opened in {} ms", (MonoNanos() - t0) / 1000000);
+  // trainwatch's own metrics (common/metrics.h): the components below
+  // register there and GET /metrics renders it; declared before them, so it
+  // outlives their registrations.
+  common::metrics::Registry metrics;
 
   // remote_write out (remote/): while the config names destinations, every
   // commit to the TSDB is also queued on disk (<data-dir>/remote_write) and
@@ -124,10 +129,11 @@ int RunServe(const ServeOptions& o) {
   rw_opts.dir = o.data_dir + "/remote_write";
   rw_opts.queue.max_bytes = o.remote_write_queue_max_bytes;
   rw_opts.user_agent = UserAgent();
+  rw_opts.metrics = &metrics;
   remote::Manager remote_write(rw_opts);
   // remote_read (remote/read.h): PromQL, the rules and /api/v1/series also
   // read the long-term stores of `remote_read:` (`queryable`).
-  remote::RemoteRead remote_read([&db] { return (*db)->StartTime(); }, UserAgent());
+  remote::RemoteRead remote_read([&db] { return (*db)->StartTime(); }, UserAgent(), &metrics);
   remote::FanoutQueryable queryable(db->get(), &remote_read);
   {
     auto rw = LoadRemoteWriteConfigs(o.config_file, {});
@@ -157,6 +163,7 @@ int RunServe(const ServeOptions& o) {
   runs_opts.sync_full = o.wal_sync == tsdb::WalSync::kPerRequest;
   runs_opts.heartbeat_timeout_ms = o.runs_heartbeat_timeout_ms;
   runs_opts.artifact_keep_versions = o.runs_artifact_keep_versions;
+  runs_opts.metrics = &metrics;
   auto run_store = runs::RunStore::Open(runs_opts, store.get(), db->get());
   if (!run_store.ok()) {
     TW_LOG(Error, "{}", run_store.error().ToString());
@@ -174,6 +181,7 @@ int RunServe(const ServeOptions& o) {
   logs_opts.retention_ms = o.logs_retention_ms >= 0 ? o.logs_retention_ms : o.retention_ms;
   logs_opts.retention_bytes = o.logs_retention_bytes;
   logs_opts.max_future_ms = o.max_future_ms;
+  logs_opts.metrics = &metrics;
   LogsConfig logs_cfg;  // trainwatch.logs: patterns, tailed files, forwarding (also on reload)
   Status logs_cfg_status = ParseLogsConfig(YAML::Node(), &logs_cfg);
   // `otlp:` (convert_histograms_to_nhcb), read by each OTLP request; a
@@ -307,6 +315,7 @@ int RunServe(const ServeOptions& o) {
   rules_opts.outage_tolerance_ms = o.rules_outage_tolerance_ms;
   rules_opts.for_grace_period_ms = o.rules_for_grace_period_ms;
   rules_opts.resend_delay_ms = o.rules_resend_delay_ms;
+  rules_opts.metrics = &metrics;
   rules::Manager rules_manager(rules_opts);
   // Loads rules and alerting config; a bad rule file changes nothing.
   auto apply_rules = [&]() -> Status {
@@ -340,6 +349,7 @@ int RunServe(const ServeOptions& o) {
       notify::NotifierOptions no;
       no.dir = o.data_dir + "/alertmanager";
       no.external_url = external_url;
+      no.metrics = &metrics;
       auto n = notify::Notifier::Open(std::move(no), *am);
       if (n.ok()) notifier = std::move(*n);
       ns = n.status();
@@ -443,9 +453,8 @@ int RunServe(const ServeOptions& o) {
                             : std::max(4, 2 * static_cast<int>(std::thread::hardware_concurrency()));
   deps.ingest_gate = std::make_shared<http::IngestGate>(gate);
   deps.security_warning = open_warning;
-  deps.remote = &remote_write;
+  deps.metrics = &metrics;
   deps.queryable = &queryable;
-  deps.remote_read = &remote_read;
   deps.runs = run_store->get();
   deps.logs = log_store->get();
   // Host and GPU collectors (job="node", job="dcgm"), stored like a scrape and shown on /metrics.

@@ -165,7 +165,6 @@ class WritersSeamTest : public ::testing::Test {
     http::ApiDeps deps{db_.get(), &engine_, MakeBuildInfo()};
     deps.enable_admin_api = true;  // flushes as POST /api/v1/admin/tsdb/flush
     deps.appendable = store_.get();
-    deps.remote = remote_.get();
     api_ = std::make_unique<http::Api>(std::move(deps));
   }
 
@@ -360,7 +359,6 @@ class WritersSeamTest : public ::testing::Test {
     http::ApiDeps deps{db_.get(), &engine_, MakeBuildInfo()};
     deps.enable_admin_api = true;  // flushes as POST /api/v1/admin/tsdb/flush
     deps.appendable = store_.get();
-    deps.remote = remote_.get();
     deps.collected = collector.snapshot();
     auto srv = http::Server::Start(so, std::move(deps));
     ASSERT_TRUE(srv.ok()) << srv.error().ToString();

@@ -80,6 +80,20 @@ Response NoContent() {
 
 static Response MethodNotAllowed() { return Text(405, "method not allowed\n"); }
 
+Api::Api(ApiDeps deps)
+    : deps_(std::move(deps)),
+      own_registry_(deps_.metrics == nullptr ? std::make_unique<common::metrics::Registry>() : nullptr),
+      registry_(deps_.metrics != nullptr ? deps_.metrics : own_registry_.get()),
+      metrics_(registry_),
+      tsdb_metrics_(deps_.db != nullptr ? NewTsdbCollector(deps_.db) : nullptr) {
+  deps_.request_limits.series_refused = &metrics_.requests_refused_series;
+  deps_.request_limits.samples_refused = &metrics_.requests_refused_samples;
+  std::vector<const common::metrics::Source*> sources;
+  if (tsdb_metrics_ != nullptr) sources.push_back(tsdb_metrics_.get());
+  if (deps_.ingest_gate != nullptr) sources.push_back(deps_.ingest_gate->metrics());
+  registration_ = registry_->MustRegister(std::move(sources));
+}
+
 Response Api::Handle(const Request& req) {
   int64_t start = MonoNanos();
   std::string_view handler = "other";
@@ -307,16 +321,8 @@ Response Api::TsdbStatus(const Request& req) {
 Response Api::MetricsHandler(const Request&) {
   Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  metrics_.Render(&r.body);
-  if (deps_.db != nullptr) RenderTsdbStats(deps_.db->GetStats(), &r.body);
-  if (deps_.remote != nullptr) deps_.remote->RenderMetrics(&r.body);  // prometheus_remote_storage_* (remote/)
-  if (deps_.remote_read != nullptr) deps_.remote_read->RenderMetrics(&r.body);
-  if (deps_.rules != nullptr) deps_.rules->RenderMetrics(&r.body);  // rule groups, alerts, sending (rules/)
-  if (deps_.notifier != nullptr) deps_.notifier->RenderMetrics(&r.body);  // notifications (notify/)
+  registry_->Render(&r.body);
   if (deps_.collected != nullptr) deps_.collected->Render(&r.body);  // node_*, DCGM_* (collect/)
-  if (deps_.logs != nullptr) deps_.logs->RenderMetrics(&r.body);  // trainwatch_logs_* (logs/)
-  if (deps_.runs != nullptr) deps_.runs->RenderMetrics(&r.body);  // trainwatch_runs_db_set_aside (runs/)
-  if (deps_.ingest_gate != nullptr) deps_.ingest_gate->Render(&r.body);  // trainwatch_ingest_memory_*, _pushes_*
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "base/idle_pool.h"
+#include "common/metrics.h"
 #include "http/metrics.h"
 #include "http/request.h"
 #include "ingest/import.h"
@@ -45,11 +46,6 @@ namespace trainwatch::logs {
 class LogStore;
 }
 
-namespace trainwatch::remote {
-class Manager;
-class RemoteRead;
-}
-
 namespace trainwatch::http {
 
 class IngestGate;
@@ -77,12 +73,14 @@ struct ApiDeps {
   rules::Manager* rules = nullptr;     // null: /api/v1/rules and /api/v1/alerts answer 503
   notify::Notifier* notifier = nullptr;  // null: /api/v2/* (Alertmanager) and /api/v1/notifications answer 503
   collect::Snapshot* collected = nullptr;  // host/GPU collectors' latest series for /metrics; null: none
-  remote::Manager* remote = nullptr;       // remote_write out, for /metrics; null: none
+  // What /metrics renders before the collected families: the modules'
+  // metrics (common/metrics.h); the Api registers its own there too (HTTP,
+  // TSDB, ingest gate). Null: the Api's own registry.
+  common::metrics::Registry* metrics = nullptr;
   // What PromQL and /api/v1/series read: the TSDB and the remote_read
   // stores (remote/read.h); null: db. Remote read, federation, export and
   // the label APIs read the TSDB alone.
   storage::Queryable* queryable = nullptr;
-  remote::RemoteRead* remote_read = nullptr;  // for /metrics; null: none
   storage::Appendable* appendable = nullptr;  // where pushes (import, remote write) go; null: db
   // --web.enable-admin-api: /api/v1/admin/* (flush, snapshot) answer; off,
   // they answer 503 "admin APIs disabled", as Prometheus's do.
@@ -103,10 +101,7 @@ struct ApiDeps {
 
 class Api {
  public:
-  explicit Api(ApiDeps deps) : deps_(std::move(deps)) {
-    deps_.request_limits.series_refused = &metrics_.requests_refused_series;
-    deps_.request_limits.samples_refused = &metrics_.requests_refused_samples;
-  }
+  explicit Api(ApiDeps deps);
 
   // Routes and serves one request; counts it in metrics().
   Response Handle(const Request& req);
@@ -158,7 +153,11 @@ class Api {
   Response Reload(const Request& req);
 
   ApiDeps deps_;
+  std::unique_ptr<common::metrics::Registry> own_registry_;  // when deps_.metrics is null
+  common::metrics::Registry* const registry_;
   Metrics metrics_;
+  std::unique_ptr<common::metrics::Collector> tsdb_metrics_;  // null without a TSDB
+  common::metrics::Registration registration_;  // TSDB and ingest gate; before the sources go
   ingest::SeriesCache series_cache_;  // import and remote write: series as sent -> ref
   // Decode batches of the ingest endpoints, reused by worker threads and
   // freed when idle (base/idle_pool.h).

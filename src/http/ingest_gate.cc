@@ -23,7 +23,29 @@ IngestGate::IngestGate(Options o)
     : o_([&] {
         if (!o.read) o.read = [] { return memory::ProcessAnonRss(); };
         return std::move(o);
-      }()) {}
+      }()),
+      metrics_({{"trainwatch_ingest_memory_limit_bytes",
+                 "Pushes are refused (503) while memory in use is above this (--ingest.max-memory; 0: no bound).",
+                 common::metrics::Type::kGauge,
+                 {}},
+                {"trainwatch_ingest_memory_used_bytes",
+                 "Anonymous resident memory of the process, as the bound compares it.",
+                 common::metrics::Type::kGauge,
+                 {}},
+                {"trainwatch_ingest_pushes_in_progress",
+                 "Pushes being decoded and stored now (at most --ingest.max-concurrent-pushes).",
+                 common::metrics::Type::kGauge,
+                 {}}},
+               [this](common::metrics::Emitter* e) {
+                 int in_progress;
+                 {
+                   base::MutexLock l(&mu_);
+                   in_progress = in_progress_;
+                 }
+                 e->Add("trainwatch_ingest_memory_limit_bytes", {}, static_cast<double>(o_.memory_limit));
+                 e->Add("trainwatch_ingest_memory_used_bytes", {}, static_cast<double>(o_.read()));
+                 e->Add("trainwatch_ingest_pushes_in_progress", {}, in_progress);
+               }) {}
 
 bool IngestGate::OverMemory() {
   if (o_.memory_limit == 0) return false;
@@ -73,26 +95,6 @@ std::string IngestGate::Message(Verdict v) const {
   }
   return "trainwatch is over its memory bound (" + mib(used_.load(std::memory_order_relaxed)) +
          " in use, --ingest.max-memory " + mib(o_.memory_limit) + "): retry later\n";
-}
-
-void IngestGate::Render(std::string* out) {
-  int in_progress;
-  {
-    base::MutexLock l(&mu_);
-    in_progress = in_progress_;
-  }
-  *out += "# HELP trainwatch_ingest_memory_limit_bytes Pushes are refused (503) while memory in use is above this "
-          "(--ingest.max-memory; 0: no bound).\n"
-          "# TYPE trainwatch_ingest_memory_limit_bytes gauge\n"
-          "trainwatch_ingest_memory_limit_bytes " + std::to_string(o_.memory_limit) + "\n";
-  *out += "# HELP trainwatch_ingest_memory_used_bytes Anonymous resident memory of the process, as the bound "
-          "compares it.\n"
-          "# TYPE trainwatch_ingest_memory_used_bytes gauge\n"
-          "trainwatch_ingest_memory_used_bytes " + std::to_string(o_.read()) + "\n";
-  *out += "# HELP trainwatch_ingest_pushes_in_progress Pushes being decoded and stored now "
-          "(at most --ingest.max-concurrent-pushes).\n"
-          "# TYPE trainwatch_ingest_pushes_in_progress gauge\n"
-          "trainwatch_ingest_pushes_in_progress " + std::to_string(in_progress) + "\n";
 }
 
 }  // namespace trainwatch::http

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "base/mutex.h"
+#include "common/metrics.h"
 
 namespace trainwatch::http {
 
@@ -62,8 +63,9 @@ class IngestGate {
   std::string Message(Verdict v) const;
   static constexpr std::string_view kRetryAfterSeconds = "5";
   uint64_t memory_limit() const { return o_.memory_limit; }
-  // trainwatch_ingest_memory_limit_bytes, _memory_used_bytes, _pushes_in_progress.
-  void Render(std::string* out);
+  // trainwatch_ingest_memory_limit_bytes, _memory_used_bytes,
+  // _pushes_in_progress, read at scrape time; the Api registers it.
+  const common::metrics::Source* metrics() const { return &metrics_; }
 
  private:
   bool OverMemory();
@@ -73,6 +75,7 @@ class IngestGate {
   base::Mutex mu_;
   base::CondVar cv_;
   int in_progress_ TW_GUARDED_BY(mu_) = 0;
+  common::metrics::Collector metrics_;
 };
 
 }  // namespace trainwatch::http

@@ -59,7 +59,9 @@ TEST(IngestGateTest, SlotsBoundConcurrencyAndAWaiterGetsTheFreedOne) {
             "trainwatch is busy: 2 pushes in progress (--ingest.max-concurrent-pushes) and none ended within 0 s: "
             "retry later\n");
   std::string m;
-  g.Render(&m);
+  common::metrics::Registry registry;
+  common::metrics::Registration reg = registry.MustRegister({g.metrics()});
+  registry.Render(&m);
   EXPECT_NE(m.find("\ntrainwatch_ingest_pushes_in_progress 2\n"), std::string::npos) << m;
   IngestGate long_wait({.memory_limit = 0, .max_concurrent = 1, .max_wait_ms = 60000, .read = {}});
   auto held = std::make_unique<IngestGate::Slot>();

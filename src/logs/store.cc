@@ -141,12 +141,32 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(const StoreOptions& opts) {
   Status st = s->Init();
   if (st.ok() && (opts.retention_ms > 0 || opts.retention_bytes > 0)) st = s->ApplyRetention();
   if (!st.ok()) return st.Annotate("open log store " + opts.dir);
+  if (opts.metrics != nullptr) s->metrics_registration_ = opts.metrics->MustRegister({&s->metrics_});
   return s;
 }
 
-LogStore::LogStore(const StoreOptions& o) : opts_(o), cctx_(ZSTD_createCCtx()), dctx_(ZSTD_createDCtx()) {}
+LogStore::LogStore(const StoreOptions& o)
+    : opts_(o),
+      cctx_(ZSTD_createCCtx()),
+      dctx_(ZSTD_createDCtx()),
+      metrics_({{"trainwatch_logs_lines_rejected_total", "Log lines refused at ingest for their time, by reason.",
+                 common::metrics::Type::kCounter, {"reason"}},
+                {"trainwatch_logs_partitions",
+                 "Log store partitions, those with an open SQLite connection, and damaged ones set aside "
+                 "(logs-*.db.corrupt*, not served).",
+                 common::metrics::Type::kGauge, {"state"}}},
+               [this](common::metrics::Emitter* e) {
+                 Stats s = GetStats();
+                 e->Add("trainwatch_logs_lines_rejected_total", {"too_far_in_future"},
+                        static_cast<double>(s.rejected_too_far_in_future));
+                 e->Add("trainwatch_logs_lines_rejected_total", {"too_old"}, static_cast<double>(s.rejected_too_old));
+                 e->Add("trainwatch_logs_partitions", {"all"}, static_cast<double>(s.partitions));
+                 e->Add("trainwatch_logs_partitions", {"open"}, static_cast<double>(s.open_partitions));
+                 e->Add("trainwatch_logs_partitions", {"set_aside"}, static_cast<double>(s.set_aside));
+               }) {}
 
 LogStore::~LogStore() {
+  metrics_registration_.Reset();  // no scrape reads the store while it is taken down
   Shutdown();
   open_.clear();
   partitions_.clear();
@@ -725,21 +745,6 @@ void LogStore::CountRejected(TimeReject reason) {
   base::MutexLock l(&mu_);
   if (reason == TimeReject::kTooFarInFuture) ++rejected_future_;
   if (reason == TimeReject::kTooOld) ++rejected_old_;
-}
-
-void LogStore::RenderMetrics(std::string* out) {
-  Stats s = GetStats();
-  *out += "# HELP trainwatch_logs_lines_rejected_total Log lines refused at ingest for their time, by reason.\n"
-          "# TYPE trainwatch_logs_lines_rejected_total counter\n";
-  *out += "trainwatch_logs_lines_rejected_total{reason=\"too_far_in_future\"} " +
-          std::to_string(s.rejected_too_far_in_future) + "\n";
-  *out += "trainwatch_logs_lines_rejected_total{reason=\"too_old\"} " + std::to_string(s.rejected_too_old) + "\n";
-  *out += "# HELP trainwatch_logs_partitions Log store partitions, those with an open SQLite connection, and damaged "
-          "ones set aside (logs-*.db.corrupt*, not served).\n"
-          "# TYPE trainwatch_logs_partitions gauge\n";
-  *out += "trainwatch_logs_partitions{state=\"all\"} " + std::to_string(s.partitions) + "\n";
-  *out += "trainwatch_logs_partitions{state=\"open\"} " + std::to_string(s.open_partitions) + "\n";
-  *out += "trainwatch_logs_partitions{state=\"set_aside\"} " + std::to_string(s.set_aside) + "\n";
 }
 
 std::vector<Record> LogStore::WaitNew(uint64_t* seq, int64_t timeout_ms) {

@@ -27,6 +27,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "common/metrics.h"
 #include "logs/query.h"
 #include "logs/record.h"
 
@@ -51,6 +52,9 @@ struct StoreOptions {
   int64_t max_future_ms = 0;
   // SQLite connections kept open (each holds 3 descriptors: db, -wal, -shm).
   size_t max_open_partitions = 32;
+  // Where trainwatch_logs_lines_rejected_total and trainwatch_logs_partitions
+  // register once the store is open (outlives it); null: nowhere.
+  common::metrics::Registry* metrics = nullptr;
 };
 
 struct SelectOptions {
@@ -122,9 +126,6 @@ class LogStore {
   TimeBounds IngestBounds() const;
   // Counts a line refused for its time (trainwatch_logs_lines_rejected_total).
   void CountRejected(TimeReject reason);
-  // Appends the store's counters in the Prometheus text format.
-  void RenderMetrics(std::string* out);
-
   struct Stats {
     uint64_t partitions = 0;
     uint64_t bytes = 0;
@@ -194,6 +195,9 @@ class LogStore {
   std::deque<Record> tail_ TW_GUARDED_BY(tail_mu_);  // the newest tail_buffer records; tail_seq_ is the last one's
   uint64_t tail_seq_ TW_GUARDED_BY(tail_mu_) = 0;
   bool shutdown_ TW_GUARDED_BY(tail_mu_) = false;
+
+  common::metrics::Collector metrics_;  // from GetStats, at scrape time
+  common::metrics::Registration metrics_registration_;
 };
 
 }  // namespace trainwatch::logs

@@ -83,6 +83,8 @@ TEST_F(LogStoreHostileTest, FarFutureLineDoesNotMakeRetentionDropOtherPartitions
 TEST_F(LogStoreHostileTest, LinesOutsideIngestBoundsAreRefusedAndNothingOfTheBatchIsStored) {
   opts_.max_future_ms = 10 * 60 * 1000;
   opts_.retention_ms = kDayMs;
+  common::metrics::Registry registry;
+  opts_.metrics = &registry;
   auto s = Open();
   int64_t now_ns = now_ms_ * 1000000;
   Status st = s->Append({Rec(now_ns, "fine"), Rec(now_ns + 11 * 60 * kSec, "future")});
@@ -98,7 +100,7 @@ TEST_F(LogStoreHostileTest, LinesOutsideIngestBoundsAreRefusedAndNothingOfTheBat
   EXPECT_EQ(stats.rejected_too_far_in_future, 1u);
   EXPECT_EQ(stats.rejected_too_old, 1u);
   std::string metrics;
-  s->RenderMetrics(&metrics);
+  registry.Render(&metrics);
   EXPECT_NE(metrics.find("trainwatch_logs_lines_rejected_total{reason=\"too_far_in_future\"} 1\n"), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("trainwatch_logs_lines_rejected_total{reason=\"too_old\"} 1\n"), std::string::npos);

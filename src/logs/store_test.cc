@@ -55,6 +55,7 @@ class LogStoreTest : public ::testing::Test {
   }
 
   std::string dir_;
+  common::metrics::Registry metrics_;  // for the tests that set opts_.metrics; outlives their stores
   StoreOptions opts_;
 };
 
@@ -161,6 +162,7 @@ TEST_F(LogStoreTest, DamagedPartitionIsSetAsideAndTheRestServed) {
   ASSERT_EQ(dbs.size(), 2u);  // sorted: the first day's partition first
   const std::string damaged = opts_.dir + "/" + dbs[0];
   ASSERT_TRUE(file::WriteFileAtomic(damaged, std::string(8192, '\xab')).ok());
+  opts_.metrics = &metrics_;
   auto s = Open();
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->GetStats().partitions, 1u);
@@ -170,7 +172,7 @@ TEST_F(LogStoreTest, DamagedPartitionIsSetAsideAndTheRestServed) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(Messages(*r), (std::vector<std::string>{"later day"}));
   std::string m;
-  s->RenderMetrics(&m);
+  metrics_.Render(&m);
   EXPECT_NE(m.find("trainwatch_logs_partitions{state=\"set_aside\"} 1\n"), std::string::npos) << m;
   ASSERT_TRUE(s->Append({Rec(kT0 + 1, "a", "INFO", "again")}).ok());
   s.reset();
@@ -187,6 +189,7 @@ TEST_F(LogStoreTest, DamagedPartitionIsSetAsideAndTheRestServed) {
 TEST_F(LogStoreTest, PartitionDamagedWhileServingIsSetAside) {
   const int64_t day = 86400 * kSec;
   opts_.max_open_partitions = 1;  // a partition not in use is closed, so damage on disk is read
+  opts_.metrics = &metrics_;
   auto s = Open();
   ASSERT_TRUE(s->Append({Rec(kT0, "a", "INFO", "first day"), Rec(kT0 + 3 * day, "b", "INFO", "later day")}).ok());
   auto dbs = [&] {
@@ -222,7 +225,7 @@ TEST_F(LogStoreTest, PartitionDamagedWhileServingIsSetAside) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(Messages(*r), (std::vector<std::string>{"later again", "again"}));
   std::string m;
-  s->RenderMetrics(&m);
+  metrics_.Render(&m);
   EXPECT_NE(m.find("trainwatch_logs_partitions{state=\"set_aside\"} 2\n"), std::string::npos) << m;
 }
 

@@ -191,8 +191,25 @@ std::string Silence::State(int64_t now) const {
 // ---- lifecycle ----
 
 Notifier::Notifier(NotifierOptions opts, std::shared_ptr<const Config> cfg)
-    : opts_(std::move(opts)), start_ms_(NowMillis()), cfg_(std::move(cfg)) {
-  for (const char* i : kIntegrations) counts_[i] = {0, 0};
+    : opts_(std::move(opts)),
+      start_ms_(NowMillis()),
+      cfg_(std::move(cfg)),
+      notifications_("trainwatch_notifications_total", "The total number of attempted notifications.",
+                     {"integration"}),
+      notifications_failed_("trainwatch_notifications_failed_total", "The total number of failed notifications.",
+                            {"integration"}),
+      state_metrics_({{"trainwatch_alertmanager_alerts", "How many alerts the notifier holds, by state.",
+                       common::metrics::Type::kGauge, {"state"}},
+                      {"trainwatch_alertmanager_silences", "How many silences the notifier holds, by state.",
+                       common::metrics::Type::kGauge, {"state"}}},
+                     [this](common::metrics::Emitter* e) { CollectStateMetrics(e); }) {
+  for (const char* i : kIntegrations) {
+    notifications_.With({i});
+    notifications_failed_.With({i});
+  }
+  if (opts_.metrics != nullptr) {
+    metrics_registration_ = opts_.metrics->MustRegister({&notifications_, &notifications_failed_, &state_metrics_});
+  }
 }
 
 Result<std::unique_ptr<Notifier>> Notifier::Open(NotifierOptions opts, std::shared_ptr<const Config> cfg) {
@@ -605,9 +622,8 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
                                j->data.alerts.size(), attempt, s.ok(), s.ok() ? "" : s.message()};
         history_.push_front(std::move(rec));
         while (history_.size() > opts_.history) history_.pop_back();
-        auto& c = counts_[j->integration];
-        c.first++;
-        if (!s.ok()) c.second++;
+        notifications_.With({j->integration}).Inc();
+        if (!s.ok()) notifications_failed_.With({j->integration}).Inc();
         stop_now = stop_;
       }
       if (s.ok()) break;
@@ -779,30 +795,20 @@ std::vector<NotificationRecord> Notifier::History(size_t limit) const {
   return out;
 }
 
-void Notifier::RenderMetrics(std::string* out) const {
+void Notifier::CollectStateMetrics(common::metrics::Emitter* e) const {
   std::lock_guard<std::mutex> l(mu_);
   int64_t now = Now();
-  *out += "# HELP trainwatch_notifications_total The total number of attempted notifications.\n"
-          "# TYPE trainwatch_notifications_total counter\n";
-  for (const auto& [i, c] : counts_) *out += "trainwatch_notifications_total{integration=\"" + i + "\"} " + std::to_string(c.first) + "\n";
-  *out += "# HELP trainwatch_notifications_failed_total The total number of failed notifications.\n"
-          "# TYPE trainwatch_notifications_failed_total counter\n";
-  for (const auto& [i, c] : counts_) *out += "trainwatch_notifications_failed_total{integration=\"" + i + "\"} " + std::to_string(c.second) + "\n";
   size_t active = 0, suppressed = 0;
   for (const auto& [fp, a] : alerts_) {
     if (a.Resolved(now)) continue;
     if (SilencedLocked(a.alert.labels, now, nullptr) || InhibitedLocked(a, now, nullptr)) suppressed++;
     else active++;
   }
-  *out += "# HELP trainwatch_alertmanager_alerts How many alerts the notifier holds, by state.\n"
-          "# TYPE trainwatch_alertmanager_alerts gauge\n"
-          "trainwatch_alertmanager_alerts{state=\"active\"} " + std::to_string(active) + "\n"
-          "trainwatch_alertmanager_alerts{state=\"suppressed\"} " + std::to_string(suppressed) + "\n";
+  e->Add("trainwatch_alertmanager_alerts", {"active"}, static_cast<double>(active));
+  e->Add("trainwatch_alertmanager_alerts", {"suppressed"}, static_cast<double>(suppressed));
   std::map<std::string, size_t> sil = {{"active", 0}, {"expired", 0}, {"pending", 0}};
   for (const auto& [id, s] : silences_) sil[s.State(now)]++;
-  *out += "# HELP trainwatch_alertmanager_silences How many silences the notifier holds, by state.\n"
-          "# TYPE trainwatch_alertmanager_silences gauge\n";
-  for (const auto& [st, n] : sil) *out += "trainwatch_alertmanager_silences{state=\"" + st + "\"} " + std::to_string(n) + "\n";
+  for (const auto& [st, n] : sil) e->Add("trainwatch_alertmanager_silences", {st}, static_cast<double>(n));
 }
 
 // ---- persistence ----

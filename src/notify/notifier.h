@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "common/metrics.h"
 #include "model/labels.h"
 #include "model/matcher.h"
 #include "notify/config.h"
@@ -121,6 +122,9 @@ struct NotifierOptions {
   int64_t retry_max_ms = 30000;
   int64_t send_timeout_ms = 10000;
   int64_t nflog_retention_ms = 120LL * 3600 * 1000;  // as Alertmanager's --data.retention
+  // Where trainwatch_notifications_*_total{integration} and the alert and
+  // silence gauges register (outlives the notifier); null: nowhere.
+  common::metrics::Registry* metrics = nullptr;
 };
 
 class Notifier {
@@ -158,8 +162,6 @@ class Notifier {
   Status ExpireSilence(const std::string& id);
   // Newest first.
   std::vector<NotificationRecord> History(size_t limit) const;
-  // trainwatch_notifications_total / _failed_total{integration} and alert gauges.
-  void RenderMetrics(std::string* out) const;
   int64_t start_time_ms() const { return start_ms_; }
 
  private:
@@ -186,6 +188,8 @@ class Notifier {
   Status PersistSilencesLocked();
   Status PersistNflogLocked();
   int64_t NextDueLocked() const;
+  // trainwatch_alertmanager_alerts and _silences, by state, at scrape time.
+  void CollectStateMetrics(common::metrics::Emitter* e) const;
 
   const NotifierOptions opts_;
   const int64_t start_ms_;
@@ -201,10 +205,13 @@ class Notifier {
   std::deque<std::shared_ptr<Job>> queue_;
   size_t running_ = 0;
   std::deque<NotificationRecord> history_;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> counts_;  // integration -> (total, failed)
   bool stop_ = false;
   std::thread dispatcher_;
   std::vector<std::thread> senders_;
+  common::metrics::CounterFamily notifications_;         // attempts by integration
+  common::metrics::CounterFamily notifications_failed_;  // failed attempts by integration
+  common::metrics::Collector state_metrics_;             // alerts and silences by state
+  common::metrics::Registration metrics_registration_;   // last: unregisters first
 };
 
 // "2024-05-01T10:00:00.123Z" (Go's RFC3339Nano, trailing zeros trimmed);

@@ -119,6 +119,7 @@ class NotifierTest : public ::testing::Test {
     o.background = false;
     o.external_url = "http://tw.example:9800";
     o.retry_initial_ms = 10;
+    o.metrics = &metrics_;
     auto n = Notifier::Open(o, *cfg);
     ASSERT_TRUE(n.ok()) << n.error().ToString();
     n_ = std::move(*n);
@@ -140,6 +141,7 @@ class NotifierTest : public ::testing::Test {
   FakeClock clock_;
   Receiver recv_;
   std::filesystem::path dir_;
+  common::metrics::Registry metrics_;  // outlives n_
   std::unique_ptr<Notifier> n_;
 };
 
@@ -351,7 +353,7 @@ TEST_F(NotifierTest, RetriesWithBackoffAndCountsFailures) {
   EXPECT_FALSE(h[1].success);
   EXPECT_NE(h[1].error.find("503"), std::string::npos) << h[1].error;
   std::string m;
-  n_->RenderMetrics(&m);
+  metrics_.Render(&m);
   EXPECT_NE(m.find("trainwatch_notifications_total{integration=\"webhook\"} 3"), std::string::npos) << m;
   EXPECT_NE(m.find("trainwatch_notifications_failed_total{integration=\"webhook\"} 2"), std::string::npos) << m;
 }

@@ -6,7 +6,6 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "base/mutex.h"
-#include "collect/family.h"
 
 namespace trainwatch::remote {
 namespace {
@@ -184,11 +183,73 @@ class Fanout final : public storage::Appendable {
 
 }  // namespace
 
-Manager::Manager(ManagerOptions opts) : opts_(std::move(opts)) {
+namespace {
+
+using common::metrics::Type;
+
+struct SenderValue {
+  const char* name;
+  const char* help;
+  Type type;
+  double (*get)(const SenderStats&);
+};
+
+const SenderValue kSenderValues[] = {
+    {"prometheus_remote_storage_samples_total", "Samples sent to remote storage (accepted with a 2xx).",
+     Type::kCounter, [](const SenderStats& s) { return static_cast<double>(s.samples_sent); }},
+    {"prometheus_remote_storage_samples_failed_total", "Samples dropped after a non-recoverable error.",
+     Type::kCounter, [](const SenderStats& s) { return static_cast<double>(s.samples_failed); }},
+    {"prometheus_remote_storage_samples_retried_total", "Samples whose send failed and was retried.",
+     Type::kCounter, [](const SenderStats& s) { return static_cast<double>(s.samples_retried); }},
+    {"prometheus_remote_storage_samples_dropped_total", "Samples dropped by write_relabel_configs.",
+     Type::kCounter, [](const SenderStats& s) { return static_cast<double>(s.samples_dropped); }},
+    {"prometheus_remote_storage_samples_pending", "Samples read from the queue and not yet sent.", Type::kGauge,
+     [](const SenderStats& s) { return static_cast<double>(s.samples_pending); }},
+    {"prometheus_remote_storage_shards", "Concurrent senders of the destination.", Type::kGauge,
+     [](const SenderStats& s) { return static_cast<double>(s.shards); }},
+    {"prometheus_remote_storage_bytes_total", "Compressed request bytes accepted by remote storage.",
+     Type::kCounter, [](const SenderStats& s) { return static_cast<double>(s.bytes_sent); }},
+    {"prometheus_remote_storage_queue_highest_sent_timestamp_seconds",
+     "Timestamp of the newest sample remote storage accepted.", Type::kGauge,
+     [](const SenderStats& s) { return static_cast<double>(s.highest_sent_ms) / 1000; }},
+    {"trainwatch_remote_write_requests_total", "Requests remote storage accepted.", Type::kCounter,
+     [](const SenderStats& s) { return static_cast<double>(s.requests); }},
+    {"trainwatch_remote_write_request_seconds_total", "Time spent on accepted requests, retries included.",
+     Type::kCounter, [](const SenderStats& s) { return s.request_seconds; }},
+    {"trainwatch_remote_write_segments_skipped_total",
+     "Queue segments a destination could not read (dropped by the size bound, or corrupt).", Type::kCounter,
+     [](const SenderStats& s) { return static_cast<double>(s.segments_skipped); }},
+};
+
+constexpr const char* kQueueBytes = "trainwatch_remote_write_queue_bytes";
+constexpr const char* kQueueSeries = "trainwatch_remote_write_queue_series";
+constexpr const char* kQueueSegmentsDropped = "trainwatch_remote_write_queue_segments_dropped_total";
+constexpr const char* kQueueErrors = "trainwatch_remote_write_queue_errors_total";
+
+std::vector<common::metrics::Desc> MetricDescs() {
+  std::vector<common::metrics::Desc> d;
+  for (const SenderValue& v : kSenderValues) d.push_back({v.name, v.help, v.type, {"remote_name", "url"}});
+  d.push_back({kQueueBytes, "Bytes of the on-disk remote write queue.", Type::kGauge, {}});
+  d.push_back({kQueueSeries, "Series the remote write queue knows.", Type::kGauge, {}});
+  d.push_back({kQueueSegmentsDropped, "Unsent queue segments deleted because the queue exceeded its size bound.",
+               Type::kCounter, {}});
+  d.push_back({kQueueErrors, "Committed batches that could not be written to the remote write queue.",
+               Type::kCounter, {}});
+  return d;
+}
+
+}  // namespace
+
+Manager::Manager(ManagerOptions opts)
+    : opts_(std::move(opts)), metrics_(MetricDescs(), [this](common::metrics::Emitter* e) { CollectMetrics(e); }) {
+  if (opts_.metrics != nullptr) metrics_registration_ = opts_.metrics->MustRegister({&metrics_});
   housekeeper_ = std::thread([this] { Housekeep(); });
 }
 
-Manager::~Manager() { Stop(); }
+Manager::~Manager() {
+  metrics_registration_.Reset();
+  Stop();
+}
 
 Status Manager::ApplyConfig(std::vector<RemoteWriteConfig> cfgs) {
   base::MutexLock l(&mu_);
@@ -290,56 +351,18 @@ void Manager::Stop() {
   }
 }
 
-void Manager::RenderMetrics(std::string* out) const {
-  using collect::MetricType;
-  collect::Families f;
+void Manager::CollectMetrics(common::metrics::Emitter* e) const {
   base::MutexLock l(&mu_);
-  struct Row {
-    model::Labels labels;
-    SenderStats st;
-  };
-  std::vector<Row> rows;
-  for (const auto& s : senders_) rows.push_back({model::Labels{{"remote_name", s->config().name}, {"url", s->config().url}}, s->stats()});
-  auto family = [&](std::string_view name, std::string_view help, MetricType type, auto value) {
-    for (const Row& r : rows) collect::Add(&f, name, help, type, r.labels, static_cast<double>(value(r.st)));
-  };
-  family("prometheus_remote_storage_samples_total", "Samples sent to remote storage (accepted with a 2xx).",
-         MetricType::kCounter, [](const SenderStats& s) { return s.samples_sent; });
-  family("prometheus_remote_storage_samples_failed_total", "Samples dropped after a non-recoverable error.",
-         MetricType::kCounter, [](const SenderStats& s) { return s.samples_failed; });
-  family("prometheus_remote_storage_samples_retried_total", "Samples whose send failed and was retried.",
-         MetricType::kCounter, [](const SenderStats& s) { return s.samples_retried; });
-  family("prometheus_remote_storage_samples_dropped_total", "Samples dropped by write_relabel_configs.",
-         MetricType::kCounter, [](const SenderStats& s) { return s.samples_dropped; });
-  family("prometheus_remote_storage_samples_pending", "Samples read from the queue and not yet sent.",
-         MetricType::kGauge, [](const SenderStats& s) { return s.samples_pending; });
-  family("prometheus_remote_storage_shards", "Concurrent senders of the destination.", MetricType::kGauge,
-         [](const SenderStats& s) { return s.shards; });
-  family("prometheus_remote_storage_bytes_total", "Compressed request bytes accepted by remote storage.",
-         MetricType::kCounter, [](const SenderStats& s) { return s.bytes_sent; });
-  family("prometheus_remote_storage_queue_highest_sent_timestamp_seconds",
-         "Timestamp of the newest sample remote storage accepted.", MetricType::kGauge,
-         [](const SenderStats& s) { return static_cast<double>(s.highest_sent_ms) / 1000; });
-  family("trainwatch_remote_write_requests_total", "Requests remote storage accepted.", MetricType::kCounter,
-         [](const SenderStats& s) { return s.requests; });
-  family("trainwatch_remote_write_request_seconds_total", "Time spent on accepted requests, retries included.",
-         MetricType::kCounter, [](const SenderStats& s) { return s.request_seconds; });
-  family("trainwatch_remote_write_segments_skipped_total",
-         "Queue segments a destination could not read (dropped by the size bound, or corrupt).", MetricType::kCounter,
-         [](const SenderStats& s) { return s.segments_skipped; });
-  if (queue_ != nullptr) {
-    collect::Add(&f, "trainwatch_remote_write_queue_bytes", "Bytes of the on-disk remote write queue.",
-                 MetricType::kGauge, {}, static_cast<double>(queue_->SizeBytes()));
-    collect::Add(&f, "trainwatch_remote_write_queue_series", "Series the remote write queue knows.",
-                 MetricType::kGauge, {}, static_cast<double>(queue_->series()));
-    collect::Add(&f, "trainwatch_remote_write_queue_segments_dropped_total",
-                 "Unsent queue segments deleted because the queue exceeded its size bound.", MetricType::kCounter, {},
-                 static_cast<double>(queue_->segments_dropped()));
+  for (const auto& s : senders_) {
+    const SenderStats st = s->stats();
+    for (const SenderValue& v : kSenderValues) e->Add(v.name, {s->config().name, s->config().url}, v.get(st));
   }
-  collect::Add(&f, "trainwatch_remote_write_queue_errors_total",
-               "Committed batches that could not be written to the remote write queue.", MetricType::kCounter, {},
-               static_cast<double>(queue_errors_.load(std::memory_order_relaxed)));
-  collect::RenderText(f, out);
+  if (queue_ != nullptr) {
+    e->Add(kQueueBytes, {}, static_cast<double>(queue_->SizeBytes()));
+    e->Add(kQueueSeries, {}, static_cast<double>(queue_->series()));
+    e->Add(kQueueSegmentsDropped, {}, static_cast<double>(queue_->segments_dropped()));
+  }
+  e->Add(kQueueErrors, {}, static_cast<double>(queue_errors_.load(std::memory_order_relaxed)));
 }
 
 }  // namespace trainwatch::remote

@@ -19,6 +19,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "common/metrics.h"
 #include "remote/config.h"
 #include "remote/queue.h"
 #include "remote/sender.h"
@@ -30,6 +31,9 @@ struct ManagerOptions {
   std::string dir;         // e.g. <data-dir>/remote_write
   QueueOptions queue;      // .dir is set to <dir>/queue
   std::string user_agent = "trainwatch";
+  // Where prometheus_remote_storage_* and trainwatch_remote_write_* register
+  // (outlives the Manager); null: nowhere.
+  common::metrics::Registry* metrics = nullptr;
 };
 
 class Manager {
@@ -57,13 +61,13 @@ class Manager {
   // Stops the senders (saving their positions) and closes the queue.
   void Stop();
 
-  // prometheus_remote_storage_* metrics in text format, per destination.
-  void RenderMetrics(std::string* out) const;
   size_t destinations() const;
 
  private:
   void Housekeep();
   Queue* active_queue() const { return active_.load(std::memory_order_acquire) ? queue_ptr_.load() : nullptr; }
+
+  void CollectMetrics(common::metrics::Emitter* e) const;
 
   const ManagerOptions opts_;
   mutable base::Mutex mu_;
@@ -75,6 +79,8 @@ class Manager {
   std::atomic<uint64_t> queue_errors_{0};            // batches Wrap()'s appenders failed to queue
   base::CondVar cv_;
   std::thread housekeeper_;  // deletes sent segments every second
+  common::metrics::Collector metrics_;  // per destination and of the queue, at scrape time
+  common::metrics::Registration metrics_registration_;  // last: unregisters first
 };
 
 }  // namespace trainwatch::remote

@@ -383,12 +383,33 @@ class FanoutQuerier final : public storage::Querier {
 
 }  // namespace
 
-RemoteRead::RemoteRead(std::function<int64_t()> local_start, std::string user_agent)
+RemoteRead::RemoteRead(std::function<int64_t()> local_start, std::string user_agent,
+                       common::metrics::Registry* metrics)
     : local_start_(std::move(local_start)),
       user_agent_(std::move(user_agent)),
-      stores_(std::make_shared<const Stores>()) {}
+      stores_(std::make_shared<const Stores>()),
+      metrics_({{"trainwatch_remote_read_queries_total", "Remote read requests sent to each remote_read store.",
+                 common::metrics::Type::kCounter, {"remote_name"}},
+                {"trainwatch_remote_read_failures_total",
+                 "Remote read requests that failed (queries were answered without that store).",
+                 common::metrics::Type::kCounter, {"remote_name"}}},
+               [this](common::metrics::Emitter* e) {
+                 std::shared_ptr<const Stores> stores;
+                 {
+                   std::lock_guard l(mu_);
+                   stores = stores_;
+                 }
+                 for (const auto& st : *stores) {
+                   e->Add("trainwatch_remote_read_queries_total", {st->cfg.name},
+                          static_cast<double>(st->queries.load()));
+                   e->Add("trainwatch_remote_read_failures_total", {st->cfg.name},
+                          static_cast<double>(st->failures.load()));
+                 }
+               }) {
+  if (metrics != nullptr) metrics_registration_ = metrics->MustRegister({&metrics_});
+}
 
-RemoteRead::~RemoteRead() = default;
+RemoteRead::~RemoteRead() { metrics_registration_.Reset(); }
 
 void RemoteRead::Apply(std::vector<RemoteReadConfig> configs) {
   auto next = std::make_shared<Stores>();
@@ -414,25 +435,6 @@ Result<std::unique_ptr<storage::Querier>> RemoteRead::NewQuerier(int64_t mint, i
   }
   const int64_t local_start = local_start_ ? local_start_() : INT64_MAX;
   return std::unique_ptr<storage::Querier>(new RemoteQuerier(std::move(stores), mint, maxt, local_start, user_agent_));
-}
-
-void RemoteRead::RenderMetrics(std::string* out) const {
-  std::shared_ptr<const Stores> stores;
-  {
-    std::lock_guard l(mu_);
-    stores = stores_;
-  }
-  if (stores->empty()) return;
-  for (auto [name, help, failures] :
-       {std::tuple{"trainwatch_remote_read_queries_total", "Remote read requests sent to each remote_read store.", false},
-        std::tuple{"trainwatch_remote_read_failures_total",
-                   "Remote read requests that failed (queries were answered without that store).", true}}) {
-    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n";
-    for (const auto& s : *stores) {
-      model::Labels l({{"remote_name", s->cfg.name}});
-      *out += name + l.ToString() + " " + std::to_string((failures ? s->failures : s->queries).load()) + "\n";
-    }
-  }
 }
 
 Result<std::unique_ptr<storage::Querier>> FanoutQueryable::NewQuerier(int64_t mint, int64_t maxt) {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "common/metrics.h"
 #include "remote/config.h"
 #include "storage/storage.h"
 
@@ -39,15 +40,15 @@ class RemoteRead : public storage::Queryable {
  public:
   // `local_start`: the time of the oldest local sample (ms; INT64_MAX when
   // there is none), for read_recent: false.
-  RemoteRead(std::function<int64_t()> local_start, std::string user_agent);
+  // trainwatch_remote_read_{queries,failures}_total{remote_name} register in
+  // `metrics` (outlives it) unless null.
+  RemoteRead(std::function<int64_t()> local_start, std::string user_agent,
+             common::metrics::Registry* metrics = nullptr);
   ~RemoteRead() override;
   // Replaces the stores (a reload); queries under way keep the old ones.
   void Apply(std::vector<RemoteReadConfig> configs);
   bool empty() const;
   Result<std::unique_ptr<storage::Querier>> NewQuerier(int64_t mint, int64_t maxt) override;
-
-  // trainwatch_remote_read_{queries,failures}_total{remote_name} for /metrics.
-  void RenderMetrics(std::string* out) const;
 
   struct Store;  // one remote_read entry and its client
 
@@ -56,6 +57,8 @@ class RemoteRead : public storage::Queryable {
   std::string user_agent_;
   mutable std::mutex mu_;
   std::shared_ptr<const std::vector<std::shared_ptr<Store>>> stores_;
+  common::metrics::Collector metrics_;  // the stores' counters, at scrape time
+  common::metrics::Registration metrics_registration_;  // last: unregisters first
 };
 
 // Reads `primary` and merges `secondary` into every Select (primary wins

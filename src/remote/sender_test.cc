@@ -383,8 +383,10 @@ TEST(ManagerTest, WrapForwardsWhatThePrimaryStores) {
   Receiver rx;
   tsdb::testing::TempDB local;
   {
+    common::metrics::Registry registry;
     ManagerOptions mo;
     mo.dir = dir;
+    mo.metrics = &registry;
     Manager m(mo);
     auto fan = m.Wrap(local.get());
     {
@@ -415,7 +417,7 @@ TEST(ManagerTest, WrapForwardsWhatThePrimaryStores) {
     EXPECT_EQ(local.NumSamples(), 42u);
     EXPECT_EQ(rx.db().Data().count(model::Labels{{"__name__", "bare"}}), 1u);
     std::string metrics;
-    m.RenderMetrics(&metrics);
+    registry.Render(&metrics);
     EXPECT_NE(metrics.find("prometheus_remote_storage_samples_total{remote_name=\""), std::string::npos) << metrics;
     // Removing the destination stops forwarding; the primary goes on.
     ASSERT_TRUE(m.ApplyConfig({}).ok());

@@ -13,7 +13,16 @@
 
 namespace trainwatch::rules {
 
-Manager::Manager(ManagerOptions opts) : opts_(opts) {
+Manager::Manager(ManagerOptions opts)
+    : opts_(opts),
+      alerts_sent_("trainwatch_rule_alerts_sent_total",
+                   "Alerts handed to the senders (firing and resolved, resends included)."),
+      state_metrics_({{"trainwatch_rule_groups", "Rule groups loaded.", common::metrics::Type::kGauge, {}},
+                      {"trainwatch_rules", "Rules loaded, by health of their last evaluation.",
+                       common::metrics::Type::kGauge, {"health"}},
+                      {"trainwatch_alerts", "Active alerts by state.", common::metrics::Type::kGauge, {"state"}}},
+                     [this](common::metrics::Emitter* e) { CollectStateMetrics(e); }) {
+  if (opts_.metrics != nullptr) metrics_registration_ = opts_.metrics->MustRegister({&alerts_sent_, &state_metrics_});
   promql::Engine* engine = opts_.engine;
   storage::Queryable* q = opts_.queryable;
   query_ = [engine, q](std::string_view expr, int64_t t) -> Result<std::vector<promql::VectorSample>> {
@@ -26,7 +35,10 @@ Manager::Manager(ManagerOptions opts) : opts_(opts) {
   };
 }
 
-Manager::~Manager() { Stop(); }
+Manager::~Manager() {
+  metrics_registration_.Reset();
+  Stop();
+}
 
 Status Manager::Update(const ManagerConfig& cfg) {
   // Parse everything first: a bad file changes nothing.
@@ -108,7 +120,7 @@ Status Manager::ApplyAlertingConfig(const YAML::Node& alerting) {
   base::MutexLock l(&senders_mu_);
   if (alertmanagers_ == nullptr) {
     if (cfg.alertmanagers.empty()) return Status::OK();
-    alertmanagers_ = std::make_shared<AlertmanagerNotifier>();
+    alertmanagers_ = std::make_shared<AlertmanagerNotifier>(AlertmanagerNotifier::kDefaultQueueCapacity, opts_.metrics);
     std::shared_ptr<AlertmanagerNotifier> n = alertmanagers_;
     senders_.push_back([n](std::vector<OutgoingAlert> a) { n->Send(std::move(a)); });
   }
@@ -135,7 +147,7 @@ void Manager::Notify(std::vector<OutgoingAlert> alerts) {
       if (changed) a.labels = b.Build();
     }
   }
-  alerts_sent_ += alerts.size();
+  alerts_sent_.Get().Inc(alerts.size());
   for (size_t i = 0; i < senders_.size(); ++i) {
     if (i + 1 == senders_.size()) senders_[i](std::move(alerts));
     else senders_[i](alerts);
@@ -163,7 +175,7 @@ std::vector<std::shared_ptr<Group>> Manager::Groups() const {
   return groups_;
 }
 
-void Manager::RenderMetrics(std::string* out) const {
+void Manager::CollectStateMetrics(common::metrics::Emitter* e) const {
   auto gs = Groups();
   std::map<std::string, uint64_t> health;
   std::map<std::string, uint64_t> states{{"pending", 0}, {"firing", 0}};
@@ -176,28 +188,9 @@ void Manager::RenderMetrics(std::string* out) const {
       }
     }
   }
-  *out += "# HELP trainwatch_rule_groups Rule groups loaded.\n# TYPE trainwatch_rule_groups gauge\n";
-  *out += "trainwatch_rule_groups " + std::to_string(gs.size()) + "\n";
-  *out += "# HELP trainwatch_rules Rules loaded, by health of their last evaluation.\n# TYPE trainwatch_rules gauge\n";
-  for (const char* h : {"ok", "err", "unknown"}) {
-    *out += "trainwatch_rules{health=\"" + std::string(h) + "\"} " + std::to_string(health[h]) + "\n";
-  }
-  *out += "# HELP trainwatch_alerts Active alerts by state.\n# TYPE trainwatch_alerts gauge\n";
-  for (const auto& [s, n] : states) *out += "trainwatch_alerts{state=\"" + s + "\"} " + std::to_string(n) + "\n";
-  uint64_t sent;
-  {
-    base::MutexLock l(&senders_mu_);
-    sent = alerts_sent_;
-  }
-  *out += "# HELP trainwatch_rule_alerts_sent_total Alerts handed to the senders (firing and resolved, resends included).\n"
-          "# TYPE trainwatch_rule_alerts_sent_total counter\n";
-  *out += "trainwatch_rule_alerts_sent_total " + std::to_string(sent) + "\n";
-  std::shared_ptr<AlertmanagerNotifier> n;
-  {
-    base::MutexLock l(&senders_mu_);
-    n = alertmanagers_;
-  }
-  if (n != nullptr) n->RenderMetrics(out);
+  e->Add("trainwatch_rule_groups", {}, static_cast<double>(gs.size()));
+  for (const char* h : {"ok", "err", "unknown"}) e->Add("trainwatch_rules", {h}, static_cast<double>(health[h]));
+  for (const auto& [s, n] : states) e->Add("trainwatch_alerts", {s}, static_cast<double>(n));
 }
 
 Result<std::vector<std::string>> ExpandRuleFiles(const std::vector<std::string>& patterns,

@@ -16,6 +16,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "common/metrics.h"
 #include "promql/engine.h"
 #include "rules/alert.h"
 #include "rules/group.h"
@@ -31,6 +32,9 @@ struct ManagerOptions {
   int64_t outage_tolerance_ms = 3600 * 1000;
   int64_t for_grace_period_ms = 600 * 1000;
   int64_t resend_delay_ms = 60 * 1000;
+  // Where the rule, alert and sending metrics register (outlives the
+  // Manager), the external Alertmanagers' too; null: nowhere.
+  common::metrics::Registry* metrics = nullptr;
 };
 
 // A rule file: its path, and its content when it is not to be read from
@@ -67,8 +71,6 @@ class Manager {
 
   // The running groups in file order, then order within the file.
   std::vector<std::shared_ptr<Group>> Groups() const;
-  // Prometheus text exposition of the manager's metrics.
-  void RenderMetrics(std::string* out) const;
   // global.external_labels of the last applied config (also used by /federate).
   model::Labels ExternalLabels() const;
 
@@ -78,6 +80,8 @@ class Manager {
   void Notify(std::vector<OutgoingAlert> alerts);
 
  private:
+  // trainwatch_rule_groups, trainwatch_rules{health}, trainwatch_alerts{state} at scrape time.
+  void CollectStateMetrics(common::metrics::Emitter* e) const;
 
   const ManagerOptions opts_;
   QueryFunc query_;
@@ -90,8 +94,10 @@ class Manager {
   mutable base::Mutex senders_mu_ TW_ACQUIRED_AFTER(mu_);
   model::Labels external_labels_ TW_GUARDED_BY(senders_mu_);
   std::vector<AlertSender> senders_ TW_GUARDED_BY(senders_mu_);
-  uint64_t alerts_sent_ TW_GUARDED_BY(senders_mu_) = 0;
   std::shared_ptr<AlertmanagerNotifier> alertmanagers_ TW_GUARDED_BY(senders_mu_);  // null until configured
+  common::metrics::CounterFamily alerts_sent_;  // handed to the senders
+  common::metrics::Collector state_metrics_;    // groups, rules by health, alerts by state
+  common::metrics::Registration metrics_registration_;  // last: unregisters first
 };
 
 // Expands `rule_files` patterns (shell globs, relative to base_dir when not

@@ -123,11 +123,25 @@ std::string AlertsToJson(const std::vector<OutgoingAlert>& alerts) {
   return out;
 }
 
-AlertmanagerNotifier::AlertmanagerNotifier(size_t queue_capacity) : capacity_(queue_capacity) {
+AlertmanagerNotifier::AlertmanagerNotifier(size_t queue_capacity, common::metrics::Registry* metrics)
+    : capacity_(queue_capacity),
+      sent_("trainwatch_alertmanager_alerts_sent_total", "Alerts sent to external Alertmanagers.", {"alertmanager"}),
+      errors_("trainwatch_alertmanager_alerts_errors_total",
+              "Alerts whose sending to an external Alertmanager failed.", {"alertmanager"}),
+      dropped_("trainwatch_alertmanager_alerts_dropped_total", "Alerts dropped because the send queue was full."),
+      queue_length_({{"trainwatch_alertmanager_queue_length", "Alerts waiting to be sent.",
+                      common::metrics::Type::kGauge, {}}},
+                    [this](common::metrics::Emitter* e) {
+                      e->Add("trainwatch_alertmanager_queue_length", {}, static_cast<double>(queue_length()));
+                    }) {
+  if (metrics != nullptr) metrics_registration_ = metrics->MustRegister({&sent_, &errors_, &dropped_, &queue_length_});
   thread_ = std::thread([this] { Run(); });
 }
 
-AlertmanagerNotifier::~AlertmanagerNotifier() { Stop(); }
+AlertmanagerNotifier::~AlertmanagerNotifier() {
+  metrics_registration_.Reset();
+  Stop();
+}
 
 void AlertmanagerNotifier::ApplyConfig(AlertingConfig cfg) {
   base::MutexLock l(&mu_);
@@ -148,7 +162,7 @@ void AlertmanagerNotifier::Send(std::vector<OutgoingAlert> alerts) {
     }
     while (queue_.size() > capacity_) {
       queue_.pop_front();
-      ++dropped_;
+      dropped_.Get().Inc();
     }
   }
   cv_.SignalAll();
@@ -208,7 +222,7 @@ void AlertmanagerNotifier::Run() {
       if (stop_) {
         if (drain_until == 0) drain_until = NowMillis() + kDrainMs;
         if (NowMillis() > drain_until) {
-          dropped_ += queue_.size();
+          dropped_.Get().Inc(queue_.size());
           queue_.clear();
           return;
         }
@@ -224,27 +238,9 @@ void AlertmanagerNotifier::Run() {
       std::string err;
       bool ok = Post(t, body, &err);
       if (!ok) TW_LOG(Warn, "send {} alerts to Alertmanager {}: {}", batch.size(), t.Url(), err);
-      base::MutexLock l(&mu_);
-      if (ok) sent_[t.Url()] += batch.size();
-      else errors_[t.Url()] += batch.size();
+      (ok ? sent_ : errors_).With({t.Url()}).Inc(batch.size());
     }
   }
-}
-
-void AlertmanagerNotifier::RenderMetrics(std::string* out) const {
-  base::MutexLock l(&mu_);
-  *out += "# HELP trainwatch_alertmanager_alerts_sent_total Alerts sent to external Alertmanagers.\n"
-          "# TYPE trainwatch_alertmanager_alerts_sent_total counter\n";
-  for (const auto& [u, n] : sent_) *out += "trainwatch_alertmanager_alerts_sent_total{alertmanager=\"" + u + "\"} " + std::to_string(n) + "\n";
-  *out += "# HELP trainwatch_alertmanager_alerts_errors_total Alerts whose sending to an external Alertmanager failed.\n"
-          "# TYPE trainwatch_alertmanager_alerts_errors_total counter\n";
-  for (const auto& [u, n] : errors_) *out += "trainwatch_alertmanager_alerts_errors_total{alertmanager=\"" + u + "\"} " + std::to_string(n) + "\n";
-  *out += "# HELP trainwatch_alertmanager_alerts_dropped_total Alerts dropped because the send queue was full.\n"
-          "# TYPE trainwatch_alertmanager_alerts_dropped_total counter\n";
-  *out += "trainwatch_alertmanager_alerts_dropped_total " + std::to_string(dropped_) + "\n";
-  *out += "# HELP trainwatch_alertmanager_queue_length Alerts waiting to be sent.\n"
-          "# TYPE trainwatch_alertmanager_queue_length gauge\n";
-  *out += "trainwatch_alertmanager_queue_length " + std::to_string(queue_.size()) + "\n";
 }
 
 }  // namespace trainwatch::rules

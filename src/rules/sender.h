@@ -23,6 +23,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 #include "common/http_client.h"
+#include "common/metrics.h"
 #include "rules/alert.h"
 #include "scrape/relabel.h"
 
@@ -57,7 +58,10 @@ class AlertmanagerNotifier {
   static constexpr size_t kDefaultQueueCapacity = 10000;
   static constexpr size_t kMaxBatch = 64;
 
-  explicit AlertmanagerNotifier(size_t queue_capacity = kDefaultQueueCapacity);
+  // Registers trainwatch_alertmanager_alerts_{sent,errors,dropped}_total and
+  // _queue_length in `metrics` (outlives it) unless null.
+  explicit AlertmanagerNotifier(size_t queue_capacity = kDefaultQueueCapacity,
+                                common::metrics::Registry* metrics = nullptr);
   ~AlertmanagerNotifier();
 
   void ApplyConfig(AlertingConfig cfg);
@@ -66,8 +70,6 @@ class AlertmanagerNotifier {
   // Sends what is queued for up to 5 s (the rest is dropped and counted),
   // then stops. Idempotent.
   void Stop();
-  // trainwatch_alertmanager_* metrics.
-  void RenderMetrics(std::string* out) const;
   size_t queue_length() const;
 
  private:
@@ -80,10 +82,12 @@ class AlertmanagerNotifier {
   AlertingConfig cfg_ TW_GUARDED_BY(mu_);
   std::deque<OutgoingAlert> queue_ TW_GUARDED_BY(mu_);
   bool stop_ TW_GUARDED_BY(mu_) = false;
-  uint64_t dropped_ TW_GUARDED_BY(mu_) = 0;
-  std::map<std::string, uint64_t> sent_ TW_GUARDED_BY(mu_);  // by Alertmanager URL
-  std::map<std::string, uint64_t> errors_ TW_GUARDED_BY(mu_);
   std::thread thread_;
+  common::metrics::CounterFamily sent_;     // alerts by Alertmanager URL
+  common::metrics::CounterFamily errors_;   // alerts by Alertmanager URL
+  common::metrics::CounterFamily dropped_;  // by the queue bound or at stop
+  common::metrics::Collector queue_length_;
+  common::metrics::Registration metrics_registration_;  // last: unregisters first
 };
 
 }  // namespace trainwatch::rules

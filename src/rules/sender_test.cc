@@ -122,7 +122,8 @@ AlertingConfig ConfigFor(const std::string& target, const char* extra = "") {
 
 TEST(AlertmanagerNotifierTest, PostsRelabeledAlerts) {
   FakeAlertmanager am;
-  AlertmanagerNotifier n;
+  common::metrics::Registry registry;
+  AlertmanagerNotifier n(AlertmanagerNotifier::kDefaultQueueCapacity, &registry);
   n.ApplyConfig(ConfigFor(am.target(),
                           "alert_relabel_configs: [{action: labeldrop, regex: replica}, "
                           "{source_labels: [severity], regex: none, action: drop}]"));
@@ -135,7 +136,7 @@ TEST(AlertmanagerNotifierTest, PostsRelabeledAlerts) {
   EXPECT_EQ(am.bodies()[0], "[{\"labels\":{\"alertname\":\"A\"},\"annotations\":{},\"generatorURL\":\"\"}]");
   n.Stop();
   std::string m;
-  n.RenderMetrics(&m);
+  registry.Render(&m);
   EXPECT_NE(m.find("trainwatch_alertmanager_alerts_sent_total{alertmanager=\"http://" + am.target() +
                    "/api/v2/alerts\"} 1"),
             std::string::npos)
@@ -172,14 +173,15 @@ TEST(AlertmanagerNotifierTest, SendsTheConfiguredAuthorization) {
 
 TEST(AlertmanagerNotifierTest, FullQueueDropsTheOldestAndCountsThem) {
   // Nothing listens on this port: every send fails, counted as errors.
-  AlertmanagerNotifier n(3);
+  common::metrics::Registry registry;
+  AlertmanagerNotifier n(3, &registry);
   n.ApplyConfig(ConfigFor("127.0.0.1:1"));
   std::vector<OutgoingAlert> many(10);
   for (size_t i = 0; i < many.size(); ++i) many[i].labels = model::Labels{{"alertname", "A" + std::to_string(i)}};
   n.Send(many);
   n.Stop();
   std::string m;
-  n.RenderMetrics(&m);
+  registry.Render(&m);
   EXPECT_NE(m.find("trainwatch_alertmanager_alerts_dropped_total 7"), std::string::npos) << m;
   EXPECT_NE(m.find("trainwatch_alertmanager_alerts_errors_total{alertmanager=\"http://127.0.0.1:1/api/v2/alerts\"} 3"),
             std::string::npos)

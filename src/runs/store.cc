@@ -129,9 +129,17 @@ RunStore::RunStore(RunStoreOptions opts, storage::Appendable* app, storage::Quer
       }()),
       app_(app),
       queryable_(q),
-      opened_ms_(opts_.now_ms()) {}
+      opened_ms_(opts_.now_ms()),
+      metrics_({{"trainwatch_runs_db_set_aside",
+                 "Damaged run databases set aside as runs.db.corrupt* beside the one in use.",
+                 common::metrics::Type::kGauge,
+                 {}}},
+               [this](common::metrics::Emitter* e) {
+                 e->Add("trainwatch_runs_db_set_aside", {}, static_cast<double>(set_aside_.load()));
+               }) {}
 
 RunStore::~RunStore() {
+  metrics_registration_.Reset();
   Stop();
   base::MutexLock l(&mu_);
   base::MutexLock r(&read_mu_);
@@ -157,6 +165,7 @@ Result<std::unique_ptr<RunStore>> RunStore::Open(const RunStoreOptions& opts, st
     st = s->Init();
   }
   if (!st.ok()) return st.Annotate("open " + opts.path);
+  if (opts.metrics != nullptr) s->metrics_registration_ = opts.metrics->MustRegister({&s->metrics_});
   return s;
 }
 
@@ -282,12 +291,6 @@ Status RunStore::Init() {
                                           : file::CountSetAside(opts_.path.substr(0, slash), opts_.path.substr(slash + 1));
   TW_LOG(Info, "runs: opened {} ({} runs, synchronous={})", opts_.path, runs_.size(), opts_.sync_full ? "FULL" : "NORMAL");
   return Status::OK();
-}
-
-void RunStore::RenderMetrics(std::string* out) const {
-  *out += "# HELP trainwatch_runs_db_set_aside Damaged run databases set aside as runs.db.corrupt* beside the one in use.\n"
-          "# TYPE trainwatch_runs_db_set_aside gauge\n"
-          "trainwatch_runs_db_set_aside " + std::to_string(set_aside_.load()) + "\n";
 }
 
 RunStore::Live& RunStore::LiveOf(const std::string& id) {

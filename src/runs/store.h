@@ -34,6 +34,7 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "common/metrics.h"
 #include "runs/filter.h"
 #include "runs/request.h"
 #include "runs/run.h"
@@ -55,6 +56,9 @@ struct RunStoreOptions {
   // --runs.artifact-keep-versions: the newest versions of an artifact whose
   // stored content is kept when another is logged; 0: all.
   int64_t artifact_keep_versions = 0;
+  // Where trainwatch_runs_db_set_aside registers once the store is open
+  // (outlives it); null: nowhere.
+  common::metrics::Registry* metrics = nullptr;
 };
 
 struct BatchResult {
@@ -241,8 +245,6 @@ class RunStore {
   void StartHeartbeatChecker();
   void Stop();
 
-  // trainwatch_runs_db_set_aside: damaged databases set aside beside this one.
-  void RenderMetrics(std::string* out) const;
 
  struct Live;  // internal: per-run live state (store_internal.h)
 
@@ -307,6 +309,7 @@ class RunStore {
   const int64_t opened_ms_;
   // "<path>.corrupt*" present once opened, plus those set aside since.
   mutable std::atomic<size_t> set_aside_ = 0;
+  common::metrics::Collector metrics_;  // trainwatch_runs_db_set_aside, from set_aside_
   // Bumped by each ReplaceDamaged (under mu_ and read_mu_): a Live's step
   // series states of an older generation name rows of the replaced file.
   mutable std::atomic<uint64_t> db_generation_ = 0;
@@ -340,6 +343,7 @@ class RunStore {
   base::CondVar stop_cv_;
   bool stopping_ TW_GUARDED_BY(stop_mu_) = false;
   std::thread checker_;
+  common::metrics::Registration metrics_registration_;  // last: unregisters first
 };
 
 }  // namespace trainwatch::runs

@@ -44,6 +44,7 @@ class RunStoreTest : public ::testing::Test {
     store_.reset();
     RunStoreOptions o;
     o.path = dir_ + "/" + file;
+    o.metrics = &metrics_;
     o.heartbeat_timeout_ms = 60000;
     o.now_ms = [this] { return now_; };
     o.artifact_keep_versions = keep_versions_;
@@ -108,6 +109,7 @@ class RunStoreTest : public ::testing::Test {
   int64_t now_ = kT0;
   int64_t keep_versions_ = 0;
   tsdb::testing::TempDB db_;
+  common::metrics::Registry metrics_;  // outlives store_
   std::unique_ptr<RunStore> store_;
 };
 
@@ -230,7 +232,7 @@ TEST_F(RunStoreTest, DamagedDatabaseIsSetAsideAndANewOneStarted) {
   EXPECT_EQ(store_->Get("abc").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(file::Exists(path + ".corrupt"));
   std::string m;
-  store_->RenderMetrics(&m);
+  metrics_.Render(&m);
   EXPECT_NE(m.find("\ntrainwatch_runs_db_set_aside 1\n"), std::string::npos) << m;
   // The new database works and keeps what it is given.
   Create(R"({"id":"def","project":"p","name":"r2"})");
@@ -240,7 +242,7 @@ TEST_F(RunStoreTest, DamagedDatabaseIsSetAsideAndANewOneStarted) {
   EXPECT_EQ(store_->Get("def").status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(file::Exists(path + ".corrupt.1"));
   m.clear();
-  store_->RenderMetrics(&m);
+  metrics_.Render(&m);
   EXPECT_NE(m.find("\ntrainwatch_runs_db_set_aside 2\n"), std::string::npos) << m;
   Create(R"({"id":"ghi","project":"p","name":"r3"})");
   Open();
@@ -271,7 +273,7 @@ TEST_F(RunStoreTest, DatabaseDamagedWhileServingIsReplacedWithTheRunsItHeld) {
   EXPECT_TRUE(r->empty());  // the history is in the copy
   EXPECT_TRUE(file::Exists(dir_ + "/runs.db.corrupt"));
   std::string m;
-  store_->RenderMetrics(&m);
+  metrics_.Render(&m);
   EXPECT_NE(m.find("\ntrainwatch_runs_db_set_aside 1\n"), std::string::npos) << m;
   // Every run is still listed, and survives a restart: the new file holds them.
   EXPECT_EQ(store_->List(Filter(), ListOptions()).size(), 2u);
@@ -283,7 +285,7 @@ TEST_F(RunStoreTest, DatabaseDamagedWhileServingIsReplacedWithTheRunsItHeld) {
   EXPECT_TRUE(store_->Get("def").ok());
   EXPECT_EQ(Steps("abc", "loss"), (std::vector<StepPoint>{{2, 1796218602000, 0.4}}));
   m.clear();
-  store_->RenderMetrics(&m);
+  metrics_.Render(&m);
   EXPECT_NE(m.find("\ntrainwatch_runs_db_set_aside 1\n"), std::string::npos) << m;
 }
 
