@@ -174,6 +174,39 @@ std::string GetMetrics(Api& api) {
   return api.Handle(m).body;
 }
 
+// /metrics renders the registry handed in ApiDeps.metrics: the Api's own
+// families (HTTP, TSDB) and the modules' in one list sorted by name, each
+// family once; the Api's registrations go with it.
+TEST_F(ApiTest, MetricsRenderTheSharedRegistry) {
+  common::metrics::Registry registry;
+  common::metrics::CounterFamily module("a_module_events_total", "Events of a module.", {"kind"});
+  common::metrics::Registration reg = registry.MustRegister({&module});
+  module.With({"x"}).Inc(2);
+  const std::string module_text =
+      "# HELP a_module_events_total Events of a module.\n"
+      "# TYPE a_module_events_total counter\n"
+      "a_module_events_total{kind=\"x\"} 2\n";
+  {
+    ApiDeps deps{db_.get(), &engine_, {}};
+    deps.metrics = &registry;
+    Api api(std::move(deps));
+    GetMetrics(api);
+    const std::string m = GetMetrics(api);
+    const size_t module_at = m.find(module_text);
+    const size_t http_at = m.find("trainwatch_http_requests_total{code=\"200\",handler=\"/metrics\"} 1\n");
+    const size_t tsdb_at = m.find("# TYPE trainwatch_tsdb_head_series gauge\n");
+    ASSERT_NE(module_at, std::string::npos) << m;
+    ASSERT_NE(http_at, std::string::npos) << m;
+    ASSERT_NE(tsdb_at, std::string::npos) << m;
+    EXPECT_LT(module_at, http_at);
+    EXPECT_LT(http_at, tsdb_at);
+    EXPECT_EQ(m.find("# TYPE trainwatch_tsdb_head_series", tsdb_at + 1), std::string::npos) << m;
+  }
+  std::string after;
+  registry.Render(&after);
+  EXPECT_EQ(after, module_text);
+}
+
 // --storage.max-series: a push with new series beyond the limit stores
 // the rest and answers 400 naming what was refused (not retried by
 // senders); /metrics counts the refusals.
