@@ -3,23 +3,12 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/metrics.h"
+
 namespace trainwatch::http {
 
-static void AppendShortestFixed(std::string* out, double v) {
-  char buf[400];  // fixed notation of DBL_MAX has 309 digits
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
-  out->append(buf, end);
-}
-
-void AppendPromFloat(std::string* out, double v) {
-  if (std::isnan(v)) {
-    out->append("NaN");
-  } else if (std::isinf(v)) {
-    out->append(v > 0 ? "+Inf" : "-Inf");
-  } else {
-    AppendShortestFixed(out, v);
-  }
-}
+// The same digits as /metrics values: one implementation.
+void AppendPromFloat(std::string* out, double v) { common::metrics::AppendValue(out, v); }
 
 void AppendExpositionFloat(std::string* out, double v) {
   if (std::isnan(v) || std::isinf(v)) {
@@ -35,7 +24,7 @@ void AppendExpositionFloat(std::string* out, double v) {
   if (*p == '+') p++;
   std::from_chars(p, end, exp);
   if (exp >= -4 && exp < 6) {
-    AppendShortestFixed(out, v);
+    AppendPromFloat(out, v);  // finite: the shortest fixed digits
     return;
   }
   out->append(sci.substr(0, e));
@@ -67,7 +56,7 @@ void AppendExportValue(std::string* out, double v) {
   } else if (std::isinf(v)) {
     out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
   } else {
-    AppendShortestFixed(out, v);
+    AppendPromFloat(out, v);  // finite: the shortest fixed digits
   }
 }
 
