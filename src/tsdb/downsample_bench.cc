@@ -61,11 +61,14 @@ Data* Get() {
         }
       }
       if (!app->Commit().ok()) std::abort();
+      // Persisted and compacted day by day, as the background loop would
+      // (one flush compacts at most 64 merges).
+      if (!out->db->Flush().ok()) std::abort();
     }
     const int64_t t1 = MonoNanos();
     if (!out->db->Flush().ok()) std::abort();
     const Stats st = out->db->GetStats();
-    std::fprintf(stderr, "built %zu series x %lld days: append %.1f s, flush+compact+downsample %.1f s; raw %llu blocks "
+    std::fprintf(stderr, "built %zu series x %lld days: append+flush+compact+downsample %.1f s, last flush %.1f s; raw %llu blocks "
                  "%.1f MiB, tiers %llu blocks %.1f MiB\n",
                  out->series, static_cast<long long>(kDays), static_cast<double>(t1 - t0) / 1e9,
                  static_cast<double>(MonoNanos() - t1) / 1e9, static_cast<unsigned long long>(st.blocks),
