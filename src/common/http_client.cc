@@ -1,5 +1,7 @@
 #include "common/http_client.h"
 
+#include <cctype>
+
 #include <httplib.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -11,10 +13,10 @@
 namespace trainwatch::common {
 namespace {
 
-using yaml::Bool;
 using yaml::CheckKeys;
 using yaml::Err;
-using yaml::Str;
+using yaml::OptBool;
+using yaml::OptStr;
 
 std::string TrimSpace(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
@@ -48,62 +50,63 @@ const std::set<std::string, std::less<>>& HttpClientConfigKeys() {
 }
 
 Status ParseHttpClientConfig(const YAML::Node& n, const std::string& w, HttpClientConfig* out) {
+  // prometheus/common's HTTPClientConfig.Validate, message for message.
   HttpClientConfig& c = *out;
   if (auto b = n["basic_auth"]; b && !b.IsNull()) {
-    RETURN_IF_ERROR(CheckKeys(b, w + ".basic_auth", {"username", "password", "password_file"}));
+    const std::string bw = w + ".basic_auth";
+    RETURN_IF_ERROR(CheckKeys(b, bw, {"username", "password", "password_file"}));
+    if (n["authorization"] && !n["authorization"].IsNull()) {
+      return Err(n, w, "at most one of basic_auth, oauth2 & authorization must be configured");
+    }
     c.has_basic_auth = true;
-    if (b["username"]) { ASSIGN_OR_RETURN(c.basic_user, Str(b["username"], w + ".basic_auth.username")); }
-    if (b["password"]) { ASSIGN_OR_RETURN(c.basic_password, Str(b["password"], w + ".basic_auth.password")); }
-    if (b["password_file"]) { ASSIGN_OR_RETURN(c.basic_password_file, Str(b["password_file"], w + ".basic_auth.password_file")); }
+    RETURN_IF_ERROR(OptStr(b, "username", bw, &c.basic_user));
+    RETURN_IF_ERROR(OptStr(b, "password", bw, &c.basic_password));
+    RETURN_IF_ERROR(OptStr(b, "password_file", bw, &c.basic_password_file));
     if (!c.basic_password.empty() && !c.basic_password_file.empty()) {
-      return Err(w + ".basic_auth", "at most one of basic_auth password & password_file must be configured");
+      return Err(b, bw, "at most one of basic_auth password & password_file must be configured");
     }
   }
   int auth_kinds = 0;
   if (auto a = n["authorization"]; a && !a.IsNull()) {
     auth_kinds++;
-    RETURN_IF_ERROR(CheckKeys(a, w + ".authorization", {"type", "credentials", "credentials_file"}));
-    if (a["type"]) { ASSIGN_OR_RETURN(c.auth_type, Str(a["type"], w + ".authorization.type")); }
+    const std::string aw = w + ".authorization";
+    RETURN_IF_ERROR(CheckKeys(a, aw, {"type", "credentials", "credentials_file"}));
+    RETURN_IF_ERROR(OptStr(a, "type", aw, &c.auth_type));
     if (c.auth_type.empty()) c.auth_type = "Bearer";
-    if (c.auth_type == "Basic" || c.auth_type == "basic") {
-      return Err(w + ".authorization.type", "authorization type cannot be set to \"basic\", use \"basic_auth\" instead");
-    }
-    if (a["credentials"]) { ASSIGN_OR_RETURN(c.credentials, Str(a["credentials"], w + ".authorization.credentials")); }
-    if (a["credentials_file"]) {
-      ASSIGN_OR_RETURN(c.credentials_file, Str(a["credentials_file"], w + ".authorization.credentials_file"));
-    }
+    std::string lower = c.auth_type;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == "basic") return Err(a, aw, "authorization type cannot be set to \"basic\", use \"basic_auth\" instead");
+    RETURN_IF_ERROR(OptStr(a, "credentials", aw, &c.credentials));
+    RETURN_IF_ERROR(OptStr(a, "credentials_file", aw, &c.credentials_file));
     if (!c.credentials.empty() && !c.credentials_file.empty()) {
-      return Err(w + ".authorization", "at most one of authorization credentials & credentials_file must be configured");
+      return Err(a, aw, "at most one of authorization credentials & credentials_file must be configured");
     }
   }
   if (n["bearer_token"] || n["bearer_token_file"]) {
     auth_kinds++;
-    if (n["authorization"]) {
-      return Err(w, "authorization is not compatible with bearer_token & bearer_token_file");
-    }
+    if (n["authorization"]) return Err(n, w, "authorization is not compatible with bearer_token & bearer_token_file");
     if (n["bearer_token"] && n["bearer_token_file"]) {
-      return Err(w, "at most one of bearer_token & bearer_token_file must be configured");
+      return Err(n, w, "at most one of bearer_token & bearer_token_file must be configured");
     }
-    if (n["bearer_token"]) { ASSIGN_OR_RETURN(c.credentials, Str(n["bearer_token"], w + ".bearer_token")); }
-    if (n["bearer_token_file"]) { ASSIGN_OR_RETURN(c.credentials_file, Str(n["bearer_token_file"], w + ".bearer_token_file")); }
+    RETURN_IF_ERROR(OptStr(n, "bearer_token", w, &c.credentials));
+    RETURN_IF_ERROR(OptStr(n, "bearer_token_file", w, &c.credentials_file));
   }
   if (c.has_basic_auth && auth_kinds > 0) {
-    return Err(w, "at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
+    return Err(n, w, "at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
   }
   if (auto t = n["tls_config"]; t && !t.IsNull()) {
-    std::string tw = w + ".tls_config";
+    const std::string tw = w + ".tls_config";
     RETURN_IF_ERROR(CheckKeys(t, tw, {"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify", "min_version"}));
-    if (t["ca_file"]) { ASSIGN_OR_RETURN(c.tls.ca_file, Str(t["ca_file"], tw + ".ca_file")); }
-    if (t["cert_file"]) { ASSIGN_OR_RETURN(c.tls.cert_file, Str(t["cert_file"], tw + ".cert_file")); }
-    if (t["key_file"]) { ASSIGN_OR_RETURN(c.tls.key_file, Str(t["key_file"], tw + ".key_file")); }
-    if (t["server_name"]) { ASSIGN_OR_RETURN(c.tls.server_name, Str(t["server_name"], tw + ".server_name")); }
-    if (t["insecure_skip_verify"]) {
-      ASSIGN_OR_RETURN(c.tls.insecure_skip_verify, Bool(t["insecure_skip_verify"], tw + ".insecure_skip_verify"));
-    }
+    RETURN_IF_ERROR(OptStr(t, "ca_file", tw, &c.tls.ca_file));
+    RETURN_IF_ERROR(OptStr(t, "cert_file", tw, &c.tls.cert_file));
+    RETURN_IF_ERROR(OptStr(t, "key_file", tw, &c.tls.key_file));
+    RETURN_IF_ERROR(OptStr(t, "server_name", tw, &c.tls.server_name));
+    RETURN_IF_ERROR(OptBool(t, "insecure_skip_verify", tw, &c.tls.insecure_skip_verify));
     if (c.tls.cert_file.empty() != c.tls.key_file.empty()) {
-      return Err(tw, "client cert file and client key file must both be specified");
+      return Err(t, tw, "client cert file and client key file must both be specified");
     }
   }
+  RETURN_IF_ERROR(OptBool(n, "follow_redirects", w, &c.follow_redirects));
   return Status::OK();
 }
 

@@ -36,6 +36,8 @@ struct HttpClientConfig {
   // header is "<auth_type> <credentials>"; a file is read at each request.
   std::string auth_type = "Bearer", credentials, credentials_file;
   TlsConfig tls;
+  // follow_redirects: read when the caller allows the key (Alertmanager's receivers).
+  bool follow_redirects = true;
 };
 
 // The keys of a mapping that ParseHttpClientConfig reads.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/file.h"
+#include "common/yaml.h"
 
 namespace trainwatch::http {
 namespace {
@@ -23,10 +24,7 @@ std::string Hex(const unsigned char* p, size_t n) {
   return out;
 }
 
-Status Err(const YAML::Node& n, std::string_view field, std::string_view msg) {
-  std::string line = n.Mark().line >= 0 ? "line " + std::to_string(n.Mark().line + 1) + ": " : "";
-  return Status::InvalidArgument(line + std::string(field) + ": " + std::string(msg));
-}
+using common::yaml::Err;  // "line N: <field>: <message>", as every config file
 
 // POSTs that only read: queries and lookups, which Prometheus, Loki and the
 // UI send as forms when a GET's URL would be too long.

@@ -7,87 +7,30 @@
 
 #include "base/file.h"
 #include "base/units.h"
+#include "common/yaml.h"
 #include "http/basic_auth.h"
 
 namespace trainwatch::http {
 namespace {
 
-std::string Line(const YAML::Node& n) {
-  return n.Mark().line >= 0 ? "line " + std::to_string(n.Mark().line + 1) + ": " : "";
-}
-
-Status Err(const YAML::Node& n, std::string_view field, std::string_view msg) {
-  return Status::InvalidArgument(Line(n) + std::string(field) + ": " + std::string(msg));
-}
+// One YAML reader for every config file (common/yaml.h): "line N: <field>: <message>".
+using common::yaml::Bool;
+using common::yaml::CheckKeys;
+using common::yaml::Err;
+using common::yaml::Int;
+using common::yaml::LinePrefix;
+using common::yaml::Map;
+using common::yaml::Str;
+using common::yaml::StrList;
 
 std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-// Every key of mapping `n` (at `where`) is in `allowed` and appears once.
-// `later` are keys of newer exporter-toolkit versions that trainwatch does
-// not implement: refused by name, so a security setting is never ignored.
-Status CheckKeys(const YAML::Node& n, std::string_view where, const std::set<std::string_view>& allowed,
-                 const std::set<std::string_view>& later = {}) {
-  std::set<std::string> seen;
-  for (const auto& kv : n) {
-    if (!kv.first.IsScalar()) return Err(kv.first, where, "keys must be strings");
-    const std::string& key = kv.first.Scalar();
-    std::string field = where.empty() ? key : std::string(where) + "." + key;
-    if (later.contains(key)) {
-      return Err(kv.first, field, "not supported by trainwatch (a newer exporter-toolkit setting); remove it");
-    }
-    if (!allowed.contains(key)) {
-      std::string list;
-      for (std::string_view a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      return Err(kv.first, where.empty() ? "web config" : where,
-                 "unknown field " + Quote(key) + " (the fields are " + list + ")");
-    }
-    if (!seen.insert(key).second) return Err(kv.first, field, "given twice");
-  }
-  return Status::OK();
-}
-
-// A mapping, or null (absent): false for null.
-Result<bool> Map(const YAML::Node& n, std::string_view field) {
-  if (!n || n.IsNull()) return false;
-  if (!n.IsMap()) return Err(n, field, "expected a mapping");
-  return true;
-}
-
-Result<std::string> String(const YAML::Node& n, std::string_view field) {
-  if (!n || n.IsNull()) return std::string();
-  if (!n.IsScalar()) return Err(n, field, "expected a string");
-  return n.Scalar();
-}
-
-Result<std::vector<std::string>> Strings(const YAML::Node& n, std::string_view field) {
-  std::vector<std::string> out;
-  if (!n || n.IsNull()) return out;
-  if (!n.IsSequence()) return Err(n, field, "expected a list of strings");
-  for (const auto& e : n) {
-    if (!e.IsScalar()) return Err(e, field, "expected a list of strings");
-    out.push_back(e.Scalar());
-  }
-  return out;
-}
-
-Result<bool> Bool(const YAML::Node& n, std::string_view field) {
-  bool b = false;
-  if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b)) return Err(n, field, "expected true or false");
-  return b;
-}
-
-Result<int64_t> Int(const YAML::Node& n, std::string_view field) {
-  int64_t v = 0;
-  if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) return Err(n, field, "expected an integer");
-  return v;
-}
 
 // A file named by the config, relative to the config's directory.
 Result<std::string> ReadNamed(const YAML::Node& n, std::string_view field, const std::string& dir,
                               std::string* where) {
-  ASSIGN_OR_RETURN(std::string path, String(n, field));
+  ASSIGN_OR_RETURN(std::string path, Str(n, field));
   if (!path.empty() && path[0] != '/' && !dir.empty()) path = dir + "/" + path;
-  *where = Line(n) + std::string(field) + " (" + path + ")";
+  *where = LinePrefix(n) + std::string(field) + " (" + path + ")";
   std::string data;
   if (Status s = file::ReadFile(path, &data); !s.ok()) return Err(n, field, s.message());
   return data;
@@ -114,7 +57,7 @@ constexpr std::string_view kTls13Suites[] = {"TLS_AES_128_GCM_SHA256", "TLS_AES_
                                              "TLS_CHACHA20_POLY1305_SHA256"};
 
 Result<int> TlsVersion(const YAML::Node& n, std::string_view field) {
-  ASSIGN_OR_RETURN(std::string v, String(n, field));
+  ASSIGN_OR_RETURN(std::string v, Str(n, field));
   static const std::pair<std::string_view, int> kVersions[] = {
       {"TLS10", 0x0301}, {"TLS11", 0x0302}, {"TLS12", 0x0303}, {"TLS13", 0x0304}};
   for (const auto& [name, wire] : kVersions) {
@@ -137,8 +80,8 @@ Status ParseTls(const YAML::Node& t, const std::string& dir, WebConfig* c) {
     const YAML::Node in = t[std::string(inline_key)], file = t[std::string(file_key)];
     std::string in_field = "tls_server_config." + std::string(inline_key);
     std::string file_field = "tls_server_config." + std::string(file_key);
-    ASSIGN_OR_RETURN(std::string text, String(in, in_field));
-    ASSIGN_OR_RETURN(std::string path, String(file, file_field));
+    ASSIGN_OR_RETURN(std::string text, Str(in, in_field));
+    ASSIGN_OR_RETURN(std::string path, Str(file, file_field));
     if (!text.empty() && !path.empty()) {
       return Err(file, file_field, "give " + std::string(inline_key) + " or " + std::string(file_key) + ", not both");
     }
@@ -146,7 +89,7 @@ Status ParseTls(const YAML::Node& t, const std::string& dir, WebConfig* c) {
       ASSIGN_OR_RETURN(*out, ReadNamed(file, file_field, dir, where));
     } else if (!text.empty()) {
       *out = std::move(text);
-      *where = Line(in) + in_field;
+      *where = LinePrefix(in) + in_field;
     }
     return Status::OK();
   };
@@ -154,7 +97,7 @@ Status ParseTls(const YAML::Node& t, const std::string& dir, WebConfig* c) {
   RETURN_IF_ERROR(pem("key", "key_file", &tls.key_pem, &tls.key_where));
   RETURN_IF_ERROR(pem("client_ca", "client_ca_file", &tls.client_ca_pem, &tls.client_ca_where));
   const YAML::Node auth = t["client_auth_type"];
-  ASSIGN_OR_RETURN(std::string auth_type, String(auth, "tls_server_config.client_auth_type"));
+  ASSIGN_OR_RETURN(std::string auth_type, Str(auth, "tls_server_config.client_auth_type"));
   static const std::pair<std::string_view, ClientAuth> kAuth[] = {
       {"", ClientAuth::kNoClientCert},
       {"NoClientCert", ClientAuth::kNoClientCert},
@@ -184,7 +127,7 @@ Status ParseTls(const YAML::Node& t, const std::string& dir, WebConfig* c) {
                "(set client_auth_type: RequireAndVerifyClientCert)");
   }
   const YAML::Node sans = t["client_allowed_sans"];
-  ASSIGN_OR_RETURN(tls.client_allowed_sans, Strings(sans, "tls_server_config.client_allowed_sans"));
+  ASSIGN_OR_RETURN(tls.client_allowed_sans, StrList(sans, "tls_server_config.client_allowed_sans"));
   if (sans && !sans.IsNull() && tls.client_auth != ClientAuth::kRequireAnyClientCert &&
       tls.client_auth != ClientAuth::kRequireAndVerifyClientCert) {
     return Err(sans, "tls_server_config.client_allowed_sans",
@@ -201,12 +144,12 @@ Status ParseTls(const YAML::Node& t, const std::string& dir, WebConfig* c) {
                "is below min_version: no TLS version would be left");
   }
   const YAML::Node suites = t["cipher_suites"];
-  ASSIGN_OR_RETURN(std::vector<std::string> names, Strings(suites, "tls_server_config.cipher_suites"));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, StrList(suites, "tls_server_config.cipher_suites"));
   for (const std::string& s : names) {
     if (std::find(std::begin(kTls12Suites), std::end(kTls12Suites), s) != std::end(kTls12Suites)) {
       tls.cipher_suites.push_back(s);
     } else if (std::find(std::begin(kTls13Suites), std::end(kTls13Suites), s) != std::end(kTls13Suites)) {
-      c->warnings.push_back(Line(suites) + "tls_server_config.cipher_suites: " + s +
+      c->warnings.push_back(LinePrefix(suites) + "tls_server_config.cipher_suites: " + s +
                             " ignored: TLS 1.3 suites are not configurable (as in Prometheus)");
     } else {
       return Err(suites, "tls_server_config.cipher_suites", "unknown cipher " + Quote(s));
@@ -220,7 +163,7 @@ Status ParseTls(const YAML::Node& t, const std::string& dir, WebConfig* c) {
     ASSIGN_OR_RETURN(tls.prefer_server_cipher_suites, Bool(p, "tls_server_config.prefer_server_cipher_suites"));
   }
   const YAML::Node curves = t["curve_preferences"];
-  ASSIGN_OR_RETURN(names, Strings(curves, "tls_server_config.curve_preferences"));
+  ASSIGN_OR_RETURN(names, StrList(curves, "tls_server_config.curve_preferences"));
   static const std::pair<std::string_view, std::string_view> kCurves[] = {
       {"CurveP256", "P-256"}, {"CurveP384", "P-384"}, {"CurveP521", "P-521"}, {"X25519", "X25519"}};
   for (const std::string& s : names) {
@@ -235,7 +178,7 @@ Status ParseTls(const YAML::Node& t, const std::string& dir, WebConfig* c) {
     for (std::string_view k : {"client_allowed_sans", "min_version", "max_version", "cipher_suites",
                                "prefer_server_cipher_suites", "curve_preferences"}) {
       if (t[std::string(k)]) {
-        c->warnings.push_back(Line(t[std::string(k)]) + "tls_server_config." + std::string(k) +
+        c->warnings.push_back(LinePrefix(t[std::string(k)]) + "tls_server_config." + std::string(k) +
                               " has no effect: without cert_file and key_file TLS is off (as in Prometheus)");
       }
     }
@@ -279,7 +222,7 @@ Status ParseHttp(const YAML::Node& h, WebConfig* c) {
                      "X-Frame-Options, X-XSS-Protection and Content-Security-Policy, as in Prometheus)");
     }
     if (!seen.insert(name).second) return Err(kv.first, field, "given twice");
-    ASSIGN_OR_RETURN(std::string value, String(kv.second, field));
+    ASSIGN_OR_RETURN(std::string value, Str(kv.second, field));
     if (std::any_of(value.begin(), value.end(), [](char ch) { return (ch >= 0 && ch < 0x20 && ch != '\t') || ch == 0x7f; })) {
       return Err(kv.second, field, "control characters are not allowed in a header value");
     }
@@ -305,7 +248,7 @@ Status ParseUsers(const YAML::Node& u, WebConfig* c) {
     if (user.find(':') != std::string::npos) {
       return Err(kv.first, field, "a user name can not contain ':' (basic auth could never send it)");
     }
-    ASSIGN_OR_RETURN(std::string hash, String(kv.second, field));
+    ASSIGN_OR_RETURN(std::string hash, Str(kv.second, field));
     if (!IsBcryptHash(hash)) {
       return Err(kv.second, field,
                  "not a bcrypt hash: expected $2y$, $2b$ or $2a$, a cost of 04 to 31 and 53 more characters, "
@@ -321,7 +264,7 @@ Status ParseRateLimit(const YAML::Node& r, WebConfig* c) {
   if (!present) return Status::OK();
   RETURN_IF_ERROR(CheckKeys(r, "rate_limit", {"interval", "burst"}));
   if (const YAML::Node v = r["interval"]; v && !v.IsNull()) {
-    ASSIGN_OR_RETURN(std::string s, String(v, "rate_limit.interval"));
+    ASSIGN_OR_RETURN(std::string s, Str(v, "rate_limit.interval"));
     auto ms = ParseDurationMs(s);
     if (!ms.ok()) return Err(v, "rate_limit.interval", ms.error().message());
     c->rate_limit_interval_ms = *ms;

@@ -11,73 +11,23 @@
 
 #include "base/file.h"
 #include "base/units.h"
+#include "common/yaml.h"
 #include "notify/templates.h"
 
 namespace trainwatch::notify {
 namespace {
 
-using KeySet = std::set<std::string, std::less<>>;
-
-Status Err(const YAML::Node& n, const std::string& where, const std::string& msg) {
-  std::string prefix;
-  if (n.IsDefined() && n.Mark().line >= 0) prefix = "line " + std::to_string(n.Mark().line + 1) + ": ";
-  return Status::InvalidArgument(prefix + where + ": " + msg);
-}
-
-Result<std::string> Str(const YAML::Node& n, const std::string& where) {
-  if (!n || n.IsNull()) return std::string();
-  if (!n.IsScalar()) return Err(n, where, "expected a string");
-  return n.Scalar();
-}
-
-Result<bool> Bool(const YAML::Node& n, const std::string& where) {
-  if (!n.IsScalar()) return Err(n, where, "expected true or false");
-  const std::string& s = n.Scalar();
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  return Err(n, where, "invalid boolean \"" + s + "\"");
-}
-
-Result<int64_t> Dur(const YAML::Node& n, const std::string& where) {
-  ASSIGN_OR_RETURN(std::string s, Str(n, where));
-  auto d = ParseDurationMs(s);
-  if (!d.ok()) return Err(n, where, d.error().message());
-  return *d;
-}
-
-Status CheckKeys(const YAML::Node& n, const std::string& where, const KeySet& allowed) {
-  if (!n.IsMap()) return Err(n, where, "expected a mapping");
-  for (const auto& kv : n) {
-    std::string k = kv.first.as<std::string>();
-    if (!allowed.contains(k)) return Err(kv.first, where, "field " + k + " not found in type config");
-  }
-  return Status::OK();
-}
-
-Result<std::vector<std::string>> StrList(const YAML::Node& n, const std::string& where) {
-  std::vector<std::string> out;
-  if (!n || n.IsNull()) return out;
-  if (!n.IsSequence()) return Err(n, where, "expected a list of strings");
-  for (size_t i = 0; i < n.size(); i++) {
-    ASSIGN_OR_RETURN(std::string s, Str(n[i], where + "[" + std::to_string(i) + "]"));
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-// Sets *out when the key is present.
-Status OptStr(const YAML::Node& parent, const char* key, const std::string& where, std::string* out) {
-  YAML::Node n = parent[key];
-  if (!n) return Status::OK();
-  ASSIGN_OR_RETURN(*out, Str(n, where + "." + key));
-  return Status::OK();
-}
-Status OptBool(const YAML::Node& parent, const char* key, const std::string& where, bool* out) {
-  YAML::Node n = parent[key];
-  if (!n || n.IsNull()) return Status::OK();
-  ASSIGN_OR_RETURN(*out, Bool(n, where + "." + key));
-  return Status::OK();
-}
+// One YAML reader for every config file (common/yaml.h): errors are
+// "line N: <field>: <message>".
+using common::yaml::Bool;
+using common::yaml::CheckKeys;
+using common::yaml::Dur;
+using common::yaml::Err;
+using common::yaml::KeySet;
+using common::yaml::OptBool;
+using common::yaml::OptStr;
+using common::yaml::Str;
+using common::yaml::StrList;
 
 std::string Lower(std::string_view s) {
   std::string o(s);
@@ -85,61 +35,18 @@ std::string Lower(std::string_view s) {
   return o;
 }
 
-// prometheus/common's HTTPClientConfig with its validation messages.
+// A receiver's (or the global) http_config: common/'s parser, with the keys
+// Alertmanager 0.25 takes. Present, it replaces the global one whole, as
+// Alertmanager's `if c.HTTPConfig == nil { c.HTTPConfig = global.HTTPConfig }`
+// (not field by field). proxy_url and enable_http2 are accepted and have no
+// effect; oauth2 is refused by name.
 Status ParseHttpConfig(const YAML::Node& n, const std::string& where, HttpConfig* h) {
   if (!n || n.IsNull()) return Status::OK();
-  RETURN_IF_ERROR(CheckKeys(n, where, {"basic_auth", "authorization", "bearer_token", "bearer_token_file",
-                                       "tls_config", "proxy_url", "follow_redirects", "enable_http2", "oauth2"}));
-  if (n["oauth2"]) return Err(n["oauth2"], where + ".oauth2", "not supported by trainwatch");
-  bool auth = false;
-  if (auto a = n["authorization"]; a && !a.IsNull()) {
-    RETURN_IF_ERROR(CheckKeys(a, where + ".authorization", {"type", "credentials", "credentials_file"}));
-    RETURN_IF_ERROR(OptStr(a, "type", where + ".authorization", &h->authorization_type));
-    RETURN_IF_ERROR(OptStr(a, "credentials", where + ".authorization", &h->authorization_credentials));
-    RETURN_IF_ERROR(OptStr(a, "credentials_file", where + ".authorization", &h->authorization_credentials_file));
-    if (Lower(h->authorization_type) == "basic") {
-      return Err(a, where + ".authorization", "authorization type cannot be set to \"basic\", use \"basic_auth\" instead");
-    }
-    if (!h->authorization_credentials.empty() && !h->authorization_credentials_file.empty()) {
-      return Err(a, where + ".authorization", "at most one of authorization credentials & credentials_file must be configured");
-    }
-    auth = true;
-  }
-  if (n["bearer_token"] || n["bearer_token_file"]) {
-    if (auth) return Err(n, where, "authorization is not compatible with bearer_token & bearer_token_file");
-    if (n["bearer_token"] && n["bearer_token_file"]) {
-      return Err(n, where, "at most one of bearer_token & bearer_token_file must be configured");
-    }
-    RETURN_IF_ERROR(OptStr(n, "bearer_token", where, &h->authorization_credentials));
-    RETURN_IF_ERROR(OptStr(n, "bearer_token_file", where, &h->authorization_credentials_file));
-    auth = true;
-  }
-  if (auth && h->authorization_type.empty()) h->authorization_type = "Bearer";
-  if (auto b = n["basic_auth"]; b && !b.IsNull()) {
-    RETURN_IF_ERROR(CheckKeys(b, where + ".basic_auth", {"username", "password", "password_file"}));
-    if (n["authorization"]) return Err(n, where, "at most one of basic_auth, oauth2 & authorization must be configured");
-    if (auth) return Err(n, where, "at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
-    h->has_basic_auth = true;
-    RETURN_IF_ERROR(OptStr(b, "username", where + ".basic_auth", &h->basic_auth_username));
-    RETURN_IF_ERROR(OptStr(b, "password", where + ".basic_auth", &h->basic_auth_password));
-    RETURN_IF_ERROR(OptStr(b, "password_file", where + ".basic_auth", &h->basic_auth_password_file));
-    if (!h->basic_auth_password.empty() && !h->basic_auth_password_file.empty()) {
-      return Err(b, where + ".basic_auth", "at most one of basic_auth password & password_file must be configured");
-    }
-  }
-  if (auto t = n["tls_config"]; t && !t.IsNull()) {
-    RETURN_IF_ERROR(CheckKeys(t, where + ".tls_config", {"insecure_skip_verify", "ca_file", "cert_file", "key_file", "server_name", "min_version"}));
-    RETURN_IF_ERROR(OptBool(t, "insecure_skip_verify", where + ".tls_config", &h->insecure_skip_verify));
-    RETURN_IF_ERROR(OptStr(t, "ca_file", where + ".tls_config", &h->ca_file));
-    RETURN_IF_ERROR(OptStr(t, "cert_file", where + ".tls_config", &h->cert_file));
-    RETURN_IF_ERROR(OptStr(t, "key_file", where + ".tls_config", &h->key_file));
-    RETURN_IF_ERROR(OptStr(t, "server_name", where + ".tls_config", &h->server_name));
-    if (h->cert_file.empty() != h->key_file.empty()) {
-      return Err(t, where + ".tls_config", "exactly one of cert_file and key_file is set; both are needed for a client certificate");
-    }
-  }
-  RETURN_IF_ERROR(OptBool(n, "follow_redirects", where, &h->follow_redirects));
-  return Status::OK();
+  KeySet keys(common::HttpClientConfigKeys().begin(), common::HttpClientConfigKeys().end());
+  keys.insert({"proxy_url", "follow_redirects", "enable_http2"});
+  RETURN_IF_ERROR(CheckKeys(n, where, keys, {"oauth2"}));
+  *h = HttpConfig{};
+  return common::ParseHttpClientConfig(n, where, h);
 }
 
 // Alertmanager's "at most one of a & b must be configured" for a config's own keys.
@@ -697,8 +604,8 @@ void ResolveHttpFiles(Config* cfg, const std::string& dir) {
     if (!p->empty() && (*p)[0] != '/') *p = dir + "/" + *p;
   };
   auto http = [&](HttpConfig& h) {
-    for (std::string* p : {&h.basic_auth_password_file, &h.authorization_credentials_file, &h.ca_file, &h.cert_file,
-                           &h.key_file}) {
+    for (std::string* p : {&h.basic_password_file, &h.credentials_file, &h.tls.ca_file, &h.tls.cert_file,
+                           &h.tls.key_file}) {
       join(p);
     }
   };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "common/http_client.h"
 #include "model/labels.h"
 #include "model/matcher.h"
 #include "notify/tz.h"
@@ -34,22 +35,12 @@ struct TemplateFile {
   std::string text;
 };
 
-// prometheus/common's HTTP client config as Alertmanager 0.25 takes it. The
-// *_file secrets are read (and trimmed) at each request, so a rotated file
-// is picked up; LoadConfigFile makes relative paths relative to the config
+// prometheus/common's HTTP client config as Alertmanager 0.25 takes it
+// (`http_config`): the one common/ parses for every module. The *_file
+// secrets are read (and trimmed) at each request, so a rotated file is
+// picked up; LoadConfigFile makes relative paths relative to the config
 // file, as Alertmanager.
-struct HttpConfig {
-  bool has_basic_auth = false;
-  std::string basic_auth_username;
-  std::string basic_auth_password;
-  std::string basic_auth_password_file;
-  std::string authorization_type;              // "Bearer" unless given
-  std::string authorization_credentials;       // both empty: no Authorization header
-  std::string authorization_credentials_file;  // also bearer_token_file
-  std::string ca_file, cert_file, key_file, server_name;  // tls_config
-  bool insecure_skip_verify = false;
-  bool follow_redirects = true;
-};
+using HttpConfig = common::HttpClientConfig;
 
 struct WebhookConfig {
   bool send_resolved = true;

@@ -76,8 +76,8 @@ TEST(NotifyConfigTest, LoadsAlertmanagerYaml) {
   EXPECT_EQ(cfg.route.routes[1].group_wait_ms, 1000);
   EXPECT_EQ(cfg.route.routes[1].group_interval_ms, 60000);  // inherited
   EXPECT_EQ(cfg.receivers[0].webhook[0].max_alerts, 5u);
-  EXPECT_EQ(cfg.receivers[0].webhook[0].http.authorization_type, "Bearer");
-  EXPECT_EQ(cfg.receivers[3].webhook[0].http.basic_auth_username, "u");
+  EXPECT_EQ(cfg.receivers[0].webhook[0].http.auth_type, "Bearer");
+  EXPECT_EQ(cfg.receivers[3].webhook[0].http.basic_user, "u");
   EXPECT_FALSE(cfg.receivers[3].webhook[0].send_resolved);
   EXPECT_EQ(cfg.receivers[4].email[0].smarthost, "localhost:25");
   EXPECT_EQ(cfg.receivers[4].email[0].headers.at("Subject"), "Alert {{ .GroupLabels.alertname }}");
@@ -162,7 +162,7 @@ TEST(NotifyConfigTest, SecretFileKeysAsAlertmanager025) {
             "\"basic\", use \"basic_auth\" instead");
   // 0.25 has no webhook url_file.
   EXPECT_EQ(err("receivers: [{name: a, webhook_configs: [{url_file: /p}]}]"),
-            "line 2: receivers[0].webhook_configs[0]: field url_file not found in type config");
+            "line 2: receivers[0].webhook_configs[0]: unknown field \"url_file\"");
   EXPECT_EQ(err("receivers: [{name: a, slack_configs: [{api_url_file: /p}]}]"), "ok");
   EXPECT_EQ(err("receivers: [{name: a, slack_configs: [{api_url: 'http://x', api_url_file: /p}]}]"),
             "line 2: receivers[0].slack_configs[0]: at most one of api_url & api_url_file must be configured");
@@ -196,9 +196,9 @@ TEST(NotifyConfigTest, HttpConfigFilesAreRelativeToTheConfigFile) {
   auto c = LoadConfigFile((dir / "am.yml").string());
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(c.ok()) << c.error().ToString();
-  EXPECT_EQ((*c)->receivers[0].webhook[0].http.basic_auth_password_file, (dir / "pw").string());
-  EXPECT_EQ((*c)->receivers[0].webhook[0].http.ca_file, "/etc/ca.pem");
-  EXPECT_EQ((*c)->receivers[0].webhook[0].http.server_name, "am.internal");  // was accepted, then dropped
+  EXPECT_EQ((*c)->receivers[0].webhook[0].http.basic_password_file, (dir / "pw").string());
+  EXPECT_EQ((*c)->receivers[0].webhook[0].http.tls.ca_file, "/etc/ca.pem");
+  EXPECT_EQ((*c)->receivers[0].webhook[0].http.tls.server_name, "am.internal");  // was accepted, then dropped
   EXPECT_EQ((*c)->receivers[0].slack[0].api_url_file, "url");  // as Alertmanager: only http_config files move
 }
 

@@ -37,11 +37,9 @@ Status Post(const std::string& url, const HttpConfig& h, const std::string& body
   auto parsed = common::Url::Parse(url);
   if (!parsed.ok()) return Status::InvalidArgument(what + ": " + parsed.status().message());
   const common::Url& u = *parsed;
-  // The shared client: TLS files, CA, verification and tls_config.server_name
-  // as every other module's http_config.
-  common::HttpClientConfig tls;
-  tls.tls = common::TlsConfig{h.ca_file, h.cert_file, h.key_file, h.server_name, h.insecure_skip_verify};
-  auto made = common::NewHttpClient(u.Base(), tls, o.timeout_ms);
+  // The shared client: TLS files, CA, verification and tls_config.server_name,
+  // and the authentication, as every other module's http_config.
+  auto made = common::NewHttpClient(u.Base(), h, o.timeout_ms);
   if (!made.ok()) {
     // A host that does not resolve (server_name) may later; a TLS file that
     // cannot be read stays so: not retried.
@@ -51,27 +49,12 @@ Status Post(const std::string& url, const HttpConfig& h, const std::string& body
   std::unique_ptr<httplib::Client> cli = std::move(*made);
   cli->set_keep_alive(false);
   cli->set_follow_location(h.follow_redirects);
-  httplib::Headers headers = {{"User-Agent", "Alertmanager/0.25.0 (trainwatch)"}};
+  std::vector<std::pair<std::string, std::string>> auth;
   // prometheus/common reads the secret files at each request: a network-like
-  // failure, so the delivery is retried.
-  if (h.has_basic_auth) {
-    std::string pw = h.basic_auth_password;
-    if (!h.basic_auth_password_file.empty()) {
-      auto r = ReadSecretFile(h.basic_auth_password_file);
-      if (!r.ok()) return Status::Unavailable(what + ": unable to read basic auth password file: " + r.error().message());
-      pw = std::move(*r);
-    }
-    cli->set_basic_auth(h.basic_auth_username, pw);
-  }
-  if (!h.authorization_credentials.empty() || !h.authorization_credentials_file.empty()) {
-    std::string cred = h.authorization_credentials;
-    if (!h.authorization_credentials_file.empty()) {
-      auto r = ReadSecretFile(h.authorization_credentials_file);
-      if (!r.ok()) return Status::Unavailable(what + ": unable to read authorization credentials file: " + r.error().message());
-      cred = std::move(*r);
-    }
-    headers.emplace("Authorization", h.authorization_type + " " + cred);
-  }
+  // failure (Unavailable), so the delivery is retried.
+  if (Status s = common::ApplyHttpAuth(h, cli.get(), &auth); !s.ok()) return s.Annotate(what);
+  httplib::Headers headers = {{"User-Agent", "Alertmanager/0.25.0 (trainwatch)"}};
+  for (auto& [k, v] : auth) headers.emplace(std::move(k), std::move(v));
   auto res = cli->Post(u.RequestUri(), headers, body, "application/json");
   if (!res) return Status::Unavailable(what + ": " + httplib::to_string(res.error()));
   int code = res->status;

@@ -22,11 +22,11 @@ using common::yaml::Uint;
 
 // "http://host:port/path?q" as base and path (with the query); InvalidArgument otherwise.
 template <typename C>
-Status SplitUrl(const std::string& url, const std::string& where, C* c) {
+Status SplitUrl(const YAML::Node& n, const std::string& url, const std::string& where, C* c) {
   auto u = common::Url::Parse(url);
-  if (!u.ok()) return Err(where, u.status().message());
+  if (!u.ok()) return Err(n, where, u.status().message());
   if (u->scheme != "http" && u->scheme != "https") {
-    return Err(where, "unsupported scheme \"" + u->scheme + "\" (want http or https)");
+    return Err(n, where, "unsupported scheme \"" + u->scheme + "\" (want http or https)");
   }
   c->base = u->Base();
   c->path = u->RequestUri();
@@ -58,21 +58,21 @@ Status ParseQueue(const YAML::Node& q, const std::string& w, QueueConfig* out) {
   if (q["max_retries"] || q["sample_age_limit"]) {
     TW_LOG(Warn, "{}: max_retries and sample_age_limit are not used by trainwatch; failed sends retry until they succeed", w);
   }
-  if (out->max_samples_per_send == 0) return Err(w + ".max_samples_per_send", "must be positive");
-  if (out->capacity == 0) return Err(w + ".capacity", "must be positive");
-  if (out->max_shards == 0) return Err(w + ".max_shards", "must be positive");
+  if (out->max_samples_per_send == 0) return Err(q, w + ".max_samples_per_send", "must be positive");
+  if (out->capacity == 0) return Err(q, w + ".capacity", "must be positive");
+  if (out->max_shards == 0) return Err(q, w + ".max_shards", "must be positive");
   if (out->min_shards == 0) out->min_shards = 1;
-  if (out->min_shards > out->max_shards) return Err(w + ".min_shards", "must not exceed max_shards");
-  if (out->batch_send_deadline_ms <= 0) return Err(w + ".batch_send_deadline", "must be positive");
-  if (out->min_backoff_ms <= 0) return Err(w + ".min_backoff", "must be positive");
-  if (out->max_backoff_ms < out->min_backoff_ms) return Err(w + ".max_backoff", "must not be below min_backoff");
+  if (out->min_shards > out->max_shards) return Err(q, w + ".min_shards", "must not exceed max_shards");
+  if (out->batch_send_deadline_ms <= 0) return Err(q, w + ".batch_send_deadline", "must be positive");
+  if (out->min_backoff_ms <= 0) return Err(q, w + ".min_backoff", "must be positive");
+  if (out->max_backoff_ms < out->min_backoff_ms) return Err(q, w + ".max_backoff", "must not be below min_backoff");
   return Status::OK();
 }
 
 // `headers:` of a remote_write or remote_read entry.
 Status ParseHeaders(const YAML::Node& h, const std::string& w, std::vector<std::pair<std::string, std::string>>* out) {
   if (!h || h.IsNull()) return Status::OK();
-  if (!h.IsMap()) return Err(w + ".headers", "expected a mapping of header name to value");
+  if (!h.IsMap()) return Err(h, w + ".headers", "expected a mapping of header name to value");
   for (const auto& kv : h) {
     std::string k = kv.first.as<std::string>();
     ASSIGN_OR_RETURN(std::string v, Str(kv.second, w + ".headers." + k));
@@ -83,7 +83,7 @@ Status ParseHeaders(const YAML::Node& h, const std::string& w, std::vector<std::
         "x-prometheus-remote-write-version", "x-prometheus-remote-read-version"};
     std::string lower;
     for (char ch : k) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
-    if (kReserved.contains(lower)) return Err(w + ".headers", "\"" + k + "\" is a reserved header; it cannot be set");
+    if (kReserved.contains(lower)) return Err(kv.first, w + ".headers", "\"" + k + "\" is a reserved header; it cannot be set");
     out->emplace_back(k, v);
   }
   return Status::OK();
@@ -98,7 +98,7 @@ Status CheckEntryKeys(const YAML::Node& n, const std::string& w, const std::set<
       TW_LOG(Warn, "{}: field \"{}\" is not supported by trainwatch; ignored", w, k);
       continue;
     }
-    return Err(w, "unknown field \"" + k + "\"");
+    return Err(kv.first, w, "unknown field \"" + k + "\"");
   }
   return Status::OK();
 }
@@ -121,13 +121,13 @@ Result<model::Labels> ExternalLabels(const YAML::Node& root) {
 // base and path), name, remote_timeout, headers and http_config.
 template <typename C>
 Status ParseCommon(const YAML::Node& n, const std::string& w, C* c) {
-  if (!n["url"] || n["url"].IsNull()) return Err(w + ".url", "missing");
+  if (!n["url"] || n["url"].IsNull()) return Err(n, w + ".url", "missing");
   ASSIGN_OR_RETURN(c->url, Str(n["url"], w + ".url"));
-  RETURN_IF_ERROR(SplitUrl(c->url, w + ".url", c));
+  RETURN_IF_ERROR(SplitUrl(n["url"], c->url, w + ".url", c));
   if (n["name"]) { ASSIGN_OR_RETURN(c->name, Str(n["name"], w + ".name")); }
   if (n["remote_timeout"]) {
     ASSIGN_OR_RETURN(c->remote_timeout_ms, Dur(n["remote_timeout"], w + ".remote_timeout"));
-    if (c->remote_timeout_ms <= 0) return Err(w + ".remote_timeout", "must be positive");
+    if (c->remote_timeout_ms <= 0) return Err(n["remote_timeout"], w + ".remote_timeout", "must be positive");
   }
   RETURN_IF_ERROR(ParseHeaders(n["headers"], w, &c->headers));
   return common::ParseHttpClientConfig(n, w, &c->http);
@@ -135,7 +135,7 @@ Status ParseCommon(const YAML::Node& n, const std::string& w, C* c) {
 
 Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
   RemoteWriteConfig c;
-  if (!n.IsMap()) return Err(w, "expected a mapping");
+  if (!n.IsMap()) return Err(n, w, "expected a mapping");
   RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "write_relabel_configs", "queue_config",
                                         "send_native_histograms"}));
   RETURN_IF_ERROR(ParseCommon(n, w, &c));
@@ -152,15 +152,15 @@ Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
 
 Result<RemoteReadConfig> ParseReadOne(const YAML::Node& n, const std::string& w) {
   RemoteReadConfig c;
-  if (!n.IsMap()) return Err(w, "expected a mapping");
+  if (!n.IsMap()) return Err(n, w, "expected a mapping");
   RETURN_IF_ERROR(CheckEntryKeys(n, w, {"url", "name", "remote_timeout", "headers", "required_matchers", "read_recent",
                                         "filter_external_labels"}));
   RETURN_IF_ERROR(ParseCommon(n, w, &c));
   if (auto m = n["required_matchers"]; m && !m.IsNull()) {
-    if (!m.IsMap()) return Err(w + ".required_matchers", "expected a mapping of label name to value");
+    if (!m.IsMap()) return Err(m, w + ".required_matchers", "expected a mapping of label name to value");
     for (const auto& kv : m) {
       const std::string k = kv.first.as<std::string>();
-      if (!model::IsValidLabelName(k)) return Err(w + ".required_matchers", "invalid label name \"" + k + "\"");
+      if (!model::IsValidLabelName(k)) return Err(kv.first, w + ".required_matchers", "invalid label name \"" + k + "\"");
       ASSIGN_OR_RETURN(std::string v, Str(kv.second, w + ".required_matchers." + k));
       c.required_matchers.push_back({k, v});
     }
@@ -182,7 +182,7 @@ Result<std::vector<C>> ParseEntries(const YAML::Node& root, const std::string& k
   if (!root || !root.IsMap()) return out;
   YAML::Node list = root[key];
   if (!list || list.IsNull()) return out;
-  if (!list.IsSequence()) return Status::InvalidArgument(key + ": expected a list");
+  if (!list.IsSequence()) return Err(list, key, "expected a list");
   ASSIGN_OR_RETURN(model::Labels ext, ExternalLabels(root));
   std::set<std::string> names;
   try {
@@ -190,7 +190,8 @@ Result<std::vector<C>> ParseEntries(const YAML::Node& root, const std::string& k
       const std::string w = key + "[" + std::to_string(i) + "]";
       ASSIGN_OR_RETURN(C c, one(list[i], w, ext));
       if (!names.insert(c.name).second) {
-        return Err(w + ".name", "found multiple " + what + " configs with job name \"" + c.name + "\"");
+        return Err(list[i]["name"] ? list[i]["name"] : list[i], w + ".name",
+                   "found multiple " + what + " configs with job name \"" + c.name + "\"");
       }
       out.push_back(std::move(c));
     }

@@ -83,24 +83,24 @@ TEST(RemoteWriteConfigTest, ErrorsNameTheField) {
     ASSERT_FALSE(c.ok()) << yaml;
     EXPECT_EQ(c.error().message(), want) << yaml;
   };
-  f("remote_write: {url: x}", "remote_write: expected a list");
-  f("remote_write: [{name: a}]", "remote_write[0].url: missing");
-  f("remote_write: [{url: 'ftp://h/x'}]", "remote_write[0].url: unsupported scheme \"ftp\" (want http or https)");
+  f("remote_write: {url: x}", "line 1: remote_write: expected a list");
+  f("remote_write: [{name: a}]", "line 1: remote_write[0].url: missing");
+  f("remote_write: [{url: 'ftp://h/x'}]", "line 1: remote_write[0].url: unsupported scheme \"ftp\" (want http or https)");
   f("remote_write: [{url: 'h:1/x'}]",
-    "remote_write[0].url: invalid URL \"h:1/x\": no scheme (want scheme://host[:port][/path])");
-  f("remote_write: [{url: 'http://h:x/y'}]", "remote_write[0].url: invalid URL \"http://h:x/y\": invalid port \":x\" after host");
-  f("remote_write: [{url: 'http://h/x', colour: red}]", "remote_write[0]: unknown field \"colour\"");
+    "line 1: remote_write[0].url: invalid URL \"h:1/x\": no scheme (want scheme://host[:port][/path])");
+  f("remote_write: [{url: 'http://h:x/y'}]", "line 1: remote_write[0].url: invalid URL \"http://h:x/y\": invalid port \":x\" after host");
+  f("remote_write: [{url: 'http://h/x', colour: red}]", "line 1: remote_write[0]: unknown field \"colour\"");
   f("remote_write: [{url: 'http://h/x', headers: {Authorization: x}}]",
-    "remote_write[0].headers: \"Authorization\" is a reserved header; it cannot be set");
+    "line 1: remote_write[0].headers: \"Authorization\" is a reserved header; it cannot be set");
   f("remote_write: [{url: 'http://h/x', queue_config: {capacity: lots}}]",
-    "remote_write[0].queue_config.capacity: invalid integer \"lots\"");
+    "line 1: remote_write[0].queue_config.capacity: invalid integer \"lots\"");
   f("remote_write: [{url: 'http://h/x', queue_config: {min_shards: 5, max_shards: 2}}]",
-    "remote_write[0].queue_config.min_shards: must not exceed max_shards");
-  f("remote_write: [{url: 'http://h/x', remote_timeout: 5x}]", "remote_write[0].remote_timeout: invalid duration \"5x\"");
+    "line 1: remote_write[0].queue_config.min_shards: must not exceed max_shards");
+  f("remote_write: [{url: 'http://h/x', remote_timeout: 5x}]", "line 1: remote_write[0].remote_timeout: invalid duration \"5x\"");
   f("remote_write: [{url: 'http://h/x', name: a}, {url: 'http://h/y', name: a}]",
-    "remote_write[1].name: found multiple remote write configs with job name \"a\"");
+    "line 1: remote_write[1].name: found multiple remote write configs with job name \"a\"");
   f("remote_write: [{url: 'http://h/x', bearer_token: t, basic_auth: {username: u}}]",
-    "remote_write[0]: at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
+    "line 1: remote_write[0]: at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
 }
 
 TEST(RemoteWriteConfigTest, UnchangedEntryKeepsItsName) {

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/units.h"
+#include "common/yaml.h"
 
 namespace trainwatch::rules {
 namespace {
@@ -23,8 +24,6 @@ std::string Rfc3339(int64_t ms) {
   return buf;
 }
 
-std::string Scalar(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string(); }
-
 }  // namespace
 
 std::string AlertmanagerTarget::AlertsPath() const {
@@ -35,67 +34,59 @@ std::string AlertmanagerTarget::AlertsPath() const {
 }
 
 Result<AlertingConfig> ParseAlertingConfig(const YAML::Node& alerting) {
+  using common::yaml::Err;
   AlertingConfig cfg;
   if (!alerting || alerting.IsNull()) return cfg;
-  if (!alerting.IsMap()) return Status::InvalidArgument("alerting: expected a mapping");
-  for (const auto& kv : alerting) {
-    std::string k = kv.first.Scalar();
-    if (k != "alertmanagers" && k != "alert_relabel_configs") {
-      return Status::InvalidArgument("alerting: unknown field \"" + k + "\"");
-    }
-  }
+  RETURN_IF_ERROR(common::yaml::CheckKeys(alerting, "alerting", {"alertmanagers", "alert_relabel_configs"}));
   ASSIGN_OR_RETURN(cfg.relabel_configs,
                    scrape::ParseRelabelConfigs(alerting["alert_relabel_configs"], "alerting.alert_relabel_configs"));
   const YAML::Node ams = alerting["alertmanagers"];
   if (!ams || ams.IsNull()) return cfg;
-  if (!ams.IsSequence()) return Status::InvalidArgument("alerting.alertmanagers: expected a list");
+  if (!ams.IsSequence()) return Err(ams, "alerting.alertmanagers", "expected a list");
   for (size_t i = 0; i < ams.size(); ++i) {
     const YAML::Node am = ams[i];
     const std::string where = "alerting.alertmanagers[" + std::to_string(i) + "]";
-    if (!am.IsMap()) return Status::InvalidArgument(where + ": expected a mapping");
+    if (!am.IsMap()) return Err(am, where, "expected a mapping");
     AlertmanagerTarget base;
     std::vector<std::string> targets;
     for (const auto& kv : am) {
       const std::string k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
+      const std::string field = where + "." + k;
       if (k == "scheme") {
-        base.scheme = Scalar(v);
-        if (base.scheme != "http" && base.scheme != "https") {
-          return Status::InvalidArgument(where + ".scheme: unsupported \"" + base.scheme + "\"");
-        }
+        ASSIGN_OR_RETURN(base.scheme, common::yaml::Str(v, field));
+        if (base.scheme != "http" && base.scheme != "https") return Err(v, field, "unsupported \"" + base.scheme + "\"");
       } else if (k == "path_prefix") {
-        base.path_prefix = Scalar(v);
+        ASSIGN_OR_RETURN(base.path_prefix, common::yaml::Str(v, field));
       } else if (k == "timeout") {
-        auto d = ParseDurationMs(Scalar(v));
-        if (!d.ok()) return d.error().Annotate(where + ".timeout");
-        if (*d <= 0) return Status::InvalidArgument(where + ".timeout: must be positive");
-        base.timeout_ms = *d;
+        ASSIGN_OR_RETURN(base.timeout_ms, common::yaml::Dur(v, field));
+        if (base.timeout_ms <= 0) return Err(v, field, "must be positive");
       } else if (k == "api_version") {
-        if (Scalar(v) != "v2") {
-          return Status::InvalidArgument(where + ".api_version: unsupported \"" + Scalar(v) +
-                                         "\" (Alertmanager 0.25 speaks v2)");
-        }
+        ASSIGN_OR_RETURN(std::string version, common::yaml::Str(v, field));
+        if (version != "v2") return Err(v, field, "unsupported \"" + version + "\" (Alertmanager 0.25 speaks v2)");
       } else if (k == "static_configs") {
-        if (!v.IsSequence()) return Status::InvalidArgument(where + ".static_configs: expected a list");
+        if (!v.IsSequence()) return Err(v, field, "expected a list");
         for (size_t j = 0; j < v.size(); ++j) {
+          const std::string tw = field + "[" + std::to_string(j) + "].targets";
           const YAML::Node t = v[j]["targets"];
           if (!t) continue;
-          if (!t.IsSequence()) {
-            return Status::InvalidArgument(where + ".static_configs[" + std::to_string(j) + "].targets: expected a list");
+          if (!t.IsSequence()) return Err(t, tw, "expected a list");
+          ASSIGN_OR_RETURN(std::vector<std::string> ts, common::yaml::StrList(t, tw));
+          for (size_t x = 0; x < ts.size(); x++) {
+            if (ts[x].empty()) return Err(t[x], tw, "empty target");
+            targets.push_back(std::move(ts[x]));
           }
-          for (const auto& x : t) targets.push_back(Scalar(x));
         }
       } else if (common::HttpClientConfigKeys().contains(k)) {
         // Read below, as one HTTP client config.
       } else if (k == "relabel_configs" || k == "enable_http2" || k == "follow_redirects") {
         // Accepted for compatibility; targets are used as written.
       } else {
-        return Status::InvalidArgument(where + ": unsupported field \"" + k + "\"");
+        return Err(kv.first, where, "unsupported field \"" + k + "\"");
       }
     }
     RETURN_IF_ERROR(common::ParseHttpClientConfig(am, where, &base.http));
     for (const std::string& t : targets) {
-      if (t.empty()) return Status::InvalidArgument(where + ".static_configs: empty target");
       AlertmanagerTarget a = base;
       a.host = t;
       cfg.alertmanagers.push_back(std::move(a));

@@ -43,20 +43,20 @@ TEST(AlertingConfigTest, ErrorsNameTheField) {
     EXPECT_EQ(c.error().message(), want);
   };
   f("alertmanagers: [{api_version: v1}]",
-    "alerting.alertmanagers[0].api_version: unsupported \"v1\" (Alertmanager 0.25 speaks v2)");
-  f("alertmanagers: [{timeout: soon}]", "alerting.alertmanagers[0].timeout: invalid duration \"soon\"");
-  f("alertmanagers: [{scheme: ftp}]", "alerting.alertmanagers[0].scheme: unsupported \"ftp\"");
-  f("foo: 1", "alerting: unknown field \"foo\"");
+    "line 1: alerting.alertmanagers[0].api_version: unsupported \"v1\" (Alertmanager 0.25 speaks v2)");
+  f("alertmanagers: [{timeout: soon}]", "line 1: alerting.alertmanagers[0].timeout: invalid duration \"soon\"");
+  f("alertmanagers: [{scheme: ftp}]", "line 1: alerting.alertmanagers[0].scheme: unsupported \"ftp\"");
+  f("foo: 1", "line 1: alerting: unknown field \"foo\"");
   f("alertmanagers: [{basic_auth: {username: u, password: p, password_file: /f}}]",
-    "alerting.alertmanagers[0].basic_auth: at most one of basic_auth password & password_file must be configured");
+    "line 1: alerting.alertmanagers[0].basic_auth: at most one of basic_auth password & password_file must be configured");
   f("alertmanagers: [{bearer_token: t, authorization: {credentials: c}}]",
-    "alerting.alertmanagers[0]: authorization is not compatible with bearer_token & bearer_token_file");
+    "line 1: alerting.alertmanagers[0]: authorization is not compatible with bearer_token & bearer_token_file");
   f("alertmanagers: [{basic_auth: {username: u}, bearer_token: t}]",
-    "alerting.alertmanagers[0]: at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
+    "line 1: alerting.alertmanagers[0]: at most one of basic_auth, oauth2, bearer_token & bearer_token_file must be configured");
   f("alertmanagers: [{tls_config: {cert_file: /c}}]",
-    "alerting.alertmanagers[0].tls_config: client cert file and client key file must both be specified");
-  f("alertmanagers: [{tls_config: {bogus: 1}}]", "alerting.alertmanagers[0].tls_config: unknown field \"bogus\"");
-  f("alertmanagers: [{oauth2: {client_id: x}}]", "alerting.alertmanagers[0]: unsupported field \"oauth2\"");
+    "line 1: alerting.alertmanagers[0].tls_config: client cert file and client key file must both be specified");
+  f("alertmanagers: [{tls_config: {bogus: 1}}]", "line 1: alerting.alertmanagers[0].tls_config: unknown field \"bogus\"");
+  f("alertmanagers: [{oauth2: {client_id: x}}]", "line 1: alerting.alertmanagers[0]: unsupported field \"oauth2\"");
 }
 
 TEST(AlertsToJsonTest, WritesAlertmanagerV2PostableAlerts) {

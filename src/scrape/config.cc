@@ -25,18 +25,18 @@ Result<TargetGroup> ParseGroup(const YAML::Node& n, const std::string& where) {
   RETURN_IF_ERROR(CheckKeys(n, where, {"targets", "labels"}));
   TargetGroup g;
   if (auto t = n["targets"]; t && !t.IsNull()) {
-    if (!t.IsSequence()) return Err(where + ".targets", "expected a list of host:port");
+    if (!t.IsSequence()) return Err(t, where + ".targets", "expected a list of host:port");
     for (const auto& e : t) {
       ASSIGN_OR_RETURN(std::string s, Str(e, where + ".targets"));
-      if (s.find('/') != std::string::npos) return Err(where + ".targets", "\"" + s + "\" is not a valid hostname");
+      if (s.find('/') != std::string::npos) return Err(e, where + ".targets", "\"" + s + "\" is not a valid hostname");
       g.targets.push_back(s);
     }
   }
   if (auto l = n["labels"]; l && !l.IsNull()) {
-    if (!l.IsMap()) return Err(where + ".labels", "expected a mapping");
+    if (!l.IsMap()) return Err(l, where + ".labels", "expected a mapping");
     for (const auto& kv : l) {
       std::string k = kv.first.as<std::string>();
-      if (!model::IsValidLabelName(k)) return Err(where + ".labels", "\"" + k + "\" is not a valid label name");
+      if (!model::IsValidLabelName(k)) return Err(kv.first, where + ".labels", "\"" + k + "\" is not a valid label name");
       ASSIGN_OR_RETURN(std::string v, Str(kv.second, where + ".labels." + k));
       g.labels.emplace_back(k, v);
     }
@@ -64,17 +64,17 @@ std::string SupportedProtocols() {
 // convert_classic_histograms_to_nhcb. A job's value replaces global's.
 Status ParseProtocols(const YAML::Node& n, const std::string& w, ScrapeConfig* c) {
   if (auto p = n["scrape_protocols"]; p && !p.IsNull()) {
-    if (!p.IsSequence()) return Err(w + ".scrape_protocols", "expected a list of protocol names");
+    if (!p.IsSequence()) return Err(p, w + ".scrape_protocols", "expected a list of protocol names");
     c->scrape_protocols.clear();
     for (const auto& e : p) {
       ASSIGN_OR_RETURN(std::string s, Str(e, w + ".scrape_protocols"));
       bool known = false;
       for (const auto& [name, header] : kProtocols) known = known || name == s;
       if (!known) {
-        return Err(w + ".scrape_protocols", "unknown scrape protocol \"" + s + "\", supported: " + SupportedProtocols());
+        return Err(e, w + ".scrape_protocols", "unknown scrape protocol \"" + s + "\", supported: " + SupportedProtocols());
       }
       if (std::find(c->scrape_protocols.begin(), c->scrape_protocols.end(), s) != c->scrape_protocols.end()) {
-        return Err(w + ".scrape_protocols", "duplicated protocol \"" + s + "\"");
+        return Err(e, w + ".scrape_protocols", "duplicated protocol \"" + s + "\"");
       }
       c->scrape_protocols.push_back(s);
     }
@@ -93,7 +93,7 @@ Status ParseProtocols(const YAML::Node& n, const std::string& w, ScrapeConfig* c
     bool known = false;
     for (const auto& [name, header] : kProtocols) known = known || name == s;
     if (!known) {
-      return Err(w + ".fallback_scrape_protocol",
+      return Err(f, w + ".fallback_scrape_protocol",
                  "invalid fallback_scrape_protocol: unknown scrape protocol \"" + s + "\", supported: " + SupportedProtocols());
     }
     c->fallback_scrape_protocol = s;
@@ -115,9 +115,9 @@ const std::set<std::string, std::less<>>& KnownUnsupported() {
 
 Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_where, const GlobalDefaults& g) {
   ScrapeConfig c;
-  if (!n.IsMap()) return Err(index_where, "expected a mapping");
+  if (!n.IsMap()) return Err(n, index_where, "expected a mapping");
   if (!n["job_name"] || !n["job_name"].IsScalar() || n["job_name"].Scalar().empty()) {
-    return Err(index_where + ".job_name", "job_name is empty");
+    return Err(n, index_where + ".job_name", "job_name is empty");
   }
   c.job_name = n["job_name"].Scalar();
   const std::string w = index_where + " (job \"" + c.job_name + "\")";
@@ -134,34 +134,38 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
       TW_LOG(Warn, "{}: field \"{}\" is not supported by trainwatch; ignored", w, k);
       continue;
     }
-    return Err(w, "unknown field \"" + k + "\"");
+    return Err(kv.first, w, "unknown field \"" + k + "\"");
   }
   c.scrape_interval_ms = g.scrape_interval_ms;
   if (n["scrape_interval"]) { ASSIGN_OR_RETURN(c.scrape_interval_ms, Dur(n["scrape_interval"], w + ".scrape_interval")); }
-  if (c.scrape_interval_ms <= 0) return Err(w + ".scrape_interval", "must be positive");
+  if (c.scrape_interval_ms <= 0) return Err(n["scrape_interval"], w + ".scrape_interval", "must be positive");
   if (n["scrape_timeout"]) {
     ASSIGN_OR_RETURN(c.scrape_timeout_ms, Dur(n["scrape_timeout"], w + ".scrape_timeout"));
   } else {
     c.scrape_timeout_ms = std::min(g.scrape_timeout_ms, c.scrape_interval_ms);
   }
-  if (c.scrape_timeout_ms <= 0) return Err(w + ".scrape_timeout", "must be positive");
+  if (c.scrape_timeout_ms <= 0) return Err(n["scrape_timeout"], w + ".scrape_timeout", "must be positive");
   if (c.scrape_timeout_ms > c.scrape_interval_ms) {
-    return Err(w + ".scrape_timeout", "scrape timeout greater than scrape interval for scrape config with job name \"" +
-                                          c.job_name + "\"");
+    return Err(n["scrape_timeout"] ? n["scrape_timeout"] : n, w + ".scrape_timeout",
+               "scrape timeout greater than scrape interval for scrape config with job name \"" + c.job_name + "\"");
   }
   if (n["metrics_path"]) {
     ASSIGN_OR_RETURN(c.metrics_path, Str(n["metrics_path"], w + ".metrics_path"));
-    if (c.metrics_path.empty() || c.metrics_path[0] != '/') return Err(w + ".metrics_path", "must start with \"/\"");
+    if (c.metrics_path.empty() || c.metrics_path[0] != '/') {
+      return Err(n["metrics_path"], w + ".metrics_path", "must start with \"/\"");
+    }
   }
   if (n["scheme"]) {
     ASSIGN_OR_RETURN(c.scheme, Str(n["scheme"], w + ".scheme"));
-    if (c.scheme != "http" && c.scheme != "https") return Err(w + ".scheme", "invalid scheme \"" + c.scheme + "\" (want http or https)");
+    if (c.scheme != "http" && c.scheme != "https") {
+      return Err(n["scheme"], w + ".scheme", "invalid scheme \"" + c.scheme + "\" (want http or https)");
+    }
   }
   if (auto p = n["params"]; p && !p.IsNull()) {
-    if (!p.IsMap()) return Err(w + ".params", "expected a mapping of name to a list of values");
+    if (!p.IsMap()) return Err(p, w + ".params", "expected a mapping of name to a list of values");
     for (const auto& kv : p) {
       std::string k = kv.first.as<std::string>();
-      if (!kv.second.IsSequence()) return Err(w + ".params." + k, "expected a list of values");
+      if (!kv.second.IsSequence()) return Err(kv.second, w + ".params." + k, "expected a list of values");
       for (const auto& e : kv.second) {
         ASSIGN_OR_RETURN(std::string v, Str(e, w + ".params." + k));
         c.params[k].push_back(v);
@@ -182,7 +186,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   if (n["body_size_limit"]) {
     ASSIGN_OR_RETURN(std::string s, Str(n["body_size_limit"], w + ".body_size_limit"));
     auto b = ParseByteSize(s);
-    if (!b.ok()) return Err(w + ".body_size_limit", b.error().message());
+    if (!b.ok()) return Err(n["body_size_limit"], w + ".body_size_limit", b.error().message());
     c.body_size_limit = *b;
   }
   c.scrape_protocols = g.scrape_protocols;
@@ -192,7 +196,7 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
   c.fallback_scrape_protocol = g.fallback_scrape_protocol;
   RETURN_IF_ERROR(ParseProtocols(n, w, &c));
   if (auto sc = n["static_configs"]; sc && !sc.IsNull()) {
-    if (!sc.IsSequence()) return Err(w + ".static_configs", "expected a list");
+    if (!sc.IsSequence()) return Err(sc, w + ".static_configs", "expected a list");
     for (size_t i = 0; i < sc.size(); i++) {
       ASSIGN_OR_RETURN(TargetGroup tg, ParseGroup(sc[i], w + ".static_configs[" + std::to_string(i) + "]"));
       tg.source = std::to_string(i);
@@ -200,20 +204,20 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
     }
   }
   if (auto fs = n["file_sd_configs"]; fs && !fs.IsNull()) {
-    if (!fs.IsSequence()) return Err(w + ".file_sd_configs", "expected a list");
+    if (!fs.IsSequence()) return Err(fs, w + ".file_sd_configs", "expected a list");
     for (size_t i = 0; i < fs.size(); i++) {
       std::string fw = w + ".file_sd_configs[" + std::to_string(i) + "]";
       RETURN_IF_ERROR(CheckKeys(fs[i], fw, {"files", "refresh_interval"}));
       FileSdConfig f;
       if (!fs[i]["files"] || !fs[i]["files"].IsSequence() || fs[i]["files"].size() == 0) {
-        return Err(fw + ".files", "file service discovery config must contain at least one path name");
+        return Err(fs[i], fw + ".files", "file service discovery config must contain at least one path name");
       }
       for (const auto& e : fs[i]["files"]) {
         ASSIGN_OR_RETURN(std::string p, Str(e, fw + ".files"));
         std::string base = p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1);
         auto ends = [&](std::string_view suf) { return base.size() >= suf.size() && base.ends_with(suf); };
         if (!ends(".json") && !ends(".yml") && !ends(".yaml")) {
-          return Err(fw + ".files", "path name \"" + p + "\" is not valid for file discovery (want *.json, *.yml or *.yaml)");
+          return Err(e, fw + ".files", "path name \"" + p + "\" is not valid for file discovery (want *.json, *.yml or *.yaml)");
         }
         f.files.push_back(p);
       }
@@ -300,7 +304,7 @@ Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, con
   if (!root || !root.IsMap()) return out;
   YAML::Node sc = root["scrape_configs"];
   if (!sc || sc.IsNull()) return out;
-  if (!sc.IsSequence()) return Status::InvalidArgument("scrape_configs: expected a list");
+  if (!sc.IsSequence()) return Err(sc, "scrape_configs", "expected a list");
   std::set<std::string> names;
   try {
     // global's scrape_protocols, scrape_native_histograms,
@@ -324,8 +328,8 @@ Result<std::vector<ScrapeConfig>> ParseScrapeConfigs(const YAML::Node& root, con
     for (size_t i = 0; i < sc.size(); i++) {
       ASSIGN_OR_RETURN(ScrapeConfig c, ParseOne(sc[i], "scrape_configs[" + std::to_string(i) + "]", g));
       if (!names.insert(c.job_name).second) {
-        return Status::InvalidArgument("scrape_configs[" + std::to_string(i) + "]: found multiple scrape configs with job name \"" +
-                                       c.job_name + "\"");
+        return Err(sc[i]["job_name"], "scrape_configs[" + std::to_string(i) + "]",
+                   "found multiple scrape configs with job name \"" + c.job_name + "\"");
       }
       out.push_back(std::move(c));
     }
