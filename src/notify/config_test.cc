@@ -202,6 +202,30 @@ TEST(NotifyConfigTest, HttpConfigFilesAreRelativeToTheConfigFile) {
   EXPECT_EQ((*c)->receivers[0].slack[0].api_url_file, "url");  // as Alertmanager: only http_config files move
 }
 
+// Alertmanager's `if c.HTTPConfig == nil { c.HTTPConfig = global.HTTPConfig }`:
+// a receiver's http_config replaces the global one whole, so a receiver may
+// use a bearer token where the global one has basic auth.
+TEST(NotifyConfigTest, ReceiverHttpConfigReplacesTheGlobalOne) {
+  auto c = ParseConfig(
+      "global: {http_config: {basic_auth: {username: g, password: gp}, follow_redirects: false}}\n"
+      "route: {receiver: a}\n"
+      "receivers: [{name: a, webhook_configs: [{url: 'http://x', http_config: {bearer_token: t}}, {url: 'http://y'}]}]\n");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  const auto& own = (*c)->receivers[0].webhook[0].http;
+  EXPECT_FALSE(own.has_basic_auth);
+  EXPECT_EQ(own.credentials, "t");
+  EXPECT_TRUE(own.follow_redirects);
+  const auto& inherited = (*c)->receivers[0].webhook[1].http;
+  EXPECT_TRUE(inherited.has_basic_auth);
+  EXPECT_EQ(inherited.basic_user, "g");
+  EXPECT_FALSE(inherited.follow_redirects);
+  EXPECT_EQ(ParseConfig("route: {receiver: a}\nreceivers: [{name: a, webhook_configs: [{url: 'http://x', "
+                        "http_config: {oauth2: {client_id: c}}}]}]\n")
+                .error()
+                .message(),
+            "line 2: receivers[0].webhook_configs[0].http_config.oauth2: not supported by trainwatch; remove it");
+}
+
 TEST(NotifyConfigTest, ParsesMatcherSyntax) {
   auto ms = ParseMatchers("{alertname=\"Foo\", env!=prod, team !~ \"a|b\", msg=\"a, \\\"b\\\"\"}");
   ASSERT_TRUE(ms.ok()) << ms.error().ToString();
