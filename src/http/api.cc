@@ -86,8 +86,8 @@ Api::Api(ApiDeps deps)
       registry_(deps_.metrics != nullptr ? deps_.metrics : own_registry_.get()),
       metrics_(registry_),
       tsdb_metrics_(deps_.db != nullptr ? NewTsdbCollector(deps_.db) : nullptr) {
-  deps_.request_limits.series_refused = &metrics_.requests_refused_series;
-  deps_.request_limits.samples_refused = &metrics_.requests_refused_samples;
+  deps_.request_limits.series_refused = metrics_.requests_refused_series();
+  deps_.request_limits.samples_refused = metrics_.requests_refused_samples();
   std::vector<const common::metrics::Source*> sources;
   if (tsdb_metrics_ != nullptr) sources.push_back(tsdb_metrics_.get());
   if (deps_.ingest_gate != nullptr) sources.push_back(deps_.ingest_gate->metrics());

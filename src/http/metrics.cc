@@ -16,21 +16,16 @@ Metrics::Metrics(common::metrics::Registry* registry)
       durations_("trainwatch_http_request_duration_seconds", "Time spent serving HTTP requests, by handler.",
                  {"handler"}),
       imported_("trainwatch_import_samples_total", "Samples stored through /api/v1/import/prometheus."),
-      refused_({{"trainwatch_ingest_requests_refused_total",
-                 "Push requests refused whole: remote_write and import by --ingest.max-series-per-request or "
-                 "--ingest.max-samples-per-request (400); any push over --ingest.max-memory or kept waiting by "
-                 "--ingest.max-concurrent-pushes (503).",
-                 Type::kCounter,
-                 {"limit"}}},
-               [this](Emitter* e) {
-                 for (auto [limit, n] : {std::pair{"series_per_request", &requests_refused_series},
-                                         std::pair{"samples_per_request", &requests_refused_samples},
-                                         std::pair{"memory", &refused_memory_}, std::pair{"concurrency", &refused_busy_}}) {
-                   e->Add("trainwatch_ingest_requests_refused_total", {limit},
-                          static_cast<double>(n->load(std::memory_order_relaxed)));
-                 }
-               }),
-      reg_(registry->MustRegister({&requests_, &durations_, &imported_, &refused_})) {}
+      refused_("trainwatch_ingest_requests_refused_total",
+               "Push requests refused whole: remote_write and import by --ingest.max-series-per-request or "
+               "--ingest.max-samples-per-request (400); any push over --ingest.max-memory or kept waiting by "
+               "--ingest.max-concurrent-pushes (503).",
+               {"limit"}) {
+  for (const char* limit : {"series_per_request", "samples_per_request", "memory", "concurrency"}) {
+    refused_.With({limit});  // shown at 0
+  }
+  reg_ = registry->MustRegister({&requests_, &durations_, &imported_, &refused_});
+}
 
 void Metrics::ObserveRequest(std::string_view handler, int code, double seconds) {
   std::string h(handler);

@@ -4,7 +4,6 @@
 // TSDB's statistics as a collector. Both register with the registry the
 // /metrics handler renders (common/metrics.h). Thread-safe.
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -25,21 +24,19 @@ class Metrics {
   void AddImported(uint64_t samples) { imported_.Get().Inc(samples); }
 
   // Push requests refused whole by --ingest.max-series-per-request and
-  // --ingest.max-samples-per-request (ingest::RequestLimits counts here).
-  std::atomic<uint64_t> requests_refused_series{0};
-  std::atomic<uint64_t> requests_refused_samples{0};
+  // --ingest.max-samples-per-request (ingest::RequestLimits counts there).
+  common::metrics::Counter* requests_refused_series() { return &refused_.With({"series_per_request"}); }
+  common::metrics::Counter* requests_refused_samples() { return &refused_.With({"samples_per_request"}); }
   // Pushes refused with 503 by the ingest gate (http/ingest_gate.h).
   void CountIngestRefusal(IngestGate::Verdict v) {
-    (v == IngestGate::Verdict::kBusy ? refused_busy_ : refused_memory_).fetch_add(1, std::memory_order_relaxed);
+    refused_.With({v == IngestGate::Verdict::kBusy ? "concurrency" : "memory"}).Inc();
   }
 
  private:
-  std::atomic<uint64_t> refused_memory_{0};
-  std::atomic<uint64_t> refused_busy_{0};
   common::metrics::CounterFamily requests_;
   common::metrics::SummaryFamily durations_;
   common::metrics::CounterFamily imported_;
-  common::metrics::Collector refused_;
+  common::metrics::CounterFamily refused_;  // by limit
   common::metrics::Registration reg_;  // last: unregisters first
 };
 

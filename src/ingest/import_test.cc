@@ -65,7 +65,7 @@ TEST(ImportTest, AppendsSortedLabelsWithDefaultTimestamp) {
 // counted. Series are the texts the store does not know yet.
 TEST(ImportTest, RequestLimitsRefuseTheWholeBody) {
   TestStorage db;
-  std::atomic<uint64_t> series_refused{0}, samples_refused{0};
+  common::metrics::Counter series_refused, samples_refused;
   ImportOptions opts{.default_timestamp_ms = 5000};
   opts.limits = {.max_series = 2, .max_samples = 3, .series_refused = &series_refused,
                  .samples_refused = &samples_refused};
@@ -82,8 +82,8 @@ TEST(ImportTest, RequestLimitsRefuseTheWholeBody) {
   EXPECT_EQ(data[model::Labels({{"__name__", "a"}})].size(), 2u);
   EXPECT_EQ(data[model::Labels({{"__name__", "b"}})].size(), 1u);
   EXPECT_EQ(data.count(model::Labels({{"__name__", "c"}})), 0u);
-  EXPECT_EQ(series_refused.load(), 1u);
-  EXPECT_EQ(samples_refused.load(), 1u);
+  EXPECT_EQ(series_refused.Value(), 1u);
+  EXPECT_EQ(samples_refused.Value(), 1u);
 }
 
 TEST(ImportTest, ExtraLabelsOverrideAndRemove) {

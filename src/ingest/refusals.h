@@ -12,12 +12,12 @@
 // the body is decoded, so a body within the byte cap cannot make the decoder
 // hold tens of millions of entries. A request beyond one is refused whole.
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "base/status.h"
+#include "common/metrics.h"
 
 namespace trainwatch::ingest {
 
@@ -26,26 +26,27 @@ namespace trainwatch::ingest {
 inline constexpr size_t kDefaultMaxBodyBytes = size_t{256} << 20;
 
 // --ingest.max-series-per-request and --ingest.max-samples-per-request (0:
-// no bound). Refusals are counted in the atomics when given.
+// no bound). Refusals are counted in the counters when given
+// (trainwatch_ingest_requests_refused_total).
 struct RequestLimits {
   uint64_t max_series = 0;
   uint64_t max_samples = 0;
   // --web.max-request-body-bytes for bodies the handler decodes itself
   // (snappy); the HTTP server holds bodies as sent and gzip-decoded to it.
   size_t max_decoded_bytes = kDefaultMaxBodyBytes;
-  std::atomic<uint64_t>* series_refused = nullptr;
-  std::atomic<uint64_t>* samples_refused = nullptr;
+  common::metrics::Counter* series_refused = nullptr;
+  common::metrics::Counter* samples_refused = nullptr;
 
   bool SeriesOk(size_t n) const { return max_series == 0 || n <= max_series; }
   bool SamplesOk(size_t n) const { return max_samples == 0 || n <= max_samples; }
   // Counts one refused request; InvalidArgument naming the bound and flag.
   Status TooManySeries() const {
-    if (series_refused != nullptr) series_refused->fetch_add(1, std::memory_order_relaxed);
+    if (series_refused != nullptr) series_refused->Inc();
     return Status::InvalidArgument("request has more than " + std::to_string(max_series) +
                                    " series (--ingest.max-series-per-request); nothing of it was stored");
   }
   Status TooManySamples() const {
-    if (samples_refused != nullptr) samples_refused->fetch_add(1, std::memory_order_relaxed);
+    if (samples_refused != nullptr) samples_refused->Inc();
     return Status::InvalidArgument("request has more than " + std::to_string(max_samples) +
                                    " samples (--ingest.max-samples-per-request); nothing of it was stored");
   }

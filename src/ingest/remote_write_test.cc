@@ -61,7 +61,7 @@ class TestStorage : public storage::Appendable {
 // counted; one exactly at both bounds is stored.
 TEST(RemoteWriteTest, RequestLimitsRefuseTheWholeBody) {
   TestStorage db;
-  std::atomic<uint64_t> series_refused{0}, samples_refused{0};
+  common::metrics::Counter series_refused, samples_refused;
   RequestLimits lim{.max_series = 2, .max_samples = 3, .series_refused = &series_refused,
                     .samples_refused = &samples_refused};
   auto a = [](std::vector<std::pair<double, int64_t>> s) { return Series({{"__name__", "a"}}, std::move(s)); };
@@ -79,8 +79,8 @@ TEST(RemoteWriteTest, RequestLimitsRefuseTheWholeBody) {
   EXPECT_EQ(data[model::Labels({{"__name__", "a"}})].size(), 2u);
   EXPECT_EQ(data[model::Labels({{"__name__", "b"}})].size(), 1u);
   EXPECT_EQ(data.count(model::Labels({{"__name__", "c"}})), 0u);
-  EXPECT_EQ(series_refused.load(), 1u);
-  EXPECT_EQ(samples_refused.load(), 1u);
+  EXPECT_EQ(series_refused.Value(), 1u);
+  EXPECT_EQ(samples_refused.Value(), 1u);
 }
 
 TEST(RemoteWriteTest, AppendsAndReadsBack) {
