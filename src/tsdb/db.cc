@@ -586,6 +586,7 @@ Status DBImpl::Flush() {
   if (s.ok()) s = Downsample(/*max_blocks=*/0);
   // Retention runs even when writing failed: a full disk is when it matters.
   Status r = ApplyRetention();
+  if (s.ok()) s = CompactTiers();
   ApplyTierRetention();
   return s.ok() ? r : s;
 }
@@ -619,6 +620,7 @@ Status DBImpl::Maintain() {
   if (s.ok()) s = Downsample(/*max_blocks=*/4);
   // Retention runs even when writing failed: a full disk is when it matters.
   Status r = ApplyRetention();
+  if (s.ok()) s = CompactTiers();
   ApplyTierRetention();
   return s.ok() ? r : s;
 }

@@ -91,7 +91,9 @@ Status DBImpl::Downsample(size_t max_blocks) {
       int in_range = 0;
       bool same = false;
       for (const auto& tb : tier) {
-        if (tb->RawMint() >= m.maxt || tb->RawMaxt() <= m.mint) continue;
+        // Only blocks within the raw block's range are its tiers (a merged
+        // block of old tiers that late raw data overlaps is left alone).
+        if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) continue;
         in_range++;
         same = tb->RawMint() == m.mint && tb->RawMaxt() == m.maxt && tb->Sources() == sources;
       }
@@ -112,7 +114,7 @@ Status DBImpl::Downsample(size_t max_blocks) {
       for (int t = 0; t < kNumTiers; ++t) {
         auto& tier = tiers_[static_cast<size_t>(t)];
         std::erase_if(tier, [&](const std::shared_ptr<TierBlock>& tb) {
-          if (tb->RawMint() >= m.maxt || tb->RawMaxt() <= m.mint) return false;
+          if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) return false;
           tb->MarkDeleted();
           return true;
         });
@@ -122,6 +124,45 @@ Status DBImpl::Downsample(size_t max_blocks) {
     }
     TW_LOG(Info, "downsampled block {} [{}, {}): {} series in {} ms", m.id, m.mint, m.maxt,
            made[0]->Part(kAggrSum)->meta().num_series, (MonoNanos() - start) / 1000000);
+  }
+  return Status::OK();
+}
+
+Status DBImpl::CompactTiers() {
+  if (!opts_.downsample) return Status::OK();
+  // Tier blocks older than every raw block are never made again: those in
+  // one window of 2 h × 3^5 (20.25 d) are merged into one, so a year of
+  // the 1 h tier is ~18 blocks, not one per raw block (≤ 1.5 d at the
+  // default retention).
+  constexpr int64_t kWindow = 486LL * 3600 * 1000;
+  int64_t raw_start = head_->MinTime();
+  for (const auto& b : BlocksSnapshot()) raw_start = std::min(raw_start, b->meta().mint);
+  auto window = [](int64_t t) { return t >= 0 ? t / kWindow * kWindow : -(((-t) + kWindow - 1) / kWindow) * kWindow; };
+  ASSIGN_OR_RETURN(auto all, model::Matcher::Make(model::MatchType::kRegex, std::string(model::kMetricName), ".*"));
+  for (int t = 0; t < kNumTiers; ++t) {
+    const auto tier = TiersSnapshot()[static_cast<size_t>(t)];  // sorted by RawMint
+    for (size_t i = 0; i < tier.size();) {
+      const int64_t w = window(tier[i]->RawMint());
+      size_t j = i;
+      while (j < tier.size() && tier[j]->RawMaxt() <= std::min(w + kWindow, raw_start)) j++;
+      if (j - i < 2 || w + kWindow > raw_start) {
+        i = std::max(j, i + 1);
+        continue;
+      }
+      std::vector<std::shared_ptr<TierBlock>> group(tier.begin() + static_cast<std::ptrdiff_t>(i),
+                                                    tier.begin() + static_cast<std::ptrdiff_t>(j));
+      ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(TierDir(t), group, {all}));
+      base::MutexLock lock(&blocks_mu_);
+      auto& cur = tiers_[static_cast<size_t>(t)];
+      std::erase_if(cur, [&](const std::shared_ptr<TierBlock>& tb) {
+        if (std::find(group.begin(), group.end(), tb) == group.end()) return false;
+        tb->MarkDeleted();
+        return true;
+      });
+      cur.push_back(std::move(merged));
+      std::sort(cur.begin(), cur.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
+      i = j;
+    }
   }
   return Status::OK();
 }

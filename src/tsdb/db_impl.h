@@ -93,6 +93,8 @@ class DBImpl : public DB {
   // so a data dir from before tiers is caught up a few blocks per pass
   // without holding maintenance for long.
   Status Downsample(size_t max_blocks) TW_REQUIRES(maint_mu_);
+  // Merges tier blocks that no raw block covers any more, per 20.25 d window.
+  Status CompactTiers() TW_REQUIRES(maint_mu_);
   void ApplyTierRetention() TW_REQUIRES(maint_mu_);
   std::string TierDir(int tier) const;
 

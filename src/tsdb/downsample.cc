@@ -261,6 +261,63 @@ Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
   return out;
 }
 
+Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir,
+                                                   const std::vector<std::shared_ptr<TierBlock>>& group,
+                                                   const model::Matchers& all) {
+  int64_t mint = INT64_MAX, maxt = INT64_MIN;
+  std::vector<std::string> sources;
+  for (const auto& b : group) {
+    mint = std::min(mint, b->RawMint());
+    maxt = std::max(maxt, b->RawMaxt());
+    sources.insert(sources.end(), b->Sources().begin(), b->Sources().end());
+  }
+  std::sort(sources.begin(), sources.end());
+  const std::string id = NewUlid();
+  std::string tmp = tier_dir + "/" + id + ".tmp";
+  RETURN_IF_ERROR(file::RemoveAll(tmp));
+  RETURN_IF_ERROR(file::MkdirAll(tmp));
+  struct Cleanup {
+    std::string* tmp;
+    ~Cleanup() {
+      if (!tmp->empty()) (void)file::RemoveAll(*tmp);
+    }
+  } cleanup{&tmp};
+  SeriesSamples data;
+  for (int a = 0; a < kNumAggr; ++a) {
+    index::BlockMeta meta;
+    meta.id = std::string(AggrName(a));
+    meta.mint = mint + 1;
+    meta.maxt = maxt + 1;
+    meta.sources = sources;
+    ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tmp, meta));
+    // Every part of every block holds the same series with the same
+    // timestamps, so each part's merge yields the same series in order.
+    std::vector<std::unique_ptr<storage::SeriesSet>> sets;
+    for (const auto& b : group) {
+      sets.push_back(b->Part(a)->NewQuerier(model::kMinTime, model::kMaxTime)->Select(true, {}, all));
+    }
+    auto merged = storage::MergeSeriesSets(std::move(sets));
+    while (merged->Next()) {
+      auto it = merged->At().Iterator();
+      data.clear();
+      while (it->Next()) {
+        data.ts.push_back(it->At().t);
+        data.vs.push_back(it->At().v);
+      }
+      RETURN_IF_ERROR(it->Err());
+      RETURN_IF_ERROR(w->AddSeries(merged->At().labels(), data));
+    }
+    RETURN_IF_ERROR(merged->Err());
+    RETURN_IF_ERROR(w->Finish().status());
+  }
+  RETURN_IF_ERROR(file::SyncDir(tmp));
+  const std::string final_dir = tier_dir + "/" + id;
+  if (::rename(tmp.c_str(), final_dir.c_str()) != 0) return Status::FromErrno("rename " + tmp, errno);
+  tmp.clear();
+  RETURN_IF_ERROR(file::SyncDir(tier_dir));
+  return TierBlock::Open(final_dir);
+}
+
 int64_t TierCoverageEnd(const std::vector<std::shared_ptr<TierBlock>>& blocks) {
   int64_t end = INT64_MIN;
   for (const auto& b : blocks) end = std::max(end, b->RawMaxt());

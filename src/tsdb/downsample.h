@@ -80,6 +80,13 @@ Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
     const std::array<std::string, kNumTiers>& tier_dirs, int64_t mint, int64_t maxt,
     const std::vector<std::string>& sources, storage::SeriesSet* raw);
 
+// Merges tier blocks of one resolution (not overlapping) into one tier
+// block in tier_dir covering all their ranges and sources, crash-safe as
+// WriteTierBlocks. `all` matches every series.
+Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir,
+                                                   const std::vector<std::shared_ptr<TierBlock>>& group,
+                                                   const model::Matchers& all);
+
 // The points of one tier's blocks (sorted by time, not overlapping) for a
 // query asking for `func`: min, max or last points for min/max/last_over_time,
 // sum points carrying their window's count (SeriesIterator::AtCount) for
