@@ -440,6 +440,20 @@ Result<std::string> DBImpl::Snapshot(bool skip_head) {
                           ec);
     if (ec) return fail(Status::IOError("link block " + b->dir() + ": " + ec.message()));
   }
+  // Tiers too: those whose raw blocks retention took exist nowhere else.
+  const auto tiers = TiersSnapshot();
+  for (int t = 0; t < kNumTiers; ++t) {
+    const std::string tier_dir = tmp + "/downsample/" + std::string(TierName(t));
+    if (tiers[static_cast<size_t>(t)].empty()) continue;
+    if (Status s = file::MkdirAll(tier_dir); !s.ok()) return fail(s);
+    for (const auto& tb : tiers[static_cast<size_t>(t)]) {
+      std::error_code ec;
+      std::filesystem::copy(tb->dir(), tier_dir + "/" + std::filesystem::path(tb->dir()).filename().string(),
+                            std::filesystem::copy_options::recursive | std::filesystem::copy_options::create_hard_links,
+                            ec);
+      if (ec) return fail(Status::IOError("link tier block " + tb->dir() + ": " + ec.message()));
+    }
+  }
   if (!skip_head) {
     if (Status s = WriteHeadBlock(tmp); !s.ok()) return fail(s);
   }

@@ -159,12 +159,16 @@ TEST_F(DownsampleTest, TierPointsEqualAggregatesOfRawSamples) {
       }
     }
   }
-  // Reopening loads the same tiers.
+  // Reopening loads the same tiers; a snapshot holds them too.
   const auto before = tiered_->GetStats();
   EXPECT_GT(before.tier_blocks, 0u);
+  auto snap = tiered_->Snapshot(/*skip_head=*/true);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   tiered_.reset();
   tiered_ = OpenDB("t", true, 0);
   EXPECT_EQ(tiered_->GetStats().tier_blocks, before.tier_blocks);
+  auto from_snap = OpenDB("t/snapshots/" + *snap, true, 0);
+  EXPECT_EQ(from_snap->GetStats().tier_blocks, before.tier_blocks);
 }
 
 using promql::Engine;
