@@ -7,56 +7,29 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "base/units.h"
+#include "common/yaml.h"
 #include "remote/config.h"
 
 namespace trainwatch::app {
 namespace {
 
-Status FieldError(std::string_view field, std::string_view msg) {
-  return Status::InvalidArgument(std::string(field) + ": " + std::string(msg));
-}
-
-std::string Mark(const YAML::Node& n) {
-  if (n.Mark().line < 0) return "";
-  return " (line " + std::to_string(n.Mark().line + 1) + ")";
-}
-
-// Every key of map `n` must be in `allowed`.
-Status CheckKeys(const YAML::Node& n, std::string_view where, const std::set<std::string, std::less<>>& allowed) {
-  if (!n.IsMap()) return FieldError(where, "expected a mapping" + Mark(n));
-  for (const auto& kv : n) {
-    std::string key = kv.first.as<std::string>();
-    if (!allowed.contains(key)) {
-      std::string msg = where.empty() ? "unknown top-level key \"" + key + "\"" + Mark(kv.first)
-                                      : std::string(where) + ": unknown field \"" + key + "\"" + Mark(kv.first);
-      return Status::InvalidArgument(msg);
-    }
-  }
-  return Status::OK();
-}
-
-Result<std::string> Scalar(const YAML::Node& n, std::string_view field) {
-  if (!n.IsScalar()) return FieldError(field, "expected a string" + Mark(n));
-  return n.Scalar();
-}
-
-Result<int64_t> Duration(const YAML::Node& n, std::string_view field) {
-  ASSIGN_OR_RETURN(std::string s, Scalar(n, field));
-  auto d = ParseConfigDuration(s);
-  if (!d.ok()) return FieldError(field, d.error().message() + Mark(n));
-  return *d;
-}
+// One YAML reader for every config file (common/yaml.h): "line N: <field>: <message>".
+using common::yaml::Bool;
+using common::yaml::CheckKeys;
+using common::yaml::Dur;
+using common::yaml::Err;
+using common::yaml::Str;
 
 Status ParseGlobal(const YAML::Node& g, Config* c) {
   if (!g || g.IsNull()) return Status::OK();
-  if (!g.IsMap()) return FieldError("global", "expected a mapping" + Mark(g));
-  if (g["scrape_interval"]) { ASSIGN_OR_RETURN(c->scrape_interval_ms, Duration(g["scrape_interval"], "global.scrape_interval")); }
-  if (g["scrape_timeout"]) { ASSIGN_OR_RETURN(c->scrape_timeout_ms, Duration(g["scrape_timeout"], "global.scrape_timeout")); }
+  if (!g.IsMap()) return Err(g, "global", "expected a mapping");
+  if (g["scrape_interval"]) { ASSIGN_OR_RETURN(c->scrape_interval_ms, Dur(g["scrape_interval"], "global.scrape_interval")); }
+  if (g["scrape_timeout"]) { ASSIGN_OR_RETURN(c->scrape_timeout_ms, Dur(g["scrape_timeout"], "global.scrape_timeout")); }
   if (g["evaluation_interval"]) {
-    ASSIGN_OR_RETURN(c->evaluation_interval_ms, Duration(g["evaluation_interval"], "global.evaluation_interval"));
+    ASSIGN_OR_RETURN(c->evaluation_interval_ms, Dur(g["evaluation_interval"], "global.evaluation_interval"));
   }
   if (g["external_labels"] && !g["external_labels"].IsMap() && !g["external_labels"].IsNull()) {
-    return FieldError("global.external_labels", "expected a mapping" + Mark(g["external_labels"]));
+    return Err(g["external_labels"], "global.external_labels", "expected a mapping");
   }
   return Status::OK();
 }
@@ -66,7 +39,7 @@ Status ParseGlobal(const YAML::Node& g, Config* c) {
 // (trainwatch translates as Prometheus's defaults do); others are errors.
 Status ParseOtlp(const YAML::Node& n, ingest::OtlpOptions* o) {
   if (!n || n.IsNull()) return Status::OK();
-  if (!n.IsMap()) return FieldError("otlp", "expected a mapping" + Mark(n));
+  if (!n.IsMap()) return Err(n, "otlp", "expected a mapping");
   static const std::set<std::string, std::less<>> kIgnored = {
       "promote_all_resource_attributes", "promote_resource_attributes", "ignore_resource_attributes",
       "translation_strategy", "keep_identifying_resource_attributes", "promote_scope_metadata",
@@ -74,15 +47,11 @@ Status ParseOtlp(const YAML::Node& n, ingest::OtlpOptions* o) {
   for (const auto& kv : n) {
     const std::string key = kv.first.as<std::string>();
     if (key == "convert_histograms_to_nhcb") {
-      const std::string field = "otlp." + key;
-      ASSIGN_OR_RETURN(std::string v, Scalar(kv.second, field));
-      if (v == "true") o->convert_histograms_to_nhcb = true;
-      else if (v == "false") o->convert_histograms_to_nhcb = false;
-      else return FieldError(field, "invalid boolean \"" + v + "\"" + Mark(kv.second));
+      ASSIGN_OR_RETURN(o->convert_histograms_to_nhcb, Bool(kv.second, "otlp." + key));
     } else if (kIgnored.contains(key)) {
       TW_LOG(Warn, "otlp: field \"{}\" is not supported by trainwatch; ignored", key);
     } else {
-      return Status::InvalidArgument("otlp: unknown field \"" + key + "\"" + Mark(kv.first));
+      return Err(kv.first, "otlp", "unknown field \"" + key + "\"");
     }
   }
   return Status::OK();
@@ -92,26 +61,26 @@ Status ParsePrometheusSections(const YAML::Node& root, Config* c) {
   RETURN_IF_ERROR(ParseGlobal(root["global"], c));
   RETURN_IF_ERROR(ParseOtlp(root["otlp"], &c->otlp));
   if (auto sc = root["scrape_configs"]; sc && !sc.IsNull()) {
-    if (!sc.IsSequence()) return FieldError("scrape_configs", "expected a list" + Mark(sc));
+    if (!sc.IsSequence()) return Err(sc, "scrape_configs", "expected a list");
     for (size_t i = 0; i < sc.size(); i++) {
       std::string where = "scrape_configs[" + std::to_string(i) + "]";
-      if (!sc[i].IsMap()) return FieldError(where, "expected a mapping" + Mark(sc[i]));
+      if (!sc[i].IsMap()) return Err(sc[i], where, "expected a mapping");
       if (!sc[i]["job_name"] || !sc[i]["job_name"].IsScalar() || sc[i]["job_name"].Scalar().empty()) {
-        return FieldError(where + ".job_name", "missing or empty" + Mark(sc[i]));
+        return Err(sc[i], where + ".job_name", "missing or empty");
       }
       where += " (job \"" + sc[i]["job_name"].Scalar() + "\")";
       for (std::string_view d : {"scrape_interval", "scrape_timeout"}) {
-        if (sc[i][std::string(d)]) RETURN_IF_ERROR(Duration(sc[i][std::string(d)], where + "." + std::string(d)).status());
+        if (sc[i][std::string(d)]) RETURN_IF_ERROR(Dur(sc[i][std::string(d)], where + "." + std::string(d)).status());
       }
     }
   }
   if (auto rf = root["rule_files"]; rf && !rf.IsNull()) {
-    if (!rf.IsSequence()) return FieldError("rule_files", "expected a list" + Mark(rf));
+    if (!rf.IsSequence()) return Err(rf, "rule_files", "expected a list");
     for (size_t i = 0; i < rf.size(); i++) {
-      RETURN_IF_ERROR(Scalar(rf[i], "rule_files[" + std::to_string(i) + "]").status());
+      RETURN_IF_ERROR(Str(rf[i], "rule_files[" + std::to_string(i) + "]").status());
     }
   }
-  if (auto a = root["alerting"]; a && !a.IsNull() && !a.IsMap()) return FieldError("alerting", "expected a mapping" + Mark(a));
+  if (auto a = root["alerting"]; a && !a.IsNull() && !a.IsMap()) return Err(a, "alerting", "expected a mapping");
   RETURN_IF_ERROR(remote::ParseRemoteWriteConfigs(root).status());
   RETURN_IF_ERROR(remote::ParseRemoteReadConfigs(root).status());
   return Status::OK();
@@ -124,41 +93,38 @@ Status ParseTrainwatch(const YAML::Node& t, Config* c) {
   if (auto am = t["alertmanager"]; am && !am.IsNull()) {
     RETURN_IF_ERROR(CheckKeys(am, "trainwatch.alertmanager", {"config_file"}));
     if (am["config_file"]) {
-      ASSIGN_OR_RETURN(c->alertmanager_config_file, Scalar(am["config_file"], "trainwatch.alertmanager.config_file"));
+      ASSIGN_OR_RETURN(c->alertmanager_config_file, Str(am["config_file"], "trainwatch.alertmanager.config_file"));
     }
   }
   if (auto ss = t["scrape_self"]; ss && !ss.IsNull()) {
-    ASSIGN_OR_RETURN(std::string v, Scalar(ss, "trainwatch.scrape_self"));
-    if (v == "true") c->scrape_self = true;
-    else if (v == "false") c->scrape_self = false;
-    else return FieldError("trainwatch.scrape_self", "invalid boolean \"" + v + "\"" + Mark(ss));
+    ASSIGN_OR_RETURN(c->scrape_self, Bool(ss, "trainwatch.scrape_self"));
   }
   if (auto s = t["storage"]; s && !s.IsNull()) {
     RETURN_IF_ERROR(CheckKeys(s, "trainwatch.storage", {"data_dir", "retention_time", "retention_size", "wal_sync"}));
     if (s["data_dir"]) {
-      ASSIGN_OR_RETURN(std::string d, Scalar(s["data_dir"], "trainwatch.storage.data_dir"));
-      if (d.empty()) return FieldError("trainwatch.storage.data_dir", "must not be empty");
+      ASSIGN_OR_RETURN(std::string d, Str(s["data_dir"], "trainwatch.storage.data_dir"));
+      if (d.empty()) return Err(s["data_dir"], "trainwatch.storage.data_dir", "must not be empty");
       c->storage.data_dir = d;
     }
     if (s["retention_time"]) {
-      ASSIGN_OR_RETURN(c->storage.retention_ms, Duration(s["retention_time"], "trainwatch.storage.retention_time"));
+      ASSIGN_OR_RETURN(c->storage.retention_ms, Dur(s["retention_time"], "trainwatch.storage.retention_time"));
     }
     if (s["retention_size"]) {
-      ASSIGN_OR_RETURN(std::string v, Scalar(s["retention_size"], "trainwatch.storage.retention_size"));
+      ASSIGN_OR_RETURN(std::string v, Str(s["retention_size"], "trainwatch.storage.retention_size"));
       auto b = ParseByteSize(v);
-      if (!b.ok()) return FieldError("trainwatch.storage.retention_size", b.error().message() + Mark(s["retention_size"]));
+      if (!b.ok()) return Err(s["retention_size"], "trainwatch.storage.retention_size", b.error().message());
       c->storage.retention_bytes = *b;
     }
     if (s["wal_sync"]) {
-      ASSIGN_OR_RETURN(std::string v, Scalar(s["wal_sync"], "trainwatch.storage.wal_sync"));
+      ASSIGN_OR_RETURN(std::string v, Str(s["wal_sync"], "trainwatch.storage.wal_sync"));
       auto w = ParseWalSync(v);
-      if (!w.ok()) return FieldError("trainwatch.storage.wal_sync", w.error().message() + Mark(s["wal_sync"]));
+      if (!w.ok()) return Err(s["wal_sync"], "trainwatch.storage.wal_sync", w.error().message());
       c->storage.wal_sync = *w;
     }
   }
   if (auto w = t["web"]; w && !w.IsNull()) {
     RETURN_IF_ERROR(CheckKeys(w, "trainwatch.web", {"listen"}));
-    if (w["listen"]) { ASSIGN_OR_RETURN(c->listen, Scalar(w["listen"], "trainwatch.web.listen")); }
+    if (w["listen"]) { ASSIGN_OR_RETURN(c->listen, Str(w["listen"], "trainwatch.web.listen")); }
   }
   return Status::OK();
 }

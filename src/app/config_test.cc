@@ -107,7 +107,7 @@ TEST(ConfigTest, ErrorsNameTheKeyOrField) {
     ASSERT_FALSE(c.ok()) << yaml;
     EXPECT_NE(c.error().message().find(want), std::string::npos) << c.error().message();
   };
-  f("scrape_config:\n  - job_name: x\n", "unknown top-level key \"scrape_config\"");
+  f("scrape_config:\n  - job_name: x\n", "line 1: top level: unknown field \"scrape_config\" (did you mean \"scrape_configs\"?)");
   f("global:\n  scrape_interval: 15x\n", "global.scrape_interval: invalid duration \"15x\"");
   f("trainwatch:\n  storage:\n    retention_time: forever\n", "trainwatch.storage.retention_time: invalid duration \"forever\"");
   f("trainwatch:\n  storage:\n    retention_size: lots\n", "trainwatch.storage.retention_size: invalid size \"lots\"");
@@ -136,9 +136,9 @@ TEST(ConfigTest, OtlpSection) {
     ASSERT_FALSE(c.ok()) << yaml;
     EXPECT_NE(c.error().message().find(want), std::string::npos) << c.error().message();
   };
-  f("otlp:\n  convert_histograms_to_nhcb: maybe\n", "otlp.convert_histograms_to_nhcb: invalid boolean \"maybe\" (line 2)");
-  f("otlp:\n  convert_histograms_to_nhcb: [true]\n", "otlp.convert_histograms_to_nhcb: expected a string");
-  f("otlp:\n  convert_classic_histograms_to_nhcb: true\n", "otlp: unknown field \"convert_classic_histograms_to_nhcb\" (line 2)");
+  f("otlp:\n  convert_histograms_to_nhcb: maybe\n", "line 2: otlp.convert_histograms_to_nhcb: invalid boolean \"maybe\"");
+  f("otlp:\n  convert_histograms_to_nhcb: [true]\n", "line 2: otlp.convert_histograms_to_nhcb: expected true or false");
+  f("otlp:\n  convert_classic_histograms_to_nhcb: true\n", "line 2: otlp: unknown field \"convert_classic_histograms_to_nhcb\"");
   f("otlp: [a]\n", "otlp: expected a mapping");
 }
 
