@@ -314,7 +314,7 @@ class WritersSeamTest : public ::testing::Test {
                "seam_scrape_only_empty{model=\"\"} 2\n");
     loop.ScrapeOnce(NowMillis());
     EXPECT_EQ(loop.state().health, scrape::Health::kUp) << loop.state().last_error;
-    // (The scrape's label set, scrape::LabelSet, already drops empty values.)
+    // (The scrape's label set, common::LabelSet, already drops empty values.)
     EXPECT_EQ(SeriesNamed("seam_scrape_info"),
               (std::vector<Labels>{Labels{{"__name__", "seam_scrape_info"}, {"device", "sda"}, {"instance", addr},
                                           {"job", "seam_scrape"}}}));

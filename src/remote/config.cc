@@ -143,7 +143,7 @@ Result<RemoteWriteConfig> ParseOne(const YAML::Node& n, const std::string& w) {
     ASSIGN_OR_RETURN(c.send_native_histograms, Bool(n["send_native_histograms"], w + ".send_native_histograms"));
   }
   ASSIGN_OR_RETURN(c.write_relabel_configs,
-                   scrape::ParseRelabelConfigs(n["write_relabel_configs"], w + ".write_relabel_configs"));
+                   common::ParseRelabelConfigs(n["write_relabel_configs"], w + ".write_relabel_configs"));
   RETURN_IF_ERROR(ParseQueue(n["queue_config"], w + ".queue_config", &c.queue));
   c.fingerprint = YAML::Dump(n);
   if (c.name.empty()) c.name = fmt::format("{:06x}", crc32c::Value(c.fingerprint) & 0xffffff);

@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 #include "common/http_client.h"
-#include "scrape/relabel.h"
+#include "common/relabel.h"
 
 namespace trainwatch::remote {
 
@@ -38,7 +38,7 @@ struct RemoteWriteConfig {
   std::string name;  // as given, or the first 6 hex digits of the config hash (Prometheus's)
   int64_t remote_timeout_ms = 30000;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::vector<scrape::RelabelConfig> write_relabel_configs;
+  std::vector<common::RelabelConfig> write_relabel_configs;
   common::HttpClientConfig http;
   QueueConfig queue;
   // Native histograms are sent only when set, as in Prometheus (a receiver

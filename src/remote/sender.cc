@@ -12,7 +12,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "remote/proto.h"
-#include "scrape/relabel.h"
+#include "common/relabel.h"
 #include "tsdb/wal/records.h"
 
 namespace trainwatch::remote {
@@ -299,8 +299,8 @@ void Sender::ReadLoop(Position start) {
           if (cfg_.write_relabel_configs.empty()) {
             AppendLabelFields(rs.labels, &e.label_fields);
           } else {
-            scrape::LabelSet ls(rs.labels);
-            e.dropped = !scrape::Relabel(cfg_.write_relabel_configs, &ls) || ls.pairs().empty();
+            common::LabelSet ls(rs.labels);
+            e.dropped = !common::Relabel(cfg_.write_relabel_configs, &ls) || ls.pairs().empty();
             if (!e.dropped) AppendLabelFields(ls.ToLabels(), &e.label_fields);
           }
         }

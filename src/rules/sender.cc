@@ -39,7 +39,7 @@ Result<AlertingConfig> ParseAlertingConfig(const YAML::Node& alerting) {
   if (!alerting || alerting.IsNull()) return cfg;
   RETURN_IF_ERROR(common::yaml::CheckKeys(alerting, "alerting", {"alertmanagers", "alert_relabel_configs"}));
   ASSIGN_OR_RETURN(cfg.relabel_configs,
-                   scrape::ParseRelabelConfigs(alerting["alert_relabel_configs"], "alerting.alert_relabel_configs"));
+                   common::ParseRelabelConfigs(alerting["alert_relabel_configs"], "alerting.alert_relabel_configs"));
   const YAML::Node ams = alerting["alertmanagers"];
   if (!ams || ams.IsNull()) return cfg;
   if (!ams.IsSequence()) return Err(ams, "alerting.alertmanagers", "expected a list");
@@ -145,8 +145,8 @@ void AlertmanagerNotifier::Send(std::vector<OutgoingAlert> alerts) {
     if (cfg_.alertmanagers.empty()) return;  // nothing configured: nothing queued
     for (OutgoingAlert& a : alerts) {
       if (!cfg_.relabel_configs.empty()) {
-        scrape::LabelSet ls(a.labels);
-        if (!scrape::Relabel(cfg_.relabel_configs, &ls) || ls.pairs().empty()) continue;
+        common::LabelSet ls(a.labels);
+        if (!common::Relabel(cfg_.relabel_configs, &ls) || ls.pairs().empty()) continue;
         a.labels = ls.ToLabels();
       }
       queue_.push_back(std::move(a));

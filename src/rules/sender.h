@@ -25,7 +25,7 @@
 #include "common/http_client.h"
 #include "common/metrics.h"
 #include "rules/alert.h"
-#include "scrape/relabel.h"
+#include "common/relabel.h"
 
 namespace trainwatch::rules {
 
@@ -42,7 +42,7 @@ struct AlertmanagerTarget {
 
 struct AlertingConfig {
   std::vector<AlertmanagerTarget> alertmanagers;
-  std::vector<scrape::RelabelConfig> relabel_configs;  // alerting.alert_relabel_configs
+  std::vector<common::RelabelConfig> relabel_configs;  // alerting.alert_relabel_configs
 };
 
 // Parses the `alerting:` section (null: nothing configured). Errors name

@@ -227,8 +227,8 @@ Result<ScrapeConfig> ParseOne(const YAML::Node& n, const std::string& index_wher
       c.file_sd_configs.push_back(std::move(f));
     }
   }
-  ASSIGN_OR_RETURN(c.relabel_configs, ParseRelabelConfigs(n["relabel_configs"], w + ".relabel_configs"));
-  ASSIGN_OR_RETURN(c.metric_relabel_configs, ParseRelabelConfigs(n["metric_relabel_configs"], w + ".metric_relabel_configs"));
+  ASSIGN_OR_RETURN(c.relabel_configs, common::ParseRelabelConfigs(n["relabel_configs"], w + ".relabel_configs"));
+  ASSIGN_OR_RETURN(c.metric_relabel_configs, common::ParseRelabelConfigs(n["metric_relabel_configs"], w + ".metric_relabel_configs"));
   RETURN_IF_ERROR(common::ParseHttpClientConfig(n, w, &c.http));
   // The values global may set are part of it: a reload that changes only
   // global's must restart the job's loops too.

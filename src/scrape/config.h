@@ -13,7 +13,7 @@
 
 #include "base/status.h"
 #include "common/http_client.h"
-#include "scrape/relabel.h"
+#include "common/relabel.h"
 
 namespace trainwatch::scrape {
 
@@ -48,8 +48,8 @@ struct ScrapeConfig {
   uint64_t body_size_limit = 0;          // bytes, 0: none
   std::vector<TargetGroup> static_configs;
   std::vector<FileSdConfig> file_sd_configs;
-  std::vector<RelabelConfig> relabel_configs;
-  std::vector<RelabelConfig> metric_relabel_configs;
+  std::vector<common::RelabelConfig> relabel_configs;
+  std::vector<common::RelabelConfig> metric_relabel_configs;
   // scrape_protocols, in Prometheus 3's names (PrometheusProto,
   // OpenMetricsText1.0.0, OpenMetricsText0.0.1, PrometheusText1.0.0,
   // PrometheusText0.0.4), most preferred first, no repeats. Empty: the

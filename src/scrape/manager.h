@@ -28,7 +28,7 @@ struct ManagerOptions {
 
 // One target as /api/v1/targets shows it.
 struct TargetInfo {
-  LabelSet discovered;
+  common::LabelSet discovered;
   model::Labels labels;
   std::string pool;
   std::string url;

@@ -260,8 +260,8 @@ Status ScrapeLoop::NewEntry(const ingest::TextSample& s, Entry* e) {
     if (s.labels[i].name == model::kMetricName) continue;
     raw.push_back({std::string(s.labels[i].name), std::string(s.labels[i].value)});
   }
-  LabelSet exposed(std::move(raw));
-  LabelSet lb = exposed;
+  common::LabelSet exposed(std::move(raw));
+  common::LabelSet lb = exposed;
   // Target labels: honor_labels keeps the scraped value on conflict;
   // otherwise the target wins and the scraped one becomes exported_<name>.
   if (c.honor_labels) {
@@ -289,7 +289,7 @@ Status ScrapeLoop::NewEntry(const ingest::TextSample& s, Entry* e) {
     }
     for (const model::Label& l : conflicts) lb.Set(l.name, l.value);
   }
-  if (!Relabel(c.metric_relabel_configs, &lb) || lb.pairs().empty()) {
+  if (!common::Relabel(c.metric_relabel_configs, &lb) || lb.pairs().empty()) {
     e->dropped = true;
     return Status::OK();
   }

@@ -45,7 +45,7 @@ uint64_t TargetSpec::Hash() const {
   return h;
 }
 
-TargetSpec PopulateLabels(const ScrapeConfig& cfg, LabelSet lb) {
+TargetSpec PopulateLabels(const ScrapeConfig& cfg, common::LabelSet lb) {
   TargetSpec t;
   auto set_default = [&](std::string_view n, std::string_view v) {
     if (lb.Get(n).empty()) lb.Set(n, v);
@@ -59,7 +59,7 @@ TargetSpec PopulateLabels(const ScrapeConfig& cfg, LabelSet lb) {
     if (!v.empty()) lb.Set("__param_" + k, v[0]);
   }
   t.discovered = lb;
-  if (!Relabel(cfg.relabel_configs, &lb)) {
+  if (!common::Relabel(cfg.relabel_configs, &lb)) {
     t.dropped = true;
     return t;
   }
@@ -102,7 +102,7 @@ std::vector<TargetSpec> TargetsFromGroup(const ScrapeConfig& cfg, const TargetGr
     std::vector<model::Label> v;
     for (const auto& [k, val] : group.labels) v.push_back({k, val});
     v.push_back({"__address__", addr});
-    out.push_back(PopulateLabels(cfg, LabelSet(std::move(v))));
+    out.push_back(PopulateLabels(cfg, common::LabelSet(std::move(v))));
   }
   return out;
 }

@@ -16,8 +16,8 @@
 namespace trainwatch::scrape {
 
 struct TargetSpec {
-  LabelSet discovered;  // before relabeling
-  LabelSet labels;      // after relabeling, including "__" labels; empty when dropped
+  common::LabelSet discovered;  // before relabeling
+  common::LabelSet labels;      // after relabeling, including "__" labels; empty when dropped
   bool dropped = false;
   std::string error;    // e.g. "no address"; the target is not scraped
 
@@ -31,7 +31,7 @@ struct TargetSpec {
 
 // One target per address of `group` (labels of the group, then __address__).
 std::vector<TargetSpec> TargetsFromGroup(const ScrapeConfig& cfg, const TargetGroup& group);
-TargetSpec PopulateLabels(const ScrapeConfig& cfg, LabelSet discovered);
+TargetSpec PopulateLabels(const ScrapeConfig& cfg, common::LabelSet discovered);
 
 // Reads one file_sd file (JSON or YAML list of {targets, labels}); adds
 // __meta_filepath to each group's labels.

@@ -1,4 +1,4 @@
-#include "scrape/relabel.h"
+#include "common/relabel.h"
 
 #include <openssl/evp.h>
 
@@ -6,7 +6,7 @@
 #include <cctype>
 #include <set>
 
-namespace trainwatch::scrape {
+namespace trainwatch::common {
 namespace {
 
 struct ActionName {
@@ -333,4 +333,4 @@ bool Relabel(const std::vector<RelabelConfig>& cfgs, LabelSet* ls) {
   return true;
 }
 
-}  // namespace trainwatch::scrape
+}  // namespace trainwatch::common

@@ -16,7 +16,7 @@
 #include "base/status.h"
 #include "model/labels.h"
 
-namespace trainwatch::scrape {
+namespace trainwatch::common {
 
 enum class RelabelAction {
   kReplace, kKeep, kDrop, kKeepEqual, kDropEqual, kHashMod, kLabelMap, kLabelDrop, kLabelKeep, kLowercase, kUppercase
@@ -69,4 +69,4 @@ std::string ExpandTemplate(const re2::RE2& re, std::string_view tmpl, const std:
 
 std::string_view RelabelActionName(RelabelAction a);
 
-}  // namespace trainwatch::scrape
+}  // namespace trainwatch::common

@@ -1,13 +1,13 @@
 // Relabeling: cases and expected values from Prometheus's own
 // model/relabel/relabel_test.go (TestRelabel, TestRelabelValidate,
 // TestTargetLabelValidity), configs written as YAML as a user would.
-#include "scrape/relabel.h"
+#include "common/relabel.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-namespace trainwatch::scrape {
+namespace trainwatch::common {
 namespace {
 
 LabelSet FromMap(const std::map<std::string, std::string>& m) {
@@ -176,4 +176,4 @@ TEST(Relabel, GoTemplateExpansion) {
 }
 
 }  // namespace
-}  // namespace trainwatch::scrape
+}  // namespace trainwatch::common
