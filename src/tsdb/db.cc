@@ -515,13 +515,13 @@ class DBQuerier : public storage::Querier {
       const int tier = PickTier(tiers_, hints);
       if (tier >= 0) {
         const auto& blocks = tiers_.tiers[static_cast<size_t>(tier)];
-        const int64_t cov = TierCoverageEnd(blocks);
+        const int64_t cov = TierAnswerEnd(tiers_, tier);
         std::vector<std::unique_ptr<storage::SeriesSet>> sets;
         sets.push_back(SelectTier(blocks, hints.func, hints.start, std::min(hints.end, cov), matchers));
         storage::SelectHints rest = hints;
         rest.start = std::max(hints.start, cov + 1);
         if (rest.start <= rest.end) {
-          for (auto& q : qs_) sets.push_back(q->Select(true, rest, matchers));
+          for (auto& q : qs_) sets.push_back(SamplesFrom(q->Select(true, rest, matchers), rest.start));
         }
         return storage::MergeSeriesSets(std::move(sets));
       }

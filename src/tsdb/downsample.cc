@@ -117,7 +117,65 @@ class HoldingSeriesSet : public storage::SeriesSet {
   std::unique_ptr<storage::SeriesSet> set_;
 };
 
+// An iterator with the samples before `mint` left out.
+class FromIterator : public storage::SeriesIterator {
+ public:
+  FromIterator(std::unique_ptr<storage::SeriesIterator> it, int64_t mint) : it_(std::move(it)), mint_(mint) {}
+  bool Next() override {
+    if (!started_) return Seek(mint_);
+    return it_->Next();
+  }
+  bool Seek(int64_t t) override {
+    started_ = true;
+    return it_->Seek(std::max(t, mint_));
+  }
+  model::Sample At() const override { return it_->At(); }
+  bool AtIsHistogram() const override { return it_->AtIsHistogram(); }
+  const model::FloatHistogram* AtHistogram() const override { return it_->AtHistogram(); }
+  bool HasHistograms() const override { return it_->HasHistograms(); }
+  int64_t AtST() const override { return it_->AtST(); }
+  bool HasST() const override { return it_->HasST(); }
+  double AtCount() const override { return it_->AtCount(); }
+  bool HasCounts() const override { return it_->HasCounts(); }
+  Status Err() const override { return it_->Err(); }
+
+ private:
+  std::unique_ptr<storage::SeriesIterator> it_;
+  int64_t mint_;
+  bool started_ = false;
+};
+
+class FromSeries : public storage::Series {
+ public:
+  const model::Labels& labels() const override { return s_->labels(); }
+  std::unique_ptr<storage::SeriesIterator> Iterator() const override {
+    return std::make_unique<FromIterator>(s_->Iterator(), mint_);
+  }
+  const storage::Series* s_ = nullptr;
+  int64_t mint_ = 0;
+};
+
+class FromSeriesSet : public storage::SeriesSet {
+ public:
+  FromSeriesSet(std::unique_ptr<storage::SeriesSet> set, int64_t mint) : set_(std::move(set)) { cur_.mint_ = mint; }
+  bool Next() override {
+    if (!set_->Next()) return false;
+    cur_.s_ = &set_->At();
+    return true;
+  }
+  const storage::Series& At() const override { return cur_; }
+  Status Err() const override { return set_->Err(); }
+
+ private:
+  std::unique_ptr<storage::SeriesSet> set_;
+  FromSeries cur_;
+};
+
 }  // namespace
+
+std::unique_ptr<storage::SeriesSet> SamplesFrom(std::unique_ptr<storage::SeriesSet> set, int64_t mint) {
+  return std::make_unique<FromSeriesSet>(std::move(set), mint);
+}
 
 std::string_view AggrName(int aggr) { return kAggrNames[static_cast<size_t>(aggr)]; }
 
@@ -324,6 +382,15 @@ int64_t TierCoverageEnd(const std::vector<std::shared_ptr<TierBlock>>& blocks) {
   return end;
 }
 
+int64_t TierAnswerEnd(const TierView& v, int tier) {
+  const int64_t cov = TierCoverageEnd(v.tiers[static_cast<size_t>(tier)]);
+  const int64_t res = kTierResolutions[static_cast<size_t>(tier)];
+  for (const auto& [mint, maxt] : v.raw) {
+    if (mint <= cov && cov - res < maxt) return cov - res;
+  }
+  return cov;
+}
+
 int PickTier(const TierView& v, const storage::SelectHints& h) {
   if (TierAggrFor(h.func) == kNumAggr || h.range_ms <= 0 || h.step_ms < 0 || h.start > h.end) return -1;
   auto aligned = [](int64_t t, int64_t res) { return ((t % res) + res) % res == 0; };
@@ -346,7 +413,7 @@ int PickTier(const TierView& v, const storage::SelectHints& h) {
     if (!coarse && raw_start <= h.start) continue;
     // Points cover (RawMint, RawMaxt] per block; the query needs [start,
     // min(end, coverage end)] from the tier (raw data answers after it).
-    const int64_t need_end = std::min(h.end, TierCoverageEnd(blocks));
+    const int64_t need_end = std::min(h.end, TierAnswerEnd(v, tier));
     if (need_end < h.start) continue;
     int64_t covered = h.start - 1;  // every point time in [start, covered] is the tier's
     bool hole = false;

@@ -111,6 +111,15 @@ struct TierView {
 int PickTier(const TierView& v, const storage::SelectHints& hints);
 // The last point time the tier's blocks hold (INT64_MIN: none).
 int64_t TierCoverageEnd(const std::vector<std::shared_ptr<TierBlock>>& blocks);
+// The last point time a query takes from the tier: its coverage end, or one
+// window before it while raw data there exists: the last window's point was
+// made from the raw block before the sample at exactly its end (in the next
+// block or the head) may have arrived.
+int64_t TierAnswerEnd(const TierView& v, int tier);
+
+// `set` with every sample before `mint` left out: stores filter by whole
+// chunks, and raw samples read beside a tier must not repeat its windows.
+std::unique_ptr<storage::SeriesSet> SamplesFrom(std::unique_ptr<storage::SeriesSet> set, int64_t mint);
 
 // The aggregate whose points answer `func` (kNumAggr: none, the function
 // cannot be answered from tiers).

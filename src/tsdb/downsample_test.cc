@@ -80,12 +80,12 @@ class DownsampleTest : public ::testing::Test {
 
   // 12 h of 3 series every 15 s (so samples fall on every 5 m and 1 h
   // boundary), random integers, gaps, a stale marker and NaNs.
-  void Fill(DB* db) {
-    std::mt19937_64 rng(7);
+  void Fill(DB* db, int64_t from = kT0, int64_t to = kT0 + kSpan) {
+    std::mt19937_64 rng(7 + static_cast<uint64_t>(from));
     auto app = db->NewAppender();
     for (int s = 0; s < 3; ++s) {
       model::Labels l{{"__name__", "gpu_util"}, {"gpu", std::to_string(s)}, {"job", s < 2 ? "a" : "b"}};
-      for (int64_t t = kT0; t < kT0 + kSpan; t += 15'000) {
+      for (int64_t t = from; t < to; t += 15'000) {
         if (s == 1 && t > kT0 + 3 * kHour && t < kT0 + 4 * kHour) continue;  // a gap
         double v = static_cast<double>(rng() % 1000);
         if (s == 2 && (t - kT0) % (97 * kMin) == 0) v = NAN;
@@ -222,13 +222,19 @@ TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
     EXPECT_EQ(it->HasCounts(), off == 0);
     EXPECT_EQ(n, off == 0 ? 48u : 4u * 240);  // 5 m points, or 15 s samples
   }
+  // Two more hours in the head only: answers read the tiers up to their
+  // last point and raw samples after it.
+  now_ = kT0 + kSpan + 2 * kHour;
+  Fill(raw_.get(), kT0 + kSpan, kT0 + kSpan + 2 * kHour);
+  Fill(tiered_.get(), kT0 + kSpan, kT0 + kSpan + 2 * kHour);
   Engine engine{promql::EngineOptions{}};
   struct Q {
     int64_t start, end, step;
   };
   // 1 h and 6 h steps pick the 5 m and 1 h tiers; 7 m and an off-grid start fall back to raw.
   for (Q r : {Q{kT0 + 3 * kHour, kT0 + kSpan, kHour}, Q{kT0 + 6 * kHour, kT0 + kSpan, 6 * kHour},
-              Q{kT0 + kHour, kT0 + 9 * kHour, 7 * kMin}, Q{kT0 + kHour + 1000, kT0 + 9 * kHour + 1000, kHour}}) {
+              Q{kT0 + kHour, kT0 + 9 * kHour, 7 * kMin}, Q{kT0 + kHour + 1000, kT0 + 9 * kHour + 1000, kHour},
+              Q{kT0 + 8 * kHour, kT0 + kSpan + 2 * kHour, kHour}}) {
     for (const char* e : kTierQueries) {
       auto want = engine.Range(*raw_, e, r.start, r.end, r.step);
       auto got = engine.Range(*tiered_, e, r.start, r.end, r.step);
