@@ -6,6 +6,8 @@
 #include <cctype>
 #include <set>
 
+#include "common/yaml.h"
+
 namespace trainwatch::common {
 namespace {
 
@@ -55,8 +57,6 @@ bool Extract(std::string_view s, std::string_view* name, int* num, size_t* consu
   *consumed = i;
   return true;
 }
-
-Status Invalid(const std::string& where, const std::string& msg) { return Status::InvalidArgument(where + ": " + msg); }
 
 std::string Lower(std::string_view s) {
   std::string r(s);
@@ -184,39 +184,34 @@ Status RelabelConfig::Init() {
 }
 
 Result<RelabelConfig> ParseRelabelConfig(const YAML::Node& n, const std::string& where) {
-  if (!n.IsMap()) return Invalid(where, "expected a mapping");
-  static const std::set<std::string, std::less<>> kKeys = {"source_labels", "separator",   "regex", "modulus",
-                                                          "target_label",  "replacement", "action"};
+  using yaml::Err;
+  RETURN_IF_ERROR(yaml::CheckKeys(n, where, {"source_labels", "separator", "regex", "modulus", "target_label",
+                                             "replacement", "action"}));
   RelabelConfig c;
   for (const auto& kv : n) {
-    std::string key = kv.first.as<std::string>();
-    if (!kKeys.contains(key)) return Invalid(where, "unknown field \"" + key + "\"");
+    const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
-    std::string f = where + "." + key;
+    const std::string f = where + "." + key;
     if (key == "source_labels") {
-      if (v.IsNull()) continue;
-      if (!v.IsSequence()) return Invalid(f, "expected a list of label names");
-      for (const auto& e : v) {
-        if (!e.IsScalar()) return Invalid(f, "expected a label name");
+      ASSIGN_OR_RETURN(c.source_labels, yaml::StrList(v, f));
+      for (size_t i = 0; i < c.source_labels.size(); i++) {
         // Prometheus accepts any name here (model.LabelNames unmarshal checks validity).
-        if (!model::IsValidLabelName(e.Scalar())) return Invalid(f, "\"" + e.Scalar() + "\" is not a valid label name");
-        c.source_labels.push_back(e.Scalar());
+        if (!model::IsValidLabelName(c.source_labels[i])) {
+          return Err(v[i], f, "\"" + c.source_labels[i] + "\" is not a valid label name");
+        }
       }
       continue;
     }
-    if (!v.IsScalar() && !v.IsNull()) return Invalid(f, "expected a string");
-    std::string s = v.IsNull() ? "" : v.Scalar();
+    if (key == "modulus") {
+      ASSIGN_OR_RETURN(c.modulus, yaml::Uint(v, f));
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::string s, yaml::Str(v, f));
     if (key == "separator") c.separator = s;
     else if (key == "regex") c.regex = s;
     else if (key == "target_label") c.target_label = s;
     else if (key == "replacement") c.replacement = s;
-    else if (key == "modulus") {
-      try {
-        c.modulus = v.as<uint64_t>();
-      } catch (const YAML::Exception&) {
-        return Invalid(f, "invalid modulus \"" + s + "\"");
-      }
-    } else if (key == "action") {
+    else if (key == "action") {
       std::string a = Lower(s);
       bool found = false;
       for (const auto& an : kActions) {
@@ -225,18 +220,18 @@ Result<RelabelConfig> ParseRelabelConfig(const YAML::Node& n, const std::string&
           found = true;
         }
       }
-      if (!found) return Invalid(f, "unknown relabel action \"" + s + "\"");
+      if (!found) return Err(v, f, "unknown relabel action \"" + s + "\"");
     }
   }
-  Status st = c.Init();
-  if (!st.ok()) return Invalid(where, st.message());
+  // Prometheus's Validate, whose messages name their field ("regex: ...").
+  if (Status st = c.Init(); !st.ok()) return Err(n, where, st.message());
   return c;
 }
 
 Result<std::vector<RelabelConfig>> ParseRelabelConfigs(const YAML::Node& n, const std::string& where) {
   std::vector<RelabelConfig> out;
   if (!n || n.IsNull()) return out;
-  if (!n.IsSequence()) return Invalid(where, "expected a list");
+  if (!n.IsSequence()) return yaml::Err(n, where, "expected a list");
   for (size_t i = 0; i < n.size(); i++) {
     ASSIGN_OR_RETURN(RelabelConfig c, ParseRelabelConfig(n[i], where + "[" + std::to_string(i) + "]"));
     out.push_back(std::move(c));
