@@ -20,6 +20,13 @@ int64_t AlignDown(int64_t t, int64_t r) { return t >= 0 ? t / r * r : -(((-t) + 
 
 }  // namespace
 
+int64_t DBImpl::MaxBlockRange() const {
+  // Blocks grow up to a tenth of the retention (31 days at most), as Prometheus.
+  int64_t max_range = 31LL * 24 * 3600 * 1000;
+  if (opts_.retention_ms > 0) max_range = std::min(max_range, opts_.retention_ms / 10);
+  return std::max(max_range, opts_.block_duration_ms);
+}
+
 Status DBImpl::Compact(bool force) {
   // A merge that met a damaged input goes on with the next round: the
   // snapshot there has set that block aside, and the others still compact.
@@ -53,10 +60,7 @@ Status DBImpl::Compact(bool force) {
     }
     // 2. Level windows.
     int64_t db_maxt = std::max(head_->MaxTime(), blocks.back()->meta().maxt);
-    // Blocks grow up to a tenth of the retention (31 days at most), as Prometheus.
-    int64_t max_range = 31LL * 24 * 3600 * 1000;
-    if (opts_.retention_ms > 0) max_range = std::min(max_range, opts_.retention_ms / 10);
-    max_range = std::max(max_range, opts_.block_duration_ms);
+    const int64_t max_range = MaxBlockRange();
     bool did = false;
     for (int64_t range = opts_.block_duration_ms * 3; range <= max_range && !did; range *= 3) {
       for (size_t i = 0; i < blocks.size() && !did;) {

@@ -59,6 +59,11 @@ Status DBImpl::LoadTiers() {
   return Status::OK();
 }
 
+bool DBImpl::WantsTiers(const index::BlockMeta& m, int64_t now) const {
+  const int64_t horizon = opts_.retention_ms > 0 ? opts_.retention_ms / 2 : MaxBlockRange();
+  return m.maxt <= now - horizon;
+}
+
 Status DBImpl::Downsample(size_t max_blocks) {
   if (!opts_.downsample) return Status::OK();
   std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();  // sorted by mint
@@ -76,7 +81,7 @@ Status DBImpl::Downsample(size_t max_blocks) {
     // tiers are made from the merged block.
     const bool overlapped = prev_maxt > m.mint || (i + 1 < blocks.size() && blocks[i + 1]->meta().mint < m.maxt);
     prev_maxt = std::max(prev_maxt, m.maxt);
-    if (overlapped) continue;
+    if (overlapped || !WantsTiers(m, head_->Now())) continue;
     std::vector<std::string> sources = m.sources;
     std::sort(sources.begin(), sources.end());
     const auto tiers = TiersSnapshot();

@@ -81,6 +81,9 @@ class DBImpl : public DB {
 
   // db_compact.cc
   Status Compact(bool force);
+  // The range compaction grows blocks to: a tenth of the retention, 31 days
+  // at most, one block duration at least (Prometheus's rule).
+  int64_t MaxBlockRange() const;
   Status CompactBlocks(const std::vector<std::shared_ptr<Block>>& group);
   Status ApplyRetention() TW_REQUIRES(maint_mu_);
 
@@ -89,6 +92,13 @@ class DBImpl : public DB {
   // sources; one whose sources changed (compacted, or late data merged in)
   // is made again and the tier blocks in its range replaced.
   Status LoadTiers();
+  // Only raw blocks older than half the retention (MaxBlockRange, 31 days
+  // at most, without one) get tiers: old enough that compaction is done
+  // with them, young enough that retention has not taken them. Young data
+  // is read raw anyway; tiers of it would cost five indexes per resolution
+  // on disk (a short run's data dir grew several times over) and be made
+  // again at each compaction.
+  bool WantsTiers(const index::BlockMeta& m, int64_t now) const;
   // Makes the tiers of at most `max_blocks` raw blocks, oldest first (0: all),
   // so a data dir from before tiers is caught up a few blocks per pass
   // without holding maintenance for long.
