@@ -96,8 +96,8 @@ class DBImpl : public DB {
   // at most, without one) get tiers: old enough that compaction is done
   // with them, young enough that retention has not taken them. Young data
   // is read raw anyway; tiers of it would cost five indexes per resolution
-  // on disk (a short run's data dir grew several times over) and be made
-  // again at each compaction.
+  // on disk, each with every series' labels, and be made again at each
+  // compaction.
   bool WantsTiers(const index::BlockMeta& m, int64_t now) const;
   // Makes the tiers of at most `max_blocks` raw blocks, oldest first (0: all),
   // so a data dir from before tiers is caught up a few blocks per pass
