@@ -45,7 +45,9 @@ Data* Get() {
     o.background = false;
     o.retention_ms = 0;
     o.wal_sync = WalSync::kInterval;
-    o.now_ms = [] { return kEnd; };
+    // The clock a month past the last sample, so every block is old enough
+    // for tiers (DBImpl::WantsTiers: half the retention, 31 d without one).
+    o.now_ms = [] { return kEnd + 32 * 24 * kHour; };
     out->db = std::move(DB::Open(o).value());
     const int64_t t0 = MonoNanos();
     // A day at a time, so the head never holds more than one day's chunks
