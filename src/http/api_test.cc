@@ -596,6 +596,9 @@ TEST_F(ApiTest, StatusEndpointsAndMetrics) {
             std::string::npos)
       << r.body;
   EXPECT_NE(r.body.find("trainwatch_tsdb_head_series "), std::string::npos);
+  // Its samples (2023) are older than either tier keeps: no tier is made.
+  EXPECT_NE(r.body.find("trainwatch_tsdb_tier_blocks 0\n"), std::string::npos);
+  EXPECT_NE(r.body.find("trainwatch_tsdb_storage_tier_bytes 0\n"), std::string::npos);
 }
 
 // GET /api/v1/status/security: the UI's banner while the port is open to
