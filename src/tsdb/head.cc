@@ -601,7 +601,7 @@ Head::ChunkLogDrain Head::DrainForChunkLog(bool all) {
   for (uint64_t ref : SeriesRefs()) {
     MemSeries* s = GetByRef(ref);
     if (s == nullptr) continue;
-    std::lock_guard<SpinLock> lock(s->mu);
+    SpinGuard lock(s->mu);
     if (all) {
       for (const auto& c : s->closed) d.chunks.emplace_back(ref, c);
     }
@@ -667,7 +667,7 @@ uint64_t Head::EndReplayBase() {
 
 void Head::AttachReplayBaseLocked(MemSeries* s) {
   if (replay_base_ == nullptr) return;
-  std::lock_guard<SpinLock> lock(s->mu);
+  SpinGuard lock(s->mu);
   uint64_t samples = 0;
   int64_t mint = INT64_MAX, maxt = INT64_MIN;
   if (auto it = replay_base_->chunks.find(s->ref); it != replay_base_->chunks.end()) {
@@ -757,7 +757,7 @@ uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
     if (s == nullptr) continue;
     todo.clear();
     {
-      std::lock_guard<SpinLock> lock(s->mu);
+      SpinGuard lock(s->mu);
       for (const auto& c : s->closed) {
         // With start timestamps too: EncodeDenser keeps them.
         if (chunkenc::InnerEncoding(c.enc, c.data.view()) == chunkenc::DeltaChunk::kEncoding) todo.push_back(c);
@@ -768,7 +768,7 @@ uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
     for (const HeadChunk& c : todo) {
       HeadChunk dense;
       if (!EncodeDenser(c, &dense, c.data.view())) continue;
-      std::lock_guard<SpinLock> lock(s->mu);
+      SpinGuard lock(s->mu);
       for (auto& cur : s->closed) {
         if (!cur.data.SameAs(c.data)) continue;
         cur = std::move(dense);
@@ -803,7 +803,7 @@ bool Head::InOrderHasLocked(const MemSeries* s, int64_t t) const {
 }
 
 bool Head::ApplySample(MemSeries* s, int64_t t, double v, int64_t st) {
-  std::lock_guard<SpinLock> lock(s->mu);
+  SpinGuard lock(s->mu);
   return ApplySampleLocked(s, t, v, st);
 }
 
@@ -853,7 +853,7 @@ bool Head::ApplySampleLocked(MemSeries* s, int64_t t, double v, int64_t st) {
 }
 
 bool Head::ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h, int64_t st) {
-  std::lock_guard<SpinLock> lock(s->mu);
+  SpinGuard lock(s->mu);
   return ApplyHistogramLocked(s, t, h, st);
 }
 
@@ -895,7 +895,7 @@ bool Head::ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHisto
 
 SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) const {
   SeriesSnapshot snap;
-  std::lock_guard<SpinLock> lock(s->mu);
+  SpinGuard lock(s->mu);
   for (const auto& c : s->closed) {
     if (c.maxt >= mint && c.mint <= maxt) snap.chunks.push_back(c);
   }
@@ -943,7 +943,7 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
     if (s == nullptr) continue;
     SeriesSnapshot snap;
     {
-      std::lock_guard<SpinLock> lock(s->mu);
+      SpinGuard lock(s->mu);
       if (s->open && (close_all || s->open->MaxTime() < boundary)) CloseOpenLocked(s);
       if (s->extra && s->extra->open && (close_all || s->extra->open->MaxTime() < boundary)) CloseHistOpenLocked(s);
       for (const auto& c : s->closed) {
@@ -998,7 +998,7 @@ bool Head::LabelsLess(const MemSeries* a, const MemSeries* b) const {
 void Head::Truncate(const PersistSet& set) {
   uint64_t removed_samples = 0, removed_chunks = 0;
   for (const auto& [s, snap] : set.series) {
-    std::lock_guard<SpinLock> lock(s->mu);
+    SpinGuard lock(s->mu);
     // Persisted chunks are a prefix of `closed` (chunks are only appended).
     size_t n = 0;
     while (n < s->closed.size() && n < snap.chunks.size() && s->closed[n].data.SameAs(snap.chunks[n].data)) {
@@ -1060,7 +1060,7 @@ void Head::Truncate(const PersistSet& set) {
     for (uint64_t ref : postings_.All()) all.push_back(GetByRef(ref));
   }
   for (MemSeries* s : all) {
-    std::lock_guard<SpinLock> lock(s->mu);
+    SpinGuard lock(s->mu);
     bool empty = s->closed.empty() && !s->open && !s->ooo && !s->extra;
     if (empty) {
       dead.push_back(s);
@@ -1226,7 +1226,7 @@ void Head::ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, Rep
     return;
   }
   const int64_t covered = skip_covered && replay_base_ != nullptr ? replay_base_->Covered(ms->ref) : INT64_MIN;
-  std::lock_guard<SpinLock> lock(ms->mu);
+  SpinGuard lock(ms->mu);
   for (size_t i = 0; i < n; i++) {
     const int64_t t = run[i].t;
     if (t <= covered) {
@@ -1359,7 +1359,7 @@ Head::MemoryStats Head::GetMemoryStats() const {
     const MemSeries* s = GetByRef(ref);
     if (s == nullptr) continue;
     m.series += ::malloc_usable_size(const_cast<MemSeries*>(s));
-    std::lock_guard<SpinLock> sl(s->mu);
+    SpinGuard sl(s->mu);
     if (s->closed.capacity() > 0) m.chunk_lists += ::malloc_usable_size(const_cast<HeadChunk*>(s->closed.data()));
     for (const auto& c : s->closed) {
       m.closed_bytes += c.data.MemoryBytes();

@@ -126,17 +126,33 @@ using RefChunk = std::pair<uint64_t, HeadChunk>;
 using RefOoo = std::pair<uint64_t, std::vector<model::Sample>>;
 using RefOooHist = std::pair<uint64_t, std::vector<storage::HistogramSample>>;
 
-class SpinLock {
+// A series' lock: appends and reads of one series hold it for a few
+// hundred nanoseconds, so waiting spins. A capability for the thread-safety
+// analysis (base/thread_annotations.h), taken with SpinGuard.
+class TW_CAPABILITY("mutex") SpinLock {
  public:
-  void lock() {
+  void lock() TW_ACQUIRE() {
     while (flag_.test_and_set(std::memory_order_acquire)) {
       while (flag_.test(std::memory_order_relaxed)) __builtin_ia32_pause();
     }
   }
-  void unlock() { flag_.clear(std::memory_order_release); }
+  void unlock() TW_RELEASE() { flag_.clear(std::memory_order_release); }
+  // For code that holds the lock by a path the analysis cannot follow.
+  void AssertHeld() const TW_ASSERT_CAPABILITY(this) {}
 
  private:
   std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
+class TW_SCOPED_CAPABILITY SpinGuard {
+ public:
+  explicit SpinGuard(SpinLock& mu) TW_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~SpinGuard() TW_RELEASE() { mu_.unlock(); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+
+ private:
+  SpinLock& mu_;
 };
 
 // Out-of-order samples of one series: a sorted prefix with unique timestamps
@@ -204,13 +220,14 @@ struct MemSeries {
   std::atomic<bool> logged{false};
 
   mutable SpinLock mu;
-  bool ooo_dirty = false;  // guarded by mu: out-of-order samples added since the chunk log last took them
-  // Everything below is guarded by mu.
-  std::vector<HeadChunk> closed;             // sorted by time, non-overlapping
-  std::optional<chunkenc::DeltaChunk> open;  // inline: one cache miss less per append
-  int64_t open_block_end = 0;                // the open chunk must end before this
-  std::unique_ptr<OooBuffer> ooo;            // out-of-order samples
-  std::unique_ptr<SeriesExtras> extra;       // null until the series gets a histogram or a start timestamp
+  // Out-of-order samples added since the chunk log last took them.
+  bool ooo_dirty TW_GUARDED_BY(mu) = false;
+  std::vector<HeadChunk> closed TW_GUARDED_BY(mu);             // sorted by time, non-overlapping
+  std::optional<chunkenc::DeltaChunk> open TW_GUARDED_BY(mu);  // inline: one cache miss less per append
+  int64_t open_block_end TW_GUARDED_BY(mu) = 0;                // the open chunk must end before this
+  std::unique_ptr<OooBuffer> ooo TW_GUARDED_BY(mu);            // out-of-order samples
+  // Null until the series gets a histogram or a start timestamp.
+  std::unique_ptr<SeriesExtras> extra TW_GUARDED_BY(mu);
 
  private:
   MemSeries(uint64_t r, uint64_t h, uint32_t n) : ref(r), hash(h), num_labels(n) {}
@@ -430,13 +447,13 @@ class Head : public storage::Queryable {
   // CountApplied once (a few contended atomics per batch, not per sample).
   // `st` is the sample's start timestamp (0: none; one after t is dropped).
   bool ApplySample(MemSeries* s, int64_t t, double v, int64_t st = 0);
-  bool ApplySampleLocked(MemSeries* s, int64_t t, double v, int64_t st);  // REQUIRES: s->mu held
+  bool ApplySampleLocked(MemSeries* s, int64_t t, double v, int64_t st) TW_REQUIRES(s->mu);
   // ApplySample for a native histogram (REQUIRES: it passed
   // model::FloatHistogram::Validate). A histogram after the series' last sample
   // goes to its open histogram chunk (a new one when the layout changed),
   // an earlier one to its out-of-order histograms.
   bool ApplyHistogram(MemSeries* s, int64_t t, const model::FloatHistogram& h, int64_t st = 0);
-  bool ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHistogram& h, int64_t st);  // REQUIRES: s->mu held
+  bool ApplyHistogramLocked(MemSeries* s, int64_t t, const model::FloatHistogram& h, int64_t st) TW_REQUIRES(s->mu);
   void UpdateTimes(int64_t mint, int64_t maxt);
   void CountApplied(uint64_t n) {
     num_samples_.fetch_add(n, std::memory_order_relaxed);
@@ -481,9 +498,9 @@ class Head : public storage::Queryable {
   bool LabelsEqual(const MemSeries* s, const model::Labels& labels) const;
   bool LabelsLess(const MemSeries* a, const MemSeries* b) const;  // as model::Labels' operator<
   void SetRef(uint64_t ref, MemSeries* s);
-  void CloseOpenLocked(MemSeries* s);  // REQUIRES: s->mu held; closes the open float chunk
-  void CloseHistOpenLocked(MemSeries* s);  // REQUIRES: s->mu held; closes the open histogram chunk
-  void CloseAnyOpenLocked(MemSeries* s) {  // REQUIRES: s->mu held
+  void CloseOpenLocked(MemSeries* s) TW_REQUIRES(s->mu);  // closes the open float chunk
+  void CloseHistOpenLocked(MemSeries* s) TW_REQUIRES(s->mu);  // closes the open histogram chunk
+  void CloseAnyOpenLocked(MemSeries* s) TW_REQUIRES(s->mu) {
     CloseOpenLocked(s);
     CloseHistOpenLocked(s);
   }
@@ -491,20 +508,21 @@ class Head : public storage::Queryable {
   // Start timestamps (SeriesExtras::st). REQUIRES: s->mu held.
   // Records that the sample just applied at t has start timestamp st;
   // `in_order`: it is the series' latest sample.
-  void NoteSTLocked(MemSeries* s, int64_t t, int64_t st, bool in_order);
+  void NoteSTLocked(MemSeries* s, int64_t t, int64_t st, bool in_order) TW_REQUIRES(s->mu);
   // Wraps the bytes of c (a chunk of s being closed or copied) with its
   // samples' start timestamps when any has one.
-  static void WrapSTLocked(const MemSeries* s, HeadChunk* c);
+  static void WrapSTLocked(const MemSeries* s, HeadChunk* c) TW_REQUIRES(s->mu);
   // Drops the runs that no sample read through them needs any more.
-  static void TrimSTLocked(MemSeries* s);
+  static void TrimSTLocked(MemSeries* s) TW_REQUIRES(s->mu);
   // *out: the start timestamps of `ooo` (s's out-of-order samples, sorted),
   // or empty when none has one.
-  static void OooSTLocked(const MemSeries* s, const std::vector<model::Sample>& ooo, std::vector<int64_t>* out);
+  static void OooSTLocked(const MemSeries* s, const std::vector<model::Sample>& ooo, std::vector<int64_t>* out)
+      TW_REQUIRES(s->mu);
   // The last in-order sample's time (INT64_MIN: none). REQUIRES: s->mu held.
-  static int64_t InOrderMaxtLocked(const MemSeries* s);
+  static int64_t InOrderMaxtLocked(const MemSeries* s) TW_REQUIRES(s->mu);
   // The open chunk's (float or histogram) time range; false when there is
   // none with samples. REQUIRES: s->mu held.
-  static bool OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt);
+  static bool OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt) TW_REQUIRES(s->mu);
   // Re-encodes `bytes` (chunk c's data, in c.enc) with the dense codec into
   // *out (c's times and count); false when that is not smaller.
   bool EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes) const;
@@ -520,9 +538,9 @@ class Head : public storage::Queryable {
   // Gives a series being created at replay its chunks from the replay base.
   void AttachReplayBaseLocked(MemSeries* s) TW_REQUIRES(creation_mu_);
   // Merges s's out-of-order tail, counting the duplicates it drops. REQUIRES: s->mu held.
-  void NormalizeOooLocked(MemSeries* s);
+  void NormalizeOooLocked(MemSeries* s) TW_REQUIRES(s->mu);
   // Whether the in-order chunks hold a sample at t. REQUIRES: s->mu held.
-  bool InOrderHasLocked(const MemSeries* s, int64_t t) const;
+  bool InOrderHasLocked(const MemSeries* s, int64_t t) const TW_REQUIRES(s->mu);
 
   const HeadOptions opts_;
   SymbolTable symbols_;

@@ -369,10 +369,20 @@ TEST(HeadTest, StartTimestampRunsStayShortAndOutOfOrderSamplesKeepTheirs) {
   ASSERT_NE(cs, nullptr);
   ASSERT_NE(ds, nullptr);
   // Closed chunks carry theirs: the runs kept cover the open chunk only.
-  ASSERT_TRUE(cs->extra != nullptr);
-  EXPECT_EQ(cs->extra->st.size(), 1u);
-  EXPECT_LE(ds->extra->st.size(), 11u);
-  EXPECT_EQ(head.Lookup(p, p.Hash())->extra, nullptr);
+  {
+    SpinGuard lc(cs->mu);
+    ASSERT_TRUE(cs->extra != nullptr);
+    EXPECT_EQ(cs->extra->st.size(), 1u);
+  }
+  {
+    SpinGuard ld(ds->mu);
+    EXPECT_LE(ds->extra->st.size(), 11u);
+  }
+  {
+    MemSeries* ps = head.Lookup(p, p.Hash());
+    SpinGuard lp(ps->mu);
+    EXPECT_EQ(ps->extra, nullptr);
+  }
   EXPECT_EQ(ReadST(&head, {Eq("__name__", "c_total")}), want_c);
   EXPECT_EQ(ReadST(&head, {Eq("__name__", "d")}), want_d);
   for (const auto& [t, st] : ReadST(&head, {Eq("__name__", "plain")})) EXPECT_EQ(st, 0) << t;
