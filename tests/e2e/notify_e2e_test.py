@@ -405,9 +405,15 @@ class NotifyE2ETest(unittest.TestCase):
         self.post_alerts([alert("Flaky", "x")])
         got = self.wait_for(self.hook.take)
         self.assertEqual(len(got), 1)
-        hist = self.get("/api/v1/notifications?limit=10")
-        self.assertEqual(hist["status"], "success")
-        mine = [h for h in hist["data"] if h["groupKey"] == '{}:{alertname="Flaky"}']
+
+        # The receiver has the request before trainwatch has its answer, and
+        # the attempt is recorded after that: wait for the third record.
+        def flaky_history():
+            hist = self.get("/api/v1/notifications?limit=10")
+            self.assertEqual(hist["status"], "success")
+            mine = [h for h in hist["data"] if h["groupKey"] == '{}:{alertname="Flaky"}']
+            return mine if len(mine) >= 3 else None
+        mine = self.wait_for(flaky_history)
         self.assertEqual([(h["attempt"], h["outcome"]) for h in mine], [(3, "success"), (2, "failed"), (1, "failed")])
         self.assertIn("500", mine[1]["error"])
         self.assertEqual(mine[0]["integration"], "webhook")
