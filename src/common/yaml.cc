@@ -36,23 +36,26 @@ Result<bool> Bool(const YAML::Node& n, std::string_view where) {
   return Err(n, where, "invalid boolean \"" + s + "\"");
 }
 
-Result<uint64_t> Uint(const YAML::Node& n, std::string_view where) {
-  if (!n.IsScalar()) return Err(n, where, "expected a non-negative integer");
-  uint64_t v = 0;
+namespace {
+
+// A whole scalar as an integer of type T; `expected` names what a non-scalar is not.
+template <typename T>
+Result<T> Integer(const YAML::Node& n, std::string_view where, std::string_view expected) {
+  if (!n.IsScalar()) return Err(n, where, expected);
+  T v = 0;
   const std::string& s = n.Scalar();
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size()) return Err(n, where, "invalid integer \"" + s + "\"");
   return v;
 }
 
-Result<int64_t> Int(const YAML::Node& n, std::string_view where) {
-  if (!n.IsScalar()) return Err(n, where, "expected an integer");
-  int64_t v = 0;
-  const std::string& s = n.Scalar();
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return Err(n, where, "invalid integer \"" + s + "\"");
-  return v;
+}  // namespace
+
+Result<uint64_t> Uint(const YAML::Node& n, std::string_view where) {
+  return Integer<uint64_t>(n, where, "expected a non-negative integer");
 }
+
+Result<int64_t> Int(const YAML::Node& n, std::string_view where) { return Integer<int64_t>(n, where, "expected an integer"); }
 
 Result<int64_t> Dur(const YAML::Node& n, std::string_view where) {
   ASSIGN_OR_RETURN(std::string s, Str(n, where));

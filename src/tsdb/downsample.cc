@@ -171,6 +171,18 @@ class FromSeriesSet : public storage::SeriesSet {
   FromSeries cur_;
 };
 
+// The meta.json of part `aggr` of a tier block made from raw data in
+// [mint, maxt) of `sources`: points are stamped in (mint, maxt], the
+// half-open range one later.
+index::BlockMeta PartMeta(int aggr, int64_t mint, int64_t maxt, const std::vector<std::string>& sources) {
+  index::BlockMeta meta;
+  meta.id = std::string(AggrName(aggr));
+  meta.mint = mint + 1;
+  meta.maxt = maxt + 1;
+  meta.sources = sources;
+  return meta;
+}
+
 }  // namespace
 
 std::unique_ptr<storage::SeriesSet> SamplesFrom(std::unique_ptr<storage::SeriesSet> set, int64_t mint) {
@@ -261,13 +273,7 @@ Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
     RETURN_IF_ERROR(file::RemoveAll(tmps[i]));
     RETURN_IF_ERROR(file::MkdirAll(tmps[i]));
     for (int a = 0; a < kNumAggr; ++a) {
-      index::BlockMeta meta;
-      meta.id = std::string(AggrName(a));
-      // Points are stamped in (mint, maxt]: the half-open range one later.
-      meta.mint = mint + 1;
-      meta.maxt = maxt + 1;
-      meta.sources = sources;
-      ASSIGN_OR_RETURN(writers[i][a], BlockWriter::Create(tmps[i], meta));
+      ASSIGN_OR_RETURN(writers[i][a], BlockWriter::Create(tmps[i], PartMeta(a, mint, maxt, sources)));
     }
   }
   // Removes the unfinished directories on any error below.
@@ -342,12 +348,7 @@ Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir,
   } cleanup{&tmp};
   SeriesSamples data;
   for (int a = 0; a < kNumAggr; ++a) {
-    index::BlockMeta meta;
-    meta.id = std::string(AggrName(a));
-    meta.mint = mint + 1;
-    meta.maxt = maxt + 1;
-    meta.sources = sources;
-    ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tmp, meta));
+    ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tmp, PartMeta(a, mint, maxt, sources)));
     // Every part of every block holds the same series with the same
     // timestamps, so each part's merge yields the same series in order.
     std::vector<std::unique_ptr<storage::SeriesSet>> sets;
