@@ -2,6 +2,9 @@
 # Both install what is missing (scripts/install-deps.sh) and build with CMake presets.
 
 JOBS ?= $(shell nproc)
+# CTest runs twice as many tests as cores: the e2e tests spend most of their
+# time waiting on servers and timers (docs/testing.md).
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 DATA_DIR ?= data
 LISTEN ?= 127.0.0.1:9800
 
@@ -21,10 +24,10 @@ build-asan: deps
 	@cmake --build --preset asan -j $(JOBS)
 
 test-release: build
-	@ctest --preset release -j $(JOBS)
+	@ctest --preset release -j $(TEST_JOBS)
 
 test-asan: build-asan
-	@ctest --preset asan -j $(JOBS)
+	@ctest --preset asan -j $(TEST_JOBS)
 
 test: test-release test-asan
 
