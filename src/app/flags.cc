@@ -96,7 +96,7 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   serve->add_option("--retention.time,--storage.tsdb.retention.time", retention_time,
                     "How long to keep samples, e.g. 15d; 0 keeps them forever (default 15d)");
   serve->add_option("--retention.size,--storage.tsdb.retention.size", retention_size,
-                    "Maximum bytes of blocks, e.g. 10GB; 0 is unlimited (default 0)");
+                    "Maximum bytes of blocks (raw and downsampled) and WAL, e.g. 10GB; 0 is unlimited (default 0)");
   std::optional<std::string> retention_5m, retention_1h;
   std::optional<bool> downsample;
   serve->add_option("--storage.tsdb.downsample", downsample,

@@ -176,14 +176,38 @@ Status DBImpl::ApplyRetention() {
     }
   }
   if (opts_.retention_bytes > 0) {
-    uint64_t total = wal_ != nullptr ? wal_->SizeBytes() : 0;
-    if (chunk_log_ != nullptr) total += chunk_log_->SizeBytes();
-    for (auto& b : blocks) total += b->SizeBytes();
-    // Oldest first (blocks are sorted by mint).
+    const uint64_t budget = opts_.retention_bytes;
+    uint64_t fixed = wal_ != nullptr ? wal_->SizeBytes() : 0;
+    if (chunk_log_ != nullptr) fixed += chunk_log_->SizeBytes();
+    std::vector<std::shared_ptr<Block>> kept;  // sorted by mint, as blocks
+    uint64_t raw = 0;
     for (auto& b : blocks) {
-      if (total <= opts_.retention_bytes) break;
-      if (std::find(drop.begin(), drop.end(), b) == drop.end()) drop.push_back(b);
-      total -= std::min(total, b->SizeBytes());
+      if (std::find(drop.begin(), drop.end(), b) != drop.end()) continue;
+      kept.push_back(b);
+      raw += b->SizeBytes();
+    }
+    const std::vector<bool> overlapped = OverlappedBlocks(kept);
+    size_t next = 0;
+    for (;;) {
+      const uint64_t tiers = opts_.downsample ? TierBytes() : 0;
+      if (fixed + raw + tiers <= budget) break;
+      if (tiers > budget / 2 && DropOldestTierBlock() > 0) continue;
+      if (next < kept.size()) {
+        const std::shared_ptr<Block>& b = kept[next];
+        bool wanted = false;
+        if (opts_.downsample && !overlapped[next] && !TiersMade(b->meta(), &wanted) && wanted) {
+          // Its history stays, at 5 m and 1 h. A failure (the disk is full,
+          // say) must not stop retention from making room.
+          if (Status s = MakeTiers(b->meta()); !s.ok()) {
+            TW_LOG(Error, "retention: tiers of block {} before deleting it: {}", b->meta().id, s.ToString());
+          }
+        }
+        drop.push_back(b);
+        raw -= std::min(raw, b->SizeBytes());
+        next++;
+        continue;
+      }
+      if (!opts_.downsample || DropOldestTierBlock() == 0) break;
     }
   }
   if (drop.empty()) return Status::OK();

@@ -1,5 +1,6 @@
 // Downsampled tiers of the DB (tsdb/downsample.h): loading them, making
-// them from raw blocks after compaction, and their own retention.
+// them from raw blocks after compaction (or just before --retention.size
+// deletes them), and their own retention.
 //
 // A tier block mirrors one raw block: same range, same sources. After a
 // compaction merges raw blocks (or merges late data into one), the merged
@@ -64,73 +65,122 @@ bool DBImpl::WantsTiers(const index::BlockMeta& m, int64_t now) const {
   return m.maxt <= now - horizon;
 }
 
-Status DBImpl::Downsample(size_t max_blocks) {
-  if (!opts_.downsample) return Status::OK();
-  std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();  // sorted by mint
+std::vector<bool> DBImpl::OverlappedBlocks(const std::vector<std::shared_ptr<Block>>& blocks) {
+  std::vector<bool> out(blocks.size());
+  int64_t prev_maxt = INT64_MIN;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const index::BlockMeta& m = blocks[i]->meta();
+    out[i] = prev_maxt > m.mint || (i + 1 < blocks.size() && blocks[i + 1]->meta().mint < m.maxt);
+    prev_maxt = std::max(prev_maxt, m.maxt);
+  }
+  return out;
+}
+
+bool DBImpl::TiersMade(const index::BlockMeta& m, bool* wanted) {
+  std::vector<std::string> sources = m.sources;
+  std::sort(sources.begin(), sources.end());
+  const auto tiers = TiersSnapshot();
+  const int64_t now = head_->Now();
+  bool done = true;
+  *wanted = false;
+  for (int t = 0; t < kNumTiers; ++t) {
+    // A range the tier's retention would drop at once is not made (again).
+    const int64_t keep = opts_.tier_retention_ms[static_cast<size_t>(t)];
+    if (keep > 0 && m.maxt <= now - keep) continue;
+    *wanted = true;
+    int in_range = 0;
+    bool same = false;
+    for (const auto& tb : tiers[static_cast<size_t>(t)]) {
+      // Only blocks within the raw block's range are its tiers (a merged
+      // block of old tiers that late raw data overlaps is left alone).
+      if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) continue;
+      in_range++;
+      same = tb->RawMint() == m.mint && tb->RawMaxt() == m.maxt && tb->Sources() == sources;
+    }
+    done = done && in_range == 1 && same;
+  }
+  return done;
+}
+
+Status DBImpl::MakeTiers(const index::BlockMeta& m) {
   std::array<std::string, kNumTiers> dirs;
   for (int t = 0; t < kNumTiers; ++t) {
     dirs[static_cast<size_t>(t)] = TierDir(t);
     RETURN_IF_ERROR(file::MkdirAll(dirs[static_cast<size_t>(t)]));
   }
   ASSIGN_OR_RETURN(auto all, model::Matcher::Make(model::MatchType::kRegex, std::string(model::kMetricName), ".*"));
-  int64_t prev_maxt = INT64_MIN;
+  std::vector<std::string> sources = m.sources;
+  std::sort(sources.begin(), sources.end());
+  const int64_t start = MonoNanos();
+  ASSIGN_OR_RETURN(auto q, NewQuerier(m.mint + 1, m.maxt));
+  storage::SelectHints hints;
+  hints.start = m.mint + 1;
+  hints.end = m.maxt;
+  auto raw = q->Select(true, hints, {all});
+  ASSIGN_OR_RETURN(auto made, WriteTierBlocks(dirs, m.mint, m.maxt, sources, raw.get()));
+  {
+    base::MutexLock lock(&blocks_mu_);
+    for (int t = 0; t < kNumTiers; ++t) {
+      auto& tier = tiers_[static_cast<size_t>(t)];
+      std::erase_if(tier, [&](const std::shared_ptr<TierBlock>& tb) {
+        if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) return false;
+        tb->MarkDeleted();
+        return true;
+      });
+      tier.push_back(made[static_cast<size_t>(t)]);
+      std::sort(tier.begin(), tier.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
+    }
+  }
+  TW_LOG(Info, "downsampled block {} [{}, {}): {} series in {} ms", m.id, m.mint, m.maxt,
+         made[0]->Part(kAggrSum)->meta().num_series, (MonoNanos() - start) / 1000000);
+  return Status::OK();
+}
+
+Status DBImpl::Downsample(size_t max_blocks) {
+  if (!opts_.downsample) return Status::OK();
+  std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();  // sorted by mint
+  // Overlapping blocks are merged by the next compaction first; their
+  // tiers are made from the merged block.
+  const std::vector<bool> overlapped = OverlappedBlocks(blocks);
   size_t made_blocks = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const index::BlockMeta& m = blocks[i]->meta();
-    // Overlapping blocks are merged by the next compaction first; their
-    // tiers are made from the merged block.
-    const bool overlapped = prev_maxt > m.mint || (i + 1 < blocks.size() && blocks[i + 1]->meta().mint < m.maxt);
-    prev_maxt = std::max(prev_maxt, m.maxt);
-    if (overlapped || !WantsTiers(m, head_->Now())) continue;
-    std::vector<std::string> sources = m.sources;
-    std::sort(sources.begin(), sources.end());
-    const auto tiers = TiersSnapshot();
-    const int64_t now = head_->Now();
-    bool done = true, wanted = false;
-    for (int t = 0; t < kNumTiers; ++t) {
-      // A range the tier's retention would drop at once is not made (again).
-      const int64_t keep = opts_.tier_retention_ms[static_cast<size_t>(t)];
-      if (keep > 0 && m.maxt <= now - keep) continue;
-      wanted = true;
-      const auto& tier = tiers[static_cast<size_t>(t)];
-      int in_range = 0;
-      bool same = false;
-      for (const auto& tb : tier) {
-        // Only blocks within the raw block's range are its tiers (a merged
-        // block of old tiers that late raw data overlaps is left alone).
-        if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) continue;
-        in_range++;
-        same = tb->RawMint() == m.mint && tb->RawMaxt() == m.maxt && tb->Sources() == sources;
-      }
-      done = done && in_range == 1 && same;
-    }
-    if (done || !wanted) continue;
+    if (overlapped[i] || !WantsTiers(m, head_->Now())) continue;
+    bool wanted = false;
+    if (TiersMade(m, &wanted) || !wanted) continue;
     if (max_blocks > 0 && made_blocks == max_blocks) break;
     made_blocks++;
-    const int64_t start = MonoNanos();
-    ASSIGN_OR_RETURN(auto q, NewQuerier(m.mint + 1, m.maxt));
-    storage::SelectHints hints;
-    hints.start = m.mint + 1;
-    hints.end = m.maxt;
-    auto raw = q->Select(true, hints, {all});
-    ASSIGN_OR_RETURN(auto made, WriteTierBlocks(dirs, m.mint, m.maxt, sources, raw.get()));
-    {
-      base::MutexLock lock(&blocks_mu_);
-      for (int t = 0; t < kNumTiers; ++t) {
-        auto& tier = tiers_[static_cast<size_t>(t)];
-        std::erase_if(tier, [&](const std::shared_ptr<TierBlock>& tb) {
-          if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) return false;
-          tb->MarkDeleted();
-          return true;
-        });
-        tier.push_back(made[static_cast<size_t>(t)]);
-        std::sort(tier.begin(), tier.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
-      }
-    }
-    TW_LOG(Info, "downsampled block {} [{}, {}): {} series in {} ms", m.id, m.mint, m.maxt,
-           made[0]->Part(kAggrSum)->meta().num_series, (MonoNanos() - start) / 1000000);
+    RETURN_IF_ERROR(MakeTiers(m));
   }
   return Status::OK();
+}
+
+uint64_t DBImpl::TierBytes() {
+  uint64_t n = 0;
+  for (const auto& tier : TiersSnapshot()) {
+    for (const auto& tb : tier) n += tb->SizeBytes();
+  }
+  return n;
+}
+
+uint64_t DBImpl::DropOldestTierBlock() {
+  base::MutexLock lock(&blocks_mu_);
+  int pick = -1;
+  for (int t = 0; t < kNumTiers; ++t) {
+    const auto& tier = tiers_[static_cast<size_t>(t)];
+    // The oldest range first; of two alike, the finer resolution (kept
+    // shorter by time too).
+    if (!tier.empty() && (pick < 0 || tier.front()->RawMint() < tiers_[static_cast<size_t>(pick)].front()->RawMint())) {
+      pick = t;
+    }
+  }
+  if (pick < 0) return 0;
+  auto& tier = tiers_[static_cast<size_t>(pick)];
+  std::shared_ptr<TierBlock> tb = tier.front();
+  tier.erase(tier.begin());
+  TW_LOG(Info, "retention: deleting {} tier block {} (--retention.size)", TierName(pick), tb->dir());
+  tb->MarkDeleted();
+  return std::max<uint64_t>(tb->SizeBytes(), 1);
 }
 
 Status DBImpl::CompactTiers() {

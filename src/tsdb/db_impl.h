@@ -85,6 +85,11 @@ class DBImpl : public DB {
   // at most, one block duration at least (Prometheus's rule).
   int64_t MaxBlockRange() const;
   Status CompactBlocks(const std::vector<std::shared_ptr<Block>>& group);
+  // --retention.time, then --retention.size (db_compact.cc). The size
+  // counts the WAL, the chunk log, raw blocks and tier blocks. While over
+  // it: tier blocks beyond half of it go first, oldest first; then raw
+  // blocks, oldest first, each getting its tiers (--storage.tsdb.downsample)
+  // just before it goes; then the remaining tier blocks.
   Status ApplyRetention() TW_REQUIRES(maint_mu_);
 
   // db_downsample.cc: tiers (tsdb/downsample.h). Every raw block that no
@@ -103,6 +108,21 @@ class DBImpl : public DB {
   // so a data dir from before tiers is caught up a few blocks per pass
   // without holding maintenance for long.
   Status Downsample(size_t max_blocks) TW_REQUIRES(maint_mu_);
+  // For each of `blocks` (sorted by mint): whether another overlaps it.
+  // Overlapping blocks get no tiers until compaction merged them.
+  static std::vector<bool> OverlappedBlocks(const std::vector<std::shared_ptr<Block>>& blocks);
+  // Whether `m` has its tiers: in every tier whose retention keeps its
+  // range (*wanted: there is one), exactly one tier block in its range,
+  // made from its sources.
+  bool TiersMade(const index::BlockMeta& m, bool* wanted);
+  // Makes `m`'s tiers from raw data (blocks and head: the window ending at
+  // maxt takes the sample at maxt) and swaps them in for the tier blocks
+  // in its range.
+  Status MakeTiers(const index::BlockMeta& m) TW_REQUIRES(maint_mu_);
+  uint64_t TierBytes();
+  // --retention.size: deletes the tier block of the oldest range (5 m
+  // before 1 h); returns its bytes (at least 1), 0 when there is none.
+  uint64_t DropOldestTierBlock();
   // Merges tier blocks that no raw block covers any more, per 20.25 d window.
   Status CompactTiers() TW_REQUIRES(maint_mu_);
   void ApplyTierRetention() TW_REQUIRES(maint_mu_);

@@ -387,7 +387,11 @@ int64_t TierAnswerEnd(const TierView& v, int tier) {
   const int64_t cov = TierCoverageEnd(v.tiers[static_cast<size_t>(tier)]);
   const int64_t res = kTierResolutions[static_cast<size_t>(tier)];
   for (const auto& [mint, maxt] : v.raw) {
-    if (mint <= cov && cov - res < maxt) return cov - res;
+    // A raw block holding part of the window before its end. One that only
+    // starts at its end holds just that sample, which the point has: the
+    // block before was deleted (by retention) after its tiers were made, and
+    // the sample was there by then.
+    if (mint < cov && cov - res < maxt) return cov - res;
   }
   return cov;
 }

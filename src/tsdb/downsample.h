@@ -112,9 +112,9 @@ int PickTier(const TierView& v, const storage::SelectHints& hints);
 // The last point time the tier's blocks hold (INT64_MIN: none).
 int64_t TierCoverageEnd(const std::vector<std::shared_ptr<TierBlock>>& blocks);
 // The last point time a query takes from the tier: its coverage end, or one
-// window before it while raw data there exists: the last window's point was
-// made from the raw block before the sample at exactly its end (in the next
-// block or the head) may have arrived.
+// window before it while a raw block holds data in that last window: the
+// window's point was made from that raw block, maybe before the sample at
+// exactly the window's end (in the next block or the head) arrived.
 int64_t TierAnswerEnd(const TierView& v, int tier);
 
 // `set` with every sample before `mint` left out: stores filter by whole

@@ -69,11 +69,13 @@ class DownsampleTest : public ::testing::Test {
     (void)file::RemoveAll(base_);
   }
 
-  std::unique_ptr<DB> OpenDB(const std::string& name, bool downsample, int64_t retention_ms) {
+  std::unique_ptr<DB> OpenDB(const std::string& name, bool downsample, int64_t retention_ms,
+                             uint64_t retention_bytes = 0) {
     Options o;
     o.dir = base_ + "/" + name;
     o.background = false;
     o.retention_ms = retention_ms;
+    o.retention_bytes = retention_bytes;
     o.downsample = downsample;
     o.now_ms = [this] { return now_.load(); };
     auto db = DB::Open(o);
@@ -81,14 +83,14 @@ class DownsampleTest : public ::testing::Test {
     return std::move(*db);
   }
 
-  // 12 h of 3 series every 15 s (so samples fall on every 5 m and 1 h
-  // boundary), random integers, gaps, a stale marker and NaNs.
-  void Fill(DB* db, int64_t from = kT0, int64_t to = kT0 + kSpan) {
+  // 12 h of 3 series every 15 s (or `step`; so samples fall on every 5 m
+  // and 1 h boundary), random integers, gaps, a stale marker and NaNs.
+  void Fill(DB* db, int64_t from = kT0, int64_t to = kT0 + kSpan, int64_t step = 15'000) {
     std::mt19937_64 rng(7 + static_cast<uint64_t>(from));
     auto app = db->NewAppender();
     for (int s = 0; s < 3; ++s) {
       model::Labels l{{"__name__", "gpu_util"}, {"gpu", std::to_string(s)}, {"job", s < 2 ? "a" : "b"}};
-      for (int64_t t = from; t < to; t += 15'000) {
+      for (int64_t t = from; t < to; t += step) {
         if (s == 1 && t > kT0 + 3 * kHour && t < kT0 + 4 * kHour) continue;  // a gap
         double v = static_cast<double>(rng() % 1000);
         if (s == 2 && (t - kT0) % (97 * kMin) == 0) v = NAN;
@@ -287,6 +289,52 @@ TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
   now_ = kT0 + 91 * 24 * kHour;
   ASSERT_TRUE(tiered_->Flush().ok());
   EXPECT_LT(tiered_->GetStats().tier_blocks, after.tier_blocks);
+}
+
+// --retention.size counts the tiers, and a raw block it deletes gets its
+// tiers first, though young (--retention.time would not age it yet): its history
+// stays at 5 m and 1 h and answers as raw data did.
+TEST_F(DownsampleTest, RetentionSizeKeepsTheHistoryOfDeletedBlocksAsTiers) {
+  raw_ = OpenDB("r", false, 0);
+  // A 24 h --retention.time keeps blocks at 2 h (a tenth of it) and gives
+  // tiers only to blocks older than 12 h: none here.
+  tiered_ = OpenDB("t", true, 24 * kHour);
+  // One sample a second: raw blocks outweigh their tiers, as a real
+  // workload's do.
+  Fill(raw_.get(), kT0, kT0 + kSpan, 1000);
+  Fill(tiered_.get(), kT0, kT0 + kSpan, 1000);
+  ASSERT_TRUE(raw_->Flush().ok());
+  ASSERT_TRUE(tiered_->Flush().ok());
+  const auto before = tiered_->GetStats();
+  ASSERT_GE(before.blocks, 3u);
+  EXPECT_EQ(before.tier_blocks, 0u);  // young: no tiers yet
+  const uint64_t budget = before.block_bytes * 3 / 4;
+  tiered_.reset();
+  tiered_ = OpenDB("t", true, 24 * kHour, budget);
+  ASSERT_TRUE(tiered_->Flush().ok());
+  const auto after = tiered_->GetStats();
+  EXPECT_LT(after.blocks, before.blocks);
+  EXPECT_GT(after.tier_blocks, 0u);
+  EXPECT_LE(after.block_bytes + after.tier_bytes, budget);
+  EXPECT_LE(after.tier_bytes, budget / 2);
+  Engine engine{promql::EngineOptions{}};
+  for (const char* e : kTierQueries) {
+    // No window may reach back to the sample at kT0 itself, which only a
+    // tier of the (absent) block before the first would hold.
+    const int64_t from = kT0 + (std::string_view(e).find("offset") != std::string_view::npos ? 8 : 4) * kHour;
+    auto want = engine.Range(*raw_, e, from, kT0 + kSpan, kHour);
+    auto got = engine.Range(*tiered_, e, from, kT0 + kSpan, kHour);
+    ASSERT_TRUE(want.ok() && got.ok()) << e;
+    ASSERT_FALSE(got->matrix.empty()) << e;
+    ExpectSameResults(*want, *got, e);
+  }
+  // A budget the tiers alone exceed: they go too, oldest first, and the
+  // newest raw data stays.
+  tiered_.reset();
+  tiered_ = OpenDB("t", true, 24 * kHour, after.tier_bytes / 4);
+  ASSERT_TRUE(tiered_->Flush().ok());
+  const auto tight = tiered_->GetStats();
+  EXPECT_LT(tight.tier_bytes, after.tier_bytes);
 }
 
 }  // namespace
