@@ -131,6 +131,28 @@ class SeriesIterator {
   virtual Status Err() const = 0;
 };
 
+// Forwards every call to the iterator it wraps: the base of iterators that
+// change one or two of them (a lower time bound, keeping shared data alive).
+class ForwardingIterator : public SeriesIterator {
+ public:
+  explicit ForwardingIterator(std::unique_ptr<SeriesIterator> it) : it_(std::move(it)) {}
+  bool Next() override { return it_->Next(); }
+  bool Seek(int64_t t) override { return it_->Seek(t); }
+  model::Sample At() const override { return it_->At(); }
+  bool AtIsHistogram() const override { return it_->AtIsHistogram(); }
+  const model::FloatHistogram* AtHistogram() const override { return it_->AtHistogram(); }
+  bool HasHistograms() const override { return it_->HasHistograms(); }
+  bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) override { return it_->AppendUntil(maxt, out); }
+  int64_t AtST() const override { return it_->AtST(); }
+  bool HasST() const override { return it_->HasST(); }
+  double AtCount() const override { return it_->AtCount(); }
+  bool HasCounts() const override { return it_->HasCounts(); }
+  Status Err() const override { return it_->Err(); }
+
+ protected:
+  std::unique_ptr<SeriesIterator> it_;
+};
+
 class Series {
  public:
   virtual ~Series() = default;

@@ -12,31 +12,22 @@ const std::vector<storage::HistogramSample> kNoHistograms;
 
 // Iterates shared vectors of out-of-order floats and histograms, keeping
 // them alive.
-class SharedVectorIterator : public storage::SeriesIterator {
+class SharedVectorIterator : public storage::ForwardingIterator {
  public:
   SharedVectorIterator(std::shared_ptr<const std::vector<model::Sample>> s,
                        std::shared_ptr<const std::vector<storage::HistogramSample>> h,
                        std::shared_ptr<const std::vector<int64_t>> st)
-      : s_(std::move(s)),
+      : ForwardingIterator(storage::MixedVectorIterator(s != nullptr ? s.get() : &kNoSamples,
+                                                        h != nullptr ? h.get() : &kNoHistograms, st.get())),
+        s_(std::move(s)),
         h_(std::move(h)),
-        st_(std::move(st)),
-        it_(storage::MixedVectorIterator(s_ != nullptr ? s_.get() : &kNoSamples, h_ != nullptr ? h_.get() : &kNoHistograms,
-                                         st_.get())) {}
-  bool Next() override { return it_->Next(); }
-  bool Seek(int64_t t) override { return it_->Seek(t); }
-  model::Sample At() const override { return it_->At(); }
-  bool AtIsHistogram() const override { return it_->AtIsHistogram(); }
-  const model::FloatHistogram* AtHistogram() const override { return it_->AtHistogram(); }
-  bool HasHistograms() const override { return it_->HasHistograms(); }
-  int64_t AtST() const override { return it_->AtST(); }
-  bool HasST() const override { return it_->HasST(); }
-  Status Err() const override { return it_->Err(); }
+        st_(std::move(st)) {}
 
  private:
+  // What it_ points into (destroyed before it_, which reads them only while iterating).
   std::shared_ptr<const std::vector<model::Sample>> s_;
   std::shared_ptr<const std::vector<storage::HistogramSample>> h_;
   std::shared_ptr<const std::vector<int64_t>> st_;
-  std::unique_ptr<storage::SeriesIterator> it_;
 };
 
 }  // namespace

@@ -118,9 +118,10 @@ class HoldingSeriesSet : public storage::SeriesSet {
 };
 
 // An iterator with the samples before `mint` left out.
-class FromIterator : public storage::SeriesIterator {
+class FromIterator : public storage::ForwardingIterator {
  public:
-  FromIterator(std::unique_ptr<storage::SeriesIterator> it, int64_t mint) : it_(std::move(it)), mint_(mint) {}
+  FromIterator(std::unique_ptr<storage::SeriesIterator> it, int64_t mint)
+      : ForwardingIterator(std::move(it)), mint_(mint) {}
   bool Next() override {
     if (!started_) return Seek(mint_);
     return it_->Next();
@@ -129,18 +130,8 @@ class FromIterator : public storage::SeriesIterator {
     started_ = true;
     return it_->Seek(std::max(t, mint_));
   }
-  model::Sample At() const override { return it_->At(); }
-  bool AtIsHistogram() const override { return it_->AtIsHistogram(); }
-  const model::FloatHistogram* AtHistogram() const override { return it_->AtHistogram(); }
-  bool HasHistograms() const override { return it_->HasHistograms(); }
-  int64_t AtST() const override { return it_->AtST(); }
-  bool HasST() const override { return it_->HasST(); }
-  double AtCount() const override { return it_->AtCount(); }
-  bool HasCounts() const override { return it_->HasCounts(); }
-  Status Err() const override { return it_->Err(); }
 
  private:
-  std::unique_ptr<storage::SeriesIterator> it_;
   int64_t mint_;
   bool started_ = false;
 };
