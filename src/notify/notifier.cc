@@ -219,6 +219,7 @@ Result<std::unique_ptr<Notifier>> Notifier::Open(NotifierOptions opts, std::shar
   std::unique_ptr<Notifier> n(new Notifier(std::move(opts), std::move(cfg)));
   if (!n->opts_.dir.empty()) {
     RETURN_IF_ERROR(file::MkdirAll(n->opts_.dir).Annotate("notifier state dir"));
+    base::MutexLock l(&n->mu_);  // no thread runs yet; taken for the analysis
     RETURN_IF_ERROR(n->LoadState());
   }
   for (int i = 0; i < std::max(1, n->opts_.sender_threads); i++) {
@@ -232,12 +233,12 @@ Notifier::~Notifier() { Stop(); }
 
 void Notifier::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (stop_ && senders_.empty() && !dispatcher_.joinable()) return;
     stop_ = true;
   }
-  cv_.notify_all();
-  jobs_cv_.notify_all();
+  cv_.SignalAll();
+  jobs_cv_.SignalAll();
   if (dispatcher_.joinable()) dispatcher_.join();
   for (auto& t : senders_) t.join();
   senders_.clear();
@@ -246,17 +247,17 @@ void Notifier::Stop() {
 int64_t Notifier::Now() const { return opts_.clock->NowMs(); }
 
 std::shared_ptr<const Config> Notifier::config() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return cfg_;
 }
 
 void Notifier::ApplyConfig(std::shared_ptr<const Config> cfg) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     cfg_ = std::move(cfg);
     RebuildGroupsLocked(Now());
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void Notifier::RebuildGroupsLocked(int64_t now) {
@@ -283,7 +284,7 @@ Status Notifier::PutAlerts(std::vector<Alert> alerts) {
     }
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     int64_t now = Now();
     for (Alert& in : alerts) {
       StoredAlert s;
@@ -314,7 +315,7 @@ Status Notifier::PutAlerts(std::vector<Alert> alerts) {
       InsertLocked(s, now);
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return Status::OK();
 }
 
@@ -397,7 +398,7 @@ AlertView Notifier::ViewLocked(const StoredAlert& a, int64_t now) const {
 }
 
 std::vector<AlertView> Notifier::ListAlerts() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   int64_t now = Now();
   std::vector<AlertView> out;
   for (const auto& [fp, a] : alerts_) {
@@ -408,7 +409,7 @@ std::vector<AlertView> Notifier::ListAlerts() const {
 }
 
 std::vector<GroupView> Notifier::ListGroups() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   int64_t now = Now();
   std::vector<GroupView> out;
   for (const auto& [k, g] : groups_) {
@@ -436,7 +437,7 @@ int64_t Notifier::NextDueLocked() const {
 void Notifier::Tick() {
   std::vector<std::shared_ptr<Job>> jobs;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     int64_t now = Now();
     for (auto it = groups_.begin(); it != groups_.end();) {
       Group& g = *it->second;
@@ -483,7 +484,7 @@ void Notifier::Tick() {
       queue_.push_back(j);
     }
   }
-  jobs_cv_.notify_all();
+  jobs_cv_.SignalAll();
   // Jobs with nothing to send only update the notification log.
   for (auto& j : jobs) {
     if (!j->send) RunJob(j);
@@ -509,6 +510,7 @@ void Notifier::FlushLocked(Group& g, int64_t now, std::vector<std::shared_ptr<Jo
     alerts.push_back(a->second);
   }
   auto drop_resolved = [&]() {
+    mu_.AssertHeld();  // called below, under the caller's lock
     for (auto [fp, upd] : flush->resolved) {
       auto a = alerts_.find(fp);
       if (a == alerts_.end() || a->second.updated_at_ms == upd) g.alerts.erase(fp);
@@ -541,6 +543,7 @@ void Notifier::FlushLocked(Group& g, int64_t now, std::vector<std::shared_ptr<Jo
   for (const auto& a : alerts) (a.Resolved(now) ? resolved : firing).insert(a.fingerprint);
   std::vector<std::shared_ptr<Job>> mine;
   auto add = [&](const char* integration, size_t idx, bool send_resolved) {
+    mu_.AssertHeld();  // called below, under the caller's lock
     auto j = std::make_shared<Job>();
     j->cfg = cfg_;
     j->flush = flush;
@@ -617,7 +620,7 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
       }
       bool stop_now = false;
       {
-        std::lock_guard<std::mutex> l(mu_);
+        base::MutexLock l(&mu_);
         NotificationRecord rec{Now(), j->receiver, j->integration, j->data.group_key, j->data.status,
                                j->data.alerts.size(), attempt, s.ok(), s.ok() ? "" : s.message()};
         history_.push_front(std::move(rec));
@@ -632,8 +635,10 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
         ok = false;
         break;
       }
-      std::unique_lock<std::mutex> l(mu_);
-      jobs_cv_.wait_for(l, std::chrono::milliseconds(backoff), [&] { return stop_; });
+      base::MutexLock l(&mu_);
+      auto retry_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff);
+      while (!stop_ && jobs_cv_.WaitUntil(&mu_, retry_at)) {
+      }
       if (stop_) {
         ok = false;
         break;
@@ -641,7 +646,7 @@ void Notifier::RunJob(const std::shared_ptr<Job>& j) {
       backoff = std::min(backoff * 2, opts_.retry_max_ms);
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   in_flight_.erase(j->nflog_key);
   if (ok) {
     nflog_[j->nflog_key] = NflogEntry{Now(), j->firing, j->resolved};
@@ -669,12 +674,12 @@ void Notifier::DispatchLoop() {
     } catch (const std::exception& e) {
       TW_LOG(Error, "notifier: dispatch: {}", e.what());
     }
-    std::unique_lock<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (stop_) return;
     // At most a second of real time, so a stop or a new alert is seen soon.
     auto wait = std::clamp<std::chrono::milliseconds>(RealWait(NextDueLocked() - Now()), std::chrono::milliseconds(1),
                                                       std::chrono::milliseconds(1000));
-    cv_.wait_for(l, wait);
+    cv_.WaitFor(&mu_, wait);
     if (stop_) return;
   }
 }
@@ -683,8 +688,8 @@ void Notifier::SenderLoop() {
   for (;;) {
     std::shared_ptr<Job> j;
     {
-      std::unique_lock<std::mutex> l(mu_);
-      jobs_cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      base::MutexLock l(&mu_);
+      while (!stop_ && queue_.empty()) jobs_cv_.Wait(&mu_);
       if (stop_) return;
       j = queue_.front();
       queue_.pop_front();
@@ -696,16 +701,16 @@ void Notifier::SenderLoop() {
       TW_LOG(Error, "notifier: deliver {} {}: {}", j->receiver, j->integration, e.what());
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      base::MutexLock l(&mu_);
       running_--;
     }
-    jobs_cv_.notify_all();
+    jobs_cv_.SignalAll();
   }
 }
 
 void Notifier::WaitIdle() {
-  std::unique_lock<std::mutex> l(mu_);
-  jobs_cv_.wait(l, [&] { return stop_ || (queue_.empty() && running_ == 0); });
+  base::MutexLock l(&mu_);
+  while (!stop_ && !(queue_.empty() && running_ == 0)) jobs_cv_.Wait(&mu_);
 }
 
 // ---- silences ----
@@ -721,7 +726,7 @@ Result<std::string> Notifier::PutSilence(Silence s) {
   if (s.ends_at_ms <= s.starts_at_ms) return Status::InvalidArgument("silence invalid: end time must not be before start time");
   if (s.created_by.empty()) return Status::InvalidArgument("silence invalid: creator information missing");
   if (s.comment.empty()) return Status::InvalidArgument("silence invalid: comment missing");
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   int64_t now = Now();
   if (s.ends_at_ms <= now) return Status::InvalidArgument("silence invalid: end time can't be in the past");
   if (!s.id.empty()) {
@@ -752,21 +757,21 @@ Result<std::string> Notifier::PutSilence(Silence s) {
 }
 
 std::vector<Silence> Notifier::ListSilences() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   std::vector<Silence> out;
   for (const auto& [id, s] : silences_) out.push_back(s);
   return out;
 }
 
 Result<Silence> Notifier::GetSilence(const std::string& id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   auto it = silences_.find(id);
   if (it == silences_.end()) return Status::NotFound("silence " + id + " not found");
   return it->second;
 }
 
 Status Notifier::ExpireSilence(const std::string& id) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   auto it = silences_.find(id);
   if (it == silences_.end()) return Status::NotFound("silence " + id + " not found");
   int64_t now = Now();
@@ -786,7 +791,7 @@ Status Notifier::ExpireSilence(const std::string& id) {
 // ---- history and metrics ----
 
 std::vector<NotificationRecord> Notifier::History(size_t limit) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   std::vector<NotificationRecord> out;
   for (const auto& r : history_) {
     if (out.size() >= limit) break;
@@ -796,7 +801,7 @@ std::vector<NotificationRecord> Notifier::History(size_t limit) const {
 }
 
 void Notifier::CollectStateMetrics(common::metrics::Emitter* e) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   int64_t now = Now();
   size_t active = 0, suppressed = 0;
   for (const auto& [fp, a] : alerts_) {

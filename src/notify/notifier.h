@@ -14,19 +14,18 @@
 // Thread-safe. One dispatcher thread runs the timing; deliveries run on a
 // few sender threads so a slow receiver delays only its own group.
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "common/metrics.h"
 #include "model/labels.h"
@@ -174,38 +173,38 @@ class Notifier {
 
   Notifier(NotifierOptions opts, std::shared_ptr<const Config> cfg);
   int64_t Now() const;
-  void InsertLocked(const StoredAlert& a, int64_t now);
-  void RebuildGroupsLocked(int64_t now);
-  void FlushLocked(Group& g, int64_t now, std::vector<std::shared_ptr<Job>>* jobs);
-  bool SilencedLocked(const model::Labels& ls, int64_t now, std::vector<std::string>* by) const;
-  bool InhibitedLocked(const StoredAlert& a, int64_t now, std::vector<std::string>* by) const;
-  AlertView ViewLocked(const StoredAlert& a, int64_t now) const;
+  void InsertLocked(const StoredAlert& a, int64_t now) TW_REQUIRES(mu_);
+  void RebuildGroupsLocked(int64_t now) TW_REQUIRES(mu_);
+  void FlushLocked(Group& g, int64_t now, std::vector<std::shared_ptr<Job>>* jobs) TW_REQUIRES(mu_);
+  bool SilencedLocked(const model::Labels& ls, int64_t now, std::vector<std::string>* by) const TW_REQUIRES(mu_);
+  bool InhibitedLocked(const StoredAlert& a, int64_t now, std::vector<std::string>* by) const TW_REQUIRES(mu_);
+  AlertView ViewLocked(const StoredAlert& a, int64_t now) const TW_REQUIRES(mu_);
   void RunJob(const std::shared_ptr<Job>& job);
   void DispatchLoop();
   void SenderLoop();
-  Status LoadState();
+  Status LoadState() TW_REQUIRES(mu_);
   // Rewrite silences.json / nflog.json (write, fsync, rename); OK without a state dir.
-  Status PersistSilencesLocked();
-  Status PersistNflogLocked();
-  int64_t NextDueLocked() const;
+  Status PersistSilencesLocked() TW_REQUIRES(mu_);
+  Status PersistNflogLocked() TW_REQUIRES(mu_);
+  int64_t NextDueLocked() const TW_REQUIRES(mu_);
   // trainwatch_alertmanager_alerts and _silences, by state, at scrape time.
   void CollectStateMetrics(common::metrics::Emitter* e) const;
 
   const NotifierOptions opts_;
   const int64_t start_ms_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;       // dispatcher wake-up
-  std::condition_variable jobs_cv_;  // sender wake-up and WaitIdle
-  std::shared_ptr<const Config> cfg_;
-  std::map<uint64_t, StoredAlert> alerts_;
-  std::map<std::string, std::unique_ptr<Group>> groups_;
-  std::map<std::string, Silence> silences_;
-  std::map<std::string, NflogEntry> nflog_;  // groupKey \x1f receiver \x1f integration[idx]
-  std::set<std::string> in_flight_;          // nflog keys being delivered
-  std::deque<std::shared_ptr<Job>> queue_;
-  size_t running_ = 0;
-  std::deque<NotificationRecord> history_;
-  bool stop_ = false;
+  mutable base::Mutex mu_;
+  base::CondVar cv_;       // dispatcher wake-up
+  base::CondVar jobs_cv_;  // sender wake-up and WaitIdle
+  std::shared_ptr<const Config> cfg_ TW_GUARDED_BY(mu_);
+  std::map<uint64_t, StoredAlert> alerts_ TW_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Group>> groups_ TW_GUARDED_BY(mu_);
+  std::map<std::string, Silence> silences_ TW_GUARDED_BY(mu_);
+  std::map<std::string, NflogEntry> nflog_ TW_GUARDED_BY(mu_);  // groupKey \x1f receiver \x1f integration[idx]
+  std::set<std::string> in_flight_ TW_GUARDED_BY(mu_);          // nflog keys being delivered
+  std::deque<std::shared_ptr<Job>> queue_ TW_GUARDED_BY(mu_);
+  size_t running_ TW_GUARDED_BY(mu_) = 0;
+  std::deque<NotificationRecord> history_ TW_GUARDED_BY(mu_);
+  bool stop_ TW_GUARDED_BY(mu_) = false;
   std::thread dispatcher_;
   std::vector<std::thread> senders_;
   common::metrics::CounterFamily notifications_;         // attempts by integration
