@@ -18,15 +18,15 @@ Manager::~Manager() { Stop(); }
 
 void Manager::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (sd_thread_.joinable()) sd_thread_.join();
-  std::lock_guard<std::mutex> a(apply_mu_);
+  base::MutexLock a(&apply_mu_);
   std::map<std::string, std::unique_ptr<Pool>> pools;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     pools.swap(pools_);
   }
   // Signal every loop first so they wind down in parallel, then join.
@@ -93,7 +93,7 @@ void Manager::SyncPool(Pool* p, std::vector<std::unique_ptr<ScrapeLoop>>* stoppe
       active.emplace(h, std::move(t));  // duplicates collapse, as Prometheus
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   for (auto it = p->loops.begin(); it != p->loops.end();) {
     if (!active.contains(it->first)) {
       stopped->push_back(std::move(it->second));
@@ -122,14 +122,14 @@ void Manager::SyncPool(Pool* p, std::vector<std::unique_ptr<ScrapeLoop>>* stoppe
 }
 
 void Manager::ApplyConfig(std::vector<ScrapeConfig> configs) {
-  std::lock_guard<std::mutex> a(apply_mu_);
+  base::MutexLock a(&apply_mu_);
   std::vector<std::unique_ptr<ScrapeLoop>> stopped;
   std::set<std::string> names;
   for (ScrapeConfig& c : configs) {
     names.insert(c.job_name);
     Pool* p = nullptr;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      base::MutexLock l(&mu_);
       auto it = pools_.find(c.job_name);
       if (it != pools_.end() && it->second->cfg->fingerprint != c.fingerprint) {
         // Changed job: its loops restart with the new config.
@@ -149,7 +149,7 @@ void Manager::ApplyConfig(std::vector<ScrapeConfig> configs) {
     SyncPool(p, &stopped);
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     for (auto it = pools_.begin(); it != pools_.end();) {
       if (!names.contains(it->first)) {
         for (auto& [h, loop] : it->second->loops) stopped.push_back(std::move(loop));
@@ -162,7 +162,7 @@ void Manager::ApplyConfig(std::vector<ScrapeConfig> configs) {
   for (auto& loop : stopped) loop->Stop(true);
   size_t n = 0;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     for (const auto& [name, p] : pools_) n += p->loops.size();
   }
   TW_LOG(Info, "scrape: {} jobs, {} targets", names.size(), n);
@@ -171,13 +171,16 @@ void Manager::ApplyConfig(std::vector<ScrapeConfig> configs) {
 void Manager::SdLoop() {
   for (;;) {
     {
-      std::unique_lock<std::mutex> l(mu_);
-      if (cv_.wait_for(l, std::chrono::milliseconds(opts_.sd_poll_ms), [&] { return stop_; })) return;
+      base::MutexLock l(&mu_);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.sd_poll_ms);
+      while (!stop_ && cv_.WaitUntil(&mu_, deadline)) {
+      }
+      if (stop_) return;
     }
-    std::lock_guard<std::mutex> a(apply_mu_);
+    base::MutexLock a(&apply_mu_);
     std::vector<Pool*> pools;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      base::MutexLock l(&mu_);
       for (auto& [name, p] : pools_) {
         if (!p->cfg->file_sd_configs.empty()) pools.push_back(p.get());
       }
@@ -197,7 +200,7 @@ void Manager::SdLoop() {
 
 PoolsSnapshot Manager::Snapshot() const {
   PoolsSnapshot s;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   for (const auto& [name, p] : pools_) {
     for (const auto& [h, loop] : p->loops) {
       TargetInfo t;
@@ -233,7 +236,7 @@ std::map<std::string, std::vector<MetricMetadata>> Manager::Metadata() const {
 
 std::vector<std::pair<model::Labels, std::map<std::string, MetricMetadata>>> Manager::TargetMetadata() const {
   std::vector<std::pair<model::Labels, std::map<std::string, MetricMetadata>>> out;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   for (const auto& [name, p] : pools_) {
     for (const auto& [h, loop] : p->loops) out.emplace_back(loop->target().PublicLabels(), loop->metadata());
   }

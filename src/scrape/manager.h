@@ -7,14 +7,13 @@
 // or after refresh_interval. Thread-safe.
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "scrape/config.h"
 #include "scrape/scrape_loop.h"
 #include "scrape/target.h"
@@ -64,6 +63,9 @@ class Manager {
     int64_t size = -1;
     std::vector<TargetGroup> groups;
   };
+  // A pool's fields (not annotated: guarded by the Manager's mutexes) are
+  // changed with apply_mu_ held; loops and dropped also with mu_ held, so
+  // readers hold either.
   struct Pool {
     std::shared_ptr<const ScrapeConfig> cfg;
     std::map<uint64_t, std::unique_ptr<ScrapeLoop>> loops;  // by target hash
@@ -73,20 +75,20 @@ class Manager {
   };
 
   // Re-reads changed file_sd files of `p`; true when anything changed.
-  bool RefreshFiles(Pool* p, bool force);
+  bool RefreshFiles(Pool* p, bool force) TW_REQUIRES(apply_mu_);
   // Computes the pool's targets and starts/stops loops; loops to stop are
   // moved to `stopped` (stopped by the caller outside the lock).
-  void SyncPool(Pool* p, std::vector<std::unique_ptr<ScrapeLoop>>* stopped);
+  void SyncPool(Pool* p, std::vector<std::unique_ptr<ScrapeLoop>>* stopped) TW_REQUIRES(apply_mu_) TW_EXCLUDES(mu_);
   void SdLoop();
 
   storage::Appendable* db_;
   ManagerOptions opts_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Pool>> pools_;
-  std::mutex apply_mu_;  // serializes ApplyConfig and the file_sd poller
+  mutable base::Mutex mu_;
+  std::map<std::string, std::unique_ptr<Pool>> pools_ TW_GUARDED_BY(mu_);
+  base::Mutex apply_mu_;  // serializes ApplyConfig and the file_sd poller
   std::thread sd_thread_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  base::CondVar cv_;
+  bool stop_ TW_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace trainwatch::scrape

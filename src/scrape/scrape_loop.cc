@@ -66,11 +66,11 @@ void ScrapeLoop::Start() { thread_ = std::thread([this] { Run(); }); }
 
 void ScrapeLoop::Stop(bool stale) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (stop_ && !thread_.joinable()) return;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   if (stale) {
     auto app = db_->NewAppender();
@@ -93,8 +93,11 @@ void ScrapeLoop::Run() {
   if (next < now) next += interval_ns;
   for (;;) {
     {
-      std::unique_lock<std::mutex> l(mu_);
-      if (cv_.wait_until(l, SteadyAt(next), [&] { return stop_; })) return;
+      base::MutexLock l(&mu_);
+      auto deadline = SteadyAt(next);
+      while (!stop_ && cv_.WaitUntil(&mu_, deadline)) {
+      }
+      if (stop_) return;
     }
     ScrapeOnce(NowMillis());
     next += interval_ns;
@@ -176,14 +179,14 @@ Status ScrapeLoop::Fetch(std::string* body, std::string* content_type) {
 }
 
 void ScrapeLoop::SetForcedError(Status s) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   forced_error_ = std::move(s);
 }
 
 void ScrapeLoop::ScrapeOnce(int64_t now_ms) {
   Status forced;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     forced = forced_error_;
   }
   if (!forced.ok()) {
@@ -466,14 +469,14 @@ void ScrapeLoop::ProcessScrape(const Status& fetch_error, std::string_view body,
   }
   // This scrape's metadata: the families it had; published when it changed.
   bool md_changed = false;
+  if (err.ok()) std::erase_if(md_work_, [&](const auto& kv) { return kv.second.second != iter_; });
+  base::MutexLock l(&mu_);
   if (err.ok()) {
-    std::erase_if(md_work_, [&](const auto& kv) { return kv.second.second != iter_; });
     md_changed = md_work_.size() != metadata_.size() ||
                  !std::equal(md_work_.begin(), md_work_.end(), metadata_.begin(), [](const auto& a, const auto& b) {
                    return a.first == b.first && a.second.first == b.second;
                  });
   }
-  std::lock_guard<std::mutex> l(mu_);
   if (md_changed) {
     metadata_.clear();
     for (const auto& [family, md] : md_work_) metadata_.emplace_hint(metadata_.end(), family, md.first);
@@ -486,12 +489,12 @@ void ScrapeLoop::ProcessScrape(const Status& fetch_error, std::string_view body,
 }
 
 TargetState ScrapeLoop::state() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return state_;
 }
 
 std::map<std::string, MetricMetadata> ScrapeLoop::metadata() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return metadata_;
 }
 

@@ -14,11 +14,9 @@
 // between successful scrapes get markers too, as do all series when the
 // loop is stopped for good (target gone on reload).
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -26,6 +24,7 @@
 #include <vector>
 
 #include "base/hash.h"
+#include "base/mutex.h"
 #include "ingest/text_parser.h"
 #include "scrape/config.h"
 #include "scrape/nhcb_collector.h"
@@ -181,12 +180,12 @@ class ScrapeLoop {
   ReportSeries report_[5];
 
   std::thread thread_;
-  mutable std::mutex mu_;  // guards state_, metadata_, stop_, forced_error_
-  std::condition_variable cv_;
-  bool stop_ = false;
-  TargetState state_;
-  Status forced_error_;
-  std::map<std::string, MetricMetadata> metadata_;  // written by the loop thread only, which reads it without mu_
+  mutable base::Mutex mu_;
+  base::CondVar cv_;
+  bool stop_ TW_GUARDED_BY(mu_) = false;
+  TargetState state_ TW_GUARDED_BY(mu_);
+  Status forced_error_ TW_GUARDED_BY(mu_);
+  std::map<std::string, MetricMetadata> metadata_ TW_GUARDED_BY(mu_);  // written by the loop thread only
 };
 
 }  // namespace trainwatch::scrape
