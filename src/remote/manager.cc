@@ -16,13 +16,13 @@ class RefMap {
  public:
   uint64_t Get(uint64_t ref) {
     Stripe& s = stripes_[ref % kStripes];
-    std::lock_guard l(s.mu);
+    base::MutexLock l(&s.mu);
     auto it = s.m.find(ref);
     return it == s.m.end() ? 0 : it->second;
   }
   void Set(uint64_t ref, uint64_t id) {
     Stripe& s = stripes_[ref % kStripes];
-    std::lock_guard l(s.mu);
+    base::MutexLock l(&s.mu);
     s.m[ref] = id;
   }
   // Drops entries whose queue id the queue forgot; about every 4096th call
@@ -31,12 +31,12 @@ class RefMap {
     if (calls_.fetch_add(1, std::memory_order_relaxed) % 4096 != 0) return;
     size_t total = 0;
     for (Stripe& s : stripes_) {
-      std::lock_guard l(s.mu);
+      base::MutexLock l(&s.mu);
       total += s.m.size();
     }
     if (total <= 2 * q->series() + 1024) return;
     for (Stripe& s : stripes_) {
-      std::lock_guard l(s.mu);
+      base::MutexLock l(&s.mu);
       std::erase_if(s.m, [&](const auto& kv) { return !q->Known(kv.second); });
     }
   }
@@ -44,8 +44,8 @@ class RefMap {
  private:
   static constexpr size_t kStripes = 64;
   struct Stripe {
-    std::mutex mu;
-    std::unordered_map<uint64_t, uint64_t> m;
+    base::Mutex mu;
+    std::unordered_map<uint64_t, uint64_t> m TW_GUARDED_BY(mu);
   };
   std::array<Stripe, kStripes> stripes_;
   std::atomic<uint64_t> calls_{0};

@@ -396,7 +396,7 @@ RemoteRead::RemoteRead(std::function<int64_t()> local_start, std::string user_ag
                [this](common::metrics::Emitter* e) {
                  std::shared_ptr<const Stores> stores;
                  {
-                   std::lock_guard l(mu_);
+                   base::MutexLock l(&mu_);
                    stores = stores_;
                  }
                  for (const auto& st : *stores) {
@@ -418,19 +418,19 @@ void RemoteRead::Apply(std::vector<RemoteReadConfig> configs) {
     s->cfg = std::move(c);
     next->push_back(std::move(s));
   }
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   stores_ = std::move(next);
 }
 
 bool RemoteRead::empty() const {
-  std::lock_guard l(mu_);
+  base::MutexLock l(&mu_);
   return stores_->empty();
 }
 
 Result<std::unique_ptr<storage::Querier>> RemoteRead::NewQuerier(int64_t mint, int64_t maxt) {
   std::shared_ptr<const Stores> stores;
   {
-    std::lock_guard l(mu_);
+    base::MutexLock l(&mu_);
     stores = stores_;
   }
   const int64_t local_start = local_start_ ? local_start_() : INT64_MAX;

@@ -24,11 +24,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "common/metrics.h"
 #include "remote/config.h"
@@ -55,8 +55,8 @@ class RemoteRead : public storage::Queryable {
  private:
   std::function<int64_t()> local_start_;
   std::string user_agent_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const std::vector<std::shared_ptr<Store>>> stores_;
+  mutable base::Mutex mu_;
+  std::shared_ptr<const std::vector<std::shared_ptr<Store>>> stores_ TW_GUARDED_BY(mu_);
   common::metrics::Collector metrics_;  // the stores' counters, at scrape time
   common::metrics::Registration metrics_registration_;  // last: unregisters first
 };

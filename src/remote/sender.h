@@ -117,7 +117,10 @@ class Sender {
   const std::string user_agent_;
 
   // Replaced only by the reader thread while resharding (exclusively
-  // locked); others iterate it under a shared lock.
+  // locked; Open's first StartShards runs before the reader starts); others
+  // iterate it under a shared lock. Not TW_GUARDED_BY: its one writer, the
+  // reader thread, reads it without the lock (nothing else can replace it),
+  // and so does Stop once the reader is joined.
   mutable base::SharedMutex shards_mu_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::thread reader_;
