@@ -145,12 +145,12 @@ Status Forwarder::SendOnce(bool* sent_any) {
 void Forwarder::Start() {
   thread_ = std::thread([this] {
     int64_t backoff = t_.poll_ms;
-    std::unique_lock<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     while (!stop_) {
-      l.unlock();
+      l.Unlock();
       bool any = false;
       Status s = SendOnce(&any);
-      l.lock();
+      l.Lock();
       if (!s.ok()) {
         TW_LOG(Warn, "logs: {}", s.ToString());
         backoff = std::min<int64_t>(backoff * 2, 30000);
@@ -158,17 +158,19 @@ void Forwarder::Start() {
         backoff = t_.poll_ms;
         if (any) continue;  // more may be waiting
       }
-      cv_.wait_for(l, std::chrono::milliseconds(backoff), [&] { return stop_; });
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff);
+      while (!stop_ && cv_.WaitUntil(&mu_, deadline)) {
+      }
     }
   });
 }
 
 void Forwarder::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 

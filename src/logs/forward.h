@@ -8,14 +8,13 @@
 // Elasticsearch rejects individually (4xx items) are logged and skipped.
 // Thread-safe.
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "logs/store.h"
 
@@ -54,9 +53,9 @@ class Forwarder {
   LogStore* store_ = nullptr;
   std::map<int64_t, int64_t> pos_;  // partition start ms -> last sequence number sent
   uint64_t sent_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  base::Mutex mu_;
+  base::CondVar cv_;
+  bool stop_ TW_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

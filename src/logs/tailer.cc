@@ -78,6 +78,7 @@ Result<std::unique_ptr<Tailer>> Tailer::Make(TailerOptions o, LogStore* store) {
   }
   t->opts_ = std::move(o);
   t->store_ = store;
+  base::MutexLock l(&t->poll_mu_);  // no thread runs yet; taken for the analysis
   RETURN_IF_ERROR(t->LoadState());
   return t;
 }
@@ -287,7 +288,7 @@ Status Tailer::FinishRotated(Input& in, const std::string& path, uint64_t ino, u
 }
 
 Status Tailer::PollOnce() {
-  std::lock_guard<std::mutex> l(poll_mu_);
+  base::MutexLock l(&poll_mu_);
   Status first;
   bool changed = false;
   for (auto& in : inputs_) {
@@ -349,23 +350,25 @@ Status Tailer::PollOnce() {
 
 void Tailer::Start() {
   thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     while (!stop_) {
-      l.unlock();
+      l.Unlock();
       Status s = PollOnce();
       if (!s.ok()) TW_LOG(Error, "logs: tail: {}", s.ToString());
-      l.lock();
-      cv_.wait_for(l, std::chrono::milliseconds(opts_.poll_ms), [&] { return stop_; });
+      l.Lock();
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.poll_ms);
+      while (!stop_ && cv_.WaitUntil(&mu_, deadline)) {
+      }
     }
   });
 }
 
 void Tailer::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 

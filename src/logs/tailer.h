@@ -10,15 +10,14 @@
 // skips nor repeats a line (a crash between the store's commit and the
 // offsets' write repeats that one batch). Thread-safe.
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "logs/store.h"
 #include "model/labels.h"
@@ -56,21 +55,23 @@ class Tailer {
   struct File;
   struct Input;
   Tailer() = default;
-  Status LoadState();
-  Status SaveState();
-  Status ReadFile(Input& in, File& f, bool final_pass);
+  Status LoadState() TW_REQUIRES(poll_mu_);
+  Status SaveState() TW_REQUIRES(poll_mu_);
+  // `f` is one of files_ (or a rotated file being finished), so poll_mu_'s.
+  Status ReadFile(Input& in, File& f, bool final_pass) TW_REQUIRES(poll_mu_);
   // Reads the rest of a file rotated away from `path` (found by inode in its directory).
-  Status FinishRotated(Input& in, const std::string& path, uint64_t ino, uint64_t offset);
+  Status FinishRotated(Input& in, const std::string& path, uint64_t ino, uint64_t offset) TW_REQUIRES(poll_mu_);
 
   TailerOptions opts_;
   LogStore* store_ = nullptr;
-  std::vector<std::unique_ptr<Input>> inputs_;
-  std::map<std::string, std::unique_ptr<File>> files_;  // by path
-  std::map<std::string, std::pair<uint64_t, uint64_t>> saved_;  // path -> (inode, offset) from the state file
-  std::mutex poll_mu_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  std::vector<std::unique_ptr<Input>> inputs_;  // set by Open, then read only
+  base::Mutex poll_mu_;                         // one PollOnce at a time
+  std::map<std::string, std::unique_ptr<File>> files_ TW_GUARDED_BY(poll_mu_);  // by path
+  // path -> (inode, offset) from the state file
+  std::map<std::string, std::pair<uint64_t, uint64_t>> saved_ TW_GUARDED_BY(poll_mu_);
+  base::Mutex mu_;
+  base::CondVar cv_;
+  bool stop_ TW_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
