@@ -322,10 +322,11 @@ class OtlpTranslator {
     labels.reserve(out.size());
     for (const Sample& s : out) labels.push_back(Named(base, s.name, s.extra));
     if (delta && !stale) {
-      if (!b_->delta_lock_.owns_lock()) {
-        b_->delta_lock_ = deltas_->Lock();
+      if (!b_->delta_lock_.held()) {
+        b_->delta_lock_.Take(deltas_);
         b_->deltas_ = deltas_;
       }
+      deltas_->AssertHeld();
       const size_t mark = b_->pending_.size();
       // Each series has its own running total (a bucket may be new).
       sts.resize(out.size());
@@ -401,10 +402,11 @@ class OtlpTranslator {
     const model::Labels labels = Named(base, name, {});
     int64_t st = delta ? 0 : StartMs(p);
     if (delta && !stale) {
-      if (!b_->delta_lock_.owns_lock()) {
-        b_->delta_lock_ = deltas_->Lock();
+      if (!b_->delta_lock_.held()) {
+        b_->delta_lock_.Take(deltas_);
         b_->deltas_ = deltas_;
       }
+      deltas_->AssertHeld();
       key_.clear();
       model::AppendEncodedLabels(labels, &key_);
       if (!deltas_->AddHistogram(key_, t, StartMs(p), *h, &b_->hist_pending_, h, &st)) return Reject(m, 1, refused);
@@ -1295,11 +1297,12 @@ Status OtlpBatch::AppendTo(storage::Appender* app) {
 }
 
 void OtlpBatch::Committed(int64_t now_ms) {
-  if (!delta_lock_.owns_lock()) return;
+  if (!delta_lock_.held()) return;
+  deltas_->AssertHeld();
   deltas_->Apply(pending_, hist_pending_, now_ms);
   pending_.clear();
   hist_pending_.clear();
-  delta_lock_.unlock();
+  delta_lock_.Release();
 }
 
 bool OtlpDeltas::Add(const std::string& key, int64_t t, int64_t start_ms, double delta, std::vector<Update>* pending,

@@ -48,12 +48,13 @@
 // success (rejected count and the first reason); the rest is stored.
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "ingest/append_batch.h"
 #include "ingest/refusals.h"
@@ -70,9 +71,9 @@ std::string OtlpMetricName(std::string_view name, std::string_view unit, OtlpMet
 std::string OtlpLabelName(std::string_view key);
 
 // Running totals of delta series (see above), shared by all requests. A
-// request holds Lock() from its first delta point until it has committed and
-// applied its totals (or failed), so two requests for one series never both
-// start from the same total.
+// request holds mu_ (OtlpBatch's DeltaLock) from its first delta point until
+// it has committed and applied its totals (or failed), so two requests for
+// one series never both start from the same total.
 class OtlpDeltas {
  public:
   // Entries not updated for this long are forgotten (their next point
@@ -92,39 +93,42 @@ class OtlpDeltas {
     model::FloatHistogram total;
     int64_t st;
   };
-  std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(mu_); }
-  // REQUIRES: Lock() held. The cumulative value of the series `key` at `t`
+  // Tells the analysis a batch's DeltaLock holds mu_.
+  void AssertHeld() const TW_ASSERT_CAPABILITY(mu_) {}
+  // The cumulative value of the series `key` at `t`
   // after adding `delta` (whose window started at `start_ms`), and *st the
   // start of that running total: `start_ms` when it starts here. False when
   // `t` is not after its last point (pending points of this request included).
   bool Add(const std::string& key, int64_t t, int64_t start_ms, double delta, std::vector<Update>* pending,
-           double* total, int64_t* st);
-  // REQUIRES: Lock() held. As Add for a native histogram; also false when
+           double* total, int64_t* st) TW_REQUIRES(mu_);
+  // As Add for a native histogram; also false when
   // the delta cannot be added (custom and exponential buckets mixed).
   bool AddHistogram(const std::string& key, int64_t t, int64_t start_ms, const model::FloatHistogram& delta,
-                    std::vector<HistUpdate>* pending, model::FloatHistogram* total, int64_t* st);
-  // REQUIRES: Lock() held. Records a committed request's totals.
-  void Apply(const std::vector<Update>& pending, const std::vector<HistUpdate>& hist_pending, int64_t now_ms);
+                    std::vector<HistUpdate>* pending, model::FloatHistogram* total, int64_t* st) TW_REQUIRES(mu_);
+  // Records a committed request's totals.
+  void Apply(const std::vector<Update>& pending, const std::vector<HistUpdate>& hist_pending, int64_t now_ms)
+      TW_REQUIRES(mu_);
   size_t size() {
-    auto l = Lock();
+    base::MutexLock l(&mu_);
     return totals_.size() + hist_totals_.size();
   }
 
  private:
+  friend class OtlpBatch;  // its DeltaLock takes mu_
   struct Entry {
     int64_t t;
     double total;
     int64_t st;  // start of the running total, ms
   };
-  std::mutex mu_;
+  base::Mutex mu_;
   struct HistEntry {
     int64_t t;
     model::FloatHistogram total;
     int64_t st;
   };
-  std::unordered_map<std::string, Entry> totals_;
-  std::unordered_map<std::string, HistEntry> hist_totals_;
-  int64_t last_sweep_ms_ = 0;
+  std::unordered_map<std::string, Entry> totals_ TW_GUARDED_BY(mu_);
+  std::unordered_map<std::string, HistEntry> hist_totals_ TW_GUARDED_BY(mu_);
+  int64_t last_sweep_ms_ TW_GUARDED_BY(mu_) = 0;
 };
 
 struct OtlpStats {
@@ -169,6 +173,33 @@ class OtlpBatch {
 
  private:
   friend class OtlpTranslator;
+  // OtlpDeltas::mu_ held by a batch from its first delta point until
+  // Committed or the batch's end. It is held across calls, which the
+  // analysis cannot follow: the users call deltas_->AssertHeld() after
+  // Take, and Take and Release are not analysed.
+  class DeltaLock {
+   public:
+    DeltaLock() = default;
+    DeltaLock(DeltaLock&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    DeltaLock& operator=(DeltaLock&& o) noexcept {
+      Release();
+      d_ = std::exchange(o.d_, nullptr);
+      return *this;
+    }
+    ~DeltaLock() { Release(); }
+    bool held() const { return d_ != nullptr; }
+    void Take(OtlpDeltas* d) TW_NO_THREAD_SAFETY_ANALYSIS {
+      d->mu_.Lock();
+      d_ = d;
+    }
+    void Release() TW_NO_THREAD_SAFETY_ANALYSIS {
+      if (d_ != nullptr) d_->mu_.Unlock();
+      d_ = nullptr;
+    }
+
+   private:
+    OtlpDeltas* d_ = nullptr;
+  };
   OtlpOptions options_;
   std::vector<Series> series_;
   std::unordered_map<std::string, uint32_t> index_;  // serialized labels -> series_
@@ -177,7 +208,7 @@ class OtlpBatch {
   std::vector<OtlpDeltas::Update> pending_;
   std::vector<OtlpDeltas::HistUpdate> hist_pending_;
   OtlpDeltas* deltas_ = nullptr;
-  std::unique_lock<std::mutex> delta_lock_;  // deltas_'s, held from the first delta point
+  DeltaLock delta_lock_;  // deltas_'s, held from the first delta point
   OtlpStats stats_;
   SeriesRefusals refusals_;
 };

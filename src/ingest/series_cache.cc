@@ -16,7 +16,7 @@ SeriesCache::Key SeriesCache::KeyOf(std::string_view text, uint64_t salt) {
 
 storage::SeriesRef SeriesCache::Get(const Key& k) const {
   const Shard& s = shards_[(k.b >> 32) % kShards];
-  std::lock_guard<std::mutex> lock(s.mu);
+  base::MutexLock lock(&s.mu);
   if (s.slots.empty()) return 0;
   size_t mask = s.slots.size() - 1;
   const uint32_t b = Fold(k);
@@ -55,7 +55,7 @@ void SeriesCache::Reinsert(Shard* s, const Slot& o) {
 void SeriesCache::Put(const Key& k, storage::SeriesRef ref) {
   if (ref == 0 || ref > UINT32_MAX) return;
   Shard& s = shards_[(k.b >> 32) % kShards];
-  std::lock_guard<std::mutex> lock(s.mu);
+  base::MutexLock lock(&s.mu);
   if (s.used >= max_per_shard_) {
     s.slots.assign(s.slots.size(), Slot{});
     s.used = 0;
@@ -74,7 +74,7 @@ void SeriesCache::Put(const Key& k, storage::SeriesRef ref) {
 size_t SeriesCache::size() const {
   size_t n = 0;
   for (const auto& s : shards_) {
-    std::lock_guard<std::mutex> lock(s.mu);
+    base::MutexLock lock(&s.mu);
     n += s.used;
   }
   return n;

@@ -9,10 +9,10 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "storage/storage.h"
 
 namespace trainwatch::ingest {
@@ -46,12 +46,12 @@ class SeriesCache {
   };
   static uint32_t Fold(const Key& k) { return static_cast<uint32_t>(k.b >> 32) ^ static_cast<uint32_t>(k.b); }
   struct Shard {
-    mutable std::mutex mu;
-    std::vector<Slot> slots;  // power-of-two size, at most 3/4 full
-    size_t used = 0;
+    mutable base::Mutex mu;
+    std::vector<Slot> slots TW_GUARDED_BY(mu);  // power-of-two size, at most 3/4 full
+    size_t used TW_GUARDED_BY(mu) = 0;
   };
-  static void Insert(Shard* s, const Key& k, storage::SeriesRef ref);
-  static void Reinsert(Shard* s, const Slot& o);  // into a table being rebuilt
+  static void Insert(Shard* s, const Key& k, storage::SeriesRef ref) TW_REQUIRES(s->mu);
+  static void Reinsert(Shard* s, const Slot& o) TW_REQUIRES(s->mu);  // into a table being rebuilt
   const size_t max_per_shard_;
   std::array<Shard, kShards> shards_;
 };
