@@ -87,24 +87,26 @@ void CollectLoop::Start() {
 
 void CollectLoop::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   state_->gpu.reset();  // its event thread and NVML go before the storage does
 }
 
 void CollectLoop::Run() {
-  std::unique_lock<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   while (!stop_) {
-    l.unlock();
+    l.Unlock();
     CollectOnce(NowMillis());
-    l.lock();
+    l.Lock();
     // Aligned to the interval, as a scrape loop is.
     int64_t now = NowMillis();
     int64_t next = (now / o_.interval_ms + 1) * o_.interval_ms;
-    cv_.wait_for(l, RealWait(next - now), [this] { return stop_; });
+    auto deadline = std::chrono::steady_clock::now() + RealWait(next - now);
+    while (!stop_ && cv_.WaitUntil(&mu_, deadline)) {
+    }
   }
 }
 

@@ -5,13 +5,12 @@
 // them (stale markers for series that vanish), and the latest families are
 // kept for GET /metrics.
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "collect/gpu/usage.h"
 #include "collect/host/host.h"
 #include "collect/snapshot.h"
@@ -62,9 +61,9 @@ class CollectLoop {
   runs::RunStore* runs_;
   collect::Snapshot snapshot_;
   std::unique_ptr<State> state_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  base::Mutex mu_;
+  base::CondVar cv_;
+  bool stop_ TW_GUARDED_BY(mu_) = false;
   bool opened_ = false;
   std::thread thread_;
 };

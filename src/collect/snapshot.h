@@ -4,9 +4,9 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "collect/family.h"
 
 namespace trainwatch::collect {
@@ -19,8 +19,8 @@ class Snapshot {
   void Render(std::string* out) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const Families>> by_source_;
+  mutable base::Mutex mu_;
+  std::map<std::string, std::shared_ptr<const Families>> by_source_ TW_GUARDED_BY(mu_);
 };
 
 }  // namespace trainwatch::collect

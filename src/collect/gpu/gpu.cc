@@ -9,11 +9,11 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "collect/gpu/nvml_api.h"
 
 namespace trainwatch::collect::gpu {
@@ -245,8 +245,8 @@ struct GpuCollector::Impl {
   bool initialised = false;
   std::vector<Device> devices;
 
-  std::mutex xid_mu;
-  std::map<unsigned, uint64_t> last_xid;  // device index -> last XID seen
+  base::Mutex xid_mu;
+  std::map<unsigned, uint64_t> last_xid TW_GUARDED_BY(xid_mu);  // device index -> last XID seen
   nvmlEventSet_t events = nullptr;
   std::atomic<bool> stop{false};
   std::thread event_thread;
@@ -279,7 +279,7 @@ struct GpuCollector::Impl {
       for (const Device& d : devices) {
         if (d.handle != data.device) continue;
         TW_LOG(Warn, "gpu {}: XID {} ({})", d.index, data.eventData, XidMessage(data.eventData));
-        std::lock_guard<std::mutex> l(xid_mu);
+        base::MutexLock l(&xid_mu);
         last_xid[d.index] = data.eventData;
       }
     }
@@ -468,7 +468,7 @@ struct GpuCollector::Impl {
       }
     }
     {
-      std::lock_guard<std::mutex> l(xid_mu);
+      base::MutexLock l(&xid_mu);
       auto it = last_xid.find(d.index);
       uint64_t xid = it == last_xid.end() ? 0 : it->second;
       model::LabelsBuilder b(d.labels);
@@ -619,7 +619,7 @@ void GpuCollector::Collect(Families* out) {
   for (Device& d : impl_->devices) {
     if (impl_->CollectDevice(d, fams)) continue;
     // A lost GPU keeps its XID series when it raised one: XID 79 (fallen off the bus) is why it is lost.
-    std::lock_guard<std::mutex> l(impl_->xid_mu);
+    base::MutexLock l(&impl_->xid_mu);
     auto it = impl_->last_xid.find(d.index);
     if (it == impl_->last_xid.end()) continue;
     model::LabelsBuilder b(d.labels);
