@@ -10,7 +10,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <functional>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace trainwatch::file {
 
@@ -99,34 +100,34 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, Sync sync
 
 namespace {
 std::atomic<bool> sync_fault_set{false};
-std::mutex sync_fault_mu;
-std::function<int(int)> sync_fault;  // guarded by sync_fault_mu
+base::Mutex sync_fault_mu;
+std::function<int(int)> sync_fault TW_GUARDED_BY(sync_fault_mu);
 std::atomic<bool> write_fault_set{false};
-std::mutex write_fault_mu;
-std::function<int(const std::string&)> write_fault;  // guarded by write_fault_mu
+base::Mutex write_fault_mu;
+std::function<int(const std::string&)> write_fault TW_GUARDED_BY(write_fault_mu);
 }  // namespace
 
 int WriteFault(const std::string& path) {
   if (!write_fault_set.load(std::memory_order_acquire)) return 0;
-  std::lock_guard<std::mutex> l(write_fault_mu);
+  base::MutexLock l(&write_fault_mu);
   return write_fault ? write_fault(path) : 0;
 }
 
 void testing::SetWriteFault(std::function<int(const std::string& path)> fault) {
-  std::lock_guard<std::mutex> l(write_fault_mu);
+  base::MutexLock l(&write_fault_mu);
   write_fault = std::move(fault);
   write_fault_set.store(static_cast<bool>(write_fault), std::memory_order_release);
 }
 
 void testing::SetSyncFault(std::function<int(int fd)> fault) {
-  std::lock_guard<std::mutex> l(sync_fault_mu);
+  base::MutexLock l(&sync_fault_mu);
   sync_fault = std::move(fault);
   sync_fault_set.store(static_cast<bool>(sync_fault), std::memory_order_release);
 }
 
 int DataSync(int fd) {
   if (sync_fault_set.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> l(sync_fault_mu);
+    base::MutexLock l(&sync_fault_mu);
     if (sync_fault) {
       if (int e = sync_fault(fd); e != 0) return e;
     }

@@ -8,11 +8,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace trainwatch {
 
@@ -54,7 +54,7 @@ class IdlePool final : public IdlePoolBase {
   Lease Acquire() {
     std::unique_ptr<T> obj;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      base::MutexLock l(&mu_);
       last_acquire_ns_ = MonoNanos();
       if (!free_.empty()) {
         obj = std::move(free_.back());
@@ -72,7 +72,7 @@ class IdlePool final : public IdlePoolBase {
   size_t ReleaseIdle(int64_t idle_ns) override {
     std::vector<std::unique_ptr<T>> drop;  // freed outside the lock
     {
-      std::lock_guard<std::mutex> l(mu_);
+      base::MutexLock l(&mu_);
       if (free_.empty() || MonoNanos() - last_acquire_ns_ < idle_ns) return 0;
       drop.swap(free_);
     }
@@ -80,19 +80,19 @@ class IdlePool final : public IdlePoolBase {
   }
 
   size_t pooled() const {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     return free_.size();
   }
 
  private:
   void Return(std::unique_ptr<T> obj) {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     free_.push_back(std::move(obj));
   }
 
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<T>> free_;  // the warmest last
-  int64_t last_acquire_ns_ = 0;
+  mutable base::Mutex mu_;
+  std::vector<std::unique_ptr<T>> free_ TW_GUARDED_BY(mu_);  // the warmest last
+  int64_t last_acquire_ns_ TW_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace trainwatch

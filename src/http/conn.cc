@@ -370,7 +370,7 @@ ConnState* CurrentConn() { return tls_conn; }
 
 ElasticPool::ElasticPool(size_t core, size_t max, std::chrono::milliseconds idle_exit)
     : core_(core), max_(std::max(core, max)), idle_exit_(idle_exit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(&mu_);
   for (size_t i = 0; i < core_; ++i) {
     threads_.emplace_back([this] { Work(true); });
     ++running_;
@@ -380,7 +380,7 @@ ElasticPool::ElasticPool(size_t core, size_t max, std::chrono::milliseconds idle
 ElasticPool::~ElasticPool() { shutdown(); }
 
 void ElasticPool::enqueue(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(&mu_);
   ReapLocked();
   jobs_.push_back(std::move(fn));
   // Each idle thread takes one job; start one more for a job none will take.
@@ -388,23 +388,23 @@ void ElasticPool::enqueue(std::function<void()> fn) {
     threads_.emplace_back([this] { Work(false); });
     ++running_;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void ElasticPool::shutdown() {
   std::list<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    base::MutexLock lock(&mu_);
     shutdown_ = true;
     threads.swap(threads_);
     ended_.clear();
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (std::thread& t : threads) t.join();
 }
 
 size_t ElasticPool::threads() {
-  std::lock_guard<std::mutex> lock(mu_);
+  base::MutexLock lock(&mu_);
   return running_;
 }
 
@@ -422,14 +422,16 @@ void ElasticPool::Work(bool core) {
   for (;;) {
     std::function<void()> fn;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      base::MutexLock lock(&mu_);
       ++idle_;
       bool ready = true;
-      auto pred = [this] { return !jobs_.empty() || shutdown_; };
       if (core) {
-        cv_.wait(lock, pred);
+        while (jobs_.empty() && !shutdown_) cv_.Wait(&mu_);
       } else {
-        ready = cv_.wait_for(lock, idle_exit_, pred);
+        auto deadline = std::chrono::steady_clock::now() + idle_exit_;
+        while (jobs_.empty() && !shutdown_ && cv_.WaitUntil(&mu_, deadline)) {
+        }
+        ready = !jobs_.empty() || shutdown_;
       }
       --idle_;
       if (!ready || (shutdown_ && jobs_.empty())) {

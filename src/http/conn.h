@@ -12,16 +12,16 @@
 #include <httplib.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace trainwatch::http::internal {
 
@@ -61,18 +61,18 @@ class ElasticPool final : public httplib::TaskQueue {
 
  private:
   void Work(bool core);
-  void ReapLocked();  // joins extra threads that have ended
+  void ReapLocked() TW_REQUIRES(mu_);  // joins extra threads that have ended
 
   const size_t core_, max_;
   const std::chrono::milliseconds idle_exit_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::list<std::thread> threads_;
-  std::vector<std::thread::id> ended_;  // extra threads that returned, to join
-  size_t idle_ = 0;                     // threads waiting for a job
-  size_t running_ = 0;                  // threads not yet ended
-  bool shutdown_ = false;
+  base::Mutex mu_;
+  base::CondVar cv_;
+  std::deque<std::function<void()>> jobs_ TW_GUARDED_BY(mu_);
+  std::list<std::thread> threads_ TW_GUARDED_BY(mu_);
+  std::vector<std::thread::id> ended_ TW_GUARDED_BY(mu_);  // extra threads that returned, to join
+  size_t idle_ TW_GUARDED_BY(mu_) = 0;                     // threads waiting for a job
+  size_t running_ TW_GUARDED_BY(mu_) = 0;                  // threads not yet ended
+  bool shutdown_ TW_GUARDED_BY(mu_) = false;
 };
 
 class TlsContext;

@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "promql/eval.h"
 #include "promql/parser/functions.h"
@@ -19,9 +18,9 @@ using parser::NodeKind;
 // Admission: at most max_concurrent queries run; the others wait in FIFO-ish
 // order (condition variable) until a slot frees up or their deadline passes.
 struct Engine::State {
-  std::mutex mu;
-  std::condition_variable cv;
-  int running = 0;
+  base::Mutex mu;
+  base::CondVar cv;
+  int running TW_GUARDED_BY(mu) = 0;
 };
 
 Engine::Engine(EngineOptions opts) : opts_(opts), state_(new State) {}
@@ -263,17 +262,19 @@ Result<QueryResult> Engine::Range(storage::Queryable& db, std::string_view expr,
 class Engine::Slot {
  public:
   Slot(State* st, int max, std::chrono::steady_clock::time_point deadline) : st_(st) {
-    std::unique_lock<std::mutex> lock(st_->mu);
-    acquired_ = st_->cv.wait_until(lock, deadline, [&] { return st_->running < max; });
+    base::MutexLock lock(&st_->mu);
+    while (st_->running >= max && st_->cv.WaitUntil(&st_->mu, deadline)) {
+    }
+    acquired_ = st_->running < max;
     if (acquired_) ++st_->running;
   }
   ~Slot() {
     if (!acquired_) return;
     {
-      std::lock_guard<std::mutex> lock(st_->mu);
+      base::MutexLock lock(&st_->mu);
       --st_->running;
     }
-    st_->cv.notify_one();
+    st_->cv.Signal();
   }
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
@@ -303,7 +304,7 @@ Result<QueryResult> Engine::Range(storage::Queryable& db, std::string_view expr,
 }
 
 int Engine::running() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  base::MutexLock lock(&state_->mu);
   return state_->running;
 }
 

@@ -8,6 +8,7 @@
 #include "base/coding.h"
 #include "base/crc32c.h"
 #include "base/file.h"
+#include "base/mutex.h"
 
 namespace trainwatch::index {
 
@@ -71,10 +72,11 @@ struct IndexReader::DecodedBlock {
 };
 
 struct IndexReader::BlockCache {
-  explicit BlockCache(size_t n) : key(n), val(n) {}
-  std::mutex mu;
-  std::vector<uint64_t> key;
-  std::vector<std::shared_ptr<const DecodedBlock>> val;
+  explicit BlockCache(size_t n) : size(n), key(n), val(n) {}
+  const size_t size;  // of key and val, fixed
+  base::Mutex mu;
+  std::vector<uint64_t> key TW_GUARDED_BY(mu);
+  std::vector<std::shared_ptr<const DecodedBlock>> val TW_GUARDED_BY(mu);
 };
 
 IndexReader::~IndexReader() = default;
@@ -413,13 +415,13 @@ Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::DecodeBloc
 }
 
 Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::GetBlock(uint64_t b) const {
-  const size_t slot = b & (cache_->key.size() - 1);
+  const size_t slot = b & (cache_->size - 1);
   {
-    std::lock_guard<std::mutex> l(cache_->mu);
+    base::MutexLock l(&cache_->mu);
     if (cache_->val[slot] && cache_->key[slot] == b) return cache_->val[slot];
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const DecodedBlock> blk, DecodeBlock(b));
-  std::lock_guard<std::mutex> l(cache_->mu);
+  base::MutexLock l(&cache_->mu);
   cache_->key[slot] = b;
   cache_->val[slot] = blk;
   return blk;
