@@ -1,8 +1,10 @@
 #include "app/agent_cmd.h"
 
 #include "app/collect_loop.h"
+#include "app/snapshot.h"
 #include "app/wiring.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "common/metrics.h"
 #include "http/server.h"
 #include "remote/manager.h"
@@ -20,18 +22,22 @@ int RunAgent(const AgentOptions& o) {
   }
   std::shared_ptr<http::WebSecurity> web = std::move(*loaded_web);
   if (std::string w = OpenToTheNetworkWarning(o.listen, web.get()); !w.empty()) TW_LOG(Warn, "{}", w);
-  auto rw = LoadRemoteWriteConfigs(o.config_file, o.remote_write_urls);
-  if (!rw.ok()) {
-    TW_LOG(Error, "{}", rw.error().message());
+  // The config file read once per (re)load (app/snapshot.h): scrape jobs and
+  // remote_write from the same parse.
+  SnapshotInputs inputs;
+  inputs.config_file = o.config_file;
+  inputs.listen = o.listen;
+  inputs.scrape_self = o.scrape_self;
+  inputs.web = web.get();
+  inputs.remote_write_urls = o.remote_write_urls;
+  inputs.serve = false;
+  auto first = LoadConfigSnapshot(inputs);
+  if (!first.ok()) {
+    TW_LOG(Error, "{}", first.error().message());
     return 1;
   }
-  if (rw->empty()) {
+  if ((*first)->remote_write.empty()) {
     TW_LOG(Error, "agent: nothing to forward to: give --remote-write URL or remote_write: in --config.file");
-    return 1;
-  }
-  auto jobs = LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self, web.get());
-  if (!jobs.ok()) {
-    TW_LOG(Error, "{}", jobs.error().message());
     return 1;
   }
   remote::ManagerOptions mo;
@@ -41,7 +47,7 @@ int RunAgent(const AgentOptions& o) {
   common::metrics::Registry metrics;  // /metrics; outlives the components registered there
   mo.metrics = &metrics;
   remote::Manager remote_write(mo);
-  if (Status s = remote_write.ApplyConfig(std::move(*rw)); !s.ok()) {
+  if (Status s = remote_write.ApplyConfig((*first)->remote_write); !s.ok()) {
     TW_LOG(Error, "{}", s.message());
     return 1;
   }
@@ -53,12 +59,17 @@ int RunAgent(const AgentOptions& o) {
   co.instance = co.hostname + SelfAddress(o.listen).substr(SelfAddress(o.listen).rfind(':'));
   CollectLoop collector(co, store, nullptr);
 
+  bool reloaded = false;  // under reload_mu
+  base::Mutex reload_mu;  // SIGHUP and POST /-/reload may overlap: one reload at a time
   auto reload_config = [&]() -> Status {
-    ASSIGN_OR_RETURN(auto j, LoadScrapeConfigs(o.config_file, o.listen, o.scrape_self, web.get()));
-    ASSIGN_OR_RETURN(auto r, LoadRemoteWriteConfigs(o.config_file, o.remote_write_urls));
-    if (r.empty()) return Status::InvalidArgument("agent: the new config has no remote_write destination; kept the old one");
-    RETURN_IF_ERROR(remote_write.ApplyConfig(std::move(r)));
-    scraper.ApplyConfig(std::move(j));
+    base::MutexLock l(&reload_mu);
+    ASSIGN_OR_RETURN(std::shared_ptr<const ConfigSnapshot> next, LoadConfigSnapshot(inputs));
+    if (next->remote_write.empty()) {
+      return Status::InvalidArgument("agent: the new config has no remote_write destination; kept the old one");
+    }
+    RETURN_IF_ERROR(remote_write.ApplyConfig(next->remote_write));
+    scraper.ApplyConfig(next->scrape);
+    reloaded = true;
     TW_LOG(Info, "completed loading of configuration file {}", o.config_file);
     return Status::OK();
   };
@@ -83,7 +94,10 @@ int RunAgent(const AgentOptions& o) {
     TW_LOG(Error, "start http server: {}", srv.error().ToString());
     return 1;
   }
-  scraper.ApplyConfig(std::move(*jobs));
+  {
+    base::MutexLock l(&reload_mu);  // unless a POST /-/reload already applied a newer one
+    if (!reloaded) scraper.ApplyConfig((*first)->scrape);
+  }
   collector.Start();
   WaitForTermination(reload);
   scraper.Stop();

@@ -70,6 +70,12 @@ Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& c
                                                             bool scrape_self, const http::WebSecurity* web) {
   Config cfg;
   if (!config_file.empty()) { ASSIGN_OR_RETURN(cfg, LoadConfigFile(config_file)); }
+  return ScrapeConfigsOf(cfg, config_file, listen, scrape_self, web);
+}
+
+Result<std::vector<scrape::ScrapeConfig>> ScrapeConfigsOf(const Config& cfg, const std::string& config_file,
+                                                          const std::string& listen, bool scrape_self,
+                                                          const http::WebSecurity* web) {
   scrape::GlobalDefaults g{cfg.scrape_interval_ms, cfg.scrape_timeout_ms};
   auto jobs = scrape::ParseScrapeConfigs(cfg.prometheus, g);
   if (!jobs.ok()) return jobs.error().Annotate(config_file.empty() ? "config" : "config file " + config_file);
@@ -108,11 +114,16 @@ Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& c
 
 Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std::string& config_file,
                                                                       const std::vector<std::string>& urls) {
+  Config cfg;
+  if (!config_file.empty()) { ASSIGN_OR_RETURN(cfg, LoadConfigFile(config_file)); }
+  return RemoteWriteConfigsOf(cfg, config_file, urls);
+}
+
+Result<std::vector<remote::RemoteWriteConfig>> RemoteWriteConfigsOf(const Config& cfg, const std::string& config_file,
+                                                                    const std::vector<std::string>& urls) {
+  // A copy: the --remote-write entries are appended to it, never to `cfg`.
   YAML::Node root(YAML::NodeType::Map);
-  if (!config_file.empty()) {
-    ASSIGN_OR_RETURN(Config cfg, LoadConfigFile(config_file));
-    if (cfg.prometheus && cfg.prometheus.IsMap()) root = cfg.prometheus;
-  }
+  if (cfg.prometheus && cfg.prometheus.IsMap()) root = YAML::Clone(cfg.prometheus);
   YAML::Node list = root["remote_write"];
   if (!list || list.IsNull()) list = YAML::Node(YAML::NodeType::Sequence);
   for (size_t i = 0; i < urls.size(); i++) {
@@ -130,6 +141,11 @@ Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std:
 Result<std::vector<remote::RemoteReadConfig>> LoadRemoteReadConfigs(const std::string& config_file) {
   if (config_file.empty()) return std::vector<remote::RemoteReadConfig>{};
   ASSIGN_OR_RETURN(Config cfg, LoadConfigFile(config_file));
+  return RemoteReadConfigsOf(cfg, config_file);
+}
+
+Result<std::vector<remote::RemoteReadConfig>> RemoteReadConfigsOf(const Config& cfg, const std::string& config_file) {
+  if (config_file.empty()) return std::vector<remote::RemoteReadConfig>{};
   if (!cfg.prometheus || !cfg.prometheus.IsMap()) return std::vector<remote::RemoteReadConfig>{};
   auto cfgs = remote::ParseRemoteReadConfigs(cfg.prometheus);
   if (!cfgs.ok()) return cfgs.error().Annotate("config file " + config_file);

@@ -19,6 +19,8 @@ class WebSecurity;
 
 namespace trainwatch::app {
 
+struct Config;
+
 // Blocks the termination signals in the calling thread; call first thing in
 // main, before any thread starts, so every thread inherits the mask and only
 // WaitForTermination sees them.
@@ -37,12 +39,22 @@ std::string SelfAddress(const std::string& listen);
 Result<std::vector<scrape::ScrapeConfig>> LoadScrapeConfigs(const std::string& config_file, const std::string& listen,
                                                             bool scrape_self, const http::WebSecurity* web = nullptr);
 
+// The same from `cfg`, the already parsed `config_file` (empty: none, and
+// `cfg` is default). Errors are annotated with the file as above.
+Result<std::vector<scrape::ScrapeConfig>> ScrapeConfigsOf(const Config& cfg, const std::string& config_file,
+                                                          const std::string& listen, bool scrape_self,
+                                                          const http::WebSecurity* web = nullptr);
+
 // The `remote_write:` entries of `config_file` (empty: none), then one entry
 // per URL of `urls` (--remote-write, named "cli-<i>").
 Result<std::vector<remote::RemoteWriteConfig>> LoadRemoteWriteConfigs(const std::string& config_file,
                                                                       const std::vector<std::string>& urls);
 // The `remote_read:` entries of `config_file` (empty: none).
 Result<std::vector<remote::RemoteReadConfig>> LoadRemoteReadConfigs(const std::string& config_file);
+// The same two from `cfg`, the already parsed `config_file`.
+Result<std::vector<remote::RemoteWriteConfig>> RemoteWriteConfigsOf(const Config& cfg, const std::string& config_file,
+                                                                    const std::vector<std::string>& urls);
+Result<std::vector<remote::RemoteReadConfig>> RemoteReadConfigsOf(const Config& cfg, const std::string& config_file);
 
 // Whether `listen` ("host:port", ":port") binds loopback only: 127.0.0.0/8,
 // localhost or [::1]. An empty host, 0.0.0.0 and [::] bind every interface.
