@@ -365,19 +365,46 @@ class Head : public storage::Queryable {
   // Excludes appenders while held (writer-preferring: new appenders wait
   // behind a waiting exclusive locker). Used around WAL rotation, so every
   // sample logged before it is applied, and by series garbage collection.
-  class ExclusiveAppendLock {
+  class TW_SCOPED_CAPABILITY ExclusiveAppendLock {
    public:
-    explicit ExclusiveAppendLock(Head* h) : gate_(h->append_gate_), lock_(h->append_mu_) {}
+    explicit ExclusiveAppendLock(Head* h) TW_ACQUIRE(h->append_gate_, h->append_mu_) : h_(h) {
+      h_->append_gate_.Lock();
+      h_->append_mu_.Lock();
+    }
+    ~ExclusiveAppendLock() TW_RELEASE() {
+      h_->append_mu_.Unlock();
+      h_->append_gate_.Unlock();
+    }
+    ExclusiveAppendLock(const ExclusiveAppendLock&) = delete;
+    ExclusiveAppendLock& operator=(const ExclusiveAppendLock&) = delete;
 
    private:
-    std::lock_guard<std::mutex> gate_;
-    std::unique_lock<std::shared_mutex> lock_;
+    Head* const h_;
   };
-  // What an appender holds from its first Append until Commit or Rollback.
-  std::shared_lock<std::shared_mutex> SharedAppendLock() {
-    std::lock_guard<std::mutex> gate(append_gate_);
-    return std::shared_lock<std::shared_mutex>(append_mu_);
-  }
+  // What an appender holds from its first Append until Commit or Rollback:
+  // append_mu_ shared. Held across the appender's calls, which the analysis
+  // cannot follow, so Take and Release are not analysed (no field is
+  // TW_GUARDED_BY append_mu_: it orders appenders against rotation and GC).
+  class SharedAppendLock {
+   public:
+    SharedAppendLock() = default;
+    SharedAppendLock(const SharedAppendLock&) = delete;
+    SharedAppendLock& operator=(const SharedAppendLock&) = delete;
+    ~SharedAppendLock() { Release(); }
+    bool held() const { return h_ != nullptr; }
+    void Take(Head* h) TW_NO_THREAD_SAFETY_ANALYSIS {
+      base::MutexLock gate(&h->append_gate_);
+      h->append_mu_.ReaderLock();
+      h_ = h;
+    }
+    void Release() TW_NO_THREAD_SAFETY_ANALYSIS {
+      if (h_ != nullptr) h_->append_mu_.ReaderUnlock();
+      h_ = nullptr;
+    }
+
+   private:
+    Head* h_ = nullptr;
+  };
 
   int64_t MinTime() const { return min_time_.load(std::memory_order_relaxed); }  // of in-order data
   int64_t MaxTime() const { return max_time_.load(std::memory_order_relaxed); }
@@ -550,8 +577,8 @@ class Head : public storage::Queryable {
   std::atomic<uint64_t> next_ref_{1};
   mutable base::SharedMutex postings_mu_;
   index::MemPostings postings_ TW_GUARDED_BY(postings_mu_);
-  std::mutex append_gate_;               // taken briefly by every locker of append_mu_
-  std::shared_mutex append_mu_;          // shared by appenders, exclusive for rotation and GC
+  base::Mutex append_gate_;               // taken briefly by every locker of append_mu_
+  base::SharedMutex append_mu_;          // shared by appenders, exclusive for rotation and GC
   wal::Writer* wal_ = nullptr;
   bool sync_each_commit_ = true;
   std::atomic<bool> defer_dense_{false};

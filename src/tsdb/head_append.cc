@@ -182,7 +182,7 @@ class HeadAppender : public storage::Appender {
     st_series_.clear();
     st_samples_.clear();
     st_mode_ = false;
-    if (lock_.owns_lock()) lock_.unlock();
+    lock_.Release();
   }
 
  private:
@@ -191,8 +191,8 @@ class HeadAppender : public storage::Appender {
   // waits until logged samples are applied.
   // The accepted time range is taken from the clock once per commit.
   void Lock() {
-    if (!lock_.owns_lock()) {
-      lock_ = head_->SharedAppendLock();
+    if (!lock_.held()) {
+      lock_.Take(head_);
       bounds_ = head_->AcceptedTimeRange();
     }
   }
@@ -218,7 +218,7 @@ class HeadAppender : public storage::Appender {
   std::vector<MemSeries*>& st_series_;
   std::vector<wal::RefSampleST>& st_samples_;
   bool st_mode_ = false;  // this commit's floats go to st_samples_
-  std::shared_lock<std::shared_mutex> lock_;
+  Head::SharedAppendLock lock_;
   Head::TimeBounds bounds_{model::kMinTime, model::kMaxTime};  // set by Lock()
 };
 

@@ -83,7 +83,7 @@ Result<Postings> PostingsForMatchers(const PostingsProvider& ix, const model::Ma
 // the memory of 64-bit lists, which are the bulk of the head's index.
 //
 // Thread-safety: none. All methods must be externally synchronized; the head
-// guards it with a std::shared_mutex (shared for const methods, exclusive for
+// guards it with a base::SharedMutex (shared for const methods, exclusive for
 // Add/Delete). Const methods do not mutate, so concurrent readers are safe.
 class MemPostings final : public PostingsProvider {
  public:
