@@ -356,8 +356,7 @@ class Head : public storage::Queryable {
   PersistSet SnapshotForPersist(int64_t boundary, bool close_all);
   // Removes exactly the data of `set` from the head (data appended since the
   // snapshot stays), then garbage-collects series left without any data.
-  // REQUIRES: no ExclusiveAppendLock held by the caller.
-  void Truncate(const PersistSet& set);
+  void Truncate(const PersistSet& set) TW_EXCLUDES(append_gate_, append_mu_);  // takes an ExclusiveAppendLock
 
   // Calls fn for every series' current data (for checkpoints).
   void ForEachSeries(const std::function<void(uint64_t ref, const model::Labels&, const SeriesSnapshot&)>& fn);
