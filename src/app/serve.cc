@@ -6,6 +6,7 @@
 #include "app/collect_loop.h"
 #include "app/run_alerts.h"
 #include "app/serve_components.h"
+#include "app/serve_core.h"
 #include "app/snapshot.h"
 #include "app/wiring.h"
 #include "base/clock.h"
@@ -81,33 +82,16 @@ int RunServe(const ServeOptions& o) {
     current.snap = *first;
   }
 
-  tsdb::Options db_opts;
-  db_opts.dir = o.data_dir;
-  db_opts.retention_ms = o.retention_ms;
-  db_opts.series_limits = o.series_limits;
-  db_opts.max_future_ms = o.max_future_ms;
-  db_opts.retention_bytes = o.retention_bytes;
-  db_opts.downsample = o.downsample;
-  db_opts.tier_retention_ms = {o.retention_5m_ms, o.retention_1h_ms};
-  db_opts.wal_sync = o.wal_sync;
-  int64_t t0 = MonoNanos();
-  auto db = tsdb::DB::Open(db_opts);
-  if (!db.ok()) {
-    TW_LOG(Error, "open tsdb {}: {}", o.data_dir, db.error().ToString());
+  TsdbComponent db;
+  if (Status ds = db.Open(o); !ds.ok()) {
+    TW_LOG(Error, "open tsdb {}: {}", o.data_dir, ds.ToString());
     return 1;
   }
-  TW_LOG(Info, "tsdb opened in {} ms", (MonoNanos() - t0) / 1000000);
   // What has started stops in one order (StopStep), on every error path as
   // on a normal shutdown: each component registers its stop as it starts.
   Shutdown shutdown;
   bool close_failed = false;
-  shutdown.Add(StopStep::kTsdb, [&] {
-    Status s = (*db)->Close();
-    if (!s.ok()) {
-      TW_LOG(Error, "close tsdb: {}", s.ToString());
-      close_failed = true;
-    }
-  });
+  shutdown.Add(StopStep::kTsdb, [&] { close_failed = !db.Close().ok(); });
   auto fail = [&shutdown] {
     shutdown.Run();
     return 1;
@@ -122,7 +106,7 @@ int RunServe(const ServeOptions& o) {
   // forwarded. remote.store() is what every writer below appends through.
   // remote_read: PromQL, the rules and /api/v1/series also read the
   // long-term stores of `remote_read:` (remote.queryable()).
-  RemoteComponent remote(o, db->get(), &metrics);
+  RemoteComponent remote(o, db.get(), &metrics);
   shutdown.Add(StopStep::kRemote, [&remote] { remote.Stop(); });  // nothing appends any more; send positions are saved
   if (Status rs = remote.Start(snap); !rs.ok()) {
     TW_LOG(Error, "{}", rs.message());
@@ -130,21 +114,14 @@ int RunServe(const ServeOptions& o) {
   }
   storage::Appendable* store = remote.store();
 
-  // Experiment tracking: run metadata in <data-dir>/runs.db, as durable per
-  // 2xx as the WAL (synchronous=FULL with --wal.sync per-request).
-  runs::RunStoreOptions runs_opts;
-  runs_opts.path = o.data_dir + "/runs.db";
-  runs_opts.sync_full = o.wal_sync == tsdb::WalSync::kPerRequest;
-  runs_opts.heartbeat_timeout_ms = o.runs_heartbeat_timeout_ms;
-  runs_opts.artifact_keep_versions = o.runs_artifact_keep_versions;
-  runs_opts.metrics = &metrics;
-  auto run_store = runs::RunStore::Open(runs_opts, store, db->get());
-  if (!run_store.ok()) {
-    TW_LOG(Error, "{}", run_store.error().ToString());
+  // Experiment tracking (runs/).
+  RunsComponent run_tracking;
+  if (Status rs = run_tracking.Start(o, store, db.get(), &metrics); !rs.ok()) {
+    TW_LOG(Error, "{}", rs.ToString());
     return fail();
   }
-  (*run_store)->StartHeartbeatChecker();
-  shutdown.Add(StopStep::kRuns, [&run_store] { (*run_store)->Stop(); });  // no heartbeat checks after this
+  shutdown.Add(StopStep::kRuns, [&run_tracking] { run_tracking.Stop(); });  // no heartbeat checks after this
+  runs::RunStore* run_store = run_tracking.get();
 
   // Logs (src/logs): the store, its counters, file tailing and forwarding
   // (trainwatch.logs); they run from logs.Start() below.
@@ -166,8 +143,9 @@ int RunServe(const ServeOptions& o) {
     return fail();
   }
 
-  scrape::Manager scraper(store);
-  shutdown.Add(StopStep::kScrape, [&scraper] { scraper.Stop(); });  // no scrape appends after this, before the server and the DB go
+  ScrapeComponent scrape(store);
+  scrape::Manager& scraper = *scrape.manager();
+  shutdown.Add(StopStep::kScrape, [&scrape] { scrape.Stop(); });  // no scrape appends after this, before the server and the DB go
   // Recording and alerting rules (rules/), with their own query engine.
   // Alerts leave through senders: the embedded notifier, and external
   // Alertmanagers from `alerting:`.
@@ -179,12 +157,12 @@ int RunServe(const ServeOptions& o) {
   // rules' senders like a rule's alert (embedded notifier, external
   // Alertmanagers, external labels added). The HTTP server, the only caller
   // of AddAlert, stops before rules_manager and run_store go away.
-  (*run_store)->SetAlertSink([&rules_manager, url = external_url](const runs::Run& run, const runs::RunAlert& alert) {
+  run_store->SetAlertSink([&rules_manager, url = external_url](const runs::Run& run, const runs::RunAlert& alert) {
     rules_manager.Notify({RunAlertToOutgoing(run, alert, url)});
   });
   // Actions on alerts: a firing alert of a run whose rule names an `action`
   // annotation queues it for the run's clients (docs/runs-api.md "Actions").
-  rules_manager.AddSender([rs = run_store->get()](std::vector<rules::OutgoingAlert> alerts) {
+  rules_manager.AddSender([rs = run_store](std::vector<rules::OutgoingAlert> alerts) {
     (void)QueueRunActions(*rs, alerts, NowMillis());
   });
   if (Status rs = rules.Apply(snap); !rs.ok()) {
@@ -199,7 +177,7 @@ int RunServe(const ServeOptions& o) {
     base::MutexLock l(&reload_mu);
     ASSIGN_OR_RETURN(std::shared_ptr<const ConfigSnapshot> next, LoadConfigSnapshot(inputs));
     RETURN_IF_ERROR(rules.Apply(*next));  // rules first: a bad rule file fails the whole reload
-    scraper.ApplyConfig(next->scrape);
+    scrape.Apply(*next);
     notifier.Apply(*next);
     {
       base::MutexLock c(&current.mu);
@@ -230,7 +208,7 @@ int RunServe(const ServeOptions& o) {
   srv_opts.listen = o.listen;
   srv_opts.max_body_bytes = o.max_request_body_bytes;
   srv_opts.web = web;
-  http::ApiDeps deps{db->get(), &engine, MakeBuildInfo()};
+  http::ApiDeps deps{db.get(), &engine, MakeBuildInfo()};
   deps.appendable = store;
   deps.enable_admin_api = o.enable_admin_api;
   deps.request_limits.max_series = o.max_series_per_request;
@@ -249,24 +227,24 @@ int RunServe(const ServeOptions& o) {
   deps.security_warning = open_warning;
   deps.metrics = &metrics;
   deps.queryable = remote.queryable();
-  deps.runs = run_store->get();
+  deps.runs = run_store;
   deps.logs = logs.store();
   // Host and GPU collectors (job="node", job="dcgm"), stored like a scrape and shown on /metrics.
   CollectOptions collect_opts = o.collect;
   collect_opts.hostname = HostName();
   collect_opts.instance = collect_opts.hostname + SelfAddress(o.listen).substr(SelfAddress(o.listen).rfind(':'));
-  CollectLoop collector(collect_opts, store, run_store->get());
+  CollectLoop collector(collect_opts, store, run_store);
   deps.collected = collector.snapshot();
   deps.scrape = &scraper;
   deps.rules = &rules_manager;
   deps.notifier = notifier.get();
   deps.reload = reload;
-  auto srv = http::Server::Start(srv_opts, std::move(deps));
-  if (!srv.ok()) {
-    TW_LOG(Error, "start http server: {}", srv.error().ToString());
+  HttpComponent srv;
+  if (Status hs = srv.Start(srv_opts, std::move(deps)); !hs.ok()) {
+    TW_LOG(Error, "start http server: {}", hs.ToString());
     return fail();
   }
-  shutdown.Add(StopStep::kHttp, [&srv] { (*srv)->Stop(); });  // in-flight requests finish first, so every 2xx is in the WAL
+  shutdown.Add(StopStep::kHttp, [&srv] { srv.Stop(); });  // in-flight requests finish first, so every 2xx is in the WAL
 
   {
     // The snapshot last applied: a POST /-/reload may already have replaced the first.
@@ -276,7 +254,7 @@ int RunServe(const ServeOptions& o) {
       base::MutexLock c(&current.mu);
       now = current.snap;
     }
-    scraper.ApplyConfig(now->scrape);
+    scrape.Apply(*now);
   }
   collector.Start();
   shutdown.Add(StopStep::kCollectors, [&collector] { collector.Stop(); });  // nor collector appends
