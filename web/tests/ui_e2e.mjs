@@ -497,6 +497,31 @@ try {
   await page.keyboard.press("e");
   await page.waitForURL(/\/explore/);
   await page.screenshot({ path: path.join(outDir, "explore-" + theme1 + ".png"), fullPage: true });
+  // A run of three days: its GPU charts read each step's mean
+  // (avg_over_time) on the 5 m grid, which the downsampled tiers answer once
+  // the data is old; the last point is the server's own answer to the query.
+  {
+    const c = await api("POST", "/api/v1/runs", { id: "ui-run-long", project: "uitest-long", name: "long", host: "gpu-node-0", start_time: now / 1000 - 3 * 86400 });
+    check(c.status === 200, "create long run: " + c.text);
+    const queries = [];
+    const onRequest = (req) => {
+      if (req.url().includes("/api/v1/query_range")) queries.push(new URL(req.url()).searchParams);
+    };
+    page.on("request", onRequest);
+    await page.goto(base + "/runs/ui-run-long");
+    await page.waitForSelector("#run-gpus canvas", { timeout: 15000 });
+    page.off("request", onRequest);
+    const util = queries.find((p) => (p.get("query") ?? "").includes("DCGM_FI_DEV_GPU_UTIL"));
+    check(util !== undefined, "long run: no GPU utilisation query");
+    const step = Number(util.get("step")), start = Number(util.get("start")), end = Number(util.get("end"));
+    const want = `avg_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu-node-0"}[${step}s])`;
+    check(util.get("query") === want && step % 300 === 0 && step >= 300 && start % step === 0 && end % step === 0,
+      `long run: ${util.get("query")} start ${start} end ${end} step ${step}`);
+    const r = await data(`/api/v1/query_range?query=${encodeURIComponent(want)}&start=${start}&end=${end}&step=${step}`);
+    check(r.result.length === 2, `long run: ${r.result.length} GPUs`);
+    console.log("ok  run: a long run's GPU charts read step means on the tiers' grid");
+  }
+
   // The security banner: none on this loopback server (the real endpoint);
   // shown with the server's words when the endpoint says the port is open
   // (a non-loopback listen address, which this loopback-only test cannot

@@ -168,15 +168,16 @@ export async function renderRun(ctx: PageContext): Promise<() => void> {
   const gpuBox = h("div", { class: "grid", id: "run-gpus" });
   main.append(h("h2", null, "GPUs"), gpuBox);
   const start = run.start_time ?? Date.now() / 1000 - 3600;
-  const end = run.end_time ?? Date.now() / 1000;
-  const step = Math.max(1, Math.ceil((end - start) / 300));
+  const gpuRange = gpuQueryRange(start, run.end_time ?? Date.now() / 1000);
   if (hosts.size === 0) gpuBox.appendChild(h("p", { class: "muted" }, "The run does not say its host, so its GPUs are unknown."));
   else {
     const hostRe = [...hosts].map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|");
     let any = false;
     for (const [metric, title] of GPU_METRICS) {
       try {
-        const r = await rangeQuery(`${metric}{Hostname=~"${hostRe}"}`, start, end, step);
+        const sel = `${metric}{Hostname=~"${hostRe}"}`;
+        const r = await rangeQuery(gpuRange.avg ? `avg_over_time(${sel}[${gpuRange.step}s])` : sel,
+          gpuRange.start, gpuRange.end, gpuRange.step);
         const series = r.result as PromSeries[];
         if (series.length === 0) continue;
         any = true;
@@ -273,6 +274,19 @@ export async function renderRun(ctx: PageContext): Promise<() => void> {
     h("p", { class: "mono" }, labelsText(Object.fromEntries(Object.entries(run.summary ?? {}).map(([k, v]) => [k, valueText(v)])))),
   );
   return () => cleanups.forEach((c) => c());
+}
+
+// The GPU charts' query range: about 300 points. A long run's points are
+// each the mean over their step (avg_over_time), with the step on the 5 m or
+// 1 h grid and the range on the step's, so the downsampled tiers answer them
+// once raw data is old (docs/format/downsample.md) and no spike falls
+// between two points; a short run's are raw samples.
+export function gpuQueryRange(start: number, end: number): { start: number; end: number; step: number; avg: boolean } {
+  const step = Math.max(1, Math.ceil((end - start) / 300));
+  if (step < 300) return { start, end, step, avg: false };
+  const grid = step >= 5 * 3600 ? 3600 : 300;  // a tier answers a step of five of its windows or more
+  const s = Math.ceil(step / grid) * grid;
+  return { start: Math.floor(start / s) * s, end: Math.ceil(end / s) * s, step: s, avg: true };
 }
 
 // ---- the step-phase panel ----
