@@ -10,6 +10,7 @@
 #include "collect/snapshot.h"
 #include "http/format.h"
 #include "http/ingest_gate.h"
+#include "http/routes.h"
 #include "logs/store.h"
 #include "notify/notifier.h"
 #include "remote/manager.h"
@@ -111,95 +112,39 @@ Response Api::Handle(const Request& req) {
   return resp;
 }
 
+// Dispatches from the route table (routes.h).
 Response Api::Route(const Request& req, std::string_view* handler) {
-  const std::string& p = req.path;
-  bool get = req.method == "GET" || req.method == "HEAD";
-  bool post = req.method == "POST";
-  bool get_or_post = get || post;
-  struct Simple {
-    std::string_view path;
-    bool (*allowed)(bool get, bool post);
-    Response (Api::*fn)(const Request&);
-  };
-  static constexpr auto kGet = [](bool g, bool) { return g; };
-  static constexpr auto kPost = [](bool, bool p) { return p; };
-  static constexpr auto kAny = [](bool g, bool p) { return g || p; };
-  const bool put = req.method == "PUT";
-  static const Simple kRoutes[] = {
-      {"/-/healthy", kGet, &Api::Healthy},
-      {"/-/ready", kGet, &Api::Ready},
-      {"/api/v1/import/prometheus", kPost, &Api::Import},
-      {"/api/v1/write", kPost, &Api::Write},
-      {"/api/v1/read", kPost, &Api::RemoteRead},
-      {"/api/v1/otlp/v1/metrics", kPost, &Api::Otlp},
-      {"/api/v1/export", kAny, &Api::Export},
-      {"/federate", kGet, &Api::Federate},
-      {"/api/v1/admin/tsdb/flush", kPost, &Api::Flush},
-      {"/api/v1/admin/tsdb/snapshot", kPost, &Api::Snapshot},
-      {"/api/v1/query", kAny, &Api::Query},
-      {"/api/v1/query_range", kAny, &Api::QueryRange},
-      {"/api/v1/query_exemplars", kAny, &Api::QueryExemplars},
-      {"/api/v1/format_query", kAny, &Api::FormatQuery},
-      {"/api/v1/labels", kAny, &Api::Labels},
-      {"/api/v1/series", kAny, &Api::Series},
-      {"/api/v1/status/buildinfo", kGet, &Api::BuildInfoHandler},
-      {"/api/v1/status/tsdb", kGet, &Api::TsdbStatus},
-      {"/api/v1/status/security", kGet, &Api::SecurityStatus},
-      {"/metrics", kGet, &Api::MetricsHandler},
-      {"/api/v1/targets", kGet, &Api::Targets},
-      {"/api/v1/targets/metadata", kGet, &Api::TargetsMetadata},
-      {"/api/v1/metadata", kGet, &Api::Metadata},
-  };
-  if (deps_.db == nullptr) {
+  const http::Route* r = FindRoute(req.method, req.path, req.accept);
+  if (deps_.db == nullptr && (r == nullptr || !r->agent)) {
     // Agent mode: no local store, so nothing to query or push into.
-    static constexpr std::string_view kAgent[] = {"/-/healthy", "/-/ready", "/metrics", "/api/v1/targets",
-                                                  "/api/v1/targets/metadata", "/api/v1/metadata",
-                                                  "/api/v1/status/buildinfo", "/-/reload"};
-    if (std::find(std::begin(kAgent), std::end(kAgent), p) == std::end(kAgent)) {
-      *handler = "agent";
-      Response r;
-      r.status = 503;
-      r.body = ErrorJson("unavailable", "unavailable in trainwatch agent mode");
-      return r;
-    }
+    *handler = "agent";
+    Response resp;
+    resp.status = 503;
+    resp.body = ErrorJson("unavailable", "unavailable in trainwatch agent mode");
+    return resp;
   }
   // The admin API only with --web.enable-admin-api, as in Prometheus (which
   // answers its admin routes so, whatever the method).
-  constexpr std::string_view kAdmin = "/api/v1/admin/";
-  if (p.starts_with(kAdmin) && !deps_.enable_admin_api) {
+  if (r != nullptr && r->admin && !deps_.enable_admin_api) {
     *handler = "admin";
-    Response r;
-    r.status = 503;
-    r.body = ErrorJson("unavailable", "admin APIs disabled");
-    return r;
+    Response resp;
+    resp.status = 503;
+    resp.body = ErrorJson("unavailable", "admin APIs disabled");
+    return resp;
   }
-  for (const Simple& r : kRoutes) {
-    if (p != r.path) continue;
-    *handler = r.path;
-    // Admin routes take PUT too, as Prometheus's.
-    if (!r.allowed(get, post || (put && p.starts_with(kAdmin)))) return MethodNotAllowed();
-    return (this->*r.fn)(req);
-  }
-  if (p == "/-/reload") {
-    *handler = "/-/reload";
-    if (req.method != "POST" && req.method != "PUT") return MethodNotAllowed();
-    return Reload(req);
-  }
-  if (p == "/api/v1/runs" || p.starts_with("/api/v1/runs/")) return Runs(req, handler);
-  if (p == "/api/v1/artifacts" || p.starts_with("/api/v1/artifacts/")) return Artifacts(req, handler);
-  if (LogsServes(req)) return Logs(req, handler);  // api_logs.cc
-  if (p == "/api/v1/rules" || p == "/api/v1/alerts") return RulesApi(req, handler);  // api_rules.cc
-  if (p.starts_with("/api/v2/") || p == "/api/v1/notifications") return Alertmanager(req, handler);  // api_alertmanager.cc
+  if (r == nullptr) return Text(404, "404 page not found\n");
+  if (r->router != nullptr) return (this->*r->router)(req, handler);
+  *handler = r->handler;
+  if ((r->methods & MethodBit(req.method)) == 0) return MethodNotAllowed();
+  if (r->serve == nullptr) return Text(404, "404 page not found\n");
+  return (this->*r->serve)(req);
+}
+
+// GET|POST /api/v1/label/<name>/values
+Response Api::LabelValuesRoute(const Request& req) {
   constexpr std::string_view kLabel = "/api/v1/label/", kValues = "/values";
-  if (p.size() > kLabel.size() + kValues.size() && p.starts_with(kLabel) && p.ends_with(kValues)) {
-    *handler = "/api/v1/label/:name/values";
-    if (!get_or_post) return MethodNotAllowed();
-    return LabelValues(req, std::string_view(p).substr(kLabel.size(), p.size() - kLabel.size() - kValues.size()));
-  }
-  // Last: the web UI and its client routes (api_ui.cc); never an API path.
-  if (UiServes(p)) return Ui(req, handler);
-  Response r = Text(404, "404 page not found\n");
-  return r;
+  const std::string& p = req.path;
+  return LabelValues(req, std::string_view(p).substr(kLabel.size(), p.size() - kLabel.size() - kValues.size()));
 }
 
 Response Api::Healthy(const Request&) { return Text(200, "trainwatch is Healthy.\n"); }

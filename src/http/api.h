@@ -1,6 +1,6 @@
 #pragma once
 // The Prometheus-compatible HTTP API (plus VictoriaMetrics-style import and
-// export) as plain request -> response handlers. Routing lives here too, so
+// export) as plain request -> response handlers. Routing (from routes.h's table) lives here too, so
 // the HTTP server only converts requests. Thread-safe: one Api serves all
 // connections; it never throws (handler exceptions become 500).
 
@@ -15,6 +15,7 @@
 #include "common/metrics.h"
 #include "http/metrics.h"
 #include "http/request.h"
+#include "http/routes.h"
 #include "ingest/import.h"
 #include "ingest/otlp.h"
 #include "ingest/remote_write.h"
@@ -109,13 +110,13 @@ class Api {
   IngestGate* ingest_gate() const { return deps_.ingest_gate.get(); }
 
  private:
+  friend std::span<const http::Route> Routes();  // routes.cc: the table names the handlers below
   Response Route(const Request& req, std::string_view* handler);
   storage::Appendable& appendable() { return deps_.appendable != nullptr ? *deps_.appendable : *deps_.db; }
   storage::Queryable& queryable() { return deps_.queryable != nullptr ? *deps_.queryable : *deps_.db; }
   Response Runs(const Request& req, std::string_view* handler);  // api_runs.cc: /api/v1/runs...
   Response Artifacts(const Request& req, std::string_view* handler);  // api_media.cc: /api/v1/artifacts...
   // api_logs.cc: /api/v1/logs..., /_bulk, /<index>/_bulk, /loki/api/v1/push, and / for non-browsers (ES banner).
-  static bool LogsServes(const Request& req);
   Response Logs(const Request& req, std::string_view* handler);
   Response RulesApi(const Request& req, std::string_view* handler);  // api_rules.cc: /api/v1/rules, /api/v1/alerts
   Response Alertmanager(const Request& req, std::string_view* handler);  // api_alertmanager.cc: /api/v2/*, /api/v1/notifications
@@ -142,6 +143,7 @@ class Api {
   Response FormatQuery(const Request& req);     // api_query.cc
   Response Labels(const Request& req);
   Response LabelValues(const Request& req, std::string_view name);
+  Response LabelValuesRoute(const Request& req);  // the name from the path
   Response Series(const Request& req);
   Response BuildInfoHandler(const Request& req);
   Response TsdbStatus(const Request& req);

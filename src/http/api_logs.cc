@@ -302,13 +302,4 @@ Response Api::Logs(const Request& req, std::string_view* handler) {
   return Text(404, "404 page not found\n");
 }
 
-// Whether a path is one of Logs()'s. `/` only for non-browser clients: a
-// browser (Accept: text/html) gets the web UI.
-bool Api::LogsServes(const Request& req) {
-  const std::string& p = req.path;
-  if (p == "/") return req.accept.find("text/html") == std::string::npos && (req.method == "GET" || req.method == "HEAD");
-  return p == "/_bulk" || (p.ends_with("/_bulk") && p.size() > 7 && p.find('/', 1) == p.size() - 6) ||
-         p == "/loki/api/v1/push" || p == "/api/v1/logs" || p.starts_with("/api/v1/logs/");
-}
-
 }  // namespace trainwatch::http

@@ -8,6 +8,7 @@
 
 #include "base/file.h"
 #include "common/yaml.h"
+#include "http/routes.h"
 
 namespace trainwatch::http {
 namespace {
@@ -24,23 +25,8 @@ std::string Hex(const unsigned char* p, size_t n) {
   return out;
 }
 
+using common::yaml::CheckKeys;
 using common::yaml::Err;  // "line N: <field>: <message>", as every config file
-
-// POSTs that only read: queries and lookups, which Prometheus, Loki and the
-// UI send as forms when a GET's URL would be too long.
-bool ReadOnlyPost(std::string_view p) {
-  static constexpr std::string_view kPaths[] = {
-      "/api/v1/query",        "/api/v1/query_range",   "/api/v1/query_exemplars", "/api/v1/format_query",
-      "/api/v1/labels",       "/api/v1/series",        "/api/v1/export",          "/api/v1/runs/metrics",
-      "/api/v1/logs/query",   "/api/v1/logs/histogram", "/api/v1/logs/tail",      "/api/v1/logs/labels",
-      "/api/v1/rules",        "/api/v1/alerts",         "/api/v1/read",
-  };
-  for (std::string_view k : kPaths) {
-    if (p == k) return true;
-  }
-  constexpr std::string_view kLabel = "/api/v1/label/", kValues = "/values";
-  return p.size() > kLabel.size() + kValues.size() && p.starts_with(kLabel) && p.ends_with(kValues);
-}
 
 }  // namespace
 
@@ -53,10 +39,15 @@ std::string_view RoleName(Role r) {
   return "?";
 }
 
+// From the route table (routes.h): admin routes need admin whatever the
+// method; GET, HEAD and OPTIONS need read; a method the route serves needs
+// its role; anything else (a path no route takes, a method it does not
+// serve) needs write.
 Role RequiredRole(std::string_view method, std::string_view path) {
-  if (path.starts_with("/api/v1/admin/") || path == "/-/reload") return Role::kAdmin;
+  const Route* r = FindRoute(method, path, "");
+  if (r != nullptr && r->role == Role::kAdmin) return Role::kAdmin;
   if (method == "GET" || method == "HEAD" || method == "OPTIONS") return Role::kRead;
-  if (method == "POST" && ReadOnlyPost(path)) return Role::kRead;
+  if (r != nullptr && (r->methods & MethodBit(method)) != 0) return r->role;
   return Role::kWrite;
 }
 
@@ -82,12 +73,7 @@ Result<std::vector<Token>> ParseTokens(std::string_view yaml) {
   std::vector<Token> out;
   if (!root || root.IsNull()) return out;
   if (!root.IsMap()) return Err(root, "tokens file", "expected a mapping with a `tokens:` list");
-  for (const auto& kv : root) {
-    if (!kv.first.IsScalar() || kv.first.Scalar() != "tokens") {
-      return Err(kv.first, "tokens file", "unknown field \"" + (kv.first.IsScalar() ? kv.first.Scalar() : "?") +
-                                              "\" (the only field is tokens)");
-    }
-  }
+  RETURN_IF_ERROR(CheckKeys(root, "tokens file", {"tokens"}));
   YAML::Node list = root["tokens"];
   if (!list || list.IsNull()) return out;
   if (!list.IsSequence()) return Err(list, "tokens", "expected a list");
@@ -96,6 +82,7 @@ Result<std::vector<Token>> ParseTokens(std::string_view yaml) {
     const YAML::Node& e = list[i];
     std::string where = "tokens[" + std::to_string(i) + "]";
     if (!e.IsMap()) return Err(e, where, "expected a mapping with name, role and sha256");
+    RETURN_IF_ERROR(CheckKeys(e, where, {"name", "role", "sha256"}));
     Token t;
     bool has_role = false;
     for (const auto& kv : e) {
@@ -116,7 +103,7 @@ Result<std::vector<Token>> ParseTokens(std::string_view yaml) {
         } else {
           return Err(kv.second, field, "unknown role \"" + v + "\" (read, write or admin)");
         }
-      } else if (key == "sha256") {
+      } else {  // sha256: CheckKeys allowed no other key
         t.sha256 = v;
         bool hex = v.size() == 64;
         for (char c : v) hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
@@ -124,8 +111,6 @@ Result<std::vector<Token>> ParseTokens(std::string_view yaml) {
           return Err(kv.second, field, "expected the token's SHA-256 as 64 lower-case hex digits, never the token "
                                        "itself (`trainwatch token add` writes it)");
         }
-      } else {
-        return Err(kv.first, where, "unknown field \"" + key + "\" (the fields are name, role, sha256)");
       }
     }
     if (t.name.empty()) return Err(e, where + ".name", "missing");

@@ -12,8 +12,9 @@
 // Roles nest: read (every GET, and POSTs that only read: queries, series,
 // export, log and run-metric queries), write (read, plus every push and
 // change: remote_write, import, runs, logs, alerts, silences), admin (write,
-// plus /api/v1/admin/* and /-/reload). Basic auth users of the web config
-// are admins, as in Prometheus, where a user may do everything.
+// plus /api/v1/admin/* and /-/reload); each route's is in routes.h's table.
+// Basic auth users of the web config are admins, as in Prometheus, where a
+// user may do everything.
 
 #include <optional>
 #include <string>
@@ -33,7 +34,8 @@ struct Token {
   std::string sha256;  // lower-case hex
 };
 
-// The role a request needs, by method and path.
+// The role a request needs, by method and path: its route's (routes.h); a
+// path no route takes needs read for GET, HEAD and OPTIONS, else write.
 Role RequiredRole(std::string_view method, std::string_view path);
 
 // Parses a tokens file's YAML; errors are "line N: <field>: <why>".

@@ -94,12 +94,13 @@ def request(port, method, path, auth=None, ca=None, body=None, headers=None, rea
 
 
 def route_paths():
-    """Every path the route table names (string literals of src/http/api*.cc,
-    tests excluded), parameters filled in, plus paths under each prefix."""
+    """Every path the route table names (string literals of src/http/routes.cc
+    and api*.cc, tests excluded), parameters filled in, plus paths under each
+    prefix."""
     paths = set()
     http_dir = os.path.join(ROOT, "src", "http")
     for name in os.listdir(http_dir):
-        if not (name.startswith("api") and name.endswith(".cc")) or name.endswith("_test.cc"):
+        if not (name.startswith("api") and name.endswith(".cc") or name == "routes.cc") or name.endswith("_test.cc"):
             continue
         with open(os.path.join(http_dir, name)) as f:
             for lit in re.findall(r'"(/[A-Za-z0-9_./:-]*)"', f.read()):
