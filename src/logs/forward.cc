@@ -137,7 +137,6 @@ Status Forwarder::SendOnce(bool* sent_any) {
     }
   }
   pos_ = std::move(next);
-  sent_ += recs.size();
   *sent_any = true;
   return SaveState();
 }

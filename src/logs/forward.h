@@ -43,7 +43,6 @@ class Forwarder {
   void Stop();
   // Whether Start was called (not thread-safe against Start).
   bool IsStarted() const { return thread_.joinable(); }
-  uint64_t sent() const { return sent_; }
 
  private:
   Forwarder() = default;
@@ -52,7 +51,6 @@ class Forwarder {
   ForwardTarget t_;
   LogStore* store_ = nullptr;
   std::map<int64_t, int64_t> pos_;  // partition start ms -> last sequence number sent
-  uint64_t sent_ = 0;
   base::Mutex mu_;
   base::CondVar cv_;
   bool stop_ TW_GUARDED_BY(mu_) = false;
