@@ -65,6 +65,8 @@ TEST(TokensTest, ParseAndErrorsNameLineAndField) {
             "tokens[1].sha256: the same token given twice"},
            {"tokens:\n  - {name: a, role: read, sha256: " + h + ", token: x}\n", "tokens[0]: unknown field \"token\""},
            {"users: []\n", "line 1: tokens file: unknown field \"users\""},
+           {"tokens:\n  - name: a\n    role: read\n    role: write\n    sha256: " + h + "\n",
+            "line 4: tokens[0].role: given twice"},
            {"tokens: {a: b}\n", "line 1: tokens: expected a list"},
            {"tokens: [\n", "line 2:"},
        }) {
