@@ -136,6 +136,11 @@ void LogsComponent::Start() {
 
 Status LogsComponent::Apply(const ConfigSnapshot& s) {
   const LogsConfig& cfg = s.config.logs;
+  // The files section is checked before anything changes (a tailer made
+  // with no state file reads and writes none), so a bad one changes nothing.
+  if (auto probe = logs::Tailer::Make(logs::TailerOptions{cfg.files, ""}, store_.get()); !probe.ok()) {
+    return probe.error().Annotate("trainwatch.logs.files");
+  }
   base::MutexLock l(&mu_);
   Forwarders next;
   RETURN_IF_ERROR(MakeForwarders(cfg.forward, &forwarders_, &next));
