@@ -33,6 +33,18 @@ trainwatch:
   EXPECT_EQ(l.patterns.back().name, "disk_full");
 }
 
+// A config file without trainwatch.logs (or without a trainwatch section)
+// has the default log patterns, as running without a config file has.
+TEST(LogsConfigTest, DefaultPatternsWithoutALogsSection) {
+  const size_t defaults = logs::DefaultPatterns().size();
+  ASSERT_GT(defaults, 0u);
+  for (std::string_view yaml : {"", "scrape_configs: []\n", "trainwatch: {scrape_self: false}\n"}) {
+    auto c = ParseConfig(yaml);
+    ASSERT_TRUE(c.ok()) << c.error().message();
+    EXPECT_EQ(c->logs.patterns.size(), defaults) << "config: " << yaml;
+  }
+}
+
 TEST(LogsConfigTest, ErrorsNameTheField) {
   auto f = [](std::string_view yaml, std::string_view want) {
     auto c = ParseConfig(yaml);
