@@ -4,19 +4,14 @@
 
 #include "base/memory.h"
 #include "base/mutex.h"
+#include "http/routes.h"
 
 namespace trainwatch::http {
 
 bool IsIngestRoute(std::string_view method, std::string_view path) {
   if (method != "POST" && method != "PUT") return false;
-  if (path == "/api/v1/write" || path == "/api/v1/otlp/v1/metrics" || path == "/api/v1/import/prometheus" || path == "/api/v1/logs" ||
-      path == "/loki/api/v1/push" || path == "/_bulk" ||
-      (path.ends_with("/_bulk") && path.size() > 6 && path.find('/', 1) == path.size() - 6)) {
-    return true;
-  }
-  // /api/v1/runs/<id>/batches: a run's metrics and logs. Creating, heartbeats
-  // and finishing are a few bytes each and go through.
-  return path.starts_with("/api/v1/runs/") && path.ends_with("/batches");
+  const Route* r = FindRoute(method, path, "");
+  return r != nullptr && r->push && (r->methods & MethodBit(method)) != 0;
 }
 
 IngestGate::IngestGate(Options o)

@@ -24,7 +24,8 @@
 
 namespace trainwatch::http {
 
-// The routes that carry data in: what the gate admits.
+// The routes that carry data in (a POST or PUT a route of http/routes.h
+// serves as a push): what the gate admits.
 bool IsIngestRoute(std::string_view method, std::string_view path);
 
 // Thread-safe.

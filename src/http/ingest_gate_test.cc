@@ -23,7 +23,9 @@ TEST(IngestGateTest, IngestRoutesArePushesOnly) {
   }
   for (const char* p : {"/api/v1/query", "/api/v1/query_range", "/api/v1/series", "/api/v1/runs",
                         "/api/v1/runs/r1/heartbeat", "/api/v1/runs/r1/finish", "/api/v2/silences", "/-/reload",
-                        "/api/v1/admin/tsdb/flush", "/_bulkx", "/a/b/_bulk"}) {
+                        "/api/v1/admin/tsdb/flush", "/_bulkx", "/a/b/_bulk",
+                        // No route serves these: 404 before any body is read.
+                        "//_bulk", "/api/v1/runs/a/b/batches"}) {
     EXPECT_FALSE(IsIngestRoute("POST", p)) << p;
   }
 }

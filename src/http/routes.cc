@@ -9,6 +9,7 @@ constexpr uint8_t kGetPost = kGet | kPost;
 constexpr uint8_t kPostPut = kPost | kPut;
 constexpr Role kR = Role::kRead, kW = Role::kWrite, kA = Role::kAdmin;
 constexpr BodyLimit kNoBody = BodyLimit::kNone, kBody = BodyLimit::kServer, kDecoded = BodyLimit::kDecoded;
+constexpr bool kPush = true;
 
 bool IsExact(std::string_view pattern) { return pattern.find_first_of(":*") == std::string_view::npos; }
 
@@ -31,7 +32,7 @@ std::span<const Route> Routes() {
     return (m == "GET" || m == "HEAD") && accept.find("text/html") == std::string_view::npos;
   };
   constexpr auto kUiPath = [](std::string_view, std::string_view p, std::string_view) { return A::UiServes(p); };
-  // path, methods, handler label, role, agent, admin, body limit, serve, router, when.
+  // path, methods, handler label, role, agent, admin, body limit, serve, router, when, push.
   static const Route kRoutes[] = {
       {"/-/healthy", kGet, "/-/healthy", kR, true, false, kNoBody, &A::Healthy},
       {"/-/ready", kGet, "/-/ready", kR, true, false, kNoBody, &A::Ready},
@@ -39,9 +40,9 @@ std::span<const Route> Routes() {
       {"/metrics", kGet, "/metrics", kR, true, false, kNoBody, &A::MetricsHandler},
       {"/federate", kGet, "/federate", kR, false, false, kNoBody, &A::Federate},
       // Pushes.
-      {"/api/v1/import/prometheus", kPost, "/api/v1/import/prometheus", kW, false, false, kDecoded, &A::Import},
-      {"/api/v1/write", kPost, "/api/v1/write", kW, false, false, kDecoded, &A::Write},
-      {"/api/v1/otlp/v1/metrics", kPost, "/api/v1/otlp/v1/metrics", kW, false, false, kDecoded, &A::Otlp},
+      {"/api/v1/import/prometheus", kPost, "/api/v1/import/prometheus", kW, false, false, kDecoded, &A::Import, nullptr, nullptr, kPush},
+      {"/api/v1/write", kPost, "/api/v1/write", kW, false, false, kDecoded, &A::Write, nullptr, nullptr, kPush},
+      {"/api/v1/otlp/v1/metrics", kPost, "/api/v1/otlp/v1/metrics", kW, false, false, kDecoded, &A::Otlp, nullptr, nullptr, kPush},
       {"/api/v1/read", kPost, "/api/v1/read", kR, false, false, kDecoded, &A::RemoteRead},
       // Queries: GET, or POST with a form when the URL would be too long.
       {"/api/v1/query", kGetPost, "/api/v1/query", kR, false, false, kBody, &A::Query},
@@ -71,7 +72,8 @@ std::span<const Route> Routes() {
       {"/api/v1/runs/media/keys", kGet, "/api/v1/runs/media/keys", kR, false, false, kNoBody, nullptr, &A::Runs},
       {"/api/v1/runs/:id", kGet, "/api/v1/runs/:id", kR, false, false, kNoBody, nullptr, &A::Runs},
       {"/api/v1/runs/:id/history", kGet, "/api/v1/runs/:id/history", kR, false, false, kNoBody, nullptr, &A::Runs},
-      {"/api/v1/runs/:id/batches", kPost, "/api/v1/runs/:id/batches", kW, false, false, kBody, nullptr, &A::Runs},
+      {"/api/v1/runs/:id/batches", kPost, "/api/v1/runs/:id/batches", kW, false, false, kBody, nullptr, &A::Runs,
+       nullptr, kPush},
       {"/api/v1/runs/:id/heartbeat", kPost, "/api/v1/runs/:id/heartbeat", kW, false, false, kBody, nullptr, &A::Runs},
       {"/api/v1/runs/:id/finish", kPost, "/api/v1/runs/:id/finish", kW, false, false, kBody, nullptr, &A::Runs},
       {"/api/v1/runs/:id/alerts", kPost, "/api/v1/runs/:id/alerts", kW, false, false, kBody, nullptr, &A::Runs},
@@ -91,10 +93,11 @@ std::span<const Route> Routes() {
       {"/api/v1/artifacts/*", kAnyMethod, "other", kW, false, false, kBody, nullptr, &A::Artifacts},
       // Logs (api_logs.cc): native, Elasticsearch and Loki pushes, queries.
       {"/", kGet, "/ (elasticsearch)", kR, false, false, kNoBody, nullptr, &A::Logs, kNotBrowser},
-      {"/_bulk", kPostPut, "/_bulk", kW, false, false, kBody, nullptr, &A::Logs},
-      {"/:index/_bulk", kPostPut, "/_bulk", kW, false, false, kBody, nullptr, &A::Logs},
-      {"/loki/api/v1/push", kPostPut, "/loki/api/v1/push", kW, false, false, kDecoded, nullptr, &A::Logs},
-      {"/api/v1/logs", kPostPut, "/api/v1/logs", kW, false, false, kBody, nullptr, &A::Logs},
+      {"/_bulk", kPostPut, "/_bulk", kW, false, false, kBody, nullptr, &A::Logs, nullptr, kPush},
+      {"/:index/_bulk", kPostPut, "/_bulk", kW, false, false, kBody, nullptr, &A::Logs, nullptr, kPush},
+      {"/loki/api/v1/push", kPostPut, "/loki/api/v1/push", kW, false, false, kDecoded, nullptr, &A::Logs, nullptr,
+       kPush},
+      {"/api/v1/logs", kPostPut, "/api/v1/logs", kW, false, false, kBody, nullptr, &A::Logs, nullptr, kPush},
       {"/api/v1/logs/query", kGetPost, "/api/v1/logs/query", kR, false, false, kBody, nullptr, &A::Logs},
       {"/api/v1/logs/histogram", kGetPost, "/api/v1/logs/histogram", kR, false, false, kBody, nullptr, &A::Logs},
       {"/api/v1/logs/tail", kGetPost, "/api/v1/logs/tail", kR, false, false, kBody, nullptr, &A::Logs},

@@ -60,6 +60,9 @@ struct Route {
   // When set, the route takes the request only if it says so (the
   // Elasticsearch banner at "/" for non-browsers; the UI's own paths).
   bool (*when)(std::string_view method, std::string_view path, std::string_view accept) = nullptr;
+  // A push (samples, log lines, a run's batches): its POST and PUT pass the
+  // ingest gate (http/ingest_gate.h), bounded by memory and concurrency.
+  bool push = false;
 };
 
 // Every route, in table order.
