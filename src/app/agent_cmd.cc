@@ -31,7 +31,7 @@ int RunAgent(const AgentOptions& o) {
   inputs.web = web.get();
   inputs.remote_write_urls = o.remote_write_urls;
   inputs.serve = false;
-  auto first = LoadConfigSnapshot(inputs);
+  auto first = FirstConfigSnapshot(inputs, o.config);  // the file as ParseCommandLine parsed it: no second read
   if (!first.ok()) {
     TW_LOG(Error, "{}", first.error().message());
     return 1;

@@ -385,7 +385,8 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
     if (ao.data_dir.empty()) return Status::InvalidArgument("--data-dir: must not be empty");
     if (agent_config) {
       ao.config_file = *agent_config;
-      RETURN_IF_ERROR(LoadConfigFile(*agent_config).status());
+      ASSIGN_OR_RETURN(Config c, LoadConfigFile(*agent_config));
+      ao.config = std::make_shared<const Config>(std::move(c));
     }
     RETURN_IF_ERROR(ApplyQueueSize(agent_queue_size, &ao.remote_write_queue_max_bytes));
     RETURN_IF_ERROR(ApplyCollectFlags(agent_collect, &ao.collect));
@@ -406,7 +407,9 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   // Config first, then flags on top.
   if (config_file) {
     o.config_file = *config_file;
-    ASSIGN_OR_RETURN(Config c, LoadConfigFile(*config_file));
+    ASSIGN_OR_RETURN(Config parsed, LoadConfigFile(*config_file));
+    o.config = std::make_shared<const Config>(std::move(parsed));
+    const Config& c = *o.config;
     if (c.storage.data_dir) o.data_dir = *c.storage.data_dir;
     if (c.storage.retention_ms) o.retention_ms = *c.storage.retention_ms;
     if (c.storage.retention_bytes) o.retention_bytes = *c.storage.retention_bytes;

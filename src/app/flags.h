@@ -3,6 +3,7 @@
 // `trainwatch query EXPR [flags]`, `trainwatch check rules FILE...`. Flags
 // override the config file, which overrides the defaults.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,11 +25,17 @@
 
 namespace trainwatch::app {
 
+struct Config;  // app/config.h
+
 // Everything `serve` needs, after flags and config are merged.
 struct ServeOptions {
   std::string data_dir = "data";
   std::string listen = "127.0.0.1:9800";
   std::string config_file;  // empty: none
+  // The config file as ParseCommandLine read and parsed it (null: none):
+  // start-up's snapshot derives from it, so start-up reads the file once;
+  // reloads read the file again.
+  std::shared_ptr<const Config> config;
   std::string alertmanager_config_file;  // --alertmanager.config.file; empty: the embedded notifier is off
   int64_t retention_ms = 15LL * 24 * 3600 * 1000;
   // --ingest.max-future: samples and log lines dated later than the server's
@@ -99,6 +106,7 @@ struct AgentOptions {
   std::string data_dir = "data-agent";  // the remote_write queue and send positions
   std::string listen = "127.0.0.1:9801";
   std::string config_file;              // scrape_configs, remote_write, global (prometheus.yml)
+  std::shared_ptr<const Config> config;  // config_file as ParseCommandLine parsed it (null: none), as serve's
   std::vector<std::string> remote_write_urls;  // --remote-write (repeatable)
   uint64_t remote_write_queue_max_bytes = 1ull << 30;
   log::Level log_level = log::Level::kInfo;

@@ -65,7 +65,7 @@ int RunServe(const ServeOptions& o) {
   inputs.rules_default_pack = o.rules_default_pack;
   inputs.external_url = external_url;
   inputs.alertmanager_config_file = o.alertmanager_config_file;
-  auto first = LoadConfigSnapshot(inputs);
+  auto first = FirstConfigSnapshot(inputs, o.config);  // the file as ParseCommandLine parsed it: no second read
   if (!first.ok()) {
     TW_LOG(Error, "{}", first.error().message());
     return 1;

@@ -86,4 +86,14 @@ Result<std::shared_ptr<const ConfigSnapshot>> ParseConfigSnapshot(const Snapshot
   return Derive(in, std::move(*cfg));
 }
 
+Result<std::shared_ptr<const ConfigSnapshot>> DeriveConfigSnapshot(const SnapshotInputs& in, const Config& parsed) {
+  return Derive(in, parsed);  // a copy: the YAML nodes are shared, never modified
+}
+
+Result<std::shared_ptr<const ConfigSnapshot>> FirstConfigSnapshot(const SnapshotInputs& in,
+                                                                  const std::shared_ptr<const Config>& parsed) {
+  if (parsed != nullptr && !in.config_file.empty()) return DeriveConfigSnapshot(in, *parsed);
+  return LoadConfigSnapshot(in);
+}
+
 }  // namespace trainwatch::app

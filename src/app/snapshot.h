@@ -65,4 +65,15 @@ Result<std::shared_ptr<const ConfigSnapshot>> LoadConfigSnapshot(const SnapshotI
 // and anchors rule_files; it is not read.
 Result<std::shared_ptr<const ConfigSnapshot>> ParseConfigSnapshot(const SnapshotInputs& in, std::string_view yaml);
 
+// The same from the config file already parsed (start-up: ParseCommandLine
+// read and parsed it for the storage and web settings, so start-up reads it
+// once). `in.config_file` names the file in messages and anchors rule_files;
+// it is not read. --alertmanager.config.file is read as by LoadConfigSnapshot.
+Result<std::shared_ptr<const ConfigSnapshot>> DeriveConfigSnapshot(const SnapshotInputs& in, const Config& parsed);
+
+// Start-up's snapshot: from `parsed` when ParseCommandLine parsed the config
+// file, else LoadConfigSnapshot.
+Result<std::shared_ptr<const ConfigSnapshot>> FirstConfigSnapshot(const SnapshotInputs& in,
+                                                                  const std::shared_ptr<const Config>& parsed);
+
 }  // namespace trainwatch::app

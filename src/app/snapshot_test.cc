@@ -7,6 +7,7 @@
 #include <fstream>
 #include <vector>
 
+#include "app/flags.h"
 #include "app/serve_components.h"
 #include "base/file.h"
 #include "notify/config.h"
@@ -125,6 +126,43 @@ TEST_F(ConfigSnapshotTest, ABadSectionFailsTheWholeLoad) {
   auto s = LoadConfigSnapshot(in_);
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(s.error().message().starts_with("alertmanager config: ")) << s.error().message();
+}
+
+// Start-up reads the config file once: ParseCommandLine parses it (for the
+// storage and web settings) and start-up's snapshot derives from that parse.
+// The file removed after the command line is parsed, start-up still has every
+// section; a reload reads the file again.
+TEST_F(ConfigSnapshotTest, StartUpParsesTheConfigFileOnce) {
+  Write("trainwatch.yml", std::string(kFullConfig) + "  storage: {retention_time: 3d}\n");
+  const char* argv[] = {"trainwatch", "serve", "--config.file", in_.config_file.c_str()};
+  auto cl = ParseCommandLine(4, argv);
+  ASSERT_TRUE(cl.ok()) << cl.error().ToString();
+  EXPECT_EQ(cl->serve.retention_ms, 3LL * 24 * 3600 * 1000);
+  ASSERT_NE(cl->serve.config, nullptr);
+  ASSERT_TRUE(fs::remove(in_.config_file));
+  auto s = FirstConfigSnapshot(in_, cl->serve.config);
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  ExpectFullConfig(**s, dir_);
+  EXPECT_FALSE(LoadConfigSnapshot(in_).ok());  // a reload reads the file
+
+  // The agent's too.
+  Write("trainwatch.yml", kFullConfig);
+  const char* agent_argv[] = {"trainwatch", "agent", "--config.file", in_.config_file.c_str()};
+  auto acl = ParseCommandLine(4, agent_argv);
+  ASSERT_TRUE(acl.ok()) << acl.error().ToString();
+  ASSERT_NE(acl->agent.config, nullptr);
+  ASSERT_TRUE(fs::remove(in_.config_file));
+  in_.serve = false;
+  auto a = FirstConfigSnapshot(in_, acl->agent.config);
+  ASSERT_TRUE(a.ok()) << a.error().ToString();
+  ASSERT_EQ((*a)->remote_write.size(), 1u);
+  EXPECT_EQ((*a)->remote_write[0].url, "http://lts:9201/write");
+
+  // No config file: the defaults, as before.
+  in_.config_file.clear();
+  auto none = FirstConfigSnapshot(in_, nullptr);
+  ASSERT_TRUE(none.ok()) << none.error().ToString();
+  EXPECT_FALSE((*none)->config.logs.patterns.empty());
 }
 
 TEST_F(ConfigSnapshotTest, AgentLoadsNoRulesNorAlertmanager) {
