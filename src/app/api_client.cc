@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/http_client.h"
 #include "http/request.h"
 
 namespace trainwatch::app {
@@ -27,12 +28,12 @@ Result<ApiClient> NewApiClient(const std::string& server) {
   const common::Url& p = *parsed;
   c.prefix = p.path;
   while (!c.prefix.empty() && c.prefix.back() == '/') c.prefix.pop_back();
-  c.http = std::make_unique<httplib::Client>(p.Base());
-  if (!c.http->is_valid()) return Status::InvalidArgument("invalid server URL \"" + c.display + "\"");
-  if (p.scheme == "https") {
-    if (std::string ca = Env("TRAINWATCH_CA_FILE"); !ca.empty()) c.http->set_ca_cert_path(ca.c_str());
-    c.http->enable_server_certificate_verification(true);
-  }
+  common::HttpClientConfig cfg;
+  cfg.tls.ca_file = Env("TRAINWATCH_CA_FILE");  // https: else the system's CAs
+  // httplib's own default, for long queries and exports.
+  auto made = common::NewHttpClient(p.Base(), cfg, /*timeout_ms=*/300'000);
+  if (!made.ok()) return Status::InvalidArgument("invalid server URL \"" + c.display + "\": " + made.status().message());
+  c.http = std::move(*made);
   if (!p.userinfo.empty()) {
     size_t colon = p.userinfo.find(':');
     std::string user = http::UrlDecode(p.userinfo.substr(0, colon), false);

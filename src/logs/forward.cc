@@ -6,6 +6,7 @@
 
 #include "base/file.h"
 #include "base/log.h"
+#include "common/http_client.h"
 #include "common/url.h"
 
 namespace trainwatch::logs {
@@ -28,6 +29,9 @@ json LabelsOf(const Record& r) {
 
 // "http://host:port/prefix" as the client base and the path prefix (no
 // trailing '/').
+// Connecting, sending a batch and reading the answer, each.
+constexpr int64_t kTimeoutMs = 30'000;
+
 Status SplitUrl(const std::string& url, std::string* base, std::string* prefix) {
   auto u = common::Url::Parse(url);
   if (!u.ok()) return Status::InvalidArgument("forward URL: " + u.status().message());
@@ -80,7 +84,9 @@ std::string ForwardBody(const ForwardTarget& t, const std::vector<Record>& recor
 Result<std::unique_ptr<Forwarder>> Forwarder::Make(ForwardTarget t, LogStore* store) {
   std::string base, prefix;
   RETURN_IF_ERROR(SplitUrl(t.url, &base, &prefix));
-  if (!httplib::Client(base).is_valid()) return Status::InvalidArgument("invalid forward URL \"" + t.url + "\"");
+  if (!common::NewHttpClient(base, common::HttpClientConfig{}, kTimeoutMs).ok()) {
+    return Status::InvalidArgument("invalid forward URL \"" + t.url + "\"");
+  }
   std::unique_ptr<Forwarder> f(new Forwarder());
   f->t_ = std::move(t);
   f->store_ = store;
@@ -110,9 +116,9 @@ Status Forwarder::SendOnce(bool* sent_any) {
   if (recs.empty()) return Status::OK();
   std::string base, prefix;
   RETURN_IF_ERROR(SplitUrl(t_.url, &base, &prefix));
-  httplib::Client c(base);
-  c.set_connection_timeout(10);
-  c.set_read_timeout(30);
+  ASSIGN_OR_RETURN(std::unique_ptr<httplib::Client> client,
+                   common::NewHttpClient(base, common::HttpClientConfig{}, kTimeoutMs));
+  httplib::Client& c = *client;
   bool es = t_.kind == ForwardTarget::Kind::kElasticsearch;
   std::string body = ForwardBody(t_, recs);
   auto res = c.Post(prefix + (es ? "/_bulk" : "/loki/api/v1/push"), body,
