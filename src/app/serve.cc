@@ -176,6 +176,13 @@ int RunServe(const ServeOptions& o) {
   auto reload_config = [&]() -> Status {
     base::MutexLock l(&reload_mu);
     ASSIGN_OR_RETURN(std::shared_ptr<const ConfigSnapshot> next, LoadConfigSnapshot(inputs));
+    // All or nothing: every component that can fail prepares first (changing
+    // nothing running), then each commits in the usual order. Rules prepare
+    // and commit in one step (a bad rule file changes nothing), so they go
+    // last of the prepares and first of the commits. What remote's commit
+    // can still fail on is in RemoteComponent::Commit's comment.
+    ASSIGN_OR_RETURN(LogsComponent::Prepared logs_next, logs.Prepare(*next));
+    ASSIGN_OR_RETURN(RemoteComponent::Prepared remote_next, remote.Prepare(*next));
     RETURN_IF_ERROR(rules.Apply(*next));  // rules first: a bad rule file fails the whole reload
     scrape.Apply(*next);
     notifier.Apply(*next);
@@ -183,8 +190,8 @@ int RunServe(const ServeOptions& o) {
       base::MutexLock c(&current.mu);
       current.snap = next;
     }
-    RETURN_IF_ERROR(logs.Apply(*next));
-    RETURN_IF_ERROR(remote.Apply(*next));
+    logs.Commit(std::move(logs_next));
+    RETURN_IF_ERROR(remote.Commit(std::move(remote_next)));
     TW_LOG(Info, "completed loading of configuration file {}", o.config_file);
     return Status::OK();
   };

@@ -2,6 +2,7 @@
 
 #include "app/wiring.h"
 #include "base/check.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "logs/forward.h"
 #include "logs/metrics.h"
@@ -54,17 +55,31 @@ RemoteComponent::RemoteComponent(const ServeOptions& o, tsdb::DB* db, common::me
     : write_(RemoteWriteOptions(o, metrics)),
       read_([db] { return db->StartTime(); }, UserAgent(), metrics),
       queryable_(db, &read_),
-      db_(db) {}
+      db_(db),
+      dir_(o.data_dir + "/remote_write") {}
 
 Status RemoteComponent::Start(const ConfigSnapshot& s) {
-  RETURN_IF_ERROR(Apply(s));
+  RETURN_IF_ERROR(write_.ApplyConfig(s.remote_write));
+  read_.Apply(s.remote_read);
   store_ = write_.Wrap(db_);
   return Status::OK();
 }
 
-Status RemoteComponent::Apply(const ConfigSnapshot& s) {
-  RETURN_IF_ERROR(write_.ApplyConfig(s.remote_write));
-  read_.Apply(s.remote_read);
+Result<RemoteComponent::Prepared> RemoteComponent::Prepare(const ConfigSnapshot& s) const {
+  // As remote::Sender::Start reads a destination's position file: one that is
+  // there but cannot be read fails the reload before anything changes.
+  for (const remote::RemoteWriteConfig& c : s.remote_write) {
+    const std::string path = dir_ + "/" + c.name + ".position";
+    if (!file::Exists(path)) continue;
+    std::string text;
+    if (Status r = file::ReadFile(path, &text); !r.ok()) return r.Annotate("remote_write " + c.name);
+  }
+  return Prepared{s.remote_write, s.remote_read};
+}
+
+Status RemoteComponent::Commit(Prepared p) {
+  RETURN_IF_ERROR(write_.ApplyConfig(std::move(p.write)));
+  read_.Apply(p.read);
   return Status::OK();
 }
 
@@ -92,37 +107,27 @@ Status LogsComponent::Open(const ConfigSnapshot& s) {
   ASSIGN_OR_RETURN(tailer_, logs::Tailer::Make(logs::TailerOptions{cfg.files, dir_ + "/tail-offsets.json"},
                                                store_.get()));
   store_->SetObserver(metrics_.get());
-  Forwarders none;
-  RETURN_IF_ERROR(MakeForwarders(cfg.forward, &none, &forwarders_));
+  std::vector<std::string> kept;  // none: nothing runs yet
+  RETURN_IF_ERROR(MakeForwarders(cfg.forward, &forwarders_, &kept));
   tail_files_ = !cfg.files.empty();
   return Status::OK();
 }
 
-// The forwarders for `targets`: those in *running are moved over (they keep
-// running), the others made (not started). *running keeps the rest. On an
-// error nothing moves.
-Status LogsComponent::MakeForwarders(const std::vector<logs::ForwardTarget>& targets, Forwarders* running,
-                                     Forwarders* out) {
-  Forwarders made;
-  std::vector<std::string> kept;
+Status LogsComponent::MakeForwarders(const std::vector<logs::ForwardTarget>& targets, Forwarders* made,
+                                     std::vector<std::string>* kept) {
   for (logs::ForwardTarget t : targets) {
     t.state_path = dir_ + "/forward-" +
                    std::to_string(std::hash<std::string>{}(t.url + "|" + t.index + "|" +
                                                            std::to_string(static_cast<int>(t.kind)))) + ".json";
-    if (running->count(t.state_path)) {
-      kept.push_back(t.state_path);
+    if (forwarders_.count(t.state_path)) {
+      kept->push_back(t.state_path);
       continue;
     }
     std::string path = t.state_path;
-    auto f = logs::Forwarder::Make(std::move(t), store_.get());
+    auto f = logs::Forwarder::Make(std::move(t), store_.get());  // reads its saved positions; writes nothing
     if (!f.ok()) return f.error().Annotate("trainwatch.logs.forward");
-    made[path] = std::move(*f);
+    (*made)[path] = std::move(*f);
   }
-  for (const std::string& path : kept) {
-    (*out)[path] = std::move((*running)[path]);
-    running->erase(path);
-  }
-  for (auto& [path, f] : made) (*out)[path] = std::move(f);
   return Status::OK();
 }
 
@@ -134,29 +139,79 @@ void LogsComponent::Start() {
   started_ = true;
 }
 
-Status LogsComponent::Apply(const ConfigSnapshot& s) {
+LogsComponent::Prepared::Prepared() = default;
+LogsComponent::Prepared::~Prepared() = default;
+LogsComponent::Prepared::Prepared(Prepared&&) noexcept = default;
+LogsComponent::Prepared& LogsComponent::Prepared::operator=(Prepared&&) noexcept = default;
+
+Result<LogsComponent::Prepared> LogsComponent::Prepare(const ConfigSnapshot& s) {
   const LogsConfig& cfg = s.config.logs;
-  // The files section is checked before anything changes (a tailer made
-  // with no state file reads and writes none), so a bad one changes nothing.
-  if (auto probe = logs::Tailer::Make(logs::TailerOptions{cfg.files, ""}, store_.get()); !probe.ok()) {
-    return probe.error().Annotate("trainwatch.logs.files");
+  Prepared p;
+  // The files section and the offsets file (a tailer reads it when made and
+  // writes it only once started): a bad one changes nothing.
+  auto t = logs::Tailer::Make(logs::TailerOptions{cfg.files, dir_ + "/tail-offsets.json"}, store_.get());
+  if (!t.ok()) return t.error().Annotate("trainwatch.logs.files");
+  p.tailer = std::move(*t);
+  p.files = cfg.files;
+  p.tail_files = !cfg.files.empty();
+  {
+    base::MutexLock l(&mu_);  // reads forwarders_ only; reloads are serialized, so the kept ones stay until Commit
+    RETURN_IF_ERROR(MakeForwarders(cfg.forward, &p.made, &p.kept));
   }
+  // The patterns compile (LogMetrics::SetPatterns's only error), checked on
+  // a LogMetrics that is never started.
+  RETURN_IF_ERROR(logs::LogMetrics::Make(cfg.patterns, nullptr, metrics_interval_ms_).status());
+  p.patterns = cfg.patterns;
+  return p;
+}
+
+void LogsComponent::Commit(Prepared p) {
   base::MutexLock l(&mu_);
-  Forwarders next;
-  RETURN_IF_ERROR(MakeForwarders(cfg.forward, &forwarders_, &next));
+  Forwarders next = std::move(p.made);
+  for (const std::string& path : p.kept) {
+    auto it = forwarders_.find(path);
+    CHECK(it != forwarders_.end(), "BUG: a kept forwarder went between Prepare and Commit");
+    next[path] = std::move(it->second);
+    forwarders_.erase(it);
+  }
   for (auto& [path, f] : forwarders_) f->Stop();  // removed targets
   for (auto& [path, f] : next) {
     if (started_ && !f->IsStarted()) f->Start();
   }
   forwarders_ = std::move(next);
-  RETURN_IF_ERROR(metrics_->SetPatterns(cfg.patterns));
+  if (Status ps = metrics_->SetPatterns(std::move(p.patterns)); !ps.ok()) {
+    TW_LOG(Error, "BUG: logs patterns checked by Prepare: {}", ps.ToString());  // compiled once already
+  }
+  // The tailer restarts from the offsets the running one saved when it
+  // stopped (neither skipping nor repeating a line), so it is made again
+  // here. Prepare read the same file, so this fails only when the file went
+  // bad in between (written by the stopped tailer, atomically); then the
+  // tailer Prepare made is used, from the offsets read then: the lines read
+  // in between are stored again, none is skipped.
   tailer_->Stop();
-  auto t = logs::Tailer::Make(logs::TailerOptions{cfg.files, dir_ + "/tail-offsets.json"}, store_.get());
-  if (!t.ok()) return t.error().Annotate("trainwatch.logs.files");
-  tailer_ = std::move(*t);
-  tail_files_ = !cfg.files.empty();
+  auto t = logs::Tailer::Make(logs::TailerOptions{std::move(p.files), dir_ + "/tail-offsets.json"}, store_.get());
+  if (t.ok()) {
+    tailer_ = std::move(*t);
+  } else {
+    TW_LOG(Error, "trainwatch.logs.files: {}; tailing from the offsets read when the reload began",
+           t.error().ToString());
+    tailer_ = std::move(p.tailer);
+  }
+  tail_files_ = p.tail_files;
   if (started_ && tail_files_) tailer_->Start();
+}
+
+Status LogsComponent::Apply(const ConfigSnapshot& s) {
+  ASSIGN_OR_RETURN(Prepared p, Prepare(s));
+  Commit(std::move(p));
   return Status::OK();
+}
+
+std::vector<std::string> LogsComponent::forward_state_paths() {
+  base::MutexLock l(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [path, f] : forwarders_) out.push_back(path);
+  return out;
 }
 
 void LogsComponent::StopInputs() {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/flags.h"
 #include "app/snapshot.h"
@@ -70,7 +71,27 @@ class RemoteComponent {
   RemoteComponent(const ServeOptions& o, tsdb::DB* db, common::metrics::Registry* metrics);
   // Applies the snapshot's destinations; on success store() is ready.
   Status Start(const ConfigSnapshot& s);
-  Status Apply(const ConfigSnapshot& s);
+  // A reload, in two steps (RunServe prepares every component, then commits
+  // every one). Prepare changes nothing: it checks each remote_write
+  // destination's send position file (<data-dir>/remote_write/<name>.position)
+  // as a new sender would read it, so an unreadable one fails the reload with
+  // remote_write's message ("remote_write <name>: ...") before anything is
+  // applied.
+  struct Prepared {
+    std::vector<remote::RemoteWriteConfig> write;
+    std::vector<remote::RemoteReadConfig> read;
+  };
+  Result<Prepared> Prepare(const ConfigSnapshot& s) const;
+  // What Prepare cannot check without changing anything stays here, so this
+  // can still fail (and the reload reports it; RunServe commits remote last,
+  // after everything else is applied): remote::Manager::ApplyConfig opens the
+  // on-disk queue (<data-dir>/remote_write/queue, created on disk) when the
+  // first destination is configured, writes a new destination's first
+  // position file, and starts its sender threads; each is the change itself,
+  // and remote::Manager (src/remote) has no step that does them without
+  // starting to send. On such an error remote_write keeps its running
+  // destinations (as ApplyConfig does) and remote_read is not changed.
+  Status Commit(Prepared p);
   void Stop();  // nothing appends any more; send positions are saved
   // What every writer appends through (the DB, and the queue while it sends).
   storage::Appendable* store() const { return store_.get(); }
@@ -81,6 +102,7 @@ class RemoteComponent {
   remote::RemoteRead read_;
   remote::FanoutQueryable queryable_;  // the DB, then read_
   tsdb::DB* const db_;
+  const std::string dir_;  // <data-dir>/remote_write
   std::unique_ptr<storage::Appendable> store_;  // write_.Wrap(db_), after Start
 };
 
@@ -89,6 +111,7 @@ class RemoteComponent {
 // tailing and forwarding from trainwatch.logs.
 class LogsComponent {
  public:
+  using Forwarders = std::map<std::string, std::unique_ptr<logs::Forwarder>>;
   LogsComponent(const ServeOptions& o, storage::Appendable* store, common::metrics::Registry* metrics);
   ~LogsComponent();
   // Opens the store, the counters, the tailer and the forwarders; none runs yet.
@@ -99,7 +122,29 @@ class LogsComponent {
   // Patterns at once; the tailer restarts from its saved offsets (neither
   // skipping nor repeating a line); forwarders of removed targets stop (their
   // positions stay on disk), new ones start, unchanged ones run on.
-  Status Apply(const ConfigSnapshot& s);
+  // A reload in two steps: Prepare does everything that can fail (the files
+  // section and the tailer's offsets file read, the new targets' forwarders
+  // made with their saved positions, the patterns compiled) and changes
+  // nothing running; Commit cannot fail. A reload is Prepare then Commit,
+  // with the errors Apply had ("trainwatch.logs.files: ...",
+  // "trainwatch.logs.forward: ...", "logs pattern ...").
+  struct Prepared {
+    Prepared();
+    ~Prepared();
+    Prepared(Prepared&&) noexcept;
+    Prepared& operator=(Prepared&&) noexcept;
+    std::vector<logs::Pattern> patterns;
+    Forwarders made;                // new targets' forwarders, by state file; not started
+    std::vector<std::string> kept;  // state files of running forwarders that run on
+    std::vector<logs::TailInput> files;    // trainwatch.logs.files
+    std::unique_ptr<logs::Tailer> tailer;  // from the offsets saved when Prepare ran; not started
+    bool tail_files = false;
+  };
+  Result<Prepared> Prepare(const ConfigSnapshot& s);
+  void Commit(Prepared p);
+  Status Apply(const ConfigSnapshot& s);  // Prepare, then Commit
+  // The running forwarders' state files (one per target), for tests.
+  std::vector<std::string> forward_state_paths();
   // Tailing and forwarding stop (what is not sent stays queued in the
   // store), then live tails end, so the HTTP server's stop does not wait.
   void StopInputs();
@@ -107,9 +152,10 @@ class LogsComponent {
   void StopMetrics();
 
  private:
-  using Forwarders = std::map<std::string, std::unique_ptr<logs::Forwarder>>;
-  Status MakeForwarders(const std::vector<logs::ForwardTarget>& targets, Forwarders* running, Forwarders* out)
-      TW_REQUIRES(mu_);
+  // The forwarders for `targets`: those running (by state file) go to *kept,
+  // the others are made (not started) into *made. Changes nothing running.
+  Status MakeForwarders(const std::vector<logs::ForwardTarget>& targets, Forwarders* made,
+                        std::vector<std::string>* kept) TW_REQUIRES(mu_);
 
   logs::StoreOptions opts_;
   const std::string dir_;  // <data-dir>/logs

@@ -189,6 +189,70 @@ TEST_F(ConfigSnapshotTest, NoConfigFileIsTheDefaults) {
   EXPECT_FALSE((*s)->config.logs.patterns.empty());  // the default patterns
 }
 
+// A logs reload prepares everything that can fail before it changes
+// anything: an offsets file that cannot be read (here a directory) fails the
+// reload, and the running forwarders stay as they were.
+TEST_F(ConfigSnapshotTest, ALogsReloadThatFailsChangesNothing) {
+  ServeOptions o;
+  o.data_dir = dir_ + "/data";
+  LogsComponent logs(o, nullptr, nullptr);
+  auto load = [&](std::string_view forward) {
+    Write("trainwatch.yml", std::string("trainwatch:\n  logs:\n    forward:\n") + std::string(forward));
+    auto s = LoadConfigSnapshot(in_);
+    EXPECT_TRUE(s.ok()) << s.error().ToString();
+    return *s;
+  };
+  const std::string a = "      - {type: loki, url: 'http://127.0.0.1:1/a'}\n";
+  const std::string b = "      - {type: loki, url: 'http://127.0.0.1:1/b'}\n";
+  ASSERT_TRUE(logs.Open(*load(a)).ok());
+  const std::vector<std::string> before = logs.forward_state_paths();
+  ASSERT_EQ(before.size(), 1u);
+
+  fs::create_directories(o.data_dir + "/logs/tail-offsets.json");  // unreadable as an offsets file
+  Status r = logs.Apply(*load(b));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.message().starts_with("trainwatch.logs.files")) << r.message();
+  EXPECT_EQ(logs.forward_state_paths(), before);  // a's forwarder still runs; b's not made
+
+  // The same reload once the offsets file is readable: b replaces a.
+  fs::remove(o.data_dir + "/logs/tail-offsets.json");
+  auto p = logs.Prepare(*load(b));
+  ASSERT_TRUE(p.ok()) << p.error().ToString();
+  EXPECT_EQ(logs.forward_state_paths(), before);  // Prepare changes nothing
+  logs.Commit(std::move(*p));
+  const std::vector<std::string> after = logs.forward_state_paths();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after, before);
+
+  // A forwarder whose saved positions cannot be read fails the reload too.
+  fs::create_directories(before[0]);
+  r = logs.Apply(*load(a));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.message().starts_with("trainwatch.logs.forward")) << r.message();
+  EXPECT_EQ(logs.forward_state_paths(), after);
+  logs.StopInputs();
+}
+
+// remote_write's Prepare reads each destination's position file as a new
+// sender would: one that cannot be read fails the reload before anything
+// is applied, with remote_write's message.
+TEST_F(ConfigSnapshotTest, ARemoteReloadWithAnUnreadablePositionFileFailsInPrepare) {
+  ServeOptions o;
+  o.data_dir = dir_ + "/data";
+  RemoteComponent remote(o, nullptr, nullptr);
+  Write("trainwatch.yml", kFullConfig);
+  auto s = LoadConfigSnapshot(in_);
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  auto ok = remote.Prepare(**s);
+  ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+  EXPECT_EQ(ok->write.size(), 1u);
+  fs::create_directories(o.data_dir + "/remote_write/lts.position");
+  auto bad = remote.Prepare(**s);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.error().message().starts_with("remote_write lts")) << bad.error().message();
+  EXPECT_FALSE(fs::exists(o.data_dir + "/remote_write/queue"));  // nothing opened
+}
+
 // Error paths and a normal exit stop in one order, whatever the start order.
 TEST(ShutdownTest, StopsRegisteredStepsInShutdownOrderOnce) {
   std::vector<std::string> stopped;
