@@ -76,7 +76,7 @@ class ProtoReader {
     RETURN_IF_ERROR(Varint(&n));
     if (n > msg_.size() - pos_) return PastEnd(start, n);
     if (at != nullptr) *at = base_ + pos_;
-    *out = msg_.substr(pos_, n);
+    *out = std::string_view(msg_.data() + pos_, n);  // in bounds: checked above
     pos_ += n;
     return Status::OK();
   }

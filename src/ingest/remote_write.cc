@@ -449,31 +449,16 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
         RETURN_IF_ERROR(r.Skip(f, w));
         stats_.exemplars++;
         break;
-      case 4: {  // native Histogram
-        RETURN_IF_ERROR(r.Expect(w, kLen, "histogram"));
-        std::string_view v;
-        size_t at = 0;
-        RETURN_IF_ERROR(r.Bytes(&v, &at));
-        if (!limits_.SamplesOk(samples_.size() + hists_.size() + 1)) return limits_.TooManySamples();
-        HistEntry& e = hists_.emplace_back();
-        Status s = DecodeRemoteWriteHistogram(v, at, &e.h, &e.t);
-        if (!s.ok()) {
-          return Status::InvalidArgument("timeseries " + std::to_string(index) + " (offset " + std::to_string(base) +
-                                         "): histogram " + std::to_string(hists_.size() - 1 - first_hist) + ": " +
-                                         s.message());
-        }
+      case 4:  // native Histogram
+        RETURN_IF_ERROR(ParseHistogramField(r, w, base, index, first_hist));
         break;
-      }
       default:
         RETURN_IF_ERROR(r.Skip(f, w));
     }
   }
   std::string_view fields =
       joined != nullptr ? std::string_view(*joined) : msg.substr(fields_begin, fields_end - fields_begin);
-  auto annotate = [&](const Status& s) {
-    return Status::InvalidArgument("timeseries " + std::to_string(index) + " (offset " + std::to_string(base) +
-                                   "): " + s.message());
-  };
+  auto annotate = [&](const Status& s) { return SeriesError(index, base, s); };
   if (!have_labels) return annotate(Status::InvalidArgument("empty label set"));
   bool has_samples = first_sample != samples_.size() || first_hist != hists_.size();
   const SeriesCache::Key key = SeriesCache::KeyOf(fields, kCacheSalt);
@@ -495,6 +480,28 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
   for (size_t i = first_sample; i < samples_.size(); i++) samples_[i].series = idx;
   for (size_t i = first_hist; i < hists_.size(); i++) hists_[i].series = idx;
   return Status::OK();
+}
+
+[[gnu::noinline]] Status RemoteWriteBatch::ParseHistogramField(Reader& r, uint32_t wire, size_t base, size_t index,
+                                                               size_t first_hist) {
+  RETURN_IF_ERROR(r.Expect(wire, kLen, "histogram"));
+  std::string_view v;
+  size_t at = 0;
+  RETURN_IF_ERROR(r.Bytes(&v, &at));
+  if (!limits_.SamplesOk(samples_.size() + hists_.size() + 1)) return limits_.TooManySamples();
+  HistEntry& e = hists_.emplace_back();
+  Status s = DecodeRemoteWriteHistogram(v, at, &e.h, &e.t);
+  if (!s.ok()) {
+    return Status::InvalidArgument("timeseries " + std::to_string(index) + " (offset " + std::to_string(base) +
+                                   "): histogram " + std::to_string(hists_.size() - 1 - first_hist) + ": " +
+                                   s.message());
+  }
+  return Status::OK();
+}
+
+[[gnu::noinline]] Status RemoteWriteBatch::SeriesError(size_t index, size_t base, const Status& s) {
+  return Status::InvalidArgument("timeseries " + std::to_string(index) + " (offset " + std::to_string(base) +
+                                 "): " + s.message());
 }
 
 Status RemoteWriteBatch::AppendTo(storage::Appender* app) {

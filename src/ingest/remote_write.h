@@ -20,6 +20,10 @@
 #include "model/labels.h"
 #include "storage/storage.h"
 
+namespace trainwatch {
+class ProtoReader;
+}
+
 namespace trainwatch::ingest {
 
 struct RemoteWriteStats {
@@ -84,6 +88,10 @@ class RemoteWriteBatch {
   };
   Status ParseProto(std::string_view proto, SeriesCache* cache, const RequestLimits& limits);
   Status ParseTimeSeries(std::string_view msg, size_t base, size_t index);
+  // The rare fields of a TimeSeries, out of ParseTimeSeries's loop so that
+  // the float path stays small enough to inline its reader's steps.
+  Status ParseHistogramField(ProtoReader& r, uint32_t wire, size_t base, size_t index, size_t first_hist);
+  static Status SeriesError(size_t index, size_t base, const Status& s);
   // The index in series_ of the series with these label fields and key, or
   // one past the end after adding nothing (the caller then appends it).
   uint32_t FindSeries(std::string_view fields, const SeriesCache::Key& key);
