@@ -17,13 +17,13 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/proto_writer.h"
 #include "ingest/import.h"
 #include "ingest/remote_write.h"
 #include "ingest/series_cache.h"
@@ -229,23 +229,11 @@ void BM_ParseCreated(benchmark::State& state, bool start_timestamps) {
 BENCHMARK_CAPTURE(BM_ParseCreated, off, false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ParseCreated, st, true)->Unit(benchmark::kMillisecond);
 
-// The protobuf wire format by hand (prompb's field numbers): ingest sits
-// below remote/, whose encoder writes the same bytes.
-void PutVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-void PutLen(int field, std::string_view b, std::string* out) {
-  PutVarint(static_cast<uint64_t>(field) << 3 | 2, out);
-  PutVarint(b.size(), out);
-  out->append(b);
-}
-
+// prompb's WriteRequest { repeated TimeSeries timeseries = 1 }, TimeSeries
+// { repeated Label labels = 1; repeated Sample samples = 2 }, Label { name = 1;
+// value = 2 }, Sample { double value = 1; int64 timestamp = 2 }.
 std::string RemoteWriteRequest(int series, int64_t t) {
-  std::string req;
+  ProtoWriter req;
   for (int i = 0; i < series; i++) {
     const std::string values[][2] = {{"__name__", "DCGM_FI_DEV_GPU_UTIL_" + std::to_string(i % 45)},
                                      {"Hostname", "node-" + std::to_string(i / 405)},
@@ -255,25 +243,20 @@ std::string RemoteWriteRequest(int series, int64_t t) {
                                      {"job", "dcgm"},
                                      {"modelName", "NVIDIA H100 80GB HBM3"},
                                      {"pci_bus_id", "00000000:" + std::to_string(10 + i % 7) + ":00.0"}};
-    std::string ts;
+    ProtoWriter ts;
     for (const auto& nv : values) {
-      std::string label;
-      PutLen(1, nv[0], &label);
-      PutLen(2, nv[1], &label);
-      PutLen(1, label, &ts);
+      ProtoWriter label;
+      label.Bytes(1, nv[0]);
+      label.Bytes(2, nv[1]);
+      ts.Message(1, label);
     }
-    std::string sample;
-    sample.push_back(0x09);  // value, fixed64
-    const double v = 40.0 + (i * 7919 % 600) / 10.0;
-    uint64_t bits;
-    std::memcpy(&bits, &v, 8);
-    for (int b = 0; b < 8; b++) sample.push_back(static_cast<char>(bits >> (8 * b)));
-    sample.push_back(0x10);  // timestamp, varint
-    PutVarint(static_cast<uint64_t>(t), &sample);
-    PutLen(2, sample, &ts);
-    PutLen(1, ts, &req);
+    ProtoWriter sample;
+    sample.Double(1, 40.0 + (i * 7919 % 600) / 10.0);
+    sample.Int64(2, t);
+    ts.Message(2, sample);
+    req.Message(1, ts);
   }
-  return req;
+  return req.Release();
 }
 
 void BM_RemoteWriteParse(benchmark::State& state) {

@@ -458,8 +458,7 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
   }
   std::string_view fields =
       joined != nullptr ? std::string_view(*joined) : msg.substr(fields_begin, fields_end - fields_begin);
-  auto annotate = [&](const Status& s) { return SeriesError(index, base, s); };
-  if (!have_labels) return annotate(Status::InvalidArgument("empty label set"));
+  if (!have_labels) return SeriesError(index, base, Status::InvalidArgument("empty label set"));
   bool has_samples = first_sample != samples_.size() || first_hist != hists_.size();
   const SeriesCache::Key key = SeriesCache::KeyOf(fields, kCacheSalt);
   uint32_t idx = FindSeries(fields, key);
@@ -468,7 +467,7 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
     model::Labels labels;
     if (cached == 0) {
       auto l = DecodeRemoteWriteLabels(fields);
-      if (!l.ok()) return annotate(l.error());
+      if (!l.ok()) return SeriesError(index, base, l.error());
       labels = std::move(*l);
     }
     // Series with only exemplars are validated, not stored.
@@ -492,9 +491,9 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
   HistEntry& e = hists_.emplace_back();
   Status s = DecodeRemoteWriteHistogram(v, at, &e.h, &e.t);
   if (!s.ok()) {
-    return Status::InvalidArgument("timeseries " + std::to_string(index) + " (offset " + std::to_string(base) +
-                                   "): histogram " + std::to_string(hists_.size() - 1 - first_hist) + ": " +
-                                   s.message());
+    return SeriesError(index, base,
+                       Status::InvalidArgument("histogram " + std::to_string(hists_.size() - 1 - first_hist) + ": " +
+                                               s.message()));
   }
   return Status::OK();
 }
