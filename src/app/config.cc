@@ -142,10 +142,7 @@ Result<tsdb::WalSync> ParseWalSync(std::string_view s) {
 }
 
 Result<Config> ParseConfig(std::string_view yaml) {
-  Config c;
-  // The log patterns' defaults, as with no config file, when the file has no
-  // trainwatch.logs section (or no trainwatch section at all).
-  RETURN_IF_ERROR(ParseLogsConfig(YAML::Node(), &c.logs));
+  Config c;  // c.logs has the default log patterns, for a file without trainwatch.logs
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));

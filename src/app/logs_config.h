@@ -28,7 +28,9 @@
 namespace trainwatch::app {
 
 struct LogsConfig {
-  std::vector<logs::Pattern> patterns;  // the defaults plus configured ones
+  // The defaults plus configured ones: the defaults alone with no
+  // trainwatch.logs section, or no config file.
+  std::vector<logs::Pattern> patterns = logs::DefaultPatterns();
   std::vector<logs::TailInput> files;
   std::vector<logs::ForwardTarget> forward;  // state_path left empty
 };

@@ -68,11 +68,7 @@ Result<std::shared_ptr<const ConfigSnapshot>> Derive(const SnapshotInputs& in, C
 }  // namespace
 
 Result<std::shared_ptr<const ConfigSnapshot>> LoadConfigSnapshot(const SnapshotInputs& in) {
-  if (in.config_file.empty()) {
-    Config none;
-    RETURN_IF_ERROR(ParseLogsConfig(YAML::Node(), &none.logs));  // the default patterns
-    return Derive(in, std::move(none));
-  }
+  if (in.config_file.empty()) return Derive(in, Config{});  // the default log patterns included
   // The one read of the config file in this (re)load; every section comes
   // from its one parse (as LoadConfigFile: the same messages).
   std::string data;
