@@ -27,11 +27,11 @@ json LabelsOf(const Record& r) {
   return l;
 }
 
-// "http://host:port/prefix" as the client base and the path prefix (no
-// trailing '/').
 // Connecting, sending a batch and reading the answer, each.
 constexpr int64_t kTimeoutMs = 30'000;
 
+// "http://host:port/prefix" as the client base and the path prefix (no
+// trailing '/').
 Status SplitUrl(const std::string& url, std::string* base, std::string* prefix) {
   auto u = common::Url::Parse(url);
   if (!u.ok()) return Status::InvalidArgument("forward URL: " + u.status().message());
