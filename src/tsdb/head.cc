@@ -440,7 +440,7 @@ void Head::NormalizeOooLocked(MemSeries* s) {
   dup_total_.fetch_add(dropped, std::memory_order_relaxed);
 }
 
-void Head::CloseOpenLocked(MemSeries* s) {
+void Head::CloseOpenLocked(MemSeries* s, bool dense_ok) {
   if (!s->open) return;
   HeadChunk c;
   c.mint = s->open->MinTime();
@@ -452,7 +452,7 @@ void Head::CloseOpenLocked(MemSeries* s) {
   // holds recent data at close to on-disk density.
   std::string_view open_bytes = s->open->Bytes();
   HeadChunk dense;
-  if (defer_dense_.load(std::memory_order_relaxed) || !EncodeDenser(c, &dense, open_bytes)) {
+  if (!dense_ok || defer_dense_.load(std::memory_order_relaxed) || !EncodeDenser(c, &dense, open_bytes)) {
     c.data = ChunkBytes::Copy(open_bytes);
   } else {
     c = std::move(dense);
@@ -944,7 +944,9 @@ Head::PersistSet Head::SnapshotForPersist(int64_t boundary, bool close_all) {
     SeriesSnapshot snap;
     {
       SpinGuard lock(s->mu);
-      if (s->open && (close_all || s->open->MaxTime() < boundary)) CloseOpenLocked(s);
+      // Persisted next and then dropped: a dense copy would be decoded
+      // again by WriteBlocks, which encodes the block's chunks itself.
+      if (s->open && (close_all || s->open->MaxTime() < boundary)) CloseOpenLocked(s, /*dense_ok=*/false);
       if (s->extra && s->extra->open && (close_all || s->extra->open->MaxTime() < boundary)) CloseHistOpenLocked(s);
       for (const auto& c : s->closed) {
         if (c.maxt < boundary) snap.chunks.push_back(c);
@@ -1075,15 +1077,23 @@ void Head::Truncate(const PersistSet& set) {
   min_time_.store(mint);
   max_time_.store(maxt);
   if (dead.empty()) return;
-  std::unordered_set<uint64_t> dead_refs;
-  std::vector<model::Labels> affected;
+  // The dead refs, and their label pairs as symbol ids (name << 32 | value),
+  // each once: a cut that drops a million series must not build a million
+  // label sets to find the few thousand postings lists they are in.
+  std::vector<index::SeriesRef> dead_refs;
+  std::vector<uint64_t> dead_pairs;
   for (MemSeries* s : dead) {
-    dead_refs.insert(s->ref);
-    affected.push_back(LabelsOf(s));
+    dead_refs.push_back(s->ref);
+    for (uint32_t i = 0; i < s->num_labels; i++) {
+      dead_pairs.push_back(uint64_t{s->syms()[2 * i]} << 32 | s->syms()[2 * i + 1]);
+    }
     Stripe& st = stripes_[s->hash & (kStripes - 1)];
     base::WriterMutexLock lock(&st.mu);
     st.Erase(s);
   }
+  std::sort(dead_refs.begin(), dead_refs.end());
+  std::sort(dead_pairs.begin(), dead_pairs.end());
+  dead_pairs.erase(std::unique(dead_pairs.begin(), dead_pairs.end()), dead_pairs.end());
   {
     // Readers resolve a ref and copy its data under postings_mu_ held
     // shared, so once the refs are unpublished under the exclusive lock no
@@ -1091,6 +1101,11 @@ void Head::Truncate(const PersistSet& set) {
     // pages holds that lock (or is an appender, excluded too): the dead
     // series' strings and the pages left empty can go now.
     base::WriterMutexLock lock(&postings_mu_);
+    std::vector<index::MemPostings::Pair> affected;
+    affected.reserve(dead_pairs.size());
+    for (uint64_t p : dead_pairs) {
+      affected.emplace_back(symbols_.Get(static_cast<uint32_t>(p >> 32)), symbols_.Get(static_cast<uint32_t>(p)));
+    }
     postings_.Delete(dead_refs, affected);
     std::vector<uint64_t> pages;
     for (MemSeries* s : dead) {

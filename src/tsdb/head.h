@@ -524,7 +524,9 @@ class Head : public storage::Queryable {
   bool LabelsEqual(const MemSeries* s, const model::Labels& labels) const;
   bool LabelsLess(const MemSeries* a, const MemSeries* b) const;  // as model::Labels' operator<
   void SetRef(uint64_t ref, MemSeries* s);
-  void CloseOpenLocked(MemSeries* s) TW_REQUIRES(s->mu);  // closes the open float chunk
+  // Closes the open float chunk; `dense_ok`: re-encoded densely where smaller
+  // (not for a chunk about to be persisted and dropped).
+  void CloseOpenLocked(MemSeries* s, bool dense_ok = true) TW_REQUIRES(s->mu);
   void CloseHistOpenLocked(MemSeries* s) TW_REQUIRES(s->mu);  // closes the open histogram chunk
   void CloseAnyOpenLocked(MemSeries* s) TW_REQUIRES(s->mu) {
     CloseOpenLocked(s);

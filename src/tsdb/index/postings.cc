@@ -239,25 +239,19 @@ void MemPostings::Add(SeriesRef ref, const model::Labels& labels) {
   AddSorted(&all_, r);
 }
 
-void MemPostings::Delete(const std::unordered_set<SeriesRef>& deleted,
-                         std::span<const model::Labels> affected) {
+void MemPostings::Delete(std::span<const SeriesRef> deleted, std::span<const Pair> affected) {
   if (deleted.empty()) return;
-  auto drop = [&deleted](List* p) {
-    p->erase(std::remove_if(p->begin(), p->end(),
-                            [&deleted](uint32_t r) { return deleted.count(r) != 0; }),
-             p->end());
+  // A bitmap of the deleted refs: one test per list entry, however many go.
+  std::vector<uint64_t> gone(deleted.back() / 64 + 1, 0);
+  for (SeriesRef r : deleted) gone[r / 64] |= uint64_t{1} << (r % 64);
+  auto drop = [&gone](List* p) {
+    std::erase_if(*p, [&gone](uint32_t r) { return r / 64 < gone.size() && (gone[r / 64] >> (r % 64) & 1) != 0; });
   };
   // Each list once: the series going together share most of their label
   // pairs (a name, a job), whose lists are long. Dropping them once per
   // series cost the number of series times those lists' length, which made
   // a head cut after churn quadratic.
-  std::vector<std::pair<std::string_view, std::string_view>> pairs;
-  for (const model::Labels& ls : affected) {
-    for (const model::Label& l : ls) pairs.emplace_back(l.name, l.value);
-  }
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  for (const auto& [name, value] : pairs) {
+  for (const auto& [name, value] : affected) {
     auto nit = m_.find(name);
     if (nit == m_.end()) continue;
     auto vit = nit->second.find(value);

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -99,11 +99,12 @@ class MemPostings final : public PostingsProvider {
   // Refs usually arrive increasing (O(1) append); an out-of-order ref is
   // inserted in place (O(list) worst case). Adding a ref twice is a no-op.
   void Add(SeriesRef ref, const model::Labels& labels);
-  // Removes every ref in `deleted` from the lists of `affected` labels (the
-  // labels of the deleted series) and from the all-postings list; empty
-  // lists and names are dropped.
-  void Delete(const std::unordered_set<SeriesRef>& deleted,
-              std::span<const model::Labels> affected);
+  // Removes every ref in `deleted` (sorted, unique) from the lists of the
+  // label pairs `affected` (those of the deleted series, each once) and from
+  // the all-postings list; empty lists and names are dropped. Costs the
+  // length of those lists, however many series go.
+  using Pair = std::pair<std::string_view, std::string_view>;
+  void Delete(std::span<const SeriesRef> deleted, std::span<const Pair> affected);
 
   // Series with name=value, or an empty span. Valid until the next mutation.
   ListSpan Get(std::string_view name, std::string_view value) const;

@@ -77,11 +77,40 @@ TEST(MemPostingsTest, AddGetDelete) {
   EXPECT_TRUE(mp.Get("job", "zzz").empty());
   EXPECT_TRUE(mp.Get("nope", "a").empty());
   EXPECT_EQ(mp.NumPairs(), 4u);
-  std::vector<model::Labels> aff{model::Labels{{"__name__", "up"}, {"job", "b"}}};
-  mp.Delete({1}, aff);
+  std::vector<MemPostings::Pair> aff{{"__name__", "up"}, {"job", "b"}};
+  mp.Delete(std::vector<SeriesRef>{1}, aff);
   EXPECT_EQ(*mp.AllPostings(), (Postings{3, 5}));
   EXPECT_EQ(*mp.LabelValues("job"), (std::vector<std::string>{"a"}));
   EXPECT_EQ(*mp.Postings("__name__", "up"), (Postings{3}));
+}
+
+// A cut dropping many series at once: the lists keep exactly the others,
+// whatever the order of the pairs given, and emptied lists go.
+TEST(MemPostingsTest, DeletingManySeriesKeepsExactlyTheOthers) {
+  MemPostings mp;
+  for (SeriesRef ref = 1; ref <= 3000; ref++) {
+    mp.Add(ref, model::Labels{{"__name__", "up"}, {"job", std::to_string(ref % 3)}, {"i", std::to_string(ref)}});
+  }
+  std::vector<SeriesRef> dead;
+  std::vector<std::string> names;
+  for (SeriesRef ref = 2; ref <= 3000; ref += 2) {
+    dead.push_back(ref);
+    names.push_back(std::to_string(ref));
+  }
+  std::vector<MemPostings::Pair> pairs{{"job", "2"}, {"__name__", "up"}, {"job", "1"}, {"job", "0"}};
+  for (const std::string& n : names) pairs.emplace_back("i", n);
+  mp.Delete(dead, pairs);
+  Postings odd, job1;
+  for (SeriesRef ref = 1; ref <= 3000; ref += 2) {
+    odd.push_back(ref);
+    if (ref % 3 == 1) job1.push_back(ref);
+  }
+  EXPECT_EQ(*mp.AllPostings(), odd);
+  EXPECT_EQ(*mp.Postings("__name__", "up"), odd);
+  EXPECT_EQ(*mp.Postings("job", "1"), job1);
+  EXPECT_TRUE(mp.Get("i", "2").empty());
+  EXPECT_EQ(*mp.Postings("i", "3"), (Postings{3}));
+  EXPECT_EQ(mp.SortedLabelValues("i").size(), 1500u);
 }
 
 // Prometheus's head statistics (/api/v1/status/tsdb): the `limit` largest
@@ -94,8 +123,8 @@ TEST(MemPostingsTest, CardinalityStats) {
   }
   mp.Add(ref++, model::Labels{{"__name__", "gpu_util"}, {"job", "trainer-long-name"}});
   mp.Add(ref, model::Labels{{"__name__", "gone"}, {"job", "x"}});
-  std::vector<model::Labels> gone{model::Labels{{"__name__", "gone"}, {"job", "x"}}};
-  mp.Delete({ref}, gone);
+  std::vector<MemPostings::Pair> gone{{"__name__", "gone"}, {"job", "x"}};
+  mp.Delete(std::vector<SeriesRef>{ref}, gone);
   using Top = MemPostings::Cardinality::Top;
   MemPostings::Cardinality c = mp.Stats("__name__", 2);
   EXPECT_EQ(c.series_by_metric_name, (Top{{"up", 9}, {"gpu_util", 1}}));
