@@ -12,7 +12,8 @@
 //    parsed without and with start_timestamps.
 //  - BM_RemoteWriteParse: one uncompressed remote_write 1.0 WriteRequest of
 //    the peers harness's shape (5,000 series of 8 labels, one sample each)
-//    parsed with a warm series cache, as a steady sender's requests are;
+//    parsed with a warm series cache, as a steady sender's requests are,
+//    the cache holding the argument's number of other series besides;
 //    items are samples.
 #include <benchmark/benchmark.h>
 
@@ -262,8 +263,15 @@ std::string RemoteWriteRequest(int series, int64_t t) {
 void BM_RemoteWriteParse(benchmark::State& state) {
   constexpr int kSeries = 5000;
   const std::string req = RemoteWriteRequest(kSeries, 1796207100000);
-  // Warm the cache as a first request does: its series go to a head.
+  // The cache also holds range(0) other series, as a server with that many
+  // does (so that its table is as large, and as far from the CPU's caches).
   SeriesCache cache;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int64_t i = 0; i < state.range(0); i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    cache.Put(SeriesCache::Key{x, x ^ (x >> 29)}, static_cast<storage::SeriesRef>(1u << 30) + i);
+  }
+  // Warm the cache as a first request does: its series go to a head.
   tsdb::Head head(tsdb::HeadOptions{});
   {
     RemoteWriteBatch first;
@@ -286,6 +294,6 @@ void BM_RemoteWriteParse(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * req.size()));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kSeries));
 }
-BENCHMARK(BM_RemoteWriteParse)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RemoteWriteParse)->Arg(0)->Arg(1000000)->Unit(benchmark::kMicrosecond);
 }  // namespace
 }  // namespace trainwatch::ingest

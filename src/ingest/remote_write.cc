@@ -313,6 +313,8 @@ void RemoteWriteBatch::Clear() {
   ClearBounded(&series_, kKeepEntries);
   ClearBounded(&samples_, 4 * kKeepEntries);
   ClearBounded(&hists_, kKeepEntries);
+  ClearBounded(&keys_, kKeepEntries);
+  ClearBounded(&refs_, kKeepEntries);
   if (buf_.capacity() > (size_t{16} << 20)) std::string().swap(buf_);  // else kept: see SnappyBlockDecode
   scratch_.clear();
   if (index_.size() > 4 * kKeepEntries) std::vector<uint32_t>().swap(index_);
@@ -333,8 +335,8 @@ uint32_t RemoteWriteBatch::FindSeries(std::string_view fields, const SeriesCache
   if (!index_.empty()) {
     const size_t mask = index_.size() - 1;
     for (size_t i = key.a & mask; index_[i] != 0; i = (i + 1) & mask) {
-      const Series& s = series_[index_[i] - 1];
-      if (s.key == key && s.label_fields == fields) return index_[i] - 1;
+      const uint32_t j = index_[i] - 1;
+      if (keys_[j] == key && series_[j].label_fields == fields) return j;
     }
   }
   return static_cast<uint32_t>(series_.size());
@@ -343,7 +345,7 @@ uint32_t RemoteWriteBatch::FindSeries(std::string_view fields, const SeriesCache
 void RemoteWriteBatch::IndexSeries(uint32_t idx) {
   auto place = [this](uint32_t j) {
     const size_t mask = index_.size() - 1;
-    size_t i = series_[j].key.a & mask;
+    size_t i = keys_[j].a & mask;
     while (index_[i] != 0) i = (i + 1) & mask;
     index_[i] = j + 1;
   };
@@ -379,6 +381,7 @@ Status RemoteWriteBatch::ParseProto(std::string_view proto, SeriesCache* cache, 
       RETURN_IF_ERROR(r.Skip(f, w));  // metadata (3) and unknown fields
     }
   }
+  if (cache_ != nullptr) RETURN_IF_ERROR(ResolveSeries());
   stats_.samples = samples_.size();
   stats_.histograms = hists_.size();
   stats_.series = series_.size();
@@ -463,21 +466,36 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
   const SeriesCache::Key key = SeriesCache::KeyOf(fields, kCacheSalt);
   uint32_t idx = FindSeries(fields, key);
   if (idx == series_.size()) {
-    storage::SeriesRef cached = cache_ != nullptr ? cache_->Get(key) : 0;
+    // With a cache, a series with samples is looked up (and if unknown
+    // decoded) in ResolveSeries; one with only exemplars is validated here,
+    // not stored.
     model::Labels labels;
-    if (cached == 0) {
+    if (cache_ == nullptr || (!has_samples && cache_->Get(key) == 0)) {
       auto l = DecodeRemoteWriteLabels(fields);
       if (!l.ok()) return SeriesError(index, base, l.error());
       labels = std::move(*l);
     }
-    // Series with only exemplars are validated, not stored.
     if (!has_samples) return Status::OK();
     if (!limits_.SeriesOk(series_.size() + 1)) return limits_.TooManySeries();
-    series_.push_back(Series{std::move(labels), cached, fields, key});
+    series_.push_back(Series{std::move(labels), fields, static_cast<uint32_t>(index), base});
+    keys_.push_back(key);
+    refs_.push_back(0);
     IndexSeries(idx);
   }
   for (size_t i = first_sample; i < samples_.size(); i++) samples_[i].series = idx;
   for (size_t i = first_hist; i < hists_.size(); i++) hists_[i].series = idx;
+  return Status::OK();
+}
+
+Status RemoteWriteBatch::ResolveSeries() {
+  cache_->GetMany(keys_, refs_);
+  for (size_t i = 0; i < series_.size(); i++) {
+    if (refs_[i] != 0) continue;
+    Series& s = series_[i];
+    auto l = DecodeRemoteWriteLabels(s.label_fields);
+    if (!l.ok()) return SeriesError(s.index, s.base, l.error());
+    s.labels = std::move(*l);
+  }
   return Status::OK();
 }
 
@@ -505,29 +523,31 @@ Status RemoteWriteBatch::ParseTimeSeries(std::string_view msg, size_t base, size
 
 Status RemoteWriteBatch::AppendTo(storage::Appender* app) {
   for (const Entry& e : samples_) {
+    storage::SeriesRef& ref = refs_[e.series];
+    if (ref != 0 && app->AppendByRef(ref, e.t, e.v)) continue;
     Series& s = series_[e.series];
-    if (s.ref != 0 && app->AppendByRef(s.ref, e.t, e.v)) continue;
     if (s.labels.empty()) {
       // The cached ref went stale; the fields decoded before, so this succeeds.
       ASSIGN_OR_RETURN(s.labels, DecodeRemoteWriteLabels(s.label_fields));
     }
-    auto ref = app->Append(0, s.labels, e.t, e.v);
-    if (!ref.ok() && refusals_.Take(ref.error())) continue;
-    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
-    s.ref = *ref;
-    if (cache_ != nullptr && s.ref != 0) cache_->Put(s.key, s.ref);
+    auto got = app->Append(0, s.labels, e.t, e.v);
+    if (!got.ok() && refusals_.Take(got.error())) continue;
+    if (!got.ok()) return got.error().Annotate("series " + s.labels.ToString());
+    ref = *got;
+    if (cache_ != nullptr && ref != 0) cache_->Put(keys_[e.series], ref);
   }
   for (const HistEntry& e : hists_) {
+    storage::SeriesRef& ref = refs_[e.series];
     Series& s = series_[e.series];
     if (s.labels.empty()) {
       ASSIGN_OR_RETURN(s.labels, DecodeRemoteWriteLabels(s.label_fields));
     }
-    auto ref = app->AppendHistogram(s.ref, s.labels, e.t, e.h);
-    if (!ref.ok() && refusals_.Take(ref.error())) continue;
-    if (!ref.ok()) return ref.error().Annotate("series " + s.labels.ToString());
-    if (s.ref == 0 && *ref != 0) {
-      s.ref = *ref;
-      if (cache_ != nullptr) cache_->Put(s.key, s.ref);
+    auto got = app->AppendHistogram(ref, s.labels, e.t, e.h);
+    if (!got.ok() && refusals_.Take(got.error())) continue;
+    if (!got.ok()) return got.error().Annotate("series " + s.labels.ToString());
+    if (ref == 0 && *got != 0) {
+      ref = *got;
+      if (cache_ != nullptr) cache_->Put(keys_[e.series], ref);
     }
   }
   return Status::OK();

@@ -70,11 +70,13 @@ class RemoteWriteBatch {
   void Clear();
 
  private:
+  // A series of the body; its cache key and ref are keys_[i] and refs_[i]
+  // (apart, so that the cache is asked for all of them in one call).
   struct Series {
     model::Labels labels;  // empty while only the cached ref is known
-    storage::SeriesRef ref = 0;
     std::string_view label_fields;  // encoded Label submessages
-    SeriesCache::Key key;
+    uint32_t index = 0;  // of its first TimeSeries message, and that message's offset: for errors
+    size_t base = 0;
   };
   struct Entry {
     uint32_t series;
@@ -96,6 +98,10 @@ class RemoteWriteBatch {
   // one past the end after adding nothing (the caller then appends it).
   uint32_t FindSeries(std::string_view fields, const SeriesCache::Key& key);
   void IndexSeries(uint32_t idx);
+  // With a cache, the body's series are looked up in it together once the
+  // body is parsed (SeriesCache::GetMany); those it does not know have their
+  // labels decoded here.
+  Status ResolveSeries();
 
   std::string buf_;                    // decompressed body (its front; the size is a high-water mark)
   std::deque<std::string> scratch_;    // label fields that were not contiguous
@@ -105,6 +111,8 @@ class RemoteWriteBatch {
   // Open addressing over series_ by key (index + 1; 0 is empty), at most half
   // full: the series seen in this body, without a node allocation each.
   std::vector<uint32_t> index_;
+  std::vector<SeriesCache::Key> keys_;    // parallel to series_
+  std::vector<storage::SeriesRef> refs_;  // parallel to series_; 0: not known yet
   RemoteWriteStats stats_;
   SeriesCache* cache_ = nullptr;
   RequestLimits limits_;

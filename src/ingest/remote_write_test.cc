@@ -361,15 +361,25 @@ TEST(RemoteWriteTest, RejectsInvalidLabelsAndStoresNothing) {
       {{{"a", ""}}, "empty label set"},
   };
   for (const auto& [labels, want] : cases) {
-    TestStorage db;
     std::string req = Request({Series({{"__name__", "ok"}}, {{1, 1}}), Series(labels, {{1, 1}})});
-    auto r = RemoteWrite(Snappy(req), nullptr, db);
-    ASSERT_FALSE(r.ok()) << want;
-    EXPECT_TRUE(r.error().IsInvalidArgument());
-    EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
-    EXPECT_NE(r.error().message().find("timeseries 1"), std::string::npos) << r.error().message();
-    EXPECT_TRUE(db.Data().empty());
-    EXPECT_EQ(db.commits, 0);
+    // Without a cache labels are decoded as each series is read; with one,
+    // after the whole body (SeriesCache::GetMany): the same error either way.
+    std::string without_cache;
+    for (bool with_cache : {false, true}) {
+      TestStorage db;
+      SeriesCache cache;
+      auto r = RemoteWrite(Snappy(req), with_cache ? &cache : nullptr, db);
+      ASSERT_FALSE(r.ok()) << want;
+      EXPECT_TRUE(r.error().IsInvalidArgument());
+      EXPECT_NE(r.error().message().find(want), std::string::npos) << r.error().message();
+      EXPECT_NE(r.error().message().find("timeseries 1 (offset "), std::string::npos) << r.error().message();
+      if (with_cache) {
+        EXPECT_EQ(r.error().message(), without_cache);
+      }
+      without_cache = r.error().message();
+      EXPECT_TRUE(db.Data().empty());
+      EXPECT_EQ(db.commits, 0);
+    }
   }
 }
 
@@ -484,6 +494,29 @@ TEST(RemoteWriteTest, CacheKeysOnLabelBytesAndSurvivesStaleRefs) {
   auto data = db.Data();
   ASSERT_EQ(data.size(), 1u);
   EXPECT_EQ(data.begin()->second.size(), 2u);
+}
+
+// GetMany answers as Get does, key by key: over every shard, with misses,
+// repeats, and a table grown (rehashed) in between.
+TEST(SeriesCacheTest, GetManyAnswersAsGet) {
+  SeriesCache cache;
+  std::vector<SeriesCache::Key> keys;
+  for (int i = 0; i < 20000; i++) {
+    keys.push_back(SeriesCache::KeyOf("series " + std::to_string(i), 7));
+    if (i % 3 != 0) cache.Put(keys.back(), static_cast<storage::SeriesRef>(i + 1));
+  }
+  keys.push_back(keys[5]);  // a repeat
+  std::vector<storage::SeriesRef> refs(keys.size(), 12345);
+  cache.GetMany(keys, refs);
+  size_t hits = 0;
+  for (size_t i = 0; i < keys.size(); i++) {
+    EXPECT_EQ(refs[i], cache.Get(keys[i])) << i;
+    hits += refs[i] != 0 ? 1 : 0;
+  }
+  EXPECT_EQ(hits, 13333u + 1);
+  EXPECT_EQ(refs[2], 3u);
+  EXPECT_EQ(refs[3], 0u);
+  cache.GetMany({}, {});
 }
 
 TEST(RemoteWriteTest, InterleavedLabelsAndRepeatedSeries) {

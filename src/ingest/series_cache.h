@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -19,7 +20,10 @@ namespace trainwatch::ingest {
 
 class SeriesCache {
  public:
-  explicit SeriesCache(size_t max_entries = 8u << 20) : max_per_shard_(max_entries / kShards + 1) {}
+  // The default holds the 10 M active series one 24 GiB machine is to take
+  // (docs/performance.md) with room for churn; a full table is 16 B per entry
+  // at 3/8 to 3/4 load, allocated only as series come.
+  explicit SeriesCache(size_t max_entries = 16u << 20) : max_per_shard_(max_entries / kShards + 1) {}
 
   struct Key {
     uint64_t a = 0, b = 0;
@@ -30,6 +34,11 @@ class SeriesCache {
 
   // 0 when unknown.
   storage::SeriesRef Get(const Key& k) const;
+  // refs[i] = Get(keys[i]) for every i, taking each shard's lock once and
+  // touching all of a shard's slots before comparing any, so that in a table
+  // larger than the CPU's caches the lookups' misses overlap instead of
+  // following one another. REQUIRES: refs.size() == keys.size().
+  void GetMany(std::span<const Key> keys, std::span<storage::SeriesRef> refs) const;
   void Put(const Key& k, storage::SeriesRef ref);
   size_t size() const;
 
@@ -45,11 +54,13 @@ class SeriesCache {
     uint32_t ref = 0;
   };
   static uint32_t Fold(const Key& k) { return static_cast<uint32_t>(k.b >> 32) ^ static_cast<uint32_t>(k.b); }
+  static size_t ShardOf(const Key& k) { return (k.b >> 32) % kShards; }
   struct Shard {
     mutable base::Mutex mu;
     std::vector<Slot> slots TW_GUARDED_BY(mu);  // power-of-two size, at most 3/4 full
     size_t used TW_GUARDED_BY(mu) = 0;
   };
+  static storage::SeriesRef Probe(const Shard& s, const Key& k) TW_REQUIRES(s.mu);
   static void Insert(Shard* s, const Key& k, storage::SeriesRef ref) TW_REQUIRES(s->mu);
   static void Reinsert(Shard* s, const Slot& o) TW_REQUIRES(s->mu);  // into a table being rebuilt
   const size_t max_per_shard_;
