@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "base/clock.h"
+#include "base/coding.h"
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/units.h"
@@ -1151,13 +1152,29 @@ Status Head::LogCommit(const std::vector<MemSeries*>& unlogged, const std::vecto
                        const std::vector<wal::RefSampleST>& st_samples) {
   if (wal_ == nullptr) return Status::OK();
   thread_local std::vector<std::string> recs(4);
-  thread_local std::vector<wal::RefSeries> series;
+  thread_local std::string label_bytes;
+  thread_local std::vector<size_t> ends;
+  thread_local std::vector<std::pair<uint64_t, std::string_view>> series;
   recs.resize(4);
   size_t n = 0;
   if (!unlogged.empty()) {
+    // Each new series' labels encoded straight from the symbol table (as
+    // model::AppendEncodedLabels would): a body of new series builds no
+    // label sets, only this record.
+    label_bytes.clear();
+    ends.clear();
+    for (const MemSeries* s : unlogged) {
+      PutVarint64(&label_bytes, s->num_labels);
+      for (uint32_t i = 0; i < 2 * s->num_labels; i++) PutLengthPrefixed(&label_bytes, symbols_.Get(s->syms()[i]));
+      ends.push_back(label_bytes.size());
+    }
     series.clear();
-    for (MemSeries* s : unlogged) series.push_back({s->ref, LabelsOf(s)});
-    wal::EncodeSeries(series, &recs[n++]);
+    size_t begin = 0;
+    for (size_t i = 0; i < unlogged.size(); i++) {
+      series.emplace_back(unlogged[i]->ref, std::string_view(label_bytes).substr(begin, ends[i] - begin));
+      begin = ends[i];
+    }
+    wal::EncodeSeriesEncoded(series, &recs[n++]);
   }
   if (!samples.empty()) {
     wal::EncodeSamples(samples, &recs[n++]);
