@@ -306,6 +306,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
       TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
       return;
     }
+    head_->ResolveReplayAliases(rec_samples);
     if (!batch.empty()) apply();
     if (covered != hist_covered || !other.empty()) {
       flush_hist();
@@ -345,6 +346,7 @@ Status DBImpl::ReplaySegments(const std::string& dir, int first_segment, std::op
           TW_LOG(Error, "wal {} segment {} offset {}: {}", dir, reader->segment(), reader->offset(), s.message());
           continue;
         }
+        head_->ResolveReplayAliases(&samples);
         flush_hist();
         if (covered != batch_covered) {
           apply();

@@ -248,10 +248,15 @@ MemSeries* Head::CreateLocked(uint64_t ref, const model::Labels& labels, uint64_
     st.Insert(s);
   }
   num_series_.fetch_add(1, std::memory_order_relaxed);
+  ReserveRef(ref);
+  return s;
+}
+
+void Head::ReserveRef(uint64_t ref) {
+  if ((ref >> kPageBits) >= kMaxPages) return;  // no series can have it
   uint64_t next = next_ref_.load(std::memory_order_relaxed);
   while (next <= ref && !next_ref_.compare_exchange_weak(next, ref + 1)) {
   }
-  return s;
 }
 
 MemSeries* Head::GetOrCreate(const model::Labels& labels) { return GetOrCreate(labels, labels.Hash()); }
@@ -652,7 +657,13 @@ void Head::SetReplayBase(std::unordered_map<uint64_t, std::vector<HeadChunk>> ch
   for (const auto& [ref, samples] : replay_base_->ooo) refs.push_back(ref);
   for (const auto& [ref, samples] : replay_base_->ooo_hist) refs.push_back(ref);
   for (uint64_t ref : refs) {
-    if (MemSeries* s = GetByRef(ref); s != nullptr) AttachReplayBaseLocked(s);
+    if (MemSeries* s = GetByRef(ref); s != nullptr) AttachReplayBaseLocked(s, ref);
+  }
+  // Aliases found before the base arrived: their chunks go to their series,
+  // after its own. (What an alias's chunks cover is not skipped: its samples
+  // come under the series' ref, and those the chunks hold are duplicates.)
+  for (const auto& [alias, ref] : replay_alias_) {
+    if (MemSeries* s = GetByRef(ref); s != nullptr) AttachReplayBaseLocked(s, alias);
   }
 }
 
@@ -663,50 +674,95 @@ uint64_t Head::EndReplayBase() {
     for (const auto& [ref, list] : replay_base_->chunks) left += list.size();
   }
   replay_base_.reset();
+  if (!replay_alias_.empty()) {
+    TW_LOG(Info, "wal replay: {} series came back under a new ref after a head cut dropped them; their samples "
+           "went to the series the first ref created", replay_alias_.size());
+  }
+  replay_alias_.clear();
+  has_replay_alias_.store(false, std::memory_order_relaxed);
   return left;
 }
 
-void Head::AttachReplayBaseLocked(MemSeries* s) {
+void Head::AttachReplayBaseLocked(MemSeries* s, uint64_t ref) {
   if (replay_base_ == nullptr) return;
   SpinGuard lock(s->mu);
   uint64_t samples = 0;
   int64_t mint = INT64_MAX, maxt = INT64_MIN;
-  if (auto it = replay_base_->chunks.find(s->ref); it != replay_base_->chunks.end()) {
-    for (const auto& c : it->second) samples += c.num_samples;
-    if (!it->second.empty()) {
-      mint = it->second.front().mint;
-      maxt = it->second.back().maxt;
+  if (auto it = replay_base_->chunks.find(ref); it != replay_base_->chunks.end()) {
+    std::vector<HeadChunk>& list = it->second;
+    if (!list.empty() && s->closed.empty() && !s->open && !(s->extra && s->extra->open)) {
+      for (const auto& c : list) samples += c.num_samples;
+      mint = list.front().mint;
+      maxt = list.back().maxt;
       // The open chunk of a replayed series starts after these; its block
       // boundary is set by its first sample as always.
-      num_chunks_.fetch_add(it->second.size(), std::memory_order_relaxed);
-      s->closed = std::move(it->second);
+      num_chunks_.fetch_add(list.size(), std::memory_order_relaxed);
+      s->closed = std::move(list);
+    } else if (!list.empty()) {
+      // An alias's chunks (ReplaySeries), after what the series holds: the
+      // first ref's data ends before the second ref's began.
+      CloseOpenLocked(s, /*dense_ok=*/true);
+      if (s->extra && s->extra->open) CloseHistOpenLocked(s);
+      int64_t last = s->closed.empty() ? INT64_MIN : s->closed.back().maxt;
+      for (auto& c : list) {
+        if (c.mint <= last) continue;  // overlaps: the WAL's samples stay the truth
+        samples += c.num_samples;
+        mint = std::min(mint, c.mint);
+        maxt = std::max(maxt, c.maxt);
+        last = c.maxt;
+        num_chunks_.fetch_add(1, std::memory_order_relaxed);
+        s->closed.push_back(std::move(c));
+      }
     }
     replay_base_->chunks.erase(it);
   }
-  if (auto it = replay_base_->ooo.find(s->ref); it != replay_base_->ooo.end()) {
-    if (!it->second.empty()) {
-      s->ooo = std::make_unique<OooBuffer>();
-      s->ooo->samples = std::move(it->second);
-      s->ooo->sorted = s->ooo->samples.size();
-      samples += s->ooo->samples.size();
-      mint = std::min(mint, s->ooo->samples.front().t);
-      maxt = std::max(maxt, s->ooo->samples.back().t);
-      if (auto st = replay_base_->ooo_st.find(s->ref); st != replay_base_->ooo_st.end()) {
-        if (st->second.size() == s->ooo->samples.size()) {
+  if (auto it = replay_base_->ooo.find(ref); it != replay_base_->ooo.end()) {
+    std::vector<model::Sample>& list = it->second;
+    if (!list.empty()) {
+      auto st = replay_base_->ooo_st.find(ref);
+      const bool with_st = st != replay_base_->ooo_st.end() && st->second.size() == list.size();
+      mint = std::min(mint, list.front().t);
+      maxt = std::max(maxt, list.back().t);
+      if (!s->ooo) {
+        s->ooo = std::make_unique<OooBuffer>();
+        s->ooo->samples = std::move(list);
+        s->ooo->sorted = s->ooo->samples.size();
+        samples += s->ooo->samples.size();
+        if (with_st) {
           for (size_t i = 0; i < st->second.size(); i++) NoteSTLocked(s, s->ooo->samples[i].t, st->second[i], false);
         }
-        replay_base_->ooo_st.erase(st);
+      } else {
+        for (size_t i = 0; i < list.size(); i++) {
+          if (!s->ooo->Insert(list[i].t, list[i].v)) continue;
+          samples++;
+          if (with_st) NoteSTLocked(s, list[i].t, st->second[i], false);
+        }
+        if (s->ooo->NeedsNormalize()) NormalizeOooLocked(s);
       }
     }
+    if (auto st = replay_base_->ooo_st.find(ref); st != replay_base_->ooo_st.end()) replay_base_->ooo_st.erase(st);
     replay_base_->ooo.erase(it);
   }
-  if (auto it = replay_base_->ooo_hist.find(s->ref); it != replay_base_->ooo_hist.end()) {
-    if (!it->second.empty()) {
+  if (auto it = replay_base_->ooo_hist.find(ref); it != replay_base_->ooo_hist.end()) {
+    std::vector<storage::HistogramSample>& list = it->second;
+    if (!list.empty()) {
       if (!s->extra) s->extra = std::make_unique<SeriesExtras>();
-      s->extra->ooo = std::move(it->second);
-      samples += s->extra->ooo.size();
-      mint = std::min(mint, s->extra->ooo.front().t);
-      maxt = std::max(maxt, s->extra->ooo.back().t);
+      mint = std::min(mint, list.front().t);
+      maxt = std::max(maxt, list.back().t);
+      std::vector<storage::HistogramSample>& have = s->extra->ooo;
+      if (have.empty()) {
+        samples += list.size();
+        have = std::move(list);
+      } else {
+        // Both sorted by time; the series' own sample wins a tie.
+        for (auto& x : list) {
+          auto at = std::lower_bound(have.begin(), have.end(), x.t,
+                                     [](const storage::HistogramSample& a, int64_t t) { return a.t < t; });
+          if (at != have.end() && at->t == x.t) continue;
+          have.insert(at, std::move(x));
+          samples++;
+        }
+      }
     }
     replay_base_->ooo_hist.erase(it);
   }
@@ -1205,12 +1261,31 @@ void Head::ReplaySeries(const std::vector<wal::RefSeries>& series) {
   for (const auto& rs : series) {
     if (GetByRef(rs.ref) != nullptr) continue;
     uint64_t h = rs.labels.Hash();
-    if (Lookup(rs.labels, h) != nullptr) continue;
+    if (MemSeries* s = Lookup(rs.labels, h); s != nullptr) {
+      if (!replay_alias_.emplace(rs.ref, s->ref).second) continue;
+      has_replay_alias_.store(true, std::memory_order_relaxed);
+      ReserveRef(rs.ref);
+      AttachReplayBaseLocked(s, rs.ref);
+      continue;
+    }
     MemSeries* s = CreateLocked(rs.ref, rs.labels, h);
     s->logged.store(true, std::memory_order_relaxed);
-    AttachReplayBaseLocked(s);
+    AttachReplayBaseLocked(s, rs.ref);
   }
 }
+
+template <typename Sample>
+void Head::ResolveAliases(std::vector<Sample>* samples) {
+  if (!has_replay_alias_.load(std::memory_order_relaxed)) return;
+  base::MutexLock lock(&creation_mu_);
+  for (Sample& x : *samples) {
+    if (auto it = replay_alias_.find(x.ref); it != replay_alias_.end()) x.ref = it->second;
+  }
+}
+
+void Head::ResolveReplayAliases(std::vector<wal::RefSample>* samples) { ResolveAliases(samples); }
+void Head::ResolveReplayAliases(std::vector<wal::RefSampleST>* samples) { ResolveAliases(samples); }
+void Head::ResolveReplayAliases(std::vector<wal::RefHistogramSample>* samples) { ResolveAliases(samples); }
 
 namespace {
 
@@ -1255,6 +1330,7 @@ void Head::ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, Rep
   MemSeries* ms = GetByRef(run[0].ref);
   if (ms == nullptr) {
     tally->unknown += n;
+    tally->max_unknown = std::max(tally->max_unknown, run[0].ref);
     return;
   }
   const int64_t covered = skip_covered && replay_base_ != nullptr ? replay_base_->Covered(ms->ref) : INT64_MIN;
@@ -1316,6 +1392,7 @@ void Head::ReplaySamples(ReplayBatch* batch, ReplayBatch* scratch, int workers, 
   for (auto& t : threads) t.join();
   for (const ReplayTally& t : tallies) {
     replay_unknown_.fetch_add(t.unknown, std::memory_order_relaxed);
+    if (t.unknown > 0) ReserveRef(t.max_unknown);
     replay_skipped_.fetch_add(t.skipped, std::memory_order_relaxed);
     UpdateTimes(t.mint, t.maxt);
     CountApplied(t.applied);
@@ -1339,6 +1416,7 @@ void Head::ReplayInOrder(const std::vector<S>& samples, bool skip_covered, int64
     MemSeries* ms = GetByRef(x.ref);
     if (ms == nullptr) {
       unknown++;
+      ReserveRef(x.ref);
       continue;
     }
     if (x.t < model::kMinTime || x.t > model::kMaxTime) {

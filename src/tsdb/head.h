@@ -272,7 +272,20 @@ class Head : public storage::Queryable {
   Result<std::unique_ptr<storage::Querier>> NewQuerier(int64_t mint, int64_t maxt) override;
 
   // Replay: applies decoded WAL records (series create with the given ref).
+  // A record whose labels a series of another ref already has is that
+  // series under a second ref: a head cut dropped it (every sample
+  // persisted) and it came back, while a record of the first ref was still
+  // in the log (logged after the cut's new segment began, or the process
+  // died before the cut's checkpoint). The second ref becomes an alias of
+  // the series (as Prometheus's replay maps such refs), its logged chunks
+  // go to the series, and ResolveReplayAliases gives it its samples.
   void ReplaySeries(const std::vector<wal::RefSeries>& series);
+  // Rewrites the refs of samples logged under an alias to the series' ref.
+  // REQUIRES: called by the thread that calls ReplaySeries, before the
+  // samples are applied.
+  void ResolveReplayAliases(std::vector<wal::RefSample>* samples);
+  void ResolveReplayAliases(std::vector<wal::RefSampleST>* samples);
+  void ResolveReplayAliases(std::vector<wal::RefHistogramSample>* samples);
   // Applies a batch of WAL samples (of many records): reordered by series,
   // stably (a series' samples keep their log order), then the series are
   // shared out among `workers` threads. Each series' chunk is touched in one
@@ -557,6 +570,7 @@ class Head : public storage::Queryable {
   // Applies n samples of one series (a run of ReplaySamples' sorted batch).
   struct ReplayTally {
     uint64_t applied = 0, unknown = 0, skipped = 0;
+    uint64_t max_unknown = 0;  // the largest ref of an unknown series
     int64_t mint = INT64_MAX, maxt = INT64_MIN;
   };
   void ReplayRun(const wal::RefSample* run, size_t n, bool skip_covered, ReplayTally* tally);
@@ -564,7 +578,16 @@ class Head : public storage::Queryable {
   void ReplayInOrder(const std::vector<S>& samples, bool skip_covered, int64_t from, const char* what,
                      const Apply& apply);
   // Gives a series being created at replay its chunks from the replay base.
-  void AttachReplayBaseLocked(MemSeries* s) TW_REQUIRES(creation_mu_);
+  // Gives s what the replay base holds under `ref` (s's own ref, or an alias
+  // of s: then after what s holds already).
+  void AttachReplayBaseLocked(MemSeries* s, uint64_t ref) TW_REQUIRES(creation_mu_);
+  template <typename Sample>
+  void ResolveAliases(std::vector<Sample>* samples);
+  // Makes every ref handed out from now on larger than `ref`. Replay calls
+  // it for the refs the log names too (created, aliased, or unknown: the
+  // samples of a series a head cut dropped can outlive its record), so that
+  // no new series takes a ref whose samples a later replay would give it.
+  void ReserveRef(uint64_t ref);
   // Merges s's out-of-order tail, counting the duplicates it drops. REQUIRES: s->mu held.
   void NormalizeOooLocked(MemSeries* s) TW_REQUIRES(s->mu);
   // Whether the in-order chunks hold a sample at t. REQUIRES: s->mu held.
@@ -604,6 +627,9 @@ class Head : public storage::Queryable {
     }
   };
   std::unique_ptr<ReplayBase> replay_base_;
+  // Replay's aliases (ReplaySeries): a second ref -> its series' ref.
+  std::unordered_map<uint64_t, uint64_t> replay_alias_ TW_GUARDED_BY(creation_mu_);
+  std::atomic<bool> has_replay_alias_{false};
 
   std::atomic<int64_t> min_time_{INT64_MAX}, max_time_{INT64_MIN};
   IdlePool<AppendBuffers> append_buffers_;

@@ -115,6 +115,64 @@ TEST(HeadTest, AppendUncoveredLeavesOutWhatTheBaseHolds) {
   }
 }
 
+// A series record whose labels another ref already has (the series was
+// dropped by a head cut and came back): the second ref's chunks from the
+// chunk log follow the series' own, whichever comes first, the base or the
+// record; its samples go to the series; and neither it nor the ref of
+// samples no series claims is handed out again.
+TEST(HeadTest, ReplayGivesASecondRefOfASeriesItsChunksAndSamples) {
+  HeadOptions o;
+  o.samples_per_chunk = 10;
+  // The chunks of the second life, as a chunk log holds them.
+  Head src(o);
+  {
+    auto app = src.NewAppender();
+    for (int64_t t = 100; t < 125; t++) ASSERT_TRUE(app->Append(0, Labels{{"__name__", "x"}}, t, 1.0 * t).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  SeriesSnapshot snap;
+  ASSERT_TRUE(src.SnapshotByRef(src.SeriesRefs().at(0), model::kMinTime, model::kMaxTime, &snap));
+  std::vector<HeadChunk> closed(snap.chunks.begin(), snap.chunks.end() - 1);  // 100..119; 120..124 open
+  ASSERT_EQ(closed.size(), 2u);
+  for (bool base_first : {false, true}) {
+    SCOPED_TRACE(base_first);
+    Head head(o);
+    const Labels x{{"__name__", "x"}};
+    auto base = [&] {
+      std::unordered_map<uint64_t, std::vector<HeadChunk>> chunks;
+      chunks[9] = closed;
+      head.SetReplayBase(std::move(chunks), {});
+    };
+    head.ReplaySeries({{3, x}});
+    if (base_first) base();
+    head.ReplaySeries({{9, x}});
+    if (!base_first) base();
+    // Ref 40: a series whose record is gone (dropped by a cut) while its
+    // samples are still in the log.
+    std::vector<wal::RefSample> samples = {{3, 1, 1},       {3, 2, 2},       {9, 118, 118},
+                                           {9, 119, 119},   {9, 120, 120},   {40, 5, 5}};
+    Head::ReplayBatch batch;
+    head.ResolveReplayAliases(&samples);
+    EXPECT_EQ(head.AppendUncovered(samples, INT64_MIN, &batch), 0u);  // the series' own chunks cover nothing
+    Head::ReplayBatch scratch;
+    head.ReplaySamples(&batch, &scratch, 1, /*skip_covered=*/true);
+    EXPECT_EQ(head.EndReplayBase(), 0u);
+    EXPECT_EQ(head.DuplicateTotal(), 2u);  // 118 and 119: the chunks hold them
+    auto got = Read(&head, {Eq("__name__", "x")});
+    std::vector<int64_t> ts;
+    for (const auto& smp : got) ts.push_back(smp.t);
+    std::vector<int64_t> want = {1, 2};
+    for (int64_t t = 100; t <= 120; t++) want.push_back(t);
+    EXPECT_EQ(ts, want);
+    EXPECT_EQ(head.NumSeries(), 1u);
+    auto app = head.NewAppender();
+    auto ref = app->Append(0, Labels{{"__name__", "y"}}, 1, 1);
+    ASSERT_TRUE(ref.ok());
+    EXPECT_GT(*ref, 40u);  // no new series takes a ref the log holds samples of
+    ASSERT_TRUE(app->Commit().ok());
+  }
+}
+
 // Chunks copied into slabs keep their bytes after the ChunkSlabs is gone
 // and while any copy of them lives; a block goes with its last chunk (the
 // ASan build checks that nothing is freed early or twice).
