@@ -20,5 +20,9 @@ inline constexpr uint32_t kIndexMagic = 0x58495754;  // bytes "TWIX"
 inline constexpr uint8_t kIndexFormatV1 = 1;
 inline constexpr size_t kIndexHeaderSize = 8;   // magic u32, version u8, 3 zero bytes
 inline constexpr uint32_t kSeriesPerBlock = 64; // series per compressed series block
+// Postings lists of at least kPostingsBlockedMin ids that are not bitmaps are
+// "blocked" (kind 2): deltas in blocks of kPostingsBlock ids behind a table.
+inline constexpr size_t kPostingsBlock = 128;
+inline constexpr size_t kPostingsBlockedMin = 4 * kPostingsBlock;
 
 }  // namespace trainwatch::index

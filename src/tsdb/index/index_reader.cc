@@ -278,22 +278,98 @@ Result<std::vector<std::string>> IndexReader::LabelValues(std::string_view name)
   return out;
 }
 
-Result<index::Postings> IndexReader::DecodePostings(uint64_t offset) const {
+// A postings list as read from its header (docs/format/index.md, "Postings").
+struct IndexReader::PostingsList {
+  uint64_t offset = 0;  // of the list in the file
+  uint8_t kind = 0;
+  uint64_t n = 0, first = 0;
+  Cursor rest{};  // after the header
+  // Bitmap (kind 1).
+  std::string_view bitmap;
+  // Blocked (kind 2): each block's first id and its deltas' bytes.
+  std::vector<uint64_t> starts;
+  std::vector<std::string_view> blocks;
+};
+
+Status IndexReader::ReadPostingsList(uint64_t offset, PostingsList* l) const {
   const uint64_t end = postings_off_ + postings_len_;
   Cursor c{data_.data() + offset, data_.data() + offset, data_.data() + end, offset};
-  uint8_t kind;
-  uint64_t n, first;
-  if (!c.Byte(&kind) || !c.Varint64(&n) || !c.Varint64(&first) || n == 0) {
+  l->offset = offset;
+  if (!c.Byte(&l->kind) || !c.Varint64(&l->n) || !c.Varint64(&l->first) || l->n == 0) {
     return Corrupt("bad postings list header", offset);
   }
+  if (l->first >= num_series_) return Corrupt("postings series id out of range", offset);
+  switch (l->kind) {
+    case 0:
+      if (l->n - 1 > c.Left()) return Corrupt("postings list count exceeds data", offset);
+      break;
+    case 1: {
+      uint64_t nbytes;
+      if (!c.Varint64(&nbytes) || !c.Bytes(nbytes, &l->bitmap) || l->n > nbytes * 8 ||
+          nbytes > (num_series_ - l->first + 7) / 8 + 1) {
+        return Corrupt("bad postings bitmap", offset);
+      }
+      break;
+    }
+    case 2: {
+      uint64_t nblocks;
+      if (!c.Varint64(&nblocks) || nblocks != (l->n + kPostingsBlock - 1) / kPostingsBlock || nblocks > c.Left() / 2) {
+        return Corrupt("bad postings block table", offset);
+      }
+      l->starts.resize(nblocks);
+      std::vector<uint64_t> lens(nblocks);
+      uint64_t start = l->first, total = 0;
+      for (uint64_t b = 0; b < nblocks; ++b) {
+        uint64_t d;
+        if (!c.Varint64(&d) || !c.Varint64(&lens[b]) || (b == 0) != (d == 0)) {
+          return Corrupt("bad postings block table", c.Offset());
+        }
+        start += d;
+        if (start >= num_series_ || start < d) return Corrupt("postings series id out of range", c.Offset());
+        l->starts[b] = start;
+        total += lens[b];
+        if (total < lens[b] || total > c.Left()) return Corrupt("postings blocks run past the data", c.Offset());
+      }
+      l->blocks.resize(nblocks);
+      for (uint64_t b = 0; b < nblocks; ++b) c.Bytes(lens[b], &l->blocks[b]);
+      break;
+    }
+    default:
+      return Corrupt("unknown postings encoding " + std::to_string(l->kind), offset);
+  }
+  l->rest = c;
+  return Status::OK();
+}
+
+Status IndexReader::DecodePostingsBlock(const PostingsList& l, size_t b, index::Postings* out) const {
+  const std::string_view bytes = l.blocks[b];
+  const uint64_t base = l.offset + static_cast<uint64_t>(bytes.data() - (data_.data() + l.offset));
+  Cursor c{bytes.data(), bytes.data(), bytes.data() + bytes.size(), base};
+  const uint64_t count = std::min<uint64_t>(kPostingsBlock, l.n - b * kPostingsBlock);
+  uint64_t v = l.starts[b];
+  out->push_back(v);
+  for (uint64_t i = 1; i < count; ++i) {
+    uint64_t d;
+    if (!c.Varint64(&d) || d == 0) return Corrupt("bad postings delta", c.Offset());
+    v += d;
+    if (v >= num_series_ || v < d) return Corrupt("postings series id out of range", c.Offset());
+    out->push_back(v);
+  }
+  if (c.Left() != 0) return Corrupt("postings block length mismatch", c.Offset());
+  if (b + 1 < l.starts.size() && v >= l.starts[b + 1]) return Corrupt("postings blocks not increasing", base);
+  return Status::OK();
+}
+
+Result<index::Postings> IndexReader::DecodePostings(uint64_t offset) const {
+  PostingsList l;
+  RETURN_IF_ERROR(ReadPostingsList(offset, &l));
   index::Postings out;
-  if (kind == 0) {
-    if (n - 1 > c.Left()) return Corrupt("postings list count exceeds data", offset);
-    out.reserve(n);
-    uint64_t v = first;
-    if (v >= num_series_) return Corrupt("postings series id out of range", offset);
+  out.reserve(l.n);
+  if (l.kind == 0) {
+    Cursor c = l.rest;
+    uint64_t v = l.first;
     out.push_back(v);
-    for (uint64_t i = 1; i < n; ++i) {
+    for (uint64_t i = 1; i < l.n; ++i) {
       uint64_t d;
       if (!c.Varint64(&d) || d == 0) return Corrupt("bad postings delta", c.Offset());
       v += d;
@@ -302,35 +378,84 @@ Result<index::Postings> IndexReader::DecodePostings(uint64_t offset) const {
     }
     return out;
   }
-  if (kind != 1) return Corrupt("unknown postings encoding " + std::to_string(kind), offset);
-  uint64_t nbytes;
-  std::string_view bm;
-  if (!c.Varint64(&nbytes) || !c.Bytes(nbytes, &bm) || n > nbytes * 8 || first >= num_series_ ||
-      nbytes > (num_series_ - first + 7) / 8 + 1) {
-    return Corrupt("bad postings bitmap", offset);
+  if (l.kind == 2) {
+    for (size_t b = 0; b < l.blocks.size(); ++b) RETURN_IF_ERROR(DecodePostingsBlock(l, b, &out));
+    return out;
   }
-  out.reserve(n);
-  for (uint64_t i = 0; i < nbytes; ++i) {
-    uint32_t byte = static_cast<uint8_t>(bm[i]);
+  for (uint64_t i = 0; i < l.bitmap.size(); ++i) {
+    uint32_t byte = static_cast<uint8_t>(l.bitmap[i]);
     while (byte != 0) {
-      const uint64_t v = first + i * 8 + static_cast<uint64_t>(__builtin_ctz(byte));
+      const uint64_t v = l.first + i * 8 + static_cast<uint64_t>(__builtin_ctz(byte));
       byte &= byte - 1;
       if (v >= num_series_) return Corrupt("postings series id out of range", offset);
       out.push_back(v);
     }
   }
-  if (out.size() != n) return Corrupt("postings bitmap count mismatch", offset);
+  if (out.size() != l.n) return Corrupt("postings bitmap count mismatch", offset);
   return out;
 }
 
-Result<index::Postings> IndexReader::Postings(std::string_view name, std::string_view value) const {
+const IndexReader::ValueEntry* IndexReader::FindList(std::string_view name, std::string_view value) const {
   const auto* vals = ValuesOf(name);
   uint32_t vsym;
-  if (vals == nullptr || !FindSymbol(value, &vsym)) return index::Postings();
+  if (vals == nullptr || !FindSymbol(value, &vsym)) return nullptr;
   auto it = std::lower_bound(vals->begin(), vals->end(), vsym,
                              [](const ValueEntry& e, uint32_t s) { return e.value_sym < s; });
-  if (it == vals->end() || it->value_sym != vsym) return index::Postings();
-  return DecodePostings(it->offset);
+  if (it == vals->end() || it->value_sym != vsym) return nullptr;
+  return &*it;
+}
+
+Result<uint64_t> IndexReader::PostingsCount(std::string_view name, std::string_view value) const {
+  const ValueEntry* e = FindList(name, value);
+  if (e == nullptr) return uint64_t{0};
+  PostingsList l;
+  RETURN_IF_ERROR(ReadPostingsList(e->offset, &l));
+  return l.n;
+}
+
+Result<index::Postings> IndexReader::PostingsIntersecting(std::string_view name, std::string_view value,
+                                                          index::PostingsSpan with) const {
+  const ValueEntry* e = FindList(name, value);
+  if (e == nullptr || with.empty()) return index::Postings();
+  PostingsList l;
+  RETURN_IF_ERROR(ReadPostingsList(e->offset, &l));
+  index::Postings out;
+  if (l.kind == 1) {
+    // A bitmap answers each id at once.
+    for (uint64_t x : with) {
+      if (x < l.first) continue;
+      const uint64_t bit = x - l.first;
+      if (bit / 8 >= l.bitmap.size()) break;
+      if ((static_cast<uint8_t>(l.bitmap[bit / 8]) >> (bit % 8) & 1) != 0) out.push_back(x);
+    }
+    return out;
+  }
+  if (l.kind == 2 && with.size() * 8 < l.n) {
+    // Only the blocks an id of `with` falls in are decoded.
+    index::Postings block;
+    size_t cur = SIZE_MAX, from = 0;
+    for (uint64_t x : with) {
+      if (x < l.first) continue;
+      auto it = std::upper_bound(l.starts.begin() + static_cast<std::ptrdiff_t>(from), l.starts.end(), x);
+      const size_t b = static_cast<size_t>(it - l.starts.begin()) - 1;
+      if (b != cur) {
+        block.clear();
+        RETURN_IF_ERROR(DecodePostingsBlock(l, b, &block));
+        cur = b;
+        from = b;
+      }
+      if (std::binary_search(block.begin(), block.end(), x)) out.push_back(x);
+    }
+    return out;
+  }
+  ASSIGN_OR_RETURN(index::Postings all, DecodePostings(e->offset));
+  return index::Intersect(all, with);
+}
+
+Result<index::Postings> IndexReader::Postings(std::string_view name, std::string_view value) const {
+  const ValueEntry* e = FindList(name, value);
+  if (e == nullptr) return index::Postings();
+  return DecodePostings(e->offset);
 }
 
 Result<index::Postings> IndexReader::AllPostings() const {

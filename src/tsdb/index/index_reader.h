@@ -57,6 +57,12 @@ class IndexReader final : public PostingsProvider {
   Result<std::vector<std::string>> LabelValues(std::string_view name) const override;
   Result<index::Postings> Postings(std::string_view name, std::string_view value) const override;
   Result<index::Postings> AllPostings() const override;  // 0..NumSeries()-1
+  // From the list's header, without decoding it.
+  Result<uint64_t> PostingsCount(std::string_view name, std::string_view value) const override;
+  // Decodes only what `with` needs of a blocked list (the blocks its ids fall
+  // in) or of a bitmap (one bit per id of `with`).
+  Result<index::Postings> PostingsIntersecting(std::string_view name, std::string_view value,
+                                               index::PostingsSpan with) const override;
   Result<index::Postings> PostingsForLabelMatching(
       std::string_view name, const std::function<bool(std::string_view)>& match) const override;
 
@@ -75,7 +81,12 @@ class IndexReader final : public PostingsProvider {
   Status Corrupt(std::string_view what, uint64_t offset) const;
   const std::vector<ValueEntry>* ValuesOf(std::string_view name) const;
   bool FindSymbol(std::string_view s, uint32_t* id) const;
+  struct PostingsList;
+  Status ReadPostingsList(uint64_t offset, PostingsList* l) const;
+  // Appends the ids of block b of a blocked list.
+  Status DecodePostingsBlock(const PostingsList& l, size_t b, index::Postings* out) const;
   Result<index::Postings> DecodePostings(uint64_t offset) const;
+  const ValueEntry* FindList(std::string_view name, std::string_view value) const;
   // Reads a blob (u8 compression, varint raw_len, payload) spanning [off, end).
   Result<std::string_view> ReadBlob(uint64_t off, uint64_t end, std::string* scratch) const;
   Result<std::shared_ptr<const DecodedBlock>> GetBlock(uint64_t block) const;

@@ -210,6 +210,73 @@ TEST(IndexTest, MatchersAgainstBruteForce) {
   CheckMatchersAgainstBruteForce(**r, series, rng, 3000);
 }
 
+// Lists of every kind, at the sizes where the writer switches: bitmap,
+// delta, and blocked (deltas behind a table of blocks) from
+// kPostingsBlockedMin ids. Each reads back whole, counts from its header, and
+// intersects with short and long lists as the decoded list does, in the
+// index and in the head's MemPostings alike.
+TEST(IndexTest, PostingsOfEveryKindIntersectAsDecoded) {
+  constexpr size_t kN = 40000;
+  const std::vector<size_t> every = {2, 7, 39, 40, 77, 78, 79, 156, 313};  // 20000 ... 128 ids
+  std::vector<model::Labels> series;
+  for (size_t i = 0; i < kN; i++) {
+    std::vector<model::Label> ls{{"__name__", "m"}, {"id", std::to_string(1000000 + i)}};
+    for (size_t d : every) {
+      if (i % d == 0) ls.push_back({"every" + std::to_string(1000 + d), "yes"});
+    }
+    series.push_back(model::Labels(std::move(ls)));
+  }
+  std::sort(series.begin(), series.end());
+  const std::string path = TestPath("kinds.index");
+  auto iw = IndexWriter::Create(path);
+  ASSERT_TRUE(iw.ok());
+  MemPostings mp;
+  for (size_t s = 0; s < series.size(); ++s) {
+    ASSERT_TRUE((*iw)->AddSeries(s, series[s], {}).ok());
+    mp.Add(s, series[s]);
+  }
+  ASSERT_TRUE((*iw)->Finish().ok());
+  auto r = IndexReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<std::string, std::string>> lists = {{"__name__", "m"}, {"id", "1000123"}};
+  for (size_t d : every) lists.emplace_back("every" + std::to_string(1000 + d), "yes");
+  for (const auto& [n, v] : lists) {
+    SCOPED_TRACE(n);
+    const Postings want = *mp.Postings(n, v);
+    ASSERT_EQ(*(*r)->Postings(n, v), want);
+    EXPECT_EQ(*(*r)->PostingsCount(n, v), want.size());
+    EXPECT_EQ(*mp.PostingsCount(n, v), want.size());
+    for (size_t size : {size_t{0}, size_t{1}, size_t{3}, size_t{40}, size_t{700}, kN / 3, kN}) {
+      std::set<SeriesRef> pick;
+      while (pick.size() < size) pick.insert(rng() % kN);
+      if (size > 0 && !want.empty()) pick.insert(want[rng() % want.size()]);  // some hits for sure
+      const Postings with(pick.begin(), pick.end());
+      const Postings expect = Intersect(want, with);
+      auto got = (*r)->PostingsIntersecting(n, v, with);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(*got, expect) << size;
+      EXPECT_EQ(*mp.PostingsIntersecting(n, v, with), expect) << size;
+    }
+  }
+  EXPECT_EQ(*(*r)->PostingsCount("every1002", "no"), 0u);
+  EXPECT_TRUE((*r)->PostingsIntersecting("nope", "yes", Postings{1, 2})->empty());
+  // One host's series of one metric: the short list is read whole, the long
+  // one only where the short one's ids fall.
+  auto got = (*r)->PostingsForMatchers({*model::Matcher::Make(model::MatchType::kEqual, "every1313", "yes"),
+                                        *model::Matcher::Make(model::MatchType::kEqual, "every1039", "yes"),
+                                        *model::Matcher::Make(model::MatchType::kNotEqual, "every1002", "yes")});
+  ASSERT_TRUE(got.ok());
+  Postings want;
+  const Postings every313 = *mp.Postings("every1313", "yes");
+  for (SeriesRef id : every313) {
+    const model::Labels& l = series[id];
+    if (l.Has("every1039") && !l.Has("every1002")) want.push_back(id);
+  }
+  EXPECT_EQ(*got, want);
+  EXPECT_FALSE(want.empty());
+}
+
 // Opens the file and touches every API; must never crash.
 void Exercise(const std::string& path, bool verify, int* opened) {
   auto r = IndexReader::Open(path, IndexReader::Options{.verify_checksums = verify});
@@ -223,7 +290,11 @@ void Exercise(const std::string& path, bool verify, int* opened) {
   for (const std::string& n : ix.LabelNames()) {
     auto vals = ix.LabelValues(n);
     if (!vals.ok()) continue;
-    for (const std::string& v : *vals) (void)ix.Postings(n, v);
+    for (const std::string& v : *vals) {
+      (void)ix.Postings(n, v);
+      (void)ix.PostingsCount(n, v);
+      (void)ix.PostingsIntersecting(n, v, Postings{0, 5, ix.NumSeries() / 2, ix.NumSeries() + 3});
+    }
     (void)ix.PostingsForMatchers({*model::Matcher::Make(model::MatchType::kRegex, n, ".+")});
   }
   model::Labels ls;
@@ -261,6 +332,35 @@ TEST(IndexTest, TruncationAndBitFlips) {
     Exercise(scratch, /*verify=*/false, &opened);
   }
   std::printf("flipped files that still opened without checksums: %d\n", opened);
+}
+
+// Blocked postings lists (too large for TruncationAndBitFlips's every-byte
+// loop): random flips in a file of 5,000 series whose sparse lists are
+// blocked; reading them must report corruption, never crash.
+TEST(IndexTest, BitFlipsInBlockedPostings) {
+  std::vector<model::Labels> series;
+  for (size_t i = 0; i < 5000; i++) {
+    series.push_back(model::Labels{{"__name__", "m"}, {"id", std::to_string(100000 + i)},
+                                   {"sparse", i % 9 == 0 ? "a" : "b"}});
+  }
+  std::sort(series.begin(), series.end());
+  const std::string path = TestPath("blocked.index"), scratch = TestPath("blocked_scratch.index");
+  {
+    auto iw = IndexWriter::Create(path);
+    for (size_t s = 0; s < series.size(); ++s) ASSERT_TRUE((*iw)->AddSeries(s, series[s], {}).ok());
+    ASSERT_TRUE((*iw)->Finish().ok());
+  }
+  std::string data;
+  ASSERT_TRUE(file::ReadFile(path, &data).ok());
+  std::mt19937_64 rng(5);
+  int opened = 0;
+  for (int it = 0; it < 1500; ++it) {
+    std::string bad = data;
+    bad[rng() % bad.size()] ^= static_cast<char>(1 << (rng() % 8));
+    WriteScratch(scratch, bad);
+    Exercise(scratch, /*verify=*/false, &opened);
+  }
+  EXPECT_GT(opened, 0);
 }
 
 }  // namespace

@@ -69,10 +69,34 @@ void EncodePostingsList(std::string* dst, const uint32_t* ids, size_t n) {
     }
     return;
   }
-  dst->push_back(0);
+  if (n < kPostingsBlockedMin) {
+    dst->push_back(0);
+    PutVarint64(dst, n);
+    PutVarint64(dst, first);
+    for (size_t i = 1; i < n; ++i) PutVarint64(dst, ids[i] - ids[i - 1]);
+    return;
+  }
+  // Blocked: the deltas in blocks of kPostingsBlock ids behind a table of
+  // each block's first id and byte length, so that intersecting with a
+  // short list decodes only the blocks it meets.
+  const size_t nblocks = (n + kPostingsBlock - 1) / kPostingsBlock;
+  std::string payload;
+  std::vector<uint64_t> lens(nblocks);
+  for (size_t b = 0; b < nblocks; ++b) {
+    const size_t begin = b * kPostingsBlock, end = std::min(n, begin + kPostingsBlock);
+    const size_t before = payload.size();
+    for (size_t i = begin + 1; i < end; ++i) PutVarint64(&payload, ids[i] - ids[i - 1]);
+    lens[b] = payload.size() - before;
+  }
+  dst->push_back(2);
   PutVarint64(dst, n);
   PutVarint64(dst, first);
-  for (size_t i = 1; i < n; ++i) PutVarint64(dst, ids[i] - ids[i - 1]);
+  PutVarint64(dst, nblocks);
+  for (size_t b = 0; b < nblocks; ++b) {
+    PutVarint64(dst, b == 0 ? 0 : ids[b * kPostingsBlock] - ids[(b - 1) * kPostingsBlock]);
+    PutVarint64(dst, lens[b]);
+  }
+  dst->append(payload);
 }
 
 // Appends the section body's CRC32C and records (offset, length) in toc.

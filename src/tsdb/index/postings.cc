@@ -175,6 +175,18 @@ Result<index::Postings> PostingsProvider::PostingsForLabelMatching(
   return PostingsForValues(name, sel);
 }
 
+Result<uint64_t> PostingsProvider::PostingsCount(std::string_view name, std::string_view value) const {
+  ASSIGN_OR_RETURN(index::Postings p, this->Postings(name, value));
+  return static_cast<uint64_t>(p.size());
+}
+
+Result<index::Postings> PostingsProvider::PostingsIntersecting(std::string_view name, std::string_view value,
+                                                               PostingsSpan with) const {
+  if (with.empty()) return index::Postings();
+  ASSIGN_OR_RETURN(index::Postings p, this->Postings(name, value));
+  return Intersect(p, with);
+}
+
 // ---- PostingsForMatchers.
 
 namespace {
@@ -205,8 +217,23 @@ Result<Postings> PostingsForMatchers(const PostingsProvider& ix, const model::Ma
     ASSIGN_OR_RETURN(Postings all, ix.AllPostings());
     its.push_back(std::move(all));
   }
+  // Equality matchers wait: the shortest list of all is read whole, and a
+  // long equality list is then asked only about the ids still in the running
+  // (an index with skips reads a fraction of it: a metric name's list of
+  // 100 k ids against one host's few hundred).
+  struct Eq {
+    const model::Matcher* m;
+    uint64_t count;
+  };
+  std::vector<Eq> eqs;
   for (const model::Matcher& m : ms) {
     if (m.type() == model::MatchType::kRegex && m.value() == ".*") continue;  // matches all
+    if (m.type() == model::MatchType::kEqual && !m.MatchesEmpty()) {
+      ASSIGN_OR_RETURN(uint64_t count, ix.PostingsCount(m.name(), m.value()));
+      if (count == 0) return Postings();
+      eqs.push_back({&m, count});
+      continue;
+    }
     if (m.MatchesEmpty()) {
       // Selects series lacking the label too: subtract the series whose value
       // does not match. {a!="x"} subtracts a="x"; {a=""} subtracts all of a.
@@ -218,7 +245,21 @@ Result<Postings> PostingsForMatchers(const PostingsProvider& ix, const model::Ma
       its.push_back(std::move(p));
     }
   }
+  std::sort(eqs.begin(), eqs.end(), [](const Eq& a, const Eq& b) { return a.count < b.count; });
+  size_t next_eq = 0;
+  if (!eqs.empty()) {
+    size_t shortest = SIZE_MAX;
+    for (const Postings& p : its) shortest = std::min(shortest, p.size());
+    if (eqs[0].count < shortest) {
+      ASSIGN_OR_RETURN(Postings p, ix.Postings(eqs[0].m->name(), eqs[0].m->value()));
+      its.push_back(std::move(p));
+      next_eq = 1;
+    }
+  }
   Postings res = Intersect(its);
+  for (size_t i = next_eq; i < eqs.size() && !res.empty(); i++) {
+    ASSIGN_OR_RETURN(res, ix.PostingsIntersecting(eqs[i].m->name(), eqs[i].m->value(), res));
+  }
   if (res.empty() || not_its.empty()) return res;
   Postings sub = not_its.size() == 1 ? std::move(not_its[0]) : Union(not_its);
   return Without(res, sub);
@@ -383,6 +424,50 @@ Result<index::Postings> MemPostings::Postings(std::string_view name, std::string
 }
 
 Result<index::Postings> MemPostings::AllPostings() const { return Widen(all_); }
+
+Result<uint64_t> MemPostings::PostingsCount(std::string_view name, std::string_view value) const {
+  return static_cast<uint64_t>(Get(name, value).size());
+}
+
+Result<index::Postings> MemPostings::PostingsIntersecting(std::string_view name, std::string_view value,
+                                                          PostingsSpan with) const {
+  const ListSpan list = Get(name, value);
+  index::Postings out;
+  if (list.empty() || with.empty()) return out;
+  if (with.size() * 16 < list.size()) {
+    // Gallop: from where the last id was found, double the step until past
+    // the next id of `with`, then search back within that step.
+    size_t lo = 0;
+    for (SeriesRef x : with) {
+      size_t step = 1, hi = lo;
+      while (hi < list.size() && list[hi] < x) {
+        lo = hi;
+        hi += step;
+        step *= 2;
+      }
+      hi = std::min(hi, list.size());
+      lo = static_cast<size_t>(std::lower_bound(list.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                list.begin() + static_cast<std::ptrdiff_t>(hi), x) -
+                               list.begin());
+      if (lo == list.size()) break;
+      if (list[lo] == x) out.push_back(x);
+    }
+    return out;
+  }
+  size_t i = 0, j = 0;
+  while (i < list.size() && j < with.size()) {
+    if (list[i] < with[j]) {
+      i++;
+    } else if (with[j] < list[i]) {
+      j++;
+    } else {
+      out.push_back(with[j]);
+      i++;
+      j++;
+    }
+  }
+  return out;
+}
 
 Result<index::Postings> MemPostings::PostingsForLabelMatching(
     std::string_view name, const std::function<bool(std::string_view)>& match) const {

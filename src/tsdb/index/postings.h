@@ -55,6 +55,15 @@ class PostingsProvider {
   // Every series.
   virtual Result<index::Postings> AllPostings() const = 0;
 
+  // The number of series with name=value (0 when none), where the index
+  // knows it without the list. Default: Postings(name, value).size().
+  virtual Result<uint64_t> PostingsCount(std::string_view name, std::string_view value) const;
+  // Postings(name, value) ∩ `with` (sorted, unique). Default: the list, then
+  // Intersect. Indexes override it to read of a long list only what a short
+  // `with` can meet.
+  virtual Result<index::Postings> PostingsIntersecting(std::string_view name, std::string_view value,
+                                                       PostingsSpan with) const;
+
   // Union of the postings of `name`=v for every v in `values` (any order,
   // duplicates and absent values allowed). Default: one Postings() per value.
   virtual Result<index::Postings> PostingsForValues(std::string_view name,
@@ -136,6 +145,10 @@ class MemPostings final : public PostingsProvider {
   Result<index::Postings> AllPostings() const override;
   Result<index::Postings> PostingsForLabelMatching(
       std::string_view name, const std::function<bool(std::string_view)>& match) const override;
+  Result<uint64_t> PostingsCount(std::string_view name, std::string_view value) const override;
+  // Gallops through the list: copies nothing of it.
+  Result<index::Postings> PostingsIntersecting(std::string_view name, std::string_view value,
+                                               PostingsSpan with) const override;
 
  private:
   struct StrHash {
