@@ -48,7 +48,7 @@ void PutLengthPrefixed(std::string* dst, std::string_view s) {
   dst->append(s.data(), s.size());
 }
 
-const char* GetVarint64Ptr(const char* p, const char* limit, uint64_t* v) {
+const char* GetVarint64PtrSlow(const char* p, const char* limit, uint64_t* v) {
   uint64_t result = 0;
   for (uint32_t shift = 0; shift <= 63 && p < limit; shift += 7) {
     uint64_t byte = static_cast<unsigned char>(*p++);

@@ -103,13 +103,22 @@ class BlockSeriesSet : public storage::SeriesSet {
 
   bool Next() override {
     // One ChunkSeries refilled in place: its label strings and chunk list
-    // keep their storage from series to series.
+    // keep their storage from series to series. The ids of one series block
+    // are read together.
     while (err_.ok() && i_ < ids_.size()) {
-      Status s = b_->index_->Series(ids_[i_++], cur_.mutable_labels(), &metas_);
-      if (!s.ok()) {
-        err_ = b_->ReadFailed(s);
-        return false;
+      if (i_ == batch_end_) {
+        const uint64_t block = ids_[i_] / index::kSeriesPerBlock;
+        batch_end_ = i_ + 1;
+        while (batch_end_ < ids_.size() && ids_[batch_end_] / index::kSeriesPerBlock == block) batch_end_++;
+        Status s = b_->index_->ReadSeries(std::span<const uint64_t>(ids_).subspan(i_, batch_end_ - i_), &batch_);
+        if (!s.ok()) {
+          err_ = b_->ReadFailed(s);
+          return false;
+        }
+        batch_start_ = i_;
       }
+      batch_.Get(i_ - batch_start_, cur_.mutable_labels(), &metas_);
+      i_++;
       std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
       chunks.clear();
       for (const auto& m : metas_) {
@@ -135,6 +144,8 @@ class BlockSeriesSet : public storage::SeriesSet {
   ChunkSeries cur_;
   int64_t mint_, maxt_;
   size_t i_ = 0;
+  size_t batch_start_ = 0, batch_end_ = 0;  // ids_[batch_start_, batch_end_) are in batch_
+  index::IndexReader::SeriesBatch batch_;
   std::vector<index::ChunkMeta> metas_;
   Status err_;
 };

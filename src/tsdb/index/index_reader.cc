@@ -64,11 +64,18 @@ inline int64_t Undelta(int64_t base, uint64_t zz) {
 
 }  // namespace
 
+// The series of a series block that were kept (all, for the cache), in order.
 struct IndexReader::DecodedBlock {
   std::vector<uint32_t> syms;          // name, value, name, value, ...
-  std::vector<uint32_t> pair_start;    // per series + 1, index into syms / 2
+  std::vector<uint32_t> pair_start;    // per kept series + 1, index into syms / 2
   std::vector<ChunkMeta> chunks;
-  std::vector<uint32_t> chunk_start;   // per series + 1
+  std::vector<uint32_t> chunk_start;   // per kept series + 1
+  void Clear() {
+    syms.clear();
+    pair_start.clear();
+    chunks.clear();
+    chunk_start.clear();
+  }
 };
 
 struct IndexReader::BlockCache {
@@ -481,61 +488,73 @@ Result<index::Postings> IndexReader::PostingsForMatchers(const model::Matchers& 
   return index::PostingsForMatchers(*this, ms);
 }
 
-Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::DecodeBlock(uint64_t b) const {
+template <typename Keep>
+Status IndexReader::WalkBlock(uint64_t b, const Keep& keep, DecodedBlock* blk) const {
   const uint64_t boff = block_offsets_[b];
-  std::string scratch;
+  thread_local std::string scratch;
   ASSIGN_OR_RETURN(std::string_view raw, ReadBlob(boff, block_offsets_[b + 1], &scratch));
-  auto blk = std::make_shared<DecodedBlock>();
+  blk->Clear();
   const uint64_t lo = b * kSeriesPerBlock;
   const uint64_t n = std::min<uint64_t>(kSeriesPerBlock, num_series_ - lo);
   Cursor c{raw.data(), raw.data(), raw.data() + raw.size(), boff};
   blk->pair_start.push_back(0);
   blk->chunk_start.push_back(0);
-  int64_t prev_mint = 0;
+  // The current series' pairs: the next one shares a prefix of them, kept
+  // or not.
+  thread_local std::vector<uint32_t> cur;
+  cur.clear();
+  int64_t prev_mint = 0, last_maxt = 0;
   uint64_t prev_ref = 0;
-  uint32_t prev_n = 0;
   auto bad = [&](std::string_view what, uint64_t s) {
     return Corrupt("series " + std::to_string(lo + s) + ": " + std::string(what) + " in series block", boff);
   };
   for (uint64_t s = 0; s < n; ++s) {
     uint32_t shared, rest;
-    if (!c.Varint32(&shared) || !c.Varint32(&rest) || shared > prev_n || rest > c.Left() / 2) {
+    if (!c.Varint32(&shared) || !c.Varint32(&rest) || 2 * uint64_t{shared} > cur.size() || rest > c.Left() / 2) {
       return bad("bad label count", s);
     }
-    const size_t prev_start = s > 0 ? 2 * blk->pair_start[s - 1] : 0;
-    for (uint32_t i = 0; i < 2 * shared; ++i) blk->syms.push_back(blk->syms[prev_start + i]);
+    cur.resize(2 * size_t{shared});
     for (uint32_t i = 0; i < rest; ++i) {
       uint32_t ns, vs;
       if (!c.Varint32(&ns) || !c.Varint32(&vs) || ns >= symbols_.size() || vs >= symbols_.size()) {
         return bad("bad label symbol", s);
       }
-      blk->syms.push_back(ns);
-      blk->syms.push_back(vs);
+      cur.push_back(ns);
+      cur.push_back(vs);
     }
-    const uint32_t total = shared + rest;
+    const size_t total = cur.size() / 2;
     if (total == 0) return bad("no labels", s);
-    const size_t start = 2 * blk->pair_start[s];
-    for (uint32_t i = 1; i < total; ++i) {
-      if (blk->syms[start + 2 * i] <= blk->syms[start + 2 * (i - 1)]) return bad("unsorted label names", s);
+    for (size_t i = 1; i < total; ++i) {
+      if (cur[2 * i] <= cur[2 * (i - 1)]) return bad("unsorted label names", s);
     }
-    blk->pair_start.push_back(blk->pair_start[s] + total);
-    prev_n = total;
+    const bool kept = keep(s);
+    if (kept) {
+      blk->syms.insert(blk->syms.end(), cur.begin(), cur.end());
+      blk->pair_start.push_back(static_cast<uint32_t>(blk->syms.size() / 2));
+    }
     uint32_t nchunks;
     if (!c.Varint32(&nchunks) || nchunks > c.Left() / 3) return bad("bad chunk count", s);
     for (uint32_t i = 0; i < nchunks; ++i) {
       uint64_t dmint, dmaxt, dref;
       if (!c.Varint64(&dmint) || !c.Varint64(&dmaxt) || !c.Varint64(&dref)) return bad("truncated chunk meta", s);
       ChunkMeta m;
-      m.mint = i == 0 ? Undelta(prev_mint, dmint) : Undelta(blk->chunks.back().maxt, dmint);
+      m.mint = i == 0 ? Undelta(prev_mint, dmint) : Undelta(last_maxt, dmint);
       if (i == 0) prev_mint = m.mint;
       m.maxt = Undelta(m.mint, dmaxt);
+      last_maxt = m.maxt;
       m.ref = prev_ref + static_cast<uint64_t>(ZigZagDecode(dref));
       prev_ref = m.ref;
-      blk->chunks.push_back(m);
+      if (kept) blk->chunks.push_back(m);
     }
-    blk->chunk_start.push_back(static_cast<uint32_t>(blk->chunks.size()));
+    if (kept) blk->chunk_start.push_back(static_cast<uint32_t>(blk->chunks.size()));
   }
   if (c.Left() != 0) return Corrupt("trailing bytes in series block", boff);
+  return Status::OK();
+}
+
+Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::DecodeBlock(uint64_t b) const {
+  auto blk = std::make_shared<DecodedBlock>();
+  RETURN_IF_ERROR(WalkBlock(b, [](uint64_t) { return true; }, blk.get()));
   return std::shared_ptr<const DecodedBlock>(std::move(blk));
 }
 
@@ -552,20 +571,70 @@ Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::GetBlock(u
   return blk;
 }
 
-Status IndexReader::Series(SeriesRef id, model::Labels* labels, std::vector<ChunkMeta>* chunks) const {
-  if (id >= num_series_) return Status::NotFound("index " + path_ + ": series " + std::to_string(id) + " not found");
-  ASSIGN_OR_RETURN(std::shared_ptr<const DecodedBlock> blk, GetBlock(id / kSeriesPerBlock));
-  const size_t s = id % kSeriesPerBlock;
+void IndexReader::Fill(const DecodedBlock& blk, size_t s, model::Labels* labels, std::vector<ChunkMeta>* chunks) const {
   if (labels != nullptr) {
-    const uint32_t first = blk->pair_start[s];
-    labels->Assign(blk->pair_start[s + 1] - first, [&](size_t i) {
-      return std::pair<std::string_view, std::string_view>{symbols_[blk->syms[2 * (first + i)]],
-                                                           symbols_[blk->syms[2 * (first + i) + 1]]};
+    const uint32_t first = blk.pair_start[s];
+    labels->Assign(blk.pair_start[s + 1] - first, [&](size_t i) {
+      return std::pair<std::string_view, std::string_view>{symbols_[blk.syms[2 * (first + i)]],
+                                                           symbols_[blk.syms[2 * (first + i) + 1]]};
     });
   }
   if (chunks != nullptr) {
-    chunks->assign(blk->chunks.begin() + blk->chunk_start[s], blk->chunks.begin() + blk->chunk_start[s + 1]);
+    chunks->assign(blk.chunks.begin() + blk.chunk_start[s], blk.chunks.begin() + blk.chunk_start[s + 1]);
   }
+}
+
+Status IndexReader::Series(SeriesRef id, model::Labels* labels, std::vector<ChunkMeta>* chunks) const {
+  if (id >= num_series_) return Status::NotFound("index " + path_ + ": series " + std::to_string(id) + " not found");
+  ASSIGN_OR_RETURN(std::shared_ptr<const DecodedBlock> blk, GetBlock(id / kSeriesPerBlock));
+  Fill(*blk, id % kSeriesPerBlock, labels, chunks);
+  return Status::OK();
+}
+
+IndexReader::SeriesBatch::SeriesBatch() = default;
+IndexReader::SeriesBatch::~SeriesBatch() = default;
+
+void IndexReader::SeriesBatch::Get(size_t i, model::Labels* labels, std::vector<ChunkMeta>* chunks) const {
+  r_->Fill(*blk_, pos_[i], labels, chunks);
+}
+
+Status IndexReader::ReadSeries(std::span<const SeriesRef> ids, SeriesBatch* out) const {
+  out->r_ = this;
+  out->pos_.clear();
+  if (ids.empty()) return Status::OK();
+  const uint64_t b = ids.front() / kSeriesPerBlock;
+  if (ids.back() >= num_series_ || ids.back() / kSeriesPerBlock != b) {
+    return Status::InvalidArgument("index " + path_ + ": series batch beyond one block");
+  }
+  {
+    base::MutexLock l(&cache_->mu);
+    const size_t slot = b & (cache_->size - 1);
+    if (cache_->val[slot] && cache_->key[slot] == b) {
+      out->blk_ = cache_->val[slot];
+      for (SeriesRef id : ids) out->pos_.push_back(static_cast<uint32_t>(id % kSeriesPerBlock));
+      return Status::OK();
+    }
+  }
+  if (ids.size() * 4 >= kSeriesPerBlock) {
+    // Most of the block: decoded whole, and cached for the next query.
+    ASSIGN_OR_RETURN(out->blk_, GetBlock(b));
+    for (SeriesRef id : ids) out->pos_.push_back(static_cast<uint32_t>(id % kSeriesPerBlock));
+    return Status::OK();
+  }
+  // A few series of the block (a selector's in a large index): only they
+  // are kept, in the batch's own storage, reused from block to block.
+  if (out->own_ == nullptr) out->own_ = std::make_shared<DecodedBlock>();
+  size_t next = 0;
+  RETURN_IF_ERROR(WalkBlock(
+      b,
+      [&](uint64_t s) {
+        if (next == ids.size() || ids[next] % kSeriesPerBlock != s) return false;
+        next++;
+        return true;
+      },
+      out->own_.get()));
+  for (size_t i = 0; i < ids.size(); i++) out->pos_.push_back(static_cast<uint32_t>(i));
+  out->blk_ = out->own_;
   return Status::OK();
 }
 

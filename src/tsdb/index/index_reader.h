@@ -53,6 +53,31 @@ class IndexReader final : public PostingsProvider {
   // NotFound if id >= NumSeries(); Corruption on damaged data.
   Status Series(SeriesRef id, model::Labels* labels, std::vector<ChunkMeta>* chunks) const;
 
+  // Labels and chunk metas of several series of one series block
+  // (kSeriesPerBlock ids from a multiple of it), decoded in one pass: `ids`
+  // sorted and unique, all in one series block (InvalidArgument otherwise).
+  // A block in the cache, or one the batch takes most of (then cached),
+  // serves them; of any other only these series are kept: a selector's few
+  // series in each block of a large index would otherwise decode, and evict
+  // from the cache, whole blocks for a few series each.
+  struct DecodedBlock;
+  class SeriesBatch {
+   public:
+    SeriesBatch();
+    ~SeriesBatch();
+    size_t size() const { return pos_.size(); }
+    // Of the i-th id asked for. Either output may be null.
+    void Get(size_t i, model::Labels* labels, std::vector<ChunkMeta>* chunks) const;
+
+   private:
+    friend class IndexReader;
+    const IndexReader* r_ = nullptr;
+    std::shared_ptr<const DecodedBlock> blk_;
+    std::shared_ptr<DecodedBlock> own_;  // storage for partial blocks, reused
+    std::vector<uint32_t> pos_;          // per id: its series in *blk_
+  };
+  Status ReadSeries(std::span<const SeriesRef> ids, SeriesBatch* out) const;
+
   // PostingsProvider.
   Result<std::vector<std::string>> LabelValues(std::string_view name) const override;
   Result<index::Postings> Postings(std::string_view name, std::string_view value) const override;
@@ -74,7 +99,6 @@ class IndexReader final : public PostingsProvider {
     uint32_t value_sym;
     uint64_t offset;  // of the postings list, absolute in the file
   };
-  struct DecodedBlock;
   struct BlockCache;
   IndexReader() = default;
   Status Load(const Options& opts);
@@ -91,6 +115,11 @@ class IndexReader final : public PostingsProvider {
   Result<std::string_view> ReadBlob(uint64_t off, uint64_t end, std::string* scratch) const;
   Result<std::shared_ptr<const DecodedBlock>> GetBlock(uint64_t block) const;
   Result<std::shared_ptr<const DecodedBlock>> DecodeBlock(uint64_t block) const;
+  // Decodes series block b into *blk, keeping the series s (0-based in the
+  // block) for which keep(s).
+  template <typename Keep>
+  Status WalkBlock(uint64_t b, const Keep& keep, DecodedBlock* blk) const;
+  void Fill(const DecodedBlock& blk, size_t s, model::Labels* labels, std::vector<ChunkMeta>* chunks) const;
 
   std::string path_;
   std::unique_ptr<file::MmapFile> file_;

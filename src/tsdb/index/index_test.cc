@@ -118,6 +118,33 @@ void CheckRoundTrip(const std::string& path, const Written& w) {
     ASSERT_EQ(ls, w.series[s]);
   }
   EXPECT_TRUE(ix.Series(w.series.size(), &ls, &cs).IsNotFound());
+  // Several series of a block at once: a few (only they are decoded), most
+  // of it (decoded whole and cached), and from the cache; in a fresh reader
+  // too, whose cache is empty.
+  std::mt19937_64 rng(w.series.size());
+  auto fresh = IndexReader::Open(path);
+  ASSERT_TRUE(fresh.ok());
+  IndexReader::SeriesBatch batch;
+  for (const IndexReader* reader : {static_cast<const IndexReader*>(fresh->get()), &ix}) {
+    for (uint64_t b = 0; b * kSeriesPerBlock < w.series.size(); b++) {
+      const uint64_t lo = b * kSeriesPerBlock, hi = std::min<uint64_t>(w.series.size(), lo + kSeriesPerBlock);
+      std::set<SeriesRef> pick;
+      const size_t want = b % 3 == 0 ? 3 : b % 3 == 1 ? (hi - lo) / 2 : 1;
+      while (pick.size() < want) pick.insert(lo + rng() % (hi - lo));
+      const Postings ids(pick.begin(), pick.end());
+      ASSERT_TRUE(reader->ReadSeries(ids, &batch).ok());
+      ASSERT_EQ(batch.size(), ids.size());
+      for (size_t i = 0; i < ids.size(); i++) {
+        batch.Get(i, &ls, &cs);
+        ASSERT_EQ(ls, w.series[ids[i]]) << ids[i];
+        ASSERT_EQ(cs, w.chunks[ids[i]]) << ids[i];
+      }
+    }
+  }
+  if (w.series.size() > kSeriesPerBlock) {
+    EXPECT_TRUE(ix.ReadSeries(Postings{0, kSeriesPerBlock}, &batch).IsInvalidArgument());
+  }
+  EXPECT_TRUE(ix.ReadSeries(Postings{w.series.size()}, &batch).IsInvalidArgument());
   EXPECT_EQ(ix.LabelNames(), mp.LabelNames());
   for (const std::string& n : mp.LabelNames()) {
     ASSERT_EQ(*ix.LabelValues(n), mp.SortedLabelValues(n));
@@ -300,6 +327,16 @@ void Exercise(const std::string& path, bool verify, int* opened) {
   model::Labels ls;
   std::vector<ChunkMeta> cs;
   for (uint64_t s = 0; s < std::min<uint64_t>(ix.NumSeries(), 1000); ++s) (void)ix.Series(s, &ls, &cs);
+  // A few series of each block, through a reader whose cache is empty (so
+  // only they are decoded).
+  auto fresh = IndexReader::Open(path, IndexReader::Options{.verify_checksums = verify});
+  if (!fresh.ok()) return;
+  IndexReader::SeriesBatch batch;
+  for (uint64_t s = 1; s + 2 < std::min<uint64_t>(ix.NumSeries(), 1000); s += kSeriesPerBlock) {
+    if ((*fresh)->ReadSeries(Postings{s, s + 2}, &batch).ok()) {
+      for (size_t i = 0; i < batch.size(); i++) batch.Get(i, &ls, &cs);
+    }
+  }
 }
 
 TEST(IndexTest, TruncationAndBitFlips) {
