@@ -100,8 +100,9 @@ Result<std::unique_ptr<IndexReader>> IndexReader::Open(const std::string& path, 
   ASSIGN_OR_RETURN(r->file_, file::MmapFile::Open(path));
   r->data_ = r->file_->data();
   RETURN_IF_ERROR(r->Load(opts));
+  const size_t max_slots = opts.max_cached_blocks > 0 ? opts.max_cached_blocks : kMaxCacheSlots;
   size_t slots = kMinCacheSlots;
-  while (slots < r->block_offsets_.size() - 1 && slots < kMaxCacheSlots) slots *= 2;
+  while (slots < r->block_offsets_.size() - 1 && slots < max_slots) slots *= 2;
   r->cache_ = std::make_unique<BlockCache>(slots);
   return r;
 }
@@ -615,8 +616,9 @@ Status IndexReader::ReadSeries(std::span<const SeriesRef> ids, SeriesBatch* out)
       return Status::OK();
     }
   }
-  if (ids.size() * 4 >= kSeriesPerBlock) {
-    // Most of the block: decoded whole, and cached for the next query.
+  if (ids.size() * 4 >= kSeriesPerBlock || block_offsets_.size() - 1 <= cache_->size) {
+    // A quarter of the block or more, or an index whose every block has a
+    // slot of its own (then the next query finds it): decoded whole, cached.
     ASSIGN_OR_RETURN(out->blk_, GetBlock(b));
     for (SeriesRef id : ids) out->pos_.push_back(static_cast<uint32_t>(id % kSeriesPerBlock));
     return Status::OK();

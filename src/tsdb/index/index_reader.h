@@ -33,6 +33,9 @@ class IndexReader final : public PostingsProvider {
     // Series blocks are always checked for structure; with this off a
     // damaged file may still return wrong data, but never crash.
     bool verify_checksums = true;
+    // Series blocks the decoded-block cache holds at most (a power of two
+    // from 64 up; 0: 4096).
+    size_t max_cached_blocks = 0;
   };
   static Result<std::unique_ptr<IndexReader>> Open(const std::string& path, Options opts);
   static Result<std::unique_ptr<IndexReader>> Open(const std::string& path) {
@@ -56,10 +59,12 @@ class IndexReader final : public PostingsProvider {
   // Labels and chunk metas of several series of one series block
   // (kSeriesPerBlock ids from a multiple of it), decoded in one pass: `ids`
   // sorted and unique, all in one series block (InvalidArgument otherwise).
-  // A block in the cache, or one the batch takes most of (then cached),
-  // serves them; of any other only these series are kept: a selector's few
-  // series in each block of a large index would otherwise decode, and evict
-  // from the cache, whole blocks for a few series each.
+  // A block in the cache serves them; one the batch takes a quarter of, or
+  // any block of an index small enough for every block to have a cache slot
+  // of its own, is decoded whole and cached; of any other only these series
+  // are kept: a selector's few series in each block of a large index would
+  // otherwise decode, and evict from the cache, whole blocks for a few
+  // series each.
   struct DecodedBlock;
   class SeriesBatch {
    public:

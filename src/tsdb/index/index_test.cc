@@ -118,11 +118,11 @@ void CheckRoundTrip(const std::string& path, const Written& w) {
     ASSERT_EQ(ls, w.series[s]);
   }
   EXPECT_TRUE(ix.Series(w.series.size(), &ls, &cs).IsNotFound());
-  // Several series of a block at once: a few (only they are decoded), most
-  // of it (decoded whole and cached), and from the cache; in a fresh reader
-  // too, whose cache is empty.
+  // Several series of a block at once: a few (only they are decoded where
+  // the reader's 64 cache slots are fewer than the index's blocks, as in
+  // RoundTrip's), half of it (decoded whole and cached), and from the cache.
   std::mt19937_64 rng(w.series.size());
-  auto fresh = IndexReader::Open(path);
+  auto fresh = IndexReader::Open(path, IndexReader::Options{.max_cached_blocks = 64});
   ASSERT_TRUE(fresh.ok());
   IndexReader::SeriesBatch batch;
   for (const IndexReader* reader : {static_cast<const IndexReader*>(fresh->get()), &ix}) {
@@ -329,7 +329,7 @@ void Exercise(const std::string& path, bool verify, int* opened) {
   for (uint64_t s = 0; s < std::min<uint64_t>(ix.NumSeries(), 1000); ++s) (void)ix.Series(s, &ls, &cs);
   // A few series of each block, through a reader whose cache is empty (so
   // only they are decoded).
-  auto fresh = IndexReader::Open(path, IndexReader::Options{.verify_checksums = verify});
+  auto fresh = IndexReader::Open(path, IndexReader::Options{.verify_checksums = verify, .max_cached_blocks = 64});
   if (!fresh.ok()) return;
   IndexReader::SeriesBatch batch;
   for (uint64_t s = 1; s + 2 < std::min<uint64_t>(ix.NumSeries(), 1000); s += kSeriesPerBlock) {
