@@ -718,8 +718,8 @@ void Head::AttachReplayBaseLocked(MemSeries* s, uint64_t ref) {
   }
   if (auto it = replay_base_->ooo.find(ref); it != replay_base_->ooo.end()) {
     std::vector<model::Sample>& list = it->second;
+    auto st = replay_base_->ooo_st.find(ref);
     if (!list.empty()) {
-      auto st = replay_base_->ooo_st.find(ref);
       const bool with_st = st != replay_base_->ooo_st.end() && st->second.size() == list.size();
       mint = std::min(mint, list.front().t);
       maxt = std::max(maxt, list.back().t);
@@ -740,7 +740,7 @@ void Head::AttachReplayBaseLocked(MemSeries* s, uint64_t ref) {
         if (s->ooo->NeedsNormalize()) NormalizeOooLocked(s);
       }
     }
-    if (auto st = replay_base_->ooo_st.find(ref); st != replay_base_->ooo_st.end()) replay_base_->ooo_st.erase(st);
+    if (st != replay_base_->ooo_st.end()) replay_base_->ooo_st.erase(st);
     replay_base_->ooo.erase(it);
   }
   if (auto it = replay_base_->ooo_hist.find(ref); it != replay_base_->ooo_hist.end()) {

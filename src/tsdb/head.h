@@ -577,7 +577,6 @@ class Head : public storage::Queryable {
   template <typename S, typename Apply>
   void ReplayInOrder(const std::vector<S>& samples, bool skip_covered, int64_t from, const char* what,
                      const Apply& apply);
-  // Gives a series being created at replay its chunks from the replay base.
   // Gives s what the replay base holds under `ref` (s's own ref, or an alias
   // of s: then after what s holds already).
   void AttachReplayBaseLocked(MemSeries* s, uint64_t ref) TW_REQUIRES(creation_mu_);

@@ -349,41 +349,37 @@ Status IndexReader::ReadPostingsList(uint64_t offset, PostingsList* l) const {
   return Status::OK();
 }
 
+template <typename C>
+Status IndexReader::DecodeDeltas(C* c, uint64_t v, uint64_t count, index::Postings* out) const {
+  out->push_back(v);
+  for (uint64_t i = 1; i < count; ++i) {
+    uint64_t d;
+    if (!c->Varint64(&d) || d == 0) return Corrupt("bad postings delta", c->Offset());
+    v += d;
+    if (v >= num_series_ || v < d) return Corrupt("postings series id out of range", c->Offset());
+    out->push_back(v);
+  }
+  return Status::OK();
+}
+
 Status IndexReader::DecodePostingsBlock(const PostingsList& l, size_t b, index::Postings* out) const {
   const std::string_view bytes = l.blocks[b];
   const uint64_t base = l.offset + static_cast<uint64_t>(bytes.data() - (data_.data() + l.offset));
   Cursor c{bytes.data(), bytes.data(), bytes.data() + bytes.size(), base};
-  const uint64_t count = std::min<uint64_t>(kPostingsBlock, l.n - b * kPostingsBlock);
-  uint64_t v = l.starts[b];
-  out->push_back(v);
-  for (uint64_t i = 1; i < count; ++i) {
-    uint64_t d;
-    if (!c.Varint64(&d) || d == 0) return Corrupt("bad postings delta", c.Offset());
-    v += d;
-    if (v >= num_series_ || v < d) return Corrupt("postings series id out of range", c.Offset());
-    out->push_back(v);
-  }
+  RETURN_IF_ERROR(DecodeDeltas(&c, l.starts[b], std::min<uint64_t>(kPostingsBlock, l.n - b * kPostingsBlock), out));
   if (c.Left() != 0) return Corrupt("postings block length mismatch", c.Offset());
-  if (b + 1 < l.starts.size() && v >= l.starts[b + 1]) return Corrupt("postings blocks not increasing", base);
+  if (b + 1 < l.starts.size() && out->back() >= l.starts[b + 1]) {
+    return Corrupt("postings blocks not increasing", base);
+  }
   return Status::OK();
 }
 
-Result<index::Postings> IndexReader::DecodePostings(uint64_t offset) const {
-  PostingsList l;
-  RETURN_IF_ERROR(ReadPostingsList(offset, &l));
+Result<index::Postings> IndexReader::DecodePostings(const PostingsList& l) const {
   index::Postings out;
   out.reserve(l.n);
   if (l.kind == 0) {
     Cursor c = l.rest;
-    uint64_t v = l.first;
-    out.push_back(v);
-    for (uint64_t i = 1; i < l.n; ++i) {
-      uint64_t d;
-      if (!c.Varint64(&d) || d == 0) return Corrupt("bad postings delta", c.Offset());
-      v += d;
-      if (v >= num_series_ || v < d) return Corrupt("postings series id out of range", c.Offset());
-      out.push_back(v);
-    }
+    RETURN_IF_ERROR(DecodeDeltas(&c, l.first, l.n, &out));
     return out;
   }
   if (l.kind == 2) {
@@ -395,12 +391,18 @@ Result<index::Postings> IndexReader::DecodePostings(uint64_t offset) const {
     while (byte != 0) {
       const uint64_t v = l.first + i * 8 + static_cast<uint64_t>(__builtin_ctz(byte));
       byte &= byte - 1;
-      if (v >= num_series_) return Corrupt("postings series id out of range", offset);
+      if (v >= num_series_) return Corrupt("postings series id out of range", l.offset);
       out.push_back(v);
     }
   }
-  if (out.size() != l.n) return Corrupt("postings bitmap count mismatch", offset);
+  if (out.size() != l.n) return Corrupt("postings bitmap count mismatch", l.offset);
   return out;
+}
+
+Result<index::Postings> IndexReader::DecodePostings(uint64_t offset) const {
+  PostingsList l;
+  RETURN_IF_ERROR(ReadPostingsList(offset, &l));
+  return DecodePostings(l);
 }
 
 const IndexReader::ValueEntry* IndexReader::FindList(std::string_view name, std::string_view value) const {
@@ -456,7 +458,7 @@ Result<index::Postings> IndexReader::PostingsIntersecting(std::string_view name,
     }
     return out;
   }
-  ASSIGN_OR_RETURN(index::Postings all, DecodePostings(e->offset));
+  ASSIGN_OR_RETURN(index::Postings all, DecodePostings(l));
   return index::Intersect(all, with);
 }
 
@@ -559,13 +561,17 @@ Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::DecodeBloc
   return std::shared_ptr<const DecodedBlock>(std::move(blk));
 }
 
-Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::GetBlock(uint64_t b) const {
+std::shared_ptr<const IndexReader::DecodedBlock> IndexReader::CachedBlock(uint64_t b) const {
   const size_t slot = b & (cache_->size - 1);
-  {
-    base::MutexLock l(&cache_->mu);
-    if (cache_->val[slot] && cache_->key[slot] == b) return cache_->val[slot];
-  }
+  base::MutexLock l(&cache_->mu);
+  if (cache_->val[slot] && cache_->key[slot] == b) return cache_->val[slot];
+  return nullptr;
+}
+
+Result<std::shared_ptr<const IndexReader::DecodedBlock>> IndexReader::GetBlock(uint64_t b) const {
+  if (auto blk = CachedBlock(b)) return blk;
   ASSIGN_OR_RETURN(std::shared_ptr<const DecodedBlock> blk, DecodeBlock(b));
+  const size_t slot = b & (cache_->size - 1);
   base::MutexLock l(&cache_->mu);
   cache_->key[slot] = b;
   cache_->val[slot] = blk;
@@ -607,19 +613,14 @@ Status IndexReader::ReadSeries(std::span<const SeriesRef> ids, SeriesBatch* out)
   if (ids.back() >= num_series_ || ids.back() / kSeriesPerBlock != b) {
     return Status::InvalidArgument("index " + path_ + ": series batch beyond one block");
   }
-  {
-    base::MutexLock l(&cache_->mu);
-    const size_t slot = b & (cache_->size - 1);
-    if (cache_->val[slot] && cache_->key[slot] == b) {
-      out->blk_ = cache_->val[slot];
-      for (SeriesRef id : ids) out->pos_.push_back(static_cast<uint32_t>(id % kSeriesPerBlock));
-      return Status::OK();
-    }
-  }
-  if (ids.size() * 4 >= kSeriesPerBlock || block_offsets_.size() - 1 <= cache_->size) {
-    // A quarter of the block or more, or an index whose every block has a
-    // slot of its own (then the next query finds it): decoded whole, cached.
+  // A cached block; else one of a quarter of the block or more, or of an
+  // index whose every block has a slot of its own (then the next query finds
+  // it): decoded whole, cached.
+  out->blk_ = CachedBlock(b);
+  if (out->blk_ == nullptr && (ids.size() * 4 >= kSeriesPerBlock || block_offsets_.size() - 1 <= cache_->size)) {
     ASSIGN_OR_RETURN(out->blk_, GetBlock(b));
+  }
+  if (out->blk_ != nullptr) {
     for (SeriesRef id : ids) out->pos_.push_back(static_cast<uint32_t>(id % kSeriesPerBlock));
     return Status::OK();
   }

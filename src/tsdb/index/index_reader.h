@@ -112,12 +112,18 @@ class IndexReader final : public PostingsProvider {
   bool FindSymbol(std::string_view s, uint32_t* id) const;
   struct PostingsList;
   Status ReadPostingsList(uint64_t offset, PostingsList* l) const;
+  // Appends v and the ids of its count - 1 varint deltas read from the
+  // cursor *c (the file's Cursor; a template only to keep it out of here).
+  template <typename C>
+  Status DecodeDeltas(C* c, uint64_t v, uint64_t count, index::Postings* out) const;
   // Appends the ids of block b of a blocked list.
   Status DecodePostingsBlock(const PostingsList& l, size_t b, index::Postings* out) const;
   Result<index::Postings> DecodePostings(uint64_t offset) const;
+  Result<index::Postings> DecodePostings(const PostingsList& l) const;
   const ValueEntry* FindList(std::string_view name, std::string_view value) const;
   // Reads a blob (u8 compression, varint raw_len, payload) spanning [off, end).
   Result<std::string_view> ReadBlob(uint64_t off, uint64_t end, std::string* scratch) const;
+  std::shared_ptr<const DecodedBlock> CachedBlock(uint64_t block) const;  // null when not cached
   Result<std::shared_ptr<const DecodedBlock>> GetBlock(uint64_t block) const;
   Result<std::shared_ptr<const DecodedBlock>> DecodeBlock(uint64_t block) const;
   // Decodes series block b into *blk, keeping the series s (0-based in the

@@ -9,7 +9,8 @@ namespace trainwatch::index {
 namespace {
 
 // First index i in [lo, a.size()) with a[i] >= v, by exponential then binary search.
-size_t Gallop(PostingsSpan a, size_t lo, SeriesRef v) {
+template <typename T>
+size_t Gallop(std::span<const T> a, size_t lo, SeriesRef v) {
   size_t step = 1, hi = lo;
   while (hi < a.size() && a[hi] < v) {
     lo = hi + 1;
@@ -17,13 +18,15 @@ size_t Gallop(PostingsSpan a, size_t lo, SeriesRef v) {
     step <<= 1;
   }
   if (hi > a.size()) hi = a.size();
-  return static_cast<size_t>(std::lower_bound(a.begin() + lo, a.begin() + hi, v) - a.begin());
+  return static_cast<size_t>(std::lower_bound(a.begin() + static_cast<std::ptrdiff_t>(lo),
+                                              a.begin() + static_cast<std::ptrdiff_t>(hi), v) -
+                             a.begin());
 }
 
-}  // namespace
-
-Postings Intersect(PostingsSpan a, PostingsSpan b) {
-  if (a.size() > b.size()) std::swap(a, b);
+// a ∩ b, a the shorter; the lists may hold different widths (the head's are
+// 32-bit). Gallops through b when it is more than 16 times longer.
+template <typename A, typename B>
+Postings IntersectSorted(std::span<const A> a, std::span<const B> b) {
   Postings out;
   if (a.empty() || b.empty()) return out;
   if (a.back() < b.front() || b.back() < a.front()) return out;
@@ -50,6 +53,13 @@ Postings Intersect(PostingsSpan a, PostingsSpan b) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+Postings Intersect(PostingsSpan a, PostingsSpan b) {
+  if (a.size() > b.size()) std::swap(a, b);
+  return IntersectSorted(a, b);
 }
 
 Postings Intersect(std::span<const PostingsSpan> lists) {
@@ -432,41 +442,7 @@ Result<uint64_t> MemPostings::PostingsCount(std::string_view name, std::string_v
 Result<index::Postings> MemPostings::PostingsIntersecting(std::string_view name, std::string_view value,
                                                           PostingsSpan with) const {
   const ListSpan list = Get(name, value);
-  index::Postings out;
-  if (list.empty() || with.empty()) return out;
-  if (with.size() * 16 < list.size()) {
-    // Gallop: from where the last id was found, double the step until past
-    // the next id of `with`, then search back within that step.
-    size_t lo = 0;
-    for (SeriesRef x : with) {
-      size_t step = 1, hi = lo;
-      while (hi < list.size() && list[hi] < x) {
-        lo = hi;
-        hi += step;
-        step *= 2;
-      }
-      hi = std::min(hi, list.size());
-      lo = static_cast<size_t>(std::lower_bound(list.begin() + static_cast<std::ptrdiff_t>(lo),
-                                                list.begin() + static_cast<std::ptrdiff_t>(hi), x) -
-                               list.begin());
-      if (lo == list.size()) break;
-      if (list[lo] == x) out.push_back(x);
-    }
-    return out;
-  }
-  size_t i = 0, j = 0;
-  while (i < list.size() && j < with.size()) {
-    if (list[i] < with[j]) {
-      i++;
-    } else if (with[j] < list[i]) {
-      j++;
-    } else {
-      out.push_back(with[j]);
-      i++;
-      j++;
-    }
-  }
-  return out;
+  return with.size() <= list.size() ? IntersectSorted(with, list) : IntersectSorted(list, with);
 }
 
 Result<index::Postings> MemPostings::PostingsForLabelMatching(
