@@ -11,6 +11,25 @@
 
 namespace trainwatch::promql {
 
+// The last extrapolation of ExtrapolationFactor: windows of one range query
+// whose first and last samples sit at the same distances from the window's
+// edges (regular scrapes, steps a multiple of the interval) share it.
+struct ExtrapolationMemo {
+  bool valid = false;
+  int64_t to_start = 0, to_end = 0;  // first_t - range_start, range_end - last_t
+  int64_t width = 0;                 // range_end - range_start
+  size_t n = 0;
+  bool is_rate = false;
+  double range_sec = 0;
+  double sampled = 0;            // seconds between the first and last sample
+  double duration_to_start = 0;  // after the threshold, before the counter's zero
+  // A first value at least change * zero_ratio puts the counter's zero point
+  // before the window's left edge by a margin no rounding closes (0: the
+  // zero point never changes the factor).
+  double zero_ratio = 0;
+  double factor = 0;
+};
+
 struct RangeCtx {
   int64_t t = 0;            // step timestamp
   int64_t range_start = 0;  // exclusive
@@ -30,6 +49,8 @@ struct RangeCtx {
   // downsampled tier: their window's count); null when one each.
   // count_over_time and avg_over_time weigh by it.
   const double* counts = nullptr;
+  // Null: ExtrapolationFactor computes every window afresh.
+  ExtrapolationMemo* memo = nullptr;
 };
 
 struct RangeFnDef {

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
+#include <vector>
 
 #include "promql/eval.h"
 #include "promql/functions_internal.h"
@@ -36,6 +38,46 @@ bool CounterReset(W w, const int64_t* st, size_t i) {
 
 double ExtrapolationFactor(const RangeCtx& c, int64_t first_t, int64_t last_t, size_t n, int64_t zero_st, bool counter,
                            double first, double change, bool is_rate) {
+  // The factor depends on the window only through the distances of its first
+  // and last samples from its edges and its sample count, unless the
+  // counter's zero point is nearer than the left edge: a window like the last
+  // one reuses it. Below 2^52 the int64 differences convert to the doubles
+  // the full computation subtracts, so the memo's result is the same bits.
+  constexpr int64_t kExact = int64_t{1} << 52;
+  if (c.memo != nullptr && zero_st == 0 && c.range_start > -kExact && c.range_end < kExact && first_t > -kExact) {
+    ExtrapolationMemo& m = *c.memo;
+    const int64_t to_start = first_t - c.range_start, to_end = c.range_end - last_t;
+    const int64_t width = c.range_end - c.range_start;
+    if (!m.valid || m.to_start != to_start || m.to_end != to_end || m.width != width || m.n != n ||
+        m.is_rate != is_rate || m.range_sec != c.range_sec) {
+      m.valid = true;
+      m.width = width;
+      m.to_start = to_start;
+      m.to_end = to_end;
+      m.n = n;
+      m.is_rate = is_rate;
+      m.range_sec = c.range_sec;
+      m.sampled = (static_cast<double>(last_t) - static_cast<double>(first_t)) / 1000.0;
+      const double avg = n > 1 ? m.sampled / static_cast<double>(n - 1) : 0;
+      const double threshold = avg * 1.1;
+      m.duration_to_start = (static_cast<double>(first_t) - static_cast<double>(c.range_start)) / 1000.0;
+      if (m.duration_to_start >= threshold) m.duration_to_start = avg / 2;
+      double duration_to_end = (static_cast<double>(c.range_end) - static_cast<double>(last_t)) / 1000.0;
+      if (duration_to_end >= threshold) duration_to_end = avg / 2;
+      m.factor = m.sampled != 0 ? (m.sampled + m.duration_to_start + duration_to_end) / m.sampled : 1.0;
+      if (is_rate) m.factor /= c.range_sec;
+      // The zero point is at sampled * first / change before the first
+      // sample; it matters when nearer than duration_to_start, i.e. when
+      // first / change < duration_to_start / sampled. A margin of 1e-9 is
+      // far above the few ulps the divisions below and above round by.
+      m.zero_ratio = m.sampled != 0 && m.duration_to_start > 0 ? m.duration_to_start / m.sampled * (1 + 1e-9) : 0;
+    }
+    if (!(counter && change > 0 && first >= 0) || m.zero_ratio == 0) return m.factor;
+    const double bound = change * m.zero_ratio;
+    if (bound >= std::numeric_limits<double>::min() && first >= bound) return m.factor;
+    if (!(m.sampled * (first / change) < m.duration_to_start)) return m.factor;
+    // The zero point shortens the extrapolation: computed below.
+  }
   const double ft = static_cast<double>(first_t), lt = static_cast<double>(last_t);
   double duration_to_start = (ft - static_cast<double>(c.range_start)) / 1000.0;
   double duration_to_end = (static_cast<double>(c.range_end) - lt) / 1000.0;
@@ -383,6 +425,28 @@ bool DoubleExpSmoothing(W w, const RangeCtx& c, double* out) {
   return true;
 }
 
+// Prefix sums of a series of integers whose magnitudes add up to less than
+// 2^53: every partial sum is exact, so a window's sum is the difference of two
+// of them, the same bits as adding the window's samples one by one (Kahan's
+// compensation stays 0). False, prefix unusable, for any other series.
+bool ExactPrefixSums(std::span<const model::Sample> smp, std::vector<double>* prefix) {
+  constexpr double kLimit = 9007199254740992.0;  // 2^53
+  prefix->resize(smp.size() + 1);
+  double* p = prefix->data();
+  p[0] = 0;
+  double abs_sum = 0;
+  for (size_t i = 0; i < smp.size(); ++i) {
+    const double v = smp[i].v;
+    const double a = std::fabs(v);
+    // NaN fails the first test; the cast is defined below 2^53.
+    if (!(a < kLimit) || static_cast<double>(static_cast<int64_t>(v)) != v) return false;
+    abs_sum += a;
+    if (!(abs_sum < kLimit)) return false;
+    p[i + 1] = p[i] + v;
+  }
+  return true;
+}
+
 const RangeFnDef kRangeFns[] = {
     {"rate", Rate, false, 0},
     {"increase", Increase, false, 0},
@@ -573,6 +637,9 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
   const double* p0 = params.size() > 0 ? params[0].data() : nullptr;
   const double* p1 = params.size() > 1 ? params[1].data() : nullptr;
   RangeCtx ctx;
+  ExtrapolationMemo memo;
+  ctx.memo = &memo;
+  std::vector<double> prefix;
   ctx.range_sec = static_cast<double>(spec.range_ms) / 1000.0;
   std::vector<StepValue> vals;
   vals.reserve(steps);
@@ -616,6 +683,10 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
       const size_t n = smp.size();
       const model::Sample* data = smp.data();
       const double* counts = ev.counts().empty() ? nullptr : ev.counts().data();
+      // Integer gauges (utilisation, temperatures, counts): window sums from
+      // prefix sums, one subtraction a step instead of one addition a sample.
+      const bool window_sums = (def.fn == SumOverTime || def.fn == AvgOverTime) && counts == nullptr &&
+                               mod == parser::RangeMod::kNone && ExactPrefixSums(smp, &prefix);
       size_t lo = 0, hi = 0;
       for (size_t i = 0; i < steps; ++i) {
         int64_t t = r.At(i);
@@ -633,6 +704,11 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
           continue;
         }
         if (hi == lo) continue;
+        if (window_sums) {
+          const double sum = prefix[hi] - prefix[lo];
+          vals.push_back({static_cast<uint32_t>(i), def.fn == AvgOverTime ? sum / static_cast<double>(hi - lo) : sum});
+          continue;
+        }
         ctx.t = t;
         ctx.range_start = from;
         ctx.range_end = ref;
