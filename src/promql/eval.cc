@@ -300,6 +300,20 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
       if (!it->HasST() && !it->HasHistograms() && !it->HasCounts()) {
         it->AppendUntil(maxt, &buf);
         if (!keep_stale) std::erase_if(buf, [](const model::Sample& x) { return model::IsStaleNaN(x.v); });
+      } else if (!it->HasST() && !it->HasHistograms()) {
+        // Points of a downsampled tier, with their windows' counts.
+        it->AppendCountedUntil(maxt, &buf, &counts_);
+        if (!keep_stale) {
+          size_t k = 0;
+          for (size_t i = 0; i < buf.size(); ++i) {
+            if (model::IsStaleNaN(buf[i].v)) continue;
+            buf[k] = buf[i];
+            counts_[k] = counts_[i];
+            ++k;
+          }
+          buf.resize(k);
+          counts_.resize(k);
+        }
       } else {
         const bool has_st = it->HasST();
         const bool has_counts = it->HasCounts();

@@ -141,6 +141,15 @@ class MergeIter : public SeriesIterator {
     return Pick();
   }
 
+  bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) override {
+    if (has_hist_) return SeriesIterator::AppendUntil(maxt, out);
+    return Append(maxt, out, nullptr);
+  }
+  bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) override {
+    if (has_hist_) return SeriesIterator::AppendCountedUntil(maxt, out, counts);
+    return Append(maxt, out, counts);
+  }
+
   model::Sample At() const override { return cur_; }
   // The lead sits on cur_: the sample (of either kind) of the earliest
   // source holding cur_.t.
@@ -170,6 +179,27 @@ class MergeIter : public SeriesIterator {
   }
 
  private:
+  // The samples Next would visit up to maxt: the lead's run before any other
+  // source's next sample in one call to the lead (blocks of one series
+  // rarely overlap, so a run is usually all of a block's samples), ties one
+  // by one as Next resolves them.
+  bool Append(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) {
+    while (has_cur_) {
+      if (cur_.t > maxt) return true;
+      if (cur_.t < others_min_) {
+        const int64_t limit = std::min(maxt, others_min_ - 1);
+        valid_[lead_] = counts != nullptr ? its_[lead_]->AppendCountedUntil(limit, out, counts)
+                                          : its_[lead_]->AppendUntil(limit, out);
+        Pick();
+        continue;
+      }
+      out->push_back(cur_);
+      if (counts != nullptr) counts->push_back(AtCount());
+      if (!Next()) return false;
+    }
+    return false;
+  }
+
   // Sets cur_ to the earliest sample (lowest index on ties), lead_ to its
   // source and others_min_ to the earliest timestamp of the other sources.
   bool Pick() {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -129,6 +130,88 @@ TEST(MergeTest, MatchesAReferenceMergeUnderNextAndSeek) {
       if (!ok) break;
       ASSERT_EQ(m->At().t, want[pos].t) << "round " << round << " step " << step;
       ASSERT_EQ(m->At().v, want[pos].v) << "round " << round << " step " << step;
+    }
+  }
+}
+
+// Samples with counts (as a downsampled tier's points carry), over a vector.
+class CountedVec : public SeriesIterator {
+ public:
+  CountedVec(const std::vector<Sample>* s, const std::vector<double>* c) : s_(s), c_(c) {}
+  bool Next() override { return ++i_ < s_->size(); }
+  bool Seek(int64_t t) override {
+    if (i_ == SIZE_MAX) i_ = 0;
+    while (i_ < s_->size() && (*s_)[i_].t < t) ++i_;
+    return i_ < s_->size();
+  }
+  Sample At() const override { return (*s_)[i_]; }
+  double AtCount() const override { return (*c_)[i_]; }
+  bool HasCounts() const override { return true; }
+  Status Err() const override { return Status::OK(); }
+
+ private:
+  const std::vector<Sample>* s_;
+  const std::vector<double>* c_;
+  size_t i_ = SIZE_MAX;
+};
+
+TEST(MergeTest, AppendUntilInBulkReadsWhatNextReads) {
+  // The merge's AppendUntil and AppendCountedUntil take a source's run in one
+  // call: the samples, counts and the position they stop at are Next's,
+  // whatever the sources' overlaps and ties and the bounds asked for.
+  uint64_t seed = 11;
+  auto rnd = [&](uint64_t n) { return ((seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % n; };
+  for (int round = 0; round < 300; round++) {
+    const size_t k = 1 + rnd(4);
+    std::vector<std::vector<Sample>> src(k);
+    std::vector<std::vector<double>> cnt(k);
+    for (size_t i = 0; i < k; i++) {
+      int64_t t = static_cast<int64_t>(rnd(2) ? rnd(50) : i * 40);
+      for (int n = static_cast<int>(rnd(30)); n > 0; n--) {
+        t += 1 + static_cast<int64_t>(rnd(3));
+        src[i].push_back({t, static_cast<double>(i * 1000 + t)});
+        cnt[i].push_back(static_cast<double>(1 + rnd(9)));
+      }
+    }
+    auto make = [&] {
+      std::vector<std::unique_ptr<SeriesIterator>> its;
+      for (size_t i = 0; i < k; i++) its.push_back(std::make_unique<CountedVec>(&src[i], &cnt[i]));
+      return MergeIterators(std::move(its));
+    };
+    std::vector<Sample> want;
+    std::vector<double> want_counts;
+    auto ref = make();
+    while (ref->Next()) {
+      want.push_back(ref->At());
+      want_counts.push_back(ref->AtCount());
+    }
+    for (bool counted : {false, true}) {
+      auto m = make();
+      std::vector<Sample> got;
+      std::vector<double> got_counts;
+      bool more = m->Seek(0);
+      while (more) {
+        // Up to a bound from just before the current sample (nothing to
+        // read) to 40 past it.
+        const int64_t maxt = m->At().t - 1 + static_cast<int64_t>(rnd(41));
+        const size_t before = got.size();
+        more = counted ? m->AppendCountedUntil(maxt, &got, &got_counts) : m->AppendUntil(maxt, &got);
+        for (size_t i = before; i < got.size(); i++) ASSERT_LE(got[i].t, maxt) << "round " << round;
+        if (more) {
+          // Stopped on the next sample Next would give.
+          ASSERT_GT(m->At().t, maxt) << "round " << round;
+          ASSERT_LT(got.size(), want.size()) << "round " << round;
+          ASSERT_EQ(m->At().t, want[got.size()].t) << "round " << round;
+        }
+      }
+      ASSERT_EQ(got.size(), want.size()) << "round " << round << " counted " << counted;
+      for (size_t i = 0; i < want.size(); i++) {
+        ASSERT_EQ(got[i].t, want[i].t) << "round " << round << " sample " << i;
+        ASSERT_EQ(got[i].v, want[i].v) << "round " << round << " sample " << i;
+        if (counted) {
+          ASSERT_EQ(got_counts[i], want_counts[i]) << "round " << round << " sample " << i;
+        }
+      }
     }
   }
 }

@@ -114,6 +114,17 @@ class SeriesIterator {
     } while (Next());
     return false;
   }
+  // As AppendUntil, with each sample's AtCount() appended to *counts. For
+  // iterators with counts and neither histograms nor start timestamps.
+  virtual bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) {
+    do {
+      model::Sample s = At();
+      if (s.t > maxt) return true;
+      out->push_back(s);
+      counts->push_back(AtCount());
+    } while (Next());
+    return false;
+  }
   // Start timestamp of the sample at At(): when the counter behind it last
   // started (OpenMetrics/OTel start time, ms; 0 = unknown). PromQL's
   // rate/increase/irate/resets read it to see resets and the counter's zero
@@ -143,6 +154,9 @@ class ForwardingIterator : public SeriesIterator {
   const model::FloatHistogram* AtHistogram() const override { return it_->AtHistogram(); }
   bool HasHistograms() const override { return it_->HasHistograms(); }
   bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) override { return it_->AppendUntil(maxt, out); }
+  bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) override {
+    return it_->AppendCountedUntil(maxt, out, counts);
+  }
   int64_t AtST() const override { return it_->AtST(); }
   bool HasST() const override { return it_->HasST(); }
   double AtCount() const override { return it_->AtCount(); }

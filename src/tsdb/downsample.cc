@@ -47,6 +47,18 @@ class CountedIterator : public storage::SeriesIterator {
   model::Sample At() const override { return v_->At(); }
   double AtCount() const override { return c_->At().v; }
   bool HasCounts() const override { return true; }
+  // Both parts in bulk, then checked against each other.
+  bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) override {
+    const size_t first = out->size();
+    const bool a = v_->AppendUntil(maxt, out);
+    buf_.clear();
+    const bool b = c_->AppendUntil(maxt, &buf_);
+    bool same = buf_.size() == out->size() - first;
+    for (size_t i = 0; same && i < buf_.size(); ++i) same = (*out)[first + i].t == buf_[i].t;
+    if (!same) return Check(true, false);
+    for (const model::Sample& c : buf_) counts->push_back(c.v);
+    return Check(a, b);
+  }
   Status Err() const override {
     if (!err_.ok()) return err_;
     Status s = v_->Err();
@@ -60,6 +72,7 @@ class CountedIterator : public storage::SeriesIterator {
     return false;
   }
   std::unique_ptr<storage::SeriesIterator> v_, c_;
+  std::vector<model::Sample> buf_;  // the count part's points
   Status err_;
 };
 
