@@ -11,6 +11,13 @@
 
 namespace trainwatch::promql {
 
+// Where a window's samples leave off: seconds between its first and last
+// sample, and the stretches extrapolated over to its edges (each at most half
+// the average interval where it is over 1.1 of it, as Prometheus's).
+struct ExtrapolationEdges {
+  double sampled = 0, to_start = 0, to_end = 0;
+};
+
 // The last extrapolation of ExtrapolationFactor: windows of one range query
 // whose first and last samples sit at the same distances from the window's
 // edges (regular scrapes, steps a multiple of the interval) share it.
@@ -21,13 +28,12 @@ struct ExtrapolationMemo {
   size_t n = 0;
   bool is_rate = false;
   double range_sec = 0;
-  double sampled = 0;            // seconds between the first and last sample
-  double duration_to_start = 0;  // after the threshold, before the counter's zero
+  ExtrapolationEdges edges;
   // A first value at least change * zero_ratio puts the counter's zero point
   // before the window's left edge by a margin no rounding closes (0: the
   // zero point never changes the factor).
   double zero_ratio = 0;
-  double factor = 0;
+  double factor = 0;  // with the edges as they are
 };
 
 struct RangeCtx {

@@ -34,15 +34,36 @@ bool CounterReset(W w, const int64_t* st, size_t i) {
   return w[i].v < w[i - 1].v || (st != nullptr && StartTimestampReset(st[i - 1], w[i - 1].t, st[i], w[i].t));
 }
 
+ExtrapolationEdges WindowEdges(const RangeCtx& c, int64_t first_t, int64_t last_t, size_t n) {
+  const double ft = static_cast<double>(first_t), lt = static_cast<double>(last_t);
+  ExtrapolationEdges e;
+  e.sampled = (lt - ft) / 1000.0;
+  e.to_start = (ft - static_cast<double>(c.range_start)) / 1000.0;
+  e.to_end = (static_cast<double>(c.range_end) - lt) / 1000.0;
+  const double avg = n > 1 ? e.sampled / static_cast<double>(n - 1) : 0;
+  const double threshold = avg * 1.1;
+  if (e.to_start >= threshold) e.to_start = avg / 2;
+  if (e.to_end >= threshold) e.to_end = avg / 2;
+  return e;
+}
+
+double Factor(const ExtrapolationEdges& e, const RangeCtx& c, bool is_rate) {
+  double factor = e.sampled != 0 ? (e.sampled + e.to_start + e.to_end) / e.sampled : 1.0;
+  if (is_rate) factor /= c.range_sec;
+  return factor;
+}
+
 }  // namespace
 
 double ExtrapolationFactor(const RangeCtx& c, int64_t first_t, int64_t last_t, size_t n, int64_t zero_st, bool counter,
                            double first, double change, bool is_rate) {
+  const bool to_zero = counter && change > 0 && first >= 0;
+  ExtrapolationEdges e;
   // The factor depends on the window only through the distances of its first
   // and last samples from its edges and its sample count, unless the
   // counter's zero point is nearer than the left edge: a window like the last
   // one reuses it. Below 2^52 the int64 differences convert to the doubles
-  // the full computation subtracts, so the memo's result is the same bits.
+  // WindowEdges subtracts, so the memo's result is the same bits.
   constexpr int64_t kExact = int64_t{1} << 52;
   if (c.memo != nullptr && zero_st == 0 && c.range_start > -kExact && c.range_end < kExact && first_t > -kExact) {
     ExtrapolationMemo& m = *c.memo;
@@ -57,49 +78,32 @@ double ExtrapolationFactor(const RangeCtx& c, int64_t first_t, int64_t last_t, s
       m.n = n;
       m.is_rate = is_rate;
       m.range_sec = c.range_sec;
-      m.sampled = (static_cast<double>(last_t) - static_cast<double>(first_t)) / 1000.0;
-      const double avg = n > 1 ? m.sampled / static_cast<double>(n - 1) : 0;
-      const double threshold = avg * 1.1;
-      m.duration_to_start = (static_cast<double>(first_t) - static_cast<double>(c.range_start)) / 1000.0;
-      if (m.duration_to_start >= threshold) m.duration_to_start = avg / 2;
-      double duration_to_end = (static_cast<double>(c.range_end) - static_cast<double>(last_t)) / 1000.0;
-      if (duration_to_end >= threshold) duration_to_end = avg / 2;
-      m.factor = m.sampled != 0 ? (m.sampled + m.duration_to_start + duration_to_end) / m.sampled : 1.0;
-      if (is_rate) m.factor /= c.range_sec;
+      m.edges = WindowEdges(c, first_t, last_t, n);
+      m.factor = Factor(m.edges, c, is_rate);
       // The zero point is at sampled * first / change before the first
-      // sample; it matters when nearer than duration_to_start, i.e. when
-      // first / change < duration_to_start / sampled. A margin of 1e-9 is
-      // far above the few ulps the divisions below and above round by.
-      m.zero_ratio = m.sampled != 0 && m.duration_to_start > 0 ? m.duration_to_start / m.sampled * (1 + 1e-9) : 0;
+      // sample; it matters when nearer than to_start, i.e. when first /
+      // change < to_start / sampled. A margin of 1e-9 is far above the few
+      // ulps the divisions here and below round by.
+      m.zero_ratio =
+          m.edges.sampled != 0 && m.edges.to_start > 0 ? m.edges.to_start / m.edges.sampled * (1 + 1e-9) : 0;
     }
-    if (!(counter && change > 0 && first >= 0) || m.zero_ratio == 0) return m.factor;
+    if (!to_zero || m.zero_ratio == 0) return m.factor;
     const double bound = change * m.zero_ratio;
     if (bound >= std::numeric_limits<double>::min() && first >= bound) return m.factor;
-    if (!(m.sampled * (first / change) < m.duration_to_start)) return m.factor;
-    // The zero point shortens the extrapolation: computed below.
-  }
-  const double ft = static_cast<double>(first_t), lt = static_cast<double>(last_t);
-  double duration_to_start = (ft - static_cast<double>(c.range_start)) / 1000.0;
-  double duration_to_end = (static_cast<double>(c.range_end) - lt) / 1000.0;
-  double sampled = (lt - ft) / 1000.0;
-  double avg = n > 1 ? sampled / static_cast<double>(n - 1) : 0;
-  double threshold = avg * 1.1;
-  if (zero_st != 0) {
-    sampled = (lt - static_cast<double>(zero_st)) / 1000.0;
-    duration_to_start = 0;
+    e = m.edges;  // the zero point may be nearer: worked out below
   } else {
-    if (duration_to_start >= threshold) duration_to_start = avg / 2;
+    e = WindowEdges(c, first_t, last_t, n);
+  }
+  if (zero_st != 0) {
+    e.sampled = (static_cast<double>(last_t) - static_cast<double>(zero_st)) / 1000.0;
+    e.to_start = 0;
+  } else if (to_zero) {
     // Counters cannot go below zero: no extrapolation past where the
     // counter would reach it.
-    if (counter && change > 0 && first >= 0) {
-      double to_zero = sampled * (first / change);
-      if (to_zero < duration_to_start) duration_to_start = to_zero;
-    }
+    const double zero_at = e.sampled * (first / change);
+    if (zero_at < e.to_start) e.to_start = zero_at;
   }
-  if (duration_to_end >= threshold) duration_to_end = avg / 2;
-  double factor = sampled != 0 ? (sampled + duration_to_start + duration_to_end) / sampled : 1.0;
-  if (is_rate) factor /= c.range_sec;
-  return factor;
+  return Factor(e, c, is_rate);
 }
 
 namespace {
