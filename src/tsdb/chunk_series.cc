@@ -62,6 +62,23 @@ bool ChunkListIterator::Advance() {
         hit_->Reset(u.data);
       } else {
         it_.Reset(u.enc, u.data);
+        if (chunks_[ci_].mint < mint_) {
+          // Into the chunk at mint_ by Seek: a dense chunk's binary search
+          // rather than a Next per sample before it (a query starting late
+          // in a long tier chunk).
+          started_ = true;
+          if (it_.Seek(mint_)) {
+            if (it_.t() > maxt_) return done_ = true, false;
+            return true;
+          }
+          if (!it_.Err().ok()) {
+            err_ = it_.Err();
+            return done_ = true, false;
+          }
+          ci_++;
+          started_ = false;
+          continue;
+        }
       }
       started_ = true;
     }

@@ -268,7 +268,9 @@ namespace trainwatch::tsdb {
 namespace {
 
 // AppendUntil over a chunk list (mixed encodings, clipped to [mint, maxt])
-// reads exactly what Seek and Next read, and resumes where it stopped.
+// reads exactly what Seek and Next read, and resumes where it stopped; both
+// read the samples in [max(mint, seek), maxt], chunks that start before
+// mint entered by a seek into them.
 TEST(ChunkListIteratorTest, AppendUntilMatchesNext) {
   std::vector<std::string> bytes;
   std::vector<ChunkRefData> chunks;
@@ -300,6 +302,12 @@ TEST(ChunkListIteratorTest, AppendUntilMatchesNext) {
         while (a.Next());
       }
       ASSERT_TRUE(a.Err().ok());
+      std::vector<int64_t> expect;
+      for (int64_t x = 1000; x < 2500; x += 10) {
+        if (x >= std::max(mint, seek) && x <= maxt) expect.push_back(x);
+      }
+      ASSERT_EQ(want.size(), expect.size());
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(want[i].t, expect[i]);
       for (int64_t cut : {int64_t{1499}, int64_t{1500}, int64_t{2000}, int64_t{9000}}) {
         ChunkListIterator b(chunks, mint, maxt, nullptr);
         std::vector<model::Sample> got;
