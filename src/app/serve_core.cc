@@ -19,7 +19,7 @@ Status TsdbComponent::Open(const ServeOptions& o) {
   db_opts.max_future_ms = o.max_future_ms;
   db_opts.retention_bytes = o.retention_bytes;
   db_opts.downsample = o.downsample;
-  db_opts.tier_retention_ms = {o.retention_5m_ms, o.retention_1h_ms};
+  db_opts.tier_retention_ms = {o.retention_5m_ms, o.retention_1h_ms, o.retention_1h_ms};  // 6 h kept as 1 h
   db_opts.wal_sync = o.wal_sync;
   int64_t t0 = MonoNanos();
   auto db = tsdb::DB::Open(db_opts);

@@ -1,5 +1,6 @@
 #include "tsdb/block.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -201,9 +202,11 @@ std::unique_ptr<storage::Querier> Block::NewQuerier(int64_t mint, int64_t maxt) 
   return std::make_unique<BlockQuerier>(shared_from_this(), mint, maxt);
 }
 
-Result<std::unique_ptr<BlockWriter>> BlockWriter::Create(const std::string& parent, index::BlockMeta meta) {
+Result<std::unique_ptr<BlockWriter>> BlockWriter::Create(const std::string& parent, index::BlockMeta meta,
+                                                         size_t chunk_samples) {
   std::unique_ptr<BlockWriter> w(new BlockWriter());
   w->parent_ = parent;
+  w->chunk_samples_ = std::max<size_t>(chunk_samples, 1);
   w->meta_ = std::move(meta);
   w->meta_.num_series = w->meta_.num_samples = w->meta_.num_chunks = 0;
   w->tmp_dir_ = parent + "/" + w->meta_.id + ".tmp";
@@ -245,7 +248,7 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& 
     if (k == nh || (i < nf && s.ts[i] < s.hts[k])) {
       // A run of floats, up to the next histogram.
       size_t end = i;
-      while (end < nf && end - i < kBlockChunkSamples && (k == nh || s.ts[end] < s.hts[k])) end++;
+      while (end < nf && end - i < chunk_samples_ && (k == nh || s.ts[end] < s.hts[k])) end++;
       buf_.clear();
       chunkenc::EncodeDense(&s.ts[i], &s.vs[i], end - i, &buf_);
       ASSIGN_OR_RETURN(index::ChunkRef ref, WriteChunk(chunkenc::Encoding::kDense, buf_, &s.ts[i],

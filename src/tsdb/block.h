@@ -92,11 +92,16 @@ struct SeriesSamples {
 
 // Writes one block. Series must be added in strictly increasing label order.
 // Not thread-safe.
+// Samples per persisted chunk (whole-chunk dense encoding).
+inline constexpr size_t kBlockChunkSamples = 960;
+
 class BlockWriter {
  public:
   // Writes into <parent>/<meta.id>.tmp and renames it to <parent>/<meta.id>
   // on Finish. meta's id, mint, maxt, level, sources and seq must be set.
-  static Result<std::unique_ptr<BlockWriter>> Create(const std::string& parent, index::BlockMeta meta);
+  // Float runs are cut into chunks of at most `chunk_samples`.
+  static Result<std::unique_ptr<BlockWriter>> Create(const std::string& parent, index::BlockMeta meta,
+                                                     size_t chunk_samples = kBlockChunkSamples);
   ~BlockWriter();
 
   // Floats and histograms: runs of each kind become chunks of their own
@@ -115,6 +120,7 @@ class BlockWriter {
   std::unique_ptr<index::IndexWriter> index_;
   uint64_t next_id_ = 0;
   bool finished_ = false;
+  size_t chunk_samples_ = kBlockChunkSamples;
   std::string buf_, wrapped_;
   std::vector<chunkenc::STRun> runs_;
   // Writes `bytes` (a chunk of encoding enc holding the samples at ts[0, n),
@@ -127,7 +133,5 @@ class BlockWriter {
 // A new 26-character ULID (time-ordered, random suffix).
 std::string NewUlid();
 
-// Samples per persisted chunk (whole-chunk dense encoding).
-inline constexpr size_t kBlockChunkSamples = 960;
 
 }  // namespace trainwatch::tsdb

@@ -512,16 +512,20 @@ class DBQuerier : public storage::Querier {
   std::unique_ptr<storage::SeriesSet> Select(bool sorted, const storage::SelectHints& hints,
                                              const model::Matchers& matchers) override {
     if (!hints.func.empty()) {
-      // A range function a tier answers exactly: the tier's points up to
-      // its last one, raw samples after it (standing for one each).
-      const int tier = PickTier(tiers_, hints);
-      if (tier >= 0) {
-        const auto& blocks = tiers_.tiers[static_cast<size_t>(tier)];
-        const int64_t cov = TierAnswerEnd(tiers_, tier);
+      // A range function tiers answer exactly: their points stretch by
+      // stretch, raw samples after the last (standing for one each).
+      const std::vector<TierSegment> plan = PlanTiers(tiers_, hints);
+      if (!plan.empty()) {
         std::vector<std::unique_ptr<storage::SeriesSet>> sets;
-        sets.push_back(SelectTier(blocks, hints.func, hints.start, std::min(hints.end, cov), matchers));
+        for (size_t i = 0; i < plan.size(); ++i) {
+          const TierSegment& seg = plan[i];
+          auto set = SelectTier(tiers_.tiers[static_cast<size_t>(seg.tier)], hints.func, seg.from, seg.to, matchers);
+          // Blocks are read by whole chunks: a stretch that starts inside
+          // one leaves out the points the stretch before answered.
+          sets.push_back(i == 0 ? std::move(set) : SamplesFrom(std::move(set), seg.from));
+        }
         storage::SelectHints rest = hints;
-        rest.start = std::max(hints.start, cov + 1);
+        rest.start = plan.back().to + 1;
         if (rest.start <= rest.end) {
           for (auto& q : qs_) sets.push_back(SamplesFrom(q->Select(true, rest, matchers), rest.start));
         }

@@ -32,12 +32,13 @@ struct Options {
   int64_t max_future_ms = 10 * 60 * 1000;
   std::function<int64_t()> now_ms;  // the wall clock when empty; tests and soak runs set their own
   uint64_t retention_bytes = 0;                        // --retention.size; 0 = unlimited
-  // Downsampled tiers (5 m, 1 h; tsdb/downsample.h): written from every raw
-  // block at compaction into <dir>/downsample/, and kept for
-  // tier_retention_ms[tier] (--storage.tsdb.retention.resolution-5m/-1h;
-  // 0 = forever), independent of retention_ms.
+  // Downsampled tiers (5 m, 1 h, 6 h; tsdb/downsample.h): written from old
+  // raw blocks at compaction into <dir>/downsample/, and kept for
+  // tier_retention_ms[tier] (--storage.tsdb.retention.resolution-5m/-1h,
+  // the latter for 6 h too; 0 = forever), independent of retention_ms.
   bool downsample = true;
-  std::array<int64_t, 2> tier_retention_ms = {90LL * 24 * 3600 * 1000, 365LL * 24 * 3600 * 1000};
+  std::array<int64_t, 3> tier_retention_ms = {90LL * 24 * 3600 * 1000, 365LL * 24 * 3600 * 1000,
+                                              365LL * 24 * 3600 * 1000};
   // Bounds on new series (--storage.max-series, --ingest.max-labels-per-series,
   // ...): refused with ResourceExhausted and counted; existing ones flow on.
   SeriesLimits series_limits;

@@ -87,7 +87,9 @@ bool DBImpl::TiersMade(const index::BlockMeta& m, bool* wanted) {
     // A range the tier's retention would drop at once is not made (again).
     const int64_t keep = opts_.tier_retention_ms[static_cast<size_t>(t)];
     if (keep > 0 && m.maxt <= now - keep) continue;
-    *wanted = true;
+    const auto [lo, hi] = TierRange(m.mint, m.maxt, t);
+    const bool fits = lo < hi;  // the range holds a whole window of the tier
+    *wanted = *wanted || fits;
     int in_range = 0;
     bool same = false;
     for (const auto& tb : tiers[static_cast<size_t>(t)]) {
@@ -95,9 +97,11 @@ bool DBImpl::TiersMade(const index::BlockMeta& m, bool* wanted) {
       // block of old tiers that late raw data overlaps is left alone).
       if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) continue;
       in_range++;
-      same = tb->RawMint() == m.mint && tb->RawMaxt() == m.maxt && tb->Sources() == sources;
+      same = tb->RawMint() == lo && tb->RawMaxt() == hi && tb->Sources() == sources;
     }
-    done = done && in_range == 1 && same;
+    // A tier of which the range holds no whole window has no block of its
+    // own; one left in the range from blocks merged into this one is stale.
+    done = done && (fits ? in_range == 1 && same : in_range == 0);
   }
   return done;
 }
@@ -127,12 +131,17 @@ Status DBImpl::MakeTiers(const index::BlockMeta& m) {
         tb->MarkDeleted();
         return true;
       });
+      if (made[static_cast<size_t>(t)] == nullptr) continue;  // no whole window of this tier
       tier.push_back(made[static_cast<size_t>(t)]);
       std::sort(tier.begin(), tier.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
     }
   }
+  uint64_t series = 0;
+  for (const auto& tb : made) {
+    if (tb != nullptr) series = std::max(series, tb->Part(kAggrSum)->meta().num_series);
+  }
   TW_LOG(Info, "downsampled block {} [{}, {}): {} series in {} ms", m.id, m.mint, m.maxt,
-         made[0]->Part(kAggrSum)->meta().num_series, (MonoNanos() - start) / 1000000);
+         series, (MonoNanos() - start) / 1000000);
   return Status::OK();
 }
 
@@ -199,14 +208,19 @@ Status DBImpl::CompactTiers() {
     for (size_t i = 0; i < tier.size();) {
       const int64_t w = window(tier[i]->RawMint());
       size_t j = i;
-      while (j < tier.size() && tier[j]->RawMaxt() <= std::min(w + kWindow, raw_start)) j++;
+      // Contiguous blocks only: a gap may hide windows a finer tier holds
+      // (a 6 h tier block leaves out its raw block's edge windows).
+      while (j < tier.size() && tier[j]->RawMaxt() <= std::min(w + kWindow, raw_start) &&
+             (j == i || tier[j]->RawMint() == tier[j - 1]->RawMaxt())) {
+        j++;
+      }
       if (j - i < 2 || w + kWindow > raw_start) {
         i = std::max(j, i + 1);
         continue;
       }
       std::vector<std::shared_ptr<TierBlock>> group(tier.begin() + static_cast<std::ptrdiff_t>(i),
                                                     tier.begin() + static_cast<std::ptrdiff_t>(j));
-      ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(TierDir(t), group, {all}));
+      ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(TierDir(t), t, group, {all}));
       base::MutexLock lock(&blocks_mu_);
       auto& cur = tiers_[static_cast<size_t>(t)];
       std::erase_if(cur, [&](const std::shared_ptr<TierBlock>& tb) {

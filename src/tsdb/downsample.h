@@ -1,6 +1,6 @@
 #pragma once
 // Downsampled tiers (docs/format/downsample.md): per series and per window of
-// a fixed resolution (5 m, 1 h), the min, max, sum, count and last of its
+// a fixed resolution (5 m, 1 h, 6 h), the min, max, sum, count and last of its
 // float samples, so long ranges read a few points per window instead of every
 // sample. Written from raw data at compaction, kept longer than raw data, and
 // read by queries of min/max/sum/count/avg/last_over_time whose windows lie
@@ -30,9 +30,18 @@ enum TierAggr : int { kAggrMin = 0, kAggrMax, kAggrSum, kAggrCount, kAggrLast, k
 std::string_view AggrName(int aggr);
 
 // The tier resolutions (ms), finest first, and their directory names.
-inline constexpr std::array<int64_t, 2> kTierResolutions = {5 * 60 * 1000, 3600 * 1000};
-inline constexpr int kNumTiers = 2;
-std::string_view TierName(int tier);  // "5m", "1h"
+inline constexpr std::array<int64_t, 3> kTierResolutions = {5 * 60 * 1000, 3600 * 1000, 6 * 3600 * 1000};
+inline constexpr int kNumTiers = 3;
+std::string_view TierName(int tier);  // "5m", "1h", "6h"
+
+// The part [lo, hi) of a raw block's range [mint, maxt) whose windows of
+// `tier` lie wholly in it: both ends rounded inwards to the tier's grid
+// (lo >= hi: none). A raw block on the 2 h grid is whole for 5 m and 1 h;
+// for 6 h, a block that starts or ends between two 6 h marks (the first
+// block of a server's data, the last before an outage) leaves its edge
+// windows out, since they hold samples of the block beside it too. Queries
+// read a finer tier there (PlanTiers).
+std::pair<int64_t, int64_t> TierRange(int64_t mint, int64_t maxt, int tier);
 
 // Aggregates the float samples ts/vs[0, n) (sorted, unique) into windows of
 // `res` ms: one point per non-empty window and aggregate, appended to
@@ -45,8 +54,9 @@ void AggregateWindows(const int64_t* ts, const double* vs, size_t n, int64_t res
 
 // One tier block: <tier dir>/<ULID>/{min,max,sum,count,last}/, each part a
 // block of the ordinary format with the same series in the same order and
-// the same timestamps. Its range is that of the raw block it was made from
-// (`RawMint/RawMaxt`); its points are stamped in (RawMint, RawMaxt].
+// the same timestamps. Its range [RawMint, RawMaxt) is the TierRange of the
+// raw block it was made from (or the union of merged ones); its points are
+// stamped in (RawMint, RawMaxt].
 // Thread-safe; queriers hold a shared_ptr.
 class TierBlock {
  public:
@@ -54,8 +64,8 @@ class TierBlock {
   ~TierBlock();
 
   const std::string& dir() const { return dir_; }
-  // The raw block's range [RawMint, RawMaxt) and its sources (raw level-1
-  // block ids), which say whether the raw data changed since.
+  // The raw range its windows cover, [RawMint, RawMaxt), and its sources
+  // (raw level-1 block ids), which say whether the raw data changed since.
   int64_t RawMint() const { return parts_[0]->meta().mint - 1; }
   int64_t RawMaxt() const { return parts_[0]->meta().maxt - 1; }
   const std::vector<std::string>& Sources() const { return parts_[0]->meta().sources; }
@@ -75,15 +85,18 @@ class TierBlock {
 // with their samples in (mint, maxt]) into tier_dirs[i], crash-safe: parts
 // are written under "<ULID>.tmp", fsynced, and the directory renamed into
 // place. Series without float samples are left out (native histograms are
-// not downsampled). Returns the opened blocks, one per resolution.
+// not downsampled). Each tier block covers the TierRange of [mint, maxt).
+// Returns the opened blocks, one per resolution; null for a resolution of
+// which the range holds no whole window.
 Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
     const std::array<std::string, kNumTiers>& tier_dirs, int64_t mint, int64_t maxt,
     const std::vector<std::string>& sources, storage::SeriesSet* raw);
 
-// Merges tier blocks of one resolution (not overlapping) into one tier
-// block in tier_dir covering all their ranges and sources, crash-safe as
+// Merges tier blocks of one resolution (not overlapping, each starting
+// where the one before ends: a gap may hide data a finer tier holds) into one tier
+// block of tier `tier` in tier_dir covering all their ranges and sources, crash-safe as
 // WriteTierBlocks. `all` matches every series.
-Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir,
+Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir, int tier,
                                                    const std::vector<std::shared_ptr<TierBlock>>& group,
                                                    const model::Matchers& all);
 
@@ -101,20 +114,31 @@ struct TierView {
   std::vector<std::pair<int64_t, int64_t>> raw;  // [mint, maxt] (inclusive) of each raw block and the head
 };
 
-// The tier (index of kTierResolutions) whose points give `hints`'s function
-// exactly, or -1. Exact needs the windows on the grid: range, step, the
-// first window's start (hints.start - 1) and the last's end (hints.end)
-// multiples of the resolution. Among those, the coarsest that is either
-// at most a fifth of the step (of the range for an instant query), as
-// Thanos's auto downsampling, or needed because raw data no longer reaches
-// back to hints.start; and whose blocks leave no hole where raw data exists.
-int PickTier(const TierView& v, const storage::SelectHints& hints);
+// A stretch of a query's point times that one tier answers.
+struct TierSegment {
+  int tier = 0;
+  int64_t from = 0, to = 0;  // point times [from, to]
+};
+
+// Which tiers answer `hints`'s function exactly, stretch by stretch from
+// hints.start; raw samples answer after the last segment's `to` (an empty
+// plan: raw data answers all). Exact needs the windows on a tier's grid:
+// range, step, the first window's start (hints.start - 1) and the last's
+// end (hints.end) multiples of its resolution; on the grid every tier gives
+// the raw answer, and a coarser one reads fewer points (a 6 h step: one
+// point per window and aggregate from the 6 h tier, six from the 1 h). So
+// each stretch takes the coarsest such tier with a block there, a finer one
+// where the coarser has none (edge windows, TierRange), and switches back at
+// the coarser's next block. A gap no tier covers is passed over while no
+// raw data lies in it; otherwise raw data answers from there on.
+std::vector<TierSegment> PlanTiers(const TierView& v, const storage::SelectHints& hints);
 // The last point time the tier's blocks hold (INT64_MIN: none).
 int64_t TierCoverageEnd(const std::vector<std::shared_ptr<TierBlock>>& blocks);
 // The last point time a query takes from the tier: its coverage end, or one
-// window before it while a raw block holds data in that last window: the
-// window's point was made from that raw block, maybe before the sample at
-// exactly the window's end (in the next block or the head) arrived.
+// window before it while a raw block that ends inside that last window holds
+// data there: the window's point was made from that raw block, maybe before
+// the sample at exactly the window's end (in the next block or the head)
+// arrived.
 int64_t TierAnswerEnd(const TierView& v, int tier);
 
 // `set` with every sample before `mint` left out: stores filter by whole

@@ -1,5 +1,7 @@
-// A 90-day range over many series, answered from the 1 h tier and from raw
-// blocks (the same query 1 ms off the grid, which tiers cannot answer).
+// A 90-day range over many series, answered from the tiers (a 6 h step: the
+// 6 h tier, and the 1 h and 5 m tiers for its last window; a 3 h step: the
+// 1 h tier) and from raw blocks (the 6 h query 1 ms off the grid, which
+// tiers cannot answer).
 // Figures: docs/performance.md. Run:
 //   TW_DS_SERIES=2000 build/release/src/tsdb/downsample_bench
 // Building the data dir (90 days of one sample per 5 minutes per series,
@@ -81,24 +83,29 @@ Data* Get() {
   return d;
 }
 
-// range(0): 1 = on the 1 h grid (the tier answers), 0 = 1 ms off it (raw).
-void Run(benchmark::State& state, const char* expr) {
+// range(0): 1 = a 6 h step on the grid (the tiers answer), 0 = the same
+// 1 ms off it (raw), 2 = a 3 h step on the grid (the 1 h tier answers).
+void Run(benchmark::State& state, const std::string& func) {
   Data* d = Get();
   promql::Engine engine{promql::EngineOptions{}};
-  const int64_t off = state.range(0) == 1 ? 0 : 1;
+  const int64_t off = state.range(0) == 0 ? 1 : 0;
+  const int64_t step = state.range(0) == 2 ? 3 * kHour : 6 * kHour;
+  const std::string range = state.range(0) == 2 ? "[3h]" : "[6h]";
+  const std::string expr = func == "avg" ? "sum by (gpu) (avg_over_time(gpu_util" + range + "))"
+                                         : "max_over_time(gpu_util" + range + ")";
   for (auto _ : state) {
-    auto r = engine.Range(*d->db, expr, kStart + 24 * kHour + off, kEnd + off, 6 * kHour);
+    auto r = engine.Range(*d->db, expr, kStart + 24 * kHour + off, kEnd + off, step);
     if (!r.ok() || r->matrix.empty()) state.SkipWithError("query failed");
     benchmark::DoNotOptimize(r);
   }
-  state.SetLabel(std::to_string(d->series) + " series, 89 days, step 6h");
+  state.SetLabel(std::to_string(d->series) + " series, 89 days, step " + (step == 3 * kHour ? "3h" : "6h"));
 }
 
-void BM_SumAvgOverTime90d(benchmark::State& state) { Run(state, "sum by (gpu) (avg_over_time(gpu_util[6h]))"); }
-void BM_MaxOverTime90d(benchmark::State& state) { Run(state, "max_over_time(gpu_util[6h])"); }
+void BM_SumAvgOverTime90d(benchmark::State& state) { Run(state, "avg"); }
+void BM_MaxOverTime90d(benchmark::State& state) { Run(state, "max"); }
 
-BENCHMARK(BM_SumAvgOverTime90d)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_MaxOverTime90d)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SumAvgOverTime90d)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MaxOverTime90d)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace trainwatch::tsdb

@@ -125,9 +125,17 @@ TEST_F(DownsampleTest, TierPointsEqualAggregatesOfRawSamples) {
     while (it->Next()) raw[set->At().labels()].push_back(it->At());
   }
   ASSERT_EQ(raw.size(), 3u);
+  // Flush compacts the data into one raw block of 12 h from kT0, 4 h past a
+  // 6 h mark: whole for 5 m and 1 h, and one 6 h window, (kT0 + 2 h,
+  // kT0 + 8 h], for the 6 h tier.
+  EXPECT_EQ(tiered_->GetStats().blocks, 1u);
+  EXPECT_EQ(TierRange(kT0, kT0 + kSpan, 2), std::make_pair(kT0 + 2 * kHour, kT0 + 8 * kHour));
   for (int tier = 0; tier < kNumTiers; ++tier) {
-    ASSERT_FALSE(tiers[tier].empty());
+    ASSERT_EQ(tiers[tier].size(), 1u);
     const int64_t res = kTierResolutions[static_cast<size_t>(tier)];
+    const auto [lo, hi] = TierRange(kT0, kT0 + kSpan, tier);
+    EXPECT_EQ(tiers[tier][0]->RawMint(), lo);
+    EXPECT_EQ(tiers[tier][0]->RawMaxt(), hi);
     for (int a = 0; a < kNumAggr; ++a) {
       std::map<model::Labels, std::vector<model::Sample>> got;
       for (const auto& tb : tiers[tier]) {
@@ -141,9 +149,10 @@ TEST_F(DownsampleTest, TierPointsEqualAggregatesOfRawSamples) {
         // The expected points, window by window, straight from the definition.
         std::map<int64_t, std::vector<double>> windows;
         for (const auto& smp : samples) {
-          // The window ending at the first block's start would be the tier
-          // of the block before it, which there is not.
-          if (model::IsStaleNaN(smp.v) || smp.t <= kT0) continue;
+          // Whole windows of the block only: the one ending at its start
+          // would be the tier of the block before it, which there is not;
+          // 6 h windows reaching past either end hold other blocks' samples.
+          if (model::IsStaleNaN(smp.v) || smp.t <= lo || smp.t > hi) continue;
           windows[(smp.t + res - 1) / res * res].push_back(smp.v);
         }
         const auto& pts = got[labels];
@@ -209,8 +218,9 @@ TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
   now_ = kAged;
   ASSERT_TRUE(raw_->Flush().ok());
   ASSERT_TRUE(tiered_->Flush().ok());
-  // The querier picks the 5 m tier for a 1 h step on the grid (points
-  // carry counts), and raw data 1 ms off it.
+  // The querier picks the 1 h tier for a 1 h step on the grid (the
+  // coarsest on whose grid it lies; points carry counts), and raw data 1 ms
+  // off it.
   auto all = model::Matcher::Make(model::MatchType::kEqual, "gpu", "0");
   for (int64_t off : {0, 1}) {
     auto q = tiered_->NewQuerier(model::kMinTime, model::kMaxTime);
@@ -227,17 +237,57 @@ TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
     size_t n = 0;
     while (it->Next()) n++;
     EXPECT_EQ(it->HasCounts(), off == 0);
-    EXPECT_EQ(n, off == 0 ? 48u : 4u * 240);  // 5 m points, or 15 s samples
+    EXPECT_EQ(n, off == 0 ? 4u : 4u * 240);  // 1 h points, or 15 s samples
   }
   // Two more hours in the head only: answers read the tiers up to their
   // last point and raw samples after it.
   Fill(raw_.get(), kT0 + kSpan, kT0 + kSpan + 2 * kHour);
   Fill(tiered_.get(), kT0 + kSpan, kT0 + kSpan + 2 * kHour);
+  // A 6 h step from the 6 h tier's one window, (kT0 + 2 h, kT0 + 8 h], to
+  // kT0 + 14 h: that window from the 6 h tier, the raw block's last 4 h
+  // (no whole 6 h window) from the 1 h tier but its last hour, which the
+  // 5 m tier gives but its last 5 minutes (their ends' samples lie in the
+  // head), then raw samples.
+  {
+    auto q = tiered_->NewQuerier(model::kMinTime, model::kMaxTime);
+    ASSERT_TRUE(q.ok());
+    storage::SelectHints h;
+    h.start = kT0 + 2 * kHour + 1;
+    h.end = kT0 + 14 * kHour;
+    h.func = "count_over_time";
+    h.range_ms = 6 * kHour;
+    h.step_ms = 6 * kHour;
+    auto set = (*q)->Select(true, h, {*all});
+    ASSERT_TRUE(set->Next());
+    auto it = set->At().Iterator();
+    std::vector<int64_t> ts;
+    double total = 0;
+    while (it->Next()) {
+      ts.push_back(it->At().t);
+      total += it->HasCounts() ? it->AtCount() : 1;
+    }
+    ASSERT_GE(ts.size(), 15u);
+    const std::vector<int64_t> tiered(ts.begin(), ts.begin() + 15);
+    std::vector<int64_t> want = {kT0 + 8 * kHour, kT0 + 9 * kHour, kT0 + 10 * kHour, kT0 + 11 * kHour};
+    for (int64_t t = kT0 + 11 * kHour + 5 * kMin; t < kT0 + 12 * kHour; t += 5 * kMin) want.push_back(t);
+    EXPECT_EQ(tiered, want);
+    EXPECT_EQ(ts[15], kT0 + 11 * kHour + 55 * kMin + 15'000);  // then raw
+    // Every 15 s sample of gpu 0 in (kT0 + 2 h, kT0 + 14 h) once, but the
+    // stale marker at kT0 + 5 h + 30 s, which tiers do not count.
+    EXPECT_EQ(total, 12.0 * 240 - 2);
+  }
   Engine engine{promql::EngineOptions{}};
   struct Q {
     int64_t start, end, step;
   };
-  // 1 h and 6 h steps pick the 5 m and 1 h tiers; 7 m and an off-grid start fall back to raw.
+  for (const char* e : {"avg_over_time(gpu_util[6h])", "sum_over_time(gpu_util[6h])", "min_over_time(gpu_util[6h])",
+                        "last_over_time(gpu_util[12h])", "count_over_time(gpu_util[6h])"}) {
+    auto want = engine.Range(*raw_, e, kT0 + 8 * kHour, kT0 + 14 * kHour, 6 * kHour);
+    auto got = engine.Range(*tiered_, e, kT0 + 8 * kHour, kT0 + 14 * kHour, 6 * kHour);
+    ASSERT_TRUE(want.ok() && got.ok()) << e;
+    ExpectSameResults(*want, *got, std::string(e) + " step 6h");
+  }
+  // 1 h and 6 h steps pick the 1 h and 6 h tiers; 7 m and an off-grid start fall back to raw.
   for (Q r : {Q{kT0 + 3 * kHour, kT0 + kSpan, kHour}, Q{kT0 + 6 * kHour, kT0 + kSpan, 6 * kHour},
               Q{kT0 + kHour, kT0 + 9 * kHour, 7 * kMin}, Q{kT0 + kHour + 1000, kT0 + 9 * kHour + 1000, kHour},
               Q{kT0 + 8 * kHour, kT0 + kSpan + 2 * kHour, kHour}}) {
@@ -289,6 +339,61 @@ TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
   now_ = kT0 + 91 * 24 * kHour;
   ASSERT_TRUE(tiered_->Flush().ok());
   EXPECT_LT(tiered_->GetStats().tier_blocks, after.tier_blocks);
+}
+
+// Blocks that start and end between 6 h marks (3 h blocks, so 9 h ones
+// after compaction, and an outage): the 6 h tier covers their whole windows
+// only, with gaps at their edges that the finer tiers cover. Once raw
+// retention took the raw blocks, a long query at a 6 h step reads the 6 h
+// tier where it can and the 1 h tier in its gaps, as raw data answers; and
+// merging old tier blocks keeps the gaps (merged over, a gap would read as
+// no data: the query would miss those samples).
+TEST_F(DownsampleTest, CoarseTierGapsAreReadFromFinerTiers) {
+  raw_ = OpenDB("r", false, 0);
+  Options o;
+  o.dir = base_ + "/t";
+  o.background = false;
+  o.retention_ms = 240 * kHour;  // blocks grow to 9 h (27 h is over a tenth); tiers come at 5 days of age
+  o.block_duration_ms = 3 * kHour;
+  o.now_ms = [this] { return now_.load(); };
+  auto db = DB::Open(o);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  tiered_ = std::move(*db);
+  const int64_t end = kT0 + 72 * kHour;
+  now_ = end;
+  for (DB* d : {raw_.get(), tiered_.get()}) {
+    Fill(d, kT0, kT0 + 30 * kHour);
+    Fill(d, kT0 + 40 * kHour, end);
+  }
+  now_ = end + 6 * 24 * kHour;
+  ASSERT_TRUE(raw_->Flush().ok());
+  ASSERT_TRUE(tiered_->Flush().ok());
+  auto* impl = static_cast<DBImpl*>(tiered_.get());
+  auto tiers = impl->TiersSnapshot();
+  ASSERT_GE(tiers[2].size(), 4u);
+  bool gap = false;
+  for (size_t i = 1; i < tiers[2].size(); ++i) gap = gap || tiers[2][i]->RawMint() != tiers[2][i - 1]->RawMaxt();
+  ASSERT_TRUE(gap);
+  const size_t fine_blocks = tiers[1].size();
+  // Raw retention takes every raw block; the tiers are merged per 20.25 d.
+  now_ = end + 11 * 24 * kHour;
+  ASSERT_TRUE(tiered_->Flush().ok());
+  ASSERT_EQ(tiered_->GetStats().blocks, 0u);
+  tiers = impl->TiersSnapshot();
+  EXPECT_LT(tiers[1].size(), fine_blocks);  // the 1 h tier's contiguous runs were merged
+  Engine engine{promql::EngineOptions{}};
+  for (const char* e : {"avg_over_time(gpu_util[6h])", "sum_over_time(gpu_util[6h])", "max_over_time(gpu_util[12h])",
+                        "min_over_time(gpu_util[6h])", "count_over_time(gpu_util[6h])", "last_over_time(gpu_util[6h])",
+                        "sum by (job) (avg_over_time(gpu_util[6h]))"}) {
+    // From the first 6 h mark after kT0 (4 h past one): no window reaches
+    // back to the sample at kT0 itself, which only a tier of the (absent)
+    // block before the first would hold.
+    auto want = engine.Range(*raw_, e, kT0 + 8 * kHour, end + 2 * kHour, 6 * kHour);
+    auto got = engine.Range(*tiered_, e, kT0 + 8 * kHour, end + 2 * kHour, 6 * kHour);
+    ASSERT_TRUE(want.ok() && got.ok()) << e;
+    ASSERT_FALSE(got->matrix.empty()) << e;
+    ExpectSameResults(*want, *got, e);
+  }
 }
 
 // --retention.size counts the tiers, and a raw block it deletes gets its

@@ -276,16 +276,18 @@ export async function renderRun(ctx: PageContext): Promise<() => void> {
   return () => cleanups.forEach((c) => c());
 }
 
-// The GPU charts' query range: about 300 points. A long run's points are
-// each the mean over their step (avg_over_time), with the step on the 5 m or
-// 1 h grid and the range on the step's, so the downsampled tiers answer them
-// once raw data is old (docs/format/downsample.md) and no spike falls
-// between two points; a short run's are raw samples.
+// The GPU charts' query range: about 300 points (200 to 450). A long run's
+// points are each the mean over their step (avg_over_time), with the step a
+// multiple of the coarsest tier resolution (5 m, 1 h, 6 h) it reaches and
+// the range on the step's grid, so the downsampled tiers answer them once
+// raw data is old (docs/format/downsample.md: a 90-day chart reads one 6 h
+// point per series and step) and no spike falls between two points; a
+// short run's are raw samples.
 export function gpuQueryRange(start: number, end: number): { start: number; end: number; step: number; avg: boolean } {
   const step = Math.max(1, Math.ceil((end - start) / 300));
   if (step < 300) return { start, end, step, avg: false };
-  const grid = step >= 5 * 3600 ? 3600 : 300;  // a tier answers a step of five of its windows or more
-  const s = Math.ceil(step / grid) * grid;
+  const grid = [6 * 3600, 3600, 300].find((g) => step >= g) ?? 300;
+  const s = Math.max(grid, Math.round(step / grid) * grid);
   return { start: Math.floor(start / s) * s, end: Math.ceil(end / s) * s, step: s, avg: true };
 }
 
