@@ -523,7 +523,7 @@ std::unique_ptr<storage::SeriesSet> SelectTier(const std::vector<std::shared_ptr
     if (b->RawMaxt() < mint || b->RawMint() >= maxt) continue;  // points in (RawMint, RawMaxt]
     hold.push_back(b);
     auto part = [&](int a) { return b->Part(a)->NewQuerier(mint, maxt)->Select(true, hints, matchers); };
-    if (aggr == kAggrSum) {
+    if (aggr == kAggrSum && func != "sum_over_time") {
       sets.push_back(std::make_unique<CountedSeriesSet>(part(kAggrSum), part(kAggrCount)));
     } else {
       sets.push_back(part(aggr));

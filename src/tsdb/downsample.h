@@ -103,7 +103,8 @@ Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir, 
 // The points of one tier's blocks (sorted by time, not overlapping) for a
 // query asking for `func`: min, max or last points for min/max/last_over_time,
 // sum points carrying their window's count (SeriesIterator::AtCount) for
-// sum/count/avg_over_time. Series sorted by labels.
+// count/avg_over_time, sum points alone for sum_over_time (a sum of window
+// sums needs no counts: half the reading). Series sorted by labels.
 std::unique_ptr<storage::SeriesSet> SelectTier(const std::vector<std::shared_ptr<TierBlock>>& blocks,
                                                std::string_view func, int64_t mint, int64_t maxt,
                                                const model::Matchers& matchers);

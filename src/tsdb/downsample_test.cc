@@ -238,6 +238,15 @@ TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
     while (it->Next()) n++;
     EXPECT_EQ(it->HasCounts(), off == 0);
     EXPECT_EQ(n, off == 0 ? 4u : 4u * 240);  // 1 h points, or 15 s samples
+    // sum_over_time reads the sum part alone: no counts.
+    h.func = "sum_over_time";
+    auto sums = (*q)->Select(true, h, {*all});
+    ASSERT_TRUE(sums->Next());
+    auto sit = sums->At().Iterator();
+    n = 0;
+    while (sit->Next()) n++;
+    EXPECT_FALSE(sit->HasCounts());
+    EXPECT_EQ(n, off == 0 ? 4u : 4u * 240);
   }
   // Two more hours in the head only: answers read the tiers up to their
   // last point and raw samples after it.
