@@ -90,11 +90,11 @@ struct SeriesSamples {
   bool empty() const { return ts.empty() && hts.empty(); }
 };
 
-// Writes one block. Series must be added in strictly increasing label order.
-// Not thread-safe.
 // Samples per persisted chunk (whole-chunk dense encoding).
 inline constexpr size_t kBlockChunkSamples = 960;
 
+// Writes one block. Series must be added in strictly increasing label order.
+// Not thread-safe.
 class BlockWriter {
  public:
   // Writes into <parent>/<meta.id>.tmp and renames it to <parent>/<meta.id>
