@@ -133,5 +133,4 @@ class BlockWriter {
 // A new 26-character ULID (time-ordered, random suffix).
 std::string NewUlid();
 
-
 }  // namespace trainwatch::tsdb

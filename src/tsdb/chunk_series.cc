@@ -45,6 +45,7 @@ ChunkListIterator::ChunkListIterator(std::vector<ChunkRefData> chunks, int64_t m
 
 bool ChunkListIterator::Advance() {
   for (;;) {
+    bool enter_by_seek = false;
     if (!started_) {
       if (ci_ >= chunks_.size() || chunks_[ci_].mint > maxt_) return done_ = true, false;
       chunkenc::Unwrapped u{chunks_[ci_].enc, chunks_[ci_].data};
@@ -62,28 +63,15 @@ bool ChunkListIterator::Advance() {
         hit_->Reset(u.data);
       } else {
         it_.Reset(u.enc, u.data);
-        if (chunks_[ci_].mint < mint_) {
-          // Into the chunk at mint_ by Seek: a dense chunk's binary search
-          // rather than a Next per sample before it (a query starting late
-          // in a long tier chunk).
-          started_ = true;
-          if (it_.Seek(mint_)) {
-            if (it_.t() > maxt_) return done_ = true, false;
-            return true;
-          }
-          if (!it_.Err().ok()) {
-            err_ = it_.Err();
-            return done_ = true, false;
-          }
-          ci_++;
-          started_ = false;
-          continue;
-        }
+        // A chunk that starts before mint_ is entered at mint_ by Seek: a
+        // dense chunk's binary search rather than a Next per sample before
+        // it (a query starting late in a long tier chunk).
+        enter_by_seek = chunks_[ci_].mint < mint_;
       }
       started_ = true;
     }
     if (!hist_) [[likely]] {  // floats: the path as before histograms
-      if (it_.Next()) {
+      if (enter_by_seek ? it_.Seek(mint_) : it_.Next()) {
         if (it_.t() < mint_) continue;
         if (it_.t() > maxt_) return done_ = true, false;
         return true;
