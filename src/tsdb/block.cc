@@ -14,6 +14,7 @@
 #include "tsdb/chunk_series.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/chunkenc/histogram.h"
+#include "tsdb/chunkenc/parts.h"
 #include "tsdb/index/chunks_file.h"
 #include "tsdb/index/index_reader.h"
 #include "tsdb/index/index_writer.h"
@@ -99,8 +100,10 @@ Block::~Block() {
 // chunk lists of a whole block at once.
 class BlockSeriesSet : public storage::SeriesSet {
  public:
-  BlockSeriesSet(std::shared_ptr<Block> b, index::Postings ids, int64_t mint, int64_t maxt)
-      : b_(b), ids_(std::move(ids)), cur_({}, {}, nullptr, mint, maxt, std::move(b)), mint_(mint), maxt_(maxt) {}
+  // parts.value < 0: a block of single chunks (not parts).
+  BlockSeriesSet(std::shared_ptr<Block> b, index::Postings ids, int64_t mint, int64_t maxt, Block::Parts parts)
+      : b_(b), ids_(std::move(ids)), cur_({}, {}, nullptr, mint, maxt, std::move(b)), mint_(mint), maxt_(maxt),
+        parts_(parts) {}
 
   bool Next() override {
     // One ChunkSeries refilled in place: its label strings and chunk list
@@ -121,7 +124,9 @@ class BlockSeriesSet : public storage::SeriesSet {
       batch_.Get(i_ - batch_start_, cur_.mutable_labels(), &metas_);
       i_++;
       std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
+      std::vector<ChunkRefData>& counts = *cur_.mutable_counts();
       chunks.clear();
+      counts.clear();
       for (const auto& m : metas_) {
         if (m.maxt < mint_ || m.mint > maxt_) continue;
         auto cv = b_->chunks_->Get(m.ref);
@@ -129,7 +134,27 @@ class BlockSeriesSet : public storage::SeriesSet {
           err_ = b_->ReadFailed(cv.status());
           return false;
         }
-        chunks.push_back({m.mint, m.maxt, static_cast<chunkenc::Encoding>(cv->encoding), cv->data});
+        const auto enc = static_cast<chunkenc::Encoding>(cv->encoding);
+        if ((enc == chunkenc::Encoding::kParts) != (parts_.value >= 0)) {
+          err_ = b_->ReadFailed(Status::Corruption(
+              std::string(parts_.value >= 0 ? "a chunk that is not a parts chunk in a block of parts"
+                                            : "a parts chunk in a block of single chunks") +
+              " (series " + cur_.labels().ToString() + ")"));
+          return false;
+        }
+        if (parts_.value < 0) {
+          chunks.push_back({m.mint, m.maxt, enc, cv->data});
+          continue;
+        }
+        for (auto [part, out] : {std::pair{parts_.value, &chunks}, std::pair{parts_.count, &counts}}) {
+          if (part < 0) continue;
+          auto p = chunkenc::UnwrapPart(cv->data, static_cast<size_t>(part));
+          if (!p.ok()) {
+            err_ = b_->ReadFailed(p.status().Annotate("series " + cur_.labels().ToString()));
+            return false;
+          }
+          out->push_back({m.mint, m.maxt, p->enc, p->data});
+        }
       }
       if (chunks.empty()) continue;
       return true;
@@ -144,6 +169,7 @@ class BlockSeriesSet : public storage::SeriesSet {
   index::Postings ids_;
   ChunkSeries cur_;
   int64_t mint_, maxt_;
+  Block::Parts parts_;
   size_t i_ = 0;
   size_t batch_start_ = 0, batch_end_ = 0;  // ids_[batch_start_, batch_end_) are in batch_
   index::IndexReader::SeriesBatch batch_;
@@ -153,7 +179,8 @@ class BlockSeriesSet : public storage::SeriesSet {
 
 class BlockQuerier : public storage::Querier {
  public:
-  BlockQuerier(std::shared_ptr<Block> b, int64_t mint, int64_t maxt) : b_(std::move(b)), mint_(mint), maxt_(maxt) {}
+  BlockQuerier(std::shared_ptr<Block> b, int64_t mint, int64_t maxt, Block::Parts parts)
+      : b_(std::move(b)), mint_(mint), maxt_(maxt), parts_(parts) {}
 
   std::unique_ptr<storage::SeriesSet> Select(bool, const storage::SelectHints& hints,
                                              const model::Matchers& matchers) override {
@@ -161,7 +188,7 @@ class BlockQuerier : public storage::Querier {
     auto ids = b_->index_->PostingsForMatchers(matchers);
     if (!ids.ok()) return storage::ErrorSeriesSet(b_->ReadFailed(ids.status()));
     // Block series ids are in label order: the set is sorted already.
-    return std::make_unique<BlockSeriesSet>(b_, std::move(*ids), mint, maxt);
+    return std::make_unique<BlockSeriesSet>(b_, std::move(*ids), mint, maxt, parts_);
   }
 
   Result<std::vector<std::string>> LabelValues(std::string_view name, const model::Matchers& matchers) override {
@@ -196,10 +223,15 @@ class BlockQuerier : public storage::Querier {
  private:
   std::shared_ptr<Block> b_;
   int64_t mint_, maxt_;
+  Block::Parts parts_;
 };
 
 std::unique_ptr<storage::Querier> Block::NewQuerier(int64_t mint, int64_t maxt) {
-  return std::make_unique<BlockQuerier>(shared_from_this(), mint, maxt);
+  return std::make_unique<BlockQuerier>(shared_from_this(), mint, maxt, Parts{.value = -1});
+}
+
+std::unique_ptr<storage::Querier> Block::NewQuerier(int64_t mint, int64_t maxt, Parts parts) {
+  return std::make_unique<BlockQuerier>(shared_from_this(), mint, maxt, parts);
 }
 
 Result<std::unique_ptr<BlockWriter>> BlockWriter::Create(const std::string& parent, index::BlockMeta meta,
@@ -273,6 +305,33 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& 
   next_id_++;
   meta_.num_series++;
   meta_.num_samples += s.size();
+  meta_.num_chunks += metas.size();
+  return Status::OK();
+}
+
+Status BlockWriter::AddSeriesParts(const model::Labels& labels, std::span<const int64_t> ts,
+                                   std::span<const double* const> parts) {
+  if (ts.empty()) return Status::OK();
+  RETURN_IF_ERROR(index_->CheckSeries(labels));
+  std::vector<index::ChunkMeta> metas;
+  part_bufs_.resize(parts.size());
+  std::vector<chunkenc::Unwrapped> enc(parts.size());
+  for (size_t i = 0; i < ts.size(); i += chunk_samples_) {
+    const size_t n = std::min(chunk_samples_, ts.size() - i);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      part_bufs_[p].clear();
+      chunkenc::EncodeDense(&ts[i], parts[p] + i, n, &part_bufs_[p]);
+      enc[p] = {chunkenc::Encoding::kDense, part_bufs_[p]};
+    }
+    buf_.clear();
+    chunkenc::WrapParts(enc, &buf_);
+    ASSIGN_OR_RETURN(index::ChunkRef ref, chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kParts), buf_));
+    metas.push_back({ts[i], ts[i + n - 1], ref});
+  }
+  RETURN_IF_ERROR(index_->AddSeries(next_id_, labels, metas));
+  next_id_++;
+  meta_.num_series++;
+  meta_.num_samples += ts.size();
   meta_.num_chunks += metas.size();
   return Status::OK();
 }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,16 @@ class Block : public std::enable_shared_from_this<Block> {
   bool Overlaps(int64_t mint, int64_t maxt) const { return meta_.mint <= maxt && mint < meta_.maxt; }
 
   std::unique_ptr<storage::Querier> NewQuerier(int64_t mint, int64_t maxt);
+  // A block of parts chunks (chunkenc::Encoding::kParts; a tier block, see
+  // docs/format/downsample.md) is read one part at a time: `value` gives the
+  // samples; with `count` >= 0, that part gives each one's
+  // SeriesIterator::AtCount. A chunk that is not a parts chunk is an error
+  // here, as a parts chunk is to a querier without parts.
+  struct Parts {
+    int value = 0;
+    int count = -1;
+  };
+  std::unique_ptr<storage::Querier> NewQuerier(int64_t mint, int64_t maxt, Parts parts);
 
   // The directory is deleted once the last reference is dropped.
   void MarkDeleted() { fate_.store(Fate::kDelete); }
@@ -108,6 +119,11 @@ class BlockWriter {
   // (dense floats; histogram chunks cut as the head cuts them), wrapped with
   // their start timestamps where any sample has one. Empty series are skipped.
   Status AddSeries(const model::Labels& labels, const SeriesSamples& s);
+  // A series of several values per sample (a tier block's aggregates):
+  // chunks of parts (chunkenc::Encoding::kParts), part i of each holding
+  // the values parts[i][0, ts.size()) at ts (sorted, unique), dense.
+  Status AddSeriesParts(const model::Labels& labels, std::span<const int64_t> ts,
+                        std::span<const double* const> parts);
   // Finishes and fsyncs everything, renames the directory into place.
   Result<index::BlockMeta> Finish();
   uint64_t NumSamples() const { return meta_.num_samples; }
@@ -122,6 +138,7 @@ class BlockWriter {
   bool finished_ = false;
   size_t chunk_samples_ = kBlockChunkSamples;
   std::string buf_, wrapped_;
+  std::vector<std::string> part_bufs_;
   std::vector<chunkenc::STRun> runs_;
   // Writes `bytes` (a chunk of encoding enc holding the samples at ts[0, n),
   // whose start timestamps are sts[0, n) or, when sts is null, none).

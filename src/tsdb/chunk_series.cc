@@ -138,8 +138,37 @@ bool ChunkListIterator::Seek(int64_t t) {
   return Advance();
 }
 
+bool CountedIterator::AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) {
+  const size_t first = out->size();
+  const bool a = v_->AppendUntil(maxt, out);
+  buf_.clear();
+  buf_.reserve(out->size() - first);  // once, not a doubling per series
+  const bool b = c_->AppendUntil(maxt, &buf_);
+  bool same = buf_.size() == out->size() - first;
+  for (size_t i = 0; same && i < buf_.size(); ++i) same = (*out)[first + i].t == buf_[i].t;
+  if (!same) return Check(true, false);
+  for (const model::Sample& c : buf_) counts->push_back(c.v);
+  return Check(a, b);
+}
+
+Status CountedIterator::Err() const {
+  if (!err_.ok()) return err_;
+  Status s = v_->Err();
+  return s.ok() ? c_->Err() : s;
+}
+
+bool CountedIterator::Check(bool a, bool b) {
+  if (a == b && (!a || v_->At().t == c_->At().t)) return a;
+  if (err_.ok()) err_ = Status::Corruption("values and counts of different points (a tier block's sum and count parts)");
+  return false;
+}
+
 std::unique_ptr<storage::SeriesIterator> ChunkSeries::Iterator() const {
   auto in_order = std::make_unique<ChunkListIterator>(chunks_, mint_, maxt_, keepalive_);
+  if (!counts_.empty()) {
+    return std::make_unique<CountedIterator>(std::move(in_order),
+                                             std::make_unique<ChunkListIterator>(counts_, mint_, maxt_, keepalive_));
+  }
   if ((ooo_ == nullptr || ooo_->empty()) && (ooo_hist_ == nullptr || ooo_hist_->empty())) return in_order;
   std::vector<std::unique_ptr<storage::SeriesIterator>> its;
   its.push_back(std::move(in_order));

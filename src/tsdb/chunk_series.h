@@ -60,6 +60,30 @@ class ChunkListIterator : public storage::SeriesIterator {
   Status err_;
 };
 
+// Points whose values come from one iterator and their counts
+// (SeriesIterator::AtCount) from another over the same timestamps: a tier
+// block's sum part zipped with its count part. Timestamps that differ are
+// Corruption.
+class CountedIterator : public storage::SeriesIterator {
+ public:
+  CountedIterator(std::unique_ptr<storage::SeriesIterator> v, std::unique_ptr<storage::SeriesIterator> c)
+      : v_(std::move(v)), c_(std::move(c)) {}
+  bool Next() override { return Check(v_->Next(), c_->Next()); }
+  bool Seek(int64_t t) override { return Check(v_->Seek(t), c_->Seek(t)); }
+  model::Sample At() const override { return v_->At(); }
+  double AtCount() const override { return c_->At().v; }
+  bool HasCounts() const override { return true; }
+  // Both in bulk, then checked against each other.
+  bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) override;
+  Status Err() const override;
+
+ private:
+  bool Check(bool a, bool b);
+  std::unique_ptr<storage::SeriesIterator> v_, c_;
+  std::vector<model::Sample> buf_;  // the counts' points
+  Status err_;
+};
+
 // A series over chunks plus optional out-of-order samples and histograms
 // (chunks win ties, then out-of-order floats).
 class ChunkSeries : public storage::Series {
@@ -78,10 +102,14 @@ class ChunkSeries : public storage::Series {
   // reusing its storage.
   model::Labels* mutable_labels() { return &labels_; }
   std::vector<ChunkRefData>* mutable_chunks() { return &chunks_; }
+  // Chunks of the counts of the points of `chunks` (a parts block read with
+  // Block::Parts::count): when not empty, the iterator is a CountedIterator.
+  std::vector<ChunkRefData>* mutable_counts() { return &counts_; }
 
  private:
   model::Labels labels_;
   std::vector<ChunkRefData> chunks_;
+  std::vector<ChunkRefData> counts_;
   std::shared_ptr<const std::vector<model::Sample>> ooo_;  // may be null
   std::shared_ptr<const std::vector<storage::HistogramSample>> ooo_hist_;  // may be null
   std::shared_ptr<const std::vector<int64_t>> ooo_st_;  // may be null

@@ -11,6 +11,8 @@
 // the next block or the head.
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 
 #include "base/clock.h"
@@ -33,6 +35,7 @@ Status DBImpl::LoadTiers() {
     const std::string dir = TierDir(t);
     if (!file::Exists(dir)) continue;
     ASSIGN_OR_RETURN(auto names, file::ListDir(dir));
+    std::vector<std::string> first_layout;
     for (const auto& name : names) {
       const std::string path = dir + "/" + name;
       if (name.ends_with(".tmp")) {  // a tier block whose writing or deleting did not finish
@@ -41,6 +44,10 @@ Status DBImpl::LoadTiers() {
       }
       std::error_code ec;
       if (name.size() != 26 || !std::filesystem::is_directory(path, ec)) continue;
+      if (IsFirstLayoutTierBlock(path)) {
+        first_layout.push_back(path);
+        continue;
+      }
       auto b = TierBlock::Open(path);
       if (!b.ok()) {
         // Tiers are derived data: a damaged one is set aside; the raw block
@@ -51,6 +58,27 @@ Status DBImpl::LoadTiers() {
         continue;
       }
       loaded[static_cast<size_t>(t)].push_back(std::move(*b));
+    }
+    // Tier blocks of the first layout (five indexes each) are rewritten
+    // once, then deleted: renamed "<id>.tmp" first, so a crash while the
+    // files go leaves what the next open removes.
+    for (const auto& path : first_layout) {
+      const int64_t start = MonoNanos();
+      auto b = RewriteFirstLayoutTierBlock(dir, t, path, loaded[static_cast<size_t>(t)]);
+      if (!b.ok()) {
+        auto to = file::SetAside(path);
+        TW_LOG(Error, "tier block {} is unreadable ({}); set aside: {}", path, b.status().message(),
+               to.ok() ? *to : to.status().message());
+        continue;
+      }
+      if (*b != nullptr) {
+        TW_LOG(Info, "tier block {} rewritten with one index as {} in {} ms", path, (*b)->dir(),
+               (MonoNanos() - start) / 1000000);
+        loaded[static_cast<size_t>(t)].push_back(std::move(*b));
+      }
+      const std::string gone = path + ".tmp";
+      if (::rename(path.c_str(), gone.c_str()) != 0) return Status::FromErrno("rename " + path, errno);
+      RETURN_IF_ERROR(file::RemoveAll(gone));
     }
     std::sort(loaded[static_cast<size_t>(t)].begin(), loaded[static_cast<size_t>(t)].end(),
               [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
@@ -138,7 +166,7 @@ Status DBImpl::MakeTiers(const index::BlockMeta& m) {
   }
   uint64_t series = 0;
   for (const auto& tb : made) {
-    if (tb != nullptr) series = std::max(series, tb->Part(kAggrSum)->meta().num_series);
+    if (tb != nullptr) series = std::max(series, tb->NumSeries());
   }
   TW_LOG(Info, "downsampled block {} [{}, {}): {} series in {} ms", m.id, m.mint, m.maxt,
          series, (MonoNanos() - start) / 1000000);

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "model/sample.h"
 #include "storage/merge.h"
+#include "tsdb/index/block_meta.h"
 
 namespace trainwatch::tsdb {
 namespace {
@@ -45,100 +46,6 @@ int64_t WindowEnd(int64_t t, int64_t res) {
   int64_t m = ((t % res) + res) % res;
   return m == 0 ? t : t - m + res;
 }
-
-// A series whose points carry their window's count: the sum part's points
-// zipped with the count part's (same series, same timestamps by construction).
-class CountedIterator : public storage::SeriesIterator {
- public:
-  CountedIterator(std::unique_ptr<storage::SeriesIterator> v, std::unique_ptr<storage::SeriesIterator> c)
-      : v_(std::move(v)), c_(std::move(c)) {}
-  bool Next() override { return Check(v_->Next(), c_->Next()); }
-  bool Seek(int64_t t) override { return Check(v_->Seek(t), c_->Seek(t)); }
-  model::Sample At() const override { return v_->At(); }
-  double AtCount() const override { return c_->At().v; }
-  bool HasCounts() const override { return true; }
-  // Both parts in bulk, then checked against each other.
-  bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) override {
-    const size_t first = out->size();
-    const bool a = v_->AppendUntil(maxt, out);
-    buf_.clear();
-    const bool b = c_->AppendUntil(maxt, &buf_);
-    bool same = buf_.size() == out->size() - first;
-    for (size_t i = 0; same && i < buf_.size(); ++i) same = (*out)[first + i].t == buf_[i].t;
-    if (!same) return Check(true, false);
-    for (const model::Sample& c : buf_) counts->push_back(c.v);
-    return Check(a, b);
-  }
-  Status Err() const override {
-    if (!err_.ok()) return err_;
-    Status s = v_->Err();
-    return s.ok() ? c_->Err() : s;
-  }
-
- private:
-  bool Check(bool a, bool b) {
-    if (a == b && (!a || v_->At().t == c_->At().t)) return a;
-    if (err_.ok()) err_ = Status::Corruption("tier block: sum and count parts disagree");
-    return false;
-  }
-  std::unique_ptr<storage::SeriesIterator> v_, c_;
-  std::vector<model::Sample> buf_;  // the count part's points
-  Status err_;
-};
-
-class CountedSeries : public storage::Series {
- public:
-  const model::Labels& labels() const override { return v_->labels(); }
-  std::unique_ptr<storage::SeriesIterator> Iterator() const override {
-    return std::make_unique<CountedIterator>(v_->Iterator(), c_->Iterator());
-  }
-  const storage::Series* v_ = nullptr;
-  const storage::Series* c_ = nullptr;
-};
-
-// The sum part's series zipped with the count part's, one tier block.
-class CountedSeriesSet : public storage::SeriesSet {
- public:
-  CountedSeriesSet(std::unique_ptr<storage::SeriesSet> v, std::unique_ptr<storage::SeriesSet> c)
-      : v_(std::move(v)), c_(std::move(c)) {}
-  bool Next() override {
-    if (!err_.ok()) return false;
-    bool a = v_->Next(), b = c_->Next();
-    if (a != b || (a && v_->At().labels() != c_->At().labels())) {
-      err_ = Status::Corruption("tier block: sum and count parts hold different series");
-      return false;
-    }
-    if (!a) return false;
-    cur_.v_ = &v_->At();
-    cur_.c_ = &c_->At();
-    return true;
-  }
-  const storage::Series& At() const override { return cur_; }
-  Status Err() const override {
-    if (!err_.ok()) return err_;
-    Status s = v_->Err();
-    return s.ok() ? c_->Err() : s;
-  }
-
- private:
-  std::unique_ptr<storage::SeriesSet> v_, c_;
-  CountedSeries cur_;
-  Status err_;
-};
-
-// Keeps the tier blocks (and so their files) alive while the set is read.
-class HoldingSeriesSet : public storage::SeriesSet {
- public:
-  HoldingSeriesSet(std::vector<std::shared_ptr<TierBlock>> hold, std::unique_ptr<storage::SeriesSet> set)
-      : hold_(std::move(hold)), set_(std::move(set)) {}
-  bool Next() override { return set_->Next(); }
-  const storage::Series& At() const override { return set_->At(); }
-  Status Err() const override { return set_->Err(); }
-
- private:
-  std::vector<std::shared_ptr<TierBlock>> hold_;  // destroyed after set_
-  std::unique_ptr<storage::SeriesSet> set_;
-};
 
 // An iterator with the samples before `mint` left out.
 class FromIterator : public storage::ForwardingIterator {
@@ -185,16 +92,57 @@ class FromSeriesSet : public storage::SeriesSet {
   FromSeries cur_;
 };
 
-// The meta.json of part `aggr` of a tier block made from raw data in
-// [mint, maxt) of `sources`: points are stamped in (mint, maxt], the
-// half-open range one later.
-index::BlockMeta PartMeta(int aggr, int64_t mint, int64_t maxt, const std::vector<std::string>& sources) {
+// The meta.json of tier block `id` made from raw data in [mint, maxt) of
+// `sources`: points are stamped in (mint, maxt], the half-open range one
+// later.
+index::BlockMeta TierMeta(const std::string& id, int64_t mint, int64_t maxt, const std::vector<std::string>& sources) {
   index::BlockMeta meta;
-  meta.id = std::string(AggrName(aggr));
+  meta.id = id;
   meta.mint = mint + 1;
   meta.maxt = maxt + 1;
   meta.sources = sources;
   return meta;
+}
+
+// Writes the series of sets[a], aggregate a's points of the same series with
+// the same timestamps, into `w` as parts chunks.
+Status CopyParts(std::array<std::unique_ptr<storage::SeriesSet>, kNumAggr> sets, BlockWriter* w) {
+  std::vector<int64_t> ts;
+  std::array<std::vector<double>, kNumAggr> cols;
+  std::array<const double*, kNumAggr> ptrs{};
+  for (;;) {
+    int more = 0;
+    for (auto& set : sets) more += set->Next() ? 1 : 0;
+    if (more < kNumAggr) {
+      for (auto& set : sets) RETURN_IF_ERROR(set->Err());
+      if (more > 0) return Status::Corruption("tier block: its parts hold different series");
+      return Status::OK();
+    }
+    const model::Labels& labels = sets[0]->At().labels();
+    ts.clear();
+    for (int a = 0; a < kNumAggr; ++a) {
+      const storage::Series& series = sets[static_cast<size_t>(a)]->At();
+      if (series.labels() != labels) return Status::Corruption("tier block: its parts hold different series");
+      auto& col = cols[static_cast<size_t>(a)];
+      col.clear();
+      auto it = series.Iterator();
+      while (it->Next()) {
+        const model::Sample smp = it->At();
+        if (a == 0) {
+          ts.push_back(smp.t);
+        } else if (col.size() >= ts.size() || ts[col.size()] != smp.t) {
+          return Status::Corruption("tier block: parts of " + labels.ToString() + " hold different points");
+        }
+        col.push_back(smp.v);
+      }
+      RETURN_IF_ERROR(it->Err());
+      if (col.size() != ts.size()) {
+        return Status::Corruption("tier block: parts of " + labels.ToString() + " hold different points");
+      }
+      ptrs[static_cast<size_t>(a)] = col.data();
+    }
+    RETURN_IF_ERROR(w->AddSeriesParts(labels, ts, ptrs));
+  }
 }
 
 }  // namespace
@@ -255,70 +203,69 @@ void AggregateWindows(const int64_t* ts, const double* vs, size_t n, int64_t res
 
 Result<std::shared_ptr<TierBlock>> TierBlock::Open(const std::string& dir) {
   std::shared_ptr<TierBlock> t(new TierBlock());
-  t->dir_ = dir;
-  for (int a = 0; a < kNumAggr; ++a) {
-    ASSIGN_OR_RETURN(t->parts_[static_cast<size_t>(a)], Block::Open(dir + "/" + std::string(AggrName(a))));
-  }
-  const auto& m0 = t->parts_[0]->meta();
-  for (const auto& p : t->parts_) {
-    if (p->meta().mint != m0.mint || p->meta().maxt != m0.maxt || p->meta().num_series != m0.num_series) {
-      return Status::Corruption("tier block " + dir + ": parts cover different series or ranges");
-    }
-  }
+  ASSIGN_OR_RETURN(t->block_, Block::Open(dir));
   return t;
 }
 
-TierBlock::~TierBlock() {
-  if (!deleted_.load()) return;
-  for (auto& p : parts_) p.reset();
-  // Renamed first, as a raw block: a crash while the files go leaves a
-  // "<id>.tmp" dir that the next open removes.
-  std::string gone = dir_ + ".tmp";
-  std::string victim = dir_;
-  if (::rename(dir_.c_str(), gone.c_str()) == 0) victim = gone;
-  Status s = file::RemoveAll(victim);
-  if (!s.ok()) TW_LOG(Warn, "delete tier block {}: {}", dir_, s.message());
+std::unique_ptr<storage::SeriesSet> TierBlock::Select(int aggr, bool counted, int64_t mint, int64_t maxt,
+                                                      const model::Matchers& matchers) const {
+  storage::SelectHints hints;
+  hints.start = mint;
+  hints.end = maxt;
+  return block_->NewQuerier(mint, maxt, Block::Parts{.value = aggr, .count = counted ? int{kAggrCount} : -1})
+      ->Select(true, hints, matchers);
 }
 
-uint64_t TierBlock::SizeBytes() const {
-  uint64_t n = 0;
-  for (const auto& p : parts_) n += p->SizeBytes();
-  return n;
+bool IsFirstLayoutTierBlock(const std::string& dir) {
+  return !file::Exists(dir + "/" + std::string(index::kBlockMetaFile)) &&
+         file::Exists(dir + "/" + std::string(AggrName(kAggrMin)));
+}
+
+Result<std::shared_ptr<TierBlock>> RewriteFirstLayoutTierBlock(const std::string& tier_dir, int tier,
+                                                               const std::string& dir,
+                                                               const std::vector<std::shared_ptr<TierBlock>>& loaded) {
+  std::array<std::shared_ptr<Block>, kNumAggr> parts;
+  for (int a = 0; a < kNumAggr; ++a) {
+    ASSIGN_OR_RETURN(parts[static_cast<size_t>(a)], Block::Open(dir + "/" + std::string(AggrName(a))));
+  }
+  const index::BlockMeta& m = parts[0]->meta();
+  for (const auto& p : parts) {
+    if (p->meta().mint != m.mint || p->meta().maxt != m.maxt || p->meta().num_series != m.num_series) {
+      return Status::Corruption("tier block " + dir + ": parts cover different series or ranges");
+    }
+  }
+  for (const auto& tb : loaded) {
+    if (tb->RawMint() == m.mint - 1 && tb->RawMaxt() == m.maxt - 1 && tb->Sources() == m.sources) return std::shared_ptr<TierBlock>();
+  }
+  ASSIGN_OR_RETURN(auto all, model::Matcher::Make(model::MatchType::kRegex, std::string(model::kMetricName), ".*"));
+  ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tier_dir, TierMeta(NewUlid(), m.mint - 1, m.maxt - 1, m.sources),
+                                               kTierChunkSamples[static_cast<size_t>(tier)]));
+  std::array<std::unique_ptr<storage::SeriesSet>, kNumAggr> sets;
+  for (int a = 0; a < kNumAggr; ++a) {
+    sets[static_cast<size_t>(a)] =
+        parts[static_cast<size_t>(a)]->NewQuerier(model::kMinTime, model::kMaxTime)->Select(true, {}, {all});
+  }
+  RETURN_IF_ERROR(CopyParts(std::move(sets), w.get()));
+  ASSIGN_OR_RETURN(auto meta, w->Finish());
+  return TierBlock::Open(tier_dir + "/" + meta.id);
 }
 
 Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
     const std::array<std::string, kNumTiers>& tier_dirs, int64_t mint, int64_t maxt,
     const std::vector<std::string>& sources, storage::SeriesSet* raw) {
-  std::array<std::string, kNumTiers> ids, tmps;
-  std::array<std::array<std::unique_ptr<BlockWriter>, kNumAggr>, kNumTiers> writers;
+  // A writer removes its unfinished "<ULID>.tmp" on any error below.
+  std::array<std::unique_ptr<BlockWriter>, kNumTiers> writers;
   std::array<std::pair<int64_t, int64_t>, kNumTiers> ranges;
   for (int i = 0; i < kNumTiers; ++i) {
     ranges[i] = TierRange(mint, maxt, i);
     if (ranges[i].first >= ranges[i].second) continue;  // no whole window
-    ids[i] = NewUlid();
-    tmps[i] = tier_dirs[i] + "/" + ids[i] + ".tmp";
-    RETURN_IF_ERROR(file::RemoveAll(tmps[i]));
-    RETURN_IF_ERROR(file::MkdirAll(tmps[i]));
-    for (int a = 0; a < kNumAggr; ++a) {
-      ASSIGN_OR_RETURN(writers[i][a],
-                       BlockWriter::Create(tmps[i], PartMeta(a, ranges[i].first, ranges[i].second, sources),
-                                           kTierChunkSamples[static_cast<size_t>(i)]));
-    }
+    ASSIGN_OR_RETURN(writers[i], BlockWriter::Create(tier_dirs[i], TierMeta(NewUlid(), ranges[i].first, ranges[i].second, sources),
+                                                     kTierChunkSamples[static_cast<size_t>(i)]));
   }
-  // Removes the unfinished directories on any error below.
-  struct Cleanup {
-    std::array<std::string, kNumTiers>* tmps;
-    bool armed = true;
-    ~Cleanup() {
-      if (!armed) return;
-      for (auto& t : *tmps) {
-        if (!t.empty()) (void)file::RemoveAll(t);
-      }
-    }
-  } cleanup{&tmps};
   std::vector<int64_t> ts;
   std::vector<double> vs;
   std::array<SeriesSamples, kNumAggr> agg;
+  std::array<const double*, kNumAggr> cols{};
   while (raw->Next()) {
     const storage::Series& s = raw->At();
     auto it = s.Iterator();
@@ -336,7 +283,7 @@ Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
     RETURN_IF_ERROR(it->Err());
     if (ts.empty()) continue;
     for (int i = 0; i < kNumTiers; ++i) {
-      if (writers[i][0] == nullptr) continue;
+      if (writers[i] == nullptr) continue;
       // The samples of the tier's whole windows, (lo, hi].
       const size_t b = static_cast<size_t>(std::upper_bound(ts.begin(), ts.end(), ranges[i].first) - ts.begin());
       const size_t e = static_cast<size_t>(std::upper_bound(ts.begin(), ts.end(), ranges[i].second) - ts.begin());
@@ -344,22 +291,17 @@ Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
       for (auto& a : agg) a.clear();
       AggregateWindows(ts.data() + b, vs.data() + b, e - b, kTierResolutions[static_cast<size_t>(i)], &agg);
       if (agg[0].ts.empty()) continue;  // only stale markers
-      for (int a = 0; a < kNumAggr; ++a) RETURN_IF_ERROR(writers[i][a]->AddSeries(s.labels(), agg[a]));
+      for (int a = 0; a < kNumAggr; ++a) cols[static_cast<size_t>(a)] = agg[static_cast<size_t>(a)].vs.data();
+      RETURN_IF_ERROR(writers[i]->AddSeriesParts(s.labels(), agg[0].ts, cols));
     }
   }
   RETURN_IF_ERROR(raw->Err());
   std::array<std::shared_ptr<TierBlock>, kNumTiers> out;
   for (int i = 0; i < kNumTiers; ++i) {
-    if (writers[i][0] == nullptr) continue;
-    for (auto& w : writers[i]) RETURN_IF_ERROR(w->Finish().status());
-    RETURN_IF_ERROR(file::SyncDir(tmps[i]));
-    std::string final_dir = tier_dirs[i] + "/" + ids[i];
-    if (::rename(tmps[i].c_str(), final_dir.c_str()) != 0) return Status::FromErrno("rename " + tmps[i], errno);
-    tmps[i].clear();  // in place: no longer the cleanup's
-    RETURN_IF_ERROR(file::SyncDir(tier_dirs[i]));
-    ASSIGN_OR_RETURN(out[i], TierBlock::Open(final_dir));
+    if (writers[i] == nullptr) continue;
+    ASSIGN_OR_RETURN(auto meta, writers[i]->Finish());
+    ASSIGN_OR_RETURN(out[i], TierBlock::Open(tier_dirs[i] + "/" + meta.id));
   }
-  cleanup.armed = false;
   return out;
 }
 
@@ -374,46 +316,19 @@ Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir, 
     sources.insert(sources.end(), b->Sources().begin(), b->Sources().end());
   }
   std::sort(sources.begin(), sources.end());
-  const std::string id = NewUlid();
-  std::string tmp = tier_dir + "/" + id + ".tmp";
-  RETURN_IF_ERROR(file::RemoveAll(tmp));
-  RETURN_IF_ERROR(file::MkdirAll(tmp));
-  struct Cleanup {
-    std::string* tmp;
-    ~Cleanup() {
-      if (!tmp->empty()) (void)file::RemoveAll(*tmp);
-    }
-  } cleanup{&tmp};
-  SeriesSamples data;
+  ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tier_dir, TierMeta(NewUlid(), mint, maxt, sources),
+                                               kTierChunkSamples[static_cast<size_t>(tier)]));
+  // Every block holds each series' aggregates at the same timestamps, so
+  // each aggregate's merge yields the same series in order.
+  std::array<std::unique_ptr<storage::SeriesSet>, kNumAggr> sets;
   for (int a = 0; a < kNumAggr; ++a) {
-    ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tmp, PartMeta(a, mint, maxt, sources),
-                                                 kTierChunkSamples[static_cast<size_t>(tier)]));
-    // Every part of every block holds the same series with the same
-    // timestamps, so each part's merge yields the same series in order.
-    std::vector<std::unique_ptr<storage::SeriesSet>> sets;
-    for (const auto& b : group) {
-      sets.push_back(b->Part(a)->NewQuerier(model::kMinTime, model::kMaxTime)->Select(true, {}, all));
-    }
-    auto merged = storage::MergeSeriesSets(std::move(sets));
-    while (merged->Next()) {
-      auto it = merged->At().Iterator();
-      data.clear();
-      while (it->Next()) {
-        data.ts.push_back(it->At().t);
-        data.vs.push_back(it->At().v);
-      }
-      RETURN_IF_ERROR(it->Err());
-      RETURN_IF_ERROR(w->AddSeries(merged->At().labels(), data));
-    }
-    RETURN_IF_ERROR(merged->Err());
-    RETURN_IF_ERROR(w->Finish().status());
+    std::vector<std::unique_ptr<storage::SeriesSet>> blocks;
+    for (const auto& b : group) blocks.push_back(b->Select(a, false, model::kMinTime, model::kMaxTime, all));
+    sets[static_cast<size_t>(a)] = storage::MergeSeriesSets(std::move(blocks));
   }
-  RETURN_IF_ERROR(file::SyncDir(tmp));
-  const std::string final_dir = tier_dir + "/" + id;
-  if (::rename(tmp.c_str(), final_dir.c_str()) != 0) return Status::FromErrno("rename " + tmp, errno);
-  tmp.clear();
-  RETURN_IF_ERROR(file::SyncDir(tier_dir));
-  return TierBlock::Open(final_dir);
+  RETURN_IF_ERROR(CopyParts(std::move(sets), w.get()));
+  ASSIGN_OR_RETURN(auto meta, w->Finish());
+  return TierBlock::Open(tier_dir + "/" + meta.id);
 }
 
 int64_t TierCoverageEnd(const std::vector<std::shared_ptr<TierBlock>>& blocks) {
@@ -514,22 +429,13 @@ std::unique_ptr<storage::SeriesSet> SelectTier(const std::vector<std::shared_ptr
                                                const model::Matchers& matchers) {
   const int aggr = TierAggrFor(func);
   if (aggr == kNumAggr) return storage::ErrorSeriesSet(Status::InvalidArgument("no tier answers " + std::string(func)));
+  const bool counted = aggr == kAggrSum && func != "sum_over_time";
   std::vector<std::unique_ptr<storage::SeriesSet>> sets;
-  std::vector<std::shared_ptr<TierBlock>> hold;
-  storage::SelectHints hints;
-  hints.start = mint;
-  hints.end = maxt;
   for (const auto& b : blocks) {
     if (b->RawMaxt() < mint || b->RawMint() >= maxt) continue;  // points in (RawMint, RawMaxt]
-    hold.push_back(b);
-    auto part = [&](int a) { return b->Part(a)->NewQuerier(mint, maxt)->Select(true, hints, matchers); };
-    if (aggr == kAggrSum && func != "sum_over_time") {
-      sets.push_back(std::make_unique<CountedSeriesSet>(part(kAggrSum), part(kAggrCount)));
-    } else {
-      sets.push_back(part(aggr));
-    }
+    sets.push_back(b->Select(aggr, counted, mint, maxt, matchers));
   }
-  return std::make_unique<HoldingSeriesSet>(std::move(hold), storage::MergeSeriesSets(std::move(sets)));
+  return storage::MergeSeriesSets(std::move(sets));
 }
 
 }  // namespace trainwatch::tsdb

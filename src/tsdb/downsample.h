@@ -23,7 +23,7 @@
 
 namespace trainwatch::tsdb {
 
-// The aggregates of a window; each is one block ("part") of a tier block.
+// The aggregates of a window; each is one part of a tier block's chunks.
 enum TierAggr : int { kAggrMin = 0, kAggrMax, kAggrSum, kAggrCount, kAggrLast, kNumAggr };
 
 // The part's directory name: "min", "max", "sum", "count", "last".
@@ -52,38 +52,55 @@ std::pair<int64_t, int64_t> TierRange(int64_t mint, int64_t maxt, int tier);
 void AggregateWindows(const int64_t* ts, const double* vs, size_t n, int64_t res,
                       std::array<SeriesSamples, kNumAggr>* out);
 
-// One tier block: <tier dir>/<ULID>/{min,max,sum,count,last}/, each part a
-// block of the ordinary format with the same series in the same order and
-// the same timestamps. Its range [RawMint, RawMaxt) is the TierRange of the
-// raw block it was made from (or the union of merged ones); its points are
-// stamped in (RawMint, RawMaxt].
-// Thread-safe; queriers hold a shared_ptr.
+// One tier block: <tier dir>/<ULID>/, a block of the ordinary layout
+// (meta.json, index, chunks/) whose chunks are parts chunks
+// (chunkenc::Encoding::kParts) of five parts, one per aggregate in TierAggr
+// order: one index for the five. Its range [RawMint, RawMaxt) is the
+// TierRange of the raw block it was made from (or the union of merged
+// ones); its points are stamped in (RawMint, RawMaxt].
+// Thread-safe; queriers hold the block.
 class TierBlock {
  public:
   static Result<std::shared_ptr<TierBlock>> Open(const std::string& dir);
-  ~TierBlock();
 
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return block_->dir(); }
   // The raw range its windows cover, [RawMint, RawMaxt), and its sources
   // (raw level-1 block ids), which say whether the raw data changed since.
-  int64_t RawMint() const { return parts_[0]->meta().mint - 1; }
-  int64_t RawMaxt() const { return parts_[0]->meta().maxt - 1; }
-  const std::vector<std::string>& Sources() const { return parts_[0]->meta().sources; }
-  const std::shared_ptr<Block>& Part(int aggr) const { return parts_[static_cast<size_t>(aggr)]; }
-  uint64_t SizeBytes() const;
-  // The directory is deleted once the last reference is dropped.
-  void MarkDeleted() { deleted_ = true; }
+  int64_t RawMint() const { return block_->meta().mint - 1; }
+  int64_t RawMaxt() const { return block_->meta().maxt - 1; }
+  const std::vector<std::string>& Sources() const { return block_->meta().sources; }
+  uint64_t NumSeries() const { return block_->meta().num_series; }
+  uint64_t SizeBytes() const { return block_->SizeBytes(); }
+  // The points of aggregate `aggr` stamped in [mint, maxt] of the series
+  // matching, sorted by labels; with `counted`, each carries its window's
+  // count (SeriesIterator::AtCount) from the count part.
+  std::unique_ptr<storage::SeriesSet> Select(int aggr, bool counted, int64_t mint, int64_t maxt,
+                                             const model::Matchers& matchers) const;
+  // The directory is deleted once the last reference is dropped (queriers
+  // hold the block).
+  void MarkDeleted() { block_->MarkDeleted(); }
 
  private:
   TierBlock() = default;
-  std::string dir_;
-  std::array<std::shared_ptr<Block>, kNumAggr> parts_;
-  std::atomic<bool> deleted_{false};
+  std::shared_ptr<Block> block_;
 };
 
+// Whether `dir` is a tier block of the first layout (before parts chunks):
+// <ULID>/{min,max,sum,count,last}/, five blocks of single chunks, each
+// with its own index of every series.
+bool IsFirstLayoutTierBlock(const std::string& dir);
+
+// The first-layout tier block `dir` of tier `tier` rewritten into a new one
+// in tier_dir (crash-safe as WriteTierBlocks); the caller deletes `dir`.
+// Null, with nothing written, when `loaded` holds one of the same range and
+// sources already (written before a crash kept `dir` from being deleted).
+Result<std::shared_ptr<TierBlock>> RewriteFirstLayoutTierBlock(const std::string& tier_dir, int tier,
+                                                               const std::string& dir,
+                                                               const std::vector<std::shared_ptr<TierBlock>>& loaded);
+
 // Writes one tier block per resolution from `raw` (series sorted by labels,
-// with their samples in (mint, maxt]) into tier_dirs[i], crash-safe: parts
-// are written under "<ULID>.tmp", fsynced, and the directory renamed into
+// with their samples in (mint, maxt]) into tier_dirs[i], crash-safe: each
+// is written under "<ULID>.tmp", fsynced, and the directory renamed into
 // place. Series without float samples are left out (native histograms are
 // not downsampled). Each tier block covers the TierRange of [mint, maxt).
 // Returns the opened blocks, one per resolution; null for a resolution of

@@ -30,6 +30,10 @@ enum class Encoding : uint8_t {
   // Another chunk with its samples' start timestamps (tsdb/chunkenc/st.h).
   // Iterator and DecodeAll read the chunk inside and ignore them.
   kStartTimes = 5,
+  // Several chunks of the same samples, one per value ("part": a tier
+  // block's min, max, sum, count and last; tsdb/chunkenc/parts.h). Iterator
+  // and DecodeAll refuse it (NotSupported): UnwrapPart takes one out.
+  kParts = 6,
 };
 
 inline bool IsHistogramEncoding(Encoding e) { return e == Encoding::kFloatHistogram; }

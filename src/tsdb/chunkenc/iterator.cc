@@ -76,6 +76,9 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
     case Encoding::kFloatHistogram:
       err_ = Status::NotSupported("chunk: a float histogram chunk has no float samples (read it with FloatHistogramIterator)");
       return;
+    case Encoding::kParts:
+      err_ = Status::NotSupported("chunk: a parts chunk holds several (read one with UnwrapPart)");
+      return;
   }
   err_ = Status::NotSupported("chunk: unknown encoding " + std::to_string(static_cast<int>(enc)));
 }
