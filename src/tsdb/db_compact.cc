@@ -14,11 +14,11 @@
 #include "tsdb/db_impl.h"
 
 namespace trainwatch::tsdb {
-namespace {
-
-int64_t AlignDown(int64_t t, int64_t r) { return t >= 0 ? t / r * r : -(((-t) + r - 1) / r) * r; }
-
-}  // namespace
+int64_t DBImpl::TopLevelRange() const {
+  int64_t range = opts_.block_duration_ms;
+  while (range * 3 <= MaxBlockRange()) range *= 3;
+  return range;
+}
 
 int64_t DBImpl::MaxBlockRange() const {
   // Blocks grow up to a tenth of the retention (31 days at most), as Prometheus.
@@ -60,9 +60,8 @@ Status DBImpl::Compact(bool force) {
     }
     // 2. Level windows.
     int64_t db_maxt = std::max(head_->MaxTime(), blocks.back()->meta().maxt);
-    const int64_t max_range = MaxBlockRange();
     bool did = false;
-    for (int64_t range = opts_.block_duration_ms * 3; range <= max_range && !did; range *= 3) {
+    for (int64_t range = opts_.block_duration_ms * 3; range <= TopLevelRange() && !did; range *= 3) {
       for (size_t i = 0; i < blocks.size() && !did;) {
         int64_t w = AlignDown(blocks[i]->meta().mint, range);
         size_t j = i;
@@ -164,8 +163,9 @@ Status DBImpl::CompactBlocks(const std::vector<std::shared_ptr<Block>>& group) {
 }
 
 Status DBImpl::ApplyRetention() {
+  // No early return without raw blocks: tier blocks alone may be over
+  // --retention.size (raw retention took every raw block).
   std::vector<std::shared_ptr<Block>> blocks = BlocksSnapshot();
-  if (blocks.empty()) return Status::OK();
   std::vector<std::shared_ptr<Block>> drop;
   if (opts_.retention_ms > 0) {
     // Aged by the server's clock, never by the newest sample: one sample

@@ -25,10 +25,6 @@
 namespace trainwatch::tsdb {
 namespace {
 
-int64_t AlignDown(int64_t t, int64_t block) {
-  return t >= 0 ? t / block * block : -(((-t) + block - 1) / block) * block;
-}
-
 // Merges the out-of-order histograms into out->hts/hs (and their start
 // timestamps into out->hsts), leaving out those at a timestamp of an
 // in-order sample (`taken`, sorted) or a float.

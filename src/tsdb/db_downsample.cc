@@ -88,7 +88,9 @@ Status DBImpl::LoadTiers() {
   return Status::OK();
 }
 
-bool DBImpl::WantsTiers(const index::BlockMeta& m, int64_t now) const {
+bool DBImpl::WantsTiers(const index::BlockMeta& m, int64_t now, int64_t db_maxt) const {
+  const int64_t top = TopLevelRange();
+  if (AlignDown(m.mint, top) + top <= db_maxt - opts_.block_duration_ms / 2) return true;  // as Compact's `complete`
   const int64_t horizon = opts_.retention_ms > 0 ? opts_.retention_ms / 2 : MaxBlockRange();
   return m.maxt <= now - horizon;
 }
@@ -179,10 +181,11 @@ Status DBImpl::Downsample(size_t max_blocks) {
   // Overlapping blocks are merged by the next compaction first; their
   // tiers are made from the merged block.
   const std::vector<bool> overlapped = OverlappedBlocks(blocks);
+  const int64_t db_maxt = blocks.empty() ? head_->MaxTime() : std::max(head_->MaxTime(), blocks.back()->meta().maxt);
   size_t made_blocks = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const index::BlockMeta& m = blocks[i]->meta();
-    if (overlapped[i] || !WantsTiers(m, head_->Now())) continue;
+    if (overlapped[i] || !WantsTiers(m, head_->Now(), db_maxt)) continue;
     bool wanted = false;
     if (TiersMade(m, &wanted) || !wanted) continue;
     if (max_blocks > 0 && made_blocks == max_blocks) break;
@@ -229,12 +232,11 @@ Status DBImpl::CompactTiers() {
   constexpr int64_t kWindow = 486LL * 3600 * 1000;
   int64_t raw_start = head_->MinTime();
   for (const auto& b : BlocksSnapshot()) raw_start = std::min(raw_start, b->meta().mint);
-  auto window = [](int64_t t) { return t >= 0 ? t / kWindow * kWindow : -(((-t) + kWindow - 1) / kWindow) * kWindow; };
   ASSIGN_OR_RETURN(auto all, model::Matcher::Make(model::MatchType::kRegex, std::string(model::kMetricName), ".*"));
   for (int t = 0; t < kNumTiers; ++t) {
     const auto tier = TiersSnapshot()[static_cast<size_t>(t)];  // sorted by RawMint
     for (size_t i = 0; i < tier.size();) {
-      const int64_t w = window(tier[i]->RawMint());
+      const int64_t w = AlignDown(tier[i]->RawMint(), kWindow);
       size_t j = i;
       // Contiguous blocks only: a gap may hide windows a finer tier holds
       // (a 6 h tier block leaves out its raw block's edge windows).

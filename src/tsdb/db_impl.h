@@ -20,6 +20,9 @@
 
 namespace trainwatch::tsdb {
 
+// The multiple of r at or before t (r > 0), for negative t too.
+inline int64_t AlignDown(int64_t t, int64_t r) { return t >= 0 ? t / r * r : -(((-t) + r - 1) / r) * r; }
+
 class DBImpl : public DB {
  public:
   explicit DBImpl(const Options& opts);
@@ -84,6 +87,10 @@ class DBImpl : public DB {
   // The range compaction grows blocks to: a tenth of the retention, 31 days
   // at most, one block duration at least (Prometheus's rule).
   int64_t MaxBlockRange() const;
+  // The largest level range Compact merges blocks into: the block duration
+  // times the largest power of 3 within MaxBlockRange (18 h at a 15 d
+  // retention, 20.25 d without one).
+  int64_t TopLevelRange() const;
   Status CompactBlocks(const std::vector<std::shared_ptr<Block>>& group);
   // --retention.time, then --retention.size (db_compact.cc). The size
   // counts the WAL, the chunk log, raw blocks and tier blocks. While over
@@ -97,13 +104,14 @@ class DBImpl : public DB {
   // sources; one whose sources changed (compacted, or late data merged in)
   // is made again and the tier blocks in its range replaced.
   Status LoadTiers();
-  // Only raw blocks older than half the retention (MaxBlockRange, 31 days
-  // at most, without one) get tiers: old enough that compaction is done
-  // with them, young enough that retention has not taken them. Young data
-  // is read raw anyway; tiers of it would cost five indexes per resolution
-  // on disk, each with every series' labels, and be made again at each
-  // compaction.
-  bool WantsTiers(const index::BlockMeta& m, int64_t now) const;
+  // A raw block gets tiers once compaction is done with it: the window of
+  // the top level (TopLevelRange) that holds it is complete, as Compact
+  // judges it (by db_maxt, the newest sample's time), so Compact has merged
+  // that window's blocks before Downsample runs, and only late data merges
+  // the block again. Made before, its tiers would be made again at each
+  // level. A window no newer data completes (ingest stopped) gets them
+  // once older than half the retention (31 days without one).
+  bool WantsTiers(const index::BlockMeta& m, int64_t now, int64_t db_maxt) const;
   // Makes the tiers of at most `max_blocks` raw blocks, oldest first (0: all),
   // so a data dir from before tiers is caught up a few blocks per pass
   // without holding maintenance for long.

@@ -3,13 +3,14 @@
 // 1 h tier) and from raw blocks (the 6 h query 1 ms off the grid, which
 // tiers cannot answer).
 // Figures: docs/performance.md. Run:
-//   TW_DS_SERIES=2000 build/release/src/tsdb/downsample_bench
-// Building the data dir (90 days of one sample per 5 minutes per series,
+//   TW_DS_SERIES=2000 [TW_DS_RETENTION_DAYS=15] [TW_DS_INTERVAL_S=15] build/release/src/tsdb/downsample_bench
+// Building the data dir (90 days of one sample per 5 minutes per series by default,
 // compacted and downsampled) happens once, before the first benchmark.
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -27,12 +28,14 @@ constexpr int64_t kHour = 3'600'000;
 constexpr int64_t kDays = 90;
 constexpr int64_t kEnd = 1'700'000'000'000 / (24 * kHour) * (24 * kHour);
 constexpr int64_t kStart = kEnd - kDays * 24 * kHour;
-constexpr int64_t kInterval = 5 * 60'000;
 
 struct Data {
   std::string dir;
   std::unique_ptr<DB> db;
   size_t series = 0;
+  int64_t retention_days = 0;
+  int64_t interval = 5 * 60'000;  // between a series' samples; TW_DS_INTERVAL_S
+  std::atomic<int64_t> now{0};
 };
 
 Data* Get() {
@@ -45,22 +48,32 @@ Data* Get() {
     Options o;
     o.dir = out->dir;
     o.background = false;
-    o.retention_ms = 0;
+    // TW_DS_RETENTION_DAYS=15: --retention.time as `serve`'s default, the
+    // clock at the last sample: raw data of the last 15 days, tiers of
+    // every block compaction is done with (DBImpl::WantsTiers), the rest
+    // read raw. Unset: raw data kept, the clock a month past the last
+    // sample, so every block has tiers (31 d without a retention).
+    if (const char* iv = std::getenv("TW_DS_INTERVAL_S"); iv != nullptr) out->interval = std::atoll(iv) * 1000;
+    const char* days = std::getenv("TW_DS_RETENTION_DAYS");
+    out->retention_days = days != nullptr ? std::atoll(days) : 0;
+    o.retention_ms = out->retention_days * 24 * kHour;
     o.wal_sync = WalSync::kInterval;
-    // The clock a month past the last sample, so every block is old enough
-    // for tiers (DBImpl::WantsTiers: half the retention, 31 d without one).
-    o.now_ms = [] { return kEnd + 32 * 24 * kHour; };
+    out->now = out->retention_days > 0 ? kStart : kEnd + 32 * 24 * kHour;
+    o.now_ms = [out] { return out->now.load(); };
     out->db = std::move(DB::Open(o).value());
     const int64_t t0 = MonoNanos();
     // A day at a time, so the head never holds more than one day's chunks
     // open per series (as a server that persists every 2 h would).
     for (int64_t day = kStart; day < kEnd; day += 24 * kHour) {
+      // With a retention, the clock follows the data (retention refuses
+      // samples older than it).
+      if (out->retention_days > 0) out->now = day + 24 * kHour;
       auto app = out->db->NewAppender();
       for (size_t s = 0; s < out->series; ++s) {
         model::Labels l{{"__name__", "gpu_util"}, {"gpu", std::to_string(s % 8)}, {"host", std::to_string(s / 8)}};
         storage::SeriesRef ref = 0;
-        for (int64_t t = day; t < day + 24 * kHour; t += kInterval) {
-          const double v = static_cast<double>((t / kInterval + static_cast<int64_t>(s)) % 101);
+        for (int64_t t = day; t < day + 24 * kHour; t += out->interval) {
+          const double v = static_cast<double>((t / out->interval + static_cast<int64_t>(s)) % 101);
           ref = app->Append(ref, l, t, v).value();
         }
       }
@@ -98,7 +111,9 @@ void Run(benchmark::State& state, const std::string& func) {
     if (!r.ok() || r->matrix.empty()) state.SkipWithError("query failed");
     benchmark::DoNotOptimize(r);
   }
-  state.SetLabel(std::to_string(d->series) + " series, 89 days, step " + (step == 3 * kHour ? "3h" : "6h"));
+  state.SetLabel(std::to_string(d->series) + " series, 89 days, step " + (step == 3 * kHour ? "3h" : "6h") +
+                 (d->retention_days > 0 ? ", retention " + std::to_string(d->retention_days) + "d" : "") +
+                 ", a sample every " + std::to_string(d->interval / 1000) + " s");
 }
 
 void BM_SumAvgOverTime90d(benchmark::State& state) { Run(state, "avg"); }
