@@ -162,6 +162,7 @@ class BlockSeriesSet : public storage::SeriesSet {
     return false;
   }
   const storage::Series& At() const override { return cur_; }
+  const ChunkSeries& Current() const { return cur_; }
   Status Err() const override { return err_; }
 
  private:
@@ -225,6 +226,68 @@ class BlockQuerier : public storage::Querier {
   int64_t mint_, maxt_;
   Block::Parts parts_;
 };
+
+// Block::SelectAcross: the per-block sets advanced together by labels; the
+// chunk lists of a series' blocks, in block (= time) order, make one list.
+class AcrossSeriesSet : public storage::SeriesSet {
+ public:
+  AcrossSeriesSet(std::vector<std::unique_ptr<BlockSeriesSet>> sets, int64_t mint, int64_t maxt,
+                  std::shared_ptr<const void> keepalive)
+      : sets_(std::move(sets)), valid_(sets_.size()), cur_({}, {}, nullptr, mint, maxt, std::move(keepalive)) {}
+
+  bool Next() override {
+    if (!err_.ok()) return false;
+    for (size_t i = 0; i < sets_.size(); ++i) {
+      if (!started_ || taken_[i]) valid_[i] = sets_[i]->Next();
+      if (!valid_[i] && !sets_[i]->Err().ok()) {
+        err_ = sets_[i]->Err();
+        return false;
+      }
+    }
+    started_ = true;
+    const model::Labels* min = nullptr;
+    for (size_t i = 0; i < sets_.size(); ++i) {
+      if (valid_[i] && (min == nullptr || sets_[i]->Current().labels() < *min)) min = &sets_[i]->Current().labels();
+    }
+    taken_.assign(sets_.size(), false);
+    if (min == nullptr) return false;
+    *cur_.mutable_labels() = *min;
+    std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
+    std::vector<ChunkRefData>& counts = *cur_.mutable_counts();
+    chunks.clear();
+    counts.clear();
+    for (size_t i = 0; i < sets_.size(); ++i) {
+      if (!valid_[i] || sets_[i]->Current().labels() != cur_.labels()) continue;
+      taken_[i] = true;
+      const ChunkSeries& s = sets_[i]->Current();
+      chunks.insert(chunks.end(), s.chunks().begin(), s.chunks().end());
+      counts.insert(counts.end(), s.counts().begin(), s.counts().end());
+    }
+    return true;
+  }
+  const storage::Series& At() const override { return cur_; }
+  Status Err() const override { return err_; }
+
+ private:
+  std::vector<std::unique_ptr<BlockSeriesSet>> sets_;
+  std::vector<bool> valid_, taken_;
+  bool started_ = false;
+  ChunkSeries cur_;
+  Status err_;
+};
+
+std::unique_ptr<storage::SeriesSet> Block::SelectAcross(const std::vector<std::shared_ptr<Block>>& blocks,
+                                                        int64_t mint, int64_t maxt, Parts parts,
+                                                        const model::Matchers& matchers) {
+  std::vector<std::unique_ptr<BlockSeriesSet>> sets;
+  for (const auto& b : blocks) {
+    auto ids = b->index_->PostingsForMatchers(matchers);
+    if (!ids.ok()) return storage::ErrorSeriesSet(b->ReadFailed(ids.status()));
+    sets.push_back(std::make_unique<BlockSeriesSet>(b, std::move(*ids), mint, maxt, parts));
+  }
+  auto keepalive = std::make_shared<const std::vector<std::shared_ptr<Block>>>(blocks);
+  return std::make_unique<AcrossSeriesSet>(std::move(sets), mint, maxt, std::move(keepalive));
+}
 
 std::unique_ptr<storage::Querier> Block::NewQuerier(int64_t mint, int64_t maxt) {
   return std::make_unique<BlockQuerier>(shared_from_this(), mint, maxt, Parts{.value = -1});

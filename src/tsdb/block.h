@@ -48,6 +48,13 @@ class Block : public std::enable_shared_from_this<Block> {
     int count = -1;
   };
   std::unique_ptr<storage::Querier> NewQuerier(int64_t mint, int64_t maxt, Parts parts);
+  // The series matching in `blocks`, which do not overlap in time and are
+  // sorted by it, read as one block: a series in several has their chunks
+  // in one list, so one iterator reads it where a merge of per-block sets
+  // would stack one per block (tier blocks: a 90-day query reads dozens).
+  static std::unique_ptr<storage::SeriesSet> SelectAcross(const std::vector<std::shared_ptr<Block>>& blocks,
+                                                          int64_t mint, int64_t maxt, Parts parts,
+                                                          const model::Matchers& matchers);
 
   // The directory is deleted once the last reference is dropped.
   void MarkDeleted() { fate_.store(Fate::kDelete); }
@@ -66,6 +73,7 @@ class Block : public std::enable_shared_from_this<Block> {
  private:
   friend class BlockQuerier;
   friend class BlockSeriesSet;
+  friend class AcrossSeriesSet;
   Block() = default;
   std::string dir_;
   index::BlockMeta meta_;

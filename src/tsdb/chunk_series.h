@@ -105,6 +105,8 @@ class ChunkSeries : public storage::Series {
   // Chunks of the counts of the points of `chunks` (a parts block read with
   // Block::Parts::count): when not empty, the iterator is a CountedIterator.
   std::vector<ChunkRefData>* mutable_counts() { return &counts_; }
+  const std::vector<ChunkRefData>& chunks() const { return chunks_; }
+  const std::vector<ChunkRefData>& counts() const { return counts_; }
 
  private:
   model::Labels labels_;

@@ -430,12 +430,26 @@ std::unique_ptr<storage::SeriesSet> SelectTier(const std::vector<std::shared_ptr
   const int aggr = TierAggrFor(func);
   if (aggr == kNumAggr) return storage::ErrorSeriesSet(Status::InvalidArgument("no tier answers " + std::string(func)));
   const bool counted = aggr == kAggrSum && func != "sum_over_time";
-  std::vector<std::unique_ptr<storage::SeriesSet>> sets;
+  std::vector<std::shared_ptr<TierBlock>> read;
+  bool overlap = false;
   for (const auto& b : blocks) {
     if (b->RawMaxt() < mint || b->RawMint() >= maxt) continue;  // points in (RawMint, RawMaxt]
-    sets.push_back(b->Select(aggr, counted, mint, maxt, matchers));
+    overlap = overlap || (!read.empty() && b->RawMint() < read.back()->RawMaxt());
+    read.push_back(b);
   }
-  return storage::MergeSeriesSets(std::move(sets));
+  if (overlap) {
+    // Late raw data's tiers beside a merged tier block that holds their
+    // range too (TiersMade leaves it): merged, the same points count once.
+    std::vector<std::unique_ptr<storage::SeriesSet>> sets;
+    for (const auto& b : read) sets.push_back(b->Select(aggr, counted, mint, maxt, matchers));
+    return storage::MergeSeriesSets(std::move(sets));
+  }
+  // Read as one block: a series is one iterator over the chunks of all its
+  // tier blocks (a 90-day query at the default retention reads dozens).
+  std::vector<std::shared_ptr<Block>> parts;
+  for (const auto& b : read) parts.push_back(b->block());
+  return Block::SelectAcross(parts, mint, maxt, Block::Parts{.value = aggr, .count = counted ? int{kAggrCount} : -1},
+                             matchers);
 }
 
 }  // namespace trainwatch::tsdb

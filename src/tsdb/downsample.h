@@ -76,6 +76,7 @@ class TierBlock {
   // count (SeriesIterator::AtCount) from the count part.
   std::unique_ptr<storage::SeriesSet> Select(int aggr, bool counted, int64_t mint, int64_t maxt,
                                              const model::Matchers& matchers) const;
+  const std::shared_ptr<Block>& block() const { return block_; }
   // The directory is deleted once the last reference is dropped (queriers
   // hold the block).
   void MarkDeleted() { block_->MarkDeleted(); }

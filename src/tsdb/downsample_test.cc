@@ -21,8 +21,9 @@ namespace {
 constexpr int64_t kMin = 60'000, kHour = 3'600'000;
 constexpr int64_t kT0 = 1'700'000'000'000 / (2 * kHour) * (2 * kHour);  // on the 2 h block grid
 constexpr int64_t kSpan = 12 * kHour;
-// Blocks get tiers once older than half the retention, or than 31 days
-// without one (DBImpl::WantsTiers): the clock of a test that wants them.
+// Blocks get tiers once compaction is done with them, or once older than
+// half the retention, or than 31 days without one (DBImpl::WantsTiers):
+// the clock of a test that wants them all.
 constexpr int64_t kAged = kT0 + kSpan + 32 * 24 * kHour;
 
 bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
@@ -99,6 +100,17 @@ class DownsampleTest : public ::testing::Test {
       }
     }
     ASSERT_TRUE(app->Commit().ok());
+  }
+
+  // raw_ (no tiers, no retention) and tiered_ (tiers, `retention_ms`)
+  // filled alike and flushed.
+  void FillBoth(int64_t retention_ms) {
+    raw_ = OpenDB("r", false, 0);
+    tiered_ = OpenDB("t", true, retention_ms);
+    Fill(raw_.get());
+    Fill(tiered_.get());
+    ASSERT_TRUE(raw_->Flush().ok());
+    ASSERT_TRUE(tiered_->Flush().ok());
   }
 
   std::string base_;
@@ -208,16 +220,24 @@ const char* kTierQueries[] = {
     "sum by (job) (count_over_time(gpu_util[1h]))", "max(avg_over_time(gpu_util[6h] offset 1h))",
 };
 
+// Each of kTierQueries over [from, to] at `step` answers from `tiered` as
+// from `raw`, and not with nothing.
+void ExpectTierQueriesAsRaw(DB& raw, DB& tiered, int64_t from, int64_t to, int64_t step) {
+  Engine engine{promql::EngineOptions{}};
+  for (const char* e : kTierQueries) {
+    auto want = engine.Range(raw, e, from, to, step);
+    auto got = engine.Range(tiered, e, from, to, step);
+    ASSERT_TRUE(want.ok() && got.ok()) << e;
+    ASSERT_FALSE(got->matrix.empty()) << e;
+    ExpectSameResults(*want, *got, e);
+  }
+}
+
 // The same data with and without tiers: queries whose windows lie on a
 // tier's grid answer alike, and those that do not fall back to raw.
 TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
-  raw_ = OpenDB("r", false, 0);
-  tiered_ = OpenDB("t", true, 0);
-  Fill(raw_.get());
-  Fill(tiered_.get());
   now_ = kAged;
-  ASSERT_TRUE(raw_->Flush().ok());
-  ASSERT_TRUE(tiered_->Flush().ok());
+  FillBoth(0);
   // The querier picks the 1 h tier for a 1 h step on the grid (the
   // coarsest on whose grid it lies; points carry counts), and raw data 1 ms
   // off it.
@@ -316,12 +336,7 @@ TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
 // Once raw retention deleted the raw blocks, the tiers still answer, as the
 // raw data did.
 TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
-  raw_ = OpenDB("r", false, 0);
-  tiered_ = OpenDB("t", true, 24 * kHour);
-  Fill(raw_.get());
-  Fill(tiered_.get());
-  ASSERT_TRUE(raw_->Flush().ok());
-  ASSERT_TRUE(tiered_->Flush().ok());
+  FillBoth(24 * kHour);
   // A 24 h retention keeps blocks at 2 h (a tenth of it): compaction is
   // done with every block but the newest, whose 2 h window the newest
   // sample does not complete (less than half a block past its end). Each
@@ -337,16 +352,9 @@ TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
   // covers them any more, so each resolution's blocks (one per raw block)
   // are merged into one (their 20.25 d window is complete).
   EXPECT_EQ(after.tier_blocks, 2u);
-  Engine engine{promql::EngineOptions{}};
-  for (const char* e : kTierQueries) {
-    // From 8 h on: no window reaches back to the sample at kT0 itself, which
-    // only a tier of the (absent) block before the first would hold.
-    auto want = engine.Range(*raw_, e, kT0 + 8 * kHour, kT0 + kSpan, 30 * kMin);
-    auto got = engine.Range(*tiered_, e, kT0 + 8 * kHour, kT0 + kSpan, 30 * kMin);
-    ASSERT_TRUE(want.ok() && got.ok()) << e;
-    ASSERT_FALSE(got->matrix.empty()) << e;
-    ExpectSameResults(*want, *got, e);
-  }
+  // From 8 h on: no window reaches back to the sample at kT0 itself, which
+  // only a tier of the (absent) block before the first would hold.
+  ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 8 * kHour, kT0 + kSpan, 30 * kMin);
   // The tier's own retention (90 days for 5 m) deletes it in turn.
   now_ = kT0 + 91 * 24 * kHour;
   ASSERT_TRUE(tiered_->Flush().ok());
@@ -489,12 +497,7 @@ void WriteFirstLayout(const TierBlock& tb, const std::string& dir) {
 // written before a crash kept it from being deleted is deleted, not
 // rewritten twice.
 TEST_F(DownsampleTest, FirstLayoutTierBlocksAreRewrittenOnOpen) {
-  raw_ = OpenDB("r", false, 0);
-  tiered_ = OpenDB("t", true, 24 * kHour);
-  Fill(raw_.get());
-  Fill(tiered_.get());
-  ASSERT_TRUE(raw_->Flush().ok());
-  ASSERT_TRUE(tiered_->Flush().ok());
+  FillBoth(24 * kHour);
   now_ = kT0 + kSpan + 30 * kHour;  // raw retention takes every raw block: tiers alone answer
   ASSERT_TRUE(tiered_->Flush().ok());
   const Stats before = tiered_->GetStats();
@@ -526,14 +529,7 @@ TEST_F(DownsampleTest, FirstLayoutTierBlocksAreRewrittenOnOpen) {
       EXPECT_FALSE(IsFirstLayoutTierBlock(tb->dir())) << tb->dir();
     }
   }
-  Engine engine{promql::EngineOptions{}};
-  for (const char* e : kTierQueries) {
-    auto want = engine.Range(*raw_, e, kT0 + 8 * kHour, kT0 + kSpan, 30 * kMin);
-    auto got = engine.Range(*tiered_, e, kT0 + 8 * kHour, kT0 + kSpan, 30 * kMin);
-    ASSERT_TRUE(want.ok() && got.ok()) << e;
-    ASSERT_FALSE(got->matrix.empty()) << e;
-    ExpectSameResults(*want, *got, e);
-  }
+  ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 8 * kHour, kT0 + kSpan, 30 * kMin);
 }
 
 // A tier block read as a block of single chunks is an error naming the
@@ -572,6 +568,70 @@ TEST_F(DownsampleTest, TierBlocksReadOnlyByPart) {
   }
   EXPECT_TRUE(sums->Err().ok());
   EXPECT_GT(points, 100u);
+}
+
+// Blocks of parts chunks read as one (Block::SelectAcross): each series
+// once, in label order, with the points of every block it is in, in time
+// order; values and counts from the parts asked for; clipped to [mint, maxt].
+TEST_F(DownsampleTest, BlocksOfPartsReadAcrossAsOne) {
+  ASSERT_TRUE(file::MkdirAll(base_).ok());
+  const model::Labels a{{"__name__", "m"}, {"s", "a"}}, b{{"__name__", "m"}, {"s", "b"}}, c{{"__name__", "m"}, {"s", "c"}};
+  // Three blocks of 10 points each (at 100 ms steps); a is in all, b in the
+  // first and last, c in the middle one. Part 0: t, part 1: 2t.
+  const std::vector<std::vector<model::Labels>> in = {{a, b}, {a, c}, {a, b}};
+  std::vector<std::shared_ptr<Block>> blocks;
+  for (size_t k = 0; k < in.size(); ++k) {
+    index::BlockMeta meta;
+    meta.id = NewUlid();
+    meta.mint = static_cast<int64_t>(k) * 1000;
+    meta.maxt = meta.mint + 1000;
+    auto w = BlockWriter::Create(base_, meta, 4);  // 3 chunks per series
+    ASSERT_TRUE(w.ok());
+    for (const auto& l : in[k]) {
+      std::vector<int64_t> ts;
+      std::vector<double> v0, v1;
+      for (int64_t t = meta.mint; t < meta.maxt; t += 100) {
+        ts.push_back(t);
+        v0.push_back(static_cast<double>(t));
+        v1.push_back(static_cast<double>(2 * t));
+      }
+      const std::array<const double*, 2> parts = {v0.data(), v1.data()};
+      ASSERT_TRUE((*w)->AddSeriesParts(l, ts, parts).ok());
+    }
+    auto m = (*w)->Finish();
+    ASSERT_TRUE(m.ok());
+    auto blk = Block::Open(base_ + "/" + meta.id);
+    ASSERT_TRUE(blk.ok());
+    blocks.push_back(*blk);
+  }
+  auto all = model::Matcher::Make(model::MatchType::kEqual, "__name__", "m");
+  auto set = Block::SelectAcross(blocks, 250, 2650, Block::Parts{.value = 0, .count = 1}, {*all});
+  std::vector<std::pair<model::Labels, std::vector<int64_t>>> got;
+  while (set->Next()) {
+    got.emplace_back(set->At().labels(), std::vector<int64_t>{});
+    auto it = set->At().Iterator();
+    while (it->Next()) {
+      EXPECT_EQ(it->At().v, static_cast<double>(it->At().t));
+      EXPECT_EQ(it->AtCount(), static_cast<double>(2 * it->At().t));
+      got.back().second.push_back(it->At().t);
+    }
+    ASSERT_TRUE(it->Err().ok()) << it->Err().ToString();
+  }
+  ASSERT_TRUE(set->Err().ok()) << set->Err().ToString();
+  auto range = [](std::vector<std::pair<int64_t, int64_t>> spans) {
+    std::vector<int64_t> out;
+    for (auto [from, to] : spans) {
+      for (int64_t t = from; t <= to; t += 100) out.push_back(t);
+    }
+    return out;
+  };
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].first, a);
+  EXPECT_EQ(got[0].second, range({{300, 2600}}));
+  EXPECT_EQ(got[1].first, b);
+  EXPECT_EQ(got[1].second, range({{300, 900}, {2000, 2600}}));
+  EXPECT_EQ(got[2].first, c);
+  EXPECT_EQ(got[2].second, range({{1000, 1900}}));
 }
 
 }  // namespace
