@@ -26,7 +26,8 @@ namespace trainwatch::tsdb {
 // The aggregates of a window; each is one part of a tier block's chunks.
 enum TierAggr : int { kAggrMin = 0, kAggrMax, kAggrSum, kAggrCount, kAggrLast, kNumAggr };
 
-// The part's directory name: "min", "max", "sum", "count", "last".
+// The aggregate's name: "min", "max", "sum", "count", "last" (the part
+// directories of the first layout, IsFirstLayoutTierBlock).
 std::string_view AggrName(int aggr);
 
 // The tier resolutions (ms), finest first, and their directory names.

@@ -61,6 +61,12 @@ Data* Get() {
     out->now = out->retention_days > 0 ? kStart : kEnd + 32 * 24 * kHour;
     o.now_ms = [out] { return out->now.load(); };
     out->db = std::move(DB::Open(o).value());
+    // The data dir goes with the process (it was left in /tmp, one per run).
+    std::atexit([] {
+      Data* d = Get();
+      d->db.reset();
+      (void)file::RemoveAll(d->dir);
+    });
     const int64_t t0 = MonoNanos();
     // A day at a time, so the head never holds more than one day's chunks
     // open per series (as a server that persists every 2 h would).
