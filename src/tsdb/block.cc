@@ -290,7 +290,7 @@ std::unique_ptr<storage::SeriesSet> Block::SelectAcross(const std::vector<std::s
 }
 
 std::unique_ptr<storage::Querier> Block::NewQuerier(int64_t mint, int64_t maxt) {
-  return std::make_unique<BlockQuerier>(shared_from_this(), mint, maxt, Parts{.value = -1});
+  return NewQuerier(mint, maxt, Parts{.value = -1});
 }
 
 std::unique_ptr<storage::Querier> Block::NewQuerier(int64_t mint, int64_t maxt, Parts parts) {

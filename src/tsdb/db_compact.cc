@@ -20,6 +20,10 @@ int64_t DBImpl::TopLevelRange() const {
   return range;
 }
 
+int64_t DBImpl::DataMaxTime(const std::vector<std::shared_ptr<Block>>& blocks) const {
+  return blocks.empty() ? head_->MaxTime() : std::max(head_->MaxTime(), blocks.back()->meta().maxt);
+}
+
 int64_t DBImpl::MaxBlockRange() const {
   // Blocks grow up to a tenth of the retention (31 days at most), as Prometheus.
   int64_t max_range = 31LL * 24 * 3600 * 1000;
@@ -59,14 +63,14 @@ Status DBImpl::Compact(bool force) {
       continue;
     }
     // 2. Level windows.
-    int64_t db_maxt = std::max(head_->MaxTime(), blocks.back()->meta().maxt);
+    const int64_t db_maxt = DataMaxTime(blocks);
     bool did = false;
     for (int64_t range = opts_.block_duration_ms * 3; range <= TopLevelRange() && !did; range *= 3) {
       for (size_t i = 0; i < blocks.size() && !did;) {
         int64_t w = AlignDown(blocks[i]->meta().mint, range);
         size_t j = i;
         while (j < blocks.size() && blocks[j]->meta().mint >= w && blocks[j]->meta().maxt <= w + range) j++;
-        bool complete = force || w + range <= db_maxt - opts_.block_duration_ms / 2;
+        bool complete = force || WindowComplete(w, range, db_maxt);
         if (j - i > 1 && complete) {
           std::vector<std::shared_ptr<Block>> g(blocks.begin() + static_cast<std::ptrdiff_t>(i),
                                                 blocks.begin() + static_cast<std::ptrdiff_t>(j));

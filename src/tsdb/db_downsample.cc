@@ -90,7 +90,7 @@ Status DBImpl::LoadTiers() {
 
 bool DBImpl::WantsTiers(const index::BlockMeta& m, int64_t now, int64_t db_maxt) const {
   const int64_t top = TopLevelRange();
-  if (AlignDown(m.mint, top) + top <= db_maxt - opts_.block_duration_ms / 2) return true;  // as Compact's `complete`
+  if (WindowComplete(AlignDown(m.mint, top), top, db_maxt)) return true;
   const int64_t horizon = opts_.retention_ms > 0 ? opts_.retention_ms / 2 : MaxBlockRange();
   return m.maxt <= now - horizon;
 }
@@ -181,7 +181,7 @@ Status DBImpl::Downsample(size_t max_blocks) {
   // Overlapping blocks are merged by the next compaction first; their
   // tiers are made from the merged block.
   const std::vector<bool> overlapped = OverlappedBlocks(blocks);
-  const int64_t db_maxt = blocks.empty() ? head_->MaxTime() : std::max(head_->MaxTime(), blocks.back()->meta().maxt);
+  const int64_t db_maxt = DataMaxTime(blocks);
   size_t made_blocks = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const index::BlockMeta& m = blocks[i]->meta();

@@ -91,6 +91,13 @@ class DBImpl : public DB {
   // times the largest power of 3 within MaxBlockRange (18 h at a 15 d
   // retention, 20.25 d without one).
   int64_t TopLevelRange() const;
+  // The newest sample's time: of the head, or of `blocks` (sorted by mint).
+  int64_t DataMaxTime(const std::vector<std::shared_ptr<Block>>& blocks) const;
+  // Whether compaction takes the level window [w, w + range) as complete:
+  // it ends at least half a block before the newest sample (db_maxt).
+  bool WindowComplete(int64_t w, int64_t range, int64_t db_maxt) const {
+    return w + range <= db_maxt - opts_.block_duration_ms / 2;
+  }
   Status CompactBlocks(const std::vector<std::shared_ptr<Block>>& group);
   // --retention.time, then --retention.size (db_compact.cc). The size
   // counts the WAL, the chunk log, raw blocks and tier blocks. While over

@@ -104,6 +104,10 @@ index::BlockMeta TierMeta(const std::string& id, int64_t mint, int64_t maxt, con
   return meta;
 }
 
+// What a tier block's reader takes of its parts chunks: aggregate `aggr`,
+// with the count part as each point's count when `counted`.
+Block::Parts PartsOf(int aggr, bool counted) { return {.value = aggr, .count = counted ? int{kAggrCount} : -1}; }
+
 // Writes the series of sets[a], aggregate a's points of the same series with
 // the same timestamps, into `w` as parts chunks.
 Status CopyParts(std::array<std::unique_ptr<storage::SeriesSet>, kNumAggr> sets, BlockWriter* w) {
@@ -212,7 +216,7 @@ std::unique_ptr<storage::SeriesSet> TierBlock::Select(int aggr, bool counted, in
   storage::SelectHints hints;
   hints.start = mint;
   hints.end = maxt;
-  return block_->NewQuerier(mint, maxt, Block::Parts{.value = aggr, .count = counted ? int{kAggrCount} : -1})
+  return block_->NewQuerier(mint, maxt, PartsOf(aggr, counted))
       ->Select(true, hints, matchers);
 }
 
@@ -448,7 +452,7 @@ std::unique_ptr<storage::SeriesSet> SelectTier(const std::vector<std::shared_ptr
   // tier blocks (a 90-day query at the default retention reads dozens).
   std::vector<std::shared_ptr<Block>> parts;
   for (const auto& b : read) parts.push_back(b->block());
-  return Block::SelectAcross(parts, mint, maxt, Block::Parts{.value = aggr, .count = counted ? int{kAggrCount} : -1},
+  return Block::SelectAcross(parts, mint, maxt, PartsOf(aggr, counted),
                              matchers);
 }
 
