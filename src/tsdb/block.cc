@@ -135,10 +135,11 @@ class BlockSeriesSet : public storage::SeriesSet {
           return false;
         }
         const auto enc = static_cast<chunkenc::Encoding>(cv->encoding);
-        if ((enc == chunkenc::Encoding::kParts) != (parts_.value >= 0)) {
+        const bool parts = parts_.value >= 0 || parts_.whole;
+        if ((enc == chunkenc::Encoding::kParts) != parts) {
           err_ = b_->ReadFailed(Status::Corruption(
-              std::string(parts_.value >= 0 ? "a chunk that is not a parts chunk in a block of parts"
-                                            : "a parts chunk in a block of single chunks") +
+              std::string(parts ? "a chunk that is not a parts chunk in a block of parts"
+                                : "a parts chunk in a block of single chunks") +
               " (series " + cur_.labels().ToString() + ")"));
           return false;
         }
@@ -334,7 +335,7 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& 
   if (s.empty()) return Status::OK();
   // Refused labels write nothing, so the caller may skip the series and go on.
   RETURN_IF_ERROR(index_->CheckSeries(labels));
-  std::vector<index::ChunkMeta> metas;
+  metas_.clear();
   size_t i = 0, k = 0;  // next float, next histogram
   const size_t nf = s.ts.size(), nh = s.hts.size();
   const int64_t* sts = s.sts.empty() ? nullptr : s.sts.data();
@@ -348,7 +349,7 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& 
       chunkenc::EncodeDense(&s.ts[i], &s.vs[i], end - i, &buf_);
       ASSIGN_OR_RETURN(index::ChunkRef ref, WriteChunk(chunkenc::Encoding::kDense, buf_, &s.ts[i],
                                                        sts != nullptr ? sts + i : nullptr, end - i));
-      metas.push_back({s.ts[i], s.ts[end - 1], ref});
+      metas_.push_back({s.ts[i], s.ts[end - 1], ref});
       i = end;
     } else {
       // A run of histograms of one layout, up to the next float.
@@ -361,14 +362,19 @@ Status BlockWriter::AddSeries(const model::Labels& labels, const SeriesSamples& 
       }
       ASSIGN_OR_RETURN(index::ChunkRef ref, WriteChunk(chunkenc::Encoding::kFloatHistogram, c.Bytes(), &s.hts[first],
                                                        hsts != nullptr ? hsts + first : nullptr, k - first));
-      metas.push_back({s.hts[first], s.hts[k - 1], ref});
+      metas_.push_back({s.hts[first], s.hts[k - 1], ref});
     }
   }
-  RETURN_IF_ERROR(index_->AddSeries(next_id_, labels, metas));
+  series_samples_ = s.size();
+  return FinishSeries(labels);
+}
+
+Status BlockWriter::FinishSeries(const model::Labels& labels) {
+  RETURN_IF_ERROR(index_->AddSeries(next_id_, labels, metas_));
   next_id_++;
   meta_.num_series++;
-  meta_.num_samples += s.size();
-  meta_.num_chunks += metas.size();
+  meta_.num_samples += series_samples_;
+  meta_.num_chunks += metas_.size();
   return Status::OK();
 }
 
@@ -376,7 +382,28 @@ Status BlockWriter::AddSeriesParts(const model::Labels& labels, std::span<const 
                                    std::span<const double* const> parts) {
   if (ts.empty()) return Status::OK();
   RETURN_IF_ERROR(index_->CheckSeries(labels));
-  std::vector<index::ChunkMeta> metas;
+  metas_.clear();
+  series_samples_ = 0;
+  RETURN_IF_ERROR(AppendParts(ts, parts));
+  return FinishSeries(labels);
+}
+
+Status BlockWriter::BeginSeries(const model::Labels& labels) {
+  RETURN_IF_ERROR(index_->CheckSeries(labels));
+  series_ = labels;
+  metas_.clear();
+  series_samples_ = 0;
+  return Status::OK();
+}
+
+Status BlockWriter::AppendPartsChunk(int64_t mint, int64_t maxt, std::string_view data, uint64_t n) {
+  ASSIGN_OR_RETURN(index::ChunkRef ref, chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kParts), data));
+  metas_.push_back({mint, maxt, ref});
+  series_samples_ += n;
+  return Status::OK();
+}
+
+Status BlockWriter::AppendParts(std::span<const int64_t> ts, std::span<const double* const> parts) {
   part_bufs_.resize(parts.size());
   std::vector<chunkenc::Unwrapped> enc(parts.size());
   for (size_t i = 0; i < ts.size(); i += chunk_samples_) {
@@ -389,14 +416,15 @@ Status BlockWriter::AddSeriesParts(const model::Labels& labels, std::span<const 
     buf_.clear();
     chunkenc::WrapParts(enc, &buf_);
     ASSIGN_OR_RETURN(index::ChunkRef ref, chunks_->Write(static_cast<uint8_t>(chunkenc::Encoding::kParts), buf_));
-    metas.push_back({ts[i], ts[i + n - 1], ref});
+    metas_.push_back({ts[i], ts[i + n - 1], ref});
   }
-  RETURN_IF_ERROR(index_->AddSeries(next_id_, labels, metas));
-  next_id_++;
-  meta_.num_series++;
-  meta_.num_samples += ts.size();
-  meta_.num_chunks += metas.size();
+  series_samples_ += ts.size();
   return Status::OK();
+}
+
+Status BlockWriter::EndSeries() {
+  if (metas_.empty()) return Status::OK();
+  return FinishSeries(series_);
 }
 
 Result<index::BlockMeta> BlockWriter::Finish() {

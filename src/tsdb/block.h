@@ -16,6 +16,7 @@
 #include "storage/storage.h"
 #include "tsdb/chunkenc/st.h"
 #include "tsdb/index/block_meta.h"
+#include "tsdb/index/index_format.h"
 
 namespace trainwatch::index {
 class IndexReader;
@@ -43,9 +44,13 @@ class Block : public std::enable_shared_from_this<Block> {
   // samples; with `count` >= 0, that part gives each one's
   // SeriesIterator::AtCount. A chunk that is not a parts chunk is an error
   // here, as a parts chunk is to a querier without parts.
+  // With `whole`, the chunks of a series (ChunkSeries::chunks) are the
+  // parts chunks themselves, for copying into another block (an iterator
+  // refuses them).
   struct Parts {
     int value = 0;
     int count = -1;
+    bool whole = false;
   };
   std::unique_ptr<storage::Querier> NewQuerier(int64_t mint, int64_t maxt, Parts parts);
   // The series matching in `blocks`, which do not overlap in time and are
@@ -132,6 +137,15 @@ class BlockWriter {
   // the values parts[i][0, ts.size()) at ts (sorted, unique), dense.
   Status AddSeriesParts(const model::Labels& labels, std::span<const int64_t> ts,
                         std::span<const double* const> parts);
+  // The same built piece by piece, in time order (merging tier blocks):
+  // BeginSeries, then parts chunks copied as they are (AppendPartsChunk:
+  // the record of another block's chunk of n points in [mint, maxt]) and
+  // points encoded as AddSeriesParts encodes them (AppendParts), then
+  // EndSeries. A series given no chunk is skipped.
+  Status BeginSeries(const model::Labels& labels);
+  Status AppendPartsChunk(int64_t mint, int64_t maxt, std::string_view data, uint64_t n);
+  Status AppendParts(std::span<const int64_t> ts, std::span<const double* const> parts);
+  Status EndSeries();
   // Finishes and fsyncs everything, renames the directory into place.
   Result<index::BlockMeta> Finish();
   uint64_t NumSamples() const { return meta_.num_samples; }
@@ -148,6 +162,12 @@ class BlockWriter {
   std::string buf_, wrapped_;
   std::vector<std::string> part_bufs_;
   std::vector<chunkenc::STRun> runs_;
+  // The series being written: its chunks so far and their samples.
+  model::Labels series_;
+  std::vector<index::ChunkMeta> metas_;
+  uint64_t series_samples_ = 0;
+  // Adds the series of metas_ (series_samples_ samples) to the index.
+  Status FinishSeries(const model::Labels& labels);
   // Writes `bytes` (a chunk of encoding enc holding the samples at ts[0, n),
   // whose start timestamps are sts[0, n) or, when sts is null, none).
   // Returns its index::ChunkRef.

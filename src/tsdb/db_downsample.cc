@@ -22,6 +22,21 @@
 
 namespace trainwatch::tsdb {
 
+namespace {
+
+// Whether every source of `sub` is one of `sup`'s: tiers made from `sup`'s
+// raw data hold `sub`'s (a raw block only grows by merges: no deletes).
+bool Includes(std::vector<std::string> sup, std::vector<std::string> sub) {
+  std::sort(sup.begin(), sup.end());
+  std::sort(sub.begin(), sub.end());
+  return std::includes(sup.begin(), sup.end(), sub.begin(), sub.end());
+}
+
+// Whether the points of two tier blocks, (RawMint, RawMaxt], overlap.
+bool Overlap(const TierBlock& a, int64_t mint, int64_t maxt) { return a.RawMint() < maxt && mint < a.RawMaxt(); }
+
+}  // namespace
+
 std::string DBImpl::TierDir(int tier) const { return opts_.dir + "/downsample/" + std::string(TierName(tier)); }
 
 std::array<std::vector<std::shared_ptr<TierBlock>>, kNumTiers> DBImpl::TiersSnapshot() {
@@ -80,8 +95,31 @@ Status DBImpl::LoadTiers() {
       if (::rename(path.c_str(), gone.c_str()) != 0) return Status::FromErrno("rename " + path, errno);
       RETURN_IF_ERROR(file::RemoveAll(gone));
     }
-    std::sort(loaded[static_cast<size_t>(t)].begin(), loaded[static_cast<size_t>(t)].end(),
-              [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
+    auto& tier = loaded[static_cast<size_t>(t)];
+    // A crash between writing a merged tier block (CompactTiers, or a
+    // splice in MakeTiers) and deleting the blocks it replaces leaves both:
+    // a block whose range and sources another holds is deleted.
+    std::vector<bool> superseded(tier.size());
+    for (size_t i = 0; i < tier.size(); ++i) {
+      for (size_t j = 0; j < tier.size() && !superseded[i]; ++j) {
+        const TierBlock& a = *tier[i];
+        const TierBlock& b = *tier[j];
+        if (i == j || superseded[j] || b.RawMint() > a.RawMint() || b.RawMaxt() < a.RawMaxt() ||
+            !Includes(b.Sources(), a.Sources())) {
+          continue;
+        }
+        superseded[i] = true;
+        TW_LOG(Info, "tier block {} is superseded by {} (a merge that did not finish deleting it); deleted", a.dir(),
+               b.dir());
+      }
+    }
+    for (size_t i = 0; i < tier.size(); ++i) {
+      if (superseded[i]) tier[i]->MarkDeleted();
+    }
+    for (size_t i = tier.size(); i-- > 0;) {
+      if (superseded[i]) tier.erase(tier.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    std::sort(tier.begin(), tier.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
   }
   base::MutexLock lock(&blocks_mu_);
   tiers_ = std::move(loaded);
@@ -107,8 +145,6 @@ std::vector<bool> DBImpl::OverlappedBlocks(const std::vector<std::shared_ptr<Blo
 }
 
 bool DBImpl::TiersMade(const index::BlockMeta& m, bool* wanted) {
-  std::vector<std::string> sources = m.sources;
-  std::sort(sources.begin(), sources.end());
   const auto tiers = TiersSnapshot();
   const int64_t now = head_->Now();
   bool done = true;
@@ -120,18 +156,23 @@ bool DBImpl::TiersMade(const index::BlockMeta& m, bool* wanted) {
     const auto [lo, hi] = TierRange(m.mint, m.maxt, t);
     const bool fits = lo < hi;  // the range holds a whole window of the tier
     *wanted = *wanted || fits;
-    int in_range = 0;
-    bool same = false;
+    int overlapping = 0;
+    bool covered = false;
     for (const auto& tb : tiers[static_cast<size_t>(t)]) {
-      // Only blocks within the raw block's range are its tiers (a merged
-      // block of old tiers that late raw data overlaps is left alone).
-      if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) continue;
-      in_range++;
-      same = tb->RawMint() == lo && tb->RawMaxt() == hi && tb->Sources() == sources;
+      if (fits) {
+        // One tier block holds the range, made from (at least) its
+        // sources: its own, or a merged one of several raw blocks.
+        if (!Overlap(*tb, lo, hi)) continue;
+        overlapping++;
+        covered = covered || (tb->RawMint() <= lo && tb->RawMaxt() >= hi && Includes(tb->Sources(), m.sources));
+      } else if (tb->RawMint() >= m.mint && tb->RawMaxt() <= m.maxt && Includes(m.sources, tb->Sources())) {
+        // A tier of which the range holds no whole window has no block of
+        // its own; one left in the range from blocks merged into this one
+        // is stale.
+        overlapping++;
+      }
     }
-    // A tier of which the range holds no whole window has no block of its
-    // own; one left in the range from blocks merged into this one is stale.
-    done = done && (fits ? in_range == 1 && same : in_range == 0);
+    done = done && (fits ? covered && overlapping == 1 : overlapping == 0);
   }
   return done;
 }
@@ -152,12 +193,39 @@ Status DBImpl::MakeTiers(const index::BlockMeta& m) {
   hints.end = m.maxt;
   auto raw = q->Select(true, hints, {all});
   ASSIGN_OR_RETURN(auto made, WriteTierBlocks(dirs, m.mint, m.maxt, sources, raw.get()));
+  const auto tiers = TiersSnapshot();
+  // Per tier, the blocks the new one replaces: those made from raw blocks
+  // merged into `m` (in its range, of its sources), and those it is
+  // spliced into: any other it overlaps, a merged block of several raw
+  // blocks' tiers (CompactTiers) or one of late data whose older raw data
+  // --retention.size deleted. Spliced, the new block's points win.
+  std::array<std::vector<std::shared_ptr<TierBlock>>, kNumTiers> gone;
+  for (int t = 0; t < kNumTiers; ++t) {
+    std::shared_ptr<TierBlock>& tb = made[static_cast<size_t>(t)];
+    std::vector<std::shared_ptr<TierBlock>> splice;
+    for (const auto& old : tiers[static_cast<size_t>(t)]) {
+      if (old->RawMint() >= m.mint && old->RawMaxt() <= m.maxt && Includes(sources, old->Sources())) {
+        gone[static_cast<size_t>(t)].push_back(old);
+      } else if (tb != nullptr && Overlap(*old, tb->RawMint(), tb->RawMaxt())) {
+        splice.push_back(old);
+      }
+    }
+    if (splice.empty()) continue;
+    splice.insert(splice.begin(), tb);
+    ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(dirs[static_cast<size_t>(t)], t, splice, {all}));
+    TW_LOG(Info, "tiers {} of block {} spliced into {} tier block(s): {}", TierName(t), m.id, splice.size() - 1,
+           merged->dir());
+    tb->MarkDeleted();
+    tb = std::move(merged);
+    gone[static_cast<size_t>(t)].insert(gone[static_cast<size_t>(t)].end(), splice.begin() + 1, splice.end());
+  }
   {
     base::MutexLock lock(&blocks_mu_);
     for (int t = 0; t < kNumTiers; ++t) {
       auto& tier = tiers_[static_cast<size_t>(t)];
+      const auto& g = gone[static_cast<size_t>(t)];
       std::erase_if(tier, [&](const std::shared_ptr<TierBlock>& tb) {
-        if (tb->RawMint() < m.mint || tb->RawMaxt() > m.maxt) return false;
+        if (std::find(g.begin(), g.end(), tb) == g.end()) return false;
         tb->MarkDeleted();
         return true;
       });
@@ -225,13 +293,14 @@ uint64_t DBImpl::DropOldestTierBlock() {
 
 Status DBImpl::CompactTiers() {
   if (!opts_.downsample) return Status::OK();
-  // Tier blocks older than every raw block are never made again: those in
-  // one window of 2 h × 3^5 (20.25 d) are merged into one, so a year of
-  // the 1 h tier is ~18 blocks, not one per raw block (≤ 1.5 d at the
-  // default retention).
+  // Tier blocks in one window of 2 h × 3^5 (20.25 d, aligned to the epoch:
+  // a whole number of top-level compaction windows) are merged into one,
+  // so a 90-day query reads a few tier blocks per tier, not one per raw
+  // block (18 h at the default retention), each with a chunk of a few
+  // points per series. A raw block whose tiers are made again later (late
+  // data merged into it) has them spliced into the merged block
+  // (MakeTiers).
   constexpr int64_t kWindow = 486LL * 3600 * 1000;
-  int64_t raw_start = head_->MinTime();
-  for (const auto& b : BlocksSnapshot()) raw_start = std::min(raw_start, b->meta().mint);
   ASSIGN_OR_RETURN(auto all, model::Matcher::Make(model::MatchType::kRegex, std::string(model::kMetricName), ".*"));
   for (int t = 0; t < kNumTiers; ++t) {
     const auto tier = TiersSnapshot()[static_cast<size_t>(t)];  // sorted by RawMint
@@ -240,17 +309,20 @@ Status DBImpl::CompactTiers() {
       size_t j = i;
       // Contiguous blocks only: a gap may hide windows a finer tier holds
       // (a 6 h tier block leaves out its raw block's edge windows).
-      while (j < tier.size() && tier[j]->RawMaxt() <= std::min(w + kWindow, raw_start) &&
+      while (j < tier.size() && tier[j]->RawMaxt() <= w + kWindow &&
              (j == i || tier[j]->RawMint() == tier[j - 1]->RawMaxt())) {
         j++;
       }
-      if (j - i < 2 || w + kWindow > raw_start) {
+      if (j - i < 2) {
         i = std::max(j, i + 1);
         continue;
       }
       std::vector<std::shared_ptr<TierBlock>> group(tier.begin() + static_cast<std::ptrdiff_t>(i),
                                                     tier.begin() + static_cast<std::ptrdiff_t>(j));
+      const int64_t start = MonoNanos();
       ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(TierDir(t), t, group, {all}));
+      TW_LOG(Info, "merged {} {} tier blocks into {} [{}, {}) in {} ms", group.size(), TierName(t), merged->dir(),
+             merged->RawMint(), merged->RawMaxt(), (MonoNanos() - start) / 1000000);
       base::MutexLock lock(&blocks_mu_);
       auto& cur = tiers_[static_cast<size_t>(t)];
       std::erase_if(cur, [&](const std::shared_ptr<TierBlock>& tb) {

@@ -108,8 +108,9 @@ class DBImpl : public DB {
 
   // db_downsample.cc: tiers (tsdb/downsample.h). Every raw block that no
   // other overlaps gets one tier block per resolution made from exactly its
-  // sources; one whose sources changed (compacted, or late data merged in)
-  // is made again and the tier blocks in its range replaced.
+  // sources, merged later with its neighbours' (CompactTiers); one whose
+  // sources changed (compacted, or late data merged in) has them made
+  // again, replacing or spliced into the tier blocks in its range.
   Status LoadTiers();
   // A raw block gets tiers once compaction is done with it: the window of
   // the top level (TopLevelRange) that holds it is complete, as Compact
@@ -127,18 +128,20 @@ class DBImpl : public DB {
   // Overlapping blocks get no tiers until compaction merged them.
   static std::vector<bool> OverlappedBlocks(const std::vector<std::shared_ptr<Block>>& blocks);
   // Whether `m` has its tiers: in every tier whose retention keeps its
-  // range (*wanted: there is one), exactly one tier block in its range,
-  // made from its sources.
+  // range (*wanted: there is one), one tier block holds its range, made
+  // from (at least) its sources (its own, or a merged one), and no other
+  // overlaps it.
   bool TiersMade(const index::BlockMeta& m, bool* wanted);
   // Makes `m`'s tiers from raw data (blocks and head: the window ending at
   // maxt takes the sample at maxt) and swaps them in for the tier blocks
-  // in its range.
+  // in its range; where a merged tier block holds its range too, they are
+  // spliced into it (their points win).
   Status MakeTiers(const index::BlockMeta& m) TW_REQUIRES(maint_mu_);
   uint64_t TierBytes();
   // --retention.size: deletes the tier block of the oldest range (5 m
   // before 1 h); returns its bytes (at least 1), 0 when there is none.
   uint64_t DropOldestTierBlock();
-  // Merges tier blocks that no raw block covers any more, per 20.25 d window.
+  // Merges contiguous tier blocks of a resolution, per 20.25 d window.
   Status CompactTiers() TW_REQUIRES(maint_mu_);
   void ApplyTierRetention() TW_REQUIRES(maint_mu_);
   std::string TierDir(int tier) const;

@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/coding.h"
 #include "base/file.h"
 #include "base/log.h"
 #include "model/sample.h"
 #include "storage/merge.h"
+#include "tsdb/chunk_series.h"
+#include "tsdb/chunkenc/parts.h"
 #include "tsdb/index/block_meta.h"
 
 namespace trainwatch::tsdb {
@@ -309,28 +312,100 @@ Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
   return out;
 }
 
+namespace {
+
+// The points of a parts chunk, from its first part's header.
+Result<uint64_t> PartsChunkPoints(std::string_view data) {
+  ASSIGN_OR_RETURN(auto p, chunkenc::UnwrapPart(data, 0));
+  uint64_t n = 0;
+  if (p.enc != chunkenc::Encoding::kDense || !GetVarint64(&p.data, &n)) {
+    return Status::Corruption("tier block: a parts chunk whose first part is not a dense chunk");
+  }
+  return n;
+}
+
+// Writes the series of `blocks` (not overlapping, sorted by time) into w:
+// a chunk already full (chunk_samples points) is copied as it is; runs of
+// smaller ones (a raw block's few windows) are decoded and encoded again
+// into full chunks. Merging one more raw block's tiers into a merged block
+// then encodes its points and the merged block's last chunk, not all of it
+// (the dense encoder is the cost: ~170 ns a value on these short chunks).
+Status CopyAcross(const std::vector<std::shared_ptr<Block>>& blocks, size_t chunk_samples, const model::Matchers& all,
+                  BlockWriter* w) {
+  auto set = Block::SelectAcross(blocks, model::kMinTime, model::kMaxTime, Block::Parts{.value = -1, .whole = true}, all);
+  std::vector<int64_t> ts, scratch;
+  std::array<std::vector<double>, kNumAggr> cols;
+  std::array<const double*, kNumAggr> ptrs{};
+  auto flush = [&]() -> Status {
+    if (ts.empty()) return Status::OK();
+    for (int a = 0; a < kNumAggr; ++a) ptrs[static_cast<size_t>(a)] = cols[static_cast<size_t>(a)].data();
+    RETURN_IF_ERROR(w->AppendParts(ts, ptrs));
+    ts.clear();
+    for (auto& c : cols) c.clear();
+    return Status::OK();
+  };
+  while (set->Next()) {
+    const auto& series = static_cast<const ChunkSeries&>(set->At());  // SelectAcross gives ChunkSeries
+    RETURN_IF_ERROR(w->BeginSeries(series.labels()));
+    for (const ChunkRefData& c : series.chunks()) {
+      ASSIGN_OR_RETURN(const uint64_t n, PartsChunkPoints(c.data));
+      if (n >= chunk_samples) {
+        RETURN_IF_ERROR(flush());
+        RETURN_IF_ERROR(w->AppendPartsChunk(c.mint, c.maxt, c.data, n));
+        continue;
+      }
+      const size_t before = ts.size();
+      for (int a = 0; a < kNumAggr; ++a) {
+        ASSIGN_OR_RETURN(auto part, chunkenc::UnwrapPart(c.data, static_cast<size_t>(a)));
+        scratch.clear();
+        RETURN_IF_ERROR(chunkenc::DecodeAll(part.enc, part.data, a == 0 ? &ts : &scratch, &cols[static_cast<size_t>(a)]));
+        if ((a == 0 ? ts.size() - before : scratch.size()) != n) {
+          return Status::Corruption("tier block: parts of " + series.labels().ToString() + " hold different points");
+        }
+      }
+    }
+    RETURN_IF_ERROR(flush());
+    RETURN_IF_ERROR(w->EndSeries());
+  }
+  return set->Err();
+}
+
+}  // namespace
+
 Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir, int tier,
                                                    const std::vector<std::shared_ptr<TierBlock>>& group,
                                                    const model::Matchers& all) {
   int64_t mint = INT64_MAX, maxt = INT64_MIN;
   std::vector<std::string> sources;
-  for (const auto& b : group) {
-    mint = std::min(mint, b->RawMint());
-    maxt = std::max(maxt, b->RawMaxt());
-    sources.insert(sources.end(), b->Sources().begin(), b->Sources().end());
+  bool overlap = false;
+  for (size_t i = 0; i < group.size(); ++i) {
+    const TierBlock& b = *group[i];
+    mint = std::min(mint, b.RawMint());
+    maxt = std::max(maxt, b.RawMaxt());
+    sources.insert(sources.end(), b.Sources().begin(), b.Sources().end());
+    overlap = overlap || (i > 0 && b.RawMint() < group[i - 1]->RawMaxt());
   }
   std::sort(sources.begin(), sources.end());
-  ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tier_dir, TierMeta(NewUlid(), mint, maxt, sources),
-                                               kTierChunkSamples[static_cast<size_t>(tier)]));
-  // Every block holds each series' aggregates at the same timestamps, so
-  // each aggregate's merge yields the same series in order.
-  std::array<std::unique_ptr<storage::SeriesSet>, kNumAggr> sets;
-  for (int a = 0; a < kNumAggr; ++a) {
-    std::vector<std::unique_ptr<storage::SeriesSet>> blocks;
-    for (const auto& b : group) blocks.push_back(b->Select(a, false, model::kMinTime, model::kMaxTime, all));
-    sets[static_cast<size_t>(a)] = storage::MergeSeriesSets(std::move(blocks));
+  sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+  const size_t chunk_samples = kTierChunkSamples[static_cast<size_t>(tier)];
+  ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tier_dir, TierMeta(NewUlid(), mint, maxt, sources), chunk_samples));
+  if (!overlap) {
+    std::vector<std::shared_ptr<Block>> blocks;
+    for (const auto& b : group) blocks.push_back(b->block());
+    RETURN_IF_ERROR(CopyAcross(blocks, chunk_samples, all, w.get()));
+  } else {
+    // Every block holds each series' aggregates at the same timestamps, so
+    // each aggregate's merge yields the same series in order, and where
+    // blocks overlap, takes each point from the same block (the earliest
+    // in `group` that has one).
+    std::array<std::unique_ptr<storage::SeriesSet>, kNumAggr> sets;
+    for (int a = 0; a < kNumAggr; ++a) {
+      std::vector<std::unique_ptr<storage::SeriesSet>> blocks;
+      for (const auto& b : group) blocks.push_back(b->Select(a, false, model::kMinTime, model::kMaxTime, all));
+      sets[static_cast<size_t>(a)] = storage::MergeSeriesSets(std::move(blocks));
+    }
+    RETURN_IF_ERROR(CopyParts(std::move(sets), w.get()));
   }
-  RETURN_IF_ERROR(CopyParts(std::move(sets), w.get()));
   ASSIGN_OR_RETURN(auto meta, w->Finish());
   return TierBlock::Open(tier_dir + "/" + meta.id);
 }

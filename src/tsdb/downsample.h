@@ -111,10 +111,13 @@ Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
     const std::array<std::string, kNumTiers>& tier_dirs, int64_t mint, int64_t maxt,
     const std::vector<std::string>& sources, storage::SeriesSet* raw);
 
-// Merges tier blocks of one resolution (not overlapping, each starting
-// where the one before ends: a gap may hide data a finer tier holds) into one tier
-// block of tier `tier` in tier_dir covering all their ranges and sources, crash-safe as
-// WriteTierBlocks. `all` matches every series.
+// Merges tier blocks of one resolution into one tier block of tier `tier`
+// in tier_dir covering all their ranges and sources, crash-safe as
+// WriteTierBlocks. Their ranges must leave no gap (a gap may hide data a
+// finer tier holds); where they overlap, a point of a block earlier in
+// `group` wins over a later one's at the same time (the tiers of a raw
+// block that late data changed, spliced into a merged block). `all`
+// matches every series.
 Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir, int tier,
                                                    const std::vector<std::shared_ptr<TierBlock>>& group,
                                                    const model::Matchers& all);

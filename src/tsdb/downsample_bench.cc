@@ -3,9 +3,12 @@
 // 1 h tier) and from raw blocks (the 6 h query 1 ms off the grid, which
 // tiers cannot answer).
 // Figures: docs/performance.md. Run:
-//   TW_DS_SERIES=2000 [TW_DS_RETENTION_DAYS=15] [TW_DS_INTERVAL_S=15] build/release/src/tsdb/downsample_bench
+//   TW_DS_SERIES=2000 [TW_DS_RETENTION_DAYS=15] [TW_DS_INTERVAL_S=15] [TW_DS_DIR=/tmp/ds] build/release/src/tsdb/downsample_bench
 // Building the data dir (90 days of one sample per 5 minutes per series by default,
-// compacted and downsampled) happens once, before the first benchmark.
+// compacted and downsampled) happens once, before the first benchmark. With
+// TW_DS_DIR the data dir is kept there, and a later run with the same
+// settings opens it instead of building it again (for profiling: building
+// 400 series of 15 s samples takes minutes).
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -43,8 +46,26 @@ Data* Get() {
     auto* out = new Data();
     const char* env = std::getenv("TW_DS_SERIES");
     out->series = env != nullptr ? static_cast<size_t>(std::atoll(env)) : 1000;
-    out->dir = std::filesystem::temp_directory_path() / ("tw_ds_bench_" + std::to_string(::getpid()));
-    (void)file::RemoveAll(out->dir);
+    if (const char* iv = std::getenv("TW_DS_INTERVAL_S"); iv != nullptr) out->interval = std::atoll(iv) * 1000;
+    const char* days = std::getenv("TW_DS_RETENTION_DAYS");
+    out->retention_days = days != nullptr ? std::atoll(days) : 0;
+    const char* keep = std::getenv("TW_DS_DIR");
+    out->dir = keep != nullptr ? std::string(keep)
+                               : std::string(std::filesystem::temp_directory_path() /
+                                             ("tw_ds_bench_" + std::to_string(::getpid())));
+    // Written once the data is complete: the settings it was built with.
+    const std::string built = out->dir + "/built";
+    const std::string settings = std::to_string(out->series) + " series, a sample every " +
+                                 std::to_string(out->interval) + " ms, retention " +
+                                 std::to_string(out->retention_days) + " d";
+    const bool reuse = keep != nullptr && file::Exists(built);
+    std::string was;
+    if (reuse && (!file::ReadFile(built, &was).ok() || was != settings)) {
+      std::fprintf(stderr, "%s was built with other settings (%s): remove it or pick another TW_DS_DIR\n",
+                   out->dir.c_str(), built.c_str());
+      std::exit(2);
+    }
+    if (!reuse) (void)file::RemoveAll(out->dir);
     Options o;
     o.dir = out->dir;
     o.background = false;
@@ -53,20 +74,31 @@ Data* Get() {
     // every block compaction is done with (DBImpl::WantsTiers), the rest
     // read raw. Unset: raw data kept, the clock a month past the last
     // sample, so every block has tiers (31 d without a retention).
-    if (const char* iv = std::getenv("TW_DS_INTERVAL_S"); iv != nullptr) out->interval = std::atoll(iv) * 1000;
-    const char* days = std::getenv("TW_DS_RETENTION_DAYS");
-    out->retention_days = days != nullptr ? std::atoll(days) : 0;
     o.retention_ms = out->retention_days * 24 * kHour;
     o.wal_sync = WalSync::kInterval;
-    out->now = out->retention_days > 0 ? kStart : kEnd + 32 * 24 * kHour;
+    out->now = out->retention_days > 0 ? (reuse ? kEnd : kStart) : kEnd + 32 * 24 * kHour;
     o.now_ms = [out] { return out->now.load(); };
     out->db = std::move(DB::Open(o).value());
-    // The data dir goes with the process (it was left in /tmp, one per run).
-    std::atexit([] {
-      Data* d = Get();
-      d->db.reset();
-      (void)file::RemoveAll(d->dir);
-    });
+    if (reuse) {
+      // One flush, so this build's maintenance (compaction, tiers) has run.
+      const int64_t t0 = MonoNanos();
+      if (!out->db->Flush().ok()) std::abort();
+      const Stats st = out->db->GetStats();
+      std::fprintf(stderr, "opened %s, built before: %s; flush %.1f s; raw %llu blocks, tiers %llu blocks %.1f MiB\n",
+                   out->dir.c_str(), settings.c_str(), static_cast<double>(MonoNanos() - t0) / 1e9,
+                   static_cast<unsigned long long>(st.blocks), static_cast<unsigned long long>(st.tier_blocks),
+                   static_cast<double>(st.tier_bytes) / (1 << 20));
+      return out;
+    }
+    // The data dir goes with the process (it was left in /tmp, one per
+    // run), unless TW_DS_DIR asks to keep it.
+    if (keep == nullptr) {
+      std::atexit([] {
+        Data* d = Get();
+        d->db.reset();
+        (void)file::RemoveAll(d->dir);
+      });
+    }
     const int64_t t0 = MonoNanos();
     // A day at a time, so the head never holds more than one day's chunks
     // open per series (as a server that persists every 2 h would).
@@ -97,6 +129,7 @@ Data* Get() {
                  static_cast<double>(MonoNanos() - t1) / 1e9, static_cast<unsigned long long>(st.blocks),
                  static_cast<double>(st.block_bytes) / (1 << 20), static_cast<unsigned long long>(st.tier_blocks),
                  static_cast<double>(st.tier_bytes) / (1 << 20));
+    if (keep != nullptr && !file::WriteFileAtomic(built, settings).ok()) std::abort();
     return out;
   }();
   return d;

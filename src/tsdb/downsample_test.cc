@@ -341,16 +341,17 @@ TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
   // done with every block but the newest, whose 2 h window the newest
   // sample does not complete (less than half a block past its end). Each
   // of the others has a 5 m and a 1 h tier block (no whole 6 h window).
+  // Those of each resolution are merged into one (CompactTiers: one per
+  // 20.25 d window).
   const auto with_raw = tiered_->GetStats();
-  ASSERT_GT(with_raw.blocks, 1u);
-  EXPECT_EQ(with_raw.tier_blocks, 2 * (with_raw.blocks - 1));
+  ASSERT_GT(with_raw.blocks, 2u);
+  EXPECT_EQ(with_raw.tier_blocks, 2u);
   now_ = kT0 + kSpan + 30 * kHour;  // every raw block is older than the 24 h retention
   ASSERT_TRUE(tiered_->Flush().ok());
   const auto after = tiered_->GetStats();
   EXPECT_EQ(after.blocks, 0u);
-  // Tiers were made before retention took the raw blocks; no raw block
-  // covers them any more, so each resolution's blocks (one per raw block)
-  // are merged into one (their 20.25 d window is complete).
+  // Tiers were made before retention took the raw blocks, and answer.
+  // The newest block's tiers, made just before it went, are merged in.
   EXPECT_EQ(after.tier_blocks, 2u);
   // From 8 h on: no window reaches back to the sample at kT0 itself, which
   // only a tier of the (absent) block before the first would hold.
@@ -359,6 +360,65 @@ TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
   now_ = kT0 + 91 * 24 * kHour;
   ASSERT_TRUE(tiered_->Flush().ok());
   EXPECT_LT(tiered_->GetStats().tier_blocks, after.tier_blocks);
+}
+
+// The tier dirs of each resolution, oldest range first.
+std::vector<std::vector<std::string>> TierDirs(DB* db) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& tier : static_cast<DBImpl*>(db)->TiersSnapshot()) {
+    out.emplace_back();
+    for (const auto& tb : tier) out.back().push_back(tb->dir());
+  }
+  return out;
+}
+
+// The tiers of blocks compaction is done with are merged into one tier
+// block per resolution while their raw blocks are still kept; a raw block
+// covered by a merged tier block has its tiers (they are not made again at
+// each flush); late data merged into one has them made again and spliced
+// into the merged block, whose answers then count it; and a merged block
+// left beside the one it was merged into (a crash between writing one and
+// deleting the other) is deleted when the DB opens.
+TEST_F(DownsampleTest, TiersOfFinalBlocksAreMergedAndLateDataSplicedIn) {
+  FillBoth(24 * kHour);
+  const auto stats = tiered_->GetStats();
+  ASSERT_GT(stats.blocks, 2u);
+  ASSERT_EQ(stats.tier_blocks, 2u);  // 5 m and 1 h, one block each
+  const auto merged = TierDirs(tiered_.get());
+  ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 4 * kHour, kT0 + kSpan, 30 * kMin);
+  ASSERT_TRUE(tiered_->Flush().ok());
+  EXPECT_EQ(TierDirs(tiered_.get()), merged);  // nothing made again
+  // Keep a copy of the merged 1 h tier block, as a crash would leave it.
+  const std::string left = merged[1][0].substr(0, merged[1][0].size() - 26) + NewUlid();
+  std::filesystem::copy(merged[1][0], left, std::filesystem::copy_options::recursive);
+  // Late samples, in series 1's gap of (kT0 + 3 h, kT0 + 4 h), to both.
+  for (DB* d : {raw_.get(), tiered_.get()}) {
+    auto app = d->NewAppender();
+    model::Labels l{{"__name__", "gpu_util"}, {"gpu", "1"}, {"job", "a"}};
+    for (int64_t t = kT0 + 3 * kHour + 7'000; t < kT0 + 4 * kHour; t += 60'000) {
+      ASSERT_TRUE(app->Append(0, l, t, 5000 + static_cast<double>(t % 1000)).ok());
+    }
+    ASSERT_TRUE(app->Commit().ok());
+    ASSERT_TRUE(d->Flush().ok());
+  }
+  const auto spliced = TierDirs(tiered_.get());
+  ASSERT_EQ(spliced[0].size(), 1u);
+  ASSERT_EQ(spliced[1].size(), 1u);
+  EXPECT_NE(spliced, merged);
+  ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 4 * kHour, kT0 + kSpan, 30 * kMin);
+  {
+    // The late samples are in the tiers' answer: a 1 h step reads them.
+    Engine engine{promql::EngineOptions{}};
+    auto got = engine.Range(*tiered_, "max_over_time(gpu_util{gpu=\"1\"}[1h])", kT0 + 4 * kHour, kT0 + 4 * kHour, kHour);
+    ASSERT_TRUE(got.ok());
+    ASSERT_EQ(got->matrix.size(), 1u);
+    EXPECT_GE(got->matrix[0].points[0].v, 5000);
+  }
+  tiered_.reset();
+  tiered_ = OpenDB("t", true, 24 * kHour);
+  EXPECT_FALSE(file::Exists(left));
+  EXPECT_EQ(TierDirs(tiered_.get()), spliced);
+  ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 4 * kHour, kT0 + kSpan, 30 * kMin);
 }
 
 // Blocks that start and end between 6 h marks (3 h blocks, so 9 h ones
@@ -394,13 +454,15 @@ TEST_F(DownsampleTest, CoarseTierGapsAreReadFromFinerTiers) {
   bool gap = false;
   for (size_t i = 1; i < tiers[2].size(); ++i) gap = gap || tiers[2][i]->RawMint() != tiers[2][i - 1]->RawMaxt();
   ASSERT_TRUE(gap);
-  const size_t fine_blocks = tiers[1].size();
-  // Raw retention takes every raw block; the tiers are merged per 20.25 d.
+  // The 1 h tier's contiguous runs are merged (per 20.25 d window): one
+  // before the outage, one after.
+  EXPECT_EQ(tiers[1].size(), 2u);
+  // Raw retention takes every raw block; the tiers stay.
   now_ = end + 11 * 24 * kHour;
   ASSERT_TRUE(tiered_->Flush().ok());
   ASSERT_EQ(tiered_->GetStats().blocks, 0u);
   tiers = impl->TiersSnapshot();
-  EXPECT_LT(tiers[1].size(), fine_blocks);  // the 1 h tier's contiguous runs were merged
+  EXPECT_EQ(tiers[1].size(), 2u);
   Engine engine{promql::EngineOptions{}};
   for (const char* e : {"avg_over_time(gpu_util[6h])", "sum_over_time(gpu_util[6h])", "max_over_time(gpu_util[12h])",
                         "min_over_time(gpu_util[6h])", "count_over_time(gpu_util[6h])", "last_over_time(gpu_util[6h])",
@@ -568,6 +630,68 @@ TEST_F(DownsampleTest, TierBlocksReadOnlyByPart) {
   }
   EXPECT_TRUE(sums->Err().ok());
   EXPECT_GT(points, 100u);
+}
+
+// Merging tier blocks copies chunks that are full as they are and encodes
+// runs of smaller ones again into one: a merged block of many points plus
+// one raw block's few windows re-encodes its last chunk and those, not all
+// of it. The merged block's points are every block's, in order, each
+// part's own.
+TEST_F(DownsampleTest, MergingTierBlocksCopiesFullChunks) {
+  const std::string dir = base_ + "/5m";
+  ASSERT_TRUE(file::MkdirAll(dir).ok());
+  const model::Labels l{{"__name__", "m"}};
+  constexpr int64_t kRes = 5 * kMin;
+  // Points [0, 300), [300, 310), [310, 560) of the 5 m tier (240 a chunk):
+  // chunks of 240 + 60, 10, and 240 + 10.
+  const std::vector<std::pair<int64_t, int64_t>> spans = {{0, 300}, {300, 310}, {310, 560}};
+  std::vector<std::shared_ptr<TierBlock>> group;
+  for (size_t k = 0; k < spans.size(); ++k) {
+    const auto [from, to] = spans[k];
+    index::BlockMeta meta;
+    meta.id = NewUlid();
+    meta.mint = kT0 + from * kRes + 1;  // points in (mint, maxt]: stamps one later
+    meta.maxt = kT0 + to * kRes + 1;
+    meta.sources = {"s" + std::to_string(k)};
+    auto w = BlockWriter::Create(dir, meta, 240);
+    ASSERT_TRUE(w.ok());
+    std::vector<int64_t> ts;
+    std::array<std::vector<double>, kNumAggr> cols;
+    for (int64_t i = from; i < to; ++i) {
+      ts.push_back(kT0 + (i + 1) * kRes);
+      for (int a = 0; a < kNumAggr; ++a) cols[a].push_back(static_cast<double>(i * 10 + a));
+    }
+    std::array<const double*, kNumAggr> ptrs{};
+    for (int a = 0; a < kNumAggr; ++a) ptrs[a] = cols[a].data();
+    ASSERT_TRUE((*w)->AddSeriesParts(l, ts, ptrs).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+    auto tb = TierBlock::Open(dir + "/" + meta.id);
+    ASSERT_TRUE(tb.ok()) << tb.status().ToString();
+    group.push_back(*tb);
+  }
+  auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
+  auto merged = MergeTierBlocks(dir, 0, group, {*all});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ((*merged)->RawMint(), kT0);
+  EXPECT_EQ((*merged)->RawMaxt(), kT0 + 560 * kRes);
+  EXPECT_EQ((*merged)->Sources(), (std::vector<std::string>{"s0", "s1", "s2"}));
+  // 240 copied; 60 + 10 encoded as one; 240 copied; 10.
+  EXPECT_EQ((*merged)->block()->meta().num_chunks, 4u);
+  EXPECT_EQ((*merged)->block()->meta().num_samples, 560u);
+  for (int a = 0; a < kNumAggr; ++a) {
+    auto set = (*merged)->Select(a, false, model::kMinTime, model::kMaxTime, {*all});
+    ASSERT_TRUE(set->Next());
+    auto it = set->At().Iterator();
+    int64_t i = 0;
+    while (it->Next()) {
+      ASSERT_EQ(it->At().t, kT0 + (i + 1) * kRes) << "part " << a;
+      ASSERT_EQ(it->At().v, static_cast<double>(i * 10 + a)) << "part " << a;
+      i++;
+    }
+    EXPECT_TRUE(it->Err().ok()) << it->Err().ToString();
+    EXPECT_EQ(i, 560);
+    EXPECT_FALSE(set->Next());
+  }
 }
 
 // Blocks of parts chunks read as one (Block::SelectAcross): each series
