@@ -100,9 +100,9 @@ Result<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
   std::optional<std::string> retention_5m, retention_1h;
   std::optional<bool> downsample;
   serve->add_option("--storage.tsdb.downsample", downsample,
-                    "Write 5m, 1h and 6h downsampled tiers (min, max, sum, count, last) of blocks compaction is done "
-                    "with (18h windows at a 15d --retention.time); *_over_time queries on a tier's grid read "
-                    "the coarsest that has their range (default true)");
+                    "Write 5m, 1h and 6h downsampled tiers (min, max, sum, count, last) of every block as it is "
+                    "written; *_over_time queries on a tier's grid read the coarsest that has their range, and "
+                    "raw data only for the head (default true)");
   serve->add_option("--retention.resolution-5m,--storage.tsdb.retention.resolution-5m", retention_5m,
                     "How long to keep the 5m tier, e.g. 90d; 0 keeps it forever (default 90d)");
   serve->add_option("--retention.resolution-1h,--storage.tsdb.retention.resolution-1h", retention_1h,

@@ -117,6 +117,14 @@ class SeriesIterator {
   // As AppendUntil, with each sample's AtCount() appended to *counts. For
   // iterators with counts and neither histograms nor start timestamps.
   virtual bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) {
+    if (!HasCounts() && !HasHistograms()) {
+      // Raw samples beside a tier's points (a merge of both asks each
+      // source for counts): each stands for one, read in bulk.
+      const size_t before = out->size();
+      const bool more = AppendUntil(maxt, out);
+      counts->insert(counts->end(), out->size() - before, 1.0);
+      return more;
+    }
     do {
       model::Sample s = At();
       if (s.t > maxt) return true;

@@ -408,10 +408,18 @@ Status BlockWriter::AppendParts(std::span<const int64_t> ts, std::span<const dou
   std::vector<chunkenc::Unwrapped> enc(parts.size());
   for (size_t i = 0; i < ts.size(); i += chunk_samples_) {
     const size_t n = std::min(chunk_samples_, ts.size() - i);
+    // Dense, but for a few points: its search costs ~10x XOR's time there
+    // (8 us for 24 points) and saves next to nothing (a young block's
+    // tiers: 24 points of 5 m, 2 of 1 h; merges encode them again).
+    const bool dense = n >= kDenseMinSamples;
     for (size_t p = 0; p < parts.size(); ++p) {
       part_bufs_[p].clear();
-      chunkenc::EncodeDense(&ts[i], parts[p] + i, n, &part_bufs_[p]);
-      enc[p] = {chunkenc::Encoding::kDense, part_bufs_[p]};
+      if (dense) {
+        chunkenc::EncodeDense(&ts[i], parts[p] + i, n, &part_bufs_[p]);
+      } else {
+        chunkenc::EncodeXor(&ts[i], parts[p] + i, n, &part_bufs_[p]);
+      }
+      enc[p] = {dense ? chunkenc::Encoding::kDense : chunkenc::Encoding::kXor, part_bufs_[p]};
     }
     buf_.clear();
     chunkenc::WrapParts(enc, &buf_);

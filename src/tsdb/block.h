@@ -116,6 +116,8 @@ struct SeriesSamples {
 
 // Samples per persisted chunk (whole-chunk dense encoding).
 inline constexpr size_t kBlockChunkSamples = 960;
+// Parts of fewer points are XOR chunks (BlockWriter::AddSeriesParts).
+inline constexpr size_t kDenseMinSamples = 32;
 
 // Writes one block. Series must be added in strictly increasing label order.
 // Not thread-safe.
@@ -134,7 +136,8 @@ class BlockWriter {
   Status AddSeries(const model::Labels& labels, const SeriesSamples& s);
   // A series of several values per sample (a tier block's aggregates):
   // chunks of parts (chunkenc::Encoding::kParts), part i of each holding
-  // the values parts[i][0, ts.size()) at ts (sorted, unique), dense.
+  // the values parts[i][0, ts.size()) at ts (sorted, unique), dense (XOR
+  // for a chunk of fewer than kDenseMinSamples).
   Status AddSeriesParts(const model::Labels& labels, std::span<const int64_t> ts,
                         std::span<const double* const> parts);
   // The same built piece by piece, in time order (merging tier blocks):

@@ -588,6 +588,10 @@ Status DBImpl::Flush() {
   base::MutexLock lock(&maint_mu_);
   if (closed_) return Status::Unavailable("tsdb is closed");
   Status s = CutHead(INT64_MAX, /*close_all=*/true);
+  // Tiers of the blocks just written, merged with those before, so the
+  // blocks compaction makes of them have their tiers (but a coarser one).
+  if (s.ok()) s = Downsample(/*max_blocks=*/0);
+  if (s.ok()) s = CompactTiers();
   if (s.ok()) s = Compact(/*force=*/true);
   if (s.ok()) s = Downsample(/*max_blocks=*/0);
   // Retention runs even when writing failed: a full disk is when it matters.
@@ -621,9 +625,12 @@ Status DBImpl::Maintain() {
     int64_t boundary = keep_from >= 0 ? keep_from / block * block : -(((-keep_from) + block - 1) / block) * block;
     s = CutHead(boundary, /*close_all=*/false);
   }
-  if (s.ok()) s = Compact(/*force=*/false);
-  // Tiers are made before retention can age their raw blocks out.
+  // Tiers of the blocks just written come before compaction merges them,
+  // and are merged alike first: the block it makes then has them, but for
+  // a coarser tier its range now holds whole windows of (the next pass).
   if (s.ok()) s = Downsample(/*max_blocks=*/4);
+  if (s.ok()) s = CompactTiers();
+  if (s.ok()) s = Compact(/*force=*/false);
   // Retention runs even when writing failed: a full disk is when it matters.
   Status r = ApplyRetention();
   if (s.ok()) s = CompactTiers();

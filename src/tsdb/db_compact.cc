@@ -198,11 +198,11 @@ Status DBImpl::ApplyRetention() {
       if (tiers > budget / 2 && DropOldestTierBlock() > 0) continue;
       if (next < kept.size()) {
         const std::shared_ptr<Block>& b = kept[next];
-        bool wanted = false;
-        if (opts_.downsample && !overlapped[next] && !TiersMade(b->meta(), &wanted) && wanted) {
+        const auto which = opts_.downsample && !overlapped[next] ? TiersToMake(b->meta()) : std::array<bool, kNumTiers>{};
+        if (std::find(which.begin(), which.end(), true) != which.end()) {
           // Its history stays, at 5 m and 1 h. A failure (the disk is full,
           // say) must not stop retention from making room.
-          if (Status s = MakeTiers(b->meta()); !s.ok()) {
+          if (Status s = MakeTiers(b->meta(), which); !s.ok()) {
             TW_LOG(Error, "retention: tiers of block {} before deleting it: {}", b->meta().id, s.ToString());
           }
         }

@@ -126,13 +126,6 @@ Status DBImpl::LoadTiers() {
   return Status::OK();
 }
 
-bool DBImpl::WantsTiers(const index::BlockMeta& m, int64_t now, int64_t db_maxt) const {
-  const int64_t top = TopLevelRange();
-  if (WindowComplete(AlignDown(m.mint, top), top, db_maxt)) return true;
-  const int64_t horizon = opts_.retention_ms > 0 ? opts_.retention_ms / 2 : MaxBlockRange();
-  return m.maxt <= now - horizon;
-}
-
 std::vector<bool> DBImpl::OverlappedBlocks(const std::vector<std::shared_ptr<Block>>& blocks) {
   std::vector<bool> out(blocks.size());
   int64_t prev_maxt = INT64_MIN;
@@ -144,18 +137,18 @@ std::vector<bool> DBImpl::OverlappedBlocks(const std::vector<std::shared_ptr<Blo
   return out;
 }
 
-bool DBImpl::TiersMade(const index::BlockMeta& m, bool* wanted) {
+std::array<bool, kNumTiers> DBImpl::TiersToMake(const index::BlockMeta& m) {
   const auto tiers = TiersSnapshot();
   const int64_t now = head_->Now();
-  bool done = true;
-  *wanted = false;
+  std::array<bool, kNumTiers> make{};
+  bool wanted = false;
   for (int t = 0; t < kNumTiers; ++t) {
     // A range the tier's retention would drop at once is not made (again).
     const int64_t keep = opts_.tier_retention_ms[static_cast<size_t>(t)];
     if (keep > 0 && m.maxt <= now - keep) continue;
     const auto [lo, hi] = TierRange(m.mint, m.maxt, t);
     const bool fits = lo < hi;  // the range holds a whole window of the tier
-    *wanted = *wanted || fits;
+    wanted = wanted || fits;
     int overlapping = 0;
     bool covered = false;
     for (const auto& tb : tiers[static_cast<size_t>(t)]) {
@@ -172,12 +165,13 @@ bool DBImpl::TiersMade(const index::BlockMeta& m, bool* wanted) {
         overlapping++;
       }
     }
-    done = done && (fits ? covered && overlapping == 1 : overlapping == 0);
+    make[static_cast<size_t>(t)] = fits ? !(covered && overlapping == 1) : overlapping > 0;
   }
-  return done;
+  if (!wanted) make = {};
+  return make;
 }
 
-Status DBImpl::MakeTiers(const index::BlockMeta& m) {
+Status DBImpl::MakeTiers(const index::BlockMeta& m, const std::array<bool, kNumTiers>& which) {
   std::array<std::string, kNumTiers> dirs;
   for (int t = 0; t < kNumTiers; ++t) {
     dirs[static_cast<size_t>(t)] = TierDir(t);
@@ -192,7 +186,7 @@ Status DBImpl::MakeTiers(const index::BlockMeta& m) {
   hints.start = m.mint + 1;
   hints.end = m.maxt;
   auto raw = q->Select(true, hints, {all});
-  ASSIGN_OR_RETURN(auto made, WriteTierBlocks(dirs, m.mint, m.maxt, sources, raw.get()));
+  ASSIGN_OR_RETURN(auto made, WriteTierBlocks(dirs, which, m.mint, m.maxt, sources, raw.get()));
   const auto tiers = TiersSnapshot();
   // Per tier, the blocks the new one replaces: those made from raw blocks
   // merged into `m` (in its range, of its sources), and those it is
@@ -201,6 +195,7 @@ Status DBImpl::MakeTiers(const index::BlockMeta& m) {
   // --retention.size deleted. Spliced, the new block's points win.
   std::array<std::vector<std::shared_ptr<TierBlock>>, kNumTiers> gone;
   for (int t = 0; t < kNumTiers; ++t) {
+    if (!which[static_cast<size_t>(t)]) continue;
     std::shared_ptr<TierBlock>& tb = made[static_cast<size_t>(t)];
     std::vector<std::shared_ptr<TierBlock>> splice;
     for (const auto& old : tiers[static_cast<size_t>(t)]) {
@@ -211,17 +206,17 @@ Status DBImpl::MakeTiers(const index::BlockMeta& m) {
       }
     }
     if (splice.empty()) continue;
-    splice.insert(splice.begin(), tb);
-    ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(dirs[static_cast<size_t>(t)], t, splice, {all}));
-    TW_LOG(Info, "tiers {} of block {} spliced into {} tier block(s): {}", TierName(t), m.id, splice.size() - 1,
+    ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(dirs[static_cast<size_t>(t)], t, splice, tb, {all}));
+    TW_LOG(Info, "tiers {} of block {} spliced into {} tier block(s): {}", TierName(t), m.id, splice.size(),
            merged->dir());
     tb->MarkDeleted();
     tb = std::move(merged);
-    gone[static_cast<size_t>(t)].insert(gone[static_cast<size_t>(t)].end(), splice.begin() + 1, splice.end());
+    gone[static_cast<size_t>(t)].insert(gone[static_cast<size_t>(t)].end(), splice.begin(), splice.end());
   }
   {
     base::MutexLock lock(&blocks_mu_);
     for (int t = 0; t < kNumTiers; ++t) {
+      if (!which[static_cast<size_t>(t)]) continue;
       auto& tier = tiers_[static_cast<size_t>(t)];
       const auto& g = gone[static_cast<size_t>(t)];
       std::erase_if(tier, [&](const std::shared_ptr<TierBlock>& tb) {
@@ -249,16 +244,22 @@ Status DBImpl::Downsample(size_t max_blocks) {
   // Overlapping blocks are merged by the next compaction first; their
   // tiers are made from the merged block.
   const std::vector<bool> overlapped = OverlappedBlocks(blocks);
-  const int64_t db_maxt = DataMaxTime(blocks);
   size_t made_blocks = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const index::BlockMeta& m = blocks[i]->meta();
-    if (overlapped[i] || !WantsTiers(m, head_->Now(), db_maxt)) continue;
-    bool wanted = false;
-    if (TiersMade(m, &wanted) || !wanted) continue;
+    if (overlapped[i]) continue;
+    // The window ending at maxt takes the sample at exactly maxt, in the
+    // next block or the head: wait for data from there on (a flush writes
+    // the whole head), or for the clock to pass it by half a block (ingest
+    // stopped).
+    const bool later = (i + 1 < blocks.size() && blocks[i + 1]->meta().mint >= m.maxt) ||
+                       head_->MaxTime() >= m.maxt || head_->Now() >= m.maxt + opts_.block_duration_ms / 2;
+    if (!later) continue;
+    const auto which = TiersToMake(m);
+    if (std::find(which.begin(), which.end(), true) == which.end()) continue;
     if (max_blocks > 0 && made_blocks == max_blocks) break;
     made_blocks++;
-    RETURN_IF_ERROR(MakeTiers(m));
+    RETURN_IF_ERROR(MakeTiers(m, which));
   }
   return Status::OK();
 }
@@ -293,46 +294,56 @@ uint64_t DBImpl::DropOldestTierBlock() {
 
 Status DBImpl::CompactTiers() {
   if (!opts_.downsample) return Status::OK();
-  // Tier blocks in one window of 2 h × 3^5 (20.25 d, aligned to the epoch:
-  // a whole number of top-level compaction windows) are merged into one,
-  // so a 90-day query reads a few tier blocks per tier, not one per raw
-  // block (18 h at the default retention), each with a chunk of a few
-  // points per series. A raw block whose tiers are made again later (late
-  // data merged into it) has them spliced into the merged block
-  // (MakeTiers).
-  constexpr int64_t kWindow = 486LL * 3600 * 1000;
+  // Tier blocks are merged level by level, as raw blocks are compacted:
+  // the contiguous blocks of a window of the block duration × 3^k (k = 1..5:
+  // 6 h, 18 h, 54 h, 162 h, 486 h = 20.25 d by default, aligned to the
+  // epoch) once the tier holds data past its end (no raw block's tiers will
+  // land in it but late data's, spliced in by MakeTiers). So a 90-day
+  // query reads about two blocks per level per tier, not one per raw block
+  // (18 h at the default retention) with a chunk of a few points per
+  // series; and a point is written again once per level, not each time a
+  // block joins a growing merged one.
   ASSIGN_OR_RETURN(auto all, model::Matcher::Make(model::MatchType::kRegex, std::string(model::kMetricName), ".*"));
+  // Nor will any land before the oldest raw data (ingest stopped and
+  // retention took the raw blocks).
+  int64_t raw_start = head_->MinTime();
+  for (const auto& b : BlocksSnapshot()) raw_start = std::min(raw_start, b->meta().mint);
   for (int t = 0; t < kNumTiers; ++t) {
-    const auto tier = TiersSnapshot()[static_cast<size_t>(t)];  // sorted by RawMint
-    for (size_t i = 0; i < tier.size();) {
-      const int64_t w = AlignDown(tier[i]->RawMint(), kWindow);
-      size_t j = i;
-      // Contiguous blocks only: a gap may hide windows a finer tier holds
-      // (a 6 h tier block leaves out its raw block's edge windows).
-      while (j < tier.size() && tier[j]->RawMaxt() <= w + kWindow &&
-             (j == i || tier[j]->RawMint() == tier[j - 1]->RawMaxt())) {
-        j++;
+    int64_t range = opts_.block_duration_ms;
+    for (int level = 1; level <= 5; ++level) {
+      range *= 3;
+      const auto tier = TiersSnapshot()[static_cast<size_t>(t)];  // sorted by RawMint
+      const int64_t covered = std::max(TierCoverageEnd(tier), raw_start);
+      for (size_t i = 0; i < tier.size();) {
+        const int64_t w = AlignDown(tier[i]->RawMint(), range);
+        size_t j = i;
+        // Contiguous blocks only: a gap may hide windows a finer tier holds
+        // (a 6 h tier block leaves out its raw block's edge windows).
+        while (j < tier.size() && tier[j]->RawMaxt() <= w + range &&
+               (j == i || tier[j]->RawMint() == tier[j - 1]->RawMaxt())) {
+          j++;
+        }
+        if (j - i < 2 || w + range > covered) {
+          i = std::max(j, i + 1);
+          continue;
+        }
+        std::vector<std::shared_ptr<TierBlock>> group(tier.begin() + static_cast<std::ptrdiff_t>(i),
+                                                      tier.begin() + static_cast<std::ptrdiff_t>(j));
+        const int64_t start = MonoNanos();
+        ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(TierDir(t), t, group, nullptr, {all}));
+        TW_LOG(Info, "merged {} {} tier blocks into {} [{}, {}) in {} ms", group.size(), TierName(t), merged->dir(),
+               merged->RawMint(), merged->RawMaxt(), (MonoNanos() - start) / 1000000);
+        base::MutexLock lock(&blocks_mu_);
+        auto& cur = tiers_[static_cast<size_t>(t)];
+        std::erase_if(cur, [&](const std::shared_ptr<TierBlock>& tb) {
+          if (std::find(group.begin(), group.end(), tb) == group.end()) return false;
+          tb->MarkDeleted();
+          return true;
+        });
+        cur.push_back(std::move(merged));
+        std::sort(cur.begin(), cur.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
+        i = j;
       }
-      if (j - i < 2) {
-        i = std::max(j, i + 1);
-        continue;
-      }
-      std::vector<std::shared_ptr<TierBlock>> group(tier.begin() + static_cast<std::ptrdiff_t>(i),
-                                                    tier.begin() + static_cast<std::ptrdiff_t>(j));
-      const int64_t start = MonoNanos();
-      ASSIGN_OR_RETURN(auto merged, MergeTierBlocks(TierDir(t), t, group, {all}));
-      TW_LOG(Info, "merged {} {} tier blocks into {} [{}, {}) in {} ms", group.size(), TierName(t), merged->dir(),
-             merged->RawMint(), merged->RawMaxt(), (MonoNanos() - start) / 1000000);
-      base::MutexLock lock(&blocks_mu_);
-      auto& cur = tiers_[static_cast<size_t>(t)];
-      std::erase_if(cur, [&](const std::shared_ptr<TierBlock>& tb) {
-        if (std::find(group.begin(), group.end(), tb) == group.end()) return false;
-        tb->MarkDeleted();
-        return true;
-      });
-      cur.push_back(std::move(merged));
-      std::sort(cur.begin(), cur.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
-      i = j;
     }
   }
   return Status::OK();

@@ -108,18 +108,12 @@ class DBImpl : public DB {
 
   // db_downsample.cc: tiers (tsdb/downsample.h). Every raw block that no
   // other overlaps gets one tier block per resolution made from exactly its
-  // sources, merged later with its neighbours' (CompactTiers); one whose
-  // sources changed (compacted, or late data merged in) has them made
-  // again, replacing or spliced into the tier blocks in its range.
+  // sources as soon as it is written, merged later with its neighbours'
+  // (CompactTiers), so a block compaction makes of blocks with tiers has
+  // them already (but a coarser tier its range now holds whole windows
+  // of); one that late data was merged into has them made again, replacing
+  // or spliced into the tier blocks in its range.
   Status LoadTiers();
-  // A raw block gets tiers once compaction is done with it: the window of
-  // the top level (TopLevelRange) that holds it is complete, as Compact
-  // judges it (by db_maxt, the newest sample's time), so Compact has merged
-  // that window's blocks before Downsample runs, and only late data merges
-  // the block again. Made before, its tiers would be made again at each
-  // level. A window no newer data completes (ingest stopped) gets them
-  // once older than half the retention (31 days without one).
-  bool WantsTiers(const index::BlockMeta& m, int64_t now, int64_t db_maxt) const;
   // Makes the tiers of at most `max_blocks` raw blocks, oldest first (0: all),
   // so a data dir from before tiers is caught up a few blocks per pass
   // without holding maintenance for long.
@@ -127,21 +121,24 @@ class DBImpl : public DB {
   // For each of `blocks` (sorted by mint): whether another overlaps it.
   // Overlapping blocks get no tiers until compaction merged them.
   static std::vector<bool> OverlappedBlocks(const std::vector<std::shared_ptr<Block>>& blocks);
-  // Whether `m` has its tiers: in every tier whose retention keeps its
-  // range (*wanted: there is one), one tier block holds its range, made
-  // from (at least) its sources (its own, or a merged one), and no other
-  // overlaps it.
-  bool TiersMade(const index::BlockMeta& m, bool* wanted);
-  // Makes `m`'s tiers from raw data (blocks and head: the window ending at
-  // maxt takes the sample at maxt) and swaps them in for the tier blocks
-  // in its range; where a merged tier block holds its range too, they are
-  // spliced into it (their points win).
-  Status MakeTiers(const index::BlockMeta& m) TW_REQUIRES(maint_mu_);
+  // The tiers `m` lacks: those whose retention keeps its range and where
+  // no tier block holds its range made from (at least) its sources (its
+  // own, or a merged one) with no other overlapping it, or where stale
+  // blocks of raw blocks merged into it lie. None when its range holds no
+  // whole window of any tier.
+  std::array<bool, kNumTiers> TiersToMake(const index::BlockMeta& m);
+  // Makes `m`'s tiers `which` from raw data (blocks and head: the window
+  // ending at maxt takes the sample at maxt) and swaps them in for the tier
+  // blocks in its range; where a merged tier block holds its range too,
+  // they are spliced into it (their points win).
+  Status MakeTiers(const index::BlockMeta& m, const std::array<bool, kNumTiers>& which) TW_REQUIRES(maint_mu_);
   uint64_t TierBytes();
   // --retention.size: deletes the tier block of the oldest range (5 m
   // before 1 h); returns its bytes (at least 1), 0 when there is none.
   uint64_t DropOldestTierBlock();
-  // Merges contiguous tier blocks of a resolution, per 20.25 d window.
+  // Merges contiguous tier blocks of a resolution level by level (windows
+  // of the block duration × 3^k, k = 1..5) once no raw block's tiers will
+  // land in the window.
   Status CompactTiers() TW_REQUIRES(maint_mu_);
   void ApplyTierRetention() TW_REQUIRES(maint_mu_);
   std::string TierDir(int tier) const;

@@ -258,14 +258,14 @@ Result<std::shared_ptr<TierBlock>> RewriteFirstLayoutTierBlock(const std::string
 }
 
 Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
-    const std::array<std::string, kNumTiers>& tier_dirs, int64_t mint, int64_t maxt,
-    const std::vector<std::string>& sources, storage::SeriesSet* raw) {
+    const std::array<std::string, kNumTiers>& tier_dirs, const std::array<bool, kNumTiers>& which, int64_t mint,
+    int64_t maxt, const std::vector<std::string>& sources, storage::SeriesSet* raw) {
   // A writer removes its unfinished "<ULID>.tmp" on any error below.
   std::array<std::unique_ptr<BlockWriter>, kNumTiers> writers;
   std::array<std::pair<int64_t, int64_t>, kNumTiers> ranges;
   for (int i = 0; i < kNumTiers; ++i) {
     ranges[i] = TierRange(mint, maxt, i);
-    if (ranges[i].first >= ranges[i].second) continue;  // no whole window
+    if (!which[static_cast<size_t>(i)] || ranges[i].first >= ranges[i].second) continue;  // not asked, or no whole window
     ASSIGN_OR_RETURN(writers[i], BlockWriter::Create(tier_dirs[i], TierMeta(NewUlid(), ranges[i].first, ranges[i].second, sources),
                                                      kTierChunkSamples[static_cast<size_t>(i)]));
   }
@@ -314,98 +314,147 @@ Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
 
 namespace {
 
-// The points of a parts chunk, from its first part's header.
+// The points of a parts chunk, from its first part's header: a dense
+// chunk's uvarint count or an XOR chunk's u16 (docs/format/chunks.md).
 Result<uint64_t> PartsChunkPoints(std::string_view data) {
   ASSIGN_OR_RETURN(auto p, chunkenc::UnwrapPart(data, 0));
   uint64_t n = 0;
-  if (p.enc != chunkenc::Encoding::kDense || !GetVarint64(&p.data, &n)) {
-    return Status::Corruption("tier block: a parts chunk whose first part is not a dense chunk");
+  if (p.enc == chunkenc::Encoding::kDense && GetVarint64(&p.data, &n)) return n;
+  if (p.enc == chunkenc::Encoding::kXor && p.data.size() >= 2) {
+    return (static_cast<uint64_t>(static_cast<uint8_t>(p.data[0])) << 8) | static_cast<uint8_t>(p.data[1]);
   }
-  return n;
+  return Status::Corruption("tier block: a parts chunk whose first part is neither a dense nor an XOR chunk");
 }
 
-// Writes the series of `blocks` (not overlapping, sorted by time) into w:
-// a chunk already full (chunk_samples points) is copied as it is; runs of
-// smaller ones (a raw block's few windows) are decoded and encoded again
-// into full chunks. Merging one more raw block's tiers into a merged block
-// then encodes its points and the merged block's last chunk, not all of it
-// (the dense encoder is the cost: ~170 ns a value on these short chunks).
-Status CopyAcross(const std::vector<std::shared_ptr<Block>>& blocks, size_t chunk_samples, const model::Matchers& all,
-                  BlockWriter* w) {
-  auto set = Block::SelectAcross(blocks, model::kMinTime, model::kMaxTime, Block::Parts{.value = -1, .whole = true}, all);
-  std::vector<int64_t> ts, scratch;
+// A series' points of the five parts, decoded.
+struct PartsPoints {
+  std::vector<int64_t> ts;
   std::array<std::vector<double>, kNumAggr> cols;
-  std::array<const double*, kNumAggr> ptrs{};
-  auto flush = [&]() -> Status {
-    if (ts.empty()) return Status::OK();
-    for (int a = 0; a < kNumAggr; ++a) ptrs[static_cast<size_t>(a)] = cols[static_cast<size_t>(a)].data();
-    RETURN_IF_ERROR(w->AppendParts(ts, ptrs));
+  void clear() {
     ts.clear();
     for (auto& c : cols) c.clear();
+  }
+  void Push(const PartsPoints& from, size_t i) {
+    ts.push_back(from.ts[i]);
+    for (int a = 0; a < kNumAggr; ++a) cols[static_cast<size_t>(a)].push_back(from.cols[static_cast<size_t>(a)][i]);
+  }
+};
+
+// Appends the n points of parts chunk `data` to *out.
+Status DecodeParts(std::string_view data, uint64_t n, const model::Labels& labels, PartsPoints* out,
+                   std::vector<int64_t>* scratch) {
+  const size_t before = out->ts.size();
+  for (int a = 0; a < kNumAggr; ++a) {
+    ASSIGN_OR_RETURN(auto part, chunkenc::UnwrapPart(data, static_cast<size_t>(a)));
+    scratch->clear();
+    RETURN_IF_ERROR(chunkenc::DecodeAll(part.enc, part.data, a == 0 ? &out->ts : scratch,
+                                        &out->cols[static_cast<size_t>(a)]));
+    if ((a == 0 ? out->ts.size() - before : scratch->size()) != n) {
+      return Status::Corruption("tier block: parts of " + labels.ToString() + " hold different points");
+    }
+  }
+  return Status::OK();
+}
+
+// Writes the series of `base` (blocks not overlapping each other, sorted by
+// time) and of `overlay` (null: none) into w, an overlay point replacing a
+// base point at the same time. A base chunk already full (chunk_samples
+// points) that no overlay point falls in is copied as it is; runs of the
+// others (a raw block's few windows, a merged block's last chunk) are
+// decoded and encoded again. Merging one more raw block's tiers into a
+// merged block then encodes its points and the merged block's last chunk,
+// not all of it: the dense encoder is the cost (~170 ns a value on these
+// short chunks).
+Status WriteMerged(const std::vector<std::shared_ptr<Block>>& base, const std::shared_ptr<Block>& overlay,
+                   size_t chunk_samples, const model::Matchers& all, BlockWriter* w) {
+  const Block::Parts whole{.value = -1, .whole = true};
+  auto bset = Block::SelectAcross(base, model::kMinTime, model::kMaxTime, whole, all);
+  std::unique_ptr<storage::SeriesSet> oset;
+  if (overlay != nullptr) oset = Block::SelectAcross({overlay}, model::kMinTime, model::kMaxTime, whole, all);
+  bool bvalid = bset->Next(), ovalid = oset != nullptr && oset->Next();
+  std::vector<int64_t> scratch;
+  PartsPoints over, dec, pending;
+  std::array<const double*, kNumAggr> ptrs{};
+  auto flush = [&]() -> Status {
+    if (pending.ts.empty()) return Status::OK();
+    for (int a = 0; a < kNumAggr; ++a) ptrs[static_cast<size_t>(a)] = pending.cols[static_cast<size_t>(a)].data();
+    RETURN_IF_ERROR(w->AppendParts(pending.ts, ptrs));
+    pending.clear();
     return Status::OK();
   };
-  while (set->Next()) {
-    const auto& series = static_cast<const ChunkSeries&>(set->At());  // SelectAcross gives ChunkSeries
-    RETURN_IF_ERROR(w->BeginSeries(series.labels()));
-    for (const ChunkRefData& c : series.chunks()) {
+  while (bvalid || ovalid) {
+    // SelectAcross gives ChunkSeries.
+    const auto* b = bvalid ? &static_cast<const ChunkSeries&>(bset->At()) : nullptr;
+    const auto* o = ovalid ? &static_cast<const ChunkSeries&>(oset->At()) : nullptr;
+    if (b != nullptr && o != nullptr && b->labels() != o->labels()) {
+      (b->labels() < o->labels() ? o : b) = nullptr;
+    }
+    const model::Labels& labels = b != nullptr ? b->labels() : o->labels();
+    RETURN_IF_ERROR(w->BeginSeries(labels));
+    over.clear();
+    if (o != nullptr) {
+      for (const ChunkRefData& c : o->chunks()) {
+        ASSIGN_OR_RETURN(const uint64_t n, PartsChunkPoints(c.data));
+        RETURN_IF_ERROR(DecodeParts(c.data, n, labels, &over, &scratch));
+      }
+    }
+    size_t k = 0;  // the next overlay point
+    for (const ChunkRefData& c : b != nullptr ? b->chunks() : std::vector<ChunkRefData>{}) {
       ASSIGN_OR_RETURN(const uint64_t n, PartsChunkPoints(c.data));
-      if (n >= chunk_samples) {
+      const bool overlaid = std::lower_bound(over.ts.begin() + static_cast<std::ptrdiff_t>(k), over.ts.end(), c.mint) !=
+                                std::upper_bound(over.ts.begin() + static_cast<std::ptrdiff_t>(k), over.ts.end(), c.maxt);
+      if (n >= chunk_samples && !overlaid) {
+        while (k < over.ts.size() && over.ts[k] < c.mint) pending.Push(over, k++);
         RETURN_IF_ERROR(flush());
         RETURN_IF_ERROR(w->AppendPartsChunk(c.mint, c.maxt, c.data, n));
         continue;
       }
-      const size_t before = ts.size();
-      for (int a = 0; a < kNumAggr; ++a) {
-        ASSIGN_OR_RETURN(auto part, chunkenc::UnwrapPart(c.data, static_cast<size_t>(a)));
-        scratch.clear();
-        RETURN_IF_ERROR(chunkenc::DecodeAll(part.enc, part.data, a == 0 ? &ts : &scratch, &cols[static_cast<size_t>(a)]));
-        if ((a == 0 ? ts.size() - before : scratch.size()) != n) {
-          return Status::Corruption("tier block: parts of " + series.labels().ToString() + " hold different points");
-        }
+      dec.clear();
+      RETURN_IF_ERROR(DecodeParts(c.data, n, labels, &dec, &scratch));
+      for (size_t i = 0; i < dec.ts.size(); ++i) {
+        while (k < over.ts.size() && over.ts[k] < dec.ts[i]) pending.Push(over, k++);
+        if (k < over.ts.size() && over.ts[k] == dec.ts[i]) continue;  // the overlay's point replaces it
+        pending.Push(dec, i);
       }
     }
+    while (k < over.ts.size()) pending.Push(over, k++);
     RETURN_IF_ERROR(flush());
     RETURN_IF_ERROR(w->EndSeries());
+    if (b != nullptr) bvalid = bset->Next();
+    if (o != nullptr) ovalid = oset->Next();
   }
-  return set->Err();
+  RETURN_IF_ERROR(bset->Err());
+  return oset != nullptr ? oset->Err() : Status::OK();
 }
 
 }  // namespace
 
 Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir, int tier,
                                                    const std::vector<std::shared_ptr<TierBlock>>& group,
+                                                   const std::shared_ptr<TierBlock>& overlay,
                                                    const model::Matchers& all) {
   int64_t mint = INT64_MAX, maxt = INT64_MIN;
   std::vector<std::string> sources;
-  bool overlap = false;
+  std::vector<std::shared_ptr<Block>> base;
   for (size_t i = 0; i < group.size(); ++i) {
-    const TierBlock& b = *group[i];
-    mint = std::min(mint, b.RawMint());
-    maxt = std::max(maxt, b.RawMaxt());
-    sources.insert(sources.end(), b.Sources().begin(), b.Sources().end());
-    overlap = overlap || (i > 0 && b.RawMint() < group[i - 1]->RawMaxt());
+    if (i > 0 && group[i]->RawMint() < group[i - 1]->RawMaxt()) {
+      return Status::InvalidArgument("merging tier blocks: " + group[i]->dir() + " overlaps " + group[i - 1]->dir());
+    }
+    base.push_back(group[i]->block());
+  }
+  std::vector<const TierBlock*> all_blocks;
+  for (const auto& b : group) all_blocks.push_back(b.get());
+  if (overlay != nullptr) all_blocks.push_back(overlay.get());
+  for (const TierBlock* b : all_blocks) {
+    mint = std::min(mint, b->RawMint());
+    maxt = std::max(maxt, b->RawMaxt());
+    sources.insert(sources.end(), b->Sources().begin(), b->Sources().end());
   }
   std::sort(sources.begin(), sources.end());
   sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
   const size_t chunk_samples = kTierChunkSamples[static_cast<size_t>(tier)];
   ASSIGN_OR_RETURN(auto w, BlockWriter::Create(tier_dir, TierMeta(NewUlid(), mint, maxt, sources), chunk_samples));
-  if (!overlap) {
-    std::vector<std::shared_ptr<Block>> blocks;
-    for (const auto& b : group) blocks.push_back(b->block());
-    RETURN_IF_ERROR(CopyAcross(blocks, chunk_samples, all, w.get()));
-  } else {
-    // Every block holds each series' aggregates at the same timestamps, so
-    // each aggregate's merge yields the same series in order, and where
-    // blocks overlap, takes each point from the same block (the earliest
-    // in `group` that has one).
-    std::array<std::unique_ptr<storage::SeriesSet>, kNumAggr> sets;
-    for (int a = 0; a < kNumAggr; ++a) {
-      std::vector<std::unique_ptr<storage::SeriesSet>> blocks;
-      for (const auto& b : group) blocks.push_back(b->Select(a, false, model::kMinTime, model::kMaxTime, all));
-      sets[static_cast<size_t>(a)] = storage::MergeSeriesSets(std::move(blocks));
-    }
-    RETURN_IF_ERROR(CopyParts(std::move(sets), w.get()));
-  }
+  RETURN_IF_ERROR(WriteMerged(base, overlay != nullptr ? overlay->block() : nullptr, chunk_samples, all, w.get()));
   ASSIGN_OR_RETURN(auto meta, w->Finish());
   return TierBlock::Open(tier_dir + "/" + meta.id);
 }
@@ -517,14 +566,15 @@ std::unique_ptr<storage::SeriesSet> SelectTier(const std::vector<std::shared_ptr
     read.push_back(b);
   }
   if (overlap) {
-    // Late raw data's tiers beside a merged tier block that holds their
-    // range too (TiersMade leaves it): merged, the same points count once.
+    // Tier blocks overlap only for a moment (a crash between writing a
+    // block of late data's tiers and splicing it into a merged one):
+    // merged, the same points count once.
     std::vector<std::unique_ptr<storage::SeriesSet>> sets;
     for (const auto& b : read) sets.push_back(b->Select(aggr, counted, mint, maxt, matchers));
     return storage::MergeSeriesSets(std::move(sets));
   }
   // Read as one block: a series is one iterator over the chunks of all its
-  // tier blocks (a 90-day query at the default retention reads dozens).
+  // tier blocks (a 90-day query reads about two per level of CompactTiers).
   std::vector<std::shared_ptr<Block>> parts;
   for (const auto& b : read) parts.push_back(b->block());
   return Block::SelectAcross(parts, mint, maxt, PartsOf(aggr, counted),

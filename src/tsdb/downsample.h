@@ -100,26 +100,29 @@ Result<std::shared_ptr<TierBlock>> RewriteFirstLayoutTierBlock(const std::string
                                                                const std::string& dir,
                                                                const std::vector<std::shared_ptr<TierBlock>>& loaded);
 
-// Writes one tier block per resolution from `raw` (series sorted by labels,
-// with their samples in (mint, maxt]) into tier_dirs[i], crash-safe: each
+// Writes one tier block per resolution asked for (`which`) from `raw`
+// (series sorted by labels, with their samples in (mint, maxt]) into
+// tier_dirs[i], crash-safe: each
 // is written under "<ULID>.tmp", fsynced, and the directory renamed into
 // place. Series without float samples are left out (native histograms are
 // not downsampled). Each tier block covers the TierRange of [mint, maxt).
-// Returns the opened blocks, one per resolution; null for a resolution of
-// which the range holds no whole window.
+// Returns the opened blocks, one per resolution; null for a resolution not
+// asked for or of which the range holds no whole window.
 Result<std::array<std::shared_ptr<TierBlock>, kNumTiers>> WriteTierBlocks(
-    const std::array<std::string, kNumTiers>& tier_dirs, int64_t mint, int64_t maxt,
-    const std::vector<std::string>& sources, storage::SeriesSet* raw);
+    const std::array<std::string, kNumTiers>& tier_dirs, const std::array<bool, kNumTiers>& which, int64_t mint,
+    int64_t maxt, const std::vector<std::string>& sources, storage::SeriesSet* raw);
 
 // Merges tier blocks of one resolution into one tier block of tier `tier`
 // in tier_dir covering all their ranges and sources, crash-safe as
-// WriteTierBlocks. Their ranges must leave no gap (a gap may hide data a
-// finer tier holds); where they overlap, a point of a block earlier in
-// `group` wins over a later one's at the same time (the tiers of a raw
-// block that late data changed, spliced into a merged block). `all`
+// WriteTierBlocks. `group` is sorted by time and its blocks do not overlap
+// nor leave a gap between them (a gap may hide data a finer tier holds);
+// `overlay` (or null) may overlap them: its points replace theirs at the
+// same times (the tiers of a raw block that late data changed, spliced
+// into a merged block). Full chunks are copied, not encoded again. `all`
 // matches every series.
 Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir, int tier,
                                                    const std::vector<std::shared_ptr<TierBlock>>& group,
+                                                   const std::shared_ptr<TierBlock>& overlay,
                                                    const model::Matchers& all);
 
 // The points of one tier's blocks (sorted by time, not overlapping) for a

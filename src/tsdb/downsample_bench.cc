@@ -71,9 +71,8 @@ Data* Get() {
     o.background = false;
     // TW_DS_RETENTION_DAYS=15: --retention.time as `serve`'s default, the
     // clock at the last sample: raw data of the last 15 days, tiers of
-    // every block compaction is done with (DBImpl::WantsTiers), the rest
-    // read raw. Unset: raw data kept, the clock a month past the last
-    // sample, so every block has tiers (31 d without a retention).
+    // every block. Unset: raw data kept, the clock a month past the last
+    // sample.
     o.retention_ms = out->retention_days * 24 * kHour;
     o.wal_sync = WalSync::kInterval;
     out->now = out->retention_days > 0 ? (reuse ? kEnd : kStart) : kEnd + 32 * 24 * kHour;

@@ -21,9 +21,7 @@ namespace {
 constexpr int64_t kMin = 60'000, kHour = 3'600'000;
 constexpr int64_t kT0 = 1'700'000'000'000 / (2 * kHour) * (2 * kHour);  // on the 2 h block grid
 constexpr int64_t kSpan = 12 * kHour;
-// Blocks get tiers once compaction is done with them, or once older than
-// half the retention, or than 31 days without one (DBImpl::WantsTiers):
-// the clock of a test that wants them all.
+// A clock a month past the data.
 constexpr int64_t kAged = kT0 + kSpan + 32 * 24 * kHour;
 
 bool Same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
@@ -337,21 +335,24 @@ TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
 // raw data did.
 TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
   FillBoth(24 * kHour);
-  // A 24 h retention keeps blocks at 2 h (a tenth of it): compaction is
-  // done with every block but the newest, whose 2 h window the newest
-  // sample does not complete (less than half a block past its end). Each
-  // of the others has a 5 m and a 1 h tier block (no whole 6 h window).
-  // Those of each resolution are merged into one (CompactTiers: one per
-  // 20.25 d window).
+  // A 24 h retention keeps blocks at 2 h (a tenth of it). Each has a 5 m
+  // and a 1 h tier block (no whole 6 h window), made when it was written,
+  // but the newest: its last window waits for the sample at its end.
+  // Those of each resolution are merged per window of 6 h, 18 h, ...
+  // (CompactTiers) that the tier's data passed: kT0 is 4 h past a 6 h mark
+  // and 10 h past an 18 h one, so [kT0 + 2 h, kT0 + 8 h) merge at 6 h, then
+  // with [kT0, kT0 + 2 h) at 18 h; [kT0 + 8 h, kT0 + 10 h) waits for its
+  // 6 h window: two per tier.
   const auto with_raw = tiered_->GetStats();
   ASSERT_GT(with_raw.blocks, 2u);
-  EXPECT_EQ(with_raw.tier_blocks, 2u);
+  EXPECT_EQ(with_raw.tier_blocks, 4u);
   now_ = kT0 + kSpan + 30 * kHour;  // every raw block is older than the 24 h retention
   ASSERT_TRUE(tiered_->Flush().ok());
   const auto after = tiered_->GetStats();
   EXPECT_EQ(after.blocks, 0u);
   // Tiers were made before retention took the raw blocks, and answer.
-  // The newest block's tiers, made just before it went, are merged in.
+  // No raw data is left to land in any window: each tier's blocks merge
+  // into one.
   EXPECT_EQ(after.tier_blocks, 2u);
   // From 8 h on: no window reaches back to the sample at kT0 itself, which
   // only a tier of the (absent) block before the first would hold.
@@ -360,6 +361,20 @@ TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
   now_ = kT0 + 91 * 24 * kHour;
   ASSERT_TRUE(tiered_->Flush().ok());
   EXPECT_LT(tiered_->GetStats().tier_blocks, after.tier_blocks);
+}
+
+// A flush writes the whole head: the newest block's tiers wait for data
+// from its end on (the window ending there takes the sample at exactly
+// its end), so the next hours' sample at that end is in them, and tier
+// answers over it stay the raw ones.
+TEST_F(DownsampleTest, NewestBlockWaitsForTheSampleAtItsEnd) {
+  FillBoth(24 * kHour);
+  now_ = kT0 + kSpan + 4 * kHour;
+  for (DB* d : {raw_.get(), tiered_.get()}) {
+    Fill(d, kT0 + kSpan, kT0 + kSpan + 4 * kHour);
+    ASSERT_TRUE(d->Flush().ok());
+  }
+  ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 8 * kHour, kT0 + kSpan + 4 * kHour, kHour);
 }
 
 // The tier dirs of each resolution, oldest range first.
@@ -383,7 +398,8 @@ TEST_F(DownsampleTest, TiersOfFinalBlocksAreMergedAndLateDataSplicedIn) {
   FillBoth(24 * kHour);
   const auto stats = tiered_->GetStats();
   ASSERT_GT(stats.blocks, 2u);
-  ASSERT_EQ(stats.tier_blocks, 2u);  // 5 m and 1 h, one block each
+  // 5 m and 1 h, two blocks each (TiersAnswerAfterRawRetention says why).
+  ASSERT_EQ(stats.tier_blocks, 4u);
   const auto merged = TierDirs(tiered_.get());
   ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 4 * kHour, kT0 + kSpan, 30 * kMin);
   ASSERT_TRUE(tiered_->Flush().ok());
@@ -402,8 +418,8 @@ TEST_F(DownsampleTest, TiersOfFinalBlocksAreMergedAndLateDataSplicedIn) {
     ASSERT_TRUE(d->Flush().ok());
   }
   const auto spliced = TierDirs(tiered_.get());
-  ASSERT_EQ(spliced[0].size(), 1u);
-  ASSERT_EQ(spliced[1].size(), 1u);
+  ASSERT_EQ(spliced[0].size(), 2u);
+  ASSERT_EQ(spliced[1].size(), 2u);
   EXPECT_NE(spliced, merged);
   ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 4 * kHour, kT0 + kSpan, 30 * kMin);
   {
@@ -454,10 +470,11 @@ TEST_F(DownsampleTest, CoarseTierGapsAreReadFromFinerTiers) {
   bool gap = false;
   for (size_t i = 1; i < tiers[2].size(); ++i) gap = gap || tiers[2][i]->RawMint() != tiers[2][i - 1]->RawMaxt();
   ASSERT_TRUE(gap);
-  // The 1 h tier's contiguous runs are merged (per 20.25 d window): one
-  // before the outage, one after.
-  EXPECT_EQ(tiers[1].size(), 2u);
-  // Raw retention takes every raw block; the tiers stay.
+  // The 1 h tier's contiguous runs are merged, never across the outage.
+  const size_t fine_blocks = tiers[1].size();
+  EXPECT_LT(fine_blocks, tiered_->GetStats().blocks);
+  // Raw retention takes every raw block; the tiers stay, merged into one
+  // per run: before the outage and after.
   now_ = end + 11 * 24 * kHour;
   ASSERT_TRUE(tiered_->Flush().ok());
   ASSERT_EQ(tiered_->GetStats().blocks, 0u);
@@ -494,14 +511,17 @@ TEST_F(DownsampleTest, RetentionSizeKeepsTheHistoryOfDeletedBlocksAsTiers) {
   const auto before = tiered_->GetStats();
   ASSERT_GE(before.blocks, 3u);
   EXPECT_EQ(before.tier_blocks, 0u);
-  const uint64_t budget = before.block_bytes * 3 / 4;
+  ASSERT_EQ(before.blocks, 6u);
+  // Room for about one and a half of the six.
+  const uint64_t budget = before.block_bytes / 4;
   tiered_.reset();
-  // Without --retention.time, compaction merges the 2 h blocks into one
-  // and is not done with it (its 20.25 d window is open): no tiers but
-  // those the size makes before deleting it.
+  // A pass of maintenance makes the tiers of at most four blocks (a data
+  // dir from before tiers is caught up a few blocks a pass); the size
+  // deletes five: the fifth gets its tiers just before it goes.
   tiered_ = OpenDB("t", true, 0, budget);
-  ASSERT_TRUE(tiered_->Flush().ok());
+  ASSERT_TRUE(static_cast<DBImpl*>(tiered_.get())->Maintain().ok());
   const auto after = tiered_->GetStats();
+  EXPECT_EQ(after.blocks, 1u);
   EXPECT_LT(after.blocks, before.blocks);
   EXPECT_GT(after.tier_blocks, 0u);
   EXPECT_LE(after.block_bytes + after.tier_bytes, budget);
@@ -670,7 +690,7 @@ TEST_F(DownsampleTest, MergingTierBlocksCopiesFullChunks) {
     group.push_back(*tb);
   }
   auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
-  auto merged = MergeTierBlocks(dir, 0, group, {*all});
+  auto merged = MergeTierBlocks(dir, 0, group, nullptr, {*all});
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ((*merged)->RawMint(), kT0);
   EXPECT_EQ((*merged)->RawMaxt(), kT0 + 560 * kRes);
@@ -690,6 +710,52 @@ TEST_F(DownsampleTest, MergingTierBlocksCopiesFullChunks) {
     }
     EXPECT_TRUE(it->Err().ok()) << it->Err().ToString();
     EXPECT_EQ(i, 560);
+    EXPECT_FALSE(set->Next());
+  }
+  // An overlay (a raw block's tiers made again with late data) over points
+  // 5, 6 and 250-254, and a series of its own: its points replace those.
+  index::BlockMeta meta;
+  meta.id = NewUlid();
+  meta.mint = kT0 + 5 * kRes + 1;
+  meta.maxt = kT0 + 255 * kRes + 1;
+  meta.sources = {"s1", "s3"};
+  auto w = BlockWriter::Create(dir, meta, 240);
+  ASSERT_TRUE(w.ok());
+  const std::vector<int64_t> over = {5, 6, 250, 251, 252, 253, 254};
+  std::vector<int64_t> ts;
+  std::array<std::vector<double>, kNumAggr> cols;
+  for (int64_t i : over) {
+    ts.push_back(kT0 + (i + 1) * kRes);
+    for (int a = 0; a < kNumAggr; ++a) cols[a].push_back(-static_cast<double>(i * 10 + a));
+  }
+  std::array<const double*, kNumAggr> ptrs{};
+  for (int a = 0; a < kNumAggr; ++a) ptrs[a] = cols[a].data();
+  ASSERT_TRUE((*w)->AddSeriesParts(l, ts, ptrs).ok());
+  ASSERT_TRUE((*w)->AddSeriesParts(model::Labels{{"__name__", "n"}}, ts, ptrs).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  auto overlay = TierBlock::Open(dir + "/" + meta.id);
+  ASSERT_TRUE(overlay.ok());
+  auto spliced = MergeTierBlocks(dir, 0, {*merged}, *overlay, {*all});
+  ASSERT_TRUE(spliced.ok()) << spliced.status().ToString();
+  EXPECT_EQ((*spliced)->Sources(), (std::vector<std::string>{"s0", "s1", "s2", "s3"}));
+  // m: [0, 310) encoded again (240 + 70: its first chunk is overlaid), 240
+  // copied, 10; n: 7.
+  EXPECT_EQ((*spliced)->block()->meta().num_chunks, 5u);
+  EXPECT_EQ((*spliced)->block()->meta().num_samples, 567u);
+  for (int a = 0; a < kNumAggr; ++a) {
+    auto set = (*spliced)->Select(a, false, model::kMinTime, model::kMaxTime, {*all});
+    ASSERT_TRUE(set->Next());
+    auto it = set->At().Iterator();
+    int64_t i = 0;
+    while (it->Next()) {
+      const bool overlaid = std::find(over.begin(), over.end(), i) != over.end();
+      ASSERT_EQ(it->At().t, kT0 + (i + 1) * kRes) << "part " << a;
+      ASSERT_EQ(it->At().v, (overlaid ? -1 : 1) * static_cast<double>(i * 10 + a)) << "part " << a << " point " << i;
+      i++;
+    }
+    EXPECT_EQ(i, 560);
+    ASSERT_TRUE(set->Next());
+    EXPECT_EQ(set->At().labels(), (model::Labels{{"__name__", "n"}}));
     EXPECT_FALSE(set->Next());
   }
 }
