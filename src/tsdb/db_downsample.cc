@@ -216,17 +216,8 @@ Status DBImpl::MakeTiers(const index::BlockMeta& m, const std::array<bool, kNumT
   {
     base::MutexLock lock(&blocks_mu_);
     for (int t = 0; t < kNumTiers; ++t) {
-      if (!which[static_cast<size_t>(t)]) continue;
-      auto& tier = tiers_[static_cast<size_t>(t)];
-      const auto& g = gone[static_cast<size_t>(t)];
-      std::erase_if(tier, [&](const std::shared_ptr<TierBlock>& tb) {
-        if (std::find(g.begin(), g.end(), tb) == g.end()) return false;
-        tb->MarkDeleted();
-        return true;
-      });
-      if (made[static_cast<size_t>(t)] == nullptr) continue;  // no whole window of this tier
-      tier.push_back(made[static_cast<size_t>(t)]);
-      std::sort(tier.begin(), tier.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
+      // made[t] is null where the range holds no whole window of the tier.
+      if (which[static_cast<size_t>(t)]) ReplaceTierBlocks(t, gone[static_cast<size_t>(t)], made[static_cast<size_t>(t)]);
     }
   }
   uint64_t series = 0;
@@ -251,9 +242,9 @@ Status DBImpl::Downsample(size_t max_blocks) {
     // The window ending at maxt takes the sample at exactly maxt, in the
     // next block or the head: wait for data from there on (a flush writes
     // the whole head), or for the clock to pass it by half a block (ingest
-    // stopped).
-    const bool later = (i + 1 < blocks.size() && blocks[i + 1]->meta().mint >= m.maxt) ||
-                       head_->MaxTime() >= m.maxt || head_->Now() >= m.maxt + opts_.block_duration_ms / 2;
+    // stopped). A next block starts at maxt or later: none overlaps this.
+    const bool later = i + 1 < blocks.size() || head_->MaxTime() >= m.maxt ||
+                       head_->Now() >= m.maxt + opts_.block_duration_ms / 2;
     if (!later) continue;
     const auto which = TiersToMake(m);
     if (std::find(which.begin(), which.end(), true) == which.end()) continue;
@@ -262,6 +253,19 @@ Status DBImpl::Downsample(size_t max_blocks) {
     RETURN_IF_ERROR(MakeTiers(m, which));
   }
   return Status::OK();
+}
+
+void DBImpl::ReplaceTierBlocks(int t, const std::vector<std::shared_ptr<TierBlock>>& gone,
+                               std::shared_ptr<TierBlock> made) {
+  auto& tier = tiers_[static_cast<size_t>(t)];
+  std::erase_if(tier, [&](const std::shared_ptr<TierBlock>& tb) {
+    if (std::find(gone.begin(), gone.end(), tb) == gone.end()) return false;
+    tb->MarkDeleted();
+    return true;
+  });
+  if (made == nullptr) return;
+  tier.push_back(std::move(made));
+  std::sort(tier.begin(), tier.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
 }
 
 uint64_t DBImpl::TierBytes() {
@@ -334,14 +338,7 @@ Status DBImpl::CompactTiers() {
         TW_LOG(Info, "merged {} {} tier blocks into {} [{}, {}) in {} ms", group.size(), TierName(t), merged->dir(),
                merged->RawMint(), merged->RawMaxt(), (MonoNanos() - start) / 1000000);
         base::MutexLock lock(&blocks_mu_);
-        auto& cur = tiers_[static_cast<size_t>(t)];
-        std::erase_if(cur, [&](const std::shared_ptr<TierBlock>& tb) {
-          if (std::find(group.begin(), group.end(), tb) == group.end()) return false;
-          tb->MarkDeleted();
-          return true;
-        });
-        cur.push_back(std::move(merged));
-        std::sort(cur.begin(), cur.end(), [](const auto& a, const auto& b) { return a->RawMint() < b->RawMint(); });
+        ReplaceTierBlocks(t, group, std::move(merged));
         i = j;
       }
     }

@@ -132,6 +132,10 @@ class DBImpl : public DB {
   // blocks in its range; where a merged tier block holds its range too,
   // they are spliced into it (their points win).
   Status MakeTiers(const index::BlockMeta& m, const std::array<bool, kNumTiers>& which) TW_REQUIRES(maint_mu_);
+  // Swaps `made` (null: none) in for the blocks `gone` of tier t, which
+  // are deleted once no reader holds them.
+  void ReplaceTierBlocks(int t, const std::vector<std::shared_ptr<TierBlock>>& gone, std::shared_ptr<TierBlock> made)
+      TW_REQUIRES(blocks_mu_);
   uint64_t TierBytes();
   // --retention.size: deletes the tier block of the oldest range (5 m
   // before 1 h); returns its bytes (at least 1), 0 when there is none.

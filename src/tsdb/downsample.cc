@@ -435,21 +435,20 @@ Result<std::shared_ptr<TierBlock>> MergeTierBlocks(const std::string& tier_dir, 
                                                    const model::Matchers& all) {
   int64_t mint = INT64_MAX, maxt = INT64_MIN;
   std::vector<std::string> sources;
+  auto cover = [&](const TierBlock& b) {
+    mint = std::min(mint, b.RawMint());
+    maxt = std::max(maxt, b.RawMaxt());
+    sources.insert(sources.end(), b.Sources().begin(), b.Sources().end());
+  };
   std::vector<std::shared_ptr<Block>> base;
   for (size_t i = 0; i < group.size(); ++i) {
     if (i > 0 && group[i]->RawMint() < group[i - 1]->RawMaxt()) {
       return Status::InvalidArgument("merging tier blocks: " + group[i]->dir() + " overlaps " + group[i - 1]->dir());
     }
     base.push_back(group[i]->block());
+    cover(*group[i]);
   }
-  std::vector<const TierBlock*> all_blocks;
-  for (const auto& b : group) all_blocks.push_back(b.get());
-  if (overlay != nullptr) all_blocks.push_back(overlay.get());
-  for (const TierBlock* b : all_blocks) {
-    mint = std::min(mint, b->RawMint());
-    maxt = std::max(maxt, b->RawMaxt());
-    sources.insert(sources.end(), b->Sources().begin(), b->Sources().end());
-  }
+  if (overlay != nullptr) cover(*overlay);
   std::sort(sources.begin(), sources.end());
   sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
   const size_t chunk_samples = kTierChunkSamples[static_cast<size_t>(tier)];
