@@ -661,35 +661,70 @@ TEST_F(DownsampleTest, MergingTierBlocksCopiesFullChunks) {
   const std::string dir = base_ + "/5m";
   ASSERT_TRUE(file::MkdirAll(dir).ok());
   const model::Labels l{{"__name__", "m"}};
+  const model::Labels n{{"__name__", "n"}};
   constexpr int64_t kRes = 5 * kMin;
-  // Points [0, 300), [300, 310), [310, 560) of the 5 m tier (240 a chunk):
-  // chunks of 240 + 60, 10, and 240 + 10.
-  const std::vector<std::pair<int64_t, int64_t>> spans = {{0, 300}, {300, 310}, {310, 560}};
-  std::vector<std::shared_ptr<TierBlock>> group;
-  for (size_t k = 0; k < spans.size(); ++k) {
-    const auto [from, to] = spans[k];
+  auto stamp = [](int64_t i) { return kT0 + (i + 1) * kRes; };
+  auto value = [](int64_t i, int a) { return static_cast<double>(i * 10 + a); };
+  // A tier block of (mint, maxt] = (stamp(from) - 5 m, stamp(to) - 5 m]
+  // whose series `ls` hold points `is`, values sign · value(i, a).
+  auto write = [&](int64_t from, int64_t to, std::vector<std::string> sources, const std::vector<model::Labels>& ls,
+                   const std::vector<int64_t>& is, double sign) -> std::shared_ptr<TierBlock> {
     index::BlockMeta meta;
     meta.id = NewUlid();
     meta.mint = kT0 + from * kRes + 1;  // points in (mint, maxt]: stamps one later
     meta.maxt = kT0 + to * kRes + 1;
-    meta.sources = {"s" + std::to_string(k)};
+    meta.sources = std::move(sources);
     auto w = BlockWriter::Create(dir, meta, 240);
-    ASSERT_TRUE(w.ok());
+    EXPECT_TRUE(w.ok());
     std::vector<int64_t> ts;
     std::array<std::vector<double>, kNumAggr> cols;
-    for (int64_t i = from; i < to; ++i) {
-      ts.push_back(kT0 + (i + 1) * kRes);
-      for (int a = 0; a < kNumAggr; ++a) cols[a].push_back(static_cast<double>(i * 10 + a));
+    for (int64_t i : is) {
+      ts.push_back(stamp(i));
+      for (int a = 0; a < kNumAggr; ++a) cols[a].push_back(sign * value(i, a));
     }
     std::array<const double*, kNumAggr> ptrs{};
     for (int a = 0; a < kNumAggr; ++a) ptrs[a] = cols[a].data();
-    ASSERT_TRUE((*w)->AddSeriesParts(l, ts, ptrs).ok());
-    ASSERT_TRUE((*w)->Finish().ok());
+    for (const auto& x : ls) EXPECT_TRUE((*w)->AddSeriesParts(x, ts, ptrs).ok());
+    EXPECT_TRUE((*w)->Finish().ok());
     auto tb = TierBlock::Open(dir + "/" + meta.id);
-    ASSERT_TRUE(tb.ok()) << tb.status().ToString();
-    group.push_back(*tb);
-  }
+    EXPECT_TRUE(tb.ok()) << tb.status().ToString();
+    return *tb;
+  };
+  auto range = [](int64_t from, int64_t to) {
+    std::vector<int64_t> out;
+    for (int64_t i = from; i < to; ++i) out.push_back(i);
+    return out;
+  };
   auto all = model::Matcher::Make(model::MatchType::kRegex, "__name__", ".*");
+  // Each part of series m in `tb` holds points [0, 560), those in `over`
+  // negated; then come the series `after`, and no other.
+  auto expect_points = [&](const TierBlock& tb, const std::vector<int64_t>& over,
+                           const std::vector<model::Labels>& after) {
+    for (int a = 0; a < kNumAggr; ++a) {
+      auto set = tb.Select(a, false, model::kMinTime, model::kMaxTime, {*all});
+      ASSERT_TRUE(set->Next());
+      auto it = set->At().Iterator();
+      int64_t i = 0;
+      while (it->Next()) {
+        const bool overlaid = std::find(over.begin(), over.end(), i) != over.end();
+        ASSERT_EQ(it->At().t, stamp(i)) << "part " << a;
+        ASSERT_EQ(it->At().v, (overlaid ? -1 : 1) * value(i, a)) << "part " << a << " point " << i;
+        i++;
+      }
+      EXPECT_TRUE(it->Err().ok()) << it->Err().ToString();
+      EXPECT_EQ(i, 560);
+      for (const auto& x : after) {
+        ASSERT_TRUE(set->Next());
+        EXPECT_EQ(set->At().labels(), x);
+      }
+      EXPECT_FALSE(set->Next());
+    }
+  };
+  // Points [0, 300), [300, 310), [310, 560) of the 5 m tier (240 a chunk):
+  // chunks of 240 + 60, 10, and 240 + 10.
+  const std::vector<std::shared_ptr<TierBlock>> group = {write(0, 300, {"s0"}, {l}, range(0, 300), 1),
+                                                         write(300, 310, {"s1"}, {l}, range(300, 310), 1),
+                                                         write(310, 560, {"s2"}, {l}, range(310, 560), 1)};
   auto merged = MergeTierBlocks(dir, 0, group, nullptr, {*all});
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ((*merged)->RawMint(), kT0);
@@ -698,66 +733,19 @@ TEST_F(DownsampleTest, MergingTierBlocksCopiesFullChunks) {
   // 240 copied; 60 + 10 encoded as one; 240 copied; 10.
   EXPECT_EQ((*merged)->block()->meta().num_chunks, 4u);
   EXPECT_EQ((*merged)->block()->meta().num_samples, 560u);
-  for (int a = 0; a < kNumAggr; ++a) {
-    auto set = (*merged)->Select(a, false, model::kMinTime, model::kMaxTime, {*all});
-    ASSERT_TRUE(set->Next());
-    auto it = set->At().Iterator();
-    int64_t i = 0;
-    while (it->Next()) {
-      ASSERT_EQ(it->At().t, kT0 + (i + 1) * kRes) << "part " << a;
-      ASSERT_EQ(it->At().v, static_cast<double>(i * 10 + a)) << "part " << a;
-      i++;
-    }
-    EXPECT_TRUE(it->Err().ok()) << it->Err().ToString();
-    EXPECT_EQ(i, 560);
-    EXPECT_FALSE(set->Next());
-  }
+  expect_points(**merged, {}, {});
   // An overlay (a raw block's tiers made again with late data) over points
   // 5, 6 and 250-254, and a series of its own: its points replace those.
-  index::BlockMeta meta;
-  meta.id = NewUlid();
-  meta.mint = kT0 + 5 * kRes + 1;
-  meta.maxt = kT0 + 255 * kRes + 1;
-  meta.sources = {"s1", "s3"};
-  auto w = BlockWriter::Create(dir, meta, 240);
-  ASSERT_TRUE(w.ok());
   const std::vector<int64_t> over = {5, 6, 250, 251, 252, 253, 254};
-  std::vector<int64_t> ts;
-  std::array<std::vector<double>, kNumAggr> cols;
-  for (int64_t i : over) {
-    ts.push_back(kT0 + (i + 1) * kRes);
-    for (int a = 0; a < kNumAggr; ++a) cols[a].push_back(-static_cast<double>(i * 10 + a));
-  }
-  std::array<const double*, kNumAggr> ptrs{};
-  for (int a = 0; a < kNumAggr; ++a) ptrs[a] = cols[a].data();
-  ASSERT_TRUE((*w)->AddSeriesParts(l, ts, ptrs).ok());
-  ASSERT_TRUE((*w)->AddSeriesParts(model::Labels{{"__name__", "n"}}, ts, ptrs).ok());
-  ASSERT_TRUE((*w)->Finish().ok());
-  auto overlay = TierBlock::Open(dir + "/" + meta.id);
-  ASSERT_TRUE(overlay.ok());
-  auto spliced = MergeTierBlocks(dir, 0, {*merged}, *overlay, {*all});
+  auto overlay = write(5, 255, {"s1", "s3"}, {l, n}, over, -1);
+  auto spliced = MergeTierBlocks(dir, 0, {*merged}, overlay, {*all});
   ASSERT_TRUE(spliced.ok()) << spliced.status().ToString();
   EXPECT_EQ((*spliced)->Sources(), (std::vector<std::string>{"s0", "s1", "s2", "s3"}));
   // m: [0, 310) encoded again (240 + 70: its first chunk is overlaid), 240
   // copied, 10; n: 7.
   EXPECT_EQ((*spliced)->block()->meta().num_chunks, 5u);
   EXPECT_EQ((*spliced)->block()->meta().num_samples, 567u);
-  for (int a = 0; a < kNumAggr; ++a) {
-    auto set = (*spliced)->Select(a, false, model::kMinTime, model::kMaxTime, {*all});
-    ASSERT_TRUE(set->Next());
-    auto it = set->At().Iterator();
-    int64_t i = 0;
-    while (it->Next()) {
-      const bool overlaid = std::find(over.begin(), over.end(), i) != over.end();
-      ASSERT_EQ(it->At().t, kT0 + (i + 1) * kRes) << "part " << a;
-      ASSERT_EQ(it->At().v, (overlaid ? -1 : 1) * static_cast<double>(i * 10 + a)) << "part " << a << " point " << i;
-      i++;
-    }
-    EXPECT_EQ(i, 560);
-    ASSERT_TRUE(set->Next());
-    EXPECT_EQ(set->At().labels(), (model::Labels{{"__name__", "n"}}));
-    EXPECT_FALSE(set->Next());
-  }
+  expect_points(**spliced, over, {n});
 }
 
 // Blocks of parts chunks read as one (Block::SelectAcross): each series
