@@ -1,5 +1,6 @@
 #include "app/agent_cmd.h"
 
+#include "app/build_info.h"
 #include "app/collect_loop.h"
 #include "app/snapshot.h"
 #include "app/wiring.h"
@@ -14,7 +15,7 @@ namespace trainwatch::app {
 
 int RunAgent(const AgentOptions& o) {
   log::SetLevel(o.log_level);
-  TW_LOG(Info, "starting trainwatch agent {} (data dir {}, listen {})", TW_VERSION, o.data_dir, o.listen);
+  TW_LOG(Info, "starting trainwatch agent {} (data dir {}, listen {})", kVersion, o.data_dir, o.listen);
   auto loaded_web = LoadWebSecurity(o.web_config_file, o.web_tokens_file);
   if (!loaded_web.ok()) {
     TW_LOG(Error, "{}", loaded_web.error().message());

@@ -5,14 +5,14 @@
 #include <iostream>
 #include <tuple>
 
+#include "app/build_info.h"
 #include "app/config.h"
 
-// TW_VERSION and TW_REVISION come from src/app/CMakeLists.txt.
 namespace trainwatch::app {
 
 std::string VersionString() {
-  return std::string("trainwatch, version ") + TW_VERSION + " (revision: " + TW_REVISION + ")\n  compiler: " +
-         __VERSION__ + "\n";
+  return std::string("trainwatch, version ") + kVersion + " (revision: " + kRevision + ")\n  compiler: " + kCompiler +
+         "\n";
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "app/build_info.h"
 #include "app/collect_loop.h"
 #include "app/run_alerts.h"
 #include "app/serve_components.h"
@@ -23,12 +24,11 @@
 #include "scrape/manager.h"
 #include "tsdb/db.h"
 
-// TW_VERSION, TW_REVISION and TW_BRANCH come from src/app/CMakeLists.txt.
 namespace trainwatch::app {
 
 int RunServe(const ServeOptions& o) {
   log::SetLevel(o.log_level);
-  TW_LOG(Info, "starting trainwatch {} (data dir {}, listen {})", TW_VERSION, o.data_dir, o.listen);
+  TW_LOG(Info, "starting trainwatch {} (data dir {}, listen {})", kVersion, o.data_dir, o.listen);
 
   // --web.config.file first: a bad one stops the start before anything opens.
   auto loaded_web = LoadWebSecurity(o.web_config_file, o.web_tokens_file);

@@ -8,12 +8,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "app/build_info.h"
 #include "app/config.h"
 #include "base/idle_pool.h"
 #include "base/log.h"
 #include "http/web_security.h"
 
-// TW_VERSION, TW_REVISION and TW_BRANCH come from src/app/CMakeLists.txt.
 namespace trainwatch::app {
 namespace {
 
@@ -158,11 +158,10 @@ Result<std::shared_ptr<http::WebSecurity>> LoadWebSecurity(const std::string& fi
 }
 
 http::BuildInfo MakeBuildInfo() {
-  return http::BuildInfo{TW_VERSION, TW_REVISION, TW_BRANCH, "trainwatch", __DATE__ " " __TIME__,
-                         std::string("gcc ") + __VERSION__};
+  return http::BuildInfo{kVersion, kRevision, kBranch, "trainwatch", kBuildDate, kCompiler};
 }
 
-std::string UserAgent() { return std::string("trainwatch/") + TW_VERSION; }
+std::string UserAgent() { return std::string("trainwatch/") + kVersion; }
 
 int WaitForTermination(const std::function<Status()>& reload) {
   sigset_t set = TerminationSignals();
