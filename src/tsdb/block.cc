@@ -246,11 +246,24 @@ class AcrossSeriesSet : public storage::SeriesSet {
       }
     }
     started_ = true;
+    // The least labels and the sets at them, one comparison a set (mostly
+    // every set is at the same series).
     const model::Labels* min = nullptr;
-    for (size_t i = 0; i < sets_.size(); ++i) {
-      if (valid_[i] && (min == nullptr || sets_[i]->Current().labels() < *min)) min = &sets_[i]->Current().labels();
-    }
     taken_.assign(sets_.size(), false);
+    for (size_t i = 0; i < sets_.size(); ++i) {
+      if (!valid_[i]) continue;
+      const model::Labels& l = sets_[i]->Current().labels();
+      if (min != nullptr) {
+        const auto c = l <=> *min;
+        if (c >= 0) {
+          taken_[i] = c == 0;
+          continue;
+        }
+        std::fill(taken_.begin(), taken_.begin() + static_cast<std::ptrdiff_t>(i), false);
+      }
+      min = &l;
+      taken_[i] = true;
+    }
     if (min == nullptr) return false;
     *cur_.mutable_labels() = *min;
     std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
@@ -258,8 +271,7 @@ class AcrossSeriesSet : public storage::SeriesSet {
     chunks.clear();
     counts.clear();
     for (size_t i = 0; i < sets_.size(); ++i) {
-      if (!valid_[i] || sets_[i]->Current().labels() != cur_.labels()) continue;
-      taken_[i] = true;
+      if (!taken_[i]) continue;
       const ChunkSeries& s = sets_[i]->Current();
       chunks.insert(chunks.end(), s.chunks().begin(), s.chunks().end());
       counts.insert(counts.end(), s.counts().begin(), s.counts().end());

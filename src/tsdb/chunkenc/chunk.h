@@ -6,6 +6,7 @@
 // stale marker, ±Inf, -0.0).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,7 +18,16 @@ namespace trainwatch::chunkenc {
 
 namespace internal {
 class BitReader;
-}
+
+// A dense chunk's samples, decoded whole (dense.cc): the arrays are reused
+// from chunk to chunk and not zeroed before they are written.
+struct DenseBuffer {
+  std::unique_ptr<int64_t[]> t;
+  std::unique_ptr<double[]> v;
+  size_t cap = 0, n = 0;
+  Status Decode(std::string_view data);
+};
+}  // namespace internal
 
 enum class Encoding : uint8_t {
   kXor = 1,    // Gorilla, appendable
@@ -178,8 +188,7 @@ class Iterator {
   uint8_t e_ = 0;
   int32_t bias_ = 0, xbias_ = 0;
   int64_t m_ = 0, d_ = 0;
-  std::vector<int64_t> dense_t_;
-  std::vector<double> dense_v_;
+  internal::DenseBuffer dense_;
   Status err_;
 };
 

@@ -130,6 +130,38 @@ TEST(DenseInternalTest, DivisorsAndExtremeResiduals) {
   }
 }
 
+// Sequences of one residual (regular timestamps, quadratic ones, constant
+// counts) decode in closed form (GetIntSeq's orders 1 and 2), wrapping
+// around as the step-by-step integration does.
+TEST(DenseInternalTest, ConstantResidualsInClosedForm) {
+  struct Case {
+    uint64_t base, a, b;  // t_i = base + i*a + b*i*(i-1)/2 (mod 2^64)
+    int order;            // the order the encoder picks; -1: not checked
+  };
+  const uint64_t big = uint64_t{1} << 62;
+  for (const Case& c : {Case{1'700'000'000'000, 300'000, 0, 1}, Case{5, 0, 7, 2}, Case{1000, 15'000, 3, 2},
+                        Case{big * 2 - 11, big / 3, 5, -1}, Case{0, uint64_t{0} - 5, uint64_t{0} - 2, -1}}) {
+    for (size_t n : {2, 3, 4, 129, 1000}) {
+      SCOPED_TRACE(testing::Message() << "base " << c.base << " a " << c.a << " b " << c.b << " n " << n);
+      Series s;
+      for (size_t i = 0; i < n; i++) {
+        s.ts.push_back(static_cast<int64_t>(c.base + i * c.a + c.b * (i * (i - 1) / 2)));
+        s.vs.push_back(1440);
+      }
+      std::string d;
+      EncodeDense(s.ts.data(), s.vs.data(), n, &d);
+      ExpectDecodes(d, s);
+      size_t pos = 0;
+      while (static_cast<uint8_t>(d[pos]) & 0x80) pos++;
+      const auto hdr = static_cast<uint8_t>(d[pos + 1]);
+      if (c.order >= 0 && n >= 100) {  // short ones may be packed at order 0, no larger
+        EXPECT_EQ((hdr & 3) | ((hdr & kOrderHigh) ? 4 : 0), c.order);
+        EXPECT_EQ(hdr & kPacked, 0);
+      }
+    }
+  }
+}
+
 // A chunk written before Rice blocks and orders above 3 existed (decimal
 // values, order-2 timestamps, a patched block with an exception) still reads.
 TEST(DenseInternalTest, ReadsChunksOfEarlierVersions) {

@@ -48,6 +48,11 @@ inline double DecimalToDouble(int64_t m, int e) {
 // Appends the decoded samples. Corruption -> error (the vectors then hold
 // unspecified extra elements).
 Status DecodeDense(std::string_view data, std::vector<int64_t>* ts, std::vector<double>* vs);
+// The number of samples of a dense chunk (its first field); 0 when that is
+// malformed.
+size_t DenseSamples(std::string_view data);
+// Decodes into ts[0..n) and vs[0..n), n = DenseSamples(data) > 0.
+Status DecodeDense(std::string_view data, int64_t* ts, double* vs);
 
 // Like EncodeDense, but encodes every value mode and difference order and
 // keeps the smallest (the pre-estimation encoder). For tests: EncodeDense

@@ -60,14 +60,12 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
       pos_ = 16;
       return;
     case Encoding::kDense: {
-      dense_t_.clear();
-      dense_v_.clear();
-      Status s = internal::DecodeDense(data, &dense_t_, &dense_v_);
+      Status s = dense_.Decode(data);
       if (!s.ok()) {
         err_ = std::move(s);
         return;
       }
-      n_ = static_cast<uint32_t>(dense_t_.size());
+      n_ = static_cast<uint32_t>(dense_.n);
       return;
     }
     case Encoding::kStartTimes:  // unwrapped above: one inside another
@@ -240,8 +238,8 @@ bool Iterator::Next() {
   }
   if (enc_ == Encoding::kXor) return NextXor();
   if (enc_ == Encoding::kDelta) return NextDelta();
-  t_ = dense_t_[i_];
-  v_ = dense_v_[i_];
+  t_ = dense_.t[i_];
+  v_ = dense_.v[i_];
   i_++;
   valid_ = true;
   return true;
@@ -249,12 +247,18 @@ bool Iterator::Next() {
 
 bool Iterator::AppendUntil(int64_t maxt, std::vector<model::Sample>* out) {
   if (enc_ == Encoding::kDense && valid_) {
-    // The current sample is dense_t_[i_ - 1].
-    uint32_t j = i_ - 1;
-    while (j < n_ && dense_t_[j] <= maxt) {
-      out->push_back({dense_t_[j], dense_v_[j]});
-      ++j;
-    }
+    // The current sample is dense_.t[i_ - 1]. Mostly the whole rest of the
+    // chunk goes: one resize (it grows the vector geometrically) and a copy
+    // that is not a push_back a sample.
+    const uint32_t from = i_ - 1;
+    const int64_t* t = dense_.t.get();
+    const uint32_t j = t[n_ - 1] <= maxt
+                           ? n_
+                           : static_cast<uint32_t>(std::upper_bound(t + from, t + n_, maxt) - t);
+    const size_t old = out->size();
+    out->resize(old + (j - from));
+    model::Sample* o = out->data() + old;
+    for (uint32_t k = from; k < j; ++k) o[k - from] = {t[k], dense_.v[k]};
     i_ = j;
     return Next();
   }
@@ -269,9 +273,8 @@ bool Iterator::Seek(int64_t t) {
   if (!err_.ok()) return false;
   if (valid_ && t_ >= t) return true;
   if (enc_ == Encoding::kDense) {
-    auto begin = dense_t_.begin() + i_;
-    auto it = std::lower_bound(begin, dense_t_.end(), t);
-    i_ = static_cast<uint32_t>(it - dense_t_.begin());
+    const int64_t* it = std::lower_bound(dense_.t.get() + i_, dense_.t.get() + n_, t);
+    i_ = static_cast<uint32_t>(it - dense_.t.get());
     return Next();
   }
   while (Next()) {
