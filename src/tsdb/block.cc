@@ -124,9 +124,7 @@ class BlockSeriesSet : public storage::SeriesSet {
       batch_.Get(i_ - batch_start_, cur_.mutable_labels(), &metas_);
       i_++;
       std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
-      std::vector<ChunkRefData>& counts = *cur_.mutable_counts();
       chunks.clear();
-      counts.clear();
       for (const auto& m : metas_) {
         if (m.maxt < mint_ || m.mint > maxt_) continue;
         auto cv = b_->chunks_->Get(m.ref);
@@ -147,14 +145,17 @@ class BlockSeriesSet : public storage::SeriesSet {
           chunks.push_back({m.mint, m.maxt, enc, cv->data});
           continue;
         }
-        for (auto [part, out] : {std::pair{parts_.value, &chunks}, std::pair{parts_.count, &counts}}) {
+        ChunkRefData& c = chunks.emplace_back(ChunkRefData{.mint = m.mint, .maxt = m.maxt});
+        for (auto [part, part_enc, part_data] : {std::tuple{parts_.value, &c.enc, &c.data},
+                                       std::tuple{parts_.count, &c.counts_enc, &c.counts}}) {
           if (part < 0) continue;
           auto p = chunkenc::UnwrapPart(cv->data, static_cast<size_t>(part));
           if (!p.ok()) {
             err_ = b_->ReadFailed(p.status().Annotate("series " + cur_.labels().ToString()));
             return false;
           }
-          out->push_back({m.mint, m.maxt, p->enc, p->data});
+          *part_enc = p->enc;
+          *part_data = p->data;
         }
       }
       if (chunks.empty()) continue;
@@ -267,14 +268,11 @@ class AcrossSeriesSet : public storage::SeriesSet {
     if (min == nullptr) return false;
     *cur_.mutable_labels() = *min;
     std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
-    std::vector<ChunkRefData>& counts = *cur_.mutable_counts();
     chunks.clear();
-    counts.clear();
     for (size_t i = 0; i < sets_.size(); ++i) {
       if (!taken_[i]) continue;
       const ChunkSeries& s = sets_[i]->Current();
       chunks.insert(chunks.end(), s.chunks().begin(), s.chunks().end());
-      counts.insert(counts.end(), s.counts().begin(), s.counts().end());
     }
     return true;
   }

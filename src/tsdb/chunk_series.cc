@@ -38,6 +38,7 @@ ChunkListIterator::ChunkListIterator(std::vector<ChunkRefData> chunks, int64_t m
   // Skip chunks entirely before mint.
   while (ci_ < chunks_.size() && chunks_[ci_].maxt < mint_) ci_++;
   for (const ChunkRefData& c : chunks_) {
+    counted_ = counted_ || !c.counts.empty();
     has_st_ = has_st_ || c.enc == chunkenc::Encoding::kStartTimes;
     has_hist_ = has_hist_ || chunkenc::IsHistogramEncoding(chunkenc::InnerEncoding(c.enc, c.data));
   }
@@ -62,7 +63,11 @@ bool ChunkListIterator::Advance() {
         if (hit_ == nullptr) hit_ = std::make_unique<chunkenc::FloatHistogramIterator>();
         hit_->Reset(u.data);
       } else {
-        it_.Reset(u.enc, u.data);
+        if (counted_) {
+          it_.ResetCounted(u.enc, u.data, chunks_[ci_].counts_enc, chunks_[ci_].counts);
+        } else {
+          it_.Reset(u.enc, u.data);
+        }
         // A chunk that starts before mint_ is entered at mint_ by Seek: a
         // dense chunk's binary search rather than a Next per sample before
         // it (a query starting late in a long tier chunk).
@@ -101,13 +106,19 @@ bool ChunkListIterator::Next() {
   return Advance();
 }
 
-bool ChunkListIterator::AppendUntil(int64_t maxt, std::vector<model::Sample>* out) {
+bool ChunkListIterator::AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out,
+                                           std::vector<double>* counts) {
+  if (!counted_) return SeriesIterator::AppendCountedUntil(maxt, out, counts);
+  return Append(maxt, out, counts);
+}
+
+bool ChunkListIterator::Append(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) {
   if (done_) return false;
   const int64_t until = std::min(maxt, maxt_);
   for (;;) {
     // On a histogram: stop there (before or after maxt, the caller looks).
     if (hist_) return true;
-    if (it_.AppendUntil(until, out)) {
+    if (it_.AppendCountedUntil(until, out, counts)) {
       if (it_.t() <= maxt_) return true;  // stopped after the caller's maxt
       return done_ = true, false;
     }
@@ -138,37 +149,8 @@ bool ChunkListIterator::Seek(int64_t t) {
   return Advance();
 }
 
-bool CountedIterator::AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) {
-  const size_t first = out->size();
-  const bool a = v_->AppendUntil(maxt, out);
-  buf_.clear();
-  buf_.reserve(out->size() - first);  // once, not a doubling per series
-  const bool b = c_->AppendUntil(maxt, &buf_);
-  bool same = buf_.size() == out->size() - first;
-  for (size_t i = 0; same && i < buf_.size(); ++i) same = (*out)[first + i].t == buf_[i].t;
-  if (!same) return Check(true, false);
-  for (const model::Sample& c : buf_) counts->push_back(c.v);
-  return Check(a, b);
-}
-
-Status CountedIterator::Err() const {
-  if (!err_.ok()) return err_;
-  Status s = v_->Err();
-  return s.ok() ? c_->Err() : s;
-}
-
-bool CountedIterator::Check(bool a, bool b) {
-  if (a == b && (!a || v_->At().t == c_->At().t)) return a;
-  if (err_.ok()) err_ = Status::Corruption("values and counts of different points (a tier block's sum and count parts)");
-  return false;
-}
-
 std::unique_ptr<storage::SeriesIterator> ChunkSeries::Iterator() const {
   auto in_order = std::make_unique<ChunkListIterator>(chunks_, mint_, maxt_, keepalive_);
-  if (!counts_.empty()) {
-    return std::make_unique<CountedIterator>(std::move(in_order),
-                                             std::make_unique<ChunkListIterator>(counts_, mint_, maxt_, keepalive_));
-  }
   if ((ooo_ == nullptr || ooo_->empty()) && (ooo_hist_ == nullptr || ooo_hist_->empty())) return in_order;
   std::vector<std::unique_ptr<storage::SeriesIterator>> its;
   its.push_back(std::move(in_order));

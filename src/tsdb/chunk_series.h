@@ -21,6 +21,10 @@ struct ChunkRefData {
   int64_t mint = 0, maxt = 0;
   chunkenc::Encoding enc = chunkenc::Encoding::kXor;
   std::string_view data;
+  // Not empty: the counts of data's points, a chunk of the same points (a
+  // tier block's count part beside its value part; SeriesIterator::AtCount).
+  chunkenc::Encoding counts_enc = chunkenc::Encoding::kXor;
+  std::string_view counts;
 };
 
 // Iterates non-overlapping, time-ordered chunks of floats or histograms
@@ -38,7 +42,10 @@ class ChunkListIterator : public storage::SeriesIterator {
   bool AtIsHistogram() const override { return hist_; }
   const model::FloatHistogram* AtHistogram() const override { return hist_ ? &hit_->h() : nullptr; }
   bool HasHistograms() const override { return has_hist_; }
-  bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) override;
+  bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) override { return Append(maxt, out, nullptr); }
+  bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) override;
+  double AtCount() const override { return counted_ ? it_.count() : 1; }
+  bool HasCounts() const override { return counted_; }
   int64_t AtST() const override { return st_.empty() ? 0 : chunkenc::STAt(st_, CurT()); }
   bool HasST() const override { return has_st_; }
   Status Err() const override { return err_; }
@@ -46,6 +53,7 @@ class ChunkListIterator : public storage::SeriesIterator {
  private:
   int64_t CurT() const { return hist_ ? hit_->t() : it_.t(); }
   bool Advance();  // moves to the next sample >= mint_, possibly into the next chunk
+  bool Append(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts);
   std::vector<ChunkRefData> chunks_;
   int64_t mint_, maxt_;
   std::shared_ptr<const void> keepalive_;
@@ -55,32 +63,9 @@ class ChunkListIterator : public storage::SeriesIterator {
   // The current chunk holds histograms: hit_ (made at the first one) reads it.
   bool hist_ = false, has_hist_ = false;
   bool has_st_ = false;            // some chunk has start timestamps
+  bool counted_ = false;           // the chunks have counts
   std::vector<chunkenc::STRun> st_;  // the current chunk's
   std::unique_ptr<chunkenc::FloatHistogramIterator> hit_;
-  Status err_;
-};
-
-// Points whose values come from one iterator and their counts
-// (SeriesIterator::AtCount) from another over the same timestamps: a tier
-// block's sum part zipped with its count part. Timestamps that differ are
-// Corruption.
-class CountedIterator : public storage::SeriesIterator {
- public:
-  CountedIterator(std::unique_ptr<storage::SeriesIterator> v, std::unique_ptr<storage::SeriesIterator> c)
-      : v_(std::move(v)), c_(std::move(c)) {}
-  bool Next() override { return Check(v_->Next(), c_->Next()); }
-  bool Seek(int64_t t) override { return Check(v_->Seek(t), c_->Seek(t)); }
-  model::Sample At() const override { return v_->At(); }
-  double AtCount() const override { return c_->At().v; }
-  bool HasCounts() const override { return true; }
-  // Both in bulk, then checked against each other.
-  bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) override;
-  Status Err() const override;
-
- private:
-  bool Check(bool a, bool b);
-  std::unique_ptr<storage::SeriesIterator> v_, c_;
-  std::vector<model::Sample> buf_;  // the counts' points
   Status err_;
 };
 
@@ -102,16 +87,11 @@ class ChunkSeries : public storage::Series {
   // reusing its storage.
   model::Labels* mutable_labels() { return &labels_; }
   std::vector<ChunkRefData>* mutable_chunks() { return &chunks_; }
-  // Chunks of the counts of the points of `chunks` (a parts block read with
-  // Block::Parts::count): when not empty, the iterator is a CountedIterator.
-  std::vector<ChunkRefData>* mutable_counts() { return &counts_; }
   const std::vector<ChunkRefData>& chunks() const { return chunks_; }
-  const std::vector<ChunkRefData>& counts() const { return counts_; }
 
  private:
   model::Labels labels_;
   std::vector<ChunkRefData> chunks_;
-  std::vector<ChunkRefData> counts_;
   std::shared_ptr<const std::vector<model::Sample>> ooo_;  // may be null
   std::shared_ptr<const std::vector<storage::HistogramSample>> ooo_hist_;  // may be null
   std::shared_ptr<const std::vector<int64_t>> ooo_st_;  // may be null

@@ -23,9 +23,13 @@ class BitReader;
 // from chunk to chunk and not zeroed before they are written.
 struct DenseBuffer {
   std::unique_ptr<int64_t[]> t;
-  std::unique_ptr<double[]> v;
-  size_t cap = 0, n = 0;
+  std::unique_ptr<double[]> v, c;
+  size_t cap = 0, ccap = 0, n = 0;
   Status Decode(std::string_view data);
+  // Into c: the values of another dense chunk of the n points just decoded
+  // (a tier block's count part beside its value part); its timestamps are
+  // skipped, their number checked.
+  Status DecodeCounts(std::string_view data);
 };
 }  // namespace internal
 
@@ -165,7 +169,19 @@ class Iterator {
   // Appends the current sample and those after it with t <= maxt, stopping
   // on the first one after maxt; false when the chunk ran out (or on corrupt
   // data). REQUIRES: on a sample (the last Next or Seek returned true).
-  bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out);
+  bool AppendUntil(int64_t maxt, std::vector<model::Sample>* out) { return AppendCountedUntil(maxt, out, nullptr); }
+
+  // As Reset, each sample with a count from `counts`, another chunk of the
+  // same points (a tier block's count part beside its value part). Two
+  // dense chunks: the counts' timestamps are skipped, their number checked;
+  // others are decoded whole and their timestamps compared. Unequal is
+  // Corruption.
+  void ResetCounted(Encoding enc, std::string_view data, Encoding counts_enc, std::string_view counts);
+  // The current sample's count. REQUIRES: ResetCounted, on a sample.
+  double count() const { return counts_[i_ - 1]; }
+  // As AppendUntil, with each sample's count appended to *counts when that
+  // is not null. REQUIRES: ResetCounted when it is not.
+  bool AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts);
 
  private:
   bool NextXor();
@@ -189,6 +205,15 @@ class Iterator {
   int32_t bias_ = 0, xbias_ = 0;
   int64_t m_ = 0, d_ = 0;
   internal::DenseBuffer dense_;
+  // A dense chunk's samples: dense_'s, or other_'s (ResetCounted of chunks
+  // that are not both dense).
+  const int64_t* dt_ = nullptr;
+  const double* dv_ = nullptr;
+  const double* counts_ = nullptr;  // ResetCounted: a count a sample
+  struct {
+    std::vector<int64_t> t, ct;
+    std::vector<double> v, c;
+  } other_;
   Status err_;
 };
 

@@ -254,8 +254,38 @@ T* Room(std::unique_ptr<T[]>* buf, size_t* cap, size_t n) {
   return buf->get();
 }
 
+// Moves past an IntSeq of n values: a sequence of one residual (regular
+// timestamps) is read as its header, any other decoded into scratch.
+bool SkipIntSeq(Reader* in, size_t n) {
+  Reader peek = *in;
+  uint8_t hdr;
+  if (!peek.Byte(&hdr) || (hdr & 0xe0) != 0) return false;
+  const int order = (hdr & 3) | ((hdr & kOrderHigh) ? 4 : 0);
+  const size_t first = std::min(n, static_cast<size_t>(order));
+  if (n > first && !(hdr & kPacked)) {
+    uint64_t x;
+    for (size_t j = 0; j < first; j++) {
+      if (!peek.ZigZag(&x)) return false;
+    }
+    if ((hdr & kHasDivisor) && !peek.Uvarint(&x)) return false;
+    if (!peek.ZigZag(&x)) return false;
+    *in = peek;
+    return true;
+  }
+  thread_local std::unique_ptr<uint64_t[]> scratch_buf;
+  thread_local size_t scratch_cap = 0;
+  return GetIntSeq(in, n, Room(&scratch_buf, &scratch_cap, n));
+}
+
+Status DecodeDenseValues(Reader in, size_t n, double* out);
+
 Status DecodeDenseInto(Reader in, size_t n, int64_t* ts, double* out) {
   if (!GetIntSeq(&in, n, reinterpret_cast<uint64_t*>(ts))) return Status::Corruption("dense chunk: bad timestamps");
+  return DecodeDenseValues(in, n, out);
+}
+
+// The values of a dense chunk, `in` at their header (after the timestamps).
+Status DecodeDenseValues(Reader in, size_t n, double* out) {
   uint8_t mode;
   if (!in.Byte(&mode)) return Status::Corruption("dense chunk: truncated value header");
   switch (mode) {
@@ -331,6 +361,21 @@ Status DecodeDense(std::string_view data, std::vector<int64_t>* ts, std::vector<
   ts->resize(t_off + n);
   vs->resize(v_off + n);
   return DecodeDense(data, ts->data() + t_off, vs->data() + v_off);
+}
+
+Status DenseBuffer::DecodeCounts(std::string_view data) {
+  Reader in{reinterpret_cast<const uint8_t*>(data.data()), reinterpret_cast<const uint8_t*>(data.data()) + data.size()};
+  uint64_t m;
+  if (!in.Uvarint(&m) || m != n) {
+    return Status::Corruption("dense chunk: a count part of " + std::to_string(m) + " points beside values of " +
+                              std::to_string(n));
+  }
+  if (!SkipIntSeq(&in, n)) return Status::Corruption("dense chunk: bad timestamps");
+  if (ccap < n) {
+    c.reset(new double[n]);
+    ccap = n;
+  }
+  return DecodeDenseValues(in, n, c.get());
 }
 
 Status DenseBuffer::Decode(std::string_view data) {

@@ -38,6 +38,7 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
   data_ = data;
   pos_ = 0;
   n_ = i_ = 0;
+  counts_ = nullptr;
   t_ = t_delta_ = 0;
   v_ = 0;
   v_bits_ = 0;
@@ -66,6 +67,8 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
         return;
       }
       n_ = static_cast<uint32_t>(dense_.n);
+      dt_ = dense_.t.get();
+      dv_ = dense_.v.get();
       return;
     }
     case Encoding::kStartTimes:  // unwrapped above: one inside another
@@ -238,33 +241,61 @@ bool Iterator::Next() {
   }
   if (enc_ == Encoding::kXor) return NextXor();
   if (enc_ == Encoding::kDelta) return NextDelta();
-  t_ = dense_.t[i_];
-  v_ = dense_.v[i_];
+  t_ = dt_[i_];
+  v_ = dv_[i_];
   i_++;
   valid_ = true;
   return true;
 }
 
-bool Iterator::AppendUntil(int64_t maxt, std::vector<model::Sample>* out) {
+void Iterator::ResetCounted(Encoding enc, std::string_view data, Encoding counts_enc, std::string_view counts) {
+  Reset(enc, data);
+  if (!err_.ok()) return;
+  if (enc == Encoding::kDense && counts_enc == Encoding::kDense) {
+    err_ = dense_.DecodeCounts(counts);
+    counts_ = dense_.c.get();
+    return;
+  }
+  // A young tier block's short XOR parts: both decoded whole, then read as
+  // a dense chunk is.
+  for (auto* v : {&other_.t, &other_.ct}) v->clear();
+  for (auto* v : {&other_.v, &other_.c}) v->clear();
+  Status s = DecodeAll(enc, data, &other_.t, &other_.v);
+  if (s.ok()) s = DecodeAll(counts_enc, counts, &other_.ct, &other_.c);
+  if (s.ok() && other_.t != other_.ct) s = Status::Corruption("chunk: counts of other points than the values'");
+  if (!s.ok()) {
+    err_ = std::move(s);
+    return;
+  }
+  enc_ = Encoding::kDense;
+  n_ = static_cast<uint32_t>(other_.t.size());
+  dt_ = other_.t.data();
+  dv_ = other_.v.data();
+  counts_ = other_.c.data();
+}
+
+bool Iterator::AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) {
   if (enc_ == Encoding::kDense && valid_) {
-    // The current sample is dense_.t[i_ - 1]. Mostly the whole rest of the
+    // The current sample is dt_[i_ - 1]. Mostly the whole rest of the
     // chunk goes: one resize (it grows the vector geometrically) and a copy
     // that is not a push_back a sample.
     const uint32_t from = i_ - 1;
-    const int64_t* t = dense_.t.get();
+    const int64_t* t = dt_;
     const uint32_t j = t[n_ - 1] <= maxt
                            ? n_
                            : static_cast<uint32_t>(std::upper_bound(t + from, t + n_, maxt) - t);
     const size_t old = out->size();
     out->resize(old + (j - from));
     model::Sample* o = out->data() + old;
-    for (uint32_t k = from; k < j; ++k) o[k - from] = {t[k], dense_.v[k]};
+    for (uint32_t k = from; k < j; ++k) o[k - from] = {t[k], dv_[k]};
+    if (counts != nullptr) counts->insert(counts->end(), counts_ + from, counts_ + j);
     i_ = j;
     return Next();
   }
   do {
     if (t_ > maxt) return true;
     out->push_back({t_, v_});
+    if (counts != nullptr) counts->push_back(counts_[i_ - 1]);
   } while (Next());
   return false;
 }
@@ -273,8 +304,8 @@ bool Iterator::Seek(int64_t t) {
   if (!err_.ok()) return false;
   if (valid_ && t_ >= t) return true;
   if (enc_ == Encoding::kDense) {
-    const int64_t* it = std::lower_bound(dense_.t.get() + i_, dense_.t.get() + n_, t);
-    i_ = static_cast<uint32_t>(it - dense_.t.get());
+    const int64_t* it = std::lower_bound(dt_ + i_, dt_ + n_, t);
+    i_ = static_cast<uint32_t>(it - dt_);
     return Next();
   }
   while (Next()) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tsdb/chunkenc/chunk.h"
+
 namespace trainwatch::chunkenc {
 namespace {
 
@@ -63,6 +65,74 @@ TEST(PartsChunkTest, MalformedChunksAreCorruption) {
   auto p = UnwrapPart(nested, 0);
   ASSERT_TRUE(p.status().IsCorruption());
   EXPECT_NE(p.status().message().find("part 0 is a parts chunk"), std::string::npos) << p.status().message();
+}
+
+// A value chunk read with a count chunk of the same points
+// (Iterator::ResetCounted): dense beside dense skips the counts'
+// timestamps, anything else decodes both. Counts of another number of
+// points are Corruption, and so, where both are decoded, are counts at
+// other timestamps.
+TEST(PartsChunkTest, ValuesReadWithTheirCounts) {
+  for (int64_t jitter : {0, 13}) {  // regular timestamps (skipped as a header) or not
+    std::vector<int64_t> ts;
+    std::vector<double> vs, cs;
+    for (int64_t i = 1; i <= 40; ++i) {
+      ts.push_back(i * 300000 + (i * i % 7) * jitter);
+      vs.push_back(static_cast<double>(i) * 1.5);
+      cs.push_back(static_cast<double>(20 + i % 3));
+    }
+    auto encode = [](Encoding enc, const std::vector<int64_t>& t, const std::vector<double>& v) {
+      std::string out;
+      if (enc == Encoding::kDense) {
+        EncodeDense(t.data(), v.data(), t.size(), &out);
+      } else {
+        EncodeXor(t.data(), v.data(), t.size(), &out);
+      }
+      return out;
+    };
+    for (Encoding venc : {Encoding::kDense, Encoding::kXor}) {
+      for (Encoding cenc : {Encoding::kDense, Encoding::kXor}) {
+        SCOPED_TRACE(testing::Message() << "jitter " << jitter << " values " << static_cast<int>(venc) << " counts "
+                                        << static_cast<int>(cenc));
+        const std::string values = encode(venc, ts, vs), counts = encode(cenc, ts, cs);
+        Iterator it;
+        it.ResetCounted(venc, values, cenc, counts);
+        ASSERT_TRUE(it.Next()) << it.Err().ToString();
+        EXPECT_EQ(it.t(), ts[0]);
+        EXPECT_EQ(it.count(), cs[0]);
+        ASSERT_TRUE(it.Seek(ts[10]));
+        EXPECT_EQ(it.v(), vs[10]);
+        EXPECT_EQ(it.count(), cs[10]);
+        std::vector<model::Sample> out;
+        std::vector<double> got;
+        ASSERT_TRUE(it.AppendCountedUntil(ts[29], &out, &got));  // stops on ts[30]
+        ASSERT_EQ(out.size(), 20u);
+        ASSERT_EQ(got.size(), 20u);
+        for (size_t i = 0; i < out.size(); ++i) {
+          EXPECT_EQ(out[i].t, ts[10 + i]);
+          EXPECT_EQ(out[i].v, vs[10 + i]);
+          EXPECT_EQ(got[i], cs[10 + i]);
+        }
+        EXPECT_EQ(it.count(), cs[30]);
+        EXPECT_FALSE(it.AppendCountedUntil(ts.back(), &out, &got));
+        EXPECT_EQ(got.size(), 30u);
+        EXPECT_EQ(got.back(), cs.back());
+        EXPECT_TRUE(it.Err().ok()) << it.Err().ToString();
+
+        // Counts of one point fewer, or of the same number at other times.
+        std::vector<int64_t> short_ts(ts.begin(), ts.end() - 1), moved = ts;
+        moved[5] += 1;
+        for (const auto& other : {short_ts, moved}) {
+          if (venc == Encoding::kDense && cenc == Encoding::kDense && other.size() == ts.size()) continue;
+          std::vector<double> oc(cs.begin(), cs.begin() + static_cast<std::ptrdiff_t>(other.size()));
+          const std::string bad = encode(cenc, other, oc);
+          it.ResetCounted(venc, values, cenc, bad);
+          EXPECT_FALSE(it.Next());
+          EXPECT_TRUE(it.Err().IsCorruption()) << it.Err().ToString();
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
