@@ -29,7 +29,9 @@ struct ChunkRefData {
 
 // Iterates non-overlapping, time-ordered chunks of floats or histograms
 // (chunkenc::kFloatHistogram), any of them with start timestamps
-// (chunkenc::kStartTimes). `keepalive` owns the bytes.
+// (chunkenc::kStartTimes), or of floats with counts (ChunkRefData::counts:
+// a tier block's value and count parts; AtCount, AppendCountedUntil).
+// `keepalive` owns the bytes.
 class ChunkListIterator : public storage::SeriesIterator {
  public:
   ChunkListIterator(std::vector<ChunkRefData> chunks, int64_t mint, int64_t maxt, std::shared_ptr<const void> keepalive);
