@@ -303,10 +303,14 @@ void Evaluator::SelectRaw(const Expr& vs, int64_t mint, int64_t maxt, bool keep_
       } else if (!it->HasST() && !it->HasHistograms()) {
         // Points of a downsampled tier, with their windows' counts.
         it->AppendCountedUntil(maxt, &buf, &counts_);
-        if (!keep_stale) {
-          size_t k = 0;
-          for (size_t i = 0; i < buf.size(); ++i) {
-            if (model::IsStaleNaN(buf[i].v)) continue;
+        // A tier holds no stale markers; raw samples merged beside its
+        // points may. Nothing moves before the first.
+        const auto stale = [](const model::Sample& x) { return model::IsStaleNaN(x.v); };
+        size_t k = buf.size();
+        if (!keep_stale) k = static_cast<size_t>(std::find_if(buf.begin(), buf.end(), stale) - buf.begin());
+        if (k < buf.size()) {
+          for (size_t i = k; i < buf.size(); ++i) {
+            if (stale(buf[i])) continue;
             buf[k] = buf[i];
             counts_[k] = counts_[i];
             ++k;

@@ -83,7 +83,9 @@ class DownsampleTest : public ::testing::Test {
   }
 
   // 12 h of 3 series every 15 s (or `step`; so samples fall on every 5 m
-  // and 1 h boundary), random integers, gaps, a stale marker and NaNs.
+  // and 1 h boundary), random integers, gaps, a stale marker and NaNs; a
+  // second stale marker an hour past the 12 h (in the head, where tier
+  // points and raw samples are read together).
   void Fill(DB* db, int64_t from = kT0, int64_t to = kT0 + kSpan, int64_t step = 15'000) {
     std::mt19937_64 rng(7 + static_cast<uint64_t>(from));
     auto app = db->NewAppender();
@@ -93,7 +95,7 @@ class DownsampleTest : public ::testing::Test {
         if (s == 1 && t > kT0 + 3 * kHour && t < kT0 + 4 * kHour) continue;  // a gap
         double v = static_cast<double>(rng() % 1000);
         if (s == 2 && (t - kT0) % (97 * kMin) == 0) v = NAN;
-        if (s == 0 && t == kT0 + 5 * kHour + 30'000) v = model::StaleNaN();
+        if (s == 0 && (t == kT0 + 5 * kHour + 30'000 || t == kT0 + kSpan + kHour + 30'000)) v = model::StaleNaN();
         ASSERT_TRUE(app->Append(0, l, t, v).ok());
       }
     }
