@@ -240,16 +240,13 @@ bool SumOverTime(W w, const RangeCtx&, double* out) {
 bool AvgOverTime(W w, const RangeCtx& ctx, double* out) {
   if (w.empty()) return false;
   if (ctx.counts != nullptr) {
-    // One tier point a window (a step of its resolution): the loop's result,
-    // 0 + v making -0 the +0 that the sum from 0 gives.
-    if (w.size() == 1) {
-      *out = (0.0 + w[0].v) / ctx.counts[0];
-      return true;
-    }
     // Window sums weighed by their counts: the sum of the raw samples over
-    // their number, as below without overflow.
-    double sum = 0, c = 0, count = 0;
-    for (size_t i = 0; i < w.size(); ++i) {
+    // their number, as below without overflow. Started at the first point
+    // (a tier's window holds one to a few): what the Kahan step from 0
+    // gives, 0 + v making -0 the +0 it gives (a NaN's compensation, NaN
+    // there, makes the result NaN either way).
+    double sum = 0.0 + w[0].v, c = 0, count = ctx.counts[0];
+    for (size_t i = 1; i < w.size(); ++i) {
       sum = KahanSumInc(w[i].v, sum, &c);
       count += ctx.counts[i];
     }
