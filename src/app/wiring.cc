@@ -12,6 +12,7 @@
 #include "app/config.h"
 #include "base/idle_pool.h"
 #include "base/log.h"
+#include "base/memory.h"
 #include "http/web_security.h"
 
 namespace trainwatch::app {
@@ -168,9 +169,13 @@ int WaitForTermination(const std::function<Status()>& reload) {
   // While waiting: free the request buffers of pools unused for a second
   // (base/idle_pool.h), and hand memory that they and queries freed back to
   // the OS, at once after a release and every 5 s otherwise: glibc keeps it
-  // in per-thread arenas (~20% of RSS under ingest).
+  // in per-thread arenas (~20% of RSS under ingest). Within a minute of a
+  // user's query, only when free memory is over a quarter of the heap in
+  // use (memory::ShouldTrim): the next query would page-fault its buffers
+  // in again.
   const timespec kTick{1, 0};
   constexpr int64_t kIdleNs = 1'000'000'000;
+  constexpr int64_t kQueryQuietNs = 60'000'000'000;
   for (int tick = 1;; tick++) {
     int sig = sigtimedwait(&set, nullptr, &kTick);
     if (sig == SIGTERM || sig == SIGINT) {
@@ -182,7 +187,12 @@ int WaitForTermination(const std::function<Status()>& reload) {
       if (!s.ok()) TW_LOG(Error, "reload on SIGHUP: {}", s.message());
       continue;
     }
-    if (ReleaseIdlePools(kIdleNs) > 0 || tick % 5 == 0) ::malloc_trim(0);
+    if (ReleaseIdlePools(kIdleNs) > 0 || tick % 5 == 0) {
+      const int64_t since = memory::SinceQueryNs();
+      uint64_t free_bytes = 0, in_use = 0;
+      if (since < kQueryQuietNs) memory::HeapBytes(&free_bytes, &in_use);
+      if (memory::ShouldTrim(since, kQueryQuietNs, free_bytes, in_use)) ::malloc_trim(0);
+    }
   }
 }
 

@@ -1,17 +1,23 @@
 #include "base/memory.h"
 
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <limits>
 #include <string_view>
 
+#include "base/clock.h"
 #include "base/file.h"
 #include "base/units.h"
 
 namespace trainwatch::memory {
 namespace {
+
+std::atomic<int64_t> last_query_ns{0};  // MonoNanos of the last NoteQuery; 0: none
 
 // The number after `key` on its line of `text` ("RssAnon:     123 kB"), in
 // the line's unit (kB: times 1024); nullopt-like 0 when absent.
@@ -131,6 +137,23 @@ void FreeLarge(void* p, size_t bytes) noexcept {
     return;
   }
   ::munmap(p, MapBytes(bytes));
+}
+
+void NoteQuery() { last_query_ns.store(MonoNanos(), std::memory_order_relaxed); }
+
+int64_t SinceQueryNs() {
+  const int64_t at = last_query_ns.load(std::memory_order_relaxed);
+  return at == 0 ? std::numeric_limits<int64_t>::max() : MonoNanos() - at;
+}
+
+bool ShouldTrim(int64_t since_query_ns, int64_t quiet_ns, uint64_t free_bytes, uint64_t in_use_bytes) {
+  return since_query_ns >= quiet_ns || free_bytes > in_use_bytes / 4;
+}
+
+void HeapBytes(uint64_t* free_bytes, uint64_t* in_use_bytes) {
+  const struct mallinfo2 mi = ::mallinfo2();
+  *free_bytes = mi.fordblks;
+  *in_use_bytes = mi.uordblks + mi.hblkhd;
 }
 
 }  // namespace trainwatch::memory

@@ -95,5 +95,33 @@ TEST(LargeBlockAllocatorTest, LargeBlocksAreAlignedMapsAndKeepTheirContents) {
   EXPECT_EQ(w.size(), 10u);
 }
 
+// serve's trim waits a quiet minute after a user's query unless free memory
+// is over a quarter of the heap in use.
+TEST(TrimTest, QueriesHoldOffTheTrimUnlessMuchIsFree) {
+  constexpr int64_t kQuiet = 60'000'000'000;
+  EXPECT_TRUE(ShouldTrim(kQuiet, kQuiet, 0, 100));                // quiet long enough
+  EXPECT_TRUE(ShouldTrim(INT64_MAX, kQuiet, 0, 100));             // never queried
+  EXPECT_FALSE(ShouldTrim(kQuiet - 1, kQuiet, 25, 100));          // a query just now, a quarter free
+  EXPECT_TRUE(ShouldTrim(kQuiet - 1, kQuiet, 26, 100));           // more than a quarter free
+  EXPECT_FALSE(ShouldTrim(0, kQuiet, 0, 0));
+
+  NoteQuery();
+  EXPECT_GE(SinceQueryNs(), 0);
+  EXPECT_LT(SinceQueryNs(), kQuiet);
+}
+
+// What the heap holds: a block in use counts.
+TEST(TrimTest, HeapBytesCountABlockInUse) {
+#if defined(TW_SANITIZE)
+  GTEST_SKIP() << "ASan's allocator reports nothing through mallinfo2";
+#endif
+  uint64_t free0 = 0, used0 = 0, free1 = 0, used1 = 0;
+  HeapBytes(&free0, &used0);
+  auto* block = new std::vector<char>(8 << 20, 'x');
+  HeapBytes(&free1, &used1);
+  EXPECT_GE(used1, used0 + (8 << 20));
+  delete block;
+}
+
 }  // namespace
 }  // namespace trainwatch::memory

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "base/clock.h"
+#include "base/memory.h"
 #include "http/api.h"
 #include "http/format.h"
 #include "http/params.h"
@@ -205,6 +206,7 @@ Response Api::Query(const Request& req) {
   auto parsed = promql::parser::ParseExpr(req.Param("query"));
   if (!parsed.ok()) return QueryError(parsed.error());
   auto r = deps_.engine->Instant(queryable(), req.Param("query"), *t, *timeout);
+  memory::NoteQuery();
   if (!r.ok()) return EngineError(r.error());
   return Json(ResultJson(*r));
 }
@@ -238,6 +240,7 @@ Response Api::QueryRange(const Request& req) {
   auto parsed = promql::parser::ParseExpr(req.Param("query"));
   if (!parsed.ok()) return QueryError(parsed.error());
   auto r = deps_.engine->Range(queryable(), req.Param("query"), *start, *end, *step, *timeout);
+  memory::NoteQuery();  // serve's memory trim waits (base/memory.h)
   if (!r.ok()) return EngineError(r.error());
   return Json(ResultJson(*r));
 }
