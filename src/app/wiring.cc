@@ -170,9 +170,9 @@ int WaitForTermination(const std::function<Status()>& reload) {
   // (base/idle_pool.h), and hand memory that they and queries freed back to
   // the OS, at once after a release and every 5 s otherwise: glibc keeps it
   // in per-thread arenas (~20% of RSS under ingest). Within a minute of a
-  // user's query, only when free memory is over a quarter of the heap in
-  // use (memory::ShouldTrim): the next query would page-fault its buffers
-  // in again.
+  // user's query, only when free memory is over 64 MiB and a quarter of the
+  // heap in use (memory::ShouldTrim): the next query would page-fault its
+  // buffers in again.
   const timespec kTick{1, 0};
   constexpr int64_t kIdleNs = 1'000'000'000;
   constexpr int64_t kQueryQuietNs = 60'000'000'000;

@@ -147,7 +147,7 @@ int64_t SinceQueryNs() {
 }
 
 bool ShouldTrim(int64_t since_query_ns, int64_t quiet_ns, uint64_t free_bytes, uint64_t in_use_bytes) {
-  return since_query_ns >= quiet_ns || free_bytes > in_use_bytes / 4;
+  return since_query_ns >= quiet_ns || free_bytes > std::max<uint64_t>(kTrimFloor, in_use_bytes / 4);
 }
 
 void HeapBytes(uint64_t* free_bytes, uint64_t* in_use_bytes) {

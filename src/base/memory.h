@@ -33,8 +33,9 @@ Result<uint64_t> ParseMemoryBound(std::string_view s, uint64_t allowed);
 // max_over_time over 400 series took 2.4 times as long, the sum of an
 // avg_over_time 1.2 times (downsample_bench with a trim before each query).
 // So while users query (NoteQuery within `quiet_ns`) free memory is kept
-// unless it is more than a quarter of the heap in use (ingest's garbage);
-// otherwise it goes at every tick that asks.
+// unless it is more than kTrimFloor and a quarter of the heap in use
+// (ingest's garbage); otherwise it goes at every tick that asks.
+inline constexpr uint64_t kTrimFloor = uint64_t{64} << 20;
 void NoteQuery();  // a user's query ran (the HTTP query API)
 bool ShouldTrim(int64_t since_query_ns, int64_t quiet_ns, uint64_t free_bytes, uint64_t in_use_bytes);
 // Nanoseconds since the last NoteQuery (INT64_MAX before the first).

@@ -96,13 +96,16 @@ TEST(LargeBlockAllocatorTest, LargeBlocksAreAlignedMapsAndKeepTheirContents) {
 }
 
 // serve's trim waits a quiet minute after a user's query unless free memory
-// is over a quarter of the heap in use.
+// is over kTrimFloor and a quarter of the heap in use.
 TEST(TrimTest, QueriesHoldOffTheTrimUnlessMuchIsFree) {
   constexpr int64_t kQuiet = 60'000'000'000;
-  EXPECT_TRUE(ShouldTrim(kQuiet, kQuiet, 0, 100));                // quiet long enough
-  EXPECT_TRUE(ShouldTrim(INT64_MAX, kQuiet, 0, 100));             // never queried
-  EXPECT_FALSE(ShouldTrim(kQuiet - 1, kQuiet, 25, 100));          // a query just now, a quarter free
-  EXPECT_TRUE(ShouldTrim(kQuiet - 1, kQuiet, 26, 100));           // more than a quarter free
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  EXPECT_TRUE(ShouldTrim(kQuiet, kQuiet, 0, kGiB));                 // quiet long enough
+  EXPECT_TRUE(ShouldTrim(INT64_MAX, kQuiet, 0, kGiB));              // never queried
+  EXPECT_FALSE(ShouldTrim(kQuiet - 1, kQuiet, kGiB / 4, kGiB));     // a query just now, a quarter free
+  EXPECT_TRUE(ShouldTrim(kQuiet - 1, kQuiet, kGiB / 4 + 1, kGiB));  // more than a quarter free
+  EXPECT_FALSE(ShouldTrim(0, kQuiet, kTrimFloor, kTrimFloor));      // a small heap: up to the floor kept
+  EXPECT_TRUE(ShouldTrim(0, kQuiet, kTrimFloor + 1, kTrimFloor));
   EXPECT_FALSE(ShouldTrim(0, kQuiet, 0, 0));
 
   NoteQuery();
