@@ -30,8 +30,9 @@ Result<uint64_t> ParseMemoryBound(std::string_view s, uint64_t allowed);
 // When to hand freed heap memory back to the OS (`serve` asks every few
 // seconds; app/wiring.cc). malloc_trim(0) returns every free page of every
 // arena, and a query after it page-faults its buffers in again: a 90-day
-// max_over_time over 400 series took 2.4 times as long, the sum of an
-// avg_over_time 1.2 times (downsample_bench with a trim before each query).
+// max_over_time over 400 series took 2.5-3.5 times as long, the sum of an
+// avg_over_time 1.2 times (downsample_bench TW_DS_TRIM=1: a trim before
+// each query).
 // So while users query (NoteQuery within `quiet_ns`) free memory is kept
 // unless it is more than kTrimFloor and a quarter of the heap in use
 // (ingest's garbage); otherwise it goes at every tick that asks.

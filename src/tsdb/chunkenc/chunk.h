@@ -24,7 +24,7 @@ class BitReader;
 struct DenseBuffer {
   std::unique_ptr<int64_t[]> t;
   std::unique_ptr<double[]> v, c;
-  size_t cap = 0, ccap = 0, n = 0;
+  size_t tcap = 0, vcap = 0, ccap = 0, n = 0;
   Status Decode(std::string_view data);
   // Into c: the values of another dense chunk of the n points just decoded
   // (a tier block's count part beside its value part); its timestamps are

@@ -254,6 +254,14 @@ T* Room(std::unique_ptr<T[]>* buf, size_t* cap, size_t n) {
   return buf->get();
 }
 
+// The thread's scratch integers: a sequence skipped, or values before they
+// are converted to doubles (one use at a time).
+uint64_t* Scratch(size_t n) {
+  thread_local std::unique_ptr<uint64_t[]> buf;
+  thread_local size_t cap = 0;
+  return Room(&buf, &cap, n);
+}
+
 // Moves past an IntSeq of n values: a sequence of one residual (regular
 // timestamps) is read as its header, any other decoded into scratch.
 bool SkipIntSeq(Reader* in, size_t n) {
@@ -272,16 +280,7 @@ bool SkipIntSeq(Reader* in, size_t n) {
     *in = peek;
     return true;
   }
-  thread_local std::unique_ptr<uint64_t[]> scratch_buf;
-  thread_local size_t scratch_cap = 0;
-  return GetIntSeq(in, n, Room(&scratch_buf, &scratch_cap, n));
-}
-
-Status DecodeDenseValues(Reader in, size_t n, double* out);
-
-Status DecodeDenseInto(Reader in, size_t n, int64_t* ts, double* out) {
-  if (!GetIntSeq(&in, n, reinterpret_cast<uint64_t*>(ts))) return Status::Corruption("dense chunk: bad timestamps");
-  return DecodeDenseValues(in, n, out);
+  return GetIntSeq(in, n, Scratch(n));
 }
 
 // The values of a dense chunk, `in` at their header (after the timestamps).
@@ -315,9 +314,7 @@ Status DecodeDenseValues(Reader in, size_t n, double* out) {
       }
       // Decode the integers into the value slots, then convert in place.
       static_assert(sizeof(double) == sizeof(uint64_t));
-      thread_local std::unique_ptr<uint64_t[]> scratch_buf;
-      thread_local size_t scratch_cap = 0;
-      uint64_t* scratch = Room(&scratch_buf, &scratch_cap, n);
+      uint64_t* scratch = Scratch(n);
       if (!GetIntSeq(&in, n, scratch)) return Status::Corruption("dense chunk: bad values");
       if (mode == kValBits) {
         std::memcpy(out, scratch, n * sizeof(double));
@@ -336,6 +333,11 @@ Status DecodeDenseValues(Reader in, size_t n, double* out) {
     default:
       return Status::Corruption("dense chunk: unknown value mode");
   }
+}
+
+Status DecodeDenseInto(Reader in, size_t n, int64_t* ts, double* out) {
+  if (!GetIntSeq(&in, n, reinterpret_cast<uint64_t*>(ts))) return Status::Corruption("dense chunk: bad timestamps");
+  return DecodeDenseValues(in, n, out);
 }
 
 }  // namespace
@@ -371,22 +373,13 @@ Status DenseBuffer::DecodeCounts(std::string_view data) {
                               std::to_string(n));
   }
   if (!SkipIntSeq(&in, n)) return Status::Corruption("dense chunk: bad timestamps");
-  if (ccap < n) {
-    c.reset(new double[n]);
-    ccap = n;
-  }
-  return DecodeDenseValues(in, n, c.get());
+  return DecodeDenseValues(in, n, Room(&c, &ccap, n));
 }
 
 Status DenseBuffer::Decode(std::string_view data) {
   n = DenseSamples(data);
   if (n == 0) return Status::Corruption("dense chunk: bad sample count");
-  if (cap < n) {
-    t.reset(new int64_t[n]);
-    v.reset(new double[n]);
-    cap = n;
-  }
-  return DecodeDense(data, t.get(), v.get());
+  return DecodeDense(data, Room(&t, &tcap, n), Room(&v, &vcap, n));
 }
 
 }  // namespace internal

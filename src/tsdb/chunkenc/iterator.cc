@@ -141,13 +141,20 @@ namespace {
   return internal::ReadXorValue(r, bits, leading, trailing) ? nullptr : "bad value";
 }
 
+// Room for n more elements, growing as push_back would (callers append
+// chunk after chunk: an exact reserve each time would copy quadratically).
+template <typename T>
+void GrowFor(std::vector<T>* v, size_t n) {
+  if (v->capacity() < v->size() + n) v->reserve(std::max(v->size() + n, 2 * v->capacity()));
+}
+
 // A whole XOR chunk appended to ts and vs, the bit reader's state kept in
 // registers from sample to sample (an Iterator stores it back after each).
 Status DecodeXor(std::string_view data, std::vector<int64_t>* ts, std::vector<double>* vs) {
   if (data.size() < 2) return Status::Corruption("xor chunk: short header");
   const uint32_t n = (uint32_t{static_cast<uint8_t>(data[0])} << 8) | static_cast<uint8_t>(data[1]);
-  if (ts->capacity() < ts->size() + n) ts->reserve(std::max(ts->size() + n, 2 * ts->capacity()));
-  if (vs->capacity() < vs->size() + n) vs->reserve(std::max(vs->size() + n, 2 * vs->capacity()));
+  GrowFor(ts, n);
+  GrowFor(vs, n);
   internal::BitReader r(reinterpret_cast<const uint8_t*>(data.data()), data.size(), 16);
   int64_t t = 0, delta = 0;
   uint64_t bits = 0;
@@ -343,9 +350,8 @@ Status DecodeAll(Encoding enc, std::string_view data, std::vector<int64_t>* ts, 
   Iterator it(enc, data);
   if (it.Err().ok() && data.size() >= 2) {
     const size_t n = (size_t{static_cast<uint8_t>(data[0])} << 8) | static_cast<uint8_t>(data[1]);
-    // Growing as push_back would: callers append chunk after chunk.
-    if (ts->capacity() < ts->size() + n) ts->reserve(std::max(ts->size() + n, 2 * ts->capacity()));
-    if (vs->capacity() < vs->size() + n) vs->reserve(std::max(vs->size() + n, 2 * vs->capacity()));
+    GrowFor(ts, n);
+    GrowFor(vs, n);
   }
   while (it.Next()) {
     ts->push_back(it.t());
