@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <thread>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/file.h"
@@ -506,8 +508,10 @@ namespace {
 // Queries blocks and the head together; earlier sources win timestamp ties.
 class DBQuerier : public storage::Querier {
  public:
-  DBQuerier(std::vector<std::unique_ptr<storage::Querier>> qs, TierView tiers)
-      : qs_(std::move(qs)), tiers_(std::move(tiers)) {}
+  // spans[i]: the times qs[i] holds samples in, [first, last].
+  DBQuerier(std::vector<std::unique_ptr<storage::Querier>> qs, std::vector<std::pair<int64_t, int64_t>> spans,
+            TierView tiers)
+      : qs_(std::move(qs)), spans_(std::move(spans)), tiers_(std::move(tiers)) {}
 
   std::unique_ptr<storage::SeriesSet> Select(bool sorted, const storage::SelectHints& hints,
                                              const model::Matchers& matchers) override {
@@ -527,7 +531,12 @@ class DBQuerier : public storage::Querier {
         storage::SelectHints rest = hints;
         rest.start = plan.back().to + 1;
         if (rest.start <= rest.end) {
-          for (auto& q : qs_) sets.push_back(SamplesFrom(q->Select(true, rest, matchers), rest.start));
+          for (size_t i = 0; i < qs_.size(); ++i) {
+            // The blocks before the rest (a 90-day range: all but the
+            // last): not even their postings and labels are read.
+            if (spans_[i].second < rest.start || spans_[i].first > rest.end) continue;
+            sets.push_back(SamplesFrom(qs_[i]->Select(true, rest, matchers), rest.start));
+          }
         }
         return storage::MergeSeriesSets(std::move(sets));
       }
@@ -562,6 +571,7 @@ class DBQuerier : public storage::Querier {
 
  private:
   std::vector<std::unique_ptr<storage::Querier>> qs_;
+  std::vector<std::pair<int64_t, int64_t>> spans_;
   TierView tiers_;
 };
 
@@ -572,16 +582,23 @@ Result<std::unique_ptr<storage::Querier>> DBImpl::NewQuerier(int64_t mint, int64
   // Earlier-written blocks win ties, then the head.
   std::sort(blocks.begin(), blocks.end(), [](const auto& a, const auto& b) { return a->meta().seq < b->meta().seq; });
   std::vector<std::unique_ptr<storage::Querier>> qs;
+  std::vector<std::pair<int64_t, int64_t>> spans;
   TierView view;
   for (auto& b : blocks) {
-    if (b->Overlaps(mint, maxt)) qs.push_back(b->NewQuerier(mint, maxt));
+    if (b->Overlaps(mint, maxt)) {
+      qs.push_back(b->NewQuerier(mint, maxt));
+      spans.emplace_back(b->meta().mint, b->meta().maxt - 1);
+    }
     view.raw.emplace_back(b->meta().mint, b->meta().maxt - 1);
   }
   ASSIGN_OR_RETURN(auto hq, head_->NewQuerier(mint, maxt));
   qs.push_back(std::move(hq));
+  // The head takes samples while the query runs.
+  spans.emplace_back(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   if (head_->MinTime() <= head_->MaxTime()) view.raw.emplace_back(head_->MinTime(), head_->MaxTime());
   view.tiers = TiersSnapshot();
-  return std::unique_ptr<storage::Querier>(std::make_unique<DBQuerier>(std::move(qs), std::move(view)));
+  return std::unique_ptr<storage::Querier>(
+      std::make_unique<DBQuerier>(std::move(qs), std::move(spans), std::move(view)));
 }
 
 Status DBImpl::Flush() {
