@@ -28,7 +28,8 @@ struct Acc {
   bool incremental = false;
 };
 
-void AccAdd(AggOp op, Acc& a, double f) {
+// Inlined where op is a constant (AddAll): the switch folds away.
+[[gnu::always_inline]] inline void AccAddInline(AggOp op, Acc& a, double f) {
   if (a.count == 0) {
     a.count = 1;
     a.value = f;
@@ -86,6 +87,26 @@ void AccAdd(AggOp op, Acc& a, double f) {
     }
     default:
       break;
+  }
+}
+
+void AccAdd(AggOp op, Acc& a, double f) { AccAddInline(op, a, f); }
+
+// Each step value into its step's cell of `row`.
+template <AggOp kOp>
+void AddAll(Acc* row, std::span<const StepValue> vals) {
+  for (const StepValue& sv : vals) AccAddInline(kOp, row[sv.step], sv.v);
+}
+
+void AddAll(AggOp op, Acc* row, std::span<const StepValue> vals) {
+  switch (op) {
+    case AggOp::kSum: return AddAll<AggOp::kSum>(row, vals);
+    case AggOp::kAvg: return AddAll<AggOp::kAvg>(row, vals);
+    case AggOp::kMin: return AddAll<AggOp::kMin>(row, vals);
+    case AggOp::kMax: return AddAll<AggOp::kMax>(row, vals);
+    case AggOp::kCount: return AddAll<AggOp::kCount>(row, vals);
+    default:
+      for (const StepValue& sv : vals) AccAdd(op, row[sv.step], sv.v);
   }
 }
 
@@ -642,7 +663,7 @@ Value Evaluator::EvalAggregate(const Expr& e, const StepRange& r) {
                                }
                                if (acc[g].empty()) acc[g].resize(steps);
                                Acc* row = acc[g].data();
-                               for (const StepValue& sv : vals) AccAdd(op, row[sv.step], sv.v);
+                               AddAll(op, row, vals);
                              });
         Value out;
         out.type = parser::Type::kVector;

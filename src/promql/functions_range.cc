@@ -30,6 +30,31 @@ namespace {
 
 using W = std::span<const model::Sample>;
 
+// Calls fn(i, t, from, ref, lo, hi) for each step i of `r`: the window
+// (from, ref] of step time t holds samples [lo, hi) of `w`. Two cursors
+// that only move forward; a window that does not overlap the one before
+// (range <= step) starts where that one ended instead of stepping over its
+// samples again.
+template <typename Fn>
+inline void ForEachWindow(const StepRange& r, const Evaluator::WindowSpec& spec, W w, Fn&& fn) {
+  const size_t steps = r.Steps(), n = w.size();
+  const model::Sample* data = w.data();
+  size_t lo = 0, hi = 0;
+  int64_t prev_ref = std::numeric_limits<int64_t>::min();
+  for (size_t i = 0; i < steps; ++i) {
+    const int64_t t = r.At(i);
+    const int64_t ref = spec.Ref(t);
+    const int64_t from = ref - spec.range_ms;
+    // Samples before hi are at or before the last window's end.
+    if (from >= prev_ref) lo = hi;
+    prev_ref = ref;
+    while (lo < n && data[lo].t <= from) ++lo;
+    if (hi < lo) hi = lo;
+    while (hi < n && data[hi].t <= ref) ++hi;
+    fn(i, t, from, ref, lo, hi);
+  }
+}
+
 bool CounterReset(W w, const int64_t* st, size_t i) {
   return w[i].v < w[i - 1].v || (st != nullptr && StartTimestampReset(st[i - 1], w[i - 1].t, st[i], w[i].t));
 }
@@ -237,20 +262,24 @@ bool SumOverTime(W w, const RangeCtx&, double* out) {
   return true;
 }
 
+// Window sums weighed by their counts: the sum of the raw samples over
+// their number, as avg_over_time's Kahan sum without overflow. Started at
+// the first point (a tier's window holds one to a few): what the Kahan step
+// from 0 gives, 0 + v making -0 the +0 it gives (a NaN's compensation, NaN
+// there, makes the result NaN either way). REQUIRES: w is not empty.
+[[gnu::always_inline]] inline double CountedMean(W w, const double* counts) {
+  double sum = 0.0 + w[0].v, c = 0, count = counts[0];
+  for (size_t i = 1; i < w.size(); ++i) {
+    sum = KahanSumInc(w[i].v, sum, &c);
+    count += counts[i];
+  }
+  return (std::isinf(sum) ? sum : sum + c) / count;
+}
+
 bool AvgOverTime(W w, const RangeCtx& ctx, double* out) {
   if (w.empty()) return false;
   if (ctx.counts != nullptr) {
-    // Window sums weighed by their counts: the sum of the raw samples over
-    // their number, as below without overflow. Started at the first point
-    // (a tier's window holds one to a few): what the Kahan step from 0
-    // gives, 0 + v making -0 the +0 it gives (a NaN's compensation, NaN
-    // there, makes the result NaN either way).
-    double sum = 0.0 + w[0].v, c = 0, count = ctx.counts[0];
-    for (size_t i = 1; i < w.size(); ++i) {
-      sum = KahanSumInc(w[i].v, sum, &c);
-      count += ctx.counts[i];
-    }
-    *out = (std::isinf(sum) ? sum : sum + c) / count;
+    *out = CountedMean(w, ctx.counts);
     return true;
   }
   double sum = 0, c = 0, count = 0;
@@ -694,39 +723,65 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
       // prefix sums, one subtraction a step instead of one addition a sample.
       const bool window_sums = (def.fn == SumOverTime || def.fn == AvgOverTime) && counts == nullptr &&
                                mod == parser::RangeMod::kNone && ExactPrefixSums(smp, &prefix);
-      size_t lo = 0, hi = 0;
-      for (size_t i = 0; i < steps; ++i) {
-        int64_t t = r.At(i);
-        int64_t ref = spec.Ref(t);
-        int64_t from = ref - spec.range_ms;
-        while (lo < n && data[lo].t <= from) ++lo;
-        if (hi < lo) hi = lo;
-        while (hi < n && data[hi].t <= ref) ++hi;
-        if (mod != parser::RangeMod::kNone) {
+      const W series(data, n);
+      if (mod != parser::RangeMod::kNone) {
+        ForEachWindow(r, spec, series, [&](size_t i, int64_t, int64_t from, int64_t ref, size_t lo, size_t hi) {
           double v;
           bool ok = mod == parser::RangeMod::kAnchored
                         ? AnchoredValue(def.fn, data, n, lo, hi, from, lookback, ctx.range_sec, &v)
                         : SmoothedValue(def.fn, data, n, lo, hi, from, ref, lookback, ctx.range_sec, &v);
           if (ok) vals.push_back({static_cast<uint32_t>(i), v});
-          continue;
-        }
-        if (hi == lo) continue;
-        if (window_sums) {
+        });
+      } else if (window_sums) {
+        ForEachWindow(r, spec, series, [&](size_t i, int64_t, int64_t, int64_t, size_t lo, size_t hi) {
+          if (hi == lo) return;
           const double sum = prefix[hi] - prefix[lo];
           vals.push_back({static_cast<uint32_t>(i), def.fn == AvgOverTime ? sum / static_cast<double>(hi - lo) : sum});
-          continue;
+        });
+      } else if (tier_fn) {
+        // The functions a tier answers read nothing of the context but the
+        // counts: called directly (inlined), not through def.fn, with
+        // nothing else set a step. A 90-day range is mostly this loop.
+        auto run = [&](auto fn) {
+          ForEachWindow(r, spec, series, [&](size_t i, int64_t, int64_t, int64_t, size_t lo, size_t hi) {
+            if (hi == lo) return;
+            ctx.counts = counts != nullptr ? counts + lo : nullptr;
+            double v;
+            if (fn(W(data + lo, hi - lo), ctx, &v)) vals.push_back({static_cast<uint32_t>(i), v});
+          });
+        };
+        if (def.fn == AvgOverTime) {
+          run([](W w, const RangeCtx& c, double* out) {
+            if (c.counts == nullptr) return AvgOverTime(w, c, out);
+            *out = CountedMean(w, c.counts);
+            return true;
+          });
+        } else if (def.fn == MaxOverTime) {
+          run([](W w, const RangeCtx& c, double* out) { return MaxOverTime(w, c, out); });
+        } else if (def.fn == MinOverTime) {
+          run([](W w, const RangeCtx& c, double* out) { return MinOverTime(w, c, out); });
+        } else if (def.fn == SumOverTime) {
+          run([](W w, const RangeCtx& c, double* out) { return SumOverTime(w, c, out); });
+        } else if (def.fn == CountOverTime) {
+          run([](W w, const RangeCtx& c, double* out) { return CountOverTime(w, c, out); });
+        } else {
+          run([](W w, const RangeCtx& c, double* out) { return LastOverTime(w, c, out); });
         }
-        ctx.t = t;
-        ctx.range_start = from;
-        ctx.range_end = ref;
-        ctx.p0 = p0 != nullptr ? p0[i] : 0;
-        ctx.p1 = p1 != nullptr ? p1[i] : 0;
-        ctx.st = st_data != nullptr ? st_data + lo : nullptr;
-        ctx.counts = counts != nullptr ? counts + lo : nullptr;
-        double v;
-        if (!def.fn(W(data + lo, hi - lo), ctx, &v)) continue;
-        if (def.fn == QuantileOverTime) WarnIfInvalidQuantile(ev, ctx.p0, *e.args[0]);
-        vals.push_back({static_cast<uint32_t>(i), v});
+      } else {
+        ForEachWindow(r, spec, series, [&](size_t i, int64_t t, int64_t from, int64_t ref, size_t lo, size_t hi) {
+          if (hi == lo) return;
+          ctx.t = t;
+          ctx.range_start = from;
+          ctx.range_end = ref;
+          ctx.p0 = p0 != nullptr ? p0[i] : 0;
+          ctx.p1 = p1 != nullptr ? p1[i] : 0;
+          ctx.st = st_data != nullptr ? st_data + lo : nullptr;
+          ctx.counts = counts != nullptr ? counts + lo : nullptr;
+          double v;
+          if (!def.fn(W(data + lo, hi - lo), ctx, &v)) return;
+          if (def.fn == QuantileOverTime) WarnIfInvalidQuantile(ev, ctx.p0, *e.args[0]);
+          vals.push_back({static_cast<uint32_t>(i), v});
+        });
       }
     }
     if (overlap) {

@@ -22,23 +22,24 @@ namespace {
 constexpr int64_t kStep = 60'000;
 constexpr int64_t kRange = 5 * 60'000;
 
-// Each window (t - kRange, t] of `smp` computed alone by the function's own
+// Each window (t - range, t] of `smp` computed alone by the function's own
 // per-window code, with no memo: the reference the engine's result must match.
-std::vector<Point> Reference(const char* fn, const std::vector<model::Sample>& smp, int64_t start, int64_t end) {
+std::vector<Point> Reference(const char* fn, const std::vector<model::Sample>& smp, int64_t start, int64_t end,
+                             int64_t step = kStep, int64_t range = kRange) {
   const RangeFnDef* def = LookupRangeFn(fn);
   EXPECT_NE(def, nullptr);
   std::vector<Point> out;
-  for (int64_t t = start; t <= end; t += kStep) {
+  for (int64_t t = start; t <= end; t += step) {
     std::vector<model::Sample> w;
     for (const auto& s : smp) {
-      if (s.t > t - kRange && s.t <= t) w.push_back(s);
+      if (s.t > t - range && s.t <= t) w.push_back(s);
     }
     if (w.empty()) continue;
     RangeCtx ctx;
     ctx.t = t;
-    ctx.range_start = t - kRange;
+    ctx.range_start = t - range;
     ctx.range_end = t;
-    ctx.range_sec = static_cast<double>(kRange) / 1000.0;
+    ctx.range_sec = static_cast<double>(range) / 1000.0;
     double v;
     if (def->fn(w, ctx, &v)) out.push_back({t, v});
   }
@@ -111,6 +112,39 @@ TEST(RangeFunctionShortcuts, SameBitsAsEachWindowAlone) {
       }
       ASSERT_EQ(r->matrix.size(), 1u) << q;
       ExpectSameBits(r->matrix[0].points, want, q);
+    }
+  }
+}
+
+// A window that does not overlap the one before starts where that one
+// ended (ForEachWindow): windows that abut (range = step, a Grafana panel's
+// $__interval), that leave gaps, and that overlap, for the functions a tier
+// answers (called inline) and the others.
+TEST(RangeFunctionShortcuts, WindowsThatAbutLeaveGapsOrOverlapTakeTheirOwnSamples) {
+  std::mt19937_64 rng(20261207);
+  promqltest::TestStorage db;
+  const std::vector<Case> cases = Series(rng);
+  for (const Case& c : cases) {
+    for (const auto& s : c.samples) db.Add(model::Labels{{"__name__", c.name}}, s.t, s.v);
+  }
+  Engine engine{EngineOptions{}};
+  const int64_t start = 0, end = 3'600'000;
+  for (const auto& [range, range_str] : {std::pair<int64_t, const char*>{60'000, "1m"}, {40'000, "40s"},
+                                         {150'000, "150s"}}) {
+    for (const char* fn : {"min_over_time", "max_over_time", "sum_over_time", "count_over_time", "avg_over_time",
+                           "last_over_time", "stddev_over_time", "rate"}) {
+      for (const Case& c : cases) {
+        const std::string q = std::string(fn) + "(" + c.name + "[" + range_str + "])";
+        auto r = engine.Range(db, q, start, end, kStep);
+        ASSERT_TRUE(r.ok()) << q << ": " << r.status().ToString();
+        const std::vector<Point> want = Reference(fn, c.samples, start, end, kStep, range);
+        if (want.empty()) {
+          EXPECT_TRUE(r->matrix.empty()) << q;
+          continue;
+        }
+        ASSERT_EQ(r->matrix.size(), 1u) << q;
+        ExpectSameBits(r->matrix[0].points, want, q);
+      }
     }
   }
 }
