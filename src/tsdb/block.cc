@@ -100,10 +100,14 @@ Block::~Block() {
 // chunk lists of a whole block at once.
 class BlockSeriesSet : public storage::SeriesSet {
  public:
-  // parts.value < 0: a block of single chunks (not parts).
-  BlockSeriesSet(std::shared_ptr<Block> b, index::Postings ids, int64_t mint, int64_t maxt, Block::Parts parts)
+  using LabelViews = std::vector<std::pair<std::string_view, std::string_view>>;
+  // parts.value < 0: a block of single chunks (not parts). With `views`,
+  // Current()'s labels are left empty and Views() holds them instead
+  // (AcrossSeriesSet compares every block's series and copies one).
+  BlockSeriesSet(std::shared_ptr<Block> b, index::Postings ids, int64_t mint, int64_t maxt, Block::Parts parts,
+                 bool views = false)
       : b_(b), ids_(std::move(ids)), cur_({}, {}, nullptr, mint, maxt, std::move(b)), mint_(mint), maxt_(maxt),
-        parts_(parts) {}
+        parts_(parts), views_(views) {}
 
   bool Next() override {
     // One ChunkSeries refilled in place: its label strings and chunk list
@@ -121,7 +125,11 @@ class BlockSeriesSet : public storage::SeriesSet {
         }
         batch_start_ = i_;
       }
-      batch_.Get(i_ - batch_start_, cur_.mutable_labels(), &metas_);
+      if (views_) {
+        batch_.GetViews(i_ - batch_start_, &label_views_, &metas_);
+      } else {
+        batch_.Get(i_ - batch_start_, cur_.mutable_labels(), &metas_);
+      }
       i_++;
       std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
       chunks.clear();
@@ -138,7 +146,7 @@ class BlockSeriesSet : public storage::SeriesSet {
           err_ = b_->ReadFailed(Status::Corruption(
               std::string(parts ? "a chunk that is not a parts chunk in a block of parts"
                                 : "a parts chunk in a block of single chunks") +
-              " (series " + cur_.labels().ToString() + ")"));
+              " (series " + SeriesName() + ")"));
           return false;
         }
         if (parts_.value < 0) {
@@ -151,7 +159,7 @@ class BlockSeriesSet : public storage::SeriesSet {
           if (part < 0) continue;
           auto p = chunkenc::UnwrapPart(cv->data, static_cast<size_t>(part));
           if (!p.ok()) {
-            err_ = b_->ReadFailed(p.status().Annotate("series " + cur_.labels().ToString()));
+            err_ = b_->ReadFailed(p.status().Annotate("series " + SeriesName()));
             return false;
           }
           *part_enc = p->enc;
@@ -165,14 +173,24 @@ class BlockSeriesSet : public storage::SeriesSet {
   }
   const storage::Series& At() const override { return cur_; }
   const ChunkSeries& Current() const { return cur_; }
+  const LabelViews& Views() const { return label_views_; }
   Status Err() const override { return err_; }
 
  private:
+  std::string SeriesName() const {
+    if (!views_) return cur_.labels().ToString();
+    model::Labels l;
+    l.Assign(label_views_.size(), [&](size_t i) { return label_views_[i]; });
+    return l.ToString();
+  }
+
   std::shared_ptr<Block> b_;
   index::Postings ids_;
   ChunkSeries cur_;
   int64_t mint_, maxt_;
   Block::Parts parts_;
+  bool views_;
+  LabelViews label_views_;
   size_t i_ = 0;
   size_t batch_start_ = 0, batch_end_ = 0;  // ids_[batch_start_, batch_end_) are in batch_
   index::IndexReader::SeriesBatch batch_;
@@ -248,12 +266,13 @@ class AcrossSeriesSet : public storage::SeriesSet {
     }
     started_ = true;
     // The least labels and the sets at them, one comparison a set (mostly
-    // every set is at the same series).
-    const model::Labels* min = nullptr;
+    // every set is at the same series). Compared as views of each block's
+    // symbols, in model::Labels' order; only the least is copied.
+    const BlockSeriesSet::LabelViews* min = nullptr;
     taken_.assign(sets_.size(), false);
     for (size_t i = 0; i < sets_.size(); ++i) {
       if (!valid_[i]) continue;
-      const model::Labels& l = sets_[i]->Current().labels();
+      const BlockSeriesSet::LabelViews& l = sets_[i]->Views();
       if (min != nullptr) {
         const auto c = l <=> *min;
         if (c >= 0) {
@@ -266,7 +285,7 @@ class AcrossSeriesSet : public storage::SeriesSet {
       taken_[i] = true;
     }
     if (min == nullptr) return false;
-    *cur_.mutable_labels() = *min;
+    cur_.mutable_labels()->Assign(min->size(), [&](size_t i) { return (*min)[i]; });
     std::vector<ChunkRefData>& chunks = *cur_.mutable_chunks();
     chunks.clear();
     for (size_t i = 0; i < sets_.size(); ++i) {
@@ -294,7 +313,7 @@ std::unique_ptr<storage::SeriesSet> Block::SelectAcross(const std::vector<std::s
   for (const auto& b : blocks) {
     auto ids = b->index_->PostingsForMatchers(matchers);
     if (!ids.ok()) return storage::ErrorSeriesSet(b->ReadFailed(ids.status()));
-    sets.push_back(std::make_unique<BlockSeriesSet>(b, std::move(*ids), mint, maxt, parts));
+    sets.push_back(std::make_unique<BlockSeriesSet>(b, std::move(*ids), mint, maxt, parts, /*views=*/true));
   }
   auto keepalive = std::make_shared<const std::vector<std::shared_ptr<Block>>>(blocks);
   return std::make_unique<AcrossSeriesSet>(std::move(sets), mint, maxt, std::move(keepalive));

@@ -605,6 +605,22 @@ void IndexReader::SeriesBatch::Get(size_t i, model::Labels* labels, std::vector<
   r_->Fill(*blk_, pos_[i], labels, chunks);
 }
 
+void IndexReader::SeriesBatch::GetViews(size_t i, std::vector<std::pair<std::string_view, std::string_view>>* labels,
+                                        std::vector<ChunkMeta>* chunks) const {
+  const DecodedBlock& blk = *blk_;
+  const size_t s = pos_[i];
+  const uint32_t first = blk.pair_start[s], n = blk.pair_start[s + 1] - first;
+  labels->resize(n);
+  bool sorted = true;
+  for (uint32_t j = 0; j < n; ++j) {
+    (*labels)[j] = {r_->symbols_[blk.syms[2 * (first + j)]], r_->symbols_[blk.syms[2 * (first + j) + 1]]};
+    if (j > 0 && !((*labels)[j - 1].first < (*labels)[j].first)) sorted = false;
+  }
+  // As model::Labels::Assign: a writer's labels come sorted.
+  if (!sorted) std::sort(labels->begin(), labels->end());
+  r_->Fill(blk, s, nullptr, chunks);
+}
+
 Status IndexReader::ReadSeries(std::span<const SeriesRef> ids, SeriesBatch* out) const {
   out->r_ = this;
   out->pos_.clear();

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -73,6 +74,10 @@ class IndexReader final : public PostingsProvider {
     size_t size() const { return pos_.size(); }
     // Of the i-th id asked for. Either output may be null.
     void Get(size_t i, model::Labels* labels, std::vector<ChunkMeta>* chunks) const;
+    // As Get, the labels as views of the index's symbols (valid while the
+    // reader is), sorted by name: no label string is copied.
+    void GetViews(size_t i, std::vector<std::pair<std::string_view, std::string_view>>* labels,
+                  std::vector<ChunkMeta>* chunks) const;
 
    private:
     friend class IndexReader;
