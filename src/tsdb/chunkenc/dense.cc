@@ -58,11 +58,14 @@ void Unpack(const uint8_t* p, const uint8_t* end, size_t cnt, int w, uint64_t lo
   const uint64_t mask = w == 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1;
   uint64_t bitpos = 0;
   size_t i = 0;
-  if (w <= 56) {
-    // Fast path while 8 bytes can be loaded.
-    for (; i < cnt; i++, bitpos += static_cast<uint64_t>(w)) {
+  if (w <= 56 && end - p >= 8) {
+    // Fast path for the values whose 8 bytes from their first can be
+    // loaded: value i starts in byte i * w / 8, which is at most end - p - 8
+    // up to i = ((end - p - 8) * 8 + 7) / w (w is 1..56 here).
+    const uint64_t last = (static_cast<uint64_t>(end - p - 8) * 8 + 7) / static_cast<uint64_t>(w);
+    const size_t fast = static_cast<size_t>(std::min<uint64_t>(cnt, last + 1));
+    for (; i < fast; i++, bitpos += static_cast<uint64_t>(w)) {
       const uint8_t* q = p + (bitpos >> 3);
-      if (end - q < 8) break;
       uint64_t word;
       std::memcpy(&word, q, 8);
       if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
@@ -244,7 +247,20 @@ bool GetIntSeq(Reader* in, size_t n, uint64_t* x) {
       for (size_t i = 0; i < m; i++) r[i] *= g;
     }
   }
-  // Integrate: level `order` residuals back to level 0 values.
+  // Integrate: level `order` residuals back to level 0 values. Order 2
+  // (sums, drifting counters) in one pass: the same modular sums as level
+  // by level, one load and store a value instead of two.
+  if (first == 2) {
+    uint64_t a1 = head[1], a0 = head[0] + head[1];
+    x[0] = head[0];
+    x[1] = a0;
+    for (size_t i = 2; i < n; i++) {
+      a1 += x[i];
+      a0 += a1;
+      x[i] = a0;
+    }
+    return true;
+  }
   for (int lvl = static_cast<int>(first) - 1; lvl >= 0; lvl--) {
     x[lvl] = head[lvl];
     uint64_t acc = x[lvl];
