@@ -46,11 +46,19 @@ inline void ForEachWindow(const StepRange& r, const Evaluator::WindowSpec& spec,
     const int64_t ref = spec.Ref(t);
     const int64_t from = ref - spec.range_ms;
     // Samples before hi are at or before the last window's end.
+    const size_t last = hi - lo;
     if (from >= prev_ref) lo = hi;
     prev_ref = ref;
     while (lo < n && data[lo].t <= from) ++lo;
     if (hi < lo) hi = lo;
-    while (hi < n && data[hi].t <= ref) ++hi;
+    // Regular samples fill windows alike: try the last window's count
+    // before stepping sample by sample.
+    if (const size_t guess = lo + last;
+        guess > hi && guess <= n && data[guess - 1].t <= ref && (guess == n || data[guess].t > ref)) {
+      hi = guess;
+    } else {
+      while (hi < n && data[hi].t <= ref) ++hi;
+    }
     fn(i, t, from, ref, lo, hi);
   }
 }
