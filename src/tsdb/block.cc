@@ -432,15 +432,14 @@ Status BlockWriter::AppendPartsChunk(int64_t mint, int64_t maxt, std::string_vie
   return Status::OK();
 }
 
-Status BlockWriter::AppendParts(std::span<const int64_t> ts, std::span<const double* const> parts) {
+Status BlockWriter::AppendParts(std::span<const int64_t> ts, std::span<const double* const> parts,
+                                size_t dense_min) {
   part_bufs_.resize(parts.size());
   std::vector<chunkenc::Unwrapped> enc(parts.size());
   for (size_t i = 0; i < ts.size(); i += chunk_samples_) {
     const size_t n = std::min(chunk_samples_, ts.size() - i);
-    // Dense, but for a few points: its search costs ~10x XOR's time there
-    // (8 us for 24 points) and saves next to nothing (a young block's
-    // tiers: 24 points of 5 m, 2 of 1 h; merges encode them again).
-    const bool dense = n >= kDenseMinSamples;
+    // Dense, but for a few points (kDenseMinSamples).
+    const bool dense = n >= dense_min;
     for (size_t p = 0; p < parts.size(); ++p) {
       part_bufs_[p].clear();
       if (dense) {

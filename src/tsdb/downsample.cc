@@ -380,7 +380,7 @@ Status WriteMerged(const std::vector<std::shared_ptr<Block>>& base, const std::s
   auto flush = [&]() -> Status {
     if (pending.ts.empty()) return Status::OK();
     for (int a = 0; a < kNumAggr; ++a) ptrs[static_cast<size_t>(a)] = pending.cols[static_cast<size_t>(a)].data();
-    RETURN_IF_ERROR(w->AppendParts(pending.ts, ptrs));
+    RETURN_IF_ERROR(w->AppendParts(pending.ts, ptrs, kMergedDenseMinSamples));
     pending.clear();
     return Status::OK();
   };

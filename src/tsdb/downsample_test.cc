@@ -13,6 +13,8 @@
 #include "model/matcher.h"
 #include "promql/engine.h"
 #include "tsdb/db.h"
+#include "tsdb/chunk_series.h"
+#include "tsdb/chunkenc/parts.h"
 #include "tsdb/db_impl.h"
 
 namespace trainwatch::tsdb {
@@ -736,6 +738,28 @@ TEST_F(DownsampleTest, MergingTierBlocksCopiesFullChunks) {
   EXPECT_EQ((*merged)->block()->meta().num_chunks, 4u);
   EXPECT_EQ((*merged)->block()->meta().num_samples, 560u);
   expect_points(**merged, {}, {});
+  // Part encodings, chunk by chunk: the 10 points XOR in the block made
+  // from raw data (kDenseMinSamples), dense in the merged one, which long
+  // ranges read for days (kMergedDenseMinSamples).
+  auto encodings = [&](const TierBlock& tb, std::vector<chunkenc::Encoding>* out) {
+    auto set = Block::SelectAcross({tb.block()}, model::kMinTime, model::kMaxTime,
+                                   Block::Parts{.value = -1, .whole = true}, {*all});
+    EXPECT_TRUE(set->Next());
+    for (const ChunkRefData& c : static_cast<const ChunkSeries&>(set->At()).chunks()) {
+      for (size_t a = 0; a < kNumAggr; ++a) {
+        auto p = chunkenc::UnwrapPart(c.data, a);
+        ASSERT_TRUE(p.ok()) << p.status().ToString();
+        if (a == 0) out->push_back(p->enc);
+        EXPECT_EQ(p->enc, out->back()) << "part " << a;
+      }
+    }
+  };
+  using chunkenc::Encoding;
+  std::vector<Encoding> young, old;
+  encodings(*group[1], &young);
+  encodings(**merged, &old);
+  EXPECT_EQ(young, std::vector<Encoding>{Encoding::kXor});
+  EXPECT_EQ(old, std::vector<Encoding>(4, Encoding::kDense));
   // An overlay (a raw block's tiers made again with late data) over points
   // 5, 6 and 250-254, and a series of its own: its points replace those.
   const std::vector<int64_t> over = {5, 6, 250, 251, 252, 253, 254};
