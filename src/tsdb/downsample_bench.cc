@@ -1,7 +1,7 @@
 // A 90-day range over many series, answered from the tiers (a 6 h step: the
-// 6 h tier, and the 1 h and 5 m tiers for its last window; a 3 h step: the
-// 1 h tier) and from raw blocks (the 6 h query 1 ms off the grid, which
-// tiers cannot answer).
+// 6 h tier, and the 1 h and 5 m tiers for its last window; a 3 h or 2 h
+// step: the 1 h tier) and from raw blocks (the 6 h query 1 ms off the grid,
+// which tiers cannot answer).
 // Figures: docs/performance.md. Run:
 //   TW_DS_SERIES=2000 [TW_DS_RETENTION_DAYS=15] [TW_DS_INTERVAL_S=15] [TW_DS_DIR=/tmp/ds] build/release/src/tsdb/downsample_bench
 // Building the data dir (90 days of one sample per 5 minutes per series by default,
@@ -136,13 +136,16 @@ Data* Get() {
 }
 
 // range(0): 1 = a 6 h step on the grid (the tiers answer), 0 = the same
-// 1 ms off it (raw), 2 = a 3 h step on the grid (the 1 h tier answers).
+// 1 ms off it (raw), 2 = a 3 h step on the grid (the 1 h tier answers), 3 =
+// a 2 h step (the 1 h tier; Grafana's $__interval for 90 days on a panel
+// about 1,000 points wide).
 void Run(benchmark::State& state, const std::string& func) {
   Data* d = Get();
   promql::Engine engine{promql::EngineOptions{}};
   const int64_t off = state.range(0) == 0 ? 1 : 0;
-  const int64_t step = state.range(0) == 2 ? 3 * kHour : 6 * kHour;
-  const std::string range = state.range(0) == 2 ? "[3h]" : "[6h]";
+  const int64_t hours = state.range(0) == 2 ? 3 : state.range(0) == 3 ? 2 : 6;
+  const int64_t step = hours * kHour;
+  const std::string range = "[" + std::to_string(hours) + "h]";
   const std::string expr = func == "avg" ? "sum by (gpu) (avg_over_time(gpu_util" + range + "))"
                                          : "max_over_time(gpu_util" + range + ")";
   // TW_DS_TRIM=1: malloc_trim(0) before each query (untimed), as `serve`
@@ -159,7 +162,7 @@ void Run(benchmark::State& state, const std::string& func) {
     if (!r.ok() || r->matrix.empty()) state.SkipWithError("query failed");
     benchmark::DoNotOptimize(r);
   }
-  state.SetLabel(std::to_string(d->series) + " series, 89 days, step " + (step == 3 * kHour ? "3h" : "6h") +
+  state.SetLabel(std::to_string(d->series) + " series, 89 days, step " + std::to_string(hours) + "h" +
                  (d->retention_days > 0 ? ", retention " + std::to_string(d->retention_days) + "d" : "") +
                  ", a sample every " + std::to_string(d->interval / 1000) + " s");
 }
@@ -167,8 +170,8 @@ void Run(benchmark::State& state, const std::string& func) {
 void BM_SumAvgOverTime90d(benchmark::State& state) { Run(state, "avg"); }
 void BM_MaxOverTime90d(benchmark::State& state) { Run(state, "max"); }
 
-BENCHMARK(BM_SumAvgOverTime90d)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_MaxOverTime90d)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SumAvgOverTime90d)->Arg(1)->Arg(2)->Arg(3)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MaxOverTime90d)->Arg(1)->Arg(2)->Arg(3)->Arg(0)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace trainwatch::tsdb
