@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
+#include <iterator>
 
 #include "base/coding.h"
 #include "tsdb/chunkenc/bstream.h"
@@ -298,6 +300,35 @@ void Iterator::ResetCounted(Encoding enc, std::string_view data, Encoding counts
   counts_ = other_.c.data();
 }
 
+namespace {
+
+// Timestamps and values of two arrays read as samples, for one
+// vector::insert: it allocates once and constructs each sample from the
+// pair, where a resize first zeroed them all.
+struct ZipSamples {
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = model::Sample;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const model::Sample*;
+  using reference = model::Sample;
+  const int64_t* t;
+  const double* v;
+  model::Sample operator*() const { return {*t, *v}; }
+  ZipSamples& operator++() {
+    ++t;
+    ++v;
+    return *this;
+  }
+  ZipSamples operator++(int) {
+    ZipSamples before = *this;
+    ++*this;
+    return before;
+  }
+  bool operator==(const ZipSamples& o) const { return t == o.t; }
+};
+
+}  // namespace
+
 bool Iterator::AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out, std::vector<double>* counts) {
   if (enc_ == Encoding::kDense && valid_) {
     // The current sample is dt_[i_ - 1]. Mostly the whole rest of the
@@ -308,10 +339,7 @@ bool Iterator::AppendCountedUntil(int64_t maxt, std::vector<model::Sample>* out,
     const uint32_t j = t[n_ - 1] <= maxt
                            ? n_
                            : static_cast<uint32_t>(std::upper_bound(t + from, t + n_, maxt) - t);
-    const size_t old = out->size();
-    out->resize(old + (j - from));
-    model::Sample* o = out->data() + old;
-    for (uint32_t k = from; k < j; ++k) o[k - from] = {t[k], dv_[k]};
+    out->insert(out->end(), ZipSamples{t + from, dv_ + from}, ZipSamples{t + j, dv_ + j});
     if (counts != nullptr) counts->insert(counts->end(), counts_ + from, counts_ + j);
     i_ = j;
     return Next();
