@@ -165,6 +165,35 @@ inline uint64_t LoadBits(const uint8_t* p, const uint8_t* end, uint64_t pos, int
   return false;
 }
 
+// Level `first` residuals x[first, n), each times g, back to level 0 values
+// (x[0, first) from head). Order 2 (sums, drifting counters) in one pass:
+// the same modular sums as level by level, one load and store a value
+// instead of two.
+template <bool kScaled>
+void Integrate(uint64_t* x, size_t n, size_t first, const uint64_t* head, uint64_t g) {
+  auto residual = [g](uint64_t r) { return kScaled ? r * g : r; };
+  if (first == 2) {
+    uint64_t a1 = head[1], a0 = head[0] + head[1];
+    x[0] = head[0];
+    x[1] = a0;
+    for (size_t i = 2; i < n; i++) {
+      a1 += residual(x[i]);
+      a0 += a1;
+      x[i] = a0;
+    }
+    return;
+  }
+  for (int lvl = static_cast<int>(first) - 1; lvl >= 0; lvl--) {
+    x[lvl] = head[lvl];
+    uint64_t acc = x[lvl];
+    if (static_cast<size_t>(lvl) + 1 == first) {
+      for (size_t i = first; i < n; i++) x[i] = acc += residual(x[i]);
+    } else {
+      for (size_t i = static_cast<size_t>(lvl) + 1; i < n; i++) x[i] = acc += x[i];
+    }
+  }
+}
+
 bool GetIntSeq(Reader* in, size_t n, uint64_t* x) {
   uint8_t hdr;
   if (!in->Byte(&hdr) || (hdr & 0xe0) != 0) return false;
@@ -174,10 +203,10 @@ bool GetIntSeq(Reader* in, size_t n, uint64_t* x) {
   for (size_t j = 0; j < first; j++) {
     if (!in->ZigZag(&head[j])) return false;
   }
+  uint64_t g = 1;
   if (n <= first) {
     if ((hdr & (kHasDivisor | kPacked)) != 0) return false;
   } else {
-    uint64_t g = 1;
     if ((hdr & kHasDivisor) && !in->Uvarint(&g)) return false;
     size_t m = n - first;
     uint64_t* r = x + first;
@@ -243,28 +272,15 @@ bool GetIntSeq(Reader* in, size_t n, uint64_t* x) {
         }
       }
     }
-    if (g != 1) {
+    if (g != 1 && first == 0) {
       for (size_t i = 0; i < m; i++) r[i] *= g;
     }
   }
-  // Integrate: level `order` residuals back to level 0 values. Order 2
-  // (sums, drifting counters) in one pass: the same modular sums as level
-  // by level, one load and store a value instead of two.
-  if (first == 2) {
-    uint64_t a1 = head[1], a0 = head[0] + head[1];
-    x[0] = head[0];
-    x[1] = a0;
-    for (size_t i = 2; i < n; i++) {
-      a1 += x[i];
-      a0 += a1;
-      x[i] = a0;
-    }
-    return true;
-  }
-  for (int lvl = static_cast<int>(first) - 1; lvl >= 0; lvl--) {
-    x[lvl] = head[lvl];
-    uint64_t acc = x[lvl];
-    for (size_t i = static_cast<size_t>(lvl) + 1; i < n; i++) x[i] = acc += x[i];
+  // Otherwise the divisor multiplies the residuals as they are integrated.
+  if (g == 1) {
+    Integrate<false>(x, n, first, head, 1);
+  } else {
+    Integrate<true>(x, n, first, head, g);
   }
   return true;
 }
