@@ -41,16 +41,21 @@ inline void ForEachWindow(const StepRange& r, const Evaluator::WindowSpec& spec,
   const model::Sample* data = w.data();
   size_t lo = 0, hi = 0;
   int64_t prev_ref = std::numeric_limits<int64_t>::min();
-  for (size_t i = 0; i < steps; ++i) {
-    const int64_t t = r.At(i);
+  int64_t t = r.start;
+  for (size_t i = 0; i < steps; ++i, t += r.step) {
     const int64_t ref = spec.Ref(t);
     const int64_t from = ref - spec.range_ms;
-    // Samples before hi are at or before the last window's end.
     const size_t last = hi - lo;
-    if (from >= prev_ref) lo = hi;
+    if (from == prev_ref) {
+      // Abutting: the last window ended at the first sample after `from`.
+      lo = hi;
+    } else {
+      // Samples before hi are at or before the last window's end.
+      if (from > prev_ref) lo = hi;
+      while (lo < n && data[lo].t <= from) ++lo;
+      if (hi < lo) hi = lo;
+    }
     prev_ref = ref;
-    while (lo < n && data[lo].t <= from) ++lo;
-    if (hi < lo) hi = lo;
     // Regular samples fill windows alike: try the last window's count
     // before stepping sample by sample.
     if (const size_t guess = lo + last;
