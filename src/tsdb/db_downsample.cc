@@ -148,17 +148,6 @@ std::array<bool, kNumTiers> DBImpl::TiersToMake(const index::BlockMeta& m) {
     if (keep > 0 && m.maxt <= now - keep) continue;
     const auto [lo, hi] = TierRange(m.mint, m.maxt, t);
     const bool fits = lo < hi;  // the range holds a whole window of the tier
-    // A block of fewer than kMinTierWindows of the tier's windows (the 1 h
-    // tier of a 2 h block: one or two points a series, each of five parts
-    // an XOR chunk with its own timestamps and first value, about half the
-    // bytes of the 5 m tier's 24 points) waits for the compaction that
-    // merges it into a larger block, whose tier is made then; one still
-    // there a merge's time later (ingest stopped, a gap) gets it anyway.
-    // Queries read the finer tier there meanwhile.
-    if (fits && (hi - lo) / kTierResolutions[static_cast<size_t>(t)] < kMinTierWindows &&
-        now < m.maxt + 3 * opts_.block_duration_ms) {
-      continue;
-    }
     wanted = wanted || fits;
     int overlapping = 0;
     bool covered = false;

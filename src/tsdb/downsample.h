@@ -32,9 +32,6 @@ std::string_view AggrName(int aggr);
 
 // The tier resolutions (ms), finest first, and their directory names.
 inline constexpr std::array<int64_t, 3> kTierResolutions = {5 * 60 * 1000, 3600 * 1000, 6 * 3600 * 1000};
-// A raw block holding fewer of a tier's windows gets that tier only when
-// it is merged into a larger one, or once it is old (DBImpl::TiersToMake).
-inline constexpr int64_t kMinTierWindows = 3;
 inline constexpr int kNumTiers = 3;
 std::string_view TierName(int tier);  // "5m", "1h", "6h"
 

@@ -340,19 +340,16 @@ TEST_F(DownsampleTest, QueriesOnTheGridAnswerAsRaw) {
 TEST_F(DownsampleTest, TiersAnswerAfterRawRetention) {
   FillBoth(24 * kHour);
   // A 24 h retention keeps blocks at 2 h (a tenth of it). Each has a 5 m
-  // tier block (no whole 6 h window), made when it was written, but the
-  // newest: its last window waits for the sample at its end. Those are
-  // merged per window of 6 h, 18 h, ... (CompactTiers) that the tier's data
-  // passed: kT0 is 4 h past a 6 h mark and 10 h past an 18 h one, so
-  // [kT0 + 2 h, kT0 + 8 h) merge at 6 h, then with [kT0, kT0 + 2 h) at
-  // 18 h; [kT0 + 8 h, kT0 + 10 h) waits for its 6 h window: two blocks.
-  // A 2 h block's 1 h tier (two windows, kMinTierWindows) waits for a merge
-  // into a larger block, which these never get: it is made once the block
-  // is 6 h old, for [kT0, kT0 + 6 h) so far, and the tier's data has not
-  // passed the 6 h window [kT0 + 2 h, kT0 + 8 h): three blocks.
+  // and a 1 h tier block (no whole 6 h window), made when it was written,
+  // but the newest: its last window waits for the sample at its end.
+  // Those of each resolution are merged per window of 6 h, 18 h, ...
+  // (CompactTiers) that the tier's data passed: kT0 is 4 h past a 6 h mark
+  // and 10 h past an 18 h one, so [kT0 + 2 h, kT0 + 8 h) merge at 6 h, then
+  // with [kT0, kT0 + 2 h) at 18 h; [kT0 + 8 h, kT0 + 10 h) waits for its
+  // 6 h window: two per tier.
   const auto with_raw = tiered_->GetStats();
   ASSERT_GT(with_raw.blocks, 2u);
-  EXPECT_EQ(with_raw.tier_blocks, 5u);
+  EXPECT_EQ(with_raw.tier_blocks, 4u);
   now_ = kT0 + kSpan + 30 * kHour;  // every raw block is older than the 24 h retention
   ASSERT_TRUE(tiered_->Flush().ok());
   const auto after = tiered_->GetStats();
@@ -384,49 +381,6 @@ TEST_F(DownsampleTest, NewestBlockWaitsForTheSampleAtItsEnd) {
   ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 8 * kHour, kT0 + kSpan + 4 * kHour, kHour);
 }
 
-// A 2 h block holds two 1 h windows: its 1 h tier (five parts of one or two
-// points a series) waits for the compaction that merges it into a larger
-// block and is made from that, or for the block to be 6 h old; its 5 m tier
-// is made at once. Meanwhile 1 h steps read the 5 m tier there, and answer
-// as raw data does.
-TEST_F(DownsampleTest, OneHourTierWaitsForABlockOfThreeWindows) {
-  FillBoth(15 * 24 * kHour);  // raw blocks grow past 2 h
-  // The raw ranges each tier's blocks cover, [RawMint, RawMaxt).
-  auto covered = [&] {
-    std::vector<std::vector<std::pair<int64_t, int64_t>>> out;
-    for (const auto& tier : static_cast<DBImpl*>(tiered_.get())->TiersSnapshot()) {
-      out.emplace_back();
-      for (const auto& tb : tier) out.back().emplace_back(tb->RawMint() - kT0, tb->RawMaxt() - kT0);
-    }
-    return out;
-  };
-  // The flush wrote 2 h blocks and made their 5 m tiers, [kT0, kT0 + 10 h)
-  // (the newest waits, as ever, for the sample at its end); then compaction
-  // merged them into [kT0, kT0 + 8 h) and [kT0 + 8 h, kT0 + 12 h). The 1 h
-  // tier was made from the first only: none of a 2 h block.
-  auto c = covered();
-  ASSERT_EQ(c.size(), 3u);
-  std::vector<std::pair<int64_t, int64_t>> one_hour = c[1];
-  std::sort(one_hour.begin(), one_hour.end());
-  ASSERT_FALSE(one_hour.empty());
-  EXPECT_EQ(one_hour.front().first, 0);
-  EXPECT_EQ(one_hour.back().second, 8 * kHour);
-  for (const auto& [lo, hi] : one_hour) EXPECT_NE(hi - lo, 2 * kHour) << "a 1 h tier block of a young 2 h block";
-  int64_t five_min_end = 0;
-  for (const auto& [lo, hi] : c[0]) five_min_end = std::max(five_min_end, hi);
-  EXPECT_EQ(five_min_end, 10 * kHour);
-  ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 2 * kHour, kT0 + kSpan, kHour);
-  // Once the clock passed the newest block's end (ingest stopped), its
-  // tiers are made: four 1 h windows.
-  now_ = kT0 + 16 * kHour;
-  ASSERT_TRUE(tiered_->Flush().ok());
-  int64_t one_hour_end = 0;
-  c = covered();
-  for (const auto& [lo, hi] : c[1]) one_hour_end = std::max(one_hour_end, hi);
-  EXPECT_EQ(one_hour_end, 12 * kHour);
-  ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 2 * kHour, kT0 + kSpan, kHour);
-}
-
 // The tier dirs of each resolution, oldest range first.
 std::vector<std::vector<std::string>> TierDirs(DB* db) {
   std::vector<std::vector<std::string>> out;
@@ -448,15 +402,15 @@ TEST_F(DownsampleTest, TiersOfFinalBlocksAreMergedAndLateDataSplicedIn) {
   FillBoth(24 * kHour);
   const auto stats = tiered_->GetStats();
   ASSERT_GT(stats.blocks, 2u);
-  // 5 m two blocks, 1 h three (TiersAnswerAfterRawRetention says why).
-  ASSERT_EQ(stats.tier_blocks, 5u);
+  // 5 m and 1 h, two blocks each (TiersAnswerAfterRawRetention says why).
+  ASSERT_EQ(stats.tier_blocks, 4u);
   const auto merged = TierDirs(tiered_.get());
   ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 4 * kHour, kT0 + kSpan, 30 * kMin);
   ASSERT_TRUE(tiered_->Flush().ok());
   EXPECT_EQ(TierDirs(tiered_.get()), merged);  // nothing made again
-  // Keep a copy of the merged 5 m tier block, as a crash would leave it.
-  const std::string left = merged[0][0].substr(0, merged[0][0].size() - 26) + NewUlid();
-  std::filesystem::copy(merged[0][0], left, std::filesystem::copy_options::recursive);
+  // Keep a copy of the merged 1 h tier block, as a crash would leave it.
+  const std::string left = merged[1][0].substr(0, merged[1][0].size() - 26) + NewUlid();
+  std::filesystem::copy(merged[1][0], left, std::filesystem::copy_options::recursive);
   // Late samples, in series 1's gap of (kT0 + 3 h, kT0 + 4 h), to both.
   for (DB* d : {raw_.get(), tiered_.get()}) {
     auto app = d->NewAppender();
@@ -469,7 +423,7 @@ TEST_F(DownsampleTest, TiersOfFinalBlocksAreMergedAndLateDataSplicedIn) {
   }
   const auto spliced = TierDirs(tiered_.get());
   ASSERT_EQ(spliced[0].size(), 2u);
-  ASSERT_EQ(spliced[1].size(), 3u);
+  ASSERT_EQ(spliced[1].size(), 2u);
   EXPECT_NE(spliced, merged);
   ExpectTierQueriesAsRaw(*raw_, *tiered_, kT0 + 4 * kHour, kT0 + kSpan, 30 * kMin);
   {
