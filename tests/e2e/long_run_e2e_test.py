@@ -136,9 +136,14 @@ class LongRunTest(unittest.TestCase):
             last = g["lastEvaluation"]
             self.assertTrue(last.startswith("2026-01-02T"), (g["name"], last))
 
-        # The head was cut into 2 h blocks; retention deleted those past 6 h.
+        # The head was cut into 2 h blocks, about one each 2 server hours; retention deleted those
+        # past 6 h. How many blocks lie on disk at this moment depends on where the maintenance loop
+        # is: a cut or a tier merge under ASan takes up to 2 real seconds (2 server hours), so the
+        # cuts are counted from the log and one block at least is asked of the disk.
+        cuts = self.full_log().count("persisted head up to ")
+        self.assertGreaterEqual(cuts, (HOURS - 6) // 2 // 2, self.full_log()[-3000:])
         blocks = self.blocks()
-        self.assertGreaterEqual(len(blocks), 2, os.listdir(os.path.join(self.tmp, "data")))
+        self.assertGreaterEqual(len(blocks), 1, os.listdir(os.path.join(self.tmp, "data")))
         for b in blocks:
             self.assertEqual(b["maxTime"] - b["minTime"], 2 * HOUR_MS, b)
             # 6 h, plus the time to the next maintenance: the background loop wakes once a real
