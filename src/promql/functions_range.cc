@@ -289,12 +289,8 @@ bool SumOverTime(W w, const RangeCtx&, double* out) {
   return (std::isinf(sum) ? sum : sum + c) / count;
 }
 
-bool AvgOverTime(W w, const RangeCtx& ctx, double* out) {
-  if (w.empty()) return false;
-  if (ctx.counts != nullptr) {
-    *out = CountedMean(w, ctx.counts);
-    return true;
-  }
+// avg_over_time of raw samples (one each). REQUIRES: w is not empty.
+[[gnu::noinline]] double RawMean(W w) {
   double sum = 0, c = 0, count = 0;
   bool overflow = false;
   for (const auto& s : w) {
@@ -308,10 +304,7 @@ bool AvgOverTime(W w, const RangeCtx& ctx, double* out) {
     sum = ns;
     c = nc;
   }
-  if (!overflow) {
-    *out = std::isinf(sum) ? sum : (sum + c) / count;
-    return true;
-  }
+  if (!overflow) return std::isinf(sum) ? sum : (sum + c) / count;
   // Incremental mean to avoid overflow.
   double mean = 0;
   count = 0;
@@ -323,7 +316,14 @@ bool AvgOverTime(W w, const RangeCtx& ctx, double* out) {
     }
     mean += s.v / count - mean / count;
   }
-  *out = mean;
+  return mean;
+}
+
+// Small enough to inline where the tier loop calls it: the raw samples'
+// mean stays out of line.
+inline bool AvgOverTime(W w, const RangeCtx& ctx, double* out) {
+  if (w.empty()) return false;
+  *out = ctx.counts != nullptr ? CountedMean(w, ctx.counts) : RawMean(w);
   return true;
 }
 
@@ -764,11 +764,7 @@ void ForEachRangeFnSeriesWithHistograms(Evaluator& ev, const parser::Expr& e, co
           });
         };
         if (def.fn == AvgOverTime) {
-          run([](W w, const RangeCtx& c, double* out) {
-            if (c.counts == nullptr) return AvgOverTime(w, c, out);
-            *out = CountedMean(w, c.counts);
-            return true;
-          });
+          run([](W w, const RangeCtx& c, double* out) { return AvgOverTime(w, c, out); });
         } else if (def.fn == MaxOverTime) {
           run([](W w, const RangeCtx& c, double* out) { return MaxOverTime(w, c, out); });
         } else if (def.fn == MinOverTime) {
