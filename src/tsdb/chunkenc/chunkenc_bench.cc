@@ -255,7 +255,8 @@ BENCHMARK_CAPTURE(BM_WorkloadDecode, xor, Encoding::kXor)->Unit(benchmark::kMill
 BENCHMARK_CAPTURE(BM_WorkloadDecode, dense, Encoding::kDense)->Unit(benchmark::kMillisecond);
 
 // Encode speed over the whole workload: XOR in 120-sample chunks, dense one
-// chunk per series.
+// chunk per series, or (dense, range(0) > 0) chunks of range(0) samples: 120
+// is what the head encodes as each chunk closes (Head::EncodeDenser).
 void BM_WorkloadEncode(benchmark::State& state, Encoding enc) {
   const auto* data = LoadWorkload();
   if (data == nullptr) {
@@ -267,15 +268,15 @@ void BM_WorkloadEncode(benchmark::State& state, Encoding enc) {
   for (auto _ : state) {
     samples = bytes = 0;
     for (const Series& s : *data) {
-      bytes += enc == Encoding::kXor ? XorBytes(s) : DenseBytes(s, &buf);
+      bytes += enc == Encoding::kXor ? XorBytes(s) : DenseBytes(s, &buf, static_cast<size_t>(state.range(0)));
       samples += s.ts.size();
     }
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * samples));
   state.counters["B/sample"] = static_cast<double>(bytes) / static_cast<double>(samples);
 }
-BENCHMARK_CAPTURE(BM_WorkloadEncode, xor, Encoding::kXor)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_WorkloadEncode, dense, Encoding::kDense)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_WorkloadEncode, xor, Encoding::kXor)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_WorkloadEncode, dense, Encoding::kDense)->Arg(0)->Arg(120)->Unit(benchmark::kMillisecond);
 
 // Dense bytes/sample when each series is cut into chunks of state.range(0)
 // samples (the persisted-block chunk size). Needs series at least that long

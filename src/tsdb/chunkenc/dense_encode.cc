@@ -71,6 +71,7 @@ class ExactDivider {
   // REQUIRES: x is a multiple of g.
   int64_t Divide(int64_t x) const { return static_cast<int64_t>(static_cast<uint64_t>(x >> s_) * inv_); }
   uint64_t Divide(uint64_t x) const { return (x >> s_) * inv_; }
+  bool IsOne() const { return s_ == 0 && odd_ == 1; }
 
  private:
   int s_;
@@ -114,8 +115,12 @@ size_t PatchLowerBits(const int64_t* v, size_t cnt, int64_t mn, int w, const Exa
   if (w == 0) return 0;
   const int shift = std::max(w - kBucketBits, 0);
   uint32_t hist[kBuckets] = {};
-  for (size_t i = 0; i < cnt; i++) {
-    hist[div.Divide(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(mn)) >> shift]++;
+  if (div.IsOne()) {
+    for (size_t i = 0; i < cnt; i++) hist[(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(mn)) >> shift]++;
+  } else {
+    for (size_t i = 0; i < cnt; i++) {
+      hist[div.Divide(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(mn)) >> shift]++;
+    }
   }
   size_t lower = plain;
   for (int nw = w - 1; nw >= 0; nw = NextNarrowWidth(nw, w)) {
@@ -144,32 +149,54 @@ uint64_t ZigZagFrom(int64_t x, int64_t c) {
 // log2 of the mean zigzag value (where the optimum of a geometric or
 // bell-shaped block lies) that gives the fewest bits, skipping any k that
 // would leave a quotient of 2^8 or more. bits = both byte-padded parts.
-Frame RiceFrame(const int64_t* v, size_t cnt) {
-  auto [mn_it, mx_it] = std::minmax_element(v, v + cnt);
-  const int64_t mn = *mn_it;
+Frame RiceFrame(const int64_t* v, size_t cnt, int64_t mn, int64_t mx) {
+  const uint64_t span = static_cast<uint64_t>(mx) - static_cast<uint64_t>(mn);
+  // Below 2^45 every sum here (of at most kBlock values under 2^46) is exact
+  // in integers and in a double alike, so integers give the double's result;
+  // the sum of v wraps, but sum(v - mn) = sum(v) - cnt * mn modulo 2^64.
+  static_assert(kBlock <= 128);
+  const bool exact = span < (uint64_t{1} << 45);
   double sum = 0;
-  for (size_t i = 0; i < cnt; i++) {
-    sum += static_cast<double>(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(mn));
+  if (exact) {
+    uint64_t wsum = 0;
+    for (size_t i = 0; i < cnt; i++) wsum += static_cast<uint64_t>(v[i]);
+    sum = static_cast<double>(wsum - static_cast<uint64_t>(cnt) * static_cast<uint64_t>(mn));
+  } else {
+    for (size_t i = 0; i < cnt; i++) {
+      sum += static_cast<double>(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(mn));
+    }
   }
   const auto off = static_cast<uint64_t>(std::min(sum / static_cast<double>(cnt) + 0.5, 0x1p63));
-  const uint64_t span = static_cast<uint64_t>(*mx_it) - static_cast<uint64_t>(mn);
   const int64_t c = static_cast<int64_t>(static_cast<uint64_t>(mn) + std::min(off, span));
   uint64_t z[kBlock];
-  uint64_t zmax = 0;
+  uint64_t zor = 0, zisum = 0;  // BitWidth(max z) is BitWidth(z | z' | ...)
   double zsum = 0;
   for (size_t i = 0; i < cnt; i++) {
     z[i] = ZigZagFrom(v[i], c);
-    zmax = std::max(zmax, z[i]);
-    zsum += static_cast<double>(z[i]);
+    zor |= z[i];
+    zisum += z[i];
   }
-  const int kmax = BitWidth(zmax);
+  if (exact) {
+    zsum = static_cast<double>(zisum);
+  } else {
+    for (size_t i = 0; i < cnt; i++) zsum += static_cast<double>(z[i]);
+  }
+  const int kmax = BitWidth(zor);
   const double zmean = zsum / static_cast<double>(cnt);
   const int kc = zmean >= 0x1p63 ? 63 : BitWidth(static_cast<uint64_t>(zmean)) - 1;
   Frame best{c, kRiceBase, SIZE_MAX};
-  for (int k = std::max({0, kc - 1, kmax - 8}); k <= std::min({kc + 1, kmax, kMaxRiceK}); k++) {
-    size_t unary = cnt;
-    for (size_t i = 0; i < cnt; i++) unary += static_cast<size_t>(z[i] >> k);
-    size_t bits = 8 * ((cnt * static_cast<size_t>(k) + 7) / 8 + (unary + 7) / 8);
+  // The (at most three) parameters' unary lengths in one pass.
+  const int k0 = std::max({0, kc - 1, kmax - 8}), k1 = std::min({kc + 1, kmax, kMaxRiceK});
+  if (k0 > k1) return best;
+  size_t unary[3] = {cnt, cnt, cnt};
+  const int k1c = std::min(k0 + 1, 63), k2c = std::min(k0 + 2, 63);
+  for (size_t i = 0; i < cnt; i++) {
+    unary[0] += static_cast<size_t>(z[i] >> k0);
+    unary[1] += static_cast<size_t>(z[i] >> k1c);
+    unary[2] += static_cast<size_t>(z[i] >> k2c);
+  }
+  for (int k = k0; k <= k1; k++) {
+    size_t bits = 8 * ((cnt * static_cast<size_t>(k) + 7) / 8 + (unary[k - k0] + 7) / 8);
     if (bits < best.bits) best = Frame{c, kRiceBase + k, bits};
   }
   return best;
@@ -191,7 +218,7 @@ Frame ChooseFrame(const int64_t* v, size_t cnt, std::vector<int64_t>* sorted) {
   int w = BitWidth(static_cast<uint64_t>(*mx_it) - static_cast<uint64_t>(*mn_it));
   Frame best{*mn_it, w, cnt * static_cast<size_t>(w)};
   if (w >= 2) {
-    Frame rice = RiceFrame(v, cnt);
+    Frame rice = RiceFrame(v, cnt, *mn_it, *mx_it);
     if (RiceWorthIt(rice.bits, best.bits, cnt)) best = rice;
   }
   if (w == 0 || PatchLowerBits(v, cnt, *mn_it, w, ExactDivider(1)) >= best.bits) return best;
@@ -319,8 +346,12 @@ SizeBounds Bounds(const int64_t* a, size_t n, int order, size_t limit, Scratch* 
       // Rice sizes under the divisor so far (the final one divides it and
       // leaves residuals no narrower), an estimate rather than a strict bound.
       int64_t q[kBlock];
-      for (size_t i = 0; i < cnt; i++) q[i] = div.Divide(r[b + i]);
-      sc->rice.back() = {RiceFrame(q, cnt), g};
+      const int64_t* v = r + b;
+      if (!div.IsOne()) {
+        for (size_t i = 0; i < cnt; i++) q[i] = div.Divide(v[i]);
+        v = q;
+      }
+      sc->rice.back() = {RiceFrame(v, cnt, div.Divide(mn), div.Divide(mx)), g};
       block_bits = std::min(block_bits, sc->rice.back().first.bits);
     }
     lower += 2 + (block_bits + 7) / 8;
@@ -351,7 +382,7 @@ SizeBounds Bounds(const int64_t* a, size_t n, int order, size_t limit, Scratch* 
         int64_t q[kBlock];
         const int64_t* v = r + b * kBlock;
         for (size_t i = 0; i < cnt; i++) q[i] = div.Divide(v[i]);
-        rice = RiceFrame(q, cnt);
+        rice = RiceFrame(q, cnt, div.Divide(mn), div.Divide(mx));
       }
       if (RiceWorthIt(rice.bits, block_bytes * 8, cnt)) {
         block_bytes = rice.bits / 8;
@@ -793,12 +824,15 @@ void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out
   const size_t xor_bytes = 1 + static_cast<size_t>((XorValueBits(vs, n) + 7) / 8);
   cands.push_back(Candidate{0, kValXor, 0, 0, nullptr, {xor_bytes, xor_bytes}});
   best_plain = xor_bytes;
-  int e;
-  if (ToDecimal(vs, n, &e, &sc.dec)) {
+  int e = 0;
+  const bool decimal = ToDecimal(vs, n, &e, &sc.dec);
+  if (decimal) {
     AddOrders(sc.dec.data(), n, Candidate{0, kValDecimal, e, 2, sc.dec.data(), {}}, &sc, &cands, &best_plain);
   }
+  // Integers with an odd one among them are the same integers in binary mode
+  // at k = 0, with as many extra bytes: the twin would only repeat the bounds.
   int64_t k;
-  if (ToBinary(vs, n, &k, &sc.bin)) {
+  if (ToBinary(vs, n, &k, &sc.bin) && !(decimal && e == 0 && k == 0)) {
     Candidate proto{0, kValBinary, k, 1 + ZigZagLength(k), sc.bin.data(), {}};
     AddOrders(sc.bin.data(), n, proto, &sc, &cands, &best_plain);
   }
