@@ -519,6 +519,31 @@ TEST(SeriesCacheTest, GetManyAnswersAsGet) {
   cache.GetMany({}, {});
 }
 
+// Both halves of a key change with every byte of the text, at every length
+// around the hash's 16-byte rounds (the tail included), with a trailing zero
+// byte, and with the salt.
+TEST(SeriesCacheTest, KeysChangeWithEveryByte) {
+  for (size_t n = 0; n <= 49; n++) {
+    std::string text;
+    for (size_t i = 0; i < n; i++) text.push_back(static_cast<char>('a' + i % 26));
+    const SeriesCache::Key k = SeriesCache::KeyOf(text, 7);
+    EXPECT_EQ(k, SeriesCache::KeyOf(text, 7));
+    EXPECT_NE(k.a, SeriesCache::KeyOf(text, 8).a) << n;
+    const SeriesCache::Key z = SeriesCache::KeyOf(text + std::string(1, '\0'), 7);
+    EXPECT_NE(k.a, z.a) << n;
+    EXPECT_NE(k.b, z.b) << n;
+    for (size_t i = 0; i < n; i++) {
+      for (int bit : {0, 7}) {
+        std::string t = text;
+        t[i] = static_cast<char>(t[i] ^ (1 << bit));
+        const SeriesCache::Key d = SeriesCache::KeyOf(t, 7);
+        EXPECT_NE(k.a, d.a) << n << " " << i;
+        EXPECT_NE(k.b >> 32, d.b >> 32) << n << " " << i;  // the CRC
+      }
+    }
+  }
+}
+
 TEST(RemoteWriteTest, InterleavedLabelsAndRepeatedSeries) {
   TestStorage db;
   Enc ts;
