@@ -129,12 +129,19 @@ class DeltaChunk {
   int64_t MaxTime() const { return t_; }        // last appended timestamp
 
  private:
+  // The bit writer's sink: grows the buffer when a byte would not fit, in
+  // steps of an eighth (at least 16 bytes), so a chunk holds no headroom for
+  // a worst-case sample and reallocates every 7-15 samples, not 4-12.
   struct Buf {
     DeltaChunk* c;
-    void push_back(char ch) { c->buf_[c->size_++] = ch; }
+    void push_back(char ch) {
+      if (c->size_ == c->cap_) [[unlikely]] c->GrowStep();
+      c->buf_[c->size_++] = ch;
+    }
     char& back() { return c->buf_[c->size_ - 1]; }
   };
   void Grow(size_t need);
+  void GrowStep();
 
   char* buf_ = nullptr;  // u16 count header + bitstream
   uint32_t size_ = 0, cap_ = 0;

@@ -22,8 +22,6 @@ namespace {
 
 constexpr size_t kHeaderSize = 2;
 constexpr uint32_t kMaxSamples = 0xffff;
-// Worst case per sample: timestamp 80 bits (first) or 68, value 82-84 bits.
-constexpr size_t kMaxSampleBytes = 24;
 
 }  // namespace
 
@@ -85,6 +83,8 @@ void DeltaChunk::Grow(size_t need) {
   cap_ = static_cast<uint32_t>(std::min<size_t>(::malloc_usable_size(p), UINT32_MAX));
 }
 
+void DeltaChunk::GrowStep() { Grow(size_ + std::max<size_t>(16, size_ / 8)); }
+
 std::string_view DeltaChunk::Bytes() const {
   buf_[0] = static_cast<char>(n_ >> 8);
   buf_[1] = static_cast<char>(n_ & 0xff);
@@ -96,8 +96,6 @@ size_t DeltaChunk::MemoryBytes() const { return buf_ != nullptr ? ::malloc_usabl
 void DeltaChunk::Append(int64_t t, double v) {
   CHECK(n_ < kMaxSamples, "BUG: DeltaChunk::Append on a full chunk (65535 samples)");
   CHECK(n_ == 0 || t > t_, "BUG: DeltaChunk::Append with non-increasing timestamp");
-  // Small growth steps, as XorChunk: the head keeps one open chunk per series.
-  if (cap_ < size_ + kMaxSampleBytes) Grow(size_ + kMaxSampleBytes + std::max<size_t>(8, size_ / 16));
   Buf b{this};
   internal::BitWriter<Buf> w(&b, &bit_pos_);
   if (n_ == 0) {
