@@ -340,6 +340,10 @@ SizeBounds Bounds(const int64_t* a, size_t n, int order, size_t limit, Scratch* 
     sc->rice.emplace_back(Frame{}, 0);
     constant = constant && mn == r[0] && mx == r[0];
     if (constant) continue;
+    // A block costs 2 bytes at least (base, width), 3 when its values
+    // differ (a byte of bits or of unary codes): a candidate already over
+    // the limit stops before its block is sized.
+    if (lower + 2 + (mn != mx ? 1 : 0) > limit) return {};
     int w = BitWidth(div.Divide(static_cast<uint64_t>(mx) - static_cast<uint64_t>(mn)));
     size_t block_bits = PatchLowerBits(r + b, cnt, mn, w, div);
     if (w >= 2) {
