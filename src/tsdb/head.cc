@@ -458,7 +458,14 @@ void Head::CloseOpenLocked(MemSeries* s, bool dense_ok) {
   // holds recent data at close to on-disk density.
   std::string_view open_bytes = s->open->Bytes();
   HeadChunk dense;
-  if (!dense_ok || defer_dense_.load(std::memory_order_relaxed) || !EncodeDenser(c, &dense, open_bytes)) {
+  // The encoder's search over orders and modes is most of its cost; a
+  // series' data keeps its character, so three chunks in four are encoded as
+  // the last search chose (0.2 % more bytes on the peers workload, the
+  // encoding 2.5 times as fast: chunkenc_bench BM_WorkloadEncodeLike).
+  constexpr size_t kDenseSearchEvery = 4;
+  const bool search = s->closed.size() % kDenseSearchEvery == 0;
+  if (!dense_ok || defer_dense_.load(std::memory_order_relaxed) ||
+      !EncodeDenser(c, &dense, open_bytes, &s->dense_choice, search)) {
     c.data = ChunkBytes::Copy(open_bytes);
   } else {
     c = std::move(dense);
@@ -770,7 +777,8 @@ void Head::AttachReplayBaseLocked(MemSeries* s, uint64_t ref) {
   CountApplied(samples);
 }
 
-bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes) const {
+bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes, chunkenc::DenseChoice* choice,
+                        bool search) const {
   if (!opts_.dense_closed_chunks) return false;
   thread_local std::vector<int64_t> ts;
   thread_local std::vector<double> vs;
@@ -783,7 +791,11 @@ bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view byt
   Result<chunkenc::Unwrapped> u = chunkenc::UnwrapST(c.enc, bytes, &runs);
   if (!u.ok() || u->enc != chunkenc::Encoding::kDelta) return false;
   if (!chunkenc::DecodeAll(u->enc, u->data, &ts, &vs).ok() || ts.empty()) return false;
-  chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &dense);
+  if (choice != nullptr) {
+    chunkenc::EncodeDenseLike(ts.data(), vs.data(), ts.size(), &dense, choice, search);
+  } else {
+    chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &dense);
+  }
   if (dense.size() >= u->data.size()) return false;
   out->mint = c.mint;
   out->maxt = c.maxt;
@@ -824,7 +836,7 @@ uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
     // where the chunk is still the one read.
     for (const HeadChunk& c : todo) {
       HeadChunk dense;
-      if (!EncodeDenser(c, &dense, c.data.view())) continue;
+      if (!EncodeDenser(c, &dense, c.data.view(), nullptr, true)) continue;
       SpinGuard lock(s->mu);
       for (auto& cur : s->closed) {
         if (!cur.data.SameAs(c.data)) continue;

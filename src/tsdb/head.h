@@ -222,6 +222,9 @@ struct MemSeries {
   mutable SpinLock mu;
   // Out-of-order samples added since the chunk log last took them.
   bool ooo_dirty TW_GUARDED_BY(mu) = false;
+  // What the dense encoder chose for this series' last searched closed
+  // chunk (Head::CloseOpenLocked searches at every fourth).
+  chunkenc::DenseChoice dense_choice TW_GUARDED_BY(mu);
   std::vector<HeadChunk> closed TW_GUARDED_BY(mu);             // sorted by time, non-overlapping
   std::optional<chunkenc::DeltaChunk> open TW_GUARDED_BY(mu);  // inline: one cache miss less per append
   int64_t open_block_end TW_GUARDED_BY(mu) = 0;                // the open chunk must end before this
@@ -234,6 +237,7 @@ struct MemSeries {
   ~MemSeries() = default;
 };
 static_assert(sizeof(MemSeries) % alignof(uint32_t) == 0);
+static_assert(sizeof(MemSeries) <= 152, "a byte more a series is a kilobyte more in a thousand: keep MemSeries packed");
 
 // A consistent copy of one series' data at some instant, for reading.
 struct SeriesSnapshot {
@@ -565,8 +569,11 @@ class Head : public storage::Queryable {
   // none with samples. REQUIRES: s->mu held.
   static bool OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt) TW_REQUIRES(s->mu);
   // Re-encodes `bytes` (chunk c's data, in c.enc) with the dense codec into
-  // *out (c's times and count); false when that is not smaller.
-  bool EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes) const;
+  // *out (c's times and count); false when that is not smaller. With a
+  // choice, as chunkenc::EncodeDenseLike (a series' earlier choices reused
+  // unless `search`); without, searching.
+  bool EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes, chunkenc::DenseChoice* choice,
+                    bool search) const;
   // Applies n samples of one series (a run of ReplaySamples' sorted batch).
   struct ReplayTally {
     uint64_t applied = 0, unknown = 0, skipped = 0;

@@ -227,6 +227,18 @@ class Iterator {
 // Encodes samples (REQUIRES: strictly increasing timestamps, n >= 1) with the
 // dense codec for persisted blocks. Appends to *out.
 void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out);
+// What the dense encoder chose for a chunk (timestamp order, value mode and
+// order) in a byte, to encode the next chunks of the same series without its
+// search: a series' data keeps its character from chunk to chunk.
+struct DenseChoice {
+  uint8_t bits = 0;  // 0: none yet
+};
+// EncodeDense, but unless `search` is set, with *choice's choices when it
+// holds some that fit the values (the mode's conversion succeeds). Searching,
+// it keeps what it chose in *choice. Valid dense chunks either way; chosen
+// for an earlier chunk, a few percent larger where the data changed.
+void EncodeDenseLike(const int64_t* ts, const double* vs, size_t n, std::string* out, DenseChoice* choice,
+                     bool search);
 // Encodes with Gorilla XOR in one go (same bytes as XorChunk).
 void EncodeXor(const int64_t* ts, const double* vs, size_t n, std::string* out);
 

@@ -278,6 +278,36 @@ void BM_WorkloadEncode(benchmark::State& state, Encoding enc) {
 BENCHMARK_CAPTURE(BM_WorkloadEncode, xor, Encoding::kXor)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_WorkloadEncode, dense, Encoding::kDense)->Arg(0)->Arg(120)->Unit(benchmark::kMillisecond);
 
+// Dense in 120-sample chunks as the head closes them (Head::EncodeDenser):
+// each series' first chunk and every fourth after it searched, the others
+// encoded as the last search chose (EncodeDenseLike).
+void BM_WorkloadEncodeLike(benchmark::State& state) {
+  const auto* data = LoadWorkload();
+  if (data == nullptr) {
+    state.SkipWithError("set CHUNKENC_DATA to a file from testdata_gen.py");
+    return;
+  }
+  constexpr size_t kChunk = 120;
+  size_t samples = 0, bytes = 0;
+  std::string out;
+  for (auto _ : state) {
+    samples = bytes = 0;
+    for (const Series& s : *data) {
+      DenseChoice choice;
+      for (size_t off = 0, i = 0; off < s.ts.size(); off += kChunk, i++) {
+        out.clear();
+        EncodeDenseLike(s.ts.data() + off, s.vs.data() + off, std::min(kChunk, s.ts.size() - off), &out, &choice,
+                        i % 4 == 0);
+        bytes += out.size();
+      }
+      samples += s.ts.size();
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * samples));
+  state.counters["B/sample"] = static_cast<double>(bytes) / static_cast<double>(samples);
+}
+BENCHMARK(BM_WorkloadEncodeLike)->Unit(benchmark::kMillisecond);
+
 // Dense bytes/sample when each series is cut into chunks of state.range(0)
 // samples (the persisted-block chunk size). Needs series at least that long
 // (testdata_gen.py --duration 28800 gives 1920 samples at 15 s); the

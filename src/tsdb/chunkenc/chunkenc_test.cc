@@ -417,6 +417,66 @@ TEST(ChunkencTest, XorChunkMemoryIsCompact) {
   EXPECT_EQ(assigned.NumSamples(), 122u);
 }
 
+// EncodeDenseLike: a search gives EncodeDense's bytes and keeps its
+// choices; without one the choices are reused where the values allow their
+// mode (a chunk as small, give or take), and a search again where not. Every
+// chunk decodes to its samples.
+TEST(ChunkencTest, DenseLikeReusesChoicesWhereTheyFit) {
+  std::mt19937_64 rng(7);
+  const int64_t t0 = 1700000000000;
+  auto gauge = [&](int64_t start) {  // two decimals, a random walk: decimal mode, order 1
+    double v = 40;
+    return Regular(120, start, 15000, [&](size_t) { return v = std::round((v + static_cast<double>(rng() % 21) / 100 - 0.1) * 100) / 100; });
+  };
+  auto dense = [](const Series& s) {
+    std::string d;
+    EncodeDense(s.ts.data(), s.vs.data(), s.ts.size(), &d);
+    return d;
+  };
+  auto like = [](const Series& s, DenseChoice* c, bool search) {
+    std::string d;
+    EncodeDenseLike(s.ts.data(), s.vs.data(), s.ts.size(), &d, c, search);
+    return d;
+  };
+  DenseChoice choice;
+  Series a = gauge(t0);
+  EXPECT_EQ(like(a, &choice, false), dense(a));  // nothing to reuse yet: a search
+  ASSERT_NE(choice.bits, 0);
+  const uint8_t gauge_choice = choice.bits;
+  for (int i = 1; i <= 3; i++) {
+    Series b = gauge(t0 + i * 1800000);
+    const std::string d = like(b, &choice, false);
+    ExpectDecodes(Encoding::kDense, d, b);
+    EXPECT_LE(d.size(), dense(b).size() + 4) << i;
+    EXPECT_EQ(choice.bits, gauge_choice);
+  }
+  // Full-precision values do not fit the decimal mode: searched.
+  Series x = Regular(120, t0, 15000, [&](size_t) { return static_cast<double>(rng()) / 3.0; });
+  EXPECT_EQ(like(x, &choice, false), dense(x));
+  EXPECT_NE(choice.bits, gauge_choice);
+  // Back to the gauge, searched when asked: EncodeDense's bytes, its choices.
+  Series g = gauge(t0);
+  EXPECT_EQ(like(g, &choice, true), dense(g));
+  EXPECT_EQ(choice.bits, gauge_choice);
+  // A smooth integer curve (a higher order wins) under the gauge's choices,
+  // then searched; special values under any choice; jittered timestamps.
+  Series q = Regular(120, t0, 15000, [](size_t i) { return static_cast<double>(i * i * 3 + 1000); });
+  ExpectDecodes(Encoding::kDense, like(q, &choice, false), q);
+  EXPECT_EQ(like(q, &choice, true), dense(q));
+  EXPECT_NE(choice.bits, gauge_choice);
+  Series sp;
+  for (size_t i = 0; i < Specials().size(); i++) {
+    sp.ts.push_back(t0 + static_cast<int64_t>(i) * 1000);
+    sp.vs.push_back(Specials()[i]);
+  }
+  ExpectDecodes(Encoding::kDense, like(sp, &choice, false), sp);
+  Series j = gauge(t0);
+  for (size_t i = 1; i < j.ts.size(); i++) j.ts[i] = j.ts[i - 1] + 14000 + static_cast<int64_t>(rng() % 2000);
+  ExpectDecodes(Encoding::kDense, like(j, &choice, false), j);
+  Series one = Regular(1, t0, 15000, [](size_t) { return 1.5; });
+  ExpectDecodes(Encoding::kDense, like(one, &choice, false), one);
+}
+
 TEST(ChunkencTest, DenseIsSmallOnRegularData) {
   // Exactly periodic integer gauge: timestamps nearly free, small deltas.
   Series s = Regular(480, 1700000000000, 15000, [](size_t i) { return 60.0 + static_cast<double>((i / 7) % 3); });

@@ -809,10 +809,28 @@ void EncodeDenseExhaustive(const int64_t* ts, const double* vs, size_t n, std::s
 
 }  // namespace internal
 
-void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out) {
+namespace {
+
+// The encoder's scratch, one per thread (EncodeDense is reentrant per thread
+// only through its callers, which never nest).
+internal::Scratch& ThreadScratch() {
+  thread_local internal::Scratch sc;
+  return sc;
+}
+
+// The choices of a chunk in a byte (DenseChoice): bit 7 set, the value mode
+// in bits 5-6, the timestamps' order (0-3) in bits 3-4, the values' in 0-2.
+constexpr uint8_t kChoiceSet = 0x80;
+uint8_t PackChoice(int ts_order, internal::ValueMode mode, int order) {
+  if (ts_order > 3) return 0;  // rare: no hint
+  return static_cast<uint8_t>(kChoiceSet | (mode << 5) | (ts_order << 3) | (order & 7));
+}
+
+// The search: every order of the timestamps, every value mode and order,
+// bounded (AddOrders, PickSmallest). Stores its choices in *choice.
+void EncodeDenseSearch(const int64_t* ts, const double* vs, size_t n, std::string* out, uint8_t* choice) {
   using namespace internal;
-  CHECK(n >= 1 && n <= kMaxDenseSamples, "BUG: EncodeDense sample count out of range");
-  thread_local Scratch sc;
+  Scratch& sc = ThreadScratch();
   PutVarint64(out, n);
 
   // Timestamps: the smallest order.
@@ -821,7 +839,8 @@ void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out
   cands.clear();
   size_t best_plain = SIZE_MAX;
   AddOrders(tx, n, Candidate{}, &sc, &cands, &best_plain);
-  PutIntSeqOrder(tx, n, PickSmallest(&cands, n, &sc).order, out, &sc);
+  const int ts_order = PickSmallest(&cands, n, &sc).order;
+  PutIntSeqOrder(tx, n, ts_order, out, &sc);
 
   // Values: XOR (sized exactly and cheaply) against the integer modes.
   cands.clear();
@@ -843,6 +862,7 @@ void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out
   const auto* bits = reinterpret_cast<const uint64_t*>(vs);
   AddOrders(bits, n, Candidate{0, kValBits, 0, 1, bits, {}}, &sc, &cands, &best_plain);
   const Candidate& c = PickSmallest(&cands, n, &sc);
+  *choice = PackChoice(ts_order, c.mode, c.order);
   out->push_back(static_cast<char>(c.mode));
   if (c.ints == nullptr) {
     PutXorValues(vs, n, out);
@@ -851,6 +871,56 @@ void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out
   if (c.mode == kValDecimal) out->push_back(static_cast<char>(c.param));
   if (c.mode == kValBinary) PutZigZag(out, c.param);
   PutIntSeqOrder(c.ints, n, c.order, out, &sc);
+}
+
+// Encodes with the choices of *choice, if the values allow its mode.
+bool EncodeDenseAs(const int64_t* ts, const double* vs, size_t n, std::string* out, uint8_t choice) {
+  using namespace internal;
+  Scratch& sc = ThreadScratch();
+  const auto mode = static_cast<ValueMode>((choice >> 5) & 3);
+  const int ts_order = (choice >> 3) & 3, order = choice & 7;
+  const uint64_t* ints = nullptr;
+  int e = 0;
+  int64_t k = 0;
+  if (mode == kValDecimal) {
+    if (!ToDecimal(vs, n, &e, &sc.dec)) return false;
+    ints = sc.dec.data();
+  } else if (mode == kValBinary) {
+    if (!ToBinary(vs, n, &k, &sc.bin)) return false;
+    ints = sc.bin.data();
+  } else if (mode == kValBits) {
+    ints = reinterpret_cast<const uint64_t*>(vs);
+  }
+  PutVarint64(out, n);
+  PutIntSeqOrder(reinterpret_cast<const uint64_t*>(ts), n, ts_order, out, &sc);
+  out->push_back(static_cast<char>(mode));
+  if (mode == kValXor) {
+    PutXorValues(vs, n, out);
+    return true;
+  }
+  if (mode == kValDecimal) out->push_back(static_cast<char>(e));
+  if (mode == kValBinary) PutZigZag(out, k);
+  PutIntSeqOrder(ints, n, order, out, &sc);
+  return true;
+}
+
+}  // namespace
+
+void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out) {
+  CHECK(n >= 1 && n <= internal::kMaxDenseSamples, "BUG: EncodeDense sample count out of range");
+  uint8_t choice;
+  EncodeDenseSearch(ts, vs, n, out, &choice);
+}
+
+void EncodeDenseLike(const int64_t* ts, const double* vs, size_t n, std::string* out, DenseChoice* choice,
+                     bool search) {
+  CHECK(n >= 1 && n <= internal::kMaxDenseSamples, "BUG: EncodeDense sample count out of range");
+  if (!search && (choice->bits & kChoiceSet) != 0) {
+    const size_t start = out->size();
+    if (EncodeDenseAs(ts, vs, n, out, choice->bits)) return;
+    out->resize(start);
+  }
+  EncodeDenseSearch(ts, vs, n, out, &choice->bits);
 }
 
 }  // namespace trainwatch::chunkenc
