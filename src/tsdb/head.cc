@@ -462,10 +462,24 @@ void Head::CloseOpenLocked(MemSeries* s, bool dense_ok) {
   // series' data keeps its character, so three chunks in four are encoded as
   // the last search chose (0.2 % more bytes on the peers workload, the
   // encoding 2.5 times as fast: chunkenc_bench BM_WorkloadEncodeLike).
+  // A series' first chunk takes the timestamps' order and the value mode of
+  // the last search over a series of its metric (one GPU's temperature is
+  // like another's) and searches the values' order only; its second is
+  // searched, and every fourth after it.
   constexpr size_t kDenseSearchEvery = 4;
-  const bool search = s->closed.size() % kDenseSearchEvery == 0;
-  if (!dense_ok || defer_dense_.load(std::memory_order_relaxed) ||
-      !EncodeDenser(c, &dense, open_bytes, &s->dense_choice, search)) {
+  using chunkenc::DenseSearch;
+  DenseSearch search = s->closed.size() % kDenseSearchEvery == 1 ? DenseSearch::kAll : DenseSearch::kNone;
+  std::atomic<uint8_t>* metric = nullptr;
+  const bool dense_now = dense_ok && !defer_dense_.load(std::memory_order_relaxed);
+  if (dense_now && s->dense_choice.bits == 0) {
+    metric = MetricChoice(s);
+    const uint8_t b = metric->load(std::memory_order_relaxed);
+    s->dense_choice.bits = b;
+    search = b != 0 ? DenseSearch::kOrders : DenseSearch::kAll;
+  }
+  const bool denser = dense_now && EncodeDenser(c, &dense, open_bytes, &s->dense_choice, search);
+  if (metric != nullptr && search == DenseSearch::kAll) metric->store(s->dense_choice.bits, std::memory_order_relaxed);
+  if (!denser) {
     c.data = ChunkBytes::Copy(open_bytes);
   } else {
     c = std::move(dense);
@@ -777,8 +791,19 @@ void Head::AttachReplayBaseLocked(MemSeries* s, uint64_t ref) {
   CountApplied(samples);
 }
 
+std::atomic<uint8_t>* Head::MetricChoice(const MemSeries* s) {
+  uint32_t name = 0;
+  for (uint32_t i = 0; i < s->num_labels; i++) {
+    if (symbols_.Get(s->syms()[2 * i]) == model::kMetricName) {
+      name = s->syms()[2 * i + 1];
+      break;
+    }
+  }
+  return &metric_choices_[name % kMetricChoices];
+}
+
 bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes, chunkenc::DenseChoice* choice,
-                        bool search) const {
+                        chunkenc::DenseSearch search) const {
   if (!opts_.dense_closed_chunks) return false;
   thread_local std::vector<int64_t> ts;
   thread_local std::vector<double> vs;
@@ -836,7 +861,7 @@ uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
     // where the chunk is still the one read.
     for (const HeadChunk& c : todo) {
       HeadChunk dense;
-      if (!EncodeDenser(c, &dense, c.data.view(), nullptr, true)) continue;
+      if (!EncodeDenser(c, &dense, c.data.view(), nullptr, chunkenc::DenseSearch::kAll)) continue;
       SpinGuard lock(s->mu);
       for (auto& cur : s->closed) {
         if (!cur.data.SameAs(c.data)) continue;

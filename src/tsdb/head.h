@@ -570,10 +570,9 @@ class Head : public storage::Queryable {
   static bool OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt) TW_REQUIRES(s->mu);
   // Re-encodes `bytes` (chunk c's data, in c.enc) with the dense codec into
   // *out (c's times and count); false when that is not smaller. With a
-  // choice, as chunkenc::EncodeDenseLike (a series' earlier choices reused
-  // unless `search`); without, searching.
+  // choice, as chunkenc::EncodeDenseLike; without, searching.
   bool EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes, chunkenc::DenseChoice* choice,
-                    bool search) const;
+                    chunkenc::DenseSearch search) const;
   // Applies n samples of one series (a run of ReplaySamples' sorted batch).
   struct ReplayTally {
     uint64_t applied = 0, unknown = 0, skipped = 0;
@@ -601,6 +600,12 @@ class Head : public storage::Queryable {
 
   const HeadOptions opts_;
   SymbolTable symbols_;
+  // The dense encoder's last search over a series of each metric name (by
+  // the name's symbol id, modulo the size; collisions only cost bytes):
+  // what a series' first closed chunk is encoded with (CloseOpenLocked).
+  static constexpr size_t kMetricChoices = 4096;
+  std::unique_ptr<std::atomic<uint8_t>[]> metric_choices_{new std::atomic<uint8_t>[kMetricChoices]{}};
+  std::atomic<uint8_t>* MetricChoice(const MemSeries* s) TW_REQUIRES(s->mu);
   std::unique_ptr<Stripe[]> stripes_;
   std::unique_ptr<std::atomic<std::atomic<MemSeries*>*>[]> pages_;
   base::Mutex creation_mu_;             // serializes series creation and its WAL record

@@ -233,12 +233,16 @@ void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out
 struct DenseChoice {
   uint8_t bits = 0;  // 0: none yet
 };
-// EncodeDense, but unless `search` is set, with *choice's choices when it
-// holds some that fit the values (the mode's conversion succeeds). Searching,
-// it keeps what it chose in *choice. Valid dense chunks either way; chosen
-// for an earlier chunk, a few percent larger where the data changed.
+// How much of the encoder's search EncodeDenseLike does: none (the choices
+// as they are), the values' difference order (the timestamps' order and the
+// value mode kept: a choice from another series of the same metric), all.
+enum class DenseSearch : uint8_t { kNone, kOrders, kAll };
+// EncodeDense, but searching only as `search` says when *choice holds
+// choices that fit the values (the mode's conversion succeeds), all of it
+// otherwise. Keeps what it chose in *choice. Valid dense chunks either way;
+// with choices made for other samples, a few percent larger.
 void EncodeDenseLike(const int64_t* ts, const double* vs, size_t n, std::string* out, DenseChoice* choice,
-                     bool search);
+                     DenseSearch search);
 // Encodes with Gorilla XOR in one go (same bytes as XorChunk).
 void EncodeXor(const int64_t* ts, const double* vs, size_t n, std::string* out);
 

@@ -297,7 +297,7 @@ void BM_WorkloadEncodeLike(benchmark::State& state) {
       for (size_t off = 0, i = 0; off < s.ts.size(); off += kChunk, i++) {
         out.clear();
         EncodeDenseLike(s.ts.data() + off, s.vs.data() + off, std::min(kChunk, s.ts.size() - off), &out, &choice,
-                        i % 4 == 0);
+                        i % 4 == 0 ? DenseSearch::kAll : DenseSearch::kNone);
         bytes += out.size();
       }
       samples += s.ts.size();

@@ -435,7 +435,7 @@ TEST(ChunkencTest, DenseLikeReusesChoicesWhereTheyFit) {
   };
   auto like = [](const Series& s, DenseChoice* c, bool search) {
     std::string d;
-    EncodeDenseLike(s.ts.data(), s.vs.data(), s.ts.size(), &d, c, search);
+    EncodeDenseLike(s.ts.data(), s.vs.data(), s.ts.size(), &d, c, search ? DenseSearch::kAll : DenseSearch::kNone);
     return d;
   };
   DenseChoice choice;
@@ -464,6 +464,17 @@ TEST(ChunkencTest, DenseLikeReusesChoicesWhereTheyFit) {
   ExpectDecodes(Encoding::kDense, like(q, &choice, false), q);
   EXPECT_EQ(like(q, &choice, true), dense(q));
   EXPECT_NE(choice.bits, gauge_choice);
+  // Another series' choices with the values' order searched (a metric's
+  // choice on a new series): the curve's order, not the gauge's.
+  DenseChoice none{gauge_choice}, orders{gauge_choice};
+  std::string by_none, by_orders;
+  EncodeDenseLike(q.ts.data(), q.vs.data(), q.ts.size(), &by_none, &none, DenseSearch::kNone);
+  EncodeDenseLike(q.ts.data(), q.vs.data(), q.ts.size(), &by_orders, &orders, DenseSearch::kOrders);
+  ExpectDecodes(Encoding::kDense, by_orders, q);
+  EXPECT_LT(by_orders.size(), by_none.size());
+  EXPECT_EQ(none.bits, gauge_choice);
+  EXPECT_NE(orders.bits, gauge_choice);
+  EXPECT_EQ(orders.bits & 0xf8, gauge_choice & 0xf8);  // the same mode and timestamps' order
   Series sp;
   for (size_t i = 0; i < Specials().size(); i++) {
     sp.ts.push_back(t0 + static_cast<int64_t>(i) * 1000);

@@ -826,6 +826,19 @@ uint8_t PackChoice(int ts_order, internal::ValueMode mode, int order) {
   return static_cast<uint8_t>(kChoiceSet | (mode << 5) | (ts_order << 3) | (order & 7));
 }
 
+// Writes the values as candidate c says.
+void PutValues(const internal::Candidate& c, const double* vs, size_t n, std::string* out, internal::Scratch* sc) {
+  using namespace internal;
+  out->push_back(static_cast<char>(c.mode));
+  if (c.ints == nullptr) {
+    PutXorValues(vs, n, out);
+    return;
+  }
+  if (c.mode == kValDecimal) out->push_back(static_cast<char>(c.param));
+  if (c.mode == kValBinary) PutZigZag(out, c.param);
+  PutIntSeqOrder(c.ints, n, c.order, out, sc);
+}
+
 // The search: every order of the timestamps, every value mode and order,
 // bounded (AddOrders, PickSmallest). Stores its choices in *choice.
 void EncodeDenseSearch(const int64_t* ts, const double* vs, size_t n, std::string* out, uint8_t* choice) {
@@ -863,44 +876,46 @@ void EncodeDenseSearch(const int64_t* ts, const double* vs, size_t n, std::strin
   AddOrders(bits, n, Candidate{0, kValBits, 0, 1, bits, {}}, &sc, &cands, &best_plain);
   const Candidate& c = PickSmallest(&cands, n, &sc);
   *choice = PackChoice(ts_order, c.mode, c.order);
-  out->push_back(static_cast<char>(c.mode));
-  if (c.ints == nullptr) {
-    PutXorValues(vs, n, out);
-    return;
-  }
-  if (c.mode == kValDecimal) out->push_back(static_cast<char>(c.param));
-  if (c.mode == kValBinary) PutZigZag(out, c.param);
-  PutIntSeqOrder(c.ints, n, c.order, out, &sc);
+  PutValues(c, vs, n, out, &sc);
 }
 
-// Encodes with the choices of *choice, if the values allow its mode.
-bool EncodeDenseAs(const int64_t* ts, const double* vs, size_t n, std::string* out, uint8_t choice) {
+// Encodes with the choices of `choice`, if the values allow its mode; with
+// `orders`, the values' order is searched among the mode's (and XOR).
+// Stores the choices made in *made.
+bool EncodeDenseAs(const int64_t* ts, const double* vs, size_t n, std::string* out, uint8_t choice, bool orders,
+                   uint8_t* made) {
   using namespace internal;
   Scratch& sc = ThreadScratch();
   const auto mode = static_cast<ValueMode>((choice >> 5) & 3);
-  const int ts_order = (choice >> 3) & 3, order = choice & 7;
-  const uint64_t* ints = nullptr;
-  int e = 0;
-  int64_t k = 0;
+  const int ts_order = (choice >> 3) & 3;
+  Candidate c{choice & 7, mode, 0, 0, nullptr, {}};
   if (mode == kValDecimal) {
+    int e = 0;
     if (!ToDecimal(vs, n, &e, &sc.dec)) return false;
-    ints = sc.dec.data();
+    c.param = e;
+    c.extra = 2;
+    c.ints = sc.dec.data();
   } else if (mode == kValBinary) {
-    if (!ToBinary(vs, n, &k, &sc.bin)) return false;
-    ints = sc.bin.data();
+    if (!ToBinary(vs, n, &c.param, &sc.bin)) return false;
+    c.extra = 1 + ZigZagLength(c.param);
+    c.ints = sc.bin.data();
   } else if (mode == kValBits) {
-    ints = reinterpret_cast<const uint64_t*>(vs);
+    c.extra = 1;
+    c.ints = reinterpret_cast<const uint64_t*>(vs);
   }
   PutVarint64(out, n);
   PutIntSeqOrder(reinterpret_cast<const uint64_t*>(ts), n, ts_order, out, &sc);
-  out->push_back(static_cast<char>(mode));
-  if (mode == kValXor) {
-    PutXorValues(vs, n, out);
-    return true;
+  if (orders && c.ints != nullptr) {
+    std::vector<Candidate>& cands = sc.cands;
+    cands.clear();
+    const size_t xor_bytes = 1 + static_cast<size_t>((XorValueBits(vs, n) + 7) / 8);
+    cands.push_back(Candidate{0, kValXor, 0, 0, nullptr, {xor_bytes, xor_bytes}});
+    size_t best_plain = xor_bytes;
+    AddOrders(c.ints, n, c, &sc, &cands, &best_plain);
+    c = PickSmallest(&cands, n, &sc);
   }
-  if (mode == kValDecimal) out->push_back(static_cast<char>(e));
-  if (mode == kValBinary) PutZigZag(out, k);
-  PutIntSeqOrder(ints, n, order, out, &sc);
+  *made = PackChoice(ts_order, c.mode, c.order);
+  PutValues(c, vs, n, out, &sc);
   return true;
 }
 
@@ -913,11 +928,11 @@ void EncodeDense(const int64_t* ts, const double* vs, size_t n, std::string* out
 }
 
 void EncodeDenseLike(const int64_t* ts, const double* vs, size_t n, std::string* out, DenseChoice* choice,
-                     bool search) {
+                     DenseSearch search) {
   CHECK(n >= 1 && n <= internal::kMaxDenseSamples, "BUG: EncodeDense sample count out of range");
-  if (!search && (choice->bits & kChoiceSet) != 0) {
+  if (search != DenseSearch::kAll && (choice->bits & kChoiceSet) != 0) {
     const size_t start = out->size();
-    if (EncodeDenseAs(ts, vs, n, out, choice->bits)) return;
+    if (EncodeDenseAs(ts, vs, n, out, choice->bits, search == DenseSearch::kOrders, &choice->bits)) return;
     out->resize(start);
   }
   EncodeDenseSearch(ts, vs, n, out, &choice->bits);
