@@ -816,11 +816,7 @@ bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view byt
   Result<chunkenc::Unwrapped> u = chunkenc::UnwrapST(c.enc, bytes, &runs);
   if (!u.ok() || u->enc != chunkenc::Encoding::kDelta) return false;
   if (!chunkenc::DecodeAll(u->enc, u->data, &ts, &vs).ok() || ts.empty()) return false;
-  if (choice != nullptr) {
-    chunkenc::EncodeDenseLike(ts.data(), vs.data(), ts.size(), &dense, choice, search);
-  } else {
-    chunkenc::EncodeDense(ts.data(), vs.data(), ts.size(), &dense);
-  }
+  chunkenc::EncodeDenseLike(ts.data(), vs.data(), ts.size(), &dense, choice, search);
   if (dense.size() >= u->data.size()) return false;
   out->mint = c.mint;
   out->maxt = c.maxt;
@@ -861,7 +857,8 @@ uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
     // where the chunk is still the one read.
     for (const HeadChunk& c : todo) {
       HeadChunk dense;
-      if (!EncodeDenser(c, &dense, c.data.view(), nullptr, chunkenc::DenseSearch::kAll)) continue;
+      chunkenc::DenseChoice choice;  // outside the series' lock: its own is left alone
+      if (!EncodeDenser(c, &dense, c.data.view(), &choice, chunkenc::DenseSearch::kAll)) continue;
       SpinGuard lock(s->mu);
       for (auto& cur : s->closed) {
         if (!cur.data.SameAs(c.data)) continue;

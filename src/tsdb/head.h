@@ -222,8 +222,9 @@ struct MemSeries {
   mutable SpinLock mu;
   // Out-of-order samples added since the chunk log last took them.
   bool ooo_dirty TW_GUARDED_BY(mu) = false;
-  // What the dense encoder chose for this series' last searched closed
-  // chunk (Head::CloseOpenLocked searches at every fourth).
+  // What the dense encoder chose for this series' last closed chunk
+  // (Head::CloseOpenLocked: its metric's choices at first, a search at the
+  // second chunk and every fourth after).
   chunkenc::DenseChoice dense_choice TW_GUARDED_BY(mu);
   std::vector<HeadChunk> closed TW_GUARDED_BY(mu);             // sorted by time, non-overlapping
   std::optional<chunkenc::DeltaChunk> open TW_GUARDED_BY(mu);  // inline: one cache miss less per append
@@ -569,8 +570,8 @@ class Head : public storage::Queryable {
   // none with samples. REQUIRES: s->mu held.
   static bool OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt) TW_REQUIRES(s->mu);
   // Re-encodes `bytes` (chunk c's data, in c.enc) with the dense codec into
-  // *out (c's times and count); false when that is not smaller. With a
-  // choice, as chunkenc::EncodeDenseLike; without, searching.
+  // *out (c's times and count) as chunkenc::EncodeDenseLike; false when that
+  // is not smaller.
   bool EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes, chunkenc::DenseChoice* choice,
                     chunkenc::DenseSearch search) const;
   // Applies n samples of one series (a run of ReplaySamples' sorted batch).

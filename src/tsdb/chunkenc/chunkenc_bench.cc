@@ -278,9 +278,10 @@ void BM_WorkloadEncode(benchmark::State& state, Encoding enc) {
 BENCHMARK_CAPTURE(BM_WorkloadEncode, xor, Encoding::kXor)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_WorkloadEncode, dense, Encoding::kDense)->Arg(0)->Arg(120)->Unit(benchmark::kMillisecond);
 
-// Dense in 120-sample chunks as the head closes them (Head::EncodeDenser):
+// Dense in 120-sample chunks, the head's chunk size (Head::EncodeDenser):
 // each series' first chunk and every fourth after it searched, the others
-// encoded as the last search chose (EncodeDenseLike).
+// encoded as the last search chose (EncodeDenseLike; the head starts a
+// series from its metric's choices instead, docs/performance.md).
 void BM_WorkloadEncodeLike(benchmark::State& state) {
   const auto* data = LoadWorkload();
   if (data == nullptr) {

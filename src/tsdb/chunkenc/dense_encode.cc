@@ -826,6 +826,12 @@ uint8_t PackChoice(int ts_order, internal::ValueMode mode, int order) {
   return static_cast<uint8_t>(kChoiceSet | (mode << 5) | (ts_order << 3) | (order & 7));
 }
 
+// The XOR candidate of the values, sized exactly (and cheaply).
+internal::Candidate XorCandidate(const double* vs, size_t n) {
+  const size_t bytes = 1 + static_cast<size_t>((internal::XorValueBits(vs, n) + 7) / 8);
+  return internal::Candidate{0, internal::kValXor, 0, 0, nullptr, {bytes, bytes}};
+}
+
 // Writes the values as candidate c says.
 void PutValues(const internal::Candidate& c, const double* vs, size_t n, std::string* out, internal::Scratch* sc) {
   using namespace internal;
@@ -856,10 +862,8 @@ void EncodeDenseSearch(const int64_t* ts, const double* vs, size_t n, std::strin
   PutIntSeqOrder(tx, n, ts_order, out, &sc);
 
   // Values: XOR (sized exactly and cheaply) against the integer modes.
-  cands.clear();
-  const size_t xor_bytes = 1 + static_cast<size_t>((XorValueBits(vs, n) + 7) / 8);
-  cands.push_back(Candidate{0, kValXor, 0, 0, nullptr, {xor_bytes, xor_bytes}});
-  best_plain = xor_bytes;
+  cands.assign(1, XorCandidate(vs, n));
+  best_plain = cands[0].size.plain;
   int e = 0;
   const bool decimal = ToDecimal(vs, n, &e, &sc.dec);
   if (decimal) {
@@ -907,10 +911,8 @@ bool EncodeDenseAs(const int64_t* ts, const double* vs, size_t n, std::string* o
   PutIntSeqOrder(reinterpret_cast<const uint64_t*>(ts), n, ts_order, out, &sc);
   if (orders && c.ints != nullptr) {
     std::vector<Candidate>& cands = sc.cands;
-    cands.clear();
-    const size_t xor_bytes = 1 + static_cast<size_t>((XorValueBits(vs, n) + 7) / 8);
-    cands.push_back(Candidate{0, kValXor, 0, 0, nullptr, {xor_bytes, xor_bytes}});
-    size_t best_plain = xor_bytes;
+    cands.assign(1, XorCandidate(vs, n));
+    size_t best_plain = cands[0].size.plain;
     AddOrders(c.ints, n, c, &sc, &cands, &best_plain);
     c = PickSmallest(&cands, n, &sc);
   }
