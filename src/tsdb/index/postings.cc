@@ -277,6 +277,19 @@ Result<Postings> PostingsForMatchers(const PostingsProvider& ix, const model::Ma
 
 // ---- MemPostings.
 
+namespace {
+
+// The head's lists grow by a quarter, not twofold: they hold one ref a
+// series for each of its labels, and doubling left them 30 % unused on
+// average (about 18 bytes a series of 8 labels). Six refs fit malloc's
+// smallest chunk.
+void AddToList(MemPostings::List* list, uint32_t ref) {
+  if (list->size() == list->capacity()) list->reserve(list->size() < 6 ? 6 : list->size() + list->size() / 4);
+  AddSorted(list, ref);
+}
+
+}  // namespace
+
 void MemPostings::Add(SeriesRef ref, const model::Labels& labels) {
   CHECK(ref <= UINT32_MAX, "BUG: head series ref over 32 bits");
   const auto r = static_cast<uint32_t>(ref);
@@ -285,9 +298,9 @@ void MemPostings::Add(SeriesRef ref, const model::Labels& labels) {
     if (nit == m_.end()) nit = m_.emplace(l.name, ValueMap()).first;
     auto vit = nit->second.find(std::string_view(l.value));
     if (vit == nit->second.end()) vit = nit->second.emplace(l.value, List()).first;
-    AddSorted(&vit->second, r);
+    AddToList(&vit->second, r);
   }
-  AddSorted(&all_, r);
+  AddToList(&all_, r);
 }
 
 void MemPostings::Delete(std::span<const SeriesRef> deleted, std::span<const Pair> affected) {
