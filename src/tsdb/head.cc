@@ -126,12 +126,12 @@ ChunkBytes ChunkSlabs::Copy(std::string_view b, int64_t group) {
   using Rep = ChunkBytes::Rep;
   constexpr size_t kAlign = alignof(Rep);
   constexpr size_t kHead = (sizeof(ChunkBytes::Slab) + kAlign - 1) & ~(kAlign - 1);
-  constexpr size_t kMinBlock = size_t{64} << 10, kMaxBlock = memory::kLargeBlock;
+  const size_t max_block = max_block_, min_block = std::min(size_t{64} << 10, max_block);
   const size_t need = (sizeof(Rep) + b.size() + kAlign - 1) & ~(kAlign - 1);
-  if (kHead + need > kMaxBlock / 4) return ChunkBytes::Copy(b);  // a chunk that large is rare: its own
+  if (kHead + need > max_block / 4) return ChunkBytes::Copy(b);  // a chunk that large is rare: its own
   Open& o = open_[group];
   if (o.block == nullptr || o.used + need > o.cap) {
-    size_t cap = o.block == nullptr ? kMinBlock : std::min(o.cap * 2, kMaxBlock);
+    size_t cap = o.block == nullptr ? min_block : std::min(o.cap * 2, max_block);
     while (cap < kHead + need) cap *= 2;
     Drop(o.block);
     o.block = static_cast<char*>(memory::AllocateLarge(cap));
@@ -146,6 +146,20 @@ ChunkBytes ChunkSlabs::Copy(std::string_view b, int64_t group) {
   if (!b.empty()) std::memcpy(reinterpret_cast<char*>(c.p_ + 1), b.data(), b.size());
   o.used += need;
   return c;
+}
+
+void ChunkSlabs::DropGroupsUpTo(int64_t group) {
+  std::erase_if(open_, [group](const auto& g) {
+    if (g.first > group) return false;
+    Drop(g.second.block);
+    return true;
+  });
+}
+
+size_t ChunkSlabs::Unused() const {
+  size_t n = 0;
+  for (const auto& [group, o] : open_) n += o.cap - o.used;
+  return n;
 }
 
 size_t ChunkBytes::MemoryBytes() const {
@@ -480,11 +494,11 @@ void Head::CloseOpenLocked(MemSeries* s, bool dense_ok) {
   const bool denser = dense_now && EncodeDenser(c, &dense, open_bytes, &s->dense_choice, search);
   if (metric != nullptr && search == DenseSearch::kAll) metric->store(s->dense_choice.bits, std::memory_order_relaxed);
   if (!denser) {
-    c.data = ChunkBytes::Copy(open_bytes);
+    c.data = CopyClosed(open_bytes, c.maxt);
   } else {
     c = std::move(dense);
   }
-  if (s->extra) WrapSTLocked(s, &c);
+  if (s->extra) WrapSTLocked(s, &c, /*closed=*/true);
   QueueForChunkLog(s->ref, c);
   s->closed.push_back(std::move(c));
   s->open.reset();
@@ -505,7 +519,7 @@ void Head::OooSTLocked(const MemSeries* s, const std::vector<model::Sample>& ooo
   if (!any) out->clear();
 }
 
-void Head::WrapSTLocked(const MemSeries* s, HeadChunk* c) {
+void Head::WrapSTLocked(const MemSeries* s, HeadChunk* c, bool closed) const {
   if (!s->extra || s->extra->st.empty()) return;
   thread_local std::vector<chunkenc::STRun> runs;
   chunkenc::ClipRuns(s->extra->st, c->mint, c->maxt, &runs);
@@ -514,7 +528,7 @@ void Head::WrapSTLocked(const MemSeries* s, HeadChunk* c) {
   buf.clear();
   chunkenc::WrapST(c->enc, c->data.view(), runs, &buf);
   c->enc = chunkenc::Encoding::kStartTimes;
-  c->data = ChunkBytes::Copy(buf);
+  c->data = closed ? CopyClosed(buf, c->maxt) : ChunkBytes::Copy(buf);
 }
 
 void Head::TrimSTLocked(MemSeries* s) {
@@ -580,8 +594,8 @@ void Head::CloseHistOpenLocked(MemSeries* s) {
     c.maxt = o.MaxTime();
     c.num_samples = o.NumSamples();
     c.enc = chunkenc::FloatHistogramChunk::kEncoding;
-    c.data = ChunkBytes::Copy(o.Bytes());
-    WrapSTLocked(s, &c);
+    c.data = CopyClosed(o.Bytes(), c.maxt);
+    WrapSTLocked(s, &c, /*closed=*/true);
     QueueForChunkLog(s->ref, c);
     s->closed.push_back(std::move(c));
   }
@@ -827,11 +841,16 @@ bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view byt
     wrapped.clear();
     chunkenc::WrapST(chunkenc::Encoding::kDense, dense, runs, &wrapped);
     out->enc = chunkenc::Encoding::kStartTimes;
-    out->data = ChunkBytes::Copy(wrapped);
+    out->data = CopyClosed(wrapped, c.maxt);
     return true;
   }
-  out->data = ChunkBytes::Copy(dense);
+  out->data = CopyClosed(dense, c.maxt);
   return true;
+}
+
+ChunkBytes Head::CopyClosed(std::string_view b, int64_t maxt) const {
+  base::MutexLock lock(&slabs_mu_);
+  return slabs_.Copy(b, BlockEnd(maxt, opts_.block_duration_ms));
 }
 
 std::vector<uint64_t> Head::SeriesRefs() const {
@@ -997,7 +1016,7 @@ SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) co
     c.num_samples = s->open->NumSamples();
     c.enc = chunkenc::DeltaChunk::kEncoding;
     c.data = ChunkBytes::Copy(s->open->Bytes());
-    WrapSTLocked(s, &c);
+    WrapSTLocked(s, &c, /*closed=*/false);
     snap.chunks.push_back(std::move(c));
   }
   if (s->ooo) {
@@ -1013,7 +1032,7 @@ SeriesSnapshot Head::Snapshot(const MemSeries* s, int64_t mint, int64_t maxt) co
       c.num_samples = hs.open->NumSamples();
       c.enc = chunkenc::FloatHistogramChunk::kEncoding;
       c.data = ChunkBytes::Copy(hs.open->Bytes());
-      WrapSTLocked(s, &c);
+      WrapSTLocked(s, &c, /*closed=*/false);
       snap.chunks.push_back(std::move(c));
     }
     for (const auto& x : hs.ooo) {
@@ -1167,6 +1186,12 @@ void Head::Truncate(const PersistSet& set) {
   }
   min_time_.store(mint);
   max_time_.store(maxt);
+  {
+    // The chunks of block ranges ending at or before the head's first
+    // sample are gone (or held by readers): stop carving their slabs.
+    base::MutexLock lock(&slabs_mu_);
+    slabs_.DropGroupsUpTo(mint);
+  }
   if (dead.empty()) return;
   // The dead refs, and their label pairs as symbol ids (name << 32 | value),
   // each once: a cut that drops a million series must not build a million
@@ -1490,6 +1515,10 @@ Head::MemoryStats Head::GetMemoryStats() const {
   base::ReaderMutexLock lock(&postings_mu_);
   m.postings = postings_.MemoryBytes();
   m.symbols = symbols_.MemoryBytes();
+  {
+    base::MutexLock sl(&slabs_mu_);
+    m.closed_slack = slabs_.Unused();
+  }
   for (size_t i = 0; i < kStripes; i++) {
     base::ReaderMutexLock sl(&stripes_[i].mu);
     if (stripes_[i].slots != nullptr) m.series_maps += (size_t{stripes_[i].mask} + 1) * sizeof(MemSeries*);

@@ -92,14 +92,22 @@ class ChunkBytes {
 // that die together, as the chunk log's of one block range do at a head
 // cut. A restart loads hundreds of thousands of chunks; a malloc and fresh
 // 4 KiB pages for each were a sixth of its time. Blocks grow from 64 KiB
-// to 4 MiB, the large ones huge-page maps (memory::AllocateLarge).
+// to `max_block` (4 MiB: huge-page maps, memory::AllocateLarge). The head
+// copies the chunks it closes into its own (malloc's header and rounding
+// were 16 of a closed chunk's ~200 bytes), with smaller blocks: a block's
+// unwritten end is memory held for nothing until the block fills.
 class ChunkSlabs {
  public:
-  ChunkSlabs() = default;
+  explicit ChunkSlabs(size_t max_block = memory::kLargeBlock) : max_block_(max_block) {}
   ~ChunkSlabs();
   ChunkSlabs(const ChunkSlabs&) = delete;
   ChunkSlabs& operator=(const ChunkSlabs&) = delete;
   ChunkBytes Copy(std::string_view b, int64_t group);
+  // Stops carving the blocks of groups up to `group`: each is freed once
+  // its chunks are (a later Copy to such a group starts a new block).
+  void DropGroupsUpTo(int64_t group);
+  // Bytes of the blocks being carved not yet written: held, unused.
+  size_t Unused() const;
 
  private:
   struct Open {
@@ -107,6 +115,7 @@ class ChunkSlabs {
     size_t used = 0, cap = 0;
   };
   static void Drop(char* block) noexcept;
+  const size_t max_block_;
   std::unordered_map<int64_t, Open> open_;
 
   friend class ChunkBytes;
@@ -465,6 +474,7 @@ class Head : public storage::Queryable {
     size_t series = 0;        // MemSeries incl. label symbol ids, and SeriesExtras
     size_t chunk_lists = 0;   // arrays of closed-chunk descriptors
     size_t closed_bytes = 0;  // closed chunks' encoded bytes
+    size_t closed_slack = 0;  // the unwritten ends of the blocks they are copied into
     size_t open_bytes = 0;    // open XOR chunks' buffers
     size_t ooo = 0;           // out-of-order buffers
     size_t series_maps = 0;   // hash stripes and ref pages
@@ -557,7 +567,8 @@ class Head : public storage::Queryable {
   void NoteSTLocked(MemSeries* s, int64_t t, int64_t st, bool in_order) TW_REQUIRES(s->mu);
   // Wraps the bytes of c (a chunk of s being closed or copied) with its
   // samples' start timestamps when any has one.
-  static void WrapSTLocked(const MemSeries* s, HeadChunk* c) TW_REQUIRES(s->mu);
+  // `closed`: c is being closed (its bytes go to the slabs, CopyClosed).
+  void WrapSTLocked(const MemSeries* s, HeadChunk* c, bool closed) const TW_REQUIRES(s->mu);
   // Drops the runs that no sample read through them needs any more.
   static void TrimSTLocked(MemSeries* s) TW_REQUIRES(s->mu);
   // *out: the start timestamps of `ooo` (s's out-of-order samples, sorted),
@@ -569,9 +580,12 @@ class Head : public storage::Queryable {
   // The open chunk's (float or histogram) time range; false when there is
   // none with samples. REQUIRES: s->mu held.
   static bool OpenRangeLocked(const MemSeries* s, int64_t* mint, int64_t* maxt) TW_REQUIRES(s->mu);
+  // A closed chunk's bytes, ending at maxt, copied into the slabs of its
+  // block range: its chunks are dropped together when the block is cut.
+  ChunkBytes CopyClosed(std::string_view b, int64_t maxt) const;
   // Re-encodes `bytes` (chunk c's data, in c.enc) with the dense codec into
-  // *out (c's times and count) as chunkenc::EncodeDenseLike; false when that
-  // is not smaller.
+  // *out (c's times and count, the bytes by CopyClosed) as
+  // chunkenc::EncodeDenseLike; false when that is not smaller.
   bool EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view bytes, chunkenc::DenseChoice* choice,
                     chunkenc::DenseSearch search) const;
   // Applies n samples of one series (a run of ReplaySamples' sorted batch).
@@ -620,6 +634,11 @@ class Head : public storage::Queryable {
   std::atomic<bool> defer_dense_{false};
   std::atomic<bool> chunk_queue_on_{false};
   std::atomic<int64_t> logged_maxt_{INT64_MIN};
+  // Closed chunks' bytes (CopyClosed), grouped by block range; Truncate
+  // stops carving the ranges it cut.
+  static constexpr size_t kClosedSlabBlock = size_t{256} << 10;
+  mutable base::Mutex slabs_mu_;
+  mutable ChunkSlabs slabs_ TW_GUARDED_BY(slabs_mu_){kClosedSlabBlock};
   base::Mutex chunk_queue_mu_;
   std::vector<RefChunk> chunk_queue_ TW_GUARDED_BY(chunk_queue_mu_);
   std::atomic<size_t> chunk_queue_bytes_{0};

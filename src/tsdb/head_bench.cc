@@ -184,6 +184,7 @@ void BM_HeadMemoryWorkload(benchmark::State& state) {
     state.counters["m_series"] = per(m.series);
     state.counters["m_chunk_lists"] = per(m.chunk_lists);
     state.counters["m_closed"] = per(m.closed_bytes);
+    state.counters["m_closed_slack"] = per(m.closed_slack);
     state.counters["m_open"] = per(m.open_bytes);
     state.counters["m_maps"] = per(m.series_maps);
     state.counters["m_postings"] = per(m.postings);
@@ -229,12 +230,12 @@ void BM_HeadChurn(benchmark::State& state) {
         ::malloc_trim(0);
         rss_day = RssBytes();
         auto m = head.GetMemoryStats();
-        head_day = static_cast<double>(m.series + m.chunk_lists + m.closed_bytes + m.open_bytes + m.ooo + m.series_maps + m.postings + m.symbols);
+        head_day = static_cast<double>(m.series + m.chunk_lists + m.closed_bytes + m.closed_slack + m.open_bytes + m.ooo + m.series_maps + m.postings + m.symbols);
       }
     }
     ::malloc_trim(0);
     auto m = head.GetMemoryStats();
-    const double head_end = static_cast<double>(m.series + m.chunk_lists + m.closed_bytes + m.open_bytes + m.ooo + m.series_maps + m.postings + m.symbols);
+    const double head_end = static_cast<double>(m.series + m.chunk_lists + m.closed_bytes + m.closed_slack + m.open_bytes + m.ooo + m.series_maps + m.postings + m.symbols);
     state.counters["rss_day1_MiB"] = rss_day / (1 << 20);
     state.counters["rss_day2_MiB"] = RssBytes() / (1 << 20);
     state.counters["head_day1_MiB"] = head_day / (1 << 20);

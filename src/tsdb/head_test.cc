@@ -202,6 +202,52 @@ TEST(HeadTest, ChunkSlabsKeepBytesUntilTheLastChunkOfABlockGoes) {
   for (size_t i = 0; i < copies.size(); i++) EXPECT_EQ(copies[i].view(), want[i]) << i;
 }
 
+// A group's blocks are carved until DropGroupsUpTo passes it; its chunks
+// keep their bytes after that (the ASan build checks that no block is freed
+// early, and LeakSanitizer that a dropped one is freed with its last chunk).
+TEST(HeadTest, ChunkSlabsStopCarvingGroupsDropped) {
+  ChunkSlabs slabs(64 << 10);
+  std::vector<ChunkBytes> chunks;
+  for (int i = 0; i < 3000; i++) chunks.push_back(slabs.Copy(std::string(50, static_cast<char>('a' + i % 3)), i % 3));
+  const size_t unused = slabs.Unused();
+  EXPECT_GT(unused, 0u);
+  slabs.DropGroupsUpTo(1);
+  EXPECT_GT(slabs.Unused(), 0u);
+  EXPECT_LT(slabs.Unused(), unused);
+  ChunkBytes later = slabs.Copy("again", 0);  // a new block for a dropped group
+  EXPECT_EQ(later.view(), "again");
+  slabs.DropGroupsUpTo(2);
+  EXPECT_EQ(slabs.Unused(), 0u);
+  for (size_t i = 0; i < chunks.size(); i++) ASSERT_EQ(chunks[i].view(), std::string(50, static_cast<char>('a' + i % 3))) << i;
+}
+
+// The head copies closed chunks into slabs by block range, and a cut that
+// persists a range stops carving its blocks (else each range's last block
+// stayed for the life of the process).
+TEST(HeadTest, TruncateReleasesTheSlabsOfCutRanges) {
+  constexpr int64_t hour = 3600 * 1000;
+  HeadOptions o;
+  o.block_duration_ms = 2 * hour;
+  Head head(o);
+  auto app = head.NewAppender();
+  for (int s = 0; s < 200; s++) {
+    Labels ls{{"__name__", "m"}, {"s", std::to_string(s)}};
+    for (int64_t t = 0; t < 3 * hour; t += 15000) ASSERT_TRUE(app->Append(0, ls, t, static_cast<double>(t % 7919) * s).ok());
+  }
+  ASSERT_TRUE(app->Commit().ok());
+  const Head::MemoryStats before = head.GetMemoryStats();
+  EXPECT_GT(before.closed_bytes, 0u);
+  EXPECT_GT(before.closed_slack, 0u);
+  head.Truncate(head.SnapshotForPersist(2 * hour, /*close_all=*/false));
+  const Head::MemoryStats cut = head.GetMemoryStats();
+  EXPECT_LT(cut.closed_slack, before.closed_slack);  // the first range's block went
+  EXPECT_GT(cut.closed_slack, 0u);                    // the second's is still carved
+  EXPECT_EQ(Read(&head, {Eq("s", "7")}).size(), 240u);
+  head.Truncate(head.SnapshotForPersist(INT64_MAX, /*close_all=*/true));
+  EXPECT_EQ(head.NumSeries(), 0u);
+  EXPECT_EQ(head.GetMemoryStats().closed_slack, 0u);
+}
+
 TEST(HeadTest, PersistSetIsSortedByLabels) {
   // Label sets that are prefixes of one another, share prefixes, differ in
   // names before values, and were created in an unrelated order.
