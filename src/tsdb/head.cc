@@ -1118,7 +1118,7 @@ void Head::Truncate(const PersistSet& set) {
       n++;
     }
     removed_chunks += n;
-    s->closed.erase(s->closed.begin(), s->closed.begin() + static_cast<std::ptrdiff_t>(n));
+    s->closed.EraseFront(n);
     if (s->ooo && !snap.ooo.empty()) {
       NormalizeOooLocked(s);
       std::vector<model::Sample> keep;

@@ -202,6 +202,46 @@ TEST(HeadTest, ChunkSlabsKeepBytesUntilTheLastChunkOfABlockGoes) {
   for (size_t i = 0; i < copies.size(); i++) EXPECT_EQ(copies[i].view(), want[i]) << i;
 }
 
+// The closed-chunk list grows to 1, 3, 5, ... chunks, keeps its chunks'
+// bytes through growth, a cut of the first ones and a replay's assignment
+// (the ASan build checks each chunk is released once).
+TEST(HeadTest, ChunkListGrowsByTwoAndDropsAPrefix) {
+  auto chunk = [](int i) {
+    HeadChunk c;
+    c.mint = i * 10;
+    c.maxt = i * 10 + 9;
+    c.num_samples = static_cast<uint32_t>(i);
+    c.data = ChunkBytes::Copy("chunk" + std::to_string(i));
+    return c;
+  };
+  ChunkList l;
+  EXPECT_TRUE(l.empty());
+  std::vector<size_t> caps;
+  for (int i = 0; i < 7; i++) {
+    l.push_back(chunk(i));
+    caps.push_back(l.capacity());
+  }
+  EXPECT_EQ(caps, (std::vector<size_t>{1, 3, 3, 5, 5, 7, 7}));
+  ChunkBytes held = l[2].data;  // a reader's copy
+  l.EraseFront(3);
+  ASSERT_EQ(l.size(), 4u);
+  for (size_t i = 0; i < l.size(); i++) {
+    EXPECT_EQ(l[i].mint, static_cast<int64_t>(i + 3) * 10);
+    EXPECT_EQ(l[i].data.view(), "chunk" + std::to_string(i + 3));
+  }
+  EXPECT_EQ(held.view(), "chunk2");
+  EXPECT_EQ(l.front().num_samples, 3u);
+  EXPECT_EQ(l.back().num_samples, 6u);
+  l.EraseFront(10);
+  EXPECT_TRUE(l.empty());
+  std::vector<HeadChunk> replayed = {chunk(8), chunk(9)};
+  l.push_back(chunk(1));
+  l = std::move(replayed);
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].data.view(), "chunk8");
+  EXPECT_EQ(l[1].data.view(), "chunk9");
+}
+
 // A group's blocks are carved until DropGroupsUpTo passes it; its chunks
 // keep their bytes after that (the ASan build checks that no block is freed
 // early, and LeakSanitizer that a dropped one is freed with its last chunk).
