@@ -31,6 +31,11 @@ TEST(Parser, RoundTrips) {
   EXPECT_EQ(RoundTrip("Inf"), "Inf");
   EXPECT_EQ(RoundTrip("'a\\nb'"), "\"a\\nb\"");
   EXPECT_EQ(RoundTrip("info(m, {data=~\".*\"})"), "info(m, {data=~\".*\"})");
+  // UTF-8 label names (Prometheus 3) stay quoted in groupings and matchings
+  // (the PromQL fuzzer's find: `by ("$1")` printed as `by ($1)`).
+  EXPECT_EQ(RoundTrip("sum by (up, \"$1\", \"a b\") (x)"), "sum by (up, \"$1\", \"a b\") (x)");
+  EXPECT_EQ(RoundTrip("a + on (\"k.8s\") group_left (\"$x\") b"), "a + on (\"k.8s\") group_left (\"$x\") b");
+  EXPECT_EQ(RoundTrip("sum without (\"x-y\") (x)"), "sum without (\"x-y\") (x)");
 }
 
 TEST(Parser, Precedence) {

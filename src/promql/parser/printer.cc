@@ -155,11 +155,13 @@ std::string FormatNumber(double v) {
   return buf;
 }
 
+// Label names in by/without, on/ignoring and group_*: quoted where they are
+// not identifiers (Prometheus 3's UTF-8 names), as in selectors.
 std::string JoinLabels(const std::vector<std::string>& ls) {
   std::string out;
   for (size_t i = 0; i < ls.size(); ++i) {
     if (i > 0) out += ", ";
-    out += ls[i];
+    out += model::IsValidLabelName(ls[i]) ? ls[i] : Quote(ls[i]);
   }
   return out;
 }
