@@ -832,6 +832,31 @@ internal::Candidate XorCandidate(const double* vs, size_t n) {
   return internal::Candidate{0, internal::kValXor, 0, 0, nullptr, {bytes, bytes}};
 }
 
+// The values as `mode`'s integers (order 0, its parameter and extra bytes)
+// in *c; false when they do not convert. kValXor: the values themselves.
+bool ModeCandidate(internal::ValueMode mode, const double* vs, size_t n, internal::Scratch* sc,
+                   internal::Candidate* c) {
+  using namespace internal;
+  *c = Candidate{0, mode, 0, 0, nullptr, {}};
+  switch (mode) {
+    case kValXor: return true;
+    case kValDecimal: {
+      int e = 0;
+      if (!ToDecimal(vs, n, &e, &sc->dec)) return false;
+      *c = Candidate{0, kValDecimal, e, 2, sc->dec.data(), {}};
+      return true;
+    }
+    case kValBinary: {
+      int64_t k = 0;
+      if (!ToBinary(vs, n, &k, &sc->bin)) return false;
+      *c = Candidate{0, kValBinary, k, 1 + ZigZagLength(k), sc->bin.data(), {}};
+      return true;
+    }
+    case kValBits: *c = Candidate{0, kValBits, 0, 1, reinterpret_cast<const uint64_t*>(vs), {}}; return true;
+  }
+  return false;
+}
+
 // Writes the values as candidate c says.
 void PutValues(const internal::Candidate& c, const double* vs, size_t n, std::string* out, internal::Scratch* sc) {
   using namespace internal;
@@ -864,20 +889,16 @@ void EncodeDenseSearch(const int64_t* ts, const double* vs, size_t n, std::strin
   // Values: XOR (sized exactly and cheaply) against the integer modes.
   cands.assign(1, XorCandidate(vs, n));
   best_plain = cands[0].size.plain;
-  int e = 0;
-  const bool decimal = ToDecimal(vs, n, &e, &sc.dec);
-  if (decimal) {
-    AddOrders(sc.dec.data(), n, Candidate{0, kValDecimal, e, 2, sc.dec.data(), {}}, &sc, &cands, &best_plain);
-  }
+  Candidate dec, bin, bits;
+  const bool decimal = ModeCandidate(kValDecimal, vs, n, &sc, &dec);
+  if (decimal) AddOrders(dec.ints, n, dec, &sc, &cands, &best_plain);
   // Integers with an odd one among them are the same integers in binary mode
   // at k = 0, with as many extra bytes: the twin would only repeat the bounds.
-  int64_t k;
-  if (ToBinary(vs, n, &k, &sc.bin) && !(decimal && e == 0 && k == 0)) {
-    Candidate proto{0, kValBinary, k, 1 + ZigZagLength(k), sc.bin.data(), {}};
-    AddOrders(sc.bin.data(), n, proto, &sc, &cands, &best_plain);
+  if (ModeCandidate(kValBinary, vs, n, &sc, &bin) && !(decimal && dec.param == 0 && bin.param == 0)) {
+    AddOrders(bin.ints, n, bin, &sc, &cands, &best_plain);
   }
-  const auto* bits = reinterpret_cast<const uint64_t*>(vs);
-  AddOrders(bits, n, Candidate{0, kValBits, 0, 1, bits, {}}, &sc, &cands, &best_plain);
+  ModeCandidate(kValBits, vs, n, &sc, &bits);
+  AddOrders(bits.ints, n, bits, &sc, &cands, &best_plain);
   const Candidate& c = PickSmallest(&cands, n, &sc);
   *choice = PackChoice(ts_order, c.mode, c.order);
   PutValues(c, vs, n, out, &sc);
@@ -890,23 +911,10 @@ bool EncodeDenseAs(const int64_t* ts, const double* vs, size_t n, std::string* o
                    uint8_t* made) {
   using namespace internal;
   Scratch& sc = ThreadScratch();
-  const auto mode = static_cast<ValueMode>((choice >> 5) & 3);
   const int ts_order = (choice >> 3) & 3;
-  Candidate c{choice & 7, mode, 0, 0, nullptr, {}};
-  if (mode == kValDecimal) {
-    int e = 0;
-    if (!ToDecimal(vs, n, &e, &sc.dec)) return false;
-    c.param = e;
-    c.extra = 2;
-    c.ints = sc.dec.data();
-  } else if (mode == kValBinary) {
-    if (!ToBinary(vs, n, &c.param, &sc.bin)) return false;
-    c.extra = 1 + ZigZagLength(c.param);
-    c.ints = sc.bin.data();
-  } else if (mode == kValBits) {
-    c.extra = 1;
-    c.ints = reinterpret_cast<const uint64_t*>(vs);
-  }
+  Candidate c;
+  if (!ModeCandidate(static_cast<ValueMode>((choice >> 5) & 3), vs, n, &sc, &c)) return false;
+  c.order = choice & 7;
   PutVarint64(out, n);
   PutIntSeqOrder(reinterpret_cast<const uint64_t*>(ts), n, ts_order, out, &sc);
   if (orders && c.ints != nullptr) {
