@@ -565,6 +565,9 @@ class Head : public storage::Queryable {
     size_t postings = 0;      // inverted index lists (capacity)
     size_t symbols = 0;
     size_t closed_samples = 0, open_samples = 0;
+    size_t Total() const {
+      return series + chunk_lists + closed_bytes + closed_slack + open_bytes + ooo + series_maps + postings + symbols;
+    }
   };
   MemoryStats GetMemoryStats() const;
 

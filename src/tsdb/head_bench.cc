@@ -229,13 +229,12 @@ void BM_HeadChurn(benchmark::State& state) {
       if (h == 23) {
         ::malloc_trim(0);
         rss_day = RssBytes();
-        auto m = head.GetMemoryStats();
-        head_day = static_cast<double>(m.series + m.chunk_lists + m.closed_bytes + m.closed_slack + m.open_bytes + m.ooo + m.series_maps + m.postings + m.symbols);
+        head_day = static_cast<double>(head.GetMemoryStats().Total());
       }
     }
     ::malloc_trim(0);
     auto m = head.GetMemoryStats();
-    const double head_end = static_cast<double>(m.series + m.chunk_lists + m.closed_bytes + m.closed_slack + m.open_bytes + m.ooo + m.series_maps + m.postings + m.symbols);
+    const double head_end = static_cast<double>(m.Total());
     state.counters["rss_day1_MiB"] = rss_day / (1 << 20);
     state.counters["rss_day2_MiB"] = RssBytes() / (1 << 20);
     state.counters["head_day1_MiB"] = head_day / (1 << 20);
