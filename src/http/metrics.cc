@@ -65,6 +65,12 @@ std::unique_ptr<common::metrics::Collector> NewTsdbCollector(tsdb::DB* db) {
        "Damaged blocks renamed <id>.corrupt in the data dir and no longer served: found at start, or set aside "
        "since when a read failed its checksum.",
        Type::kGauge, [](const tsdb::Stats& s) { return static_cast<double>(s.blocks_set_aside); }},
+      {"trainwatch_tsdb_head_chunks_mapped_bytes",
+       "Bytes of closed head chunks written to chunks_mapped/ and mapped back: page cache, not anonymous memory.",
+       Type::kGauge, [](const tsdb::Stats& s) { return static_cast<double>(s.head_chunks_mapped_bytes); }},
+      {"trainwatch_tsdb_head_chunk_spill_failures_total",
+       "Blocks of closed head chunks that could not be written to chunks_mapped/ or mapped, and stayed in memory.",
+       Type::kCounter, [](const tsdb::Stats& s) { return static_cast<double>(s.head_chunk_spill_failures_total); }},
       {"trainwatch_tsdb_head_samples_appended_total", "Samples appended.", Type::kCounter,
        [](const tsdb::Stats& s) { return static_cast<double>(s.appended_samples_total); }},
       {"trainwatch_tsdb_out_of_order_samples_total", "Samples appended out of order.", Type::kCounter,

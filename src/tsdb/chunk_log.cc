@@ -242,9 +242,9 @@ Status DecodeMark(std::string_view rec, Mark* out) {
   return Status::OK();
 }
 
-Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
+Result<Loaded> Load(const std::string& dir, int64_t group_ms, const SpillOptions& spill) {
   Loaded out;
-  ChunkSlabs slabs;
+  ChunkSlabs slabs(memory::kLargeBlock, spill);
   ASSIGN_OR_RETURN(auto reader, wal::Reader::Open(dir));
   // Records since the last mark wait here until the next one.
   std::vector<RefChunk> pending, rec_chunks;
@@ -330,6 +330,7 @@ Result<Loaded> Load(const std::string& dir, int64_t group_ms) {
     }
     if (!cut_at.has_value()) return reader->status();  // an I/O error, not damage
   }
+  slabs.SpillAndDropAll();
   if (cut_at.has_value()) RETURN_IF_ERROR(wal::Repair(dir, cut_at->first, cut_at->second, /*keep_later=*/false));
   return out;
 }

@@ -95,7 +95,8 @@ struct Loaded {
 // its last mark, torn or damaged records included, so that appending to it
 // again leaves no unpromised record before a later mark.
 // REQUIRES: no writer open on dir. group_ms: as DecodeChunks's (the
-// head's block span).
-Result<Loaded> Load(const std::string& dir, int64_t group_ms = 0);
+// head's block span). `spill`: where the chunks' full blocks go, as the
+// head's (HeadOptions::spill).
+Result<Loaded> Load(const std::string& dir, int64_t group_ms = 0, const SpillOptions& spill = {});
 
 }  // namespace trainwatch::tsdb::chunklog

@@ -37,6 +37,7 @@ DBImpl::DBImpl(const Options& opts) : opts_(opts) {
   ho.max_age_ms = opts.retention_ms;
   ho.now_ms = opts.now_ms;
   ho.limits = opts.series_limits;
+  if (!opts.dir.empty()) ho.spill.dir = SpillDir();
   head_ = std::make_unique<Head>(ho);
 }
 
@@ -54,6 +55,10 @@ Status DBImpl::Init() {
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     return Status::Unavailable("data directory " + opts_.dir + " is in use by another process");
   }
+  // The spilled closed chunks of an earlier process: nothing reads them
+  // (the chunk log holds every closed chunk).
+  RETURN_IF_ERROR(file::RemoveAll(SpillDir()));
+  RETURN_IF_ERROR(file::MkdirAll(SpillDir()));
   int64_t start = MonoNanos();
   RETURN_IF_ERROR(LoadBlocks());
   RETURN_IF_ERROR(LoadTiers());
@@ -444,7 +449,9 @@ Status DBImpl::ReplayWal() {
   int checkpoint_clean = -1, wal_clean = -1;  // series records applied through these segments
   if (file::Exists(ChunkLogDir(gen))) {
     std::optional<Result<chunklog::Loaded>> loaded;
-    std::thread loader([&, dir = ChunkLogDir(gen)] { loaded.emplace(chunklog::Load(dir, opts_.block_duration_ms)); });
+    std::thread loader([&, dir = ChunkLogDir(gen)] {
+      loaded.emplace(chunklog::Load(dir, opts_.block_duration_ms, head_->Spill()));
+    });
     if (checkpoint >= 0) checkpoint_clean = ReplaySeriesRecords(CheckpointDir(checkpoint), 0);
     wal_clean = file::Exists(WalDir()) ? ReplaySeriesRecords(WalDir(), gen) : gen - 1;
     loader.join();
@@ -739,6 +746,8 @@ Stats DBImpl::GetStats() {
   st.too_far_in_future_samples_total = head_->TooFarInFutureTotal();
   st.too_old_samples_total = head_->TooOldTotal();
   st.compaction_series_skipped_total = series_skipped_.load();
+  st.head_chunks_mapped_bytes = ChunkSlabs::MappedBytesNow();
+  st.head_chunk_spill_failures_total = ChunkSlabs::SpillFailuresTotal();
   st.blocks_set_aside = blocks_set_aside_.load();
   st.replay_skipped_samples = head_->ReplaySkipped();
   st.replay_skipped_records = replay_skipped_records_;

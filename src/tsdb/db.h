@@ -74,6 +74,9 @@ struct Stats {
   uint64_t tier_blocks = 0;  // downsampled tier blocks, both resolutions
   uint64_t tier_bytes = 0;
   uint64_t blocks_set_aside = 0;  // damaged blocks renamed "<id>.corrupt" (present at open, or set aside since)
+  // Closed head chunks in files mapped back (SpillOptions; of the process),
+  // and blocks of them that could not be written out and stayed in memory.
+  uint64_t head_chunks_mapped_bytes = 0, head_chunk_spill_failures_total = 0;
   // New series refused by each bound of Options::series_limits (SeriesRefusal order).
   std::array<uint64_t, kNumSeriesRefusals> series_refused_total = {};
 };

@@ -189,6 +189,9 @@ Status DBImpl::WriteChunkLog(wal::Writer* w, bool all) {
       recs.clear();
     }
   }
+  // Reading every chunk closed since the last flush (or, for a base, every
+  // closed chunk) mapped the spilled ones back in: out again.
+  ChunkSlabs::DropMappedPages();
   for (size_t i = 0; i < d.ooo.size(); i++) {
     recs.emplace_back();
     chunklog::EncodeOoo(d.ooo[i], d.ooo_st[i], &recs.back());

@@ -159,6 +159,8 @@ class DBImpl : public DB {
   void DropChunkLog(const Status& why) TW_REQUIRES(maint_mu_);
   std::string CheckpointDir(int segment) const;
   std::string WalDir() const { return opts_.dir + "/wal"; }
+  // Closed head chunks' blocks written out of memory (SpillOptions).
+  std::string SpillDir() const { return opts_.dir + "/chunks_mapped"; }
 
   const Options opts_;
   std::unique_ptr<Head> head_;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,6 +20,7 @@
 #include "base/file.h"
 #include "tsdb/chunkenc/histogram_testing.h"
 #include "tsdb/db_impl.h"
+#include "tsdb/temp_db_test_util.h"
 #include "tsdb/index/block_meta.h"
 #include "tsdb/wal/records.h"
 #include "tsdb/wal/wal.h"
@@ -842,6 +844,53 @@ TEST_F(DBTest, RetentionBySizeKeepsNewestBlocks) {
   Data got = ReadAll();
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got.begin()->second.rbegin()->first, 3 * 40 * d);  // the newest data is kept
+}
+
+// Closed head chunks go to chunks_mapped/ once a block of them fills, from
+// appends and from the chunk log at a restart alike; an open clears what an
+// earlier process left there, and a cut removes the files of what it
+// persisted.
+TEST_F(DBTest, ClosedChunksSpillAndOpenClearsAStaleSpill) {
+  const std::string spill = dir_ + "/chunks_mapped";
+  ASSERT_TRUE(file::MkdirAll(spill).ok());
+  ASSERT_TRUE(file::WriteFileAtomic(spill + "/7", "left by a crash").ok());
+  Open();
+  auto files = [&] { return file::ListDir(spill).value(); };
+  EXPECT_TRUE(files().empty());
+  auto value = [](int64_t i, int s) { return std::sin(static_cast<double>(i * (s + 1))); };  // ~1 KiB a chunk
+  constexpr int kSeries = 1000, kSamples = 480;  // three closed chunks a series: 3 MiB
+  std::vector<Labels> labels;
+  for (int s = 0; s < kSeries; s++) labels.push_back(L("m", std::to_string(s)));
+  for (int64_t i = 0; i < kSamples; i++) {
+    auto app = db_->NewAppender();
+    for (int s = 0; s < kSeries; s++) ASSERT_TRUE(app->Append(0, labels[s], i * 15000, value(i, s)).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  EXPECT_FALSE(files().empty());
+  // The chunk log's writer reads every chunk it logs, spilled ones through
+  // their maps, and takes their pages out of the process again.
+  ASSERT_TRUE(Impl()->FlushChunkLog().ok());
+  EXPECT_GT(testing::MappedFilesUnder(spill).maps, 0u);
+  EXPECT_EQ(testing::MappedFilesUnder(spill).rss_kb, 0u);
+  auto check = [&](int s) {
+    auto q = db_->NewQuerier(0, kSamples * 15000);
+    ASSERT_TRUE(q.ok());
+    auto set = (*q)->Select(false, {}, {*model::Matcher::Make(model::MatchType::kEqual, "job", std::to_string(s))});
+    ASSERT_TRUE(set->Next());
+    auto it = set->At().Iterator();
+    for (int64_t i = 0; i < kSamples; i++) {
+      ASSERT_TRUE(it->Next()) << s << " " << i;
+      ASSERT_EQ(it->At().t, i * 15000);
+      ASSERT_EQ(it->At().v, value(i, s)) << s << " " << i;
+    }
+    EXPECT_FALSE(it->Next());
+  };
+  Open();
+  EXPECT_FALSE(files().empty());  // the chunk log's chunks, loaded
+  for (int s : {0, 1, 500, kSeries - 1}) check(s);
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_TRUE(files().empty());
+  for (int s : {0, kSeries - 1}) check(s);
 }
 
 TEST_F(DBTest, TornWalTailIsTruncatedNotFatal) {

@@ -98,91 +98,11 @@ void MemSeries::Delete(MemSeries* s) {
   ::operator delete(s);
 }
 
-ChunkBytes ChunkBytes::Copy(std::string_view b) {
-  CHECK(b.size() <= UINT32_MAX, "BUG: chunk over 4 GiB");
-  void* mem = std::malloc(sizeof(Rep) + b.size());
-  CHECK(mem != nullptr, "out of memory");
-  ChunkBytes out;
-  out.p_ = new (mem) Rep{{1}, static_cast<uint32_t>(b.size()), 0};
-  if (!b.empty()) std::memcpy(reinterpret_cast<char*>(out.p_ + 1), b.data(), b.size());
-  return out;
-}
-
-ChunkSlabs::~ChunkSlabs() {
-  for (auto& [group, o] : open_) Drop(o.block);
-}
-
-void ChunkSlabs::Drop(char* block) noexcept {
-  if (block == nullptr) return;
-  auto* slab = reinterpret_cast<ChunkBytes::Slab*>(block);
-  if (slab->live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    const uint32_t bytes = slab->bytes;
-    slab->~Slab();
-    memory::FreeLarge(block, bytes);
-  }
-}
-
-ChunkBytes ChunkSlabs::Copy(std::string_view b, int64_t group) {
-  using Rep = ChunkBytes::Rep;
-  constexpr size_t kAlign = alignof(Rep);
-  constexpr size_t kHead = (sizeof(ChunkBytes::Slab) + kAlign - 1) & ~(kAlign - 1);
-  const size_t max_block = max_block_, min_block = std::min(size_t{64} << 10, max_block);
-  const size_t need = (sizeof(Rep) + b.size() + kAlign - 1) & ~(kAlign - 1);
-  if (kHead + need > max_block / 4) return ChunkBytes::Copy(b);  // a chunk that large is rare: its own
-  Open& o = open_[group];
-  if (o.block == nullptr || o.used + need > o.cap) {
-    size_t cap = o.block == nullptr ? min_block : std::min(o.cap * 2, max_block);
-    while (cap < kHead + need) cap *= 2;
-    Drop(o.block);
-    o.block = static_cast<char*>(memory::AllocateLarge(cap));
-    new (o.block) ChunkBytes::Slab{{1}, static_cast<uint32_t>(cap)};
-    o.used = kHead;
-    o.cap = cap;
-  }
-  auto* slab = reinterpret_cast<ChunkBytes::Slab*>(o.block);
-  slab->live.fetch_add(1, std::memory_order_relaxed);
-  ChunkBytes c;
-  c.p_ = new (o.block + o.used) Rep{{1}, static_cast<uint32_t>(b.size()), static_cast<uint32_t>(o.used)};
-  if (!b.empty()) std::memcpy(reinterpret_cast<char*>(c.p_ + 1), b.data(), b.size());
-  o.used += need;
-  return c;
-}
-
-void ChunkSlabs::DropGroupsUpTo(int64_t group) {
-  std::erase_if(open_, [group](const auto& g) {
-    if (g.first > group) return false;
-    Drop(g.second.block);
-    return true;
-  });
-}
-
-size_t ChunkSlabs::Unused() const {
-  size_t n = 0;
-  for (const auto& [group, o] : open_) n += o.cap - o.used;
-  return n;
-}
-
-size_t ChunkBytes::MemoryBytes() const {
-  if (p_ == nullptr) return 0;
-  return p_->slab_offset == 0 ? ::malloc_usable_size(p_) : sizeof(Rep) + p_->size;
-}
-
-void ChunkBytes::Release() noexcept {
-  if (p_ != nullptr && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    const uint32_t slab_offset = p_->slab_offset;
-    char* at = reinterpret_cast<char*>(p_);
-    p_->~Rep();
-    if (slab_offset == 0) {
-      std::free(at);
-    } else {
-      ChunkSlabs::Drop(at - slab_offset);
-    }
-  }
-  p_ = nullptr;
-}
-
 Head::Head(HeadOptions opts)
-    : opts_(opts), stripes_(new Stripe[kStripes]), pages_(new std::atomic<std::atomic<MemSeries*>*>[kMaxPages]) {
+    : opts_(opts),
+      stripes_(new Stripe[kStripes]),
+      pages_(new std::atomic<std::atomic<MemSeries*>*>[kMaxPages]),
+      slabs_(kClosedSlabBlock, opts_.spill) {
   for (uint32_t i = 0; i < kMaxPages; i++) pages_[i].store(nullptr, std::memory_order_relaxed);
 }
 
@@ -1536,6 +1456,7 @@ Head::MemoryStats Head::GetMemoryStats() const {
     if (s->closed.capacity() > 0) m.chunk_lists += ::malloc_usable_size(const_cast<HeadChunk*>(s->closed.data()));
     for (const auto& c : s->closed) {
       m.closed_bytes += c.data.MemoryBytes();
+      m.closed_mapped += c.data.MappedBytes();
       m.closed_samples += c.num_samples;
     }
     if (s->open) {

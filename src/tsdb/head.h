@@ -31,6 +31,7 @@
 #include "model/sample.h"
 #include "storage/merge.h"
 #include "storage/storage.h"
+#include "tsdb/chunk_bytes.h"
 #include "tsdb/chunkenc/chunk.h"
 #include "tsdb/chunkenc/histogram.h"
 #include "tsdb/chunkenc/st.h"
@@ -44,82 +45,6 @@ class Writer;
 }
 
 namespace trainwatch::tsdb {
-
-// Immutable chunk bytes in one allocation with an intrusive, atomic
-// reference count (a closed head chunk is shared by the head, queriers and
-// the block writer). Replaces shared_ptr<const std::string>, which costs
-// two extra allocations' worth of headers and 48 bytes of control block.
-class ChunkBytes {
- public:
-  ChunkBytes() = default;
-  static ChunkBytes Copy(std::string_view b);
-  ChunkBytes(const ChunkBytes& o) noexcept : p_(o.p_) {
-    if (p_ != nullptr) p_->refs.fetch_add(1, std::memory_order_relaxed);
-  }
-  ChunkBytes(ChunkBytes&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  ChunkBytes& operator=(ChunkBytes o) noexcept {
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  ~ChunkBytes() { Release(); }
-
-  std::string_view view() const {
-    return p_ != nullptr ? std::string_view(reinterpret_cast<const char*>(p_ + 1), p_->size) : std::string_view();
-  }
-  size_t MemoryBytes() const;  // heap bytes of the allocation, 0 when empty
-  // Identity (the same allocation), not byte equality.
-  bool SameAs(const ChunkBytes& o) const { return p_ == o.p_; }
-
- private:
-  struct Rep {
-    std::atomic<uint32_t> refs;
-    uint32_t size;
-    uint32_t slab_offset;  // bytes back to its Slab; 0: an allocation of its own
-    // followed by `size` bytes
-  };
-  struct Slab {
-    std::atomic<uint32_t> live;  // chunks not yet released, and its ChunkSlabs while it carves
-    uint32_t bytes;              // of the block, for memory::FreeLarge
-  };
-  void Release() noexcept;
-  Rep* p_ = nullptr;
-
-  friend class ChunkSlabs;
-};
-
-// Copies chunks' bytes into shared blocks (slabs), one run of blocks per
-// group, each block freed when the last chunk in it is released: for chunks
-// that die together, as the chunk log's of one block range do at a head
-// cut. A restart loads hundreds of thousands of chunks; a malloc and fresh
-// 4 KiB pages for each were a sixth of its time. Blocks grow from 64 KiB
-// to `max_block` (4 MiB: huge-page maps, memory::AllocateLarge). The head
-// copies the chunks it closes into its own (malloc's header and rounding
-// were 16 of a closed chunk's ~200 bytes), with smaller blocks: a block's
-// unwritten end is memory held for nothing until the block fills.
-class ChunkSlabs {
- public:
-  explicit ChunkSlabs(size_t max_block = memory::kLargeBlock) : max_block_(max_block) {}
-  ~ChunkSlabs();
-  ChunkSlabs(const ChunkSlabs&) = delete;
-  ChunkSlabs& operator=(const ChunkSlabs&) = delete;
-  ChunkBytes Copy(std::string_view b, int64_t group);
-  // Stops carving the blocks of groups up to `group`: each is freed once
-  // its chunks are (a later Copy to such a group starts a new block).
-  void DropGroupsUpTo(int64_t group);
-  // Bytes of the blocks being carved not yet written: held, unused.
-  size_t Unused() const;
-
- private:
-  struct Open {
-    char* block = nullptr;  // its Slab first; this holds one of its `live`
-    size_t used = 0, cap = 0;
-  };
-  static void Drop(char* block) noexcept;
-  const size_t max_block_;
-  std::unordered_map<int64_t, Open> open_;
-
-  friend class ChunkBytes;
-};
 
 // A closed, immutable chunk. Shared with queriers and the block writer.
 struct HeadChunk {
@@ -353,6 +278,9 @@ struct HeadOptions {
   std::function<int64_t()> now_ms;
   uint32_t samples_per_chunk = 120;
   bool dense_closed_chunks = true;  // re-encode closed chunks densely
+  // Where full blocks of closed chunks are written and mapped back
+  // (SpillOptions; an empty dir: they stay in memory).
+  SpillOptions spill;
   SeriesLimits limits;
 };
 
@@ -362,6 +290,9 @@ class Head : public storage::Queryable {
   ~Head() override;
   Head(const Head&) = delete;
   Head& operator=(const Head&) = delete;
+
+  // Where full blocks of closed chunks go (HeadOptions::spill).
+  const SpillOptions& Spill() const { return opts_.spill; }
 
   // The WAL that commits write to; null while replaying or in tests without WAL.
   void SetWal(wal::Writer* wal, bool sync_each_commit);
@@ -557,7 +488,8 @@ class Head : public storage::Queryable {
   struct MemoryStats {
     size_t series = 0;        // MemSeries incl. label symbol ids, and SeriesExtras
     size_t chunk_lists = 0;   // arrays of closed-chunk descriptors
-    size_t closed_bytes = 0;  // closed chunks' encoded bytes
+    size_t closed_bytes = 0;  // closed chunks' encoded bytes in memory, and the headers of those spilled
+    size_t closed_mapped = 0;  // closed chunks' bytes in files mapped back (page cache: not in Total)
     size_t closed_slack = 0;  // the unwritten ends of the blocks they are copied into
     size_t open_bytes = 0;    // open XOR chunks' buffers
     size_t ooo = 0;           // out-of-order buffers
@@ -725,7 +657,7 @@ class Head : public storage::Queryable {
   // stops carving the ranges it cut.
   static constexpr size_t kClosedSlabBlock = size_t{256} << 10;
   mutable base::Mutex slabs_mu_;
-  mutable ChunkSlabs slabs_ TW_GUARDED_BY(slabs_mu_){kClosedSlabBlock};
+  mutable ChunkSlabs slabs_ TW_GUARDED_BY(slabs_mu_);
   base::Mutex chunk_queue_mu_;
   std::vector<RefChunk> chunk_queue_ TW_GUARDED_BY(chunk_queue_mu_);
   std::atomic<size_t> chunk_queue_bytes_{0};

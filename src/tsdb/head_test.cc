@@ -4,12 +4,19 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fstream>
 #include <random>
 #include <thread>
 
+#include "base/file.h"
 #include "model/matcher.h"
 #include "tsdb/chunkenc/histogram_testing.h"
+#include "tsdb/temp_db_test_util.h"
 
 namespace trainwatch::tsdb {
 namespace {
@@ -288,6 +295,172 @@ TEST(HeadTest, TruncateReleasesTheSlabsOfCutRanges) {
   EXPECT_EQ(head.GetMemoryStats().closed_slack, 0u);
 }
 
+// A fresh directory for spilled chunk blocks, removed with the object.
+class SpillDir {
+ public:
+  SpillDir() {
+    char tmpl[] = "/tmp/tw_spill_test_XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~SpillDir() { (void)file::RemoveAll(path_); }
+  const std::string& path() const { return path_; }
+  size_t Files() const { return file::ListDir(path_).value().size(); }
+  size_t Maps() const { return testing::MappedFilesUnder(path_).maps; }
+  size_t ResidentKb() const { return testing::MappedFilesUnder(path_).rss_kb; }
+
+ private:
+  std::string path_;
+};
+
+std::string SpillChunk(int i) {
+  std::string b = "chunk" + std::to_string(i) + ":";
+  b.resize(40 + static_cast<size_t>(i * 37 % 300), static_cast<char>('a' + i % 26));
+  return b;
+}
+
+// With a spill directory, full data blocks go to files mapped in place:
+// the chunks keep their bytes, their memory is the header alone, and each
+// file goes with the last chunk of its block.
+TEST(HeadTest, ChunkSlabsSpillFullBlocksToFilesMappedInPlace) {
+  SpillDir dir;
+  std::vector<ChunkBytes> chunks;
+  {
+    ChunkSlabs slabs(64 << 10, SpillOptions{dir.path(), 64 << 10, 8 << 10});
+    for (int i = 0; i < 3000; i++) chunks.push_back(slabs.Copy(SpillChunk(i), i % 2));
+    chunks.push_back(slabs.Copy(std::string(20 << 10, 'z'), 0));  // over a quarter of a data block: its own
+    EXPECT_GT(slabs.SpilledBlocks(), 4u);
+    EXPECT_EQ(slabs.SpillFailures(), 0u);
+    EXPECT_EQ(dir.Files(), slabs.SpilledBlocks());
+    EXPECT_EQ(dir.Maps(), slabs.SpilledBlocks());  // each file is mapped (over its block)
+    slabs.DropGroupsUpTo(0);
+  }
+  size_t mapped = 0;
+  for (int i = 0; i < 3000; i++) {
+    ASSERT_EQ(chunks[i].view(), SpillChunk(i)) << i;
+    if (chunks[i].MappedBytes() > 0) {
+      mapped++;
+      EXPECT_EQ(chunks[i].MappedBytes(), SpillChunk(i).size());
+      EXPECT_EQ(chunks[i].MemoryBytes(), 20u);  // the header and a pointer
+    } else {
+      EXPECT_EQ(chunks[i].MemoryBytes(), 20 + SpillChunk(i).size());
+    }
+  }
+  EXPECT_GT(mapped, 2000u);  // all but each group's last block
+  // Reading them mapped their pages in; DropMappedPages takes them out of
+  // the process again, and a read maps them back.
+  EXPECT_GT(dir.ResidentKb(), 100u);
+  EXPECT_GT(ChunkSlabs::DropMappedPages(), 100u << 10);
+  EXPECT_EQ(dir.ResidentKb(), 0u);
+  for (int i = 0; i < 3000; i++) ASSERT_EQ(chunks[i].view(), SpillChunk(i)) << i;
+  EXPECT_GT(dir.ResidentKb(), 100u);
+  EXPECT_EQ(chunks.back().view(), std::string(20 << 10, 'z'));
+  EXPECT_EQ(chunks.back().MappedBytes(), 0u);
+  const size_t files = dir.Files();
+  std::vector<ChunkBytes> odd;  // a reader's copies of group 1
+  for (int i = 1; i < 3000; i += 2) odd.push_back(chunks[i]);
+  chunks.clear();
+  EXPECT_LT(dir.Files(), files);  // group 0's blocks went with their chunks
+  EXPECT_GT(dir.Files(), 0u);
+  for (size_t j = 0; j < odd.size(); j++) ASSERT_EQ(odd[j].view(), SpillChunk(static_cast<int>(2 * j + 1))) << j;
+  odd.clear();
+  EXPECT_EQ(dir.Files(), 0u);
+  EXPECT_EQ(dir.Maps(), 0u);
+}
+
+// A block that cannot be written out stays in memory, counted; its chunks
+// keep their bytes.
+TEST(HeadTest, ChunkSlabsSpillFailureKeepsBlocksInMemory) {
+  const uint64_t failures = ChunkSlabs::SpillFailuresTotal();
+  std::vector<ChunkBytes> chunks;
+  {
+    ChunkSlabs slabs(64 << 10, SpillOptions{"/nonexistent/tw_spill", 64 << 10, 8 << 10});
+    for (int i = 0; i < 1000; i++) chunks.push_back(slabs.Copy(SpillChunk(i), 0));
+    EXPECT_EQ(slabs.SpilledBlocks(), 0u);
+    EXPECT_GT(slabs.SpillFailures(), 0u);
+    EXPECT_EQ(ChunkSlabs::SpillFailuresTotal(), failures + slabs.SpillFailures());
+  }
+  for (int i = 0; i < 1000; i++) {
+    ASSERT_EQ(chunks[i].view(), SpillChunk(i)) << i;
+    EXPECT_EQ(chunks[i].MappedBytes(), 0u);
+  }
+}
+
+// Readers hold and read chunks while later ones fill blocks that are
+// mapped over: each reads the bytes it was given, before, during and after
+// its block's map (the ASan build checks every access).
+TEST(HeadTest, ChunkSlabsSpillKeepsBytesUnderConcurrentReaders) {
+  SpillDir dir;
+  constexpr int kChunks = 20000;
+  std::vector<ChunkBytes> chunks(kChunks);
+  std::atomic<int> published{0};
+  std::atomic<bool> bad{false};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; r++) {
+    readers.emplace_back([&] {
+      while (published.load(std::memory_order_acquire) < kChunks) {
+        const int n = published.load(std::memory_order_acquire);
+        for (int i = std::max(0, n - 2000); i < n; i++) {
+          if (chunks[i].view() != SpillChunk(i)) bad = true;
+        }
+      }
+    });
+  }
+  {
+    ChunkSlabs slabs(64 << 10, SpillOptions{dir.path(), 64 << 10, 8 << 10});
+    for (int i = 0; i < kChunks; i++) {
+      chunks[i] = slabs.Copy(SpillChunk(i), 0);
+      published.store(i + 1, std::memory_order_release);
+    }
+    EXPECT_GT(slabs.SpilledBlocks(), 30u);
+  }
+  for (auto& t : readers) t.join();
+  EXPECT_FALSE(bad.load());
+  chunks.clear();
+  EXPECT_EQ(dir.Files(), 0u);
+}
+
+// A head with a spill directory answers as one without, holds its closed
+// chunks' bytes in files, and a cut removes the files of what it persisted.
+TEST(HeadTest, SpilledClosedChunksReadBackAndGoWithTheirRange) {
+  constexpr int64_t hour = 3600 * 1000;
+  SpillDir dir;
+  HeadOptions plain, spilling;
+  spilling.spill = SpillOptions{dir.path(), 64 << 10, 8 << 10};
+  Head a(plain), b(spilling);
+  for (Head* h : {&a, &b}) {
+    auto app = h->NewAppender();
+    for (int s = 0; s < 300; s++) {
+      Labels ls{{"__name__", "m"}, {"s", std::to_string(s)}};
+      for (int64_t t = 0; t < 3 * hour; t += 15000) {
+        ASSERT_TRUE(app->Append(0, ls, t, std::sin(static_cast<double>(t / 15000 * (s + 1)))).ok());  // ~1 KiB a chunk
+      }
+    }
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  const Head::MemoryStats ma = a.GetMemoryStats(), mb = b.GetMemoryStats();
+  EXPECT_EQ(ma.closed_mapped, 0u);
+  EXPECT_GT(mb.closed_mapped, ma.closed_bytes / 2);
+  EXPECT_LT(mb.closed_bytes, ma.closed_bytes / 2);
+  EXPECT_GT(dir.Files(), 0u);
+  for (int s : {0, 7, 299}) {
+    auto want = Read(&a, {Eq("s", std::to_string(s))});
+    ASSERT_EQ(want.size(), 720u);
+    auto got = Read(&b, {Eq("s", std::to_string(s))});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); i++) {
+      ASSERT_EQ(got[i].t, want[i].t) << s << " " << i;
+      ASSERT_EQ(got[i].v, want[i].v) << s << " " << i;
+    }
+  }
+  const size_t files = dir.Files();
+  b.Truncate(b.SnapshotForPersist(2 * hour, /*close_all=*/false));
+  EXPECT_LT(dir.Files(), files);
+  EXPECT_EQ(Read(&b, {Eq("s", "7")}).size(), 240u);
+  b.Truncate(b.SnapshotForPersist(INT64_MAX, /*close_all=*/true));
+  EXPECT_EQ(b.NumSeries(), 0u);
+  EXPECT_EQ(dir.Files(), 0u);
+}
+
 TEST(HeadTest, PersistSetIsSortedByLabels) {
   // Label sets that are prefixes of one another, share prefixes, differ in
   // names before values, and were created in an unrelated order.
@@ -380,7 +553,7 @@ TEST(ChunkListIteratorTest, AppendUntilMatchesNext) {
   for (size_t c = 0; c < chunks.size(); ++c) chunks[c].data = bytes[c];
   for (auto [mint, maxt] : {std::pair<int64_t, int64_t>{0, 9000}, {1205, 2195}, {1500, 1500}, {2495, 2505}}) {
     for (int64_t seek : {int64_t{0}, int64_t{1495}, int64_t{2000}}) {
-      SCOPED_TRACE(testing::Message() << "[" << mint << ", " << maxt << "] seek " << seek);
+      SCOPED_TRACE(::testing::Message() << "[" << mint << ", " << maxt << "] seek " << seek);
       std::vector<model::Sample> want;
       ChunkListIterator a(chunks, mint, maxt, nullptr);
       if (a.Seek(seek)) {

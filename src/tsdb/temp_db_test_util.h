@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+#include <cctype>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -63,5 +65,25 @@ class TempDB {
   std::string dir_;
   std::unique_ptr<DB> db_;
 };
+
+// Maps of files under `dir` in this process (/proc/self/smaps): how many,
+// and their resident kB.
+struct MappedFiles {
+  size_t maps = 0, rss_kb = 0;
+};
+inline MappedFiles MappedFilesUnder(const std::string& dir) {
+  std::ifstream smaps("/proc/self/smaps");
+  MappedFiles out;
+  bool in = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ')) {
+      in = line.find(dir + "/") != std::string::npos;  // a map's first line: range perms offset dev inode path
+      out.maps += in;
+    } else if (in && line.rfind("Rss:", 0) == 0) {
+      out.rss_kb += std::stoul(line.substr(4));
+    }
+  }
+  return out;
+}
 
 }  // namespace trainwatch::tsdb::testing
