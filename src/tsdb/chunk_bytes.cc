@@ -41,7 +41,7 @@ std::unordered_map<char*, size_t>& Mapped() {
   return *m;
 }
 
-size_t MaxSpilledBlocks() {
+size_t ReadMaxSpilledBlocks() {
   long limit = 65530;
   if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
     if (std::fscanf(f, "%ld", &limit) != 1) limit = 65530;
@@ -107,10 +107,17 @@ void ChunkBytes::Release() noexcept {
   p_ = nullptr;
 }
 
+constexpr size_t ChunkSlabs::kHead = AlignRep(sizeof(ChunkBytes::Slab));
+
 ChunkSlabs::ChunkSlabs(size_t max_block, SpillOptions spill)
     : max_block_(spill.dir.empty() ? max_block : std::min(max_block, spill.data_block / 8)),
       spill_(std::move(spill)),
       max_spilled_(spill_.dir.empty() ? 0 : MaxSpilledBlocks()) {}
+
+size_t ChunkSlabs::MaxSpilledBlocks() {
+  static const size_t max = ReadMaxSpilledBlocks();  // a sysctl: read once
+  return max;
+}
 
 ChunkSlabs::~ChunkSlabs() {
   for (auto& [group, o] : open_) Drop(o.block);
@@ -141,8 +148,6 @@ void ChunkSlabs::Drop(char* block) noexcept {
 }
 
 void ChunkSlabs::Roll(Open& o, size_t need) {
-  constexpr size_t kAlign = alignof(ChunkBytes::Rep);
-  constexpr size_t kHead = (sizeof(ChunkBytes::Slab) + kAlign - 1) & ~(kAlign - 1);
   const size_t min_block = std::min(size_t{64} << 10, max_block_);
   size_t cap = o.block == nullptr ? min_block : std::min(o.cap * 2, max_block_);
   while (cap < kHead + need) cap *= 2;
@@ -230,11 +235,8 @@ uint64_t ChunkSlabs::SpillFailuresTotal() { return failures.load(std::memory_ord
 
 ChunkBytes ChunkSlabs::Copy(std::string_view b, int64_t group) {
   using Rep = ChunkBytes::Rep;
-  constexpr size_t kAlign = alignof(Rep);
-  constexpr size_t kHead = (sizeof(ChunkBytes::Slab) + kAlign - 1) & ~(kAlign - 1);
   const bool spill = !spill_.dir.empty();
-  const size_t need = spill ? (sizeof(Rep) + sizeof(const char*) + kAlign - 1) & ~(kAlign - 1)
-                            : (sizeof(Rep) + b.size() + kAlign - 1) & ~(kAlign - 1);
+  const size_t need = AlignRep(sizeof(Rep) + (spill ? sizeof(const char*) : b.size()));
   if (spill ? b.size() > spill_.data_block / 4 : kHead + need > max_block_ / 4) {
     return ChunkBytes::Copy(b);  // a chunk that large is rare: its own
   }

@@ -145,6 +145,13 @@ class ChunkSlabs {
     size_t data_used = 0;   // of the Slab's data block (spill mode)
   };
   static void Drop(char* block) noexcept;
+  // A block holds its Slab, then chunks' headers (with their bytes unless
+  // spilling), each at the header's alignment.
+  static constexpr size_t AlignRep(size_t n) {
+    return (n + alignof(ChunkBytes::Rep) - 1) & ~(alignof(ChunkBytes::Rep) - 1);
+  }
+  static const size_t kHead;  // AlignRep(sizeof(Slab))
+  static size_t MaxSpilledBlocks();
   // Starts a new block for o (its data block too in spill mode), spilling
   // and dropping the one it carves.
   void Roll(Open& o, size_t need);

@@ -17,6 +17,7 @@
 #include "model/matcher.h"
 #include "tsdb/chunkenc/histogram_testing.h"
 #include "tsdb/temp_db_test_util.h"
+#include "tsdb/wal/wal_test_util.h"
 
 namespace trainwatch::tsdb {
 namespace {
@@ -296,20 +297,10 @@ TEST(HeadTest, TruncateReleasesTheSlabsOfCutRanges) {
 }
 
 // A fresh directory for spilled chunk blocks, removed with the object.
-class SpillDir {
- public:
-  SpillDir() {
-    char tmpl[] = "/tmp/tw_spill_test_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~SpillDir() { (void)file::RemoveAll(path_); }
-  const std::string& path() const { return path_; }
-  size_t Files() const { return file::ListDir(path_).value().size(); }
-  size_t Maps() const { return testing::MappedFilesUnder(path_).maps; }
-  size_t ResidentKb() const { return testing::MappedFilesUnder(path_).rss_kb; }
-
- private:
-  std::string path_;
+struct SpillDir : wal::testing::ScratchDir {
+  size_t Files() const { return file::ListDir(path()).value().size(); }
+  size_t Maps() const { return testing::MappedFilesUnder(path()).maps; }
+  size_t ResidentKb() const { return testing::MappedFilesUnder(path()).rss_kb; }
 };
 
 std::string SpillChunk(int i) {
