@@ -22,7 +22,7 @@ Status Malformed(std::string_view kind, std::string_view what) {
 
 bool ValidEncoding(uint8_t e) {
   return e == static_cast<uint8_t>(chunkenc::Encoding::kXor) || e == static_cast<uint8_t>(chunkenc::Encoding::kDense) ||
-         e == static_cast<uint8_t>(chunkenc::Encoding::kDelta) ||
+         e == static_cast<uint8_t>(chunkenc::Encoding::kDelta) || e == static_cast<uint8_t>(chunkenc::Encoding::kDelta1) ||
          e == static_cast<uint8_t>(chunkenc::Encoding::kFloatHistogram) ||
          e == static_cast<uint8_t>(chunkenc::Encoding::kStartTimes);
 }

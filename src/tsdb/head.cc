@@ -748,7 +748,7 @@ bool Head::EncodeDenser(const HeadChunk& c, HeadChunk* out, std::string_view byt
   dense.clear();
   // A chunk with start timestamps: the chunk inside is re-encoded, the runs kept.
   Result<chunkenc::Unwrapped> u = chunkenc::UnwrapST(c.enc, bytes, &runs);
-  if (!u.ok() || u->enc != chunkenc::Encoding::kDelta) return false;
+  if (!u.ok() || !chunkenc::IsDeltaEncoding(u->enc)) return false;
   if (!chunkenc::DecodeAll(u->enc, u->data, &ts, &vs).ok() || ts.empty()) return false;
   chunkenc::EncodeDenseLike(ts.data(), vs.data(), ts.size(), &dense, choice, search);
   if (dense.size() >= u->data.size()) return false;
@@ -789,7 +789,7 @@ uint64_t Head::DensifyClosed(const std::vector<uint64_t>& refs) {
       SpinGuard lock(s->mu);
       for (const auto& c : s->closed) {
         // With start timestamps too: EncodeDenser keeps them.
-        if (chunkenc::InnerEncoding(c.enc, c.data.view()) == chunkenc::DeltaChunk::kEncoding) todo.push_back(c);
+        if (chunkenc::IsDeltaEncoding(chunkenc::InnerEncoding(c.enc, c.data.view()))) todo.push_back(c);
       }
     }
     // Encoded outside the series' lock (appenders go on); swapped in only

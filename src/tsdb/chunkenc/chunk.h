@@ -36,7 +36,9 @@ struct DenseBuffer {
 enum class Encoding : uint8_t {
   kXor = 1,    // Gorilla, appendable
   kDense = 2,  // whole-chunk codec for persisted blocks
-  kDelta = 3,  // appendable, decimal-aware: the head's open chunks (in memory only)
+  // Delta chunks as written before 2026-12-08 (every timestamp's bits,
+  // class-coded residuals): read only, from chunk logs written then.
+  kDelta1 = 3,
   // Float native histograms (tsdb/chunkenc/histogram.h): appendable, in the
   // head, the chunk log and blocks. Iterator and DecodeAll refuse it
   // (NotSupported): FloatHistogramIterator reads it.
@@ -48,9 +50,13 @@ enum class Encoding : uint8_t {
   // block's min, max, sum, count and last; tsdb/chunkenc/parts.h). Iterator
   // and DecodeAll refuse it (NotSupported): UnwrapPart takes one out.
   kParts = 6,
+  // Appendable, decimal-aware: the head's open chunks, and closed ones that
+  // the dense codec does not make smaller (head and chunk log only).
+  kDelta = 7,
 };
 
 inline bool IsHistogramEncoding(Encoding e) { return e == Encoding::kFloatHistogram; }
+inline bool IsDeltaEncoding(Encoding e) { return e == Encoding::kDelta || e == Encoding::kDelta1; }
 
 // An appendable Gorilla XOR chunk held in memory. Not thread-safe; the head
 // guards each series with its own lock.
@@ -125,7 +131,7 @@ class DeltaChunk {
   uint32_t NumSamples() const { return n_; }
   std::string_view Bytes() const;
   size_t MemoryBytes() const;  // heap bytes held
-  int64_t MinTime() const { return t_first_; }  // REQUIRES: NumSamples() > 0
+  int64_t MinTime() const;                       // REQUIRES: NumSamples() > 0
   int64_t MaxTime() const { return t_; }        // last appended timestamp
 
  private:
@@ -143,9 +149,9 @@ class DeltaChunk {
   void Grow(size_t need);
   void GrowStep();
 
-  char* buf_ = nullptr;  // u16 count header + bitstream
+  char* buf_ = nullptr;  // u16 count, u16 regular timestamps, bitstream
   uint32_t size_ = 0, cap_ = 0;
-  int64_t t_ = 0, t_delta_ = 0, t_first_ = 0;
+  int64_t t_ = 0, t_delta_ = 0;
   // Value state. Decimal mode: m_ = previous mantissa, d_ = previous
   // difference, bias_ = cost(second order) - cost(first order) so far.
   // XOR mode: m_ holds the previous value's bits.
@@ -154,6 +160,8 @@ class DeltaChunk {
   int64_t m_ = 0, d_ = 0;
   int32_t bias_ = 0, xbias_ = 0;
   uint16_t n_ = 0;
+  uint16_t reg_ = 0;  // leading samples with regular timestamps (no bits past the second)
+  uint16_t kp_ = 0;   // the Rice parameter's state (delta_internal.h)
   uint8_t xor_mode_ = 0, e_ = 0;
   uint8_t leading_ = 0xff, trailing_ = 0;
   uint8_t bit_pos_ = 0;
@@ -210,6 +218,8 @@ class Iterator {
   bool xor_mode_ = false;
   uint8_t e_ = 0;
   int32_t bias_ = 0, xbias_ = 0;
+  uint32_t reg_ = 0;  // samples with regular timestamps
+  uint16_t kp_ = 0;   // the Rice parameter's state
   int64_t m_ = 0, d_ = 0;
   internal::DenseBuffer dense_;
   // A dense chunk's samples: dense_'s, or other_'s (ResetCounted of chunks

@@ -160,6 +160,18 @@ size_t XorBytes(const Series& s) {
   return bytes;
 }
 
+// Delta (the head's open chunk) bytes of a series cut into 120-sample
+// chunks.
+size_t DeltaBytes(const Series& s) {
+  size_t bytes = 0;
+  for (size_t off = 0; off < s.ts.size(); off += kXorChunkSamples) {
+    DeltaChunk c;
+    for (size_t i = off; i < std::min(off + kXorChunkSamples, s.ts.size()); i++) c.Append(s.ts[i], s.vs[i]);
+    bytes += c.Bytes().size();
+  }
+  return bytes;
+}
+
 // Dense bytes of a series cut into chunks of `per_chunk` samples (0: one
 // chunk).
 size_t DenseBytes(const Series& s, std::string* out, size_t per_chunk = 0) {
@@ -180,7 +192,7 @@ void BM_WorkloadReport(benchmark::State& state) {
     return;
   }
   struct Acc {
-    size_t series = 0, samples = 0, xor_bytes = 0, dense_bytes = 0;
+    size_t series = 0, samples = 0, xor_bytes = 0, delta_bytes = 0, dense_bytes = 0;
   };
   std::map<std::string, Acc> per;
   Acc total;
@@ -190,28 +202,32 @@ void BM_WorkloadReport(benchmark::State& state) {
     total = Acc{};
     for (const Series& s : *data) {
       Acc& a = per[s.name];
-      size_t xb = XorBytes(s), db = DenseBytes(s, &buf, static_cast<size_t>(state.range(0)));
+      size_t xb = XorBytes(s), lb = DeltaBytes(s), db = DenseBytes(s, &buf, static_cast<size_t>(state.range(0)));
       for (Acc* p : {&a, &total}) {
         p->series++;
         p->samples += s.ts.size();
         p->xor_bytes += xb;
+        p->delta_bytes += lb;
         p->dense_bytes += db;
       }
     }
   }
   std::vector<std::pair<std::string, Acc>> rows(per.begin(), per.end());
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.dense_bytes > b.second.dense_bytes; });
-  std::fprintf(stderr, "%-42s %6s %8s %8s %6s\n", "metric", "series", "xor B/s", "dense", "share");
+  std::fprintf(stderr, "%-42s %6s %8s %8s %8s %6s\n", "metric", "series", "xor B/s", "delta", "dense", "share");
   for (auto& [name, a] : rows) {
-    std::fprintf(stderr, "%-42s %6zu %8.3f %8.3f %5.1f%%\n", name.c_str(), a.series,
+    std::fprintf(stderr, "%-42s %6zu %8.3f %8.3f %8.3f %5.1f%%\n", name.c_str(), a.series,
                  static_cast<double>(a.xor_bytes) / static_cast<double>(a.samples),
+                 static_cast<double>(a.delta_bytes) / static_cast<double>(a.samples),
                  static_cast<double>(a.dense_bytes) / static_cast<double>(a.samples),
                  100.0 * static_cast<double>(a.dense_bytes) / static_cast<double>(total.dense_bytes));
   }
-  std::fprintf(stderr, "%-42s %6zu %8.3f %8.3f\n", "TOTAL", total.series,
+  std::fprintf(stderr, "%-42s %6zu %8.3f %8.3f %8.3f\n", "TOTAL", total.series,
                static_cast<double>(total.xor_bytes) / static_cast<double>(total.samples),
+               static_cast<double>(total.delta_bytes) / static_cast<double>(total.samples),
                static_cast<double>(total.dense_bytes) / static_cast<double>(total.samples));
   state.counters["xor_B/sample"] = static_cast<double>(total.xor_bytes) / static_cast<double>(total.samples);
+  state.counters["delta_B/sample"] = static_cast<double>(total.delta_bytes) / static_cast<double>(total.samples);
   state.counters["dense_B/sample"] = static_cast<double>(total.dense_bytes) / static_cast<double>(total.samples);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * total.samples));
 }

@@ -556,5 +556,75 @@ TEST(DeltaChunkTest, SmallerThanXorOnDecimalData) {
   EXPECT_LE(DeltaBytes(f).size(), x.size() + 2);
 }
 
+
+TEST(DeltaChunkTest, RegularTimestampsCostNoBits) {
+  // A constant on an exact 15 s clock: t0, the delta and a bit a value.
+  Series s = Regular(120, 1700000000000, 15000, [](size_t) { return 7.0; });
+  std::string d = DeltaBytes(s);
+  ExpectDecodes(Encoding::kDelta, d, s);
+  EXPECT_LE(d.size(), 4 + 7 + 3 + 2 + 120 / 8 + 1);
+  EXPECT_EQ((static_cast<uint8_t>(d[2]) << 8) | static_cast<uint8_t>(d[3]), 120);  // all regular
+  // A clock that slips once: regular up to there, every delta of delta after.
+  for (size_t slip : {2, 3, 60, 119}) {
+    Series j = s;
+    for (size_t i = slip; i < j.ts.size(); i++) j.ts[i] += (i == slip ? 7 : 7 + static_cast<int64_t>(i % 3));
+    std::string dj = DeltaBytes(j);
+    EXPECT_EQ((static_cast<uint8_t>(dj[2]) << 8) | static_cast<uint8_t>(dj[3]), static_cast<int>(slip));
+    ExpectDecodes(Encoding::kDelta, dj, j);
+  }
+  // Corrupt: more regular samples than samples.
+  d[2] = 0x7f;
+  Iterator it(Encoding::kDelta, d);
+  EXPECT_FALSE(it.Next());
+  EXPECT_FALSE(it.Err().ok());
+}
+
+TEST(DeltaChunkTest, RiceCodesFollowTheResiduals) {
+  // A 2-decimal counter whose increments spread over 1000 (10 bits), then
+  // over 16: each costs about its spread's bits plus 1-2, where the old
+  // classes spent 16 and 11 bits.
+  std::mt19937_64 rng(11);
+  Series s;
+  int64_t m = 123456;
+  for (int i = 0; i < 240; i++) {
+    m += i < 120 ? 500 + static_cast<int64_t>(rng() % 1000) : 10 + static_cast<int64_t>(rng() % 16);
+    s.ts.push_back(1700000000000 + i * 15000);
+    s.vs.push_back(static_cast<double>(m) / 100);
+  }
+  Series first{{s.ts.begin(), s.ts.begin() + 120}, {s.vs.begin(), s.vs.begin() + 120}};
+  const std::string all = DeltaBytes(s), wide = DeltaBytes(first);
+  ExpectDecodes(Encoding::kDelta, all, s);
+  EXPECT_LE(wide.size() * 8, 120 * 12 + 64) << "wide residuals: " << wide.size() << " bytes";
+  EXPECT_LE((all.size() - wide.size()) * 8, 120 * 8) << "narrow residuals: " << all.size() - wide.size() << " bytes";
+}
+
+TEST(DeltaChunkTest, ReadsChunksOfTheFirstFormat) {
+  // A chunk as DeltaChunk wrote it before 2026-12-08 (Encoding 3: every
+  // timestamp's bits, class-coded residuals), as chunk logs of then hold
+  // it: a decimal gauge, a jittered clock, an exponent change, XOR after.
+  const std::string old(
+      "\x00\x10\xf6\x81\xdf\xc5\xdb\x66\x07\x86\x7e\x61\xd4\x95\xfe\x16\x7d\x20\x01\xf2\x5d\xff\x97\x04"
+      "\xb4\x00\x3e\x7d\x47\xc3\xa9\x8d\x83\x7f\xb8\xad\x1c\x43\xae\x02\x4b\x78\x7e\x00\x07\x0f\xbf\xe6"
+      "\x9c\xcc\xcc\xcc\xcc\xcd\xbf\xff\xbf\xcd\x59\x99\x99\x99\x99\x9a\x80\x01\xc0\x00\x00\x00\x00\x00",
+      72);
+  const double vs[] = {41.5, 41.5, 42.0, 43.25, 43.25, 44.0, 45.5, 46.75, 47.0, 48.5, 48.125, 49.0, 50.5, 0.1 + 0.2, 51.0, 52.0};
+  const int64_t dts[] = {15000, 15000, 15000, 15000, 15007, 14993, 15000, 15000, 30000, 15000, 15000, 15000, 15001, 15000, 15000, 15000};
+  Series s;
+  int64_t t = 1764633600123;
+  for (int i = 0; i < 16; i++) {
+    s.ts.push_back(t);
+    s.vs.push_back(vs[i]);
+    t += dts[i];
+  }
+  ExpectDecodes(Encoding::kDelta1, old, s);
+  // Read as the current format, the same bytes are not these samples.
+  std::vector<int64_t> ts;
+  std::vector<double> got;
+  Status st = DecodeAll(Encoding::kDelta, old, &ts, &got);
+  EXPECT_TRUE(!st.ok() || ts != s.ts || got != s.vs);
+  // Both formats refuse a short header.
+  for (Encoding e : {Encoding::kDelta1, Encoding::kDelta}) EXPECT_FALSE(Iterator(e, old.substr(0, 1)).Next());
+}
+
 }  // namespace
 }  // namespace trainwatch::chunkenc

@@ -20,7 +20,8 @@ namespace trainwatch::chunkenc {
 
 namespace {
 
-constexpr size_t kHeaderSize = 2;
+// u16 sample count, u16 samples with regular timestamps (see Append).
+constexpr size_t kHeaderSize = 4;
 constexpr uint32_t kMaxSamples = 0xffff;
 
 }  // namespace
@@ -28,14 +29,14 @@ constexpr uint32_t kMaxSamples = 0xffff;
 DeltaChunk::DeltaChunk() {
   Grow(kHeaderSize);
   size_ = kHeaderSize;
-  buf_[0] = buf_[1] = 0;
+  std::memset(buf_, 0, kHeaderSize);
 }
 
 DeltaChunk::~DeltaChunk() { std::free(buf_); }
 
 DeltaChunk::DeltaChunk(const DeltaChunk& o)
-    : t_(o.t_), t_delta_(o.t_delta_), t_first_(o.t_first_), m_(o.m_), d_(o.d_), bias_(o.bias_), xbias_(o.xbias_), n_(o.n_),
-      xor_mode_(o.xor_mode_), e_(o.e_), leading_(o.leading_), trailing_(o.trailing_), bit_pos_(o.bit_pos_) {
+    : t_(o.t_), t_delta_(o.t_delta_), m_(o.m_), d_(o.d_), bias_(o.bias_), xbias_(o.xbias_), n_(o.n_), reg_(o.reg_),
+      kp_(o.kp_), xor_mode_(o.xor_mode_), e_(o.e_), leading_(o.leading_), trailing_(o.trailing_), bit_pos_(o.bit_pos_) {
   Grow(o.size_);
   std::memcpy(buf_, o.buf_, o.size_);
   size_ = o.size_;
@@ -48,9 +49,8 @@ DeltaChunk& DeltaChunk::operator=(const DeltaChunk& o) {
 
 DeltaChunk::DeltaChunk(DeltaChunk&& o) noexcept
     : buf_(std::exchange(o.buf_, nullptr)), size_(std::exchange(o.size_, 0)), cap_(std::exchange(o.cap_, 0)),
-      t_(o.t_), t_delta_(o.t_delta_), t_first_(o.t_first_), m_(o.m_), d_(o.d_), bias_(o.bias_), xbias_(o.xbias_),
-      n_(o.n_),
-      xor_mode_(o.xor_mode_), e_(o.e_), leading_(o.leading_), trailing_(o.trailing_), bit_pos_(o.bit_pos_) {}
+      t_(o.t_), t_delta_(o.t_delta_), m_(o.m_), d_(o.d_), bias_(o.bias_), xbias_(o.xbias_), n_(o.n_), reg_(o.reg_),
+      kp_(o.kp_), xor_mode_(o.xor_mode_), e_(o.e_), leading_(o.leading_), trailing_(o.trailing_), bit_pos_(o.bit_pos_) {}
 
 DeltaChunk& DeltaChunk::operator=(DeltaChunk&& o) noexcept {
   if (this != &o) {
@@ -60,12 +60,13 @@ DeltaChunk& DeltaChunk::operator=(DeltaChunk&& o) noexcept {
     cap_ = std::exchange(o.cap_, 0);
     t_ = o.t_;
     t_delta_ = o.t_delta_;
-    t_first_ = o.t_first_;
     m_ = o.m_;
     d_ = o.d_;
     bias_ = o.bias_;
     xbias_ = o.xbias_;
     n_ = o.n_;
+    reg_ = o.reg_;
+    kp_ = o.kp_;
     xor_mode_ = o.xor_mode_;
     e_ = o.e_;
     leading_ = o.leading_;
@@ -88,7 +89,17 @@ void DeltaChunk::GrowStep() { Grow(size_ + std::max<size_t>(16, size_ / 8)); }
 std::string_view DeltaChunk::Bytes() const {
   buf_[0] = static_cast<char>(n_ >> 8);
   buf_[1] = static_cast<char>(n_ & 0xff);
+  buf_[2] = static_cast<char>(reg_ >> 8);
+  buf_[3] = static_cast<char>(reg_ & 0xff);
   return std::string_view(buf_, size_);
+}
+
+int64_t DeltaChunk::MinTime() const {
+  // The first timestamp: a zigzag varint at the stream's start (written
+  // byte-aligned).
+  uint64_t u = 0;
+  GetVarint64Ptr(buf_ + kHeaderSize, buf_ + size_, &u);
+  return ZigZagDecode(u);
 }
 
 size_t DeltaChunk::MemoryBytes() const { return buf_ != nullptr ? ::malloc_usable_size(buf_) : 0; }
@@ -98,13 +109,21 @@ void DeltaChunk::Append(int64_t t, double v) {
   CHECK(n_ == 0 || t > t_, "BUG: DeltaChunk::Append with non-increasing timestamp");
   Buf b{this};
   internal::BitWriter<Buf> w(&b, &bit_pos_);
+  // Timestamps: while they are regular (t_i = t_0 + i * (t_1 - t_0)), only
+  // t_0 and the delta are written and reg_ counts the samples; from the
+  // first other one, every sample's delta of delta. Exactly periodic
+  // scrapes and remote writes cost no timestamp bits past the second.
+  const bool regular = reg_ == n_;
   if (n_ == 0) {
     w.WriteUvarint(ZigZagEncode(t));
-    t_first_ = t;
+    reg_++;
   } else if (n_ == 1) {
     uint64_t delta = static_cast<uint64_t>(t) - static_cast<uint64_t>(t_);
     w.WriteUvarint(delta);
     t_delta_ = static_cast<int64_t>(delta);
+    reg_++;
+  } else if (regular && static_cast<uint64_t>(t) - static_cast<uint64_t>(t_) == static_cast<uint64_t>(t_delta_)) {
+    reg_++;
   } else {
     uint64_t delta = static_cast<uint64_t>(t) - static_cast<uint64_t>(t_);
     int64_t dod = static_cast<int64_t>(delta - static_cast<uint64_t>(t_delta_));
@@ -167,9 +186,9 @@ void DeltaChunk::Append(int64_t t, double v) {
         if (!internal::DecimalAt(v, e, &m)) continue;
         int64_t m2 = m_, d2 = d_;
         if (!internal::RescaleDecimal(&m2, &d2, e - e_)) break;
-        internal::WriteEscape(&w);
+        internal::WriteRiceEscape(&w);
         w.WriteBits(static_cast<uint64_t>(e), 1 + internal::kDeltaExpBits);  // '0' + e
-        cost = internal::kResidualClasses + 1 + internal::kDeltaExpBits;
+        cost = internal::kDeltaExpEscapeBits;
         m_ = m2;
         d_ = d2;
         e_ = static_cast<uint8_t>(e);
@@ -180,14 +199,14 @@ void DeltaChunk::Append(int64_t t, double v) {
     if (ok) {
       int64_t dm = internal::WrapSub(m, m_), dod = internal::WrapSub(dm, d_);
       const int64_t res = bias_ < 0 ? dod : dm;
-      internal::WriteResidual(&w, res);
-      cost += internal::ResidualBits(res);
+      cost += internal::RiceBits(res, kp_);
+      internal::WriteRice(&w, res, &kp_);
       bias_ = internal::UpdateBias(bias_, dm, dod);
       xbias_ = internal::ClampBias(xbias_ + cost - internal::XorValueCost(prev, vb, &leading_, &trailing_));
       d_ = dm;
       m_ = m;
     } else {
-      internal::WriteEscape(&w);
+      internal::WriteRiceEscape(&w);
       w.WriteBit(true);
       internal::WriteXorValue(&w, prev, vb, &leading_, &trailing_);
       m_ = static_cast<int64_t>(vb);

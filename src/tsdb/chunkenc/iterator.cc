@@ -50,18 +50,35 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
   e_ = 0;
   bias_ = xbias_ = 0;
   m_ = d_ = 0;
+  reg_ = 0;
+  kp_ = 0;
   err_ = Status::OK();
   switch (enc) {
     case Encoding::kXor:
-    case Encoding::kDelta:
-      if (enc == Encoding::kDelta) leading_ = 0xff;  // the writer's initial (shadow) window
       if (data.size() < 2) {
-        err_ = Status::Corruption(enc == Encoding::kXor ? "xor chunk: short header" : "delta chunk: short header");
+        err_ = Status::Corruption("xor chunk: short header");
         return;
       }
       n_ = (uint32_t{static_cast<uint8_t>(data[0])} << 8) | static_cast<uint8_t>(data[1]);
       pos_ = 16;
       return;
+    case Encoding::kDelta:
+    case Encoding::kDelta1: {
+      leading_ = 0xff;  // the writer's initial (shadow) window
+      const size_t header = enc == Encoding::kDelta ? 4 : 2;
+      if (data.size() < header) {
+        err_ = Status::Corruption("delta chunk: short header");
+        return;
+      }
+      n_ = (uint32_t{static_cast<uint8_t>(data[0])} << 8) | static_cast<uint8_t>(data[1]);
+      if (enc == Encoding::kDelta) reg_ = (uint32_t{static_cast<uint8_t>(data[2])} << 8) | static_cast<uint8_t>(data[3]);
+      if (reg_ > n_) {
+        err_ = Status::Corruption("delta chunk: more regular timestamps than samples");
+        return;
+      }
+      pos_ = 8 * header;
+      return;
+    }
     case Encoding::kDense: {
       Status s = dense_.Decode(data);
       if (!s.ok()) {
@@ -87,7 +104,7 @@ void Iterator::Reset(Encoding enc, std::string_view data) {
 }
 
 bool Iterator::Fail(const char* what) {
-  err_ = Status::Corruption(std::string(enc_ == Encoding::kDelta ? "delta chunk: " : "xor chunk: ") + what +
+  err_ = Status::Corruption(std::string(IsDeltaEncoding(enc_) ? "delta chunk: " : "xor chunk: ") + what +
                             " at sample " + std::to_string(i_));
   valid_ = false;
   return false;
@@ -185,8 +202,12 @@ bool Iterator::NextXor() {
 
 bool Iterator::NextDelta() {
   internal::BitReader r(reinterpret_cast<const uint8_t*>(data_.data()), data_.size(), pos_);
-  // Timestamps as in XOR chunks.
-  if (const char* what = ReadTimestamp(&r, i_, &t_, &t_delta_)) return Fail(what);
+  // Timestamps as in XOR chunks, but none written for samples 2..reg-1.
+  if (i_ >= 2 && i_ < reg_) {
+    t_ = static_cast<int64_t>(static_cast<uint64_t>(t_) + static_cast<uint64_t>(t_delta_));
+  } else if (const char* what = ReadTimestamp(&r, i_, &t_, &t_delta_)) {
+    return Fail(what);
+  }
   // Value.
   if (i_ == 0) {
     bool bit;
@@ -217,7 +238,9 @@ bool Iterator::NextDelta() {
     const uint64_t prev = v_bits_;
     int cost = 0;
     int64_t x;
-    int got = internal::ReadResidual(&r, &x);
+    const bool rice = enc_ == Encoding::kDelta;
+    uint16_t kp_before = kp_;
+    int got = rice ? internal::ReadRice(&r, &x, &kp_) : internal::ReadResidual(&r, &x);
     if (got < 0) return Fail("truncated value");
     if (got == 0) {
       bool to_xor;
@@ -232,8 +255,11 @@ bool Iterator::NextDelta() {
           return Fail("bad decimal exponent");
         }
         e_ = static_cast<uint8_t>(e);
-        cost = internal::kResidualClasses + 1 + internal::kDeltaExpBits;
-        if (internal::ReadResidual(&r, &x) != 1) return Fail("bad value after exponent change");
+        cost = rice ? internal::kDeltaExpEscapeBits : internal::kResidualClasses + 1 + internal::kDeltaExpBits;
+        kp_before = kp_;
+        if ((rice ? internal::ReadRice(&r, &x, &kp_) : internal::ReadResidual(&r, &x)) != 1) {
+          return Fail("bad value after exponent change");
+        }
         got = 1;
       }
     }
@@ -243,7 +269,7 @@ bool Iterator::NextDelta() {
       bias_ = internal::UpdateBias(bias_, dm, dod);
       d_ = dm;
       m_ = internal::WrapAdd(m_, dm);
-      cost += internal::ResidualBits(x);
+      cost += rice ? internal::RiceBits(x, kp_before) : internal::ResidualBits(x);
       const uint64_t cur = std::bit_cast<uint64_t>(internal::DecimalToDouble(m_, e_));
       xbias_ = internal::ClampBias(xbias_ + cost - internal::XorValueCost(prev, cur, &leading_, &trailing_));
     }
@@ -266,7 +292,7 @@ bool Iterator::Next() {
     return false;
   }
   if (enc_ == Encoding::kXor) return NextXor();
-  if (enc_ == Encoding::kDelta) return NextDelta();
+  if (IsDeltaEncoding(enc_)) return NextDelta();
   t_ = dt_[i_];
   v_ = dv_[i_];
   i_++;
@@ -376,7 +402,7 @@ Status DecodeAll(Encoding enc, std::string_view data, std::vector<int64_t>* ts, 
   if (enc == Encoding::kDense) return internal::DecodeDense(data, ts, vs);
   if (enc == Encoding::kXor) return DecodeXor(data, ts, vs);
   Iterator it(enc, data);
-  if (it.Err().ok() && data.size() >= 2) {
+  if (it.Err().ok()) {
     const size_t n = (size_t{static_cast<uint8_t>(data[0])} << 8) | static_cast<uint8_t>(data[1]);
     GrowFor(ts, n);
     GrowFor(vs, n);
