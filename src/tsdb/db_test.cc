@@ -850,6 +850,27 @@ TEST_F(DBTest, RetentionBySizeKeepsNewestBlocks) {
 // appends and from the chunk log at a restart alike; an open clears what an
 // earlier process left there, and a cut removes the files of what it
 // persisted.
+TEST_F(DBTest, ACommitOfManyNewSeriesLeavesNoMegabytesBehind) {
+  // A body of new series writes a series record of megabytes to the WAL;
+  // the committing thread keeps buffers for the next commit, but not those.
+  Open();
+  const std::string pad(100, 'x');
+  std::vector<Labels> labels;
+  for (int s = 0; s < 20000; s++) labels.push_back(L("m", pad + std::to_string(s)));
+  {
+    auto app = db_->NewAppender();
+    for (const Labels& l : labels) ASSERT_TRUE(app->Append(0, l, 1000, 1).ok());
+    ASSERT_TRUE(app->Commit().ok());
+  }
+  EXPECT_LE(Head::ThreadLogScratchBytes(), 256u << 10);
+  // And the series are logged: they come back from the WAL.
+  Open();
+  auto q = db_->NewQuerier(0, 2000);
+  ASSERT_TRUE(q.ok());
+  auto set = (*q)->Select(false, {}, {*model::Matcher::Make(model::MatchType::kEqual, "job", pad + "19999")});
+  ASSERT_TRUE(set->Next());
+}
+
 TEST_F(DBTest, ClosedChunksSpillAndOpenClearsAStaleSpill) {
   const std::string spill = dir_ + "/chunks_mapped";
   ASSERT_TRUE(file::MkdirAll(spill).ok());

@@ -340,6 +340,8 @@ class Head : public storage::Queryable {
 
   // The chunk log (tsdb/chunk_log.h). Once enabled, every chunk that closes
   // is queued for it.
+  // The bytes LogCommit's buffers hold on the calling thread (for tests).
+  static size_t ThreadLogScratchBytes();
   void EnableChunkQueue() { chunk_queue_on_.store(true, std::memory_order_relaxed); }
   size_t ChunkQueueBytes() const { return chunk_queue_bytes_.load(std::memory_order_relaxed); }
   struct ChunkLogDrain {
