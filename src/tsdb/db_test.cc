@@ -846,10 +846,6 @@ TEST_F(DBTest, RetentionBySizeKeepsNewestBlocks) {
   EXPECT_EQ(got.begin()->second.rbegin()->first, 3 * 40 * d);  // the newest data is kept
 }
 
-// Closed head chunks go to chunks_mapped/ once a block of them fills, from
-// appends and from the chunk log at a restart alike; an open clears what an
-// earlier process left there, and a cut removes the files of what it
-// persisted.
 TEST_F(DBTest, ACommitOfManyNewSeriesLeavesNoMegabytesBehind) {
   // A body of new series writes a series record of megabytes to the WAL;
   // the committing thread keeps buffers for the next commit, but not those.
@@ -871,6 +867,10 @@ TEST_F(DBTest, ACommitOfManyNewSeriesLeavesNoMegabytesBehind) {
   ASSERT_TRUE(set->Next());
 }
 
+// Closed head chunks go to chunks_mapped/ once a block of them fills, from
+// appends and from the chunk log at a restart alike; an open clears what an
+// earlier process left there, and a cut removes the files of what it
+// persisted.
 TEST_F(DBTest, ClosedChunksSpillAndOpenClearsAStaleSpill) {
   const std::string spill = dir_ + "/chunks_mapped";
   ASSERT_TRUE(file::MkdirAll(spill).ok());

@@ -556,7 +556,6 @@ TEST(DeltaChunkTest, SmallerThanXorOnDecimalData) {
   EXPECT_LE(DeltaBytes(f).size(), x.size() + 2);
 }
 
-
 TEST(DeltaChunkTest, RegularTimestampsCostNoBits) {
   // A constant on an exact 15 s clock: t0, the delta and a bit a value.
   Series s = Regular(120, 1700000000000, 15000, [](size_t) { return 7.0; });

@@ -148,12 +148,11 @@ inline int RiceK(uint16_t kp) { return std::min(kp >> 3, kRiceKMax); }
 // residual too large for a Rice code. (On the peers workload, a quarter
 // beat a half and an eighth, and k = bitlen's average beat it minus a half
 // or plus a half: 1.606 B a sample against 1.616-1.645.)
+inline uint16_t RiceJump(uint64_t z) { return static_cast<uint16_t>(8 * std::bit_width(z)); }
 inline uint16_t RiceAdapt(uint16_t kp, uint64_t z) {
-  const int target = 8 * (z == 0 ? 0 : 64 - std::countl_zero(z));
-  const int next = kp + ((target - kp) >> 2);
+  const int next = kp + ((RiceJump(z) - kp) >> 2);
   return static_cast<uint16_t>(next < 0 ? 0 : next);
 }
-inline uint16_t RiceJump(uint64_t z) { return static_cast<uint16_t>(8 * (z == 0 ? 0 : 64 - std::countl_zero(z))); }
 
 inline int RiceBits(int64_t x, uint16_t kp) {
   const uint64_t z = ZigZagEncode(x);
@@ -168,21 +167,20 @@ inline void WriteRice(W* w, int64_t x, uint16_t* kp) {
   const uint64_t z = ZigZagEncode(x);
   const int k = RiceK(*kp);
   const uint64_t q = z >> k;
-  if (q < kRiceQMax) {
-    const int qn = static_cast<int>(q);
-    const uint64_t prefix = ((uint64_t{1} << qn) - 1) << 1;  // q ones, then a zero
-    const uint64_t low = k == 0 ? 0 : z & ((uint64_t{1} << k) - 1);
-    if (qn + 1 + k <= 64) {
-      w->WriteBits((prefix << k) | low, qn + 1 + k);
-    } else {
-      w->WriteBits(prefix, qn + 1);
-      w->WriteBits(low, k);
-    }
-  } else {
+  if (q >= kRiceQMax) {
     w->WriteBits((uint64_t{1} << kRiceQMax) - 1, kRiceQMax);
     WriteResidual(w, x);
     *kp = RiceJump(z);
     return;
+  }
+  const int qn = static_cast<int>(q);
+  const uint64_t prefix = ((uint64_t{1} << qn) - 1) << 1;  // q ones, then a zero
+  const uint64_t low = k == 0 ? 0 : z & ((uint64_t{1} << k) - 1);
+  if (qn + 1 + k <= 64) {
+    w->WriteBits((prefix << k) | low, qn + 1 + k);
+  } else {
+    w->WriteBits(prefix, qn + 1);
+    w->WriteBits(low, k);
   }
   *kp = RiceAdapt(*kp, z);
 }

@@ -238,9 +238,15 @@ bool Iterator::NextDelta() {
     const uint64_t prev = v_bits_;
     int cost = 0;
     int64_t x;
+    // Encoding 7 codes residuals with Rice codes, the first format with
+    // the classes (and a shorter escape, which xbias counts).
     const bool rice = enc_ == Encoding::kDelta;
-    uint16_t kp_before = kp_;
-    int got = rice ? internal::ReadRice(&r, &x, &kp_) : internal::ReadResidual(&r, &x);
+    uint16_t kp_before = 0;  // kp_ before the last residual read
+    auto read_residual = [&](int64_t* out) {
+      kp_before = kp_;
+      return rice ? internal::ReadRice(&r, out, &kp_) : internal::ReadResidual(&r, out);
+    };
+    int got = read_residual(&x);
     if (got < 0) return Fail("truncated value");
     if (got == 0) {
       bool to_xor;
@@ -256,10 +262,7 @@ bool Iterator::NextDelta() {
         }
         e_ = static_cast<uint8_t>(e);
         cost = rice ? internal::kDeltaExpEscapeBits : internal::kResidualClasses + 1 + internal::kDeltaExpBits;
-        kp_before = kp_;
-        if ((rice ? internal::ReadRice(&r, &x, &kp_) : internal::ReadResidual(&r, &x)) != 1) {
-          return Fail("bad value after exponent change");
-        }
+        if (read_residual(&x) != 1) return Fail("bad value after exponent change");
         got = 1;
       }
     }
